@@ -1,0 +1,73 @@
+# ngx_http_gms_module: build, test, demo.
+#
+#   make            the module (build/nginx/objs/ngx_http_gms_module.so)
+#   make test       install what is missing, build, run every test
+#   make demo       a local redis-server + nginx + stand-in GMS to try
+#
+# NGINX_SRC=/path/to/nginx-source make   builds against another tree;
+# NGINX_CONF_FLAGS then gives its configure flags (default: --with-compat).
+
+NGINX_SRC        ?= /usr/share/nginx/src
+BUILD            := $(CURDIR)/build
+NGX_BUILD        := $(BUILD)/nginx
+MODULE           := $(NGX_BUILD)/objs/ngx_http_gms_module.so
+NGINX_BIN        ?= /usr/sbin/nginx
+
+# Debian's own compiler flags (nginx -V), so the module matches its nginx
+DEB_CC_OPT       := -g -O2 -fstack-protector-strong -Wformat \
+                    -Werror=format-security -fPIC -Wdate-time \
+                    -D_FORTIFY_SOURCE=2
+DEB_LD_OPT       := -Wl,-z,relro -Wl,-z,now -fPIC
+
+CFLAGS_UNIT      := -g -O1 -Wall -Wextra -Werror -Isrc
+LIBS_UNIT        := -lhiredis -ljansson -lcrypto
+
+SRCS             := $(wildcard src/*.c src/*.h) config
+UNIT_TESTS       := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(wildcard t/unit/*.c))
+PURE_SRCS        := src/gms_token.c src/gms_json.c
+
+PROVE_FLAGS      ?=
+
+.PHONY: all module deps test unit demo clean
+
+all: module
+
+deps:
+	@sh tools/install-deps.sh
+
+module: $(MODULE)
+
+$(NGX_BUILD)/Makefile: config
+	rm -rf $(NGX_BUILD)
+	mkdir -p $(BUILD)
+	cp -a $(NGINX_SRC) $(NGX_BUILD)
+	cd $(NGX_BUILD) && if [ -f conf_flags ]; then \
+	    bash -c '. ./conf_flags && ./configure "$${NGX_CONF_FLAGS[@]}" \
+	        --with-cc-opt="$(DEB_CC_OPT)" --with-ld-opt="$(DEB_LD_OPT)" \
+	        --add-dynamic-module=$(CURDIR)' > $(BUILD)/configure.log; \
+	else \
+	    ./configure $${NGINX_CONF_FLAGS:---with-compat} \
+	        --add-dynamic-module=$(CURDIR) > $(BUILD)/configure.log; \
+	fi
+
+$(MODULE): $(NGX_BUILD)/Makefile $(SRCS)
+	$(MAKE) -C $(NGX_BUILD) -f objs/Makefile modules \
+	    CFLAGS_EXTRA= > $(BUILD)/make.log 2>&1 \
+	    || { cat $(BUILD)/make.log; exit 1; }
+	@grep -E ': (warning|error):' $(BUILD)/make.log || true
+
+$(BUILD)/unit/%: t/unit/%.c $(PURE_SRCS) src/gms_token.h src/gms_json.h
+	@mkdir -p $(BUILD)/unit
+	$(CC) $(CFLAGS_UNIT) -o $@ $< $(PURE_SRCS) $(LIBS_UNIT)
+
+unit: $(UNIT_TESTS)
+
+test: deps module unit
+	GMS_MODULE=$(MODULE) GMS_UNIT_DIR=$(BUILD)/unit NGINX_BIN=$(NGINX_BIN) \
+	    prove -I t/lib $(PROVE_FLAGS) t/
+
+demo: deps module
+	@sh tools/demo.sh $(MODULE)
+
+clean:
+	rm -rf $(BUILD)

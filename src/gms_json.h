@@ -1,0 +1,39 @@
+
+/*
+ * JSON documents in the metadata service's (Rest.li's) shapes; pure C
+ * over jansson.  Every returned string is malloc()ed: free() it.
+ */
+
+
+#ifndef _GMS_JSON_H_INCLUDED_
+#define _GMS_JSON_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+
+/* the longest getEsTaskStatus request body accepted */
+#define GMS_ES_TASK_BODY_MAX   8192
+
+/* ES/OpenSearch node ids are 22 characters; leave room, but not much */
+#define GMS_ES_NODE_MAX        128
+
+
+typedef struct {
+    char                   node[GMS_ES_NODE_MAX + 1];
+    int64_t                number;
+} gms_es_task_ref_t;
+
+
+char *gms_json_error_body(int status, const char *message);
+char *gms_json_value_body(const char *value);
+
+int gms_es_task_request_parse(const char *body, size_t len,
+    gms_es_task_ref_t *ref, char *msg, size_t msg_size);
+char *gms_es_task_value(const char *answer, size_t len, char *reason,
+    size_t reason_size);
+char *gms_es_task_error_value(const gms_es_task_ref_t *ref);
+
+
+#endif /* _GMS_JSON_H_INCLUDED_ */

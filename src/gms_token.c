@@ -1,0 +1,273 @@
+
+/*
+ * Bearer header parsing, token id computation and the Redis lookup
+ * script with the parser of its reply.
+ */
+
+
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+
+#include "gms_token.h"
+
+
+/*
+ * One round trip per lookup: the token hash and the actor's privilege set.
+ * KEYS[1] = <prefix>token:<id>, ARGV[1] = <prefix>actor:
+ * Reply: nil when the token is unknown, else
+ * [actor, expiresAt or "", type or "", [privilege, ...]].
+ */
+const char  gms_lookup_script[] =
+    "local t = redis.call('HMGET', KEYS[1], 'actor', 'expiresAt', 'type')\n"
+    "if not t[1] then return false end\n"
+    "return {t[1], t[2] or '', t[3] or '',"
+    " redis.call('SMEMBERS', ARGV[1] .. t[1])}\n";
+
+const size_t  gms_lookup_script_len = sizeof(gms_lookup_script) - 1;
+
+
+static int
+gms_is_token68_char(unsigned char ch)
+{
+    if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')
+        || (ch >= '0' && ch <= '9'))
+    {
+        return 1;
+    }
+
+    return ch == '-' || ch == '.' || ch == '_' || ch == '~' || ch == '+'
+           || ch == '/';
+}
+
+
+/*
+ * credentials = "Bearer" 1*SP token68 (RFC 6750, 2.1), the scheme
+ * case-insensitive; returns 0 and the token, or -1 for anything else.
+ */
+
+int
+gms_bearer_parse(const unsigned char *value, size_t len,
+    const unsigned char **token, size_t *token_len)
+{
+    size_t                i, start, end;
+    static const size_t   scheme_len = sizeof("Bearer") - 1;
+
+    if (len <= scheme_len
+        || strncasecmp((const char *) value, "Bearer", scheme_len) != 0
+        || (value[scheme_len] != ' ' && value[scheme_len] != '\t'))
+    {
+        return -1;
+    }
+
+    for (i = scheme_len; i < len && (value[i] == ' ' || value[i] == '\t');
+         i++)
+    {
+        /* void */
+    }
+
+    start = i;
+
+    while (i < len && gms_is_token68_char(value[i])) {
+        i++;
+    }
+
+    if (i == start) {
+        return -1;
+    }
+
+    while (i < len && value[i] == '=') {
+        i++;
+    }
+
+    end = i;
+
+    while (i < len && (value[i] == ' ' || value[i] == '\t')) {
+        i++;
+    }
+
+    if (i != len || end - start > GMS_TOKEN_MAX_LEN) {
+        return -1;
+    }
+
+    *token = value + start;
+    *token_len = end - start;
+
+    return 0;
+}
+
+
+/* the id DataHub gives its access-token entity: b64(SHA-256(token || salt)) */
+
+void
+gms_token_id(const unsigned char *token, size_t token_len,
+    const unsigned char *salt, size_t salt_len,
+    char id[GMS_TOKEN_ID_LEN + 1])
+{
+    unsigned char  md[SHA256_DIGEST_LENGTH];
+    EVP_MD_CTX    *ctx;
+
+    ctx = EVP_MD_CTX_new();
+
+    if (ctx == NULL
+        || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1
+        || EVP_DigestUpdate(ctx, token, token_len) != 1
+        || EVP_DigestUpdate(ctx, salt, salt_len) != 1
+        || EVP_DigestFinal_ex(ctx, md, NULL) != 1)
+    {
+        /* no usable id: an empty one never matches a Redis key */
+        id[0] = '\0';
+        EVP_MD_CTX_free(ctx);
+        return;
+    }
+
+    EVP_MD_CTX_free(ctx);
+
+    EVP_EncodeBlock((unsigned char *) id, md, SHA256_DIGEST_LENGTH);
+}
+
+
+int
+gms_token_id_valid(const char *id, size_t len)
+{
+    unsigned char  md[SHA256_DIGEST_LENGTH + 2];
+    size_t         i;
+
+    if (len != GMS_TOKEN_ID_LEN || id[len - 1] != '=' || id[len - 2] == '=') {
+        return 0;
+    }
+
+    for (i = 0; i < len - 1; i++) {
+        if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z')
+              || (id[i] >= '0' && id[i] <= '9') || id[i] == '+'
+              || id[i] == '/'))
+        {
+            return 0;
+        }
+    }
+
+    /* 44 chars decode to 33 bytes with the padding byte counted */
+    return EVP_DecodeBlock(md, (const unsigned char *) id, (int) len) == 33;
+}
+
+
+/* milliseconds since the epoch: digits only, no sign; "" means 0 */
+
+int
+gms_parse_ms(const char *s, size_t len, int64_t *ms)
+{
+    size_t   i;
+    int64_t  v;
+
+    v = 0;
+
+    for (i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9' || v > (INT64_MAX - 9) / 10) {
+            return -1;
+        }
+
+        v = v * 10 + (s[i] - '0');
+    }
+
+    *ms = v;
+
+    return 0;
+}
+
+
+/* DataHub privilege names: upper-case letters, digits and underscores */
+
+int
+gms_privilege_valid(const char *name, size_t len)
+{
+    size_t  i;
+
+    if (len == 0 || len > 256) {
+        return 0;
+    }
+
+    for (i = 0; i < len; i++) {
+        if (!((name[i] >= 'A' && name[i] <= 'Z')
+              || (name[i] >= 'a' && name[i] <= 'z')
+              || (name[i] >= '0' && name[i] <= '9') || name[i] == '_'
+              || name[i] == '-' || name[i] == '.' || name[i] == ':'))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+gms_lookup_rc_e
+gms_lookup_reply_parse(const redisReply *reply, gms_lookup_t *lookup)
+{
+    size_t       i;
+    redisReply  *e;
+
+    memset(lookup, 0, sizeof(gms_lookup_t));
+
+    if (reply == NULL) {
+        lookup->error = "no reply";
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    if (reply->type == REDIS_REPLY_NIL) {
+        return GMS_LOOKUP_UNKNOWN;
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        lookup->error = reply->str;
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4) {
+        lookup->error = "unexpected reply shape";
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    for (i = 0; i < 3; i++) {
+        if (reply->element[i]->type != REDIS_REPLY_STRING) {
+            lookup->error = "unexpected reply element type";
+            return GMS_LOOKUP_BAD_REPLY;
+        }
+    }
+
+    e = reply->element[3];
+
+    if (e->type != REDIS_REPLY_ARRAY) {
+        lookup->error = "privileges are not an array";
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    for (i = 0; i < e->elements; i++) {
+        if (e->element[i]->type != REDIS_REPLY_STRING) {
+            lookup->error = "privilege is not a string";
+            return GMS_LOOKUP_BAD_REPLY;
+        }
+    }
+
+    if (reply->element[0]->len == 0) {
+        return GMS_LOOKUP_UNKNOWN;
+    }
+
+    if (gms_parse_ms(reply->element[1]->str, reply->element[1]->len,
+                     &lookup->expires_at)
+        != 0)
+    {
+        lookup->error = "expiresAt is not a number of milliseconds";
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    lookup->actor = reply->element[0]->str;
+    lookup->actor_len = reply->element[0]->len;
+    lookup->type = reply->element[2]->str;
+    lookup->type_len = reply->element[2]->len;
+    lookup->privileges = e->element;
+    lookup->nprivileges = e->elements;
+
+    return GMS_LOOKUP_FOUND;
+}

@@ -1,0 +1,60 @@
+
+/*
+ * Pure token helpers shared by the nginx module and the gms-token tool:
+ * no nginx types here, so that unit tests and fuzzers can call them alone.
+ */
+
+
+#ifndef _GMS_TOKEN_H_INCLUDED_
+#define _GMS_TOKEN_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+
+/* DataHub's PATs are JWTs of a few hundred bytes; 4k leaves ample room */
+#define GMS_TOKEN_MAX_LEN      4096
+
+/* standard base64, with padding, of a 32-byte SHA-256 digest */
+#define GMS_TOKEN_ID_LEN       44
+
+
+typedef enum {
+    GMS_LOOKUP_FOUND = 0,
+    GMS_LOOKUP_UNKNOWN,
+    GMS_LOOKUP_BAD_REPLY
+} gms_lookup_rc_e;
+
+
+typedef struct {
+    const char            *actor;
+    size_t                 actor_len;
+    const char            *type;
+    size_t                 type_len;
+    int64_t                expires_at;     /* ms since the epoch, 0: never */
+    redisReply           **privileges;     /* string elements */
+    size_t                 nprivileges;
+    const char            *error;          /* with GMS_LOOKUP_BAD_REPLY */
+} gms_lookup_t;
+
+
+int gms_bearer_parse(const unsigned char *value, size_t len,
+    const unsigned char **token, size_t *token_len);
+void gms_token_id(const unsigned char *token, size_t token_len,
+    const unsigned char *salt, size_t salt_len,
+    char id[GMS_TOKEN_ID_LEN + 1]);
+int gms_token_id_valid(const char *id, size_t len);
+int gms_parse_ms(const char *s, size_t len, int64_t *ms);
+int gms_privilege_valid(const char *name, size_t len);
+
+gms_lookup_rc_e gms_lookup_reply_parse(const redisReply *reply,
+    gms_lookup_t *lookup);
+
+extern const char    gms_lookup_script[];
+extern const size_t  gms_lookup_script_len;
+
+
+#endif /* _GMS_TOKEN_H_INCLUDED_ */

@@ -1,0 +1,411 @@
+
+/*
+ * POST /operations?action=getEsTaskStatus answered at the edge: the task
+ * reference from the body becomes an in-memory subrequest to the search
+ * cluster's _tasks API, whose answer is mapped to the metadata service's
+ * Rest.li action response.
+ */
+
+
+#include "ngx_http_gms_module.h"
+
+
+#define NGX_HTTP_GMS_ES_PRIVILEGE  "GET_ES_TASK_STATUS_PRIVILEGE"
+
+
+static ngx_int_t ngx_http_gms_es_task_handler(ngx_http_request_t *r);
+static void ngx_http_gms_es_task_body(ngx_http_request_t *r);
+static size_t ngx_http_gms_es_task_body_size(ngx_http_request_t *r);
+static u_char *ngx_http_gms_es_task_read_body(ngx_http_request_t *r,
+    size_t len);
+static ngx_int_t ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
+    ngx_http_gms_ctx_t *ctx);
+static ngx_int_t ngx_http_gms_es_task_done(ngx_http_request_t *r,
+    void *data, ngx_int_t rc);
+static void ngx_http_gms_es_task_respond(ngx_http_request_t *r);
+static ngx_int_t ngx_http_gms_es_task_refuse(ngx_http_request_t *r,
+    ngx_uint_t status, const char *message);
+
+
+static ngx_str_t  ngx_http_gms_es_privilege =
+    ngx_string(NGX_HTTP_GMS_ES_PRIVILEGE);
+
+
+ngx_int_t
+ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
+{
+    ngx_int_t                 rc;
+    ngx_str_t                 action;
+    ngx_http_gms_ctx_t       *ctx;
+    ngx_http_gms_loc_conf_t  *glcf;
+
+    static ngx_str_t          post = ngx_string("POST");
+
+    glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
+
+    if (glcf->es_task_uri.len == 0 || r != r->main) {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_arg(r, (u_char *) "action", 6, &action) != NGX_OK
+        || action.len != sizeof("getEsTaskStatus") - 1
+        || ngx_strncmp(action.data, "getEsTaskStatus", action.len) != 0)
+    {
+        return NGX_DECLINED;
+    }
+
+    if (r->method != NGX_HTTP_POST) {
+        if (ngx_http_gms_add_header(r, "Allow", &post) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        rc = ngx_http_gms_es_task_refuse(r, NGX_HTTP_NOT_ALLOWED,
+                                         "getEsTaskStatus is a POST action");
+        goto answered;
+    }
+
+    if (glcf->enable) {
+        ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
+
+        /* the metadata service checks the privilege before the body */
+
+        if (ctx == NULL || ctx->result != NGX_HTTP_GMS_OK
+            || !ngx_http_gms_has_privilege(ctx, &ngx_http_gms_es_privilege))
+        {
+            if (ngx_http_gms_add_header(r, "WWW-Authenticate",
+                                        &glcf->challenge_scope)
+                != NGX_OK)
+            {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            if (ctx) {
+                ctx->result = NGX_HTTP_GMS_FORBIDDEN;
+            }
+
+            rc = ngx_http_gms_es_task_refuse(r, NGX_HTTP_UNAUTHORIZED,
+                                 "User is unauthorized to get ES task status");
+            goto answered;
+        }
+    }
+
+    r->content_handler = ngx_http_gms_es_task_handler;
+
+    return NGX_DECLINED;
+
+answered:
+
+    /* answered from the precontent phase: no later phase runs */
+    ngx_http_finalize_request(r, rc);
+
+    return NGX_DONE;
+}
+
+
+static ngx_int_t
+ngx_http_gms_es_task_handler(ngx_http_request_t *r)
+{
+    ngx_int_t            rc;
+    ngx_http_gms_ctx_t  *ctx;
+
+    if (r->headers_in.content_length_n > GMS_ES_TASK_BODY_MAX) {
+        return ngx_http_gms_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                       "Request body too large");
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
+
+    if (ctx == NULL) {
+        ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_gms_ctx_t));
+        if (ctx == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ctx->request = r;
+        ngx_http_set_ctx(r, ctx, ngx_http_gms_module);
+    }
+
+    rc = ngx_http_read_client_request_body(r, ngx_http_gms_es_task_body);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_http_gms_es_task_body(ngx_http_request_t *r)
+{
+    char                *msg;
+    u_char              *body;
+    size_t               len, size;
+    ngx_int_t            rc;
+    ngx_http_gms_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
+
+    len = ngx_http_gms_es_task_body_size(r);
+
+    if (len > GMS_ES_TASK_BODY_MAX) {
+        /* a chunked body has no Content-Length to refuse it earlier */
+        ngx_http_finalize_request(r,
+            ngx_http_gms_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                    "Request body too large"));
+        return;
+    }
+
+    body = ngx_http_gms_es_task_read_body(r, len);
+
+    if (body == NULL) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    /* room for the metadata service's message echoing the task */
+    size = len + 256;
+
+    msg = ngx_pnalloc(r->pool, size);
+    if (msg == NULL) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    if (gms_es_task_request_parse((char *) body, len, &ctx->task, msg, size)
+        != 0)
+    {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "gms: getEsTaskStatus refused: %s", msg);
+
+        ngx_http_finalize_request(r,
+            ngx_http_gms_es_task_refuse(r, NGX_HTTP_BAD_REQUEST, msg));
+        return;
+    }
+
+    rc = ngx_http_gms_es_task_subrequest(r, ctx);
+
+    if (rc != NGX_OK) {
+        ngx_http_finalize_request(r, rc);
+    }
+}
+
+
+static size_t
+ngx_http_gms_es_task_body_size(ngx_http_request_t *r)
+{
+    size_t        size;
+    ngx_chain_t  *cl;
+
+    size = 0;
+
+    if (r->request_body == NULL) {
+        return 0;
+    }
+
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        size += ngx_buf_size(cl->buf);
+    }
+
+    return size;
+}
+
+
+/* the body as one buffer, whether nginx kept it in memory or in a file */
+
+static u_char *
+ngx_http_gms_es_task_read_body(ngx_http_request_t *r, size_t len)
+{
+    u_char       *p, *body;
+    ssize_t       n;
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    body = ngx_pnalloc(r->pool, len + 1);
+    if (body == NULL) {
+        return NULL;
+    }
+
+    p = body;
+
+    for (cl = r->request_body ? r->request_body->bufs : NULL; cl;
+         cl = cl->next)
+    {
+        b = cl->buf;
+
+        if (b->in_file) {
+            n = ngx_read_file(b->file, p, b->file_last - b->file_pos,
+                              b->file_pos);
+
+            if (n != b->file_last - b->file_pos) {
+                return NULL;
+            }
+
+            p += n;
+            continue;
+        }
+
+        p = ngx_cpymem(p, b->pos, b->last - b->pos);
+    }
+
+    *p = '\0';
+
+    return body;
+}
+
+
+static ngx_int_t
+ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
+    ngx_http_gms_ctx_t *ctx)
+{
+    ngx_str_t                     uri;
+    ngx_http_request_t           *sr;
+    ngx_http_gms_loc_conf_t      *glcf;
+    ngx_http_post_subrequest_t   *ps;
+
+    glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
+
+    /* the node is [A-Za-z0-9_-]+ and the number digits: the path stays */
+
+    uri.data = ngx_pnalloc(r->pool, glcf->es_task_uri.len + GMS_ES_NODE_MAX
+                                    + 1 + NGX_INT64_LEN);
+    if (uri.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    uri.len = ngx_sprintf(uri.data, "%V%s:%L", &glcf->es_task_uri,
+                          ctx->task.node, (int64_t) ctx->task.number)
+              - uri.data;
+
+    ps = ngx_palloc(r->pool, sizeof(ngx_http_post_subrequest_t));
+    if (ps == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ps->handler = ngx_http_gms_es_task_done;
+    ps->data = ctx;
+
+    if (ngx_http_subrequest(r, &uri, NULL, &sr, ps,
+                            NGX_HTTP_SUBREQUEST_IN_MEMORY
+                            |NGX_HTTP_SUBREQUEST_WAITED)
+        != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /*
+     * Nothing of the client's request goes to the cluster: not its
+     * Authorization or Cookie, not its body, not its Content-Type.
+     */
+
+    ngx_memzero(&sr->headers_in, sizeof(ngx_http_headers_in_t));
+
+    if (ngx_list_init(&sr->headers_in.headers, r->pool, 1,
+                      sizeof(ngx_table_elt_t))
+        != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    sr->headers_in.content_length_n = -1;
+    sr->headers_in.keep_alive_n = -1;
+    sr->request_body = NULL;
+
+    r->write_event_handler = ngx_http_gms_es_task_respond;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "gms: getEsTaskStatus subrequest \"%V\"", &uri);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_gms_es_task_done(ngx_http_request_t *r, void *data, ngx_int_t rc)
+{
+    ngx_http_gms_ctx_t *ctx = data;
+
+    ctx->es_done = 1;
+    ctx->es_rc = rc;
+    ctx->es_status = r->headers_out.status;
+
+    if (r->out && r->out->buf) {
+        ctx->es_answer.data = r->out->buf->pos;
+        ctx->es_answer.len = r->out->buf->last - r->out->buf->pos;
+
+    } else {
+        ngx_str_null(&ctx->es_answer);
+    }
+
+    return rc;
+}
+
+
+static void
+ngx_http_gms_es_task_respond(ngx_http_request_t *r)
+{
+    char                 reason[128], *value, *body;
+    ngx_http_gms_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
+
+    if (!ctx->es_done) {
+        return;
+    }
+
+    r->write_event_handler = ngx_http_request_empty_handler;
+
+    value = NULL;
+
+    if (ctx->es_rc != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "gms: task %s:%L: search cluster request failed (%i)",
+                      ctx->task.node, (int64_t) ctx->task.number,
+                      ctx->es_rc);
+
+    } else if (ctx->es_status != NGX_HTTP_OK) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "gms: task %s:%L: search cluster answered %ui",
+                      ctx->task.node, (int64_t) ctx->task.number,
+                      ctx->es_status);
+
+    } else {
+        value = gms_es_task_value((char *) ctx->es_answer.data,
+                                  ctx->es_answer.len, reason, sizeof(reason));
+
+        if (value == NULL) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "gms: task %s:%L: %s",
+                          ctx->task.node, (int64_t) ctx->task.number,
+                          reason);
+        }
+    }
+
+    if (value == NULL) {
+        /* the metadata service's answer when it gets no task status */
+        value = gms_es_task_error_value(&ctx->task);
+    }
+
+    body = (value != NULL) ? gms_json_value_body(value) : NULL;
+    free(value);
+
+    ngx_http_finalize_request(r, ngx_http_gms_send_json(r, NGX_HTTP_OK, body));
+}
+
+
+/* a Rest.li error, as the metadata service's resource would raise it */
+
+static ngx_int_t
+ngx_http_gms_es_task_refuse(ngx_http_request_t *r, ngx_uint_t status,
+    const char *message)
+{
+    static ngx_str_t  yes = ngx_string("true");
+
+    if (ngx_http_gms_add_header(r, "X-RestLi-Error-Response", &yes)
+        != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_gms_send_error(r, status, message);
+}

@@ -1,0 +1,1071 @@
+
+/*
+ * ngx_http_gms_module: personal access tokens checked at the edge of
+ * DataHub's metadata service (GMS), against a Redis cache that GMS fills.
+ */
+
+
+#include "ngx_http_gms_module.h"
+#include "ngx_http_gms_redis.h"
+
+#include <openssl/sha.h>
+
+
+#define NGX_HTTP_GMS_RESTLI_EXCEPTION                                        \
+    "com.linkedin.restli.server.RestLiServiceException"
+
+
+static ngx_int_t ngx_http_gms_access_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_gms_start_lookup(ngx_http_request_t *r,
+    ngx_http_gms_ctx_t *ctx);
+static void ngx_http_gms_lookup_done(void *data, redisReply *reply,
+    const char *error);
+static void ngx_http_gms_deadline_handler(ngx_event_t *ev);
+static void ngx_http_gms_wake_handler(ngx_event_t *ev);
+static void ngx_http_gms_ctx_cleanup(void *data);
+static ngx_int_t ngx_http_gms_decide(ngx_http_request_t *r,
+    ngx_http_gms_ctx_t *ctx);
+static ngx_int_t ngx_http_gms_deny(ngx_http_request_t *r,
+    ngx_http_gms_ctx_t *ctx);
+
+static ngx_int_t ngx_http_gms_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_gms_result_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+
+static char *ngx_http_gms_redis_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_gms_privileges(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static ngx_int_t ngx_http_gms_add_variables(ngx_conf_t *cf);
+static void *ngx_http_gms_create_main_conf(ngx_conf_t *cf);
+static char *ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf);
+static void *ngx_http_gms_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+static ngx_int_t ngx_http_gms_challenge(ngx_conf_t *cf, ngx_str_t *realm,
+    const char *error, ngx_str_t *out);
+static ngx_int_t ngx_http_gms_init(ngx_conf_t *cf);
+static void ngx_http_gms_exit_process(ngx_cycle_t *cycle);
+
+
+static ngx_command_t  ngx_http_gms_commands[] = {
+
+    { ngx_string("gms_token_auth"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_gms_loc_conf_t, enable),
+      NULL },
+
+    { ngx_string("gms_token_redis"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE123,
+      ngx_http_gms_redis_directive,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("gms_token_redis_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_gms_main_conf_t, timeout),
+      NULL },
+
+    { ngx_string("gms_token_key_prefix"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_gms_main_conf_t, prefix),
+      NULL },
+
+    { ngx_string("gms_token_salt"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_gms_main_conf_t, salt),
+      NULL },
+
+    { ngx_string("gms_token_realm"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_gms_loc_conf_t, realm),
+      NULL },
+
+    { ngx_string("gms_token_require_privilege"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_gms_privileges,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("gms_es_task_status"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_gms_loc_conf_t, es_task_uri),
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_gms_module_ctx = {
+    ngx_http_gms_add_variables,            /* preconfiguration */
+    ngx_http_gms_init,                     /* postconfiguration */
+
+    ngx_http_gms_create_main_conf,         /* create main configuration */
+    ngx_http_gms_init_main_conf,           /* init main configuration */
+
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    ngx_http_gms_create_loc_conf,          /* create location configuration */
+    ngx_http_gms_merge_loc_conf            /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_gms_module = {
+    NGX_MODULE_V1,
+    &ngx_http_gms_module_ctx,              /* module context */
+    ngx_http_gms_commands,                 /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    NULL,                                  /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    ngx_http_gms_exit_process,             /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static ngx_http_variable_t  ngx_http_gms_vars[] = {
+
+    { ngx_string("gms_token_actor"), NULL, ngx_http_gms_variable,
+      offsetof(ngx_http_gms_ctx_t, actor), NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("gms_token_privileges"), NULL, ngx_http_gms_variable,
+      offsetof(ngx_http_gms_ctx_t, privileges), NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("gms_token_id"), NULL, ngx_http_gms_variable,
+      0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("gms_token_result"), NULL, ngx_http_gms_result_variable,
+      0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+      ngx_http_null_variable
+};
+
+
+static ngx_str_t  ngx_http_gms_results[] = {
+    ngx_string("off"),
+    ngx_string("ok"),
+    ngx_string("missing"),
+    ngx_string("malformed"),
+    ngx_string("unknown"),
+    ngx_string("expired"),
+    ngx_string("forbidden"),
+    ngx_string("error")
+};
+
+
+static ngx_int_t
+ngx_http_gms_access_handler(ngx_http_request_t *r)
+{
+    const u_char             *token;
+    size_t                    len;
+    ngx_table_elt_t          *h;
+    ngx_http_gms_ctx_t       *ctx;
+    ngx_http_gms_loc_conf_t  *glcf;
+    ngx_http_gms_main_conf_t *gmcf;
+
+    glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
+
+    if (!glcf->enable) {
+        return NGX_DECLINED;
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
+
+    if (ctx != NULL) {
+        if (ctx->pending) {
+            return NGX_AGAIN;
+        }
+
+        return ngx_http_gms_decide(r, ctx);
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_gms_ctx_t));
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     ctx->result = NGX_HTTP_GMS_OFF;
+     *     ctx->pending = 0;
+     *     ctx->done = 0;
+     *     ctx->actor = { 0, NULL };
+     *     ctx->privileges = { 0, NULL };
+     *     ctx->lookup = NULL;
+     *     ctx->id = "";
+     */
+
+    ctx->request = r;
+    ngx_http_set_ctx(r, ctx, ngx_http_gms_module);
+
+    h = r->headers_in.authorization;
+
+    if (h == NULL) {
+        ctx->result = NGX_HTTP_GMS_MISSING;
+        ctx->done = 1;
+        return ngx_http_gms_decide(r, ctx);
+    }
+
+    if (gms_bearer_parse(h->value.data, h->value.len, &token, &len) != 0) {
+        ctx->result = NGX_HTTP_GMS_MALFORMED;
+        ctx->done = 1;
+        return ngx_http_gms_decide(r, ctx);
+    }
+
+    gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
+
+    gms_token_id(token, len, gmcf->salt.data, gmcf->salt.len,
+                 (char *) ctx->id);
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "gms: token id \"%s\"", ctx->id);
+
+    return ngx_http_gms_start_lookup(r, ctx);
+}
+
+
+static ngx_int_t
+ngx_http_gms_start_lookup(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
+{
+    ngx_pool_cleanup_t        *cln;
+    ngx_http_gms_main_conf_t  *gmcf;
+
+    gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    cln->handler = ngx_http_gms_ctx_cleanup;
+    cln->data = ctx;
+
+    ctx->deadline.handler = ngx_http_gms_deadline_handler;
+    ctx->deadline.data = ctx;
+    ctx->deadline.log = r->connection->log;
+
+    ctx->wake.handler = ngx_http_gms_wake_handler;
+    ctx->wake.data = ctx;
+    ctx->wake.log = r->connection->log;
+
+    if (ngx_http_gms_redis_lookup(gmcf, ctx->id, ngx_http_gms_lookup_done,
+                                  ctx, &ctx->lookup)
+        != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "gms: redis unavailable for token id \"%s\"", ctx->id);
+        ctx->result = NGX_HTTP_GMS_ERROR;
+        ctx->done = 1;
+        return ngx_http_gms_decide(r, ctx);
+    }
+
+    ctx->pending = 1;
+    ngx_add_timer(&ctx->deadline, gmcf->timeout);
+
+    /* as limit_req's delay: notice a client that goes away meanwhile */
+    r->read_event_handler = ngx_http_test_reading;
+
+    return NGX_AGAIN;
+}
+
+
+/* runs inside a hiredis callback: record and post, never re-enter */
+
+static void
+ngx_http_gms_lookup_done(void *data, redisReply *reply, const char *error)
+{
+    ngx_http_gms_ctx_t *ctx = data;
+
+    u_char              *p;
+    size_t               i, len;
+    int64_t              now;
+    ngx_time_t          *tp;
+    gms_lookup_t         lk;
+    ngx_http_request_t  *r;
+
+    r = ctx->request;
+    ctx->lookup = NULL;
+
+    if (error != NULL) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "gms: redis lookup of token id \"%s\" failed: %s",
+                      ctx->id, error);
+        ctx->result = NGX_HTTP_GMS_ERROR;
+        goto done;
+    }
+
+    switch (gms_lookup_reply_parse(reply, &lk)) {
+
+    case GMS_LOOKUP_UNKNOWN:
+        ctx->result = NGX_HTTP_GMS_UNKNOWN;
+        goto done;
+
+    case GMS_LOOKUP_BAD_REPLY:
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "gms: redis lookup of token id \"%s\" failed: %s",
+                      ctx->id, lk.error);
+        ctx->result = NGX_HTTP_GMS_ERROR;
+        goto done;
+
+    default: /* GMS_LOOKUP_FOUND */
+        break;
+    }
+
+    tp = ngx_timeofday();
+    now = (int64_t) tp->sec * 1000 + tp->msec;
+
+    if (lk.expires_at != 0 && lk.expires_at <= now) {
+        ctx->result = NGX_HTTP_GMS_EXPIRED;
+        goto done;
+    }
+
+    len = 0;
+
+    for (i = 0; i < lk.nprivileges; i++) {
+        len += lk.privileges[i]->len + 1;
+    }
+
+    ctx->actor.data = ngx_pnalloc(r->pool, lk.actor_len + len + 1);
+    if (ctx->actor.data == NULL) {
+        ctx->result = NGX_HTTP_GMS_ERROR;
+        goto done;
+    }
+
+    ctx->actor.len = lk.actor_len;
+    p = ngx_cpymem(ctx->actor.data, lk.actor, lk.actor_len);
+
+    ctx->privileges.data = p;
+
+    for (i = 0; i < lk.nprivileges; i++) {
+        if (i) {
+            *p++ = ',';
+        }
+
+        p = ngx_cpymem(p, lk.privileges[i]->str, lk.privileges[i]->len);
+    }
+
+    ctx->privileges.len = p - ctx->privileges.data;
+    ctx->result = NGX_HTTP_GMS_OK;
+
+done:
+
+    ctx->pending = 0;
+    ctx->done = 1;
+
+    if (ctx->deadline.timer_set) {
+        ngx_del_timer(&ctx->deadline);
+    }
+
+    ngx_post_event(&ctx->wake, &ngx_posted_events);
+}
+
+
+static void
+ngx_http_gms_deadline_handler(ngx_event_t *ev)
+{
+    ngx_http_gms_ctx_t *ctx = ev->data;
+
+    ngx_log_error(NGX_LOG_ERR, ev->log, 0,
+                  "gms: redis lookup of token id \"%s\" timed out",
+                  ctx->id);
+
+    if (ctx->lookup) {
+        ngx_http_gms_redis_cancel(ctx->lookup);
+        ctx->lookup = NULL;
+    }
+
+    ctx->pending = 0;
+    ctx->done = 1;
+    ctx->result = NGX_HTTP_GMS_ERROR;
+
+    ngx_http_gms_redis_drop("lookup timed out");
+
+    ngx_http_gms_wake_handler(&ctx->wake);
+}
+
+
+static void
+ngx_http_gms_wake_handler(ngx_event_t *ev)
+{
+    ngx_http_gms_ctx_t *ctx = ev->data;
+
+    ngx_connection_t    *c;
+    ngx_http_request_t  *r;
+
+    r = ctx->request;
+    c = r->connection;
+
+    ngx_http_set_log_request(c->log, r);
+
+    r->read_event_handler = ngx_http_block_reading;
+    r->write_event_handler = ngx_http_core_run_phases;
+
+    ngx_http_core_run_phases(r);
+    ngx_http_run_posted_requests(c);
+}
+
+
+static void
+ngx_http_gms_ctx_cleanup(void *data)
+{
+    ngx_http_gms_ctx_t *ctx = data;
+
+    if (ctx->lookup) {
+        ngx_http_gms_redis_cancel(ctx->lookup);
+        ctx->lookup = NULL;
+    }
+
+    if (ctx->deadline.timer_set) {
+        ngx_del_timer(&ctx->deadline);
+    }
+
+    if (ctx->wake.posted) {
+        ngx_delete_posted_event(&ctx->wake);
+    }
+}
+
+
+ngx_int_t
+ngx_http_gms_has_privilege(ngx_http_gms_ctx_t *ctx, ngx_str_t *name)
+{
+    u_char  *p, *last, *comma;
+
+    p = ctx->privileges.data;
+    last = p + ctx->privileges.len;
+
+    while (p < last) {
+        comma = ngx_strlchr(p, last, ',');
+
+        if (comma == NULL) {
+            comma = last;
+        }
+
+        if ((size_t) (comma - p) == name->len
+            && ngx_strncmp(p, name->data, name->len) == 0)
+        {
+            return 1;
+        }
+
+        p = comma + 1;
+    }
+
+    return 0;
+}
+
+
+static ngx_int_t
+ngx_http_gms_decide(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
+{
+    ngx_uint_t                i;
+    ngx_str_t                *name;
+    ngx_http_gms_loc_conf_t  *glcf;
+
+    if (ctx->result == NGX_HTTP_GMS_OK) {
+        glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
+
+        if (glcf->privileges == NULL) {
+            return NGX_OK;
+        }
+
+        name = glcf->privileges->elts;
+
+        for (i = 0; i < glcf->privileges->nelts; i++) {
+            if (ngx_http_gms_has_privilege(ctx, &name[i])) {
+                return NGX_OK;
+            }
+        }
+
+        ctx->result = NGX_HTTP_GMS_FORBIDDEN;
+    }
+
+    return ngx_http_gms_deny(r, ctx);
+}
+
+
+static ngx_int_t
+ngx_http_gms_deny(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
+{
+    ngx_int_t                 rc;
+    ngx_uint_t                status;
+    ngx_str_t                *challenge;
+    const char               *message;
+    ngx_http_gms_loc_conf_t  *glcf;
+
+    static ngx_str_t          retry_after = ngx_string("1");
+
+    glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
+
+    status = NGX_HTTP_UNAUTHORIZED;
+    challenge = &glcf->challenge_invalid;
+
+    switch (ctx->result) {
+
+    case NGX_HTTP_GMS_MISSING:
+        challenge = &glcf->challenge;
+        message = "Missing access token: send 'Authorization: Bearer "
+                  "<token>'";
+        break;
+
+    case NGX_HTTP_GMS_MALFORMED:
+        message = "Malformed Authorization header: expected 'Bearer "
+                  "<token>'";
+        break;
+
+    case NGX_HTTP_GMS_UNKNOWN:
+        message = "Invalid or revoked access token";
+        break;
+
+    case NGX_HTTP_GMS_EXPIRED:
+        message = "Access token has expired";
+        break;
+
+    case NGX_HTTP_GMS_FORBIDDEN:
+        challenge = &glcf->challenge_scope;
+        message = "User is unauthorized to perform this action";
+        break;
+
+    default: /* NGX_HTTP_GMS_ERROR */
+        challenge = NULL;
+        status = NGX_HTTP_SERVICE_UNAVAILABLE;
+        message = "Token store unavailable, try again later";
+        break;
+    }
+
+    if (ngx_http_gms_add_header(r, challenge ? "WWW-Authenticate"
+                                             : "Retry-After",
+                                challenge ? challenge : &retry_after)
+        != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    rc = ngx_http_gms_send_error(r, status, message);
+
+    ngx_http_finalize_request(r, rc);
+
+    return NGX_DONE;
+}
+
+
+ngx_int_t
+ngx_http_gms_add_header(ngx_http_request_t *r, const char *key,
+    ngx_str_t *value)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    h->key.data = (u_char *) key;
+    h->key.len = ngx_strlen(key);
+    h->value = *value;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_gms_send_json(ngx_http_request_t *r, ngx_uint_t status, char *body)
+{
+    size_t        len;
+    ngx_int_t     rc;
+    ngx_buf_t    *b;
+    ngx_chain_t   out;
+
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    len = ngx_strlen(body);
+
+    b = ngx_create_temp_buf(r->pool, len);
+    if (b == NULL) {
+        free(body);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->last = ngx_cpymem(b->last, body, len);
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    free(body);
+
+    if (ngx_http_discard_request_body(r) != NGX_OK) {
+        r->keepalive = 0;
+    }
+
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = len;
+    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = NULL;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+ngx_int_t
+ngx_http_gms_send_error(ngx_http_request_t *r, ngx_uint_t status,
+    const char *message)
+{
+    return ngx_http_gms_send_json(r, status,
+                                  gms_json_error_body((int) status, message));
+}
+
+
+static ngx_int_t
+ngx_http_gms_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
+    uintptr_t data)
+{
+    ngx_str_t           *s, id;
+    ngx_http_gms_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
+
+    if (ctx == NULL) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    if (data == 0) {
+        /* the id is known, and safe to log, for refused tokens too */
+        s = &id;
+        id.data = ctx->id;
+        id.len = ngx_strlen(ctx->id);
+
+    } else if (ctx->result == NGX_HTTP_GMS_OK) {
+        s = (ngx_str_t *) ((char *) ctx + data);
+
+    } else {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+
+    v->data = s->data;
+    v->len = s->len;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_gms_result_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_http_gms_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
+
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+    v->data = ngx_http_gms_results[ctx ? ctx->result : NGX_HTTP_GMS_OFF].data;
+    v->len = ngx_http_gms_results[ctx ? ctx->result : NGX_HTTP_GMS_OFF].len;
+
+    return NGX_OK;
+}
+
+
+/* gms_token_redis ADDRESS [password=STRING] [db=N]; */
+
+static char *
+ngx_http_gms_redis_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_gms_main_conf_t *gmcf = conf;
+
+    u_char     *colon;
+    ngx_str_t  *value, addr;
+    ngx_uint_t  i;
+
+    if (gmcf->host.data != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    addr = value[1];
+
+    if (addr.len > 5 && ngx_strncmp(addr.data, "unix:", 5) == 0) {
+        gmcf->host.len = addr.len - 5;
+        gmcf->host.data = ngx_pnalloc(cf->pool, gmcf->host.len + 1);
+        if (gmcf->host.data == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_cpystrn(gmcf->host.data, addr.data + 5, gmcf->host.len + 1);
+        gmcf->port = 0;
+
+    } else {
+        colon = ngx_strlchr(addr.data, addr.data + addr.len, ':');
+
+        if (colon == NULL || colon == addr.data) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid redis address \"%V\": expected "
+                               "\"host:port\" or \"unix:/path\"", &addr);
+            return NGX_CONF_ERROR;
+        }
+
+        gmcf->port = ngx_atoi(colon + 1, addr.data + addr.len - colon - 1);
+
+        if (gmcf->port < 1 || gmcf->port > 65535) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid port in redis address \"%V\"", &addr);
+            return NGX_CONF_ERROR;
+        }
+
+        gmcf->host.len = colon - addr.data;
+        gmcf->host.data = ngx_pnalloc(cf->pool, gmcf->host.len + 1);
+        if (gmcf->host.data == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_cpystrn(gmcf->host.data, addr.data, gmcf->host.len + 1);
+    }
+
+    for (i = 2; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "password=", 9) == 0) {
+            gmcf->password.data = value[i].data + 9;
+            gmcf->password.len = value[i].len - 9;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "db=", 3) == 0) {
+            gmcf->db = ngx_atoi(value[i].data + 3, value[i].len - 3);
+
+            if (gmcf->db == NGX_ERROR) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid redis db \"%V\"", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\"", &value[i]);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_gms_privileges(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_gms_loc_conf_t *glcf = conf;
+
+    ngx_str_t   *value, *name;
+    ngx_uint_t   i;
+
+    if (glcf->privileges != NGX_CONF_UNSET_PTR) {
+        return "is duplicate";
+    }
+
+    glcf->privileges = ngx_array_create(cf->pool, cf->args->nelts - 1,
+                                        sizeof(ngx_str_t));
+    if (glcf->privileges == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        if (!gms_privilege_valid((char *) value[i].data, value[i].len)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid privilege name \"%V\"", &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        name = ngx_array_push(glcf->privileges);
+        if (name == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        *name = value[i];
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_gms_add_variables(ngx_conf_t *cf)
+{
+    ngx_http_variable_t  *var, *v;
+
+    for (v = ngx_http_gms_vars; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+
+    return NGX_OK;
+}
+
+
+static void *
+ngx_http_gms_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_http_gms_main_conf_t  *gmcf;
+
+    gmcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_gms_main_conf_t));
+    if (gmcf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     gmcf->host = { 0, NULL };
+     *     gmcf->port = 0;
+     *     gmcf->password = { 0, NULL };
+     *     gmcf->db = 0;
+     *     gmcf->token_prefix = { 0, NULL };
+     *     gmcf->actor_prefix = { 0, NULL };
+     *     gmcf->script_sha = "";
+     *     gmcf->enabled = 0;
+     */
+
+    gmcf->timeout = NGX_CONF_UNSET_MSEC;
+    gmcf->prefix.len = NGX_CONF_UNSET_SIZE;
+    gmcf->salt.len = NGX_CONF_UNSET_SIZE;
+
+    return gmcf;
+}
+
+
+static char *
+ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
+{
+    ngx_http_gms_main_conf_t *gmcf = conf;
+
+    u_char         *p;
+    unsigned char   md[SHA_DIGEST_LENGTH];
+
+    if (gmcf->host.data == NULL) {
+        ngx_str_set(&gmcf->host, "127.0.0.1");
+        gmcf->port = 6379;
+    }
+
+    ngx_conf_init_msec_value(gmcf->timeout, 250);
+
+    if (gmcf->prefix.len == NGX_CONF_UNSET_SIZE) {
+        ngx_str_set(&gmcf->prefix, "gms:");
+    }
+
+    if (gmcf->salt.len == NGX_CONF_UNSET_SIZE) {
+        ngx_str_set(&gmcf->salt, "");
+    }
+
+    gmcf->token_prefix.len = gmcf->prefix.len + sizeof("token:") - 1;
+    gmcf->token_prefix.data = ngx_pnalloc(cf->pool, gmcf->token_prefix.len);
+    gmcf->actor_prefix.len = gmcf->prefix.len + sizeof("actor:") - 1;
+    gmcf->actor_prefix.data = ngx_pnalloc(cf->pool, gmcf->actor_prefix.len);
+
+    if (gmcf->token_prefix.data == NULL || gmcf->actor_prefix.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    p = ngx_cpymem(gmcf->token_prefix.data, gmcf->prefix.data,
+                   gmcf->prefix.len);
+    ngx_memcpy(p, "token:", sizeof("token:") - 1);
+
+    p = ngx_cpymem(gmcf->actor_prefix.data, gmcf->prefix.data,
+                   gmcf->prefix.len);
+    ngx_memcpy(p, "actor:", sizeof("actor:") - 1);
+
+    /* EVALSHA names the script by the SHA-1 of its text */
+    SHA1((const unsigned char *) gms_lookup_script,
+         gms_lookup_script_len, md);
+
+    ngx_hex_dump(gmcf->script_sha, md, SHA_DIGEST_LENGTH);
+    gmcf->script_sha[40] = '\0';
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
+ngx_http_gms_create_loc_conf(ngx_conf_t *cf)
+{
+    ngx_http_gms_loc_conf_t  *conf;
+
+    conf = ngx_pcalloc(cf->pool, sizeof(ngx_http_gms_loc_conf_t));
+    if (conf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     conf->realm = { 0, NULL };
+     *     conf->es_task_uri = { 0, NULL };
+     *     conf->challenge = { 0, NULL };
+     *     conf->challenge_invalid = { 0, NULL };
+     *     conf->challenge_scope = { 0, NULL };
+     */
+
+    conf->enable = NGX_CONF_UNSET;
+    conf->privileges = NGX_CONF_UNSET_PTR;
+
+    return conf;
+}
+
+
+static char *
+ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_http_gms_loc_conf_t  *prev = parent;
+    ngx_http_gms_loc_conf_t  *conf = child;
+
+    ngx_http_gms_main_conf_t  *gmcf;
+
+    ngx_conf_merge_value(conf->enable, prev->enable, 0);
+    ngx_conf_merge_str_value(conf->realm, prev->realm, "DataHub");
+    ngx_conf_merge_ptr_value(conf->privileges, prev->privileges, NULL);
+
+    if (conf->enable) {
+        gmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_gms_module);
+        gmcf->enabled = 1;
+    }
+
+    if (conf->realm.data == prev->realm.data && prev->challenge.data) {
+        conf->challenge = prev->challenge;
+        conf->challenge_invalid = prev->challenge_invalid;
+        conf->challenge_scope = prev->challenge_scope;
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_http_gms_challenge(cf, &conf->realm, NULL, &conf->challenge)
+           != NGX_OK
+        || ngx_http_gms_challenge(cf, &conf->realm, "invalid_token",
+                                  &conf->challenge_invalid)
+           != NGX_OK
+        || ngx_http_gms_challenge(cf, &conf->realm, "insufficient_scope",
+                                  &conf->challenge_scope)
+           != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* Bearer realm="<realm>"[, error="<error>"], the realm a quoted-string */
+
+static ngx_int_t
+ngx_http_gms_challenge(ngx_conf_t *cf, ngx_str_t *realm, const char *error,
+    ngx_str_t *out)
+{
+    u_char      *p;
+    size_t       len;
+    ngx_uint_t   i;
+
+    len = sizeof("Bearer realm=\"\"") - 1 + realm->len * 2;
+
+    if (error) {
+        len += sizeof(", error=\"\"") - 1 + ngx_strlen(error);
+    }
+
+    p = ngx_pnalloc(cf->pool, len);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    out->data = p;
+    p = ngx_cpymem(p, "Bearer realm=\"", sizeof("Bearer realm=\"") - 1);
+
+    for (i = 0; i < realm->len; i++) {
+        if (realm->data[i] == '"' || realm->data[i] == '\\') {
+            *p++ = '\\';
+        }
+
+        *p++ = realm->data[i];
+    }
+
+    *p++ = '"';
+
+    if (error) {
+        p = ngx_sprintf(p, ", error=\"%s\"", error);
+    }
+
+    out->len = p - out->data;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_gms_init(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt        *h;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_ACCESS_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_gms_access_handler;
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PRECONTENT_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_gms_es_task_precontent;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_gms_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_http_gms_redis_exit_process(cycle);
+}

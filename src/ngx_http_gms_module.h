@@ -1,0 +1,100 @@
+
+/*
+ * Shared types of ngx_http_gms_module: configuration and the per-request
+ * context used by the token check and by getEsTaskStatus.
+ */
+
+
+#ifndef _NGX_HTTP_GMS_MODULE_H_INCLUDED_
+#define _NGX_HTTP_GMS_MODULE_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "gms_token.h"
+#include "gms_json.h"
+
+
+typedef enum {
+    NGX_HTTP_GMS_OFF = 0,
+    NGX_HTTP_GMS_OK,
+    NGX_HTTP_GMS_MISSING,
+    NGX_HTTP_GMS_MALFORMED,
+    NGX_HTTP_GMS_UNKNOWN,
+    NGX_HTTP_GMS_EXPIRED,
+    NGX_HTTP_GMS_FORBIDDEN,
+    NGX_HTTP_GMS_ERROR
+} ngx_http_gms_result_e;
+
+
+typedef struct ngx_http_gms_lookup_s  ngx_http_gms_lookup_t;
+
+
+typedef struct {
+    ngx_str_t                  host;           /* or the unix socket path */
+    ngx_int_t                  port;           /* 0: unix socket */
+    ngx_str_t                  password;
+    ngx_int_t                  db;
+    ngx_msec_t                 timeout;
+    ngx_str_t                  prefix;
+    ngx_str_t                  token_prefix;   /* <prefix>token: */
+    ngx_str_t                  actor_prefix;   /* <prefix>actor: */
+    ngx_str_t                  salt;
+    u_char                     script_sha[41];
+    ngx_flag_t                 enabled;        /* auth is on somewhere */
+} ngx_http_gms_main_conf_t;
+
+
+typedef struct {
+    ngx_flag_t                 enable;
+    ngx_str_t                  realm;
+    ngx_array_t               *privileges;     /* of ngx_str_t */
+    ngx_str_t                  es_task_uri;
+
+    /* WWW-Authenticate values, made at configuration time */
+    ngx_str_t                  challenge;
+    ngx_str_t                  challenge_invalid;
+    ngx_str_t                  challenge_scope;
+} ngx_http_gms_loc_conf_t;
+
+
+typedef struct {
+    ngx_http_request_t        *request;
+    ngx_http_gms_result_e      result;
+    unsigned                   pending:1;
+    unsigned                   done:1;
+
+    u_char                     id[GMS_TOKEN_ID_LEN + 1];
+    ngx_str_t                  actor;
+    ngx_str_t                  privileges;     /* comma-separated */
+
+    ngx_http_gms_lookup_t     *lookup;
+    ngx_event_t                deadline;
+    ngx_event_t                wake;
+
+    /* getEsTaskStatus */
+    gms_es_task_ref_t          task;
+    ngx_int_t                  es_rc;
+    ngx_uint_t                 es_status;
+    ngx_str_t                  es_answer;
+    unsigned                   es_done:1;
+} ngx_http_gms_ctx_t;
+
+
+ngx_int_t ngx_http_gms_add_header(ngx_http_request_t *r, const char *key,
+    ngx_str_t *value);
+ngx_int_t ngx_http_gms_send_json(ngx_http_request_t *r, ngx_uint_t status,
+    char *body);
+ngx_int_t ngx_http_gms_send_error(ngx_http_request_t *r, ngx_uint_t status,
+    const char *message);
+ngx_int_t ngx_http_gms_has_privilege(ngx_http_gms_ctx_t *ctx,
+    ngx_str_t *name);
+ngx_int_t ngx_http_gms_es_task_precontent(ngx_http_request_t *r);
+
+
+extern ngx_module_t  ngx_http_gms_module;
+
+
+#endif /* _NGX_HTTP_GMS_MODULE_H_INCLUDED_ */

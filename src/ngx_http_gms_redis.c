@@ -1,0 +1,517 @@
+
+/*
+ * hiredis on nginx's event loop.
+ *
+ * Each worker keeps one connection, made on first use.  hiredis asks for
+ * read and write interest through its ev hooks; they map to level-
+ * triggered nginx events on a connection taken from the worker's pool,
+ * so a reply larger than hiredis's read chunk is never left unread.
+ * Deadlines belong to the requests (nginx timers in the module); when one
+ * fires the connection is dropped, since every lookup pipelined behind
+ * the late one would be late too.  After a failure, connecting again is
+ * refused for a short, growing, jittered while, so that a Redis outage
+ * costs the requests nothing but a fast 503.
+ */
+
+
+#include "ngx_http_gms_redis.h"
+
+
+#define NGX_HTTP_GMS_BACKOFF_MIN   50
+#define NGX_HTTP_GMS_BACKOFF_MAX   1000
+
+
+struct ngx_http_gms_lookup_s {
+    ngx_queue_t                queue;          /* in the free list */
+    ngx_http_gms_lookup_pt     handler;        /* NULL: cancelled */
+    void                      *data;
+    u_char                     id[GMS_TOKEN_ID_LEN];
+    unsigned                   evaluated:1;    /* sent with EVAL */
+};
+
+
+typedef struct {
+    redisAsyncContext         *ac;
+    ngx_http_gms_main_conf_t  *gmcf;
+    ngx_msec_t                 backoff;
+    ngx_msec_t                 retry_at;
+    ngx_queue_t                free;
+    u_char                    *key;            /* <prefix>token:<id> */
+} ngx_http_gms_redis_t;
+
+
+static ngx_int_t ngx_http_gms_redis_connect(ngx_http_gms_main_conf_t *gmcf);
+static void ngx_http_gms_redis_failed(void);
+static ngx_int_t ngx_http_gms_redis_send(ngx_http_gms_lookup_t *lk);
+static void ngx_http_gms_redis_reply(redisAsyncContext *ac, void *r,
+    void *privdata);
+static void ngx_http_gms_redis_setup_reply(redisAsyncContext *ac, void *r,
+    void *privdata);
+static void ngx_http_gms_redis_connected(const redisAsyncContext *ac,
+    int status);
+static void ngx_http_gms_redis_disconnected(const redisAsyncContext *ac,
+    int status);
+static void ngx_http_gms_redis_read_handler(ngx_event_t *ev);
+static void ngx_http_gms_redis_write_handler(ngx_event_t *ev);
+static void ngx_http_gms_redis_add_read(void *privdata);
+static void ngx_http_gms_redis_del_read(void *privdata);
+static void ngx_http_gms_redis_add_write(void *privdata);
+static void ngx_http_gms_redis_del_write(void *privdata);
+static void ngx_http_gms_redis_cleanup(void *privdata);
+
+
+/* one per worker process */
+static ngx_http_gms_redis_t  ngx_http_gms_redis;
+
+
+ngx_int_t
+ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
+    ngx_http_gms_lookup_pt handler, void *data,
+    ngx_http_gms_lookup_t **lookup)
+{
+    ngx_queue_t            *q;
+    ngx_http_gms_lookup_t  *lk;
+    ngx_http_gms_redis_t   *rd;
+
+    rd = &ngx_http_gms_redis;
+
+    if (rd->gmcf != gmcf) {
+        /* first use in this worker */
+        rd->gmcf = gmcf;
+        ngx_queue_init(&rd->free);
+
+        rd->key = ngx_alloc(gmcf->token_prefix.len + GMS_TOKEN_ID_LEN,
+                            ngx_cycle->log);
+        if (rd->key == NULL) {
+            rd->gmcf = NULL;
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(rd->key, gmcf->token_prefix.data, gmcf->token_prefix.len);
+    }
+
+    if (rd->ac == NULL && ngx_http_gms_redis_connect(gmcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (!ngx_queue_empty(&rd->free)) {
+        q = ngx_queue_head(&rd->free);
+        ngx_queue_remove(q);
+        lk = ngx_queue_data(q, ngx_http_gms_lookup_t, queue);
+
+    } else {
+        lk = ngx_alloc(sizeof(ngx_http_gms_lookup_t), ngx_cycle->log);
+        if (lk == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    lk->handler = handler;
+    lk->data = data;
+    lk->evaluated = 0;
+    ngx_memcpy(lk->id, id, GMS_TOKEN_ID_LEN);
+
+    if (ngx_http_gms_redis_send(lk) != NGX_OK) {
+        ngx_queue_insert_head(&rd->free, &lk->queue);
+        return NGX_ERROR;
+    }
+
+    *lookup = lk;
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_gms_redis_cancel(ngx_http_gms_lookup_t *lookup)
+{
+    /* the reply still arrives and returns the lookup to the free list */
+    lookup->handler = NULL;
+    lookup->data = NULL;
+}
+
+
+void
+ngx_http_gms_redis_drop(const char *reason)
+{
+    redisAsyncContext  *ac;
+
+    ac = ngx_http_gms_redis.ac;
+
+    if (ac == NULL) {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                  "gms: closing redis connection: %s", reason);
+
+    ngx_http_gms_redis_failed();
+
+    /* runs the pending callbacks with NULL, then the cleanup hook */
+    redisAsyncFree(ac);
+}
+
+
+void
+ngx_http_gms_redis_exit_process(ngx_cycle_t *cycle)
+{
+    if (ngx_http_gms_redis.ac != NULL) {
+        redisAsyncFree(ngx_http_gms_redis.ac);
+    }
+}
+
+
+static ngx_int_t
+ngx_http_gms_redis_connect(ngx_http_gms_main_conf_t *gmcf)
+{
+    redisAsyncContext     *ac;
+    ngx_connection_t      *c;
+    ngx_http_gms_redis_t  *rd;
+
+    rd = &ngx_http_gms_redis;
+
+    if (rd->backoff && (ngx_msec_int_t) (rd->retry_at - ngx_current_msec) > 0)
+    {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "gms: redis connect in backoff");
+        return NGX_DECLINED;
+    }
+
+    if (gmcf->port) {
+        ac = redisAsyncConnect((char *) gmcf->host.data, (int) gmcf->port);
+
+    } else {
+        ac = redisAsyncConnectUnix((char *) gmcf->host.data);
+    }
+
+    if (ac == NULL) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: cannot allocate a redis context");
+        ngx_http_gms_redis_failed();
+        return NGX_ERROR;
+    }
+
+    if (ac->err) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: redis connect to \"%V\" failed: %s",
+                      &gmcf->host, ac->errstr);
+        redisAsyncFree(ac);
+        ngx_http_gms_redis_failed();
+        return NGX_ERROR;
+    }
+
+    c = ngx_get_connection(ac->c.fd, ngx_cycle->log);
+    if (c == NULL) {
+        redisAsyncFree(ac);
+        ngx_http_gms_redis_failed();
+        return NGX_ERROR;
+    }
+
+    c->data = ac;
+    c->read->handler = ngx_http_gms_redis_read_handler;
+    c->write->handler = ngx_http_gms_redis_write_handler;
+    c->read->log = c->log;
+    c->write->log = c->log;
+
+    ac->ev.data = c;
+    ac->ev.addRead = ngx_http_gms_redis_add_read;
+    ac->ev.delRead = ngx_http_gms_redis_del_read;
+    ac->ev.addWrite = ngx_http_gms_redis_add_write;
+    ac->ev.delWrite = ngx_http_gms_redis_del_write;
+    ac->ev.cleanup = ngx_http_gms_redis_cleanup;
+
+    redisAsyncSetConnectCallback(ac, ngx_http_gms_redis_connected);
+    redisAsyncSetDisconnectCallback(ac, ngx_http_gms_redis_disconnected);
+
+    rd->ac = ac;
+
+    /* queued now, sent in order as soon as the connection is up */
+
+    if (gmcf->password.len
+        && redisAsyncCommand(ac, ngx_http_gms_redis_setup_reply, "AUTH",
+                             "AUTH %b", gmcf->password.data,
+                             gmcf->password.len)
+           != REDIS_OK)
+    {
+        goto failed;
+    }
+
+    if (gmcf->db
+        && redisAsyncCommand(ac, ngx_http_gms_redis_setup_reply, "SELECT",
+                             "SELECT %d", (int) gmcf->db)
+           != REDIS_OK)
+    {
+        goto failed;
+    }
+
+    if (redisAsyncCommand(ac, ngx_http_gms_redis_setup_reply, "SCRIPT LOAD",
+                          "SCRIPT LOAD %s", gms_lookup_script)
+        != REDIS_OK)
+    {
+        goto failed;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: redis connecting to \"%V\"", &gmcf->host);
+
+    return NGX_OK;
+
+failed:
+
+    ngx_http_gms_redis_drop("cannot queue the connection setup");
+    return NGX_ERROR;
+}
+
+
+static void
+ngx_http_gms_redis_failed(void)
+{
+    ngx_msec_t             jitter;
+    ngx_http_gms_redis_t  *rd;
+
+    rd = &ngx_http_gms_redis;
+
+    if (rd->backoff == 0) {
+        rd->backoff = NGX_HTTP_GMS_BACKOFF_MIN;
+
+    } else {
+        rd->backoff = ngx_min(rd->backoff * 2, NGX_HTTP_GMS_BACKOFF_MAX);
+    }
+
+    /* between half and all of the backoff: workers do not retry in step */
+    jitter = (ngx_msec_t) ngx_random() % (rd->backoff / 2 + 1);
+    rd->retry_at = ngx_current_msec + rd->backoff / 2 + jitter;
+}
+
+
+static ngx_int_t
+ngx_http_gms_redis_send(ngx_http_gms_lookup_t *lk)
+{
+    size_t                     len[5];
+    const char                *argv[5];
+    ngx_http_gms_redis_t      *rd;
+    ngx_http_gms_main_conf_t  *gmcf;
+
+    rd = &ngx_http_gms_redis;
+    gmcf = rd->gmcf;
+
+    ngx_memcpy(rd->key + gmcf->token_prefix.len, lk->id, GMS_TOKEN_ID_LEN);
+
+    if (lk->evaluated) {
+        argv[0] = "EVAL";
+        argv[1] = gms_lookup_script;
+        len[1] = gms_lookup_script_len;
+
+    } else {
+        argv[0] = "EVALSHA";
+        argv[1] = (const char *) gmcf->script_sha;
+        len[1] = 40;
+    }
+
+    len[0] = ngx_strlen(argv[0]);
+    argv[2] = "1";
+    len[2] = 1;
+    argv[3] = (const char *) rd->key;
+    len[3] = gmcf->token_prefix.len + GMS_TOKEN_ID_LEN;
+    argv[4] = (const char *) gmcf->actor_prefix.data;
+    len[4] = gmcf->actor_prefix.len;
+
+    if (redisAsyncCommandArgv(rd->ac, ngx_http_gms_redis_reply, lk, 5, argv,
+                              len)
+        != REDIS_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_gms_redis_reply(redisAsyncContext *ac, void *r, void *privdata)
+{
+    redisReply              *reply = r;
+    ngx_http_gms_lookup_t   *lk = privdata;
+
+    const char              *error;
+    ngx_http_gms_lookup_pt   handler;
+
+    if (reply != NULL && reply->type == REDIS_REPLY_ERROR
+        && !lk->evaluated && ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0)
+    {
+        /* the script cache was flushed: send the script itself, once */
+        lk->evaluated = 1;
+
+        if (ngx_http_gms_redis_send(lk) == NGX_OK) {
+            return;
+        }
+    }
+
+    error = NULL;
+
+    if (reply == NULL) {
+        error = (ac->err && ac->errstr[0]) ? ac->errstr : "connection closed";
+
+    } else if (reply->type != REDIS_REPLY_ERROR) {
+        ngx_http_gms_redis.backoff = 0;
+    }
+
+    handler = lk->handler;
+    r = lk->data;
+
+    ngx_queue_insert_head(&ngx_http_gms_redis.free, &lk->queue);
+
+    if (handler) {
+        handler(r, reply, error);
+    }
+}
+
+
+static void
+ngx_http_gms_redis_setup_reply(redisAsyncContext *ac, void *r,
+    void *privdata)
+{
+    redisReply  *reply = r;
+
+    if (reply == NULL || reply->type != REDIS_REPLY_ERROR) {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                  "gms: redis %s failed: %s", (char *) privdata, reply->str);
+
+    ngx_http_gms_redis_failed();
+
+    /* freed by hiredis once this callback returns */
+    redisAsyncFree(ac);
+}
+
+
+static void
+ngx_http_gms_redis_connected(const redisAsyncContext *ac, int status)
+{
+    if (status == REDIS_OK) {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "gms: redis connected");
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                  "gms: redis connect to \"%V\" failed: %s",
+                  &ngx_http_gms_redis.gmcf->host, ac->errstr);
+
+    ngx_http_gms_redis_failed();
+}
+
+
+static void
+ngx_http_gms_redis_disconnected(const redisAsyncContext *ac, int status)
+{
+    if (status == REDIS_OK) {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                  "gms: redis connection lost: %s", ac->errstr);
+
+    ngx_http_gms_redis_failed();
+}
+
+
+static void
+ngx_http_gms_redis_read_handler(ngx_event_t *ev)
+{
+    ngx_connection_t  *c = ev->data;
+
+    redisAsyncHandleRead(c->data);
+}
+
+
+static void
+ngx_http_gms_redis_write_handler(ngx_event_t *ev)
+{
+    ngx_connection_t  *c = ev->data;
+
+    redisAsyncHandleWrite(c->data);
+}
+
+
+static void
+ngx_http_gms_redis_add_read(void *privdata)
+{
+    ngx_connection_t  *c = privdata;
+
+    if (!c->read->active
+        && ngx_add_event(c->read, NGX_READ_EVENT, NGX_LEVEL_EVENT) != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ALERT, c->log, 0,
+                      "gms: cannot add redis read event");
+    }
+}
+
+
+static void
+ngx_http_gms_redis_del_read(void *privdata)
+{
+    ngx_connection_t  *c = privdata;
+
+    if (c->read->active) {
+        (void) ngx_del_event(c->read, NGX_READ_EVENT, 0);
+    }
+}
+
+
+static void
+ngx_http_gms_redis_add_write(void *privdata)
+{
+    ngx_connection_t  *c = privdata;
+
+    if (!c->write->active
+        && ngx_add_event(c->write, NGX_WRITE_EVENT, NGX_LEVEL_EVENT)
+           != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ALERT, c->log, 0,
+                      "gms: cannot add redis write event");
+    }
+}
+
+
+static void
+ngx_http_gms_redis_del_write(void *privdata)
+{
+    ngx_connection_t  *c = privdata;
+
+    if (c->write->active) {
+        (void) ngx_del_event(c->write, NGX_WRITE_EVENT, 0);
+    }
+}
+
+
+/* hiredis closes the socket right after this hook returns */
+
+static void
+ngx_http_gms_redis_cleanup(void *privdata)
+{
+    ngx_connection_t  *c = privdata;
+
+    if (c->read->active) {
+        (void) ngx_del_event(c->read, NGX_READ_EVENT, NGX_CLOSE_EVENT);
+    }
+
+    if (c->write->active) {
+        (void) ngx_del_event(c->write, NGX_WRITE_EVENT, NGX_CLOSE_EVENT);
+    }
+
+    if (c->read->posted) {
+        ngx_delete_posted_event(c->read);
+    }
+
+    if (c->write->posted) {
+        ngx_delete_posted_event(c->write);
+    }
+
+    ngx_free_connection(c);
+    c->fd = (ngx_socket_t) -1;
+
+    ngx_http_gms_redis.ac = NULL;
+}
