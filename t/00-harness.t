@@ -1,0 +1,368 @@
+#!/usr/bin/perl
+
+# Tests for the test harness itself (t/lib/GmsTest*), without the module:
+# if these fail, no other test result can be trusted.
+
+use strict;
+use warnings;
+
+use Digest::SHA qw(sha256_base64);
+use IO::Socket::INET;
+use Test::More;
+use Time::HiRes qw(time);
+
+use GmsTest;
+
+GmsTest::need_nginx();
+
+
+subtest 'utilities' => sub {
+    my @ports = map { GmsTest::free_port() } 1 .. 50;
+    my %seen;
+    is(scalar(grep { !$seen{$_}++ } @ports), 50, 'free_port never repeats');
+
+    {
+        local $ENV{GMS_MODULE} = '/x/y.so';
+        is(GmsTest::module_path(), '/x/y.so', 'GMS_MODULE overrides module path');
+    }
+    like(GmsTest::module_path(), qr{/build/nginx/objs/ngx_http_gms_module\.so$},
+         'default module path');
+
+    is(GmsTest::json_encode({ b => 1, a => [1, 'x', undef] }),
+       '{"a":[1,"x",null],"b":1}', 'json_encode is canonical');
+    is_deeply(GmsTest::json_decode('{"a":[1,null],"s":"\u00e9"}'),
+              { a => [1, undef], s => "\x{e9}" }, 'json_decode');
+
+    is(GmsTest::sha256_b64('abc'),
+       'ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=', 'sha256_b64 abc');
+    is(GmsTest::sha256_b64(''),
+       '47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=', 'sha256_b64 empty');
+    my $binary = join '', map { chr } 0 .. 255;
+    is(GmsTest::sha256_b64($binary), sha256_base64($binary) . '=',
+       'sha256_b64 binary agrees with Digest::SHA');
+
+    is(GmsTest::wait_until(sub { 42 }), 42, 'wait_until returns the value');
+    my $t0 = time;
+    ok(!GmsTest::wait_until(sub { 0 }, 0.3), 'wait_until times out');
+    cmp_ok(time - $t0, '>=', 0.3, 'after the timeout');
+};
+
+
+subtest 'redis' => sub {
+    GmsTest::need_redis();
+
+    my $r = GmsTest::Redis->start(password => 'sekret');
+    ok($r->pid, 'redis-server started');
+    is($r->cmd('PING'), 'PONG', 'PING');
+
+    my $value = "a\r\nb\0c\xff";
+    is($r->cmd(SET => 'k', $value), 'OK', 'SET simple string reply');
+    is($r->cmd(GET => 'k'), $value, 'GET binary-safe bulk string');
+    is($r->cmd(GET => 'missing'), undef, 'nil is undef');
+    is($r->cmd(INCR => 'n'), 1, 'integer reply');
+    is($r->cmd(RPUSH => 'l', 'a', 'b'), 2, 'RPUSH');
+    is_deeply($r->cmd(LRANGE => 'l', 0, -1), ['a', 'b'], 'array reply');
+
+    my $err = $r->cmd('NOSUCHCMD');
+    isa_ok($err, 'GmsTest::Redis::Error');
+    ok($err->is_error, 'is_error');
+    like($err->message, qr/^ERR unknown command/, 'error message');
+    like("$err", qr/^ERR unknown command/, 'error stringifies to message');
+
+    $r->cmd('MULTI');
+    $r->cmd(SET => 's', 'x');
+    $r->cmd(INCR => 's');
+    my $exec = $r->cmd('EXEC');
+    is($exec->[0], 'OK', 'nested reply');
+    ok(ref $exec->[1] && $exec->[1]->is_error, 'nested error reply');
+
+    my $plain = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                      PeerPort => $r->port);
+    print $plain "PING\r\n";
+    like(scalar <$plain>, qr/^-NOAUTH/, 'password required');
+    close $plain;
+
+    is($r->cmd('QUIT'), 'OK', 'QUIT');
+    is($r->cmd(GET => 'k'), $value, 'reconnects after the server closed');
+
+    my ($port, $pid) = ($r->port, $r->pid);
+    $r->start_again;
+    is($r->port, $port, 'start_again: same port');
+    isnt($r->pid, $pid, 'start_again: new process');
+    ok(!kill(0, $pid), 'old process gone');
+    is($r->cmd(GET => 'k'), undef, 'start_again: data gone');
+    is($r->cmd('PING'), 'PONG', 'start_again: password still required');
+
+    $pid = $r->pid;
+    $r->stop;
+    ok(!kill(0, $pid), 'stop');
+    ok(!eval { $r->cmd('PING'); 1 }, 'cmd dies when redis is down');
+    like($@, qr/cannot connect/, 'with a message');
+};
+
+
+subtest 'echo stub' => sub {
+    my $s = GmsTest::Stub->echo(workers => 2);
+    my $port = $s->port;
+
+    my $body = "a=1&b=\0\xff\r\n";
+    my $res = GmsTest::HTTP::request($port, POST => '/gms/check?x=1',
+        [['X-Dup', 'one'], ['x-dup', 'two'], ['X-MiXed', 'Case']], $body);
+    is($res->{status}, 200, 'POST');
+    is($res->{headers}{'content-type'}, 'application/json', 'content type');
+    my $echo = GmsTest::json_decode($res->{body});
+    is($echo->{method}, 'POST', 'method');
+    is($echo->{body}, $body, 'body byte for byte');
+    is_deeply([ grep { $_->[0] =~ /^x-/i } @{ $echo->{headers} } ],
+              [['X-Dup', 'one'], ['x-dup', 'two'], ['X-MiXed', 'Case']],
+              'headers in order, names as sent');
+    is($echo->{header}{'x-dup'}, 'two', 'header hash: last wins');
+
+    $res = GmsTest::HTTP::request($port, PUT => '/chunked',
+        { 'Transfer-Encoding' => 'chunked' },
+        "5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n");
+    is(GmsTest::json_decode($res->{body})->{body}, 'hello world',
+       'chunked request body');
+
+    my $uri = '/a%2Fb/..%2F./c?q=%2F%20x&y';
+    $res = GmsTest::HTTP::request($port, GET => $uri);
+    is(GmsTest::json_decode($res->{body})->{uri}, $uri, 'uri byte for byte');
+
+    my $reqs = $s->requests;
+    is_deeply([ map { "$_->{method} $_->{uri}" } @$reqs ],
+              ['POST /gms/check?x=1', 'PUT /chunked', "GET $uri"],
+              'requests recorded in order');
+    is($reqs->[0]{body}, $body, 'recorded body');
+    is($reqs->[0]{header}{'x-mixed'}, 'Case', 'recorded header hash');
+    is_deeply($reqs->[2]{headers}, [['Host', 'localhost'],
+              ['Connection', 'close']], 'recorded header list');
+
+    $s->clear_requests;
+    is_deeply($s->requests, [], 'clear_requests');
+
+    my $raw = GmsTest::HTTP::raw($port,
+        "GET /1 HTTP/1.1\r\nHost: x\r\n\r\n"
+        . "GET /2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    my @uris = $raw =~ /"uri":"([^"]+)"/g;
+    is_deeply(\@uris, ['/1', '/2'], 'keep-alive, pipelined');
+    like($raw, qr/Connection: close\r\n\r\n[^\r]*"uri":"\/2"[^\r]*\z/,
+         'closed after Connection: close');
+
+    like(GmsTest::HTTP::raw($port, "nonsense\r\n\r\n"), qr{^HTTP/1.1 400 },
+         'bad request');
+
+    $s->stop;
+    ok(!IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port),
+       'stop closes the port');
+};
+
+
+subtest 'custom stub: large, slow, failing' => sub {
+    my $big = join '', map { chr(65 + $_ % 26) } 1 .. 5 * 1024 * 1024;
+
+    my $s = GmsTest::Stub->start(workers => 1, handler => sub {
+        my ($req) = @_;
+        return [200, ['Content-Type' => 'text/plain'], $big]
+            if $req->{path} eq '/big';
+        return [200, [], "slow $req->{query}", 0.5]
+            if $req->{path} eq '/slow';
+        die "boom\n" if $req->{path} eq '/die';
+        return [404, ['X-Path' => $req->{path}], 'no'];
+    });
+
+    my $res = GmsTest::HTTP::request($s->port, GET => '/big');
+    is($res->{status}, 200, 'large response');
+    ok($res->{body} eq $big, '5 MB body intact');
+
+    # one worker serves all ten at once
+    my $t0 = time;
+    my $all = GmsTest::HTTP::parallel($s->port,
+                                      [ map { [GET => "/slow?$_"] } 1 .. 10 ]);
+    my $elapsed = time - $t0;
+    is_deeply([ map { $_->{body} } @$all ], [ map { "slow $_" } 1 .. 10 ],
+              'delayed responses in order');
+    cmp_ok($elapsed, '>=', 0.5, 'delay applied');
+    cmp_ok($elapsed, '<', 2, 'delays overlap');
+
+    $res = GmsTest::HTTP::request($s->port, GET => '/die');
+    is($res->{status}, 500, 'handler died: 500');
+    like($res->{body}, qr/boom/, 'with the reason');
+
+    $res = GmsTest::HTTP::request($s->port, HEAD => '/nothing');
+    is($res->{status}, 404, 'HEAD status');
+    is($res->{headers}{'x-path'}, '/nothing', 'handler headers');
+    is($res->{body}, '', 'HEAD has no body');
+
+    $res = GmsTest::HTTP::request($s->port, GET => '/slow', {}, undef,
+                                  timeout => 0.2);
+    is($res->{status}, undef, 'client timeout');
+    is($res->{error}, 'timeout', 'reported');
+};
+
+
+subtest 'nginx' => sub {
+    my $stub = GmsTest::Stub->echo;
+    my $slow = GmsTest::Stub->start(workers => 1, handler => sub {
+        return [200, [], 'slow', 0.5];
+    });
+
+    my $conf = <<'EOF';
+    upstream stub_pool {
+        server 127.0.0.1:%%STUB%%;
+        keepalive 8;
+    }
+
+    server {
+        listen 127.0.0.1:%%PORT%%;
+
+        location / { return 200 "hi"; }
+        location /dir { return 200 "%%TESTDIR%%"; }
+        location /gms/ { proxy_pass http://127.0.0.1:%%STUB%%; }
+        location /slow { proxy_pass http://127.0.0.1:%%SLOW%%; }
+        location /pool/ {
+            proxy_pass http://stub_pool;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+        location /chunked {
+            sub_filter_types text/plain;
+            sub_filter x y;
+            return 200 "hix";
+        }
+    }
+EOF
+
+    my $n = GmsTest::Nginx->new(no_module => 1);
+    $n->start($conf, workers => 2,
+              vars => { STUB => $stub->port, SLOW => $slow->port });
+
+    my $conf_text = GmsTest::_slurp($n->dir . '/nginx.conf');
+    unlike($conf_text, qr/load_module/, 'no_module');
+    like($conf_text, qr/^worker_processes 2;$/m, 'workers');
+
+    ok(kill(0, $n->master_pid), 'master running');
+    is(scalar(my @w = $n->worker_pids), 2, 'two workers');
+
+    my $res = $n->http(GET => '/');
+    is($res->{status}, 200, 'http status');
+    is($res->{body}, 'hi', 'http body');
+    is($res->{headers}{'content-length'}, 2, 'http headers');
+    like($res->{raw}, qr{^HTTP/1.1 200 OK\r\n}, 'raw response kept');
+
+    is($n->http(GET => '/dir')->{body}, $n->dir, '%%TESTDIR%%');
+
+    $res = $n->http(GET => '/chunked');
+    is($res->{headers}{'transfer-encoding'}, 'chunked', 'chunked response');
+    is($res->{body}, 'hiy', 'chunked response body');
+
+    is($n->http(HEAD => '/')->{body}, '', 'HEAD');
+
+    my $uri = '/gms/a%2Fb/../c?x=%2F';
+    $res = $n->http(GET => $uri, [['X-A', '1'], ['X-A', '2']]);
+    my $echo = GmsTest::json_decode($res->{body});
+    is($echo->{uri}, $uri, 'request target passed byte for byte');
+    is_deeply([ grep { $_->[0] eq 'X-A' } @{ $echo->{headers} } ],
+              [['X-A', '1'], ['X-A', '2']], 'duplicate headers sent');
+
+    like($n->raw("GET / HTTP/1.0\r\n\r\n"), qr{^HTTP/1.1 200 OK\r\n.*\r\n\r\nhi\z}s,
+         'raw');
+    like($n->raw("nonsense\r\n\r\n"), qr{^HTTP/1.1 400 }, 'raw bad request');
+
+    my $all = $n->parallel([ map { [GET => "/?$_"] } 1 .. 50 ]);
+    is(scalar(grep { $_->{status} == 200 && $_->{body} eq 'hi' } @$all), 50,
+       '50 parallel requests');
+
+    # idle connections kept by nginx must not hold up the stub's workers
+    for my $round (1 .. 3) {
+        $all = $n->parallel([ map { [GET => "/pool/$round/$_"] } 1 .. 20 ],
+                            timeout => 3);
+        is(scalar(grep { ($_->{status} // 0) == 200 } @$all), 20,
+           "keep-alive upstream round $round");
+    }
+
+    my $t0 = time;
+    $all = $n->parallel([ map { [GET => '/slow'] } 1 .. 20 ]);
+    is(scalar(grep { ($_->{body} // '') eq 'slow' } @$all), 20,
+       '20 parallel slow requests');
+    cmp_ok(time - $t0, '<', 2, 'served concurrently');
+
+    my @old = $n->worker_pids;
+    $n->reload;
+    my @new = $n->worker_pids;
+    is(scalar @new, 2, 'reload: two workers');
+    ok(!grep({ my $o = $_; grep { $_ == $o } @new } @old), 'reload: new workers');
+    is($n->http(GET => '/')->{body}, 'hi', 'serves after reload');
+
+    $n->reload(<<'EOF');
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location / { return 200 "bye"; }
+    }
+EOF
+    is($n->http(GET => '/')->{body}, 'bye', 'reload with new configuration');
+
+    my $master = $n->master_pid;
+    $n->stop;
+    ok(GmsTest::_process_gone($master, 0), 'stopped');
+    is($n->http(GET => '/')->{status}, undef, 'port closed');
+    like($n->error_log, qr/\[notice\].*reconfiguring/, 'error_log');
+    is_deeply([$n->bad_log_lines], [], 'no alerts');
+
+    like($n->start($conf, vars => { STUB => 1, SLOW => 1 }), qr/^GmsTest::Nginx=/,
+         'start again after stop');
+    $n->stop;
+};
+
+
+subtest 'nginx failures and modes' => sub {
+    my $n = GmsTest::Nginx->new;
+    my $text = $n->start("bogus_directive;", no_module => 1, expect_fail => 1);
+    like($text, qr/unknown directive "bogus_directive"/, 'expect_fail');
+    ok(!$n->master_pid, 'not running');
+
+    ok(!eval { $n->start('return 200 "%%NOPE%%";', no_module => 1); 1 },
+       'unknown placeholder');
+    like($@, qr/no value for %%NOPE%%/, 'is reported');
+
+    $text = GmsTest::Nginx->new->start("location / {}", no_module => 1,
+                                       expect_fail => 1);
+    like($text, qr/"location" directive is not allowed here/, 'bad config');
+
+    my $conf = 'server { listen 127.0.0.1:%%PORT%%; location / { return 200 "one"; } }';
+
+    $n = GmsTest::Nginx->new(no_module => 1);
+    $n->start($conf, master => 0);
+    my $conf_text = GmsTest::_slurp($n->dir . '/nginx.conf');
+    like($conf_text, qr/^master_process off;\ndaemon off;$/m, 'master => 0');
+    is($n->http(GET => '/')->{body}, 'one', 'single process serves');
+    is_deeply([$n->worker_pids], [], 'no workers');
+    my $pid = $n->master_pid;
+    $n->stop;
+    ok(!kill(0, $pid), 'single process stopped and reaped');
+    is_deeply([$n->bad_log_lines], [], 'no alerts');
+
+    $n = GmsTest::Nginx->new(no_module => 1);
+    $n->start($conf);
+    my ($worker) = $n->worker_pids;
+    ok($worker, 'worker running after start');
+    kill 'KILL', $worker if $worker;
+    ok(GmsTest::wait_until(sub { $n->bad_log_lines }, 5),
+       'crashed worker detected');
+    like(join("\n", $n->bad_log_lines), qr/exited on signal 9/, 'by bad_log_lines');
+    $n->stop;
+
+    my ($rc, $out) = GmsTest::nginx_t(<<'EOF');
+error_log %%TESTDIR%%/t.log;
+events {}
+http { server { location / { return 204; } } }
+EOF
+    is($rc, 0, 'nginx_t ok');
+    like($out, qr/syntax is ok/, 'nginx_t output');
+
+    ($rc, $out) = GmsTest::nginx_t("events {}\nhttp { bogus; }\n");
+    is($rc, 1, 'nginx_t failure');
+    like($out, qr/unknown directive "bogus"/, 'nginx_t error output');
+};
+
+
+done_testing;

@@ -1,0 +1,254 @@
+package GmsTest;
+
+# Test harness for the gms nginx module, in the spirit of nginx-tests: each
+# test gets temporary directories and free ports, starts the processes it
+# needs (GmsTest::Nginx, GmsTest::Redis, GmsTest::Stub) and checks the error
+# log itself.  Every process started here is stopped when its object goes
+# away or, at the latest, when the test process ends.
+#
+# Strings handed to and returned by the harness are bytes.  Set
+# TEST_GMS_LEAVE=1 to keep the temporary directories for a post-mortem.
+
+use strict;
+use warnings;
+
+use Cwd qw(abs_path);
+use File::Basename qw(dirname);
+use File::Temp ();
+use IO::Socket::INET;
+use JSON::PP ();
+use POSIX qw(WNOHANG);
+use Scalar::Util qw(weaken);
+use Time::HiRes qw(sleep time);
+
+my $REPO = abs_path(dirname(__FILE__) . '/../..');
+
+
+# Ports handed out so far: free_port() closes the socket it probed with, so
+# the kernel could offer the same port again before the caller binds it.
+my %ports_given;
+
+sub free_port {
+    for (1 .. 100) {
+        my $sock = IO::Socket::INET->new(
+            LocalAddr => '127.0.0.1',
+            LocalPort => 0,
+            Proto     => 'tcp',
+        ) or die "free_port: cannot bind: $!\n";
+        my $port = $sock->sockport;
+        close $sock;
+        return $port unless $ports_given{$port}++;
+    }
+    die "free_port: no new free port found\n";
+}
+
+
+sub module_path {
+    return $ENV{GMS_MODULE} // "$REPO/build/nginx/objs/ngx_http_gms_module.so";
+}
+
+sub nginx_bin {
+    return $ENV{NGINX_BIN} // '/usr/sbin/nginx';
+}
+
+sub need_nginx {
+    my $bin = nginx_bin();
+    _skip_all("nginx not found: $bin") unless -x $bin;
+}
+
+sub need_module {
+    need_nginx();
+    my $path = module_path();
+    _skip_all("module not built: $path") unless -f $path;
+}
+
+sub need_redis {
+    _skip_all('redis-server not found in PATH') unless _in_path('redis-server');
+}
+
+sub _skip_all {
+    my ($reason) = @_;
+    require Test::More;
+    Test::More::plan(skip_all => $reason);
+}
+
+sub _in_path {
+    my ($name) = @_;
+    return scalar grep { -x "$_/$name" } split /:/, $ENV{PATH} // '';
+}
+
+
+my $JSON = JSON::PP->new->utf8->canonical->allow_nonref;
+
+sub json_encode {
+    return $JSON->encode($_[0]);
+}
+
+sub json_decode {
+    return $JSON->decode($_[0]);
+}
+
+
+# Deliberately not Digest::SHA: the module's id formula is checked against an
+# implementation that shares no code with Perl or with the module's own use
+# of libcrypto's API.
+sub sha256_b64 {
+    my ($bytes) = @_;
+
+    utf8::downgrade($bytes, 1) or die "sha256_b64: wide characters\n";
+
+    my $in = _scratch_dir() . '/sha256.in';
+    _write_file($in, $bytes);
+
+    open my $fh, '-|', 'bash', '-o', 'pipefail', '-c',
+        'openssl dgst -sha256 -binary "$1" | base64 -w0', 'sha256_b64', $in
+        or die "sha256_b64: cannot run openssl: $!\n";
+    my $b64 = do { local $/; <$fh> };
+    close $fh or die "sha256_b64: openssl | base64 failed ($?)\n";
+
+    return $b64;
+}
+
+
+sub wait_until {
+    my ($cond, $timeout) = @_;
+
+    my $deadline = time + ($timeout // 5);
+
+    while (1) {
+        my $value = $cond->();
+        return $value if $value;
+        return 0 if time >= $deadline;
+        sleep 0.05;
+    }
+}
+
+
+# Runs "nginx -t" on a complete configuration; %%TESTDIR%% and %%MODULE%%
+# are replaced by a fresh temporary directory and module_path().
+sub nginx_t {
+    my ($conf_text) = @_;
+
+    my $dir = _tempdir();
+    _write_file("$dir/nginx.conf",
+        _substitute($conf_text, TESTDIR => $dir, MODULE => module_path()));
+
+    my $rc = _run([nginx_bin(), '-t', '-p', "$dir/", '-c', "$dir/nginx.conf",
+                   '-e', "$dir/error.log"], "$dir/nginx-t.out");
+
+    return ($rc, _slurp("$dir/nginx-t.out"));
+}
+
+
+# Internals shared by the GmsTest::* classes.
+
+sub _tempdir {
+    return File::Temp::tempdir('gms-test-XXXXXXXX', TMPDIR => 1,
+                               CLEANUP => !$ENV{TEST_GMS_LEAVE});
+}
+
+my $scratch;
+
+sub _scratch_dir {
+    return $scratch //= _tempdir();
+}
+
+sub _write_file {
+    my ($path, $bytes) = @_;
+    open my $fh, '>:raw', $path or die "cannot write $path: $!\n";
+    print $fh $bytes;
+    close $fh or die "cannot write $path: $!\n";
+}
+
+sub _slurp {
+    my ($path) = @_;
+    open my $fh, '<:raw', $path or return '';
+    local $/;
+    return scalar(<$fh>) // '';
+}
+
+# Replaces %%NAME%% placeholders; an unknown name is an error rather than
+# a silently broken configuration.
+sub _substitute {
+    my ($text, %vars) = @_;
+    $text =~ s{%%(\w+)%%}{
+        exists $vars{$1} ? $vars{$1} : die "no value for %%$1%% in config\n"
+    }ge;
+    return $text;
+}
+
+# Starts a command with its output going to a file, away from the TAP
+# stream on the test's stdout.
+sub _spawn {
+    my ($cmd, $output) = @_;
+
+    my $pid = fork // die "fork: $!\n";
+    return $pid if $pid;
+
+    open STDIN, '<', '/dev/null';
+    open STDOUT, '>>', $output or POSIX::_exit(127);
+    open STDERR, '>&', \*STDOUT;
+    exec { $cmd->[0] } @$cmd or print STDERR "cannot exec $cmd->[0]: $!\n";
+    POSIX::_exit(127);
+}
+
+# Runs a command to completion; returns its exit code (128 + signal if it
+# was killed).
+sub _run {
+    my ($cmd, $output) = @_;
+    my $pid = _spawn($cmd, $output);
+    waitpid $pid, 0;
+    return $? & 127 ? 128 + ($? & 127) : $? >> 8;
+}
+
+# Whether a process has exited.  Our own children are reaped here; others
+# (a daemonized nginx master) are watched through /proc, where a zombie
+# counts as gone since nobody may reap it in a container.
+sub _process_gone {
+    my ($pid, $is_child) = @_;
+
+    return waitpid($pid, WNOHANG) != 0 if $is_child;
+
+    open my $fh, '<', "/proc/$pid/stat" or return 1;
+    my $stat = <$fh> // return 1;
+    my ($state) = $stat =~ /.*\) (\S)/s;
+    return $state eq 'Z';
+}
+
+sub _wait_gone {
+    my ($pid, $is_child, $timeout) = @_;
+    return wait_until(sub { _process_gone($pid, $is_child) }, $timeout);
+}
+
+
+# Objects owning processes, weakly held so that DESTROY still runs when a
+# test drops one; END stops whatever is left.
+my @live;
+
+sub _track {
+    my ($obj) = @_;
+    push @live, $obj;
+    weaken $live[-1];
+}
+
+# For DESTROY and END: never lets a failure escape, never clobbers the exit
+# status Test::Builder has set, and never acts in a forked child (a stub
+# worker) on processes that belong to the test process.
+sub _stop_quietly {
+    my ($obj) = @_;
+    local ($?, $!, $@);
+    return unless $obj->{owner} == $$;
+    eval { $obj->stop; 1 } or warn ref($obj) . " stop: $@";
+}
+
+END {
+    _stop_quietly($_) for grep { defined } @live;
+}
+
+
+use GmsTest::HTTP;
+use GmsTest::Redis;
+use GmsTest::Stub;
+use GmsTest::Nginx;
+
+1;

@@ -1,0 +1,231 @@
+package GmsTest::Redis;
+
+# A throwaway redis-server on a free port, without persistence, and a
+# minimal RESP2 client to seed and inspect it:
+#
+#   my $r = GmsTest::Redis->start(password => 'secret');
+#   $r->cmd(SET => 'token:abc', '{"user":"u1"}');
+#
+# cmd() returns simple and bulk strings as scalars, integers as numbers, nil
+# as undef, arrays as arrayrefs (recursively) and error replies as
+# GmsTest::Redis::Error objects.
+
+use strict;
+use warnings;
+
+use GmsTest ();
+use IO::Select;
+use IO::Socket::INET;
+
+my $REPLY_TIMEOUT = 10;
+
+
+sub start {
+    my ($class, %opt) = @_;
+
+    my $self = bless {
+        owner => $$,
+        opt   => \%opt,
+        dir   => GmsTest::_tempdir(),
+        port  => GmsTest::free_port(),
+    }, $class;
+
+    GmsTest::_track($self);
+    $self->_launch;
+
+    return $self;
+}
+
+sub port {
+    return $_[0]{port};
+}
+
+sub pid {
+    return $_[0]{pid};
+}
+
+sub cmd {
+    my ($self, @args) = @_;
+
+    my $reused = defined $self->{sock};
+
+    my $reply;
+    return $reply if eval { $reply = $self->_roundtrip(\@args); 1 };
+
+    # the server may have closed a kept connection since the last command
+    # (restart, QUIT, client timeout): one retry on a fresh connection
+    die $@ unless $reused && $@ =~ /^redis: connection lost/;
+    return $self->_roundtrip(\@args);
+}
+
+sub stop {
+    my ($self) = @_;
+
+    delete $self->{sock};
+    my $pid = delete $self->{pid} or return;
+
+    kill 'TERM', $pid;
+    return if GmsTest::_wait_gone($pid, 1, 5);
+    kill 'KILL', $pid;
+    waitpid $pid, 0;
+}
+
+# Same port and options; the data is gone since nothing is persisted.
+sub start_again {
+    my ($self) = @_;
+    $self->stop;
+    $self->_launch;
+}
+
+sub DESTROY {
+    GmsTest::_stop_quietly($_[0]);
+}
+
+
+sub _launch {
+    my ($self) = @_;
+
+    my $dir = $self->{dir};
+    my @cmd = ('redis-server', '--port', $self->{port}, '--bind', '127.0.0.1',
+               '--save', '', '--appendonly', 'no', '--daemonize', 'no',
+               '--dir', $dir, '--logfile', "$dir/redis.log");
+    push @cmd, '--requirepass', $self->{opt}{password}
+        if defined $self->{opt}{password};
+
+    $self->{pid} = GmsTest::_spawn(\@cmd, "$dir/redis.out");
+
+    my $exited;
+    my $up = GmsTest::wait_until(sub {
+        $exited = GmsTest::_process_gone($self->{pid}, 1) and return 1;
+        my $pong = eval { $self->cmd('PING') };
+        return defined $pong && $pong eq 'PONG';
+    }, 5);
+
+    return if $up && !$exited;
+
+    delete $self->{pid} if $exited;
+    $self->stop;
+    die "redis-server did not start on port $self->{port}:\n"
+        . GmsTest::_slurp("$dir/redis.out") . GmsTest::_slurp("$dir/redis.log");
+}
+
+# One command on the kept connection, connecting first if needed; any
+# failure leaves no connection behind.
+sub _roundtrip {
+    my ($self, $args) = @_;
+
+    my $reply;
+    my $ok = eval {
+        $self->_connect unless $self->{sock};
+        $reply = $self->_call(@$args);
+        1;
+    };
+    return $reply if $ok;
+
+    delete $self->{sock};
+    die $@;
+}
+
+sub _connect {
+    my ($self) = @_;
+
+    $self->{sock} = IO::Socket::INET->new(
+        PeerAddr => '127.0.0.1',
+        PeerPort => $self->{port},
+        Proto    => 'tcp',
+        Timeout  => 5,
+    ) or die "redis: cannot connect to port $self->{port}: $!\n";
+    $self->{in} = '';
+
+    return unless defined $self->{opt}{password};
+
+    my $reply = $self->_call('AUTH', $self->{opt}{password});
+    die "redis: AUTH failed: $reply\n" if ref $reply;
+}
+
+sub _call {
+    my ($self, @args) = @_;
+
+    local $SIG{PIPE} = 'IGNORE';
+
+    my $out = '*' . @args . "\r\n"
+              . join '', map { '$' . length($_) . "\r\n$_\r\n" } @args;
+
+    while (length $out) {
+        my $n = syswrite $self->{sock}, $out;
+        die "redis: connection lost ($!)\n" unless defined $n;
+        substr($out, 0, $n, '');
+    }
+
+    return $self->_read_reply;
+}
+
+sub _read_reply {
+    my ($self) = @_;
+
+    my $line = $self->_read_bytes(undef);
+    my ($type, $rest) = (substr($line, 0, 1), substr($line, 1));
+
+    return $rest if $type eq '+';
+    return GmsTest::Redis::Error->new($rest) if $type eq '-';
+    return 0 + $rest if $type eq ':';
+
+    if ($type eq '$') {
+        return undef if $rest < 0;
+        return substr $self->_read_bytes($rest + 2), 0, $rest;
+    }
+
+    if ($type eq '*') {
+        return undef if $rest < 0;
+        return [ map { $self->_read_reply } 1 .. $rest ];
+    }
+
+    die "redis: bad reply line '$line'\n";
+}
+
+# Reads $length bytes, or a line without its CRLF if $length is undef.
+sub _read_bytes {
+    my ($self, $length) = @_;
+
+    while (1) {
+        if (defined $length) {
+            return substr($self->{in}, 0, $length, '')
+                if length $self->{in} >= $length;
+        } else {
+            my $eol = index $self->{in}, "\r\n";
+            if ($eol >= 0) {
+                my $line = substr($self->{in}, 0, $eol + 2, '');
+                return substr $line, 0, $eol;
+            }
+        }
+
+        IO::Select->new($self->{sock})->can_read($REPLY_TIMEOUT)
+            or die "redis: no reply within $REPLY_TIMEOUT s\n";
+        my $n = sysread $self->{sock}, $self->{in}, 65536, length $self->{in};
+        die 'redis: connection lost (' . (defined $n ? 'closed' : $!) . ")\n"
+            unless $n;
+    }
+}
+
+
+package GmsTest::Redis::Error;
+
+# An error reply (-ERR ..., -NOAUTH ..., -WRONGTYPE ...); stringifies to its
+# message so that like($reply, qr/WRONGTYPE/) reads naturally.
+
+use overload '""' => sub { $_[0]{message} }, fallback => 1;
+
+sub new {
+    my ($class, $message) = @_;
+    return bless { message => $message }, $class;
+}
+
+sub message {
+    return $_[0]{message};
+}
+
+sub is_error {
+    return 1;
+}
+
+1;
