@@ -37,7 +37,7 @@ deps:
 
 module: $(MODULE)
 
-$(NGX_BUILD)/Makefile: config
+$(NGX_BUILD)/objs/Makefile: config
 	rm -rf $(NGX_BUILD)
 	mkdir -p $(BUILD)
 	cp -a $(NGINX_SRC) $(NGX_BUILD)
@@ -50,7 +50,7 @@ $(NGX_BUILD)/Makefile: config
 	        --add-dynamic-module=$(CURDIR) > $(BUILD)/configure.log; \
 	fi
 
-$(MODULE): $(NGX_BUILD)/Makefile $(SRCS)
+$(MODULE): $(NGX_BUILD)/objs/Makefile $(SRCS)
 	$(MAKE) -C $(NGX_BUILD) -f objs/Makefile modules \
 	    CFLAGS_EXTRA= > $(BUILD)/make.log 2>&1 \
 	    || { cat $(BUILD)/make.log; exit 1; }

@@ -259,6 +259,7 @@ ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
     ngx_http_gms_ctx_t *ctx)
 {
     ngx_str_t                     uri;
+    ngx_table_elt_t              *h;
     ngx_http_request_t           *sr;
     ngx_http_gms_loc_conf_t      *glcf;
     ngx_http_post_subrequest_t   *ps;
@@ -294,8 +295,8 @@ ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
     }
 
     /*
-     * Nothing of the client's request goes to the cluster: not its
-     * Authorization or Cookie, not its body, not its Content-Type.
+     * Nothing of the client's request goes to the cluster but its Host
+     * (for $host): not its Authorization or Cookie, not its body.
      */
 
     ngx_memzero(&sr->headers_in, sizeof(ngx_http_headers_in_t));
@@ -307,6 +308,17 @@ ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    if (r->headers_in.host) {
+        h = ngx_list_push(&sr->headers_in.headers);
+        if (h == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        *h = *r->headers_in.host;
+        sr->headers_in.host = h;
+    }
+
+    sr->headers_in.server = r->headers_in.server;
     sr->headers_in.content_length_n = -1;
     sr->headers_in.keep_alive_n = -1;
     sr->request_body = NULL;

@@ -37,6 +37,8 @@ static char *ngx_http_gms_redis_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_gms_privileges(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_gms_es_task_uri(ngx_conf_t *cf, void *post,
+    void *data);
 static ngx_int_t ngx_http_gms_add_variables(ngx_conf_t *cf);
 static void *ngx_http_gms_create_main_conf(ngx_conf_t *cf);
 static char *ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf);
@@ -47,6 +49,10 @@ static ngx_int_t ngx_http_gms_challenge(ngx_conf_t *cf, ngx_str_t *realm,
     const char *error, ngx_str_t *out);
 static ngx_int_t ngx_http_gms_init(ngx_conf_t *cf);
 static void ngx_http_gms_exit_process(ngx_cycle_t *cycle);
+
+
+static ngx_conf_post_handler_pt  ngx_http_gms_es_task_uri_p =
+    ngx_http_gms_es_task_uri;
 
 
 static ngx_command_t  ngx_http_gms_commands[] = {
@@ -105,7 +111,7 @@ static ngx_command_t  ngx_http_gms_commands[] = {
       ngx_conf_set_str_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_gms_loc_conf_t, es_task_uri),
-      NULL },
+      &ngx_http_gms_es_task_uri_p },
 
       ngx_null_command
 };
@@ -820,6 +826,21 @@ ngx_http_gms_privileges(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
 
         *name = value[i];
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_gms_es_task_uri(ngx_conf_t *cf, void *post, void *data)
+{
+    ngx_str_t  *uri = data;
+
+    if (uri->len == 0 || uri->data[0] != '/') {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\" must start with \"/\"", uri);
+        return NGX_CONF_ERROR;
     }
 
     return NGX_CONF_OK;

@@ -13,6 +13,8 @@ package GmsTest::Redis;
 use strict;
 use warnings;
 
+use POSIX ();
+
 use GmsTest ();
 use IO::Select;
 use IO::Socket::INET;
@@ -70,6 +72,22 @@ sub stop {
     waitpid $pid, 0;
 }
 
+# Blocks the server for $seconds (DEBUG SLEEP) from a child process on a
+# connection of its own, so that the test goes on meanwhile; returns the
+# child's pid for waitpid.
+sub sleep_in_background {
+    my ($self, $seconds) = @_;
+
+    my $pid = fork // die "fork: $!\n";
+    if ($pid == 0) {
+        delete $self->{sock};
+        eval { $self->cmd(DEBUG => 'SLEEP', $seconds) };
+        POSIX::_exit(0);
+    }
+
+    return $pid;
+}
+
 # Same port and options; the data is gone since nothing is persisted.
 sub start_again {
     my ($self) = @_;
@@ -88,7 +106,8 @@ sub _launch {
     my $dir = $self->{dir};
     my @cmd = ('redis-server', '--port', $self->{port}, '--bind', '127.0.0.1',
                '--save', '', '--appendonly', 'no', '--daemonize', 'no',
-               '--dir', $dir, '--logfile', "$dir/redis.log");
+               '--dir', $dir, '--logfile', "$dir/redis.log",
+               '--enable-debug-command', 'local');
     push @cmd, '--requirepass', $self->{opt}{password}
         if defined $self->{opt}{password};
 

@@ -1,0 +1,271 @@
+
+/* Unit tests of src/gms_json.c: getEsTaskStatus request and answer. */
+
+
+#include <stdlib.h>
+#include <jansson.h>
+
+#include "tap.h"
+#include "gms_json.h"
+
+
+static char  msg[GMS_ES_TASK_BODY_MAX + 256];
+
+
+static int
+parse(const char *body, gms_es_task_ref_t *ref)
+{
+    memset(ref, 0, sizeof(*ref));
+    msg[0] = '\0';
+
+    return gms_es_task_request_parse(body, strlen(body), ref, msg,
+                                     sizeof(msg));
+}
+
+
+#define EITHER                                                               \
+    "Please specify either Node ID + task ID OR composite task parameters"
+#define ONLY_ONE                                                             \
+    "Please specify only one of Node ID + task ID OR composite task "         \
+    "parameters"
+#define FORM(t)                                                              \
+    "Task should be in the form nodeId:taskId e.g. "                          \
+    "aB1cdEf2GHIJKLMnoPQr3S:123456 (got " t ")"
+
+
+static void
+test_request(void)
+{
+    gms_es_task_ref_t  ref;
+
+    ok(parse("{\"task\": \"aB1-c_D:123\"}", &ref) == 0
+       && strcmp(ref.node, "aB1-c_D") == 0 && ref.number == 123,
+       "composite task");
+    ok(parse("{\"nodeId\": \"abc\", \"taskId\": 9}", &ref) == 0
+       && strcmp(ref.node, "abc") == 0 && ref.number == 9,
+       "node id and task id");
+    ok(parse("{\"nodeId\": \"abc\", \"taskId\": 9, \"task\": \"abc:9\"}",
+             &ref) == 0 && ref.number == 9, "both forms, consistent");
+    ok(parse("{\"task\": \"n:9223372036854775807\"}", &ref) == 0
+       && ref.number == 9223372036854775807LL, "largest task number");
+
+    ok(parse("{}", &ref) != 0, "empty object refused");
+    is_str(msg, EITHER, "empty object message");
+    ok(parse("", &ref) != 0, "empty body refused");
+    is_str(msg, EITHER, "empty body message");
+    ok(parse("{\"nodeId\": \"abc\", \"taskId\": 0}", &ref) != 0,
+       "task id 0 counts as absent");
+    is_str(msg, EITHER, "task id 0 message");
+    ok(parse("{\"nodeId\": \"abc\"}", &ref) != 0, "node id alone");
+    is_str(msg, EITHER, "node id alone message");
+    ok(parse("{\"task\": null, \"taskId\": 5}", &ref) != 0, "null task");
+    is_str(msg, EITHER, "null counts as absent");
+
+    ok(parse("{\"nodeId\": \"abc\", \"taskId\": 9, \"task\": \"abc:8\"}",
+             &ref) != 0, "both forms, inconsistent");
+    is_str(msg, ONLY_ONE, "both forms message");
+
+    ok(parse("{\"task\": \"abc\"}", &ref) != 0, "task without colon");
+    is_str(msg, FORM("abc"), "task without colon message");
+    ok(parse("{\"task\": \"abc:0\"}", &ref) != 0, "task number 0");
+    is_str(msg, FORM("abc:0"), "task number 0 message");
+    ok(parse("{\"task\": \"a/b:1\"}", &ref) != 0, "slash in node");
+    is_str(msg, FORM("a/b:1"), "slash in node message");
+    ok(parse("{\"task\": \"../x:1\"}", &ref) != 0, "dots in node");
+    ok(parse("{\"task\": \"abc:1?x=1\"}", &ref) != 0, "query in task");
+    ok(parse("{\"task\": \"abc:1:2\"}", &ref) != 0, "two colons");
+    ok(parse("{\"task\": \"abc:-1\"}", &ref) != 0, "negative number");
+    ok(parse("{\"task\": \"n:9223372036854775808\"}", &ref) != 0,
+       "task number beyond a signed 64-bit integer");
+    is_str(msg, FORM("n:9223372036854775808"), "overflow message");
+
+    ok(parse("{\"nodeId\": \"a/b\", \"taskId\": 1}", &ref) != 0,
+       "node id with a slash");
+    is_str(msg, "Node ID should contain only letters, digits, '-' and '_' "
+           "(got a/b)", "node id message");
+    ok(parse("{\"nodeId\": \"\", \"taskId\": 1}", &ref) != 0,
+       "empty node id");
+
+    ok(parse("{\"nodeId\": 5, \"taskId\": 1}", &ref) != 0, "numeric node");
+    is_str(msg, "Parameter 'nodeId' must be a string", "numeric node message");
+    ok(parse("{\"nodeId\": \"a\", \"taskId\": \"1\"}", &ref) != 0,
+       "string task id");
+    is_str(msg, "Parameter 'taskId' must be an integer",
+           "string task id message");
+    ok(parse("{\"nodeId\": \"a\", \"taskId\": 1.5}", &ref) != 0,
+       "real task id");
+    ok(parse("{\"task\": [\"a:1\"]}", &ref) != 0, "array task");
+    is_str(msg, "Parameter 'task' must be a string", "array task message");
+    ok(parse("{\"nodeId\": \"a\", \"taskId\": 99999999999999999999}", &ref)
+       != 0, "task id beyond 64 bits");
+    ok(strncmp(msg, "Invalid JSON in request body", 28) == 0,
+       "task id beyond 64 bits message");
+
+    ok(parse("[1]", &ref) != 0, "array body");
+    is_str(msg, "Request body must be a JSON object", "array body message");
+    ok(parse("\"a:1\"", &ref) != 0, "string body");
+    ok(parse("{\"task\": \"a:1\"", &ref) != 0, "truncated JSON");
+    ok(strncmp(msg, "Invalid JSON in request body", 28) == 0,
+       "truncated JSON message");
+    ok(parse("{\"task\": \"a:1\", \"task\": \"b:2\"}", &ref) != 0,
+       "duplicate keys refused");
+}
+
+
+static char *
+slurp(const char *name, size_t *len)
+{
+    char   path[512], *buf;
+    FILE  *f;
+    long   size;
+
+    snprintf(path, sizeof(path), "%s/%s",
+             getenv("GMS_FIXTURES") ? getenv("GMS_FIXTURES")
+                                    : "t/fixtures/search-cluster", name);
+
+    f = fopen(path, "rb");
+    if (f == NULL) {
+        return NULL;
+    }
+
+    fseek(f, 0, SEEK_END);
+    size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+
+    buf = malloc(size + 1);
+    *len = fread(buf, 1, size, f);
+    buf[*len] = '\0';
+    fclose(f);
+
+    return buf;
+}
+
+
+/* compares JSON by value */
+static int
+json_same(const char *a, const char *b)
+{
+    int      same;
+    json_t  *x, *y;
+
+    x = json_loads(a, 0, NULL);
+    y = json_loads(b, 0, NULL);
+    same = (x != NULL && y != NULL && json_equal(x, y));
+    json_decref(x);
+    json_decref(y);
+
+    return same;
+}
+
+
+static void
+test_answer(void)
+{
+    char               reason[128], *answer, *value, *body;
+    size_t             len;
+    json_t            *v, *status;
+    gms_es_task_ref_t  ref;
+
+    answer = slurp("running-reindex-es6.json", &len);
+    ok(answer != NULL, "fixture running-reindex-es6.json");
+    value = gms_es_task_value(answer, len, reason, sizeof(reason));
+    ok(json_same(value,
+                 "{\"completed\":false,\"taskId\":\"HI4YEIRMRuSdwsE4bCK7Bg:192\","
+                 "\"runTimeNanos\":16132017224,\"status\":{\"total\":6251,"
+                 "\"updated\":0,\"created\":0,\"deleted\":0,\"batches\":1,"
+                 "\"version_conflicts\":0,\"noops\":0,\"retries\":{\"bulk\":2,"
+                 "\"search\":0},\"throttled_millis\":0,"
+                 "\"requests_per_second\":-1.0,"
+                 "\"throttled_until_millis\":0}}"),
+       "running ES 6 reindex mapped");
+    ok(value && strstr(value, "\"requests_per_second\":-1.0") != NULL,
+       "requests_per_second stays a real number");
+    free(value);
+    free(answer);
+
+    answer = slurp("completed-reindex-opensearch2-with-failures.json", &len);
+    value = gms_es_task_value(answer, len, reason, sizeof(reason));
+    v = json_loads(value ? value : "", 0, NULL);
+    ok(json_is_true(json_object_get(v, "completed")),
+       "completed OpenSearch 2 task");
+    is_str(json_string_value(json_object_get(v, "taskId")),
+           "2lG7ExELTKeUz-OkKvFabA:158087", "task id from node and id");
+    ok(json_object_get(v, "response") == NULL
+       && json_object_get(v, "error") == NULL && json_object_size(v) == 4,
+       "only the four members of the metadata service");
+    free(value);
+    json_decref(v);
+    free(answer);
+
+    value = gms_es_task_value(
+        "{\"completed\":true,\"task\":{\"node\":\"n\",\"id\":9223372036854775807,"
+        "\"running_time_in_nanos\":9223372036854775806,\"status\":"
+        "{\"total\":9007199254740993,\"slices\":[{\"slice_id\":0,\"total\":1},"
+        "null]}}}", 0, reason, sizeof(reason));
+    ok(value == NULL, "length is honoured (0 bytes is no JSON)");
+
+    answer = "{\"completed\":true,\"task\":{\"node\":\"n\",\"id\":"
+             "9223372036854775807,\"running_time_in_nanos\":"
+             "9223372036854775806,\"status\":{\"total\":9007199254740993,"
+             "\"slices\":[{\"slice_id\":0,\"total\":1},null]}}}";
+    value = gms_es_task_value(answer, strlen(answer), reason, sizeof(reason));
+    ok(value && strstr(value, "\"taskId\":\"n:9223372036854775807\"")
+       && strstr(value, "\"runTimeNanos\":9223372036854775806")
+       && strstr(value, "\"total\":9007199254740993"),
+       "64-bit integers stay exact");
+    v = json_loads(value ? value : "", 0, NULL);
+    status = json_object_get(v, "status");
+    ok(json_array_size(json_object_get(status, "slices")) == 2,
+       "slices carried over");
+    json_decref(v);
+    free(value);
+
+    answer = "{\"completed\":false,\"task\":{\"node\":\"n\",\"id\":1,"
+             "\"running_time_in_nanos\":5}}";
+    value = gms_es_task_value(answer, strlen(answer), reason, sizeof(reason));
+    is_str(value, "{\"completed\":false,\"taskId\":\"n:1\",\"runTimeNanos\":5}",
+           "a task without status omits it");
+    free(value);
+
+    answer = slurp("not-found-404.constructed.json", &len);
+    ok(gms_es_task_value(answer, len, reason, sizeof(reason)) == NULL,
+       "404 body is not a task");
+    is_str(reason, "answer is not a task", "reason given");
+    free(answer);
+
+    ok(gms_es_task_value("{\"completed\":true,\"task\":{\"node\":\"n\","
+                         "\"id\":\"1\"}}", 40, reason, sizeof(reason))
+       == NULL, "string id is not a task");
+    ok(gms_es_task_value("{\"completed\":tr", 15, reason, sizeof(reason))
+       == NULL, "truncated answer");
+    ok(strncmp(reason, "answer is not JSON", 18) == 0, "truncated reason");
+    ok(gms_es_task_value("[]", 2, reason, sizeof(reason)) == NULL,
+       "array answer");
+
+    strcpy(ref.node, "XIAMx5WySACgg9XxBgaKmw");
+    ref.number = 12587;
+    value = gms_es_task_error_value(&ref);
+    body = gms_json_value_body(value);
+    answer = slurp("datahub-getEsTaskStatus-not-found.json", &len);
+    ok(json_same(body, answer), "failure object as the metadata service's");
+    free(answer);
+    free(body);
+    free(value);
+
+    body = gms_json_error_body(400, "x \"y\"");
+    ok(json_same(body, "{\"exceptionClass\":\"com.linkedin.restli.server."
+                       "RestLiServiceException\",\"status\":400,"
+                       "\"message\":\"x \\\"y\\\"\"}"),
+       "error body escapes the message");
+    free(body);
+}
+
+
+int
+main(void)
+{
+    test_request();
+    test_answer();
+
+    return done_testing();
+}

@@ -1,0 +1,202 @@
+
+/* Unit tests of src/gms_token.c: header parsing, ids, Redis replies. */
+
+
+#include <stdlib.h>
+
+#include "tap.h"
+#include "gms_token.h"
+
+
+static int
+bearer(const char *header, const char *want)
+{
+    size_t                len;
+    char                  got[GMS_TOKEN_MAX_LEN + 1];
+    const unsigned char  *token;
+
+    if (gms_bearer_parse((const unsigned char *) header, strlen(header),
+                         &token, &len)
+        != 0)
+    {
+        return want == NULL;
+    }
+
+    memcpy(got, token, len);
+    got[len] = '\0';
+
+    return want != NULL && strcmp(got, want) == 0;
+}
+
+
+static void
+test_bearer(void)
+{
+    char  *big;
+
+    ok(bearer("Bearer abc", "abc"), "plain bearer token");
+    ok(bearer("bearer abc", "abc"), "scheme is case-insensitive");
+    ok(bearer("BEARER abc", "abc"), "scheme upper case");
+    ok(bearer("Bearer    abc", "abc"), "several spaces before the token");
+    ok(bearer("Bearer abc  ", "abc"), "trailing spaces dropped");
+    ok(bearer("Bearer a-b.c_d~e+f/g==", "a-b.c_d~e+f/g=="),
+       "every token68 character and padding");
+    ok(bearer("Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.sig",
+              "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.sig"), "a JWT");
+    ok(bearer("Bearer", NULL), "scheme only");
+    ok(bearer("Bearer ", NULL), "scheme and space only");
+    ok(bearer("Bearerabc", NULL), "no space after the scheme");
+    ok(bearer("Basic YWxhZGRpbjpvcGVuc2VzYW1l", NULL), "basic scheme");
+    ok(bearer("Bearer abc def", NULL), "space inside the token");
+    ok(bearer("Bearer abc,def", NULL), "comma inside the token");
+    ok(bearer("Bearer =abc", NULL), "padding first");
+    ok(bearer("Bearer abc=d", NULL), "padding inside");
+    ok(bearer("Bearer ab\"c", NULL), "quote inside");
+    ok(bearer("Bearer \xc3\xa9t\xc3\xa9", NULL), "UTF-8 bytes");
+    ok(bearer("", NULL), "empty header");
+
+    big = malloc(GMS_TOKEN_MAX_LEN + 16);
+    memcpy(big, "Bearer ", 7);
+    memset(big + 7, 'a', GMS_TOKEN_MAX_LEN);
+    big[7 + GMS_TOKEN_MAX_LEN] = '\0';
+    ok(bearer(big, big + 7), "token of the longest length accepted");
+
+    big[7 + GMS_TOKEN_MAX_LEN] = 'a';
+    big[8 + GMS_TOKEN_MAX_LEN] = '\0';
+    ok(bearer(big, NULL), "one byte longer is refused");
+    free(big);
+}
+
+
+static void
+test_id(void)
+{
+    char  id[GMS_TOKEN_ID_LEN + 1];
+
+    /* expected values from: printf ... | openssl dgst -sha256 -binary | base64 */
+
+    gms_token_id((const unsigned char *) "secret-token", 12,
+                 (const unsigned char *) "", 0, id);
+    is_str(id, "kwu9xRtq7VwqVnj9bije56BeiktkPPwLRCfD77hsDZQ=",
+           "id of a token without salt");
+
+    gms_token_id((const unsigned char *) "secret-token", 12,
+                 (const unsigned char *) "\xc3\xa9\xe2\x82\xacsalt", 9, id);
+    is_str(id, "elU0kl8rCfh9VRSENXP4YIkEIM/PzNC7v/v17U6tCzs=",
+           "id with a non-ASCII salt appended");
+
+    gms_token_id((const unsigned char *) "", 0,
+                 (const unsigned char *) "", 0, id);
+    is_str(id, "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=",
+           "id of the empty string");
+
+    ok(gms_token_id_valid("kwu9xRtq7VwqVnj9bije56BeiktkPPwLRCfD77hsDZQ=", 44),
+       "a real id is valid");
+    ok(!gms_token_id_valid("kwu9xRtq7VwqVnj9bije56BeiktkPPwLRCfD77hsDZQ", 43),
+       "missing padding");
+    ok(!gms_token_id_valid("kwu9xRtq7VwqVnj9bije56BeiktkPPwLRCfD77hsD==", 44),
+       "too much padding");
+    ok(!gms_token_id_valid("kwu9xRtq7VwqVnj9bije56BeiktkPPwLRCfD77hs-ZQ=", 44),
+       "url-safe alphabet refused");
+    ok(!gms_token_id_valid("kwu9xRtq7V qVnj9bije56BeiktkPPwLRCfD77hsDZQ=", 44),
+       "space refused");
+}
+
+
+static void
+test_ms(void)
+{
+    int64_t  ms;
+
+    ok(gms_parse_ms("1700000000000", 13, &ms) == 0 && ms == 1700000000000LL,
+       "milliseconds parsed");
+    ok(gms_parse_ms("", 0, &ms) == 0 && ms == 0, "empty means no expiry");
+    ok(gms_parse_ms("-1", 2, &ms) != 0, "negative refused");
+    ok(gms_parse_ms("12a", 3, &ms) != 0, "garbage refused");
+    ok(gms_parse_ms("99999999999999999999", 20, &ms) != 0,
+       "overflow refused");
+}
+
+
+static gms_lookup_rc_e
+lookup(const char *resp, gms_lookup_t *lk, redisReply **reply)
+{
+    void         *r;
+    redisReader  *reader;
+
+    reader = redisReaderCreate();
+    redisReaderFeed(reader, resp, strlen(resp));
+
+    if (redisReaderGetReply(reader, &r) != REDIS_OK || r == NULL) {
+        redisReaderFree(reader);
+        *reply = NULL;
+        return gms_lookup_reply_parse(NULL, lk);
+    }
+
+    redisReaderFree(reader);
+    *reply = r;
+
+    return gms_lookup_reply_parse(r, lk);
+}
+
+
+static void
+test_reply(void)
+{
+    redisReply    *r;
+    gms_lookup_t   lk;
+
+    ok(lookup("$-1\r\n", &lk, &r) == GMS_LOOKUP_UNKNOWN, "nil is unknown");
+    freeReplyObject(r);
+
+    ok(lookup("*4\r\n$21\r\nurn:li:corpuser:alice\r\n$13\r\n1700000000000\r\n"
+              "$8\r\nPERSONAL\r\n*2\r\n$1\r\nA\r\n$2\r\nBB\r\n", &lk, &r)
+       == GMS_LOOKUP_FOUND
+       && lk.actor_len == 21 && memcmp(lk.actor, "urn:li:corpuser:alice", 21)
+          == 0
+       && lk.expires_at == 1700000000000LL && lk.nprivileges == 2
+       && strcmp(lk.privileges[1]->str, "BB") == 0,
+       "found token with expiry and privileges");
+    freeReplyObject(r);
+
+    ok(lookup("*4\r\n$1\r\nu\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n", &lk, &r)
+       == GMS_LOOKUP_FOUND && lk.expires_at == 0 && lk.nprivileges == 0,
+       "no expiry, no privileges");
+    freeReplyObject(r);
+
+    ok(lookup("-LOADING Redis is loading the dataset in memory\r\n", &lk, &r)
+       == GMS_LOOKUP_BAD_REPLY && strncmp(lk.error, "LOADING", 7) == 0,
+       "error reply is an error");
+    freeReplyObject(r);
+
+    ok(lookup("*4\r\n$1\r\nu\r\n$3\r\nabc\r\n$0\r\n\r\n*0\r\n", &lk, &r)
+       == GMS_LOOKUP_BAD_REPLY, "bad expiresAt is an error");
+    freeReplyObject(r);
+
+    ok(lookup("*3\r\n$1\r\nu\r\n$0\r\n\r\n$0\r\n\r\n", &lk, &r)
+       == GMS_LOOKUP_BAD_REPLY, "short array is an error");
+    freeReplyObject(r);
+
+    ok(lookup("*4\r\n$1\r\nu\r\n$0\r\n\r\n$0\r\n\r\n*1\r\n:5\r\n", &lk, &r)
+       == GMS_LOOKUP_BAD_REPLY, "integer privilege is an error");
+    freeReplyObject(r);
+
+    ok(lookup(":1\r\n", &lk, &r) == GMS_LOOKUP_BAD_REPLY,
+       "integer reply is an error");
+    freeReplyObject(r);
+
+    ok(gms_lookup_reply_parse(NULL, &lk) == GMS_LOOKUP_BAD_REPLY,
+       "no reply is an error");
+}
+
+
+int
+main(void)
+{
+    test_bearer();
+    test_id();
+    test_ms();
+    test_reply();
+
+    return done_testing();
+}

@@ -1,0 +1,129 @@
+#!/bin/sh
+# make demo: a real redis-server and nginx (conf-examples/gms-edge.conf)
+# on localhost, with stand-ins for GMS and the search cluster, a demo user
+# and token; prints curl lines and runs until Ctrl-C, then cleans up.
+set -eu
+
+module=${1:?usage: demo.sh path/to/ngx_http_gms_module.so}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+nginx_bin=${NGINX_BIN:-/usr/sbin/nginx}
+port=${DEMO_PORT:-18000}
+redis_port=${DEMO_REDIS_PORT:-16379}
+gms_port=${DEMO_GMS_PORT:-18080}
+search_port=${DEMO_SEARCH_PORT:-19200}
+
+dir=$(mktemp -d /tmp/gms-demo.XXXXXX)
+chmod 755 "$dir"
+redis_pid=
+nginx_pid=
+
+cleanup() {
+    trap - EXIT INT TERM
+    [ -n "$nginx_pid" ] && kill -QUIT "$nginx_pid" 2>/dev/null || true
+    [ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null || true
+    wait 2>/dev/null || true
+    rm -rf "$dir"
+    echo
+    echo "demo stopped, $dir removed"
+}
+trap cleanup EXIT
+trap 'exit 0' INT TERM
+
+for p in "$port" "$redis_port" "$gms_port" "$search_port"; do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+        echo "demo: port $p is in use; set DEMO_PORT, DEMO_REDIS_PORT," \
+             "DEMO_GMS_PORT or DEMO_SEARCH_PORT" >&2
+        exit 1
+    fi
+done 2>/dev/null || true
+
+redis-server --port "$redis_port" --bind 127.0.0.1 --save '' \
+    --appendonly no --dir "$dir" --logfile "$dir/redis.log" &
+redis_pid=$!
+
+i=0
+until redis-cli -p "$redis_port" ping >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 50 ] && { echo "redis did not start" >&2; exit 1; }
+    sleep 0.1
+done
+
+# a demo user whose token is valid for a day, with the privilege that
+# getEsTaskStatus needs; the id is what GMS itself would store
+token="demo-$(openssl rand -hex 24)"
+id=$(printf '%s' "$token" | openssl dgst -sha256 -binary | base64 -w0)
+expires=$(( ($(date +%s) + 86400) * 1000 ))
+actor=urn:li:corpuser:datahub
+
+redis-cli -p "$redis_port" hset "gms:token:$id" actor "$actor" \
+    expiresAt "$expires" type PERSONAL >/dev/null
+redis-cli -p "$redis_port" sadd "gms:actor:$actor" \
+    GET_ES_TASK_STATUS_PRIVILEGE GENERATE_PERSONAL_ACCESS_TOKENS >/dev/null
+
+cat > "$dir/stand-ins.conf" <<CONF
+    # Stand-in GMS: echoes what it received (method, URI, actor header).
+    server {
+        listen 127.0.0.1:$gms_port;
+        default_type application/json;
+        location / {
+            return 200 '{"standIn":"GMS","method":"\$request_method","uri":"\$request_uri","actor":"\$http_x_datahub_actor"}\n';
+        }
+    }
+
+    # Stand-in search cluster: one running reindex, any other task 404.
+    server {
+        listen 127.0.0.1:$search_port;
+        default_type application/json;
+        location = /_tasks/oTUltX4IQMOUUVeiohTt8A:124 {
+            return 200 '{"completed":false,"task":{"node":"oTUltX4IQMOUUVeiohTt8A","id":124,"type":"transport","action":"indices:data/write/reindex","status":{"total":6154,"updated":3500,"created":0,"deleted":0,"batches":4,"version_conflicts":0,"noops":0,"retries":{"bulk":0,"search":0},"throttled_millis":0,"requests_per_second":-1.0,"throttled_until_millis":0},"running_time_in_nanos":2113617447,"cancellable":true,"headers":{}}}';
+        }
+        location / {
+            return 404 '{"error":{"type":"resource_not_found_exception","reason":"task isn\'t running and hasn\'t stored its results"},"status":404}';
+        }
+    }
+CONF
+
+sed -e "s#^load_module .*#load_module $module;#" \
+    -e "s#^user .*##" \
+    -e "s#^worker_processes .*#worker_processes 1;#" \
+    -e "s#^pid .*#pid $dir/nginx.pid;#" \
+    -e "s#/var/log/nginx/#$dir/#g" \
+    -e "s#127.0.0.1:6379#127.0.0.1:$redis_port#" \
+    -e "s#127.0.0.1:8080#127.0.0.1:$gms_port#" \
+    -e "s#127.0.0.1:9200#127.0.0.1:$search_port#" \
+    -e "s#listen 8000;#listen 127.0.0.1:$port;#" \
+    -e "s#^http {#http {\n    client_body_temp_path $dir/body;\n    proxy_temp_path $dir/proxy;\n    include $dir/stand-ins.conf;#" \
+    "$repo/conf-examples/gms-edge.conf" > "$dir/nginx.conf"
+
+"$nginx_bin" -p "$dir/" -c "$dir/nginx.conf" -g 'daemon off;' &
+nginx_pid=$!
+
+i=0
+until curl -s -o /dev/null "http://127.0.0.1:$port/health"; do
+    i=$((i + 1))
+    [ $i -gt 50 ] && { echo "nginx did not start:" >&2; cat "$dir/error.log" >&2; exit 1; }
+    sleep 0.1
+done
+
+url="http://127.0.0.1:$port"
+cat <<MSG
+
+GMS edge demo is up: nginx $url -> stand-in GMS 127.0.0.1:$gms_port,
+tokens in redis-server 127.0.0.1:$redis_port, logs in $dir.
+
+  # 200: a valid token, proxied to GMS with the actor set by the edge
+  curl -i -H 'Authorization: Bearer $token' '$url/entities/urn%3Ali%3Adataset%3A%28urn%3Ali%3AdataPlatform%3Ahive%2Cdb.table%2CPROD%29'
+
+  # the same through the frontend-proxy form
+  curl -i -H 'Authorization: Bearer $token' '$url/api/gms/entities/urn%3Ali%3Acorpuser%3Adatahub'
+
+  # 401: no token, then a wrong one
+  curl -i '$url/entities/urn%3Ali%3Acorpuser%3Adatahub'
+  curl -i -H 'Authorization: Bearer not-a-real-token' '$url/entities/urn%3Ali%3Acorpuser%3Adatahub'
+
+  # getEsTaskStatus answered by nginx from the search cluster
+  curl -i -H 'Authorization: Bearer $token' -H 'Content-Type: application/json' -d '{"task":"oTUltX4IQMOUUVeiohTt8A:124"}' '$url/operations?action=getEsTaskStatus'
+
+Ctrl-C stops everything.
+MSG
+
+wait "$nginx_pid"
