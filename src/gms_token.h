@@ -18,6 +18,10 @@
 /* DataHub's PATs are JWTs of a few hundred bytes; 4k leaves ample room */
 #define GMS_TOKEN_MAX_LEN      4096
 
+/* the key layout: <prefix>token:<id> (a hash), <prefix>actor:<urn> (a set) */
+#define GMS_KEY_TOKEN          "token:"
+#define GMS_KEY_ACTOR          "actor:"
+
 /* standard base64, with padding, of a 32-byte SHA-256 digest */
 #define GMS_TOKEN_ID_LEN       44
 

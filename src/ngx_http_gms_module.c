@@ -920,9 +920,9 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
         ngx_str_set(&gmcf->salt, "");
     }
 
-    gmcf->token_prefix.len = gmcf->prefix.len + sizeof("token:") - 1;
+    gmcf->token_prefix.len = gmcf->prefix.len + sizeof(GMS_KEY_TOKEN) - 1;
     gmcf->token_prefix.data = ngx_pnalloc(cf->pool, gmcf->token_prefix.len);
-    gmcf->actor_prefix.len = gmcf->prefix.len + sizeof("actor:") - 1;
+    gmcf->actor_prefix.len = gmcf->prefix.len + sizeof(GMS_KEY_ACTOR) - 1;
     gmcf->actor_prefix.data = ngx_pnalloc(cf->pool, gmcf->actor_prefix.len);
 
     if (gmcf->token_prefix.data == NULL || gmcf->actor_prefix.data == NULL) {
@@ -931,11 +931,11 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
 
     p = ngx_cpymem(gmcf->token_prefix.data, gmcf->prefix.data,
                    gmcf->prefix.len);
-    ngx_memcpy(p, "token:", sizeof("token:") - 1);
+    ngx_memcpy(p, GMS_KEY_TOKEN, sizeof(GMS_KEY_TOKEN) - 1);
 
     p = ngx_cpymem(gmcf->actor_prefix.data, gmcf->prefix.data,
                    gmcf->prefix.len);
-    ngx_memcpy(p, "actor:", sizeof("actor:") - 1);
+    ngx_memcpy(p, GMS_KEY_ACTOR, sizeof(GMS_KEY_ACTOR) - 1);
 
     /* EVALSHA names the script by the SHA-1 of its text */
     SHA1((const unsigned char *) gms_lookup_script,
