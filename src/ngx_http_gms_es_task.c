@@ -8,6 +8,7 @@
 
 
 #include "ngx_http_gms_module.h"
+#include "ngx_http_gms_metrics.h"
 
 
 #define NGX_HTTP_GMS_ES_PRIVILEGE  "GET_ES_TASK_STATUS_PRIVILEGE"
@@ -396,6 +397,10 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
     if (value == NULL) {
         /* the metadata service's answer when it gets no task status */
         value = gms_es_task_error_value(&ctx->task);
+        ngx_http_gms_count(es_tasks[1]);
+
+    } else {
+        ngx_http_gms_count(es_tasks[0]);
     }
 
     body = (value != NULL) ? gms_json_value_body(value) : NULL;
@@ -412,6 +417,8 @@ ngx_http_gms_es_task_refuse(ngx_http_request_t *r, ngx_uint_t status,
     const char *message)
 {
     static ngx_str_t  yes = ngx_string("true");
+
+    ngx_http_gms_count(es_tasks[2]);
 
     if (ngx_http_gms_add_header(r, "X-RestLi-Error-Response", &yes)
         != NGX_OK)

@@ -7,26 +7,11 @@
 
 #include "ngx_http_gms_module.h"
 #include "ngx_http_gms_redis.h"
+#include "ngx_http_gms_cache.h"
+#include "ngx_http_gms_metrics.h"
 
 #include <openssl/sha.h>
 
-
-#define NGX_HTTP_GMS_RESTLI_EXCEPTION                                        \
-    "com.linkedin.restli.server.RestLiServiceException"
-
-
-static ngx_int_t ngx_http_gms_access_handler(ngx_http_request_t *r);
-static ngx_int_t ngx_http_gms_start_lookup(ngx_http_request_t *r,
-    ngx_http_gms_ctx_t *ctx);
-static void ngx_http_gms_lookup_done(void *data, redisReply *reply,
-    const char *error);
-static void ngx_http_gms_deadline_handler(ngx_event_t *ev);
-static void ngx_http_gms_wake_handler(ngx_event_t *ev);
-static void ngx_http_gms_ctx_cleanup(void *data);
-static ngx_int_t ngx_http_gms_decide(ngx_http_request_t *r,
-    ngx_http_gms_ctx_t *ctx);
-static ngx_int_t ngx_http_gms_deny(ngx_http_request_t *r,
-    ngx_http_gms_ctx_t *ctx);
 
 static ngx_int_t ngx_http_gms_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
@@ -106,6 +91,20 @@ static ngx_command_t  ngx_http_gms_commands[] = {
       0,
       NULL },
 
+    { ngx_string("gms_token_cache"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
+      ngx_http_gms_cache_directive,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("gms_token_metrics"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_gms_metrics_directive,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("gms_es_task_status"),
       NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_str_slot,
@@ -176,401 +175,6 @@ static ngx_str_t  ngx_http_gms_results[] = {
     ngx_string("forbidden"),
     ngx_string("error")
 };
-
-
-static ngx_int_t
-ngx_http_gms_access_handler(ngx_http_request_t *r)
-{
-    const u_char             *token;
-    size_t                    len;
-    ngx_table_elt_t          *h;
-    ngx_http_gms_ctx_t       *ctx;
-    ngx_http_gms_loc_conf_t  *glcf;
-    ngx_http_gms_main_conf_t *gmcf;
-
-    glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
-
-    if (!glcf->enable) {
-        return NGX_DECLINED;
-    }
-
-    ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
-
-    if (ctx != NULL) {
-        if (ctx->pending) {
-            return NGX_AGAIN;
-        }
-
-        return ngx_http_gms_decide(r, ctx);
-    }
-
-    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_gms_ctx_t));
-    if (ctx == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    /*
-     * set by ngx_pcalloc():
-     *
-     *     ctx->result = NGX_HTTP_GMS_OFF;
-     *     ctx->pending = 0;
-     *     ctx->done = 0;
-     *     ctx->actor = { 0, NULL };
-     *     ctx->privileges = { 0, NULL };
-     *     ctx->lookup = NULL;
-     *     ctx->id = "";
-     */
-
-    ctx->request = r;
-    ngx_http_set_ctx(r, ctx, ngx_http_gms_module);
-
-    h = r->headers_in.authorization;
-
-    if (h == NULL) {
-        ctx->result = NGX_HTTP_GMS_MISSING;
-        ctx->done = 1;
-        return ngx_http_gms_decide(r, ctx);
-    }
-
-    if (gms_bearer_parse(h->value.data, h->value.len, &token, &len) != 0) {
-        ctx->result = NGX_HTTP_GMS_MALFORMED;
-        ctx->done = 1;
-        return ngx_http_gms_decide(r, ctx);
-    }
-
-    gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
-
-    gms_token_id(token, len, gmcf->salt.data, gmcf->salt.len,
-                 (char *) ctx->id);
-
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "gms: token id \"%s\"", ctx->id);
-
-    return ngx_http_gms_start_lookup(r, ctx);
-}
-
-
-static ngx_int_t
-ngx_http_gms_start_lookup(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
-{
-    ngx_pool_cleanup_t        *cln;
-    ngx_http_gms_main_conf_t  *gmcf;
-
-    gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
-
-    cln = ngx_pool_cleanup_add(r->pool, 0);
-    if (cln == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    cln->handler = ngx_http_gms_ctx_cleanup;
-    cln->data = ctx;
-
-    ctx->deadline.handler = ngx_http_gms_deadline_handler;
-    ctx->deadline.data = ctx;
-    ctx->deadline.log = r->connection->log;
-
-    ctx->wake.handler = ngx_http_gms_wake_handler;
-    ctx->wake.data = ctx;
-    ctx->wake.log = r->connection->log;
-
-    if (ngx_http_gms_redis_lookup(gmcf, ctx->id, ngx_http_gms_lookup_done,
-                                  ctx, &ctx->lookup)
-        != NGX_OK)
-    {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "gms: redis unavailable for token id \"%s\"", ctx->id);
-        ctx->result = NGX_HTTP_GMS_ERROR;
-        ctx->done = 1;
-        return ngx_http_gms_decide(r, ctx);
-    }
-
-    ctx->pending = 1;
-    ngx_add_timer(&ctx->deadline, gmcf->timeout);
-
-    /* as limit_req's delay: notice a client that goes away meanwhile */
-    r->read_event_handler = ngx_http_test_reading;
-
-    return NGX_AGAIN;
-}
-
-
-/* runs inside a hiredis callback: record and post, never re-enter */
-
-static void
-ngx_http_gms_lookup_done(void *data, redisReply *reply, const char *error)
-{
-    ngx_http_gms_ctx_t *ctx = data;
-
-    u_char              *p;
-    size_t               i, len;
-    int64_t              now;
-    ngx_time_t          *tp;
-    gms_lookup_t         lk;
-    ngx_http_request_t  *r;
-
-    r = ctx->request;
-    ctx->lookup = NULL;
-
-    if (error != NULL) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "gms: redis lookup of token id \"%s\" failed: %s",
-                      ctx->id, error);
-        ctx->result = NGX_HTTP_GMS_ERROR;
-        goto done;
-    }
-
-    switch (gms_lookup_reply_parse(reply, &lk)) {
-
-    case GMS_LOOKUP_UNKNOWN:
-        ctx->result = NGX_HTTP_GMS_UNKNOWN;
-        goto done;
-
-    case GMS_LOOKUP_BAD_REPLY:
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "gms: redis lookup of token id \"%s\" failed: %s",
-                      ctx->id, lk.error);
-        ctx->result = NGX_HTTP_GMS_ERROR;
-        goto done;
-
-    default: /* GMS_LOOKUP_FOUND */
-        break;
-    }
-
-    tp = ngx_timeofday();
-    now = (int64_t) tp->sec * 1000 + tp->msec;
-
-    if (lk.expires_at != 0 && lk.expires_at <= now) {
-        ctx->result = NGX_HTTP_GMS_EXPIRED;
-        goto done;
-    }
-
-    len = 0;
-
-    for (i = 0; i < lk.nprivileges; i++) {
-        len += lk.privileges[i]->len + 1;
-    }
-
-    ctx->actor.data = ngx_pnalloc(r->pool, lk.actor_len + len + 1);
-    if (ctx->actor.data == NULL) {
-        ctx->result = NGX_HTTP_GMS_ERROR;
-        goto done;
-    }
-
-    ctx->actor.len = lk.actor_len;
-    p = ngx_cpymem(ctx->actor.data, lk.actor, lk.actor_len);
-
-    ctx->privileges.data = p;
-
-    for (i = 0; i < lk.nprivileges; i++) {
-        if (i) {
-            *p++ = ',';
-        }
-
-        p = ngx_cpymem(p, lk.privileges[i]->str, lk.privileges[i]->len);
-    }
-
-    ctx->privileges.len = p - ctx->privileges.data;
-    ctx->result = NGX_HTTP_GMS_OK;
-
-done:
-
-    ctx->pending = 0;
-    ctx->done = 1;
-
-    if (ctx->deadline.timer_set) {
-        ngx_del_timer(&ctx->deadline);
-    }
-
-    ngx_post_event(&ctx->wake, &ngx_posted_events);
-}
-
-
-static void
-ngx_http_gms_deadline_handler(ngx_event_t *ev)
-{
-    ngx_http_gms_ctx_t *ctx = ev->data;
-
-    ngx_log_error(NGX_LOG_ERR, ev->log, 0,
-                  "gms: redis lookup of token id \"%s\" timed out",
-                  ctx->id);
-
-    if (ctx->lookup) {
-        ngx_http_gms_redis_cancel(ctx->lookup);
-        ctx->lookup = NULL;
-    }
-
-    ctx->pending = 0;
-    ctx->done = 1;
-    ctx->result = NGX_HTTP_GMS_ERROR;
-
-    ngx_http_gms_redis_drop("lookup timed out");
-
-    ngx_http_gms_wake_handler(&ctx->wake);
-}
-
-
-static void
-ngx_http_gms_wake_handler(ngx_event_t *ev)
-{
-    ngx_http_gms_ctx_t *ctx = ev->data;
-
-    ngx_connection_t    *c;
-    ngx_http_request_t  *r;
-
-    r = ctx->request;
-    c = r->connection;
-
-    ngx_http_set_log_request(c->log, r);
-
-    r->read_event_handler = ngx_http_block_reading;
-    r->write_event_handler = ngx_http_core_run_phases;
-
-    ngx_http_core_run_phases(r);
-    ngx_http_run_posted_requests(c);
-}
-
-
-static void
-ngx_http_gms_ctx_cleanup(void *data)
-{
-    ngx_http_gms_ctx_t *ctx = data;
-
-    if (ctx->lookup) {
-        ngx_http_gms_redis_cancel(ctx->lookup);
-        ctx->lookup = NULL;
-    }
-
-    if (ctx->deadline.timer_set) {
-        ngx_del_timer(&ctx->deadline);
-    }
-
-    if (ctx->wake.posted) {
-        ngx_delete_posted_event(&ctx->wake);
-    }
-}
-
-
-ngx_int_t
-ngx_http_gms_has_privilege(ngx_http_gms_ctx_t *ctx, ngx_str_t *name)
-{
-    u_char  *p, *last, *comma;
-
-    p = ctx->privileges.data;
-    last = p + ctx->privileges.len;
-
-    while (p < last) {
-        comma = ngx_strlchr(p, last, ',');
-
-        if (comma == NULL) {
-            comma = last;
-        }
-
-        if ((size_t) (comma - p) == name->len
-            && ngx_strncmp(p, name->data, name->len) == 0)
-        {
-            return 1;
-        }
-
-        p = comma + 1;
-    }
-
-    return 0;
-}
-
-
-static ngx_int_t
-ngx_http_gms_decide(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
-{
-    ngx_uint_t                i;
-    ngx_str_t                *name;
-    ngx_http_gms_loc_conf_t  *glcf;
-
-    if (ctx->result == NGX_HTTP_GMS_OK) {
-        glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
-
-        if (glcf->privileges == NULL) {
-            return NGX_OK;
-        }
-
-        name = glcf->privileges->elts;
-
-        for (i = 0; i < glcf->privileges->nelts; i++) {
-            if (ngx_http_gms_has_privilege(ctx, &name[i])) {
-                return NGX_OK;
-            }
-        }
-
-        ctx->result = NGX_HTTP_GMS_FORBIDDEN;
-    }
-
-    return ngx_http_gms_deny(r, ctx);
-}
-
-
-static ngx_int_t
-ngx_http_gms_deny(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
-{
-    ngx_int_t                 rc;
-    ngx_uint_t                status;
-    ngx_str_t                *challenge;
-    const char               *message;
-    ngx_http_gms_loc_conf_t  *glcf;
-
-    static ngx_str_t          retry_after = ngx_string("1");
-
-    glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
-
-    status = NGX_HTTP_UNAUTHORIZED;
-    challenge = &glcf->challenge_invalid;
-
-    switch (ctx->result) {
-
-    case NGX_HTTP_GMS_MISSING:
-        challenge = &glcf->challenge;
-        message = "Missing access token: send 'Authorization: Bearer "
-                  "<token>'";
-        break;
-
-    case NGX_HTTP_GMS_MALFORMED:
-        message = "Malformed Authorization header: expected 'Bearer "
-                  "<token>'";
-        break;
-
-    case NGX_HTTP_GMS_UNKNOWN:
-        message = "Invalid or revoked access token";
-        break;
-
-    case NGX_HTTP_GMS_EXPIRED:
-        message = "Access token has expired";
-        break;
-
-    case NGX_HTTP_GMS_FORBIDDEN:
-        challenge = &glcf->challenge_scope;
-        message = "User is unauthorized to perform this action";
-        break;
-
-    default: /* NGX_HTTP_GMS_ERROR */
-        challenge = NULL;
-        status = NGX_HTTP_SERVICE_UNAVAILABLE;
-        message = "Token store unavailable, try again later";
-        break;
-    }
-
-    if (ngx_http_gms_add_header(r, challenge ? "WWW-Authenticate"
-                                             : "Retry-After",
-                                challenge ? challenge : &retry_after)
-        != NGX_OK)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    rc = ngx_http_gms_send_error(r, status, message);
-
-    ngx_http_finalize_request(r, rc);
-
-    return NGX_DONE;
-}
 
 
 ngx_int_t
@@ -886,7 +490,7 @@ ngx_http_gms_create_main_conf(ngx_conf_t *cf)
      *     gmcf->token_prefix = { 0, NULL };
      *     gmcf->actor_prefix = { 0, NULL };
      *     gmcf->script_sha = "";
-     *     gmcf->enabled = 0;
+     *     gmcf->cache = NULL;
      */
 
     gmcf->timeout = NGX_CONF_UNSET_MSEC;
@@ -944,6 +548,10 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_hex_dump(gmcf->script_sha, md, SHA_DIGEST_LENGTH);
     gmcf->script_sha[40] = '\0';
 
+    if (ngx_http_gms_metrics_add_zone(cf) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
     return NGX_CONF_OK;
 }
 
@@ -981,16 +589,9 @@ ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_gms_loc_conf_t  *prev = parent;
     ngx_http_gms_loc_conf_t  *conf = child;
 
-    ngx_http_gms_main_conf_t  *gmcf;
-
     ngx_conf_merge_value(conf->enable, prev->enable, 0);
     ngx_conf_merge_str_value(conf->realm, prev->realm, "DataHub");
     ngx_conf_merge_ptr_value(conf->privileges, prev->privileges, NULL);
-
-    if (conf->enable) {
-        gmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_gms_module);
-        gmcf->enabled = 1;
-    }
 
     if (conf->realm.data == prev->realm.data && prev->challenge.data) {
         conf->challenge = prev->challenge;

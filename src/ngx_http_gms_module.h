@@ -25,11 +25,25 @@ typedef enum {
     NGX_HTTP_GMS_UNKNOWN,
     NGX_HTTP_GMS_EXPIRED,
     NGX_HTTP_GMS_FORBIDDEN,
-    NGX_HTTP_GMS_ERROR
+    NGX_HTTP_GMS_ERROR,
+    NGX_HTTP_GMS_NRESULTS
 } ngx_http_gms_result_e;
 
 
-typedef struct ngx_http_gms_lookup_s  ngx_http_gms_lookup_t;
+typedef struct ngx_http_gms_lookup_s    ngx_http_gms_lookup_t;
+typedef struct ngx_http_gms_flight_s    ngx_http_gms_flight_t;
+typedef struct ngx_http_gms_cache_sh_s  ngx_http_gms_cache_sh_t;
+
+
+typedef struct {
+    ngx_str_t                  name;
+    ngx_slab_pool_t           *shpool;
+    ngx_http_gms_cache_sh_t   *sh;
+    ngx_msec_t                 ttl;
+    ngx_msec_t                 negative_ttl;
+    ngx_msec_t                 stale;
+    ngx_uint_t                 max_negative;
+} ngx_http_gms_cache_t;
 
 
 typedef struct {
@@ -43,7 +57,7 @@ typedef struct {
     ngx_str_t                  actor_prefix;   /* <prefix>actor: */
     ngx_str_t                  salt;
     u_char                     script_sha[41];
-    ngx_flag_t                 enabled;        /* auth is on somewhere */
+    ngx_http_gms_cache_t      *cache;
 } ngx_http_gms_main_conf_t;
 
 
@@ -70,9 +84,15 @@ typedef struct {
     ngx_str_t                  actor;
     ngx_str_t                  privileges;     /* comma-separated */
 
-    ngx_http_gms_lookup_t     *lookup;
+    ngx_http_gms_flight_t     *flight;         /* the lookup waited on */
+    ngx_queue_t                queue;          /* in the flight's waiters */
     ngx_event_t                deadline;
     ngx_event_t                wake;
+
+    /* a cache entry past its ttl, for when Redis fails */
+    ngx_str_t                  stale_actor;
+    ngx_str_t                  stale_privileges;
+    unsigned                   has_stale:1;
 
     /* getEsTaskStatus */
     gms_es_task_ref_t          task;
@@ -89,6 +109,7 @@ ngx_int_t ngx_http_gms_send_json(ngx_http_request_t *r, ngx_uint_t status,
     char *body);
 ngx_int_t ngx_http_gms_send_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *message);
+ngx_int_t ngx_http_gms_access_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_gms_has_privilege(ngx_http_gms_ctx_t *ctx,
     ngx_str_t *name);
 ngx_int_t ngx_http_gms_es_task_precontent(ngx_http_request_t *r);

@@ -15,15 +15,19 @@
 
 
 #include "ngx_http_gms_redis.h"
+#include "ngx_http_gms_metrics.h"
 
 
 #define NGX_HTTP_GMS_BACKOFF_MIN   50
 #define NGX_HTTP_GMS_BACKOFF_MAX   1000
 
+/* an idle connection is checked this often, so a dead one is noticed */
+#define NGX_HTTP_GMS_PING_EVERY    10000
+
 
 struct ngx_http_gms_lookup_s {
     ngx_queue_t                queue;          /* in the free list */
-    ngx_http_gms_lookup_pt     handler;        /* NULL: cancelled */
+    ngx_http_gms_lookup_pt     handler;
     void                      *data;
     u_char                     id[GMS_TOKEN_ID_LEN];
     unsigned                   evaluated:1;    /* sent with EVAL */
@@ -35,8 +39,13 @@ typedef struct {
     ngx_http_gms_main_conf_t  *gmcf;
     ngx_msec_t                 backoff;
     ngx_msec_t                 retry_at;
+    ngx_msec_t                 last_used;
     ngx_queue_t                free;
     u_char                    *key;            /* <prefix>token:<id> */
+    ngx_event_t                connect_timer;
+    ngx_event_t                ping_timer;
+    unsigned                   connected:1;
+    unsigned                   ping_pending:1;
 } ngx_http_gms_redis_t;
 
 
@@ -51,6 +60,10 @@ static void ngx_http_gms_redis_connected(const redisAsyncContext *ac,
     int status);
 static void ngx_http_gms_redis_disconnected(const redisAsyncContext *ac,
     int status);
+static void ngx_http_gms_redis_connect_timeout(ngx_event_t *ev);
+static void ngx_http_gms_redis_ping(ngx_event_t *ev);
+static void ngx_http_gms_redis_pong(redisAsyncContext *ac, void *r,
+    void *privdata);
 static void ngx_http_gms_redis_read_handler(ngx_event_t *ev);
 static void ngx_http_gms_redis_write_handler(ngx_event_t *ev);
 static void ngx_http_gms_redis_add_read(void *privdata);
@@ -66,8 +79,7 @@ static ngx_http_gms_redis_t  ngx_http_gms_redis;
 
 ngx_int_t
 ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
-    ngx_http_gms_lookup_pt handler, void *data,
-    ngx_http_gms_lookup_t **lookup)
+    ngx_http_gms_lookup_pt handler, void *data)
 {
     ngx_queue_t            *q;
     ngx_http_gms_lookup_t  *lk;
@@ -88,6 +100,13 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
         }
 
         ngx_memcpy(rd->key, gmcf->token_prefix.data, gmcf->token_prefix.len);
+
+        rd->connect_timer.handler = ngx_http_gms_redis_connect_timeout;
+        rd->connect_timer.log = ngx_cycle->log;
+
+        rd->ping_timer.handler = ngx_http_gms_redis_ping;
+        rd->ping_timer.log = ngx_cycle->log;
+        rd->ping_timer.cancelable = 1;
     }
 
     if (rd->ac == NULL && ngx_http_gms_redis_connect(gmcf) != NGX_OK) {
@@ -116,18 +135,9 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
         return NGX_ERROR;
     }
 
-    *lookup = lk;
+    rd->last_used = ngx_current_msec;
 
     return NGX_OK;
-}
-
-
-void
-ngx_http_gms_redis_cancel(ngx_http_gms_lookup_t *lookup)
-{
-    /* the reply still arrives and returns the lookup to the free list */
-    lookup->handler = NULL;
-    lookup->data = NULL;
 }
 
 
@@ -175,6 +185,10 @@ ngx_http_gms_redis_connect(ngx_http_gms_main_conf_t *gmcf)
         ngx_log_debug0(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
                        "gms: redis connect in backoff");
         return NGX_DECLINED;
+    }
+
+    if (rd->backoff) {
+        ngx_http_gms_count(reconnects);
     }
 
     if (gmcf->port) {
@@ -250,6 +264,8 @@ ngx_http_gms_redis_connect(ngx_http_gms_main_conf_t *gmcf)
     {
         goto failed;
     }
+
+    ngx_add_timer(&rd->connect_timer, gmcf->timeout);
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
                    "gms: redis connecting to \"%V\"", &gmcf->host);
@@ -361,9 +377,7 @@ ngx_http_gms_redis_reply(redisAsyncContext *ac, void *r, void *privdata)
 
     ngx_queue_insert_head(&ngx_http_gms_redis.free, &lk->queue);
 
-    if (handler) {
-        handler(r, reply, error);
-    }
+    handler(r, reply, error);
 }
 
 
@@ -390,9 +404,21 @@ ngx_http_gms_redis_setup_reply(redisAsyncContext *ac, void *r,
 static void
 ngx_http_gms_redis_connected(const redisAsyncContext *ac, int status)
 {
+    ngx_http_gms_redis_t  *rd;
+
+    rd = &ngx_http_gms_redis;
+
+    if (rd->connect_timer.timer_set) {
+        ngx_del_timer(&rd->connect_timer);
+    }
+
     if (status == REDIS_OK) {
         ngx_log_debug0(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
                        "gms: redis connected");
+
+        rd->connected = 1;
+        ngx_http_gms_count(connections);
+        ngx_add_timer(&rd->ping_timer, NGX_HTTP_GMS_PING_EVERY);
         return;
     }
 
@@ -415,6 +441,65 @@ ngx_http_gms_redis_disconnected(const redisAsyncContext *ac, int status)
                   "gms: redis connection lost: %s", ac->errstr);
 
     ngx_http_gms_redis_failed();
+}
+
+
+static void
+ngx_http_gms_redis_connect_timeout(ngx_event_t *ev)
+{
+    ngx_http_gms_redis_drop("connect timed out");
+}
+
+
+/*
+ * A connection with no lookup for a while is asked for a PING; no answer
+ * by the next round, and it is dropped rather than trusted with a lookup.
+ */
+
+static void
+ngx_http_gms_redis_ping(ngx_event_t *ev)
+{
+    ngx_http_gms_redis_t  *rd;
+
+    rd = &ngx_http_gms_redis;
+
+    if (rd->ac == NULL) {
+        return;
+    }
+
+    if (rd->ping_pending) {
+        ngx_http_gms_redis_drop("no answer to PING");
+        return;
+    }
+
+    if (ngx_current_msec - rd->last_used >= NGX_HTTP_GMS_PING_EVERY) {
+        if (redisAsyncCommand(rd->ac, ngx_http_gms_redis_pong, NULL, "PING")
+            != REDIS_OK)
+        {
+            ngx_http_gms_redis_drop("cannot send PING");
+            return;
+        }
+
+        rd->ping_pending = 1;
+    }
+
+    ngx_add_timer(&rd->ping_timer, NGX_HTTP_GMS_PING_EVERY);
+}
+
+
+static void
+ngx_http_gms_redis_pong(redisAsyncContext *ac, void *r, void *privdata)
+{
+    redisReply  *reply = r;
+
+    ngx_http_gms_redis.ping_pending = 0;
+
+    if (reply != NULL && reply->type == REDIS_REPLY_ERROR) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: redis PING failed: %s", reply->str);
+        ngx_http_gms_redis_failed();
+        redisAsyncFree(ac);
+    }
 }
 
 
@@ -494,6 +579,8 @@ ngx_http_gms_redis_cleanup(void *privdata)
 {
     ngx_connection_t  *c = privdata;
 
+    ngx_http_gms_redis_t  *rd;
+
     if (c->read->active) {
         (void) ngx_del_event(c->read, NGX_READ_EVENT, NGX_CLOSE_EVENT);
     }
@@ -513,5 +600,21 @@ ngx_http_gms_redis_cleanup(void *privdata)
     ngx_free_connection(c);
     c->fd = (ngx_socket_t) -1;
 
-    ngx_http_gms_redis.ac = NULL;
+    rd = &ngx_http_gms_redis;
+
+    if (rd->connected) {
+        ngx_http_gms_count_down(connections);
+    }
+
+    if (rd->connect_timer.timer_set) {
+        ngx_del_timer(&rd->connect_timer);
+    }
+
+    if (rd->ping_timer.timer_set) {
+        ngx_del_timer(&rd->ping_timer);
+    }
+
+    rd->ac = NULL;
+    rd->connected = 0;
+    rd->ping_pending = 0;
 }

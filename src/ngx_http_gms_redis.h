@@ -15,18 +15,16 @@
 
 
 /*
- * Called exactly once per lookup unless cancelled: with the reply (which
- * hiredis frees on return) or with NULL and the reason.  It must not
- * call back into this file: it runs inside a hiredis callback.
+ * Called exactly once per lookup: with the reply (which hiredis frees on
+ * return) or with NULL and the reason.  It must not call back into this
+ * file: it runs inside a hiredis callback.
  */
 typedef void (*ngx_http_gms_lookup_pt)(void *data, redisReply *reply,
     const char *error);
 
 
 ngx_int_t ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf,
-    u_char *id, ngx_http_gms_lookup_pt handler, void *data,
-    ngx_http_gms_lookup_t **lookup);
-void ngx_http_gms_redis_cancel(ngx_http_gms_lookup_t *lookup);
+    u_char *id, ngx_http_gms_lookup_pt handler, void *data);
 void ngx_http_gms_redis_drop(const char *reason);
 void ngx_http_gms_redis_exit_process(ngx_cycle_t *cycle);
 

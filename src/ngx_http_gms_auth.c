@@ -1,0 +1,696 @@
+
+/*
+ * The token check in the access phase.
+ *
+ * A request's token id is looked up in the shared cache first; on a miss
+ * the request joins the worker's lookup of that id already in flight, or
+ * starts one ("coalescing": N concurrent requests with one cold token make
+ * one Redis lookup).  Each waiting request has its own deadline, an nginx
+ * timer; the reply or the failure is handed to every waiter and the
+ * requests resume through a posted event, outside hiredis's callback.
+ */
+
+
+#include "ngx_http_gms_module.h"
+#include "ngx_http_gms_redis.h"
+#include "ngx_http_gms_cache.h"
+#include "ngx_http_gms_metrics.h"
+
+#include <time.h>
+
+
+struct ngx_http_gms_flight_s {
+    ngx_str_node_t             sn;             /* key: the token id */
+    ngx_queue_t                waiters;        /* of ngx_http_gms_ctx_t */
+    ngx_queue_t                free;
+    ngx_http_gms_main_conf_t  *gmcf;
+    ngx_uint_t                 sent_usec;
+    u_char                     id[GMS_TOKEN_ID_LEN];
+};
+
+
+typedef struct {
+    ngx_rbtree_t               rbtree;
+    ngx_rbtree_node_t          sentinel;
+    ngx_queue_t                free;
+    u_char                    *scratch;        /* privileges, joined */
+    size_t                     scratch_size;
+    unsigned                   ready:1;
+} ngx_http_gms_flights_t;
+
+
+static ngx_int_t ngx_http_gms_lookup(ngx_http_request_t *r,
+    ngx_http_gms_ctx_t *ctx);
+static ngx_http_gms_flight_t *ngx_http_gms_flight(
+    ngx_http_gms_main_conf_t *gmcf, u_char *id, ngx_uint_t *joined);
+static void ngx_http_gms_flight_free(ngx_http_gms_flight_t *flight);
+static void ngx_http_gms_lookup_done(void *data, redisReply *reply,
+    const char *error);
+static ngx_int_t ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight,
+    redisReply *reply, ngx_http_gms_cache_entry_t *entry);
+static void ngx_http_gms_apply(ngx_http_gms_ctx_t *ctx,
+    ngx_http_gms_cache_entry_t *entry);
+static void ngx_http_gms_fail(ngx_http_gms_ctx_t *ctx,
+    ngx_http_gms_error_e kind);
+static void ngx_http_gms_resume(ngx_http_gms_ctx_t *ctx);
+static void ngx_http_gms_deadline_handler(ngx_event_t *ev);
+static void ngx_http_gms_wake_handler(ngx_event_t *ev);
+static void ngx_http_gms_ctx_cleanup(void *data);
+static ngx_int_t ngx_http_gms_decide(ngx_http_request_t *r,
+    ngx_http_gms_ctx_t *ctx);
+static ngx_int_t ngx_http_gms_deny(ngx_http_request_t *r,
+    ngx_http_gms_ctx_t *ctx);
+static ngx_uint_t ngx_http_gms_usec(void);
+
+
+/* per worker process */
+static ngx_http_gms_flights_t  ngx_http_gms_flights;
+
+
+ngx_int_t
+ngx_http_gms_access_handler(ngx_http_request_t *r)
+{
+    size_t                       len;
+    const u_char                *token;
+    ngx_table_elt_t             *h;
+    ngx_http_gms_ctx_t          *ctx;
+    ngx_http_gms_loc_conf_t     *glcf;
+    ngx_http_gms_main_conf_t    *gmcf;
+    ngx_http_gms_cache_entry_t   entry;
+
+    glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
+
+    if (!glcf->enable) {
+        return NGX_DECLINED;
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
+
+    if (ctx != NULL) {
+        if (ctx->pending) {
+            return NGX_AGAIN;
+        }
+
+        return ngx_http_gms_decide(r, ctx);
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_gms_ctx_t));
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     ctx->result = NGX_HTTP_GMS_OFF;
+     *     ctx->pending = 0;
+     *     ctx->id = "";
+     *     ctx->actor = { 0, NULL };
+     *     ctx->privileges = { 0, NULL };
+     *     ctx->flight = NULL;
+     *     ctx->has_stale = 0;
+     */
+
+    ctx->request = r;
+    ngx_http_set_ctx(r, ctx, ngx_http_gms_module);
+
+    h = r->headers_in.authorization;
+
+    if (h == NULL) {
+        ctx->result = NGX_HTTP_GMS_MISSING;
+        return ngx_http_gms_decide(r, ctx);
+    }
+
+    if (gms_bearer_parse(h->value.data, h->value.len, &token, &len) != 0) {
+        ctx->result = NGX_HTTP_GMS_MALFORMED;
+        return ngx_http_gms_decide(r, ctx);
+    }
+
+    gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
+
+    gms_token_id(token, len, gmcf->salt.data, gmcf->salt.len,
+                 (char *) ctx->id);
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "gms: token id \"%s\"", ctx->id);
+
+    switch (ngx_http_gms_cache_get(gmcf->cache, ctx->id, r->pool, &entry)) {
+
+    case NGX_HTTP_GMS_CACHE_FRESH:
+
+        if (entry.result == NGX_HTTP_GMS_OK) {
+            ngx_http_gms_count(cache_hits[0]);
+
+        } else {
+            ngx_http_gms_count(cache_hits[1]);
+        }
+
+        ngx_http_gms_apply(ctx, &entry);
+        return ngx_http_gms_decide(r, ctx);
+
+    case NGX_HTTP_GMS_CACHE_STALE:
+        ctx->stale_actor = entry.actor;
+        ctx->stale_privileges = entry.privileges;
+        ctx->has_stale = 1;
+
+        /* fall through */
+
+    default: /* NGX_HTTP_GMS_CACHE_MISS */
+
+        if (gmcf->cache) {
+            ngx_http_gms_count(cache_misses);
+        }
+
+        return ngx_http_gms_lookup(r, ctx);
+    }
+}
+
+
+static ngx_int_t
+ngx_http_gms_lookup(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
+{
+    ngx_uint_t                 joined;
+    ngx_pool_cleanup_t        *cln;
+    ngx_http_gms_flight_t     *flight;
+    ngx_http_gms_main_conf_t  *gmcf;
+
+    gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    cln->handler = ngx_http_gms_ctx_cleanup;
+    cln->data = ctx;
+
+    ctx->deadline.handler = ngx_http_gms_deadline_handler;
+    ctx->deadline.data = ctx;
+    ctx->deadline.log = r->connection->log;
+
+    ctx->wake.handler = ngx_http_gms_wake_handler;
+    ctx->wake.data = ctx;
+    ctx->wake.log = r->connection->log;
+
+    flight = ngx_http_gms_flight(gmcf, ctx->id, &joined);
+
+    if (flight == NULL) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "gms: redis unavailable for token id \"%s\"", ctx->id);
+        ngx_http_gms_fail(ctx, NGX_HTTP_GMS_ERR_CONNECT);
+        return ngx_http_gms_decide(r, ctx);
+    }
+
+    if (joined) {
+        ngx_http_gms_count(coalesced);
+    }
+
+    ctx->flight = flight;
+    ngx_queue_insert_tail(&flight->waiters, &ctx->queue);
+
+    ctx->pending = 1;
+    ngx_add_timer(&ctx->deadline, gmcf->timeout);
+
+    /* as limit_req's delay: notice a client that goes away meanwhile */
+    r->read_event_handler = ngx_http_test_reading;
+
+    return NGX_AGAIN;
+}
+
+
+/* the worker's lookup of this id in flight, or a new one; NULL: failed */
+
+static ngx_http_gms_flight_t *
+ngx_http_gms_flight(ngx_http_gms_main_conf_t *gmcf, u_char *id,
+    ngx_uint_t *joined)
+{
+    uint32_t                 hash;
+    ngx_str_t                key;
+    ngx_queue_t             *q;
+    ngx_str_node_t          *sn;
+    ngx_http_gms_flight_t   *flight;
+    ngx_http_gms_flights_t  *fl;
+
+    fl = &ngx_http_gms_flights;
+
+    if (!fl->ready) {
+        ngx_rbtree_init(&fl->rbtree, &fl->sentinel,
+                        ngx_str_rbtree_insert_value);
+        ngx_queue_init(&fl->free);
+        fl->ready = 1;
+    }
+
+    key.data = id;
+    key.len = GMS_TOKEN_ID_LEN;
+    hash = ngx_crc32_short(id, GMS_TOKEN_ID_LEN);
+
+    sn = ngx_str_rbtree_lookup(&fl->rbtree, &key, hash);
+
+    if (sn != NULL) {
+        *joined = 1;
+        return (ngx_http_gms_flight_t *) sn;
+    }
+
+    *joined = 0;
+
+    if (!ngx_queue_empty(&fl->free)) {
+        q = ngx_queue_head(&fl->free);
+        ngx_queue_remove(q);
+        flight = ngx_queue_data(q, ngx_http_gms_flight_t, free);
+
+    } else {
+        flight = ngx_alloc(sizeof(ngx_http_gms_flight_t), ngx_cycle->log);
+        if (flight == NULL) {
+            return NULL;
+        }
+    }
+
+    ngx_memcpy(flight->id, id, GMS_TOKEN_ID_LEN);
+    flight->sn.node.key = hash;
+    flight->sn.str.data = flight->id;
+    flight->sn.str.len = GMS_TOKEN_ID_LEN;
+    flight->gmcf = gmcf;
+    flight->sent_usec = ngx_http_gms_usec();
+    ngx_queue_init(&flight->waiters);
+
+    if (ngx_http_gms_redis_lookup(gmcf, id, ngx_http_gms_lookup_done, flight)
+        != NGX_OK)
+    {
+        ngx_queue_insert_head(&fl->free, &flight->free);
+        return NULL;
+    }
+
+    ngx_rbtree_insert(&fl->rbtree, &flight->sn.node);
+    ngx_http_gms_count(lookups);
+
+    return flight;
+}
+
+
+static void
+ngx_http_gms_flight_free(ngx_http_gms_flight_t *flight)
+{
+    ngx_rbtree_delete(&ngx_http_gms_flights.rbtree, &flight->sn.node);
+    ngx_queue_insert_head(&ngx_http_gms_flights.free, &flight->free);
+}
+
+
+/*
+ * The reply of a flight's lookup: into the shared cache, then to every
+ * request still waiting.  Runs inside a hiredis callback: nothing here may
+ * call back into hiredis, so requests resume through posted events.
+ */
+
+static void
+ngx_http_gms_lookup_done(void *data, redisReply *reply, const char *error)
+{
+    ngx_http_gms_flight_t *flight = data;
+
+    ngx_int_t                    rc;
+    ngx_queue_t                 *q;
+    ngx_http_gms_ctx_t          *ctx;
+    ngx_http_gms_error_e         kind;
+    ngx_http_gms_cache_entry_t   entry;
+
+    if (error != NULL) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: redis lookup of token id \"%*s\" failed: %s",
+                      (size_t) GMS_TOKEN_ID_LEN, flight->id, error);
+        kind = NGX_HTTP_GMS_ERR_CONNECT;
+        rc = NGX_ERROR;
+
+    } else {
+        ngx_http_gms_metrics_latency(ngx_http_gms_usec() - flight->sent_usec);
+        kind = NGX_HTTP_GMS_ERR_REPLY;
+        rc = ngx_http_gms_lookup_entry(flight, reply, &entry);
+    }
+
+    while (!ngx_queue_empty(&flight->waiters)) {
+        q = ngx_queue_head(&flight->waiters);
+        ngx_queue_remove(q);
+
+        ctx = ngx_queue_data(q, ngx_http_gms_ctx_t, queue);
+        ctx->flight = NULL;
+
+        if (rc == NGX_OK) {
+            ngx_http_gms_apply(ctx, &entry);
+
+            if (ctx->result == NGX_HTTP_GMS_OK
+                && (ctx->actor.data == NULL
+                    || ctx->privileges.data == NULL))
+            {
+                ngx_http_gms_fail(ctx, NGX_HTTP_GMS_ERR_REPLY);
+            }
+
+        } else {
+            ngx_http_gms_fail(ctx, kind);
+        }
+
+        ngx_http_gms_resume(ctx);
+    }
+
+    ngx_http_gms_flight_free(flight);
+}
+
+
+/* the reply as a cache entry, cached; the strings live until the return */
+
+static ngx_int_t
+ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight, redisReply *reply,
+    ngx_http_gms_cache_entry_t *entry)
+{
+    u_char                  *p;
+    size_t                   i, len;
+    gms_lookup_t             lk;
+    ngx_http_gms_flights_t  *fl;
+
+    ngx_memzero(entry, sizeof(ngx_http_gms_cache_entry_t));
+
+    switch (gms_lookup_reply_parse(reply, &lk)) {
+
+    case GMS_LOOKUP_UNKNOWN:
+        entry->result = NGX_HTTP_GMS_UNKNOWN;
+        ngx_http_gms_cache_put(flight->gmcf->cache, flight->id, entry, 0);
+        return NGX_OK;
+
+    case GMS_LOOKUP_BAD_REPLY:
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: redis lookup of token id \"%*s\" failed: %s",
+                      (size_t) GMS_TOKEN_ID_LEN, flight->id, lk.error);
+        return NGX_ERROR;
+
+    default: /* GMS_LOOKUP_FOUND */
+        break;
+    }
+
+    if (lk.expires_at != 0 && lk.expires_at <= ngx_http_gms_now_ms()) {
+        entry->result = NGX_HTTP_GMS_EXPIRED;
+        ngx_http_gms_cache_put(flight->gmcf->cache, flight->id, entry, 0);
+        return NGX_OK;
+    }
+
+    fl = &ngx_http_gms_flights;
+    len = 0;
+
+    for (i = 0; i < lk.nprivileges; i++) {
+        len += lk.privileges[i]->len + 1;
+    }
+
+    if (len > fl->scratch_size) {
+        ngx_free(fl->scratch);
+        fl->scratch_size = 0;
+
+        fl->scratch = ngx_alloc(len, ngx_cycle->log);
+        if (fl->scratch == NULL) {
+            return NGX_ERROR;
+        }
+
+        fl->scratch_size = len;
+    }
+
+    p = fl->scratch;
+
+    for (i = 0; i < lk.nprivileges; i++) {
+        if (i) {
+            *p++ = ',';
+        }
+
+        p = ngx_cpymem(p, lk.privileges[i]->str, lk.privileges[i]->len);
+    }
+
+    entry->result = NGX_HTTP_GMS_OK;
+    entry->actor.data = (u_char *) lk.actor;
+    entry->actor.len = lk.actor_len;
+    entry->privileges.data = fl->scratch;
+    entry->privileges.len = p - fl->scratch;
+
+    ngx_http_gms_cache_put(flight->gmcf->cache, flight->id, entry,
+                           lk.expires_at);
+
+    return NGX_OK;
+}
+
+
+/* the entry's strings are copied unless they are already in r->pool */
+
+static void
+ngx_http_gms_apply(ngx_http_gms_ctx_t *ctx, ngx_http_gms_cache_entry_t *entry)
+{
+    ngx_pool_t  *pool;
+
+    ctx->result = entry->result;
+
+    if (entry->result != NGX_HTTP_GMS_OK || ctx->pending == 0) {
+        ctx->actor = entry->actor;
+        ctx->privileges = entry->privileges;
+        return;
+    }
+
+    pool = ctx->request->pool;
+
+    ctx->actor.len = entry->actor.len;
+    ctx->actor.data = ngx_pstrdup(pool, &entry->actor);
+    ctx->privileges.len = entry->privileges.len;
+    ctx->privileges.data = entry->privileges.len
+                           ? ngx_pstrdup(pool, &entry->privileges)
+                           : (u_char *) "";
+}
+
+
+/* Redis failed this request: a stale entry if allowed, else 503 */
+
+static void
+ngx_http_gms_fail(ngx_http_gms_ctx_t *ctx, ngx_http_gms_error_e kind)
+{
+    if (ctx->has_stale) {
+        ngx_log_error(NGX_LOG_WARN, ctx->request->connection->log, 0,
+                      "gms: using the stale cache entry of token id \"%s\"",
+                      ctx->id);
+
+        ngx_http_gms_count(cache_stale);
+
+        ctx->result = NGX_HTTP_GMS_OK;
+        ctx->actor = ctx->stale_actor;
+        ctx->privileges = ctx->stale_privileges;
+        return;
+    }
+
+    ngx_http_gms_count(errors[kind]);
+    ctx->result = NGX_HTTP_GMS_ERROR;
+}
+
+
+static void
+ngx_http_gms_resume(ngx_http_gms_ctx_t *ctx)
+{
+    ctx->pending = 0;
+
+    if (ctx->deadline.timer_set) {
+        ngx_del_timer(&ctx->deadline);
+    }
+
+    ngx_post_event(&ctx->wake, &ngx_posted_events);
+}
+
+
+static void
+ngx_http_gms_deadline_handler(ngx_event_t *ev)
+{
+    ngx_http_gms_ctx_t *ctx = ev->data;
+
+    ngx_log_error(NGX_LOG_ERR, ev->log, 0,
+                  "gms: redis lookup of token id \"%s\" timed out", ctx->id);
+
+    if (ctx->flight) {
+        ngx_queue_remove(&ctx->queue);
+        ctx->flight = NULL;
+    }
+
+    ngx_http_gms_fail(ctx, NGX_HTTP_GMS_ERR_TIMEOUT);
+    ctx->pending = 0;
+
+    /* every lookup pipelined behind the late one would be late too */
+    ngx_http_gms_redis_drop("lookup timed out");
+
+    ngx_http_gms_wake_handler(&ctx->wake);
+}
+
+
+static void
+ngx_http_gms_wake_handler(ngx_event_t *ev)
+{
+    ngx_http_gms_ctx_t *ctx = ev->data;
+
+    ngx_connection_t    *c;
+    ngx_http_request_t  *r;
+
+    r = ctx->request;
+    c = r->connection;
+
+    ngx_http_set_log_request(c->log, r);
+
+    r->read_event_handler = ngx_http_block_reading;
+    r->write_event_handler = ngx_http_core_run_phases;
+
+    ngx_http_core_run_phases(r);
+    ngx_http_run_posted_requests(c);
+}
+
+
+static void
+ngx_http_gms_ctx_cleanup(void *data)
+{
+    ngx_http_gms_ctx_t *ctx = data;
+
+    /* the flight goes on without this request: its reply is still cached */
+
+    if (ctx->flight) {
+        ngx_queue_remove(&ctx->queue);
+        ctx->flight = NULL;
+    }
+
+    if (ctx->deadline.timer_set) {
+        ngx_del_timer(&ctx->deadline);
+    }
+
+    if (ctx->wake.posted) {
+        ngx_delete_posted_event(&ctx->wake);
+    }
+}
+
+
+ngx_int_t
+ngx_http_gms_has_privilege(ngx_http_gms_ctx_t *ctx, ngx_str_t *name)
+{
+    u_char  *p, *last, *comma;
+
+    p = ctx->privileges.data;
+    last = p + ctx->privileges.len;
+
+    while (p < last) {
+        comma = ngx_strlchr(p, last, ',');
+
+        if (comma == NULL) {
+            comma = last;
+        }
+
+        if ((size_t) (comma - p) == name->len
+            && ngx_strncmp(p, name->data, name->len) == 0)
+        {
+            return 1;
+        }
+
+        p = comma + 1;
+    }
+
+    return 0;
+}
+
+
+static ngx_int_t
+ngx_http_gms_decide(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
+{
+    ngx_uint_t                i;
+    ngx_str_t                *name;
+    ngx_http_gms_loc_conf_t  *glcf;
+
+    if (ctx->result == NGX_HTTP_GMS_OK) {
+        glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
+
+        if (glcf->privileges == NULL) {
+            ngx_http_gms_count(requests[NGX_HTTP_GMS_OK]);
+            return NGX_OK;
+        }
+
+        name = glcf->privileges->elts;
+
+        for (i = 0; i < glcf->privileges->nelts; i++) {
+            if (ngx_http_gms_has_privilege(ctx, &name[i])) {
+                ngx_http_gms_count(requests[NGX_HTTP_GMS_OK]);
+                return NGX_OK;
+            }
+        }
+
+        ctx->result = NGX_HTTP_GMS_FORBIDDEN;
+    }
+
+    ngx_http_gms_count(requests[ctx->result]);
+
+    return ngx_http_gms_deny(r, ctx);
+}
+
+
+static ngx_int_t
+ngx_http_gms_deny(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
+{
+    ngx_int_t                 rc;
+    ngx_uint_t                status;
+    ngx_str_t                *challenge;
+    const char               *message;
+    ngx_http_gms_loc_conf_t  *glcf;
+
+    static ngx_str_t          retry_after = ngx_string("1");
+
+    glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
+
+    status = NGX_HTTP_UNAUTHORIZED;
+    challenge = &glcf->challenge_invalid;
+
+    switch (ctx->result) {
+
+    case NGX_HTTP_GMS_MISSING:
+        challenge = &glcf->challenge;
+        message = "Missing access token: send 'Authorization: Bearer "
+                  "<token>'";
+        break;
+
+    case NGX_HTTP_GMS_MALFORMED:
+        message = "Malformed Authorization header: expected 'Bearer "
+                  "<token>'";
+        break;
+
+    case NGX_HTTP_GMS_UNKNOWN:
+        message = "Invalid or revoked access token";
+        break;
+
+    case NGX_HTTP_GMS_EXPIRED:
+        message = "Access token has expired";
+        break;
+
+    case NGX_HTTP_GMS_FORBIDDEN:
+        challenge = &glcf->challenge_scope;
+        message = "User is unauthorized to perform this action";
+        break;
+
+    default: /* NGX_HTTP_GMS_ERROR */
+        challenge = NULL;
+        status = NGX_HTTP_SERVICE_UNAVAILABLE;
+        message = "Token store unavailable, try again later";
+        break;
+    }
+
+    if (ngx_http_gms_add_header(r, challenge ? "WWW-Authenticate"
+                                             : "Retry-After",
+                                challenge ? challenge : &retry_after)
+        != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    rc = ngx_http_gms_send_error(r, status, message);
+
+    ngx_http_finalize_request(r, rc);
+
+    return NGX_DONE;
+}
+
+
+static ngx_uint_t
+ngx_http_gms_usec(void)
+{
+    struct timespec  ts;
+
+    (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return (ngx_uint_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}

@@ -1,0 +1,564 @@
+
+/*
+ * The token cache.  Entries are keyed by token id and hold the lookup's
+ * outcome: the actor and privileges of a valid token, or the fact that a
+ * token is unknown or expired (negative entries).  Positive and negative
+ * entries sit on separate LRU queues, and negative ones have a budget of
+ * their own (a quarter of the zone): a flood of random tokens recycles
+ * negative entries and never evicts a real user's.  A positive entry is
+ * fresh for ttl, never past the token's expiresAt; with stale= set it may
+ * stand in for a failing Redis for that long after its ttl.
+ */
+
+
+#include "ngx_http_gms_cache.h"
+
+
+typedef struct {
+    u_char                     color;
+    u_char                     result;
+    u_char                     dummy[2];
+    uint32_t                   actor_len;
+    uint32_t                   privileges_len;
+    ngx_queue_t                queue;
+    int64_t                    fresh_until;    /* ms since the epoch */
+    int64_t                    usable_until;   /* with the stale window */
+    u_char                     id[GMS_TOKEN_ID_LEN];
+    u_char                     data[1];        /* actor, privileges */
+} ngx_http_gms_cache_node_t;
+
+
+struct ngx_http_gms_cache_sh_s {
+    ngx_rbtree_t               rbtree;
+    ngx_rbtree_node_t          sentinel;
+    ngx_queue_t                positive;
+    ngx_queue_t                negative;
+    ngx_uint_t                 npositive;
+    ngx_uint_t                 nnegative;
+};
+
+
+#define ngx_http_gms_cache_node(node)                                        \
+    ((ngx_http_gms_cache_node_t *) &(node)->color)
+
+#define ngx_http_gms_cache_node_size(len)                                    \
+    (offsetof(ngx_rbtree_node_t, color)                                       \
+     + offsetof(ngx_http_gms_cache_node_t, data) + (len))
+
+
+static ngx_rbtree_node_t *ngx_http_gms_cache_find(ngx_http_gms_cache_t *cache,
+    u_char *id, uint32_t hash);
+static void ngx_http_gms_cache_remove(ngx_http_gms_cache_t *cache,
+    ngx_rbtree_node_t *node);
+static ngx_int_t ngx_http_gms_cache_evict(ngx_http_gms_cache_t *cache,
+    ngx_queue_t *queue);
+static void ngx_http_gms_cache_rbtree_insert(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
+static ngx_int_t ngx_http_gms_cache_init_zone(ngx_shm_zone_t *shm_zone,
+    void *data);
+
+
+int64_t
+ngx_http_gms_now_ms(void)
+{
+    ngx_time_t  *tp;
+
+    tp = ngx_timeofday();
+
+    return (int64_t) tp->sec * 1000 + tp->msec;
+}
+
+
+ngx_http_gms_cache_rc_e
+ngx_http_gms_cache_get(ngx_http_gms_cache_t *cache, u_char *id,
+    ngx_pool_t *pool, ngx_http_gms_cache_entry_t *entry)
+{
+    u_char                     *p;
+    int64_t                     now;
+    uint32_t                    hash;
+    ngx_rbtree_node_t          *node;
+    ngx_http_gms_cache_rc_e     rc;
+    ngx_http_gms_cache_node_t  *cn;
+
+    if (cache == NULL) {
+        return NGX_HTTP_GMS_CACHE_MISS;
+    }
+
+    now = ngx_http_gms_now_ms();
+    hash = ngx_crc32_short(id, GMS_TOKEN_ID_LEN);
+
+    ngx_shmtx_lock(&cache->shpool->mutex);
+
+    node = ngx_http_gms_cache_find(cache, id, hash);
+
+    if (node == NULL) {
+        rc = NGX_HTTP_GMS_CACHE_MISS;
+        goto done;
+    }
+
+    cn = ngx_http_gms_cache_node(node);
+
+    if (now >= cn->usable_until) {
+        ngx_http_gms_cache_remove(cache, node);
+        rc = NGX_HTTP_GMS_CACHE_MISS;
+        goto done;
+    }
+
+    rc = (now < cn->fresh_until) ? NGX_HTTP_GMS_CACHE_FRESH
+                                 : NGX_HTTP_GMS_CACHE_STALE;
+
+    p = ngx_pnalloc(pool, cn->actor_len + cn->privileges_len);
+    if (p == NULL) {
+        rc = NGX_HTTP_GMS_CACHE_MISS;
+        goto done;
+    }
+
+    entry->result = cn->result;
+    entry->actor.data = p;
+    entry->actor.len = cn->actor_len;
+    entry->privileges.data = p + cn->actor_len;
+    entry->privileges.len = cn->privileges_len;
+    ngx_memcpy(p, cn->data, cn->actor_len + cn->privileges_len);
+
+    ngx_queue_remove(&cn->queue);
+    ngx_queue_insert_head(cn->result == NGX_HTTP_GMS_OK
+                          ? &cache->sh->positive : &cache->sh->negative,
+                          &cn->queue);
+
+done:
+
+    ngx_shmtx_unlock(&cache->shpool->mutex);
+
+    return rc;
+}
+
+
+void
+ngx_http_gms_cache_put(ngx_http_gms_cache_t *cache, u_char *id,
+    ngx_http_gms_cache_entry_t *entry, int64_t expires_at)
+{
+    size_t                      len, size;
+    int64_t                     now;
+    uint32_t                    hash;
+    ngx_uint_t                  positive, tries;
+    ngx_queue_t                *queue;
+    ngx_rbtree_node_t          *node;
+    ngx_http_gms_cache_node_t  *cn;
+
+    if (cache == NULL) {
+        return;
+    }
+
+    now = ngx_http_gms_now_ms();
+    positive = (entry->result == NGX_HTTP_GMS_OK);
+    len = entry->actor.len + entry->privileges.len;
+    size = ngx_http_gms_cache_node_size(len);
+    hash = ngx_crc32_short(id, GMS_TOKEN_ID_LEN);
+    queue = positive ? &cache->sh->positive : &cache->sh->negative;
+
+    ngx_shmtx_lock(&cache->shpool->mutex);
+
+    node = ngx_http_gms_cache_find(cache, id, hash);
+
+    if (node) {
+        ngx_http_gms_cache_remove(cache, node);
+    }
+
+    if (!positive) {
+        while (cache->sh->nnegative >= cache->max_negative
+               && ngx_http_gms_cache_evict(cache, &cache->sh->negative)
+                  == NGX_OK)
+        {
+            /* void */
+        }
+    }
+
+    node = ngx_slab_alloc_locked(cache->shpool, size);
+
+    /*
+     * The zone is full: negative entries go first, then, for a positive
+     * entry only, the least recently used positive ones.
+     */
+
+    for (tries = 0; node == NULL && tries < 64; tries++) {
+
+        if (ngx_http_gms_cache_evict(cache, &cache->sh->negative) != NGX_OK
+            && (!positive
+                || ngx_http_gms_cache_evict(cache, &cache->sh->positive)
+                   != NGX_OK))
+        {
+            break;
+        }
+
+        node = ngx_slab_alloc_locked(cache->shpool, size);
+    }
+
+    if (node == NULL) {
+        ngx_shmtx_unlock(&cache->shpool->mutex);
+
+        if (positive) {
+            ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, 0,
+                          "gms: could not cache token id \"%*s\" "
+                          "in zone \"%V\"", (size_t) GMS_TOKEN_ID_LEN, id,
+                          &cache->name);
+        }
+
+        return;
+    }
+
+    cn = ngx_http_gms_cache_node(node);
+
+    node->key = hash;
+    cn->result = (u_char) entry->result;
+    cn->actor_len = entry->actor.len;
+    cn->privileges_len = entry->privileges.len;
+    ngx_memcpy(cn->id, id, GMS_TOKEN_ID_LEN);
+    ngx_memcpy(ngx_cpymem(cn->data, entry->actor.data, entry->actor.len),
+               entry->privileges.data, entry->privileges.len);
+
+    if (positive) {
+        cn->fresh_until = now + cache->ttl;
+        cn->usable_until = cn->fresh_until + cache->stale;
+
+        if (expires_at != 0) {
+            /* an entry never outlives its token */
+            cn->fresh_until = ngx_min(cn->fresh_until, expires_at);
+            cn->usable_until = ngx_min(cn->usable_until, expires_at);
+        }
+
+        cache->sh->npositive++;
+
+    } else {
+        cn->fresh_until = now + cache->negative_ttl;
+        cn->usable_until = cn->fresh_until;
+        cache->sh->nnegative++;
+    }
+
+    ngx_rbtree_insert(&cache->sh->rbtree, node);
+    ngx_queue_insert_head(queue, &cn->queue);
+
+    ngx_shmtx_unlock(&cache->shpool->mutex);
+}
+
+
+void
+ngx_http_gms_cache_sizes(ngx_http_gms_cache_t *cache, ngx_uint_t *positive,
+    ngx_uint_t *negative)
+{
+    if (cache == NULL || cache->sh == NULL) {
+        *positive = 0;
+        *negative = 0;
+        return;
+    }
+
+    /* a gauge: a racy read is good enough */
+    *positive = cache->sh->npositive;
+    *negative = cache->sh->nnegative;
+}
+
+
+static ngx_rbtree_node_t *
+ngx_http_gms_cache_find(ngx_http_gms_cache_t *cache, u_char *id,
+    uint32_t hash)
+{
+    ngx_int_t                   rc;
+    ngx_rbtree_node_t          *node, *sentinel;
+
+    node = cache->sh->rbtree.root;
+    sentinel = cache->sh->rbtree.sentinel;
+
+    while (node != sentinel) {
+
+        if (hash != node->key) {
+            node = (hash < node->key) ? node->left : node->right;
+            continue;
+        }
+
+        rc = ngx_memcmp(id, ngx_http_gms_cache_node(node)->id,
+                        GMS_TOKEN_ID_LEN);
+
+        if (rc == 0) {
+            return node;
+        }
+
+        node = (rc < 0) ? node->left : node->right;
+    }
+
+    return NULL;
+}
+
+
+static void
+ngx_http_gms_cache_remove(ngx_http_gms_cache_t *cache,
+    ngx_rbtree_node_t *node)
+{
+    ngx_http_gms_cache_node_t  *cn;
+
+    cn = ngx_http_gms_cache_node(node);
+
+    if (cn->result == NGX_HTTP_GMS_OK) {
+        cache->sh->npositive--;
+
+    } else {
+        cache->sh->nnegative--;
+    }
+
+    ngx_queue_remove(&cn->queue);
+    ngx_rbtree_delete(&cache->sh->rbtree, node);
+    ngx_slab_free_locked(cache->shpool, node);
+}
+
+
+static ngx_int_t
+ngx_http_gms_cache_evict(ngx_http_gms_cache_t *cache, ngx_queue_t *queue)
+{
+    ngx_queue_t                *q;
+    ngx_http_gms_cache_node_t  *cn;
+
+    if (ngx_queue_empty(queue)) {
+        return NGX_DECLINED;
+    }
+
+    q = ngx_queue_last(queue);
+    cn = ngx_queue_data(q, ngx_http_gms_cache_node_t, queue);
+
+    ngx_http_gms_cache_remove(cache, (ngx_rbtree_node_t *)
+                        ((u_char *) cn - offsetof(ngx_rbtree_node_t, color)));
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_gms_cache_rbtree_insert(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel)
+{
+    ngx_rbtree_node_t  **p;
+
+    for ( ;; ) {
+
+        if (node->key != temp->key) {
+            p = (node->key < temp->key) ? &temp->left : &temp->right;
+
+        } else {
+            p = (ngx_memcmp(ngx_http_gms_cache_node(node)->id,
+                            ngx_http_gms_cache_node(temp)->id,
+                            GMS_TOKEN_ID_LEN) < 0)
+                ? &temp->left : &temp->right;
+        }
+
+        if (*p == sentinel) {
+            break;
+        }
+
+        temp = *p;
+    }
+
+    *p = node;
+    node->parent = temp;
+    node->left = sentinel;
+    node->right = sentinel;
+    ngx_rbt_red(node);
+}
+
+
+static ngx_int_t
+ngx_http_gms_cache_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_http_gms_cache_t  *ocache = data;
+
+    size_t                 len;
+    ngx_http_gms_cache_t  *cache;
+
+    cache = shm_zone->data;
+
+    /* the largest node a negative entry takes, for its budget */
+    len = ngx_http_gms_cache_node_size(0);
+    cache->max_negative = shm_zone->shm.size / 4 / ngx_align(len, 16);
+
+    if (ocache) {
+        /* a reload with the same zone: the entries stay */
+        cache->sh = ocache->sh;
+        cache->shpool = ocache->shpool;
+        return NGX_OK;
+    }
+
+    cache->shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    if (shm_zone->shm.exists) {
+        cache->sh = cache->shpool->data;
+        return NGX_OK;
+    }
+
+    cache->sh = ngx_slab_alloc(cache->shpool,
+                               sizeof(ngx_http_gms_cache_sh_t));
+    if (cache->sh == NULL) {
+        return NGX_ERROR;
+    }
+
+    cache->shpool->data = cache->sh;
+
+    ngx_rbtree_init(&cache->sh->rbtree, &cache->sh->sentinel,
+                    ngx_http_gms_cache_rbtree_insert);
+    ngx_queue_init(&cache->sh->positive);
+    ngx_queue_init(&cache->sh->negative);
+
+    len = sizeof(" in gms_token_cache zone \"\"") + shm_zone->shm.name.len;
+
+    cache->shpool->log_ctx = ngx_slab_alloc(cache->shpool, len);
+    if (cache->shpool->log_ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_sprintf(cache->shpool->log_ctx, " in gms_token_cache zone \"%V\"%Z",
+                &shm_zone->shm.name);
+
+    cache->shpool->log_nomem = 0;
+
+    return NGX_OK;
+}
+
+
+/*
+ * gms_token_cache zone=NAME:SIZE [ttl=TIME] [negative_ttl=TIME]
+ *     [stale=TIME];
+ */
+
+char *
+ngx_http_gms_cache_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_gms_main_conf_t *gmcf = conf;
+
+    u_char                *p;
+    ssize_t                size;
+    ngx_str_t             *value, name, s;
+    ngx_int_t              ms;
+    ngx_uint_t             i;
+    ngx_shm_zone_t        *shm_zone;
+    ngx_http_gms_cache_t  *cache;
+
+    if (gmcf->cache != NULL) {
+        return "is duplicate";
+    }
+
+    cache = ngx_pcalloc(cf->pool, sizeof(ngx_http_gms_cache_t));
+    if (cache == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    cache->ttl = 30000;
+    cache->negative_ttl = 5000;
+    cache->stale = 0;
+
+    value = cf->args->elts;
+    size = 0;
+    ngx_str_null(&name);
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "zone=", 5) == 0) {
+
+            name.data = value[i].data + 5;
+            p = (u_char *) ngx_strchr(name.data, ':');
+
+            if (p == NULL) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid zone size \"%V\"", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            name.len = p - name.data;
+
+            s.data = p + 1;
+            s.len = value[i].data + value[i].len - s.data;
+
+            size = ngx_parse_size(&s);
+
+            if (size == NGX_ERROR) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid zone size \"%V\"", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            if (size < (ssize_t) (8 * ngx_pagesize)) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "zone \"%V\" is too small", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "ttl=", 4) == 0) {
+            s.data = value[i].data + 4;
+            s.len = value[i].len - 4;
+            ms = ngx_parse_time(&s, 0);
+
+            if (ms == NGX_ERROR || ms == 0) {
+                goto invalid;
+            }
+
+            cache->ttl = ms;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "negative_ttl=", 13) == 0) {
+            s.data = value[i].data + 13;
+            s.len = value[i].len - 13;
+            ms = ngx_parse_time(&s, 0);
+
+            if (ms == NGX_ERROR) {
+                goto invalid;
+            }
+
+            cache->negative_ttl = ms;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "stale=", 6) == 0) {
+            s.data = value[i].data + 6;
+            s.len = value[i].len - 6;
+            ms = ngx_parse_time(&s, 0);
+
+            if (ms == NGX_ERROR) {
+                goto invalid;
+            }
+
+            cache->stale = ms;
+            continue;
+        }
+
+        goto invalid;
+    }
+
+    if (name.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\" must have \"zone\" parameter",
+                           &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    shm_zone = ngx_shared_memory_add(cf, &name, size, &ngx_http_gms_module);
+    if (shm_zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (shm_zone->data) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "duplicate zone \"%V\"", &name);
+        return NGX_CONF_ERROR;
+    }
+
+    cache->name = name;
+    shm_zone->init = ngx_http_gms_cache_init_zone;
+    shm_zone->data = cache;
+    gmcf->cache = cache;
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid parameter \"%V\"", &value[i]);
+    return NGX_CONF_ERROR;
+}

@@ -1,0 +1,41 @@
+
+/*
+ * The token cache shared by all workers: slab + rbtree + LRU queues in a
+ * shared-memory zone, as nginx's limit_req zone keeps its states.
+ */
+
+
+#ifndef _NGX_HTTP_GMS_CACHE_H_INCLUDED_
+#define _NGX_HTTP_GMS_CACHE_H_INCLUDED_
+
+
+#include "ngx_http_gms_module.h"
+
+
+typedef enum {
+    NGX_HTTP_GMS_CACHE_MISS = 0,
+    NGX_HTTP_GMS_CACHE_FRESH,
+    NGX_HTTP_GMS_CACHE_STALE     /* past its ttl, inside the stale window */
+} ngx_http_gms_cache_rc_e;
+
+
+/* what one lookup found; actor and privileges are copied to the pool */
+typedef struct {
+    ngx_http_gms_result_e      result;     /* OK, UNKNOWN or EXPIRED */
+    ngx_str_t                  actor;
+    ngx_str_t                  privileges;
+} ngx_http_gms_cache_entry_t;
+
+
+ngx_http_gms_cache_rc_e ngx_http_gms_cache_get(ngx_http_gms_cache_t *cache,
+    u_char *id, ngx_pool_t *pool, ngx_http_gms_cache_entry_t *entry);
+void ngx_http_gms_cache_put(ngx_http_gms_cache_t *cache, u_char *id,
+    ngx_http_gms_cache_entry_t *entry, int64_t expires_at);
+void ngx_http_gms_cache_sizes(ngx_http_gms_cache_t *cache,
+    ngx_uint_t *positive, ngx_uint_t *negative);
+char *ngx_http_gms_cache_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+int64_t ngx_http_gms_now_ms(void);
+
+
+#endif /* _NGX_HTTP_GMS_CACHE_H_INCLUDED_ */

@@ -1,0 +1,255 @@
+
+/*
+ * Counters in shared memory, summed across workers by construction, and
+ * the "gms_token_metrics" handler that prints them for Prometheus.
+ */
+
+
+#include "ngx_http_gms_metrics.h"
+#include "ngx_http_gms_cache.h"
+
+
+static ngx_int_t ngx_http_gms_metrics_init_zone(ngx_shm_zone_t *shm_zone,
+    void *data);
+static ngx_int_t ngx_http_gms_metrics_handler(ngx_http_request_t *r);
+
+
+ngx_http_gms_metrics_t  *ngx_http_gms_metrics;
+
+
+/* upper bounds, in microseconds, of the lookup latency histogram */
+static ngx_uint_t  ngx_http_gms_latency_bounds[NGX_HTTP_GMS_LATENCY_BUCKETS] = {
+    100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000,
+    1000000
+};
+
+static const char  *ngx_http_gms_result_names[NGX_HTTP_GMS_NRESULTS] = {
+    "off", "ok", "missing", "malformed", "unknown", "expired", "forbidden",
+    "error"
+};
+
+static const char  *ngx_http_gms_error_names[NGX_HTTP_GMS_NERRORS] = {
+    "timeout", "connect", "reply"
+};
+
+static const char  *ngx_http_gms_es_task_names[3] = {
+    "status", "error", "refused"
+};
+
+
+ngx_int_t
+ngx_http_gms_metrics_add_zone(ngx_conf_t *cf)
+{
+    ngx_shm_zone_t   *shm_zone;
+    static ngx_str_t  name = ngx_string("ngx_http_gms_metrics");
+
+    shm_zone = ngx_shared_memory_add(cf, &name, 8 * ngx_pagesize,
+                                     &ngx_http_gms_module);
+    if (shm_zone == NULL) {
+        return NGX_ERROR;
+    }
+
+    shm_zone->init = ngx_http_gms_metrics_init_zone;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_gms_metrics_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_slab_pool_t  *shpool;
+
+    if (data) {
+        /* a reload: the counters go on */
+        shm_zone->data = data;
+        ngx_http_gms_metrics = data;
+        return NGX_OK;
+    }
+
+    shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    ngx_http_gms_metrics = ngx_slab_calloc(shpool,
+                                           sizeof(ngx_http_gms_metrics_t));
+    if (ngx_http_gms_metrics == NULL) {
+        return NGX_ERROR;
+    }
+
+    shm_zone->data = ngx_http_gms_metrics;
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_gms_metrics_latency(ngx_uint_t usec)
+{
+    ngx_uint_t  i;
+
+    if (ngx_http_gms_metrics == NULL) {
+        return;
+    }
+
+    for (i = 0; i < NGX_HTTP_GMS_LATENCY_BUCKETS; i++) {
+        if (usec <= ngx_http_gms_latency_bounds[i]) {
+            break;
+        }
+    }
+
+    (void) ngx_atomic_fetch_add(&ngx_http_gms_metrics->latency[i], 1);
+    (void) ngx_atomic_fetch_add(&ngx_http_gms_metrics->latency_sum_us, usec);
+}
+
+
+char *
+ngx_http_gms_metrics_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_gms_metrics_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+#define ngx_http_gms_metric_head(p, name, type, help)                        \
+    ngx_sprintf(p, "# HELP " name " " help "\n# TYPE " name " " type "\n")
+
+
+static ngx_int_t
+ngx_http_gms_metrics_handler(ngx_http_request_t *r)
+{
+    u_char                    *p;
+    ngx_uint_t                 i, cumulative, positive, negative;
+    ngx_int_t                  rc;
+    ngx_buf_t                 *b;
+    ngx_chain_t                out;
+    ngx_http_gms_metrics_t    *m;
+    ngx_http_gms_main_conf_t  *gmcf;
+
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    m = ngx_http_gms_metrics;
+    if (m == NULL) {
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
+    }
+
+    gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
+    ngx_http_gms_cache_sizes(gmcf->cache, &positive, &negative);
+
+    b = ngx_create_temp_buf(r->pool, 8192);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = b->last;
+
+    p = ngx_http_gms_metric_head(p, "gms_token_requests_total", "counter",
+                         "Requests checked for a token, by result.");
+    for (i = 1; i < NGX_HTTP_GMS_NRESULTS; i++) {
+        p = ngx_sprintf(p, "gms_token_requests_total{result=\"%s\"} %uA\n",
+                        ngx_http_gms_result_names[i], m->requests[i]);
+    }
+
+    p = ngx_http_gms_metric_head(p, "gms_token_cache_hits_total", "counter",
+                         "Token lookups answered by the shared cache.");
+    p = ngx_sprintf(p, "gms_token_cache_hits_total{kind=\"positive\"} %uA\n"
+                       "gms_token_cache_hits_total{kind=\"negative\"} %uA\n",
+                    m->cache_hits[0], m->cache_hits[1]);
+
+    p = ngx_http_gms_metric_head(p, "gms_token_cache_misses_total", "counter",
+                         "Token lookups the shared cache could not answer.");
+    p = ngx_sprintf(p, "gms_token_cache_misses_total %uA\n", m->cache_misses);
+
+    p = ngx_http_gms_metric_head(p, "gms_token_cache_stale_total", "counter",
+                         "Expired cache entries used while Redis failed.");
+    p = ngx_sprintf(p, "gms_token_cache_stale_total %uA\n", m->cache_stale);
+
+    p = ngx_http_gms_metric_head(p, "gms_token_cache_entries", "gauge",
+                         "Entries in the shared cache, by kind.");
+    p = ngx_sprintf(p, "gms_token_cache_entries{kind=\"positive\"} %ui\n"
+                       "gms_token_cache_entries{kind=\"negative\"} %ui\n",
+                    positive, negative);
+
+    p = ngx_http_gms_metric_head(p, "gms_token_coalesced_total", "counter",
+                         "Requests that waited on another request's lookup.");
+    p = ngx_sprintf(p, "gms_token_coalesced_total %uA\n", m->coalesced);
+
+    p = ngx_http_gms_metric_head(p, "gms_redis_lookups_total", "counter",
+                         "Token lookups sent to Redis.");
+    p = ngx_sprintf(p, "gms_redis_lookups_total %uA\n", m->lookups);
+
+    p = ngx_http_gms_metric_head(p, "gms_redis_errors_total", "counter",
+                         "Requests whose Redis lookup failed, by kind.");
+    for (i = 0; i < NGX_HTTP_GMS_NERRORS; i++) {
+        p = ngx_sprintf(p, "gms_redis_errors_total{kind=\"%s\"} %uA\n",
+                        ngx_http_gms_error_names[i], m->errors[i]);
+    }
+
+    p = ngx_http_gms_metric_head(p, "gms_redis_reconnects_total", "counter",
+                         "Connections to Redis opened after a failure.");
+    p = ngx_sprintf(p, "gms_redis_reconnects_total %uA\n", m->reconnects);
+
+    p = ngx_http_gms_metric_head(p, "gms_redis_connections", "gauge",
+                         "Workers' open Redis connections.");
+    p = ngx_sprintf(p, "gms_redis_connections %uA\n", m->connections);
+
+    p = ngx_http_gms_metric_head(p, "gms_redis_lookup_duration_seconds",
+                         "histogram", "Time from sending a lookup to its reply.");
+
+    cumulative = 0;
+
+    for (i = 0; i < NGX_HTTP_GMS_LATENCY_BUCKETS; i++) {
+        cumulative += m->latency[i];
+        p = ngx_sprintf(p, "gms_redis_lookup_duration_seconds_bucket"
+                           "{le=\"%ui.%06ui\"} %ui\n",
+                        ngx_http_gms_latency_bounds[i] / 1000000,
+                        ngx_http_gms_latency_bounds[i] % 1000000, cumulative);
+    }
+
+    cumulative += m->latency[NGX_HTTP_GMS_LATENCY_BUCKETS];
+
+    p = ngx_sprintf(p, "gms_redis_lookup_duration_seconds_bucket"
+                       "{le=\"+Inf\"} %ui\n"
+                       "gms_redis_lookup_duration_seconds_sum %uA.%06uA\n"
+                       "gms_redis_lookup_duration_seconds_count %ui\n",
+                    cumulative, m->latency_sum_us / 1000000,
+                    m->latency_sum_us % 1000000, cumulative);
+
+    p = ngx_http_gms_metric_head(p, "gms_es_task_requests_total", "counter",
+                         "getEsTaskStatus requests answered, by outcome.");
+    for (i = 0; i < 3; i++) {
+        p = ngx_sprintf(p, "gms_es_task_requests_total{outcome=\"%s\"} %uA\n",
+                        ngx_http_gms_es_task_names[i], m->es_tasks[i]);
+    }
+
+    b->last = p;
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = b->last - b->pos;
+    ngx_str_set(&r->headers_out.content_type,
+                "text/plain; version=0.0.4; charset=utf-8");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}

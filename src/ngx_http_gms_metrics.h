@@ -1,0 +1,63 @@
+
+/*
+ * Counters shared by all workers, in a small shared-memory zone, served
+ * in the Prometheus text format by "gms_token_metrics".
+ */
+
+
+#ifndef _NGX_HTTP_GMS_METRICS_H_INCLUDED_
+#define _NGX_HTTP_GMS_METRICS_H_INCLUDED_
+
+
+#include "ngx_http_gms_module.h"
+
+
+#define NGX_HTTP_GMS_LATENCY_BUCKETS  12
+
+
+typedef enum {
+    NGX_HTTP_GMS_ERR_TIMEOUT = 0,
+    NGX_HTTP_GMS_ERR_CONNECT,
+    NGX_HTTP_GMS_ERR_REPLY,
+    NGX_HTTP_GMS_NERRORS
+} ngx_http_gms_error_e;
+
+
+typedef struct {
+    ngx_atomic_t               requests[NGX_HTTP_GMS_NRESULTS];
+    ngx_atomic_t               cache_hits[2];      /* positive, negative */
+    ngx_atomic_t               cache_misses;
+    ngx_atomic_t               cache_stale;
+    ngx_atomic_t               coalesced;
+    ngx_atomic_t               lookups;
+    ngx_atomic_t               errors[NGX_HTTP_GMS_NERRORS];
+    ngx_atomic_t               reconnects;
+    ngx_atomic_t               connections;
+    ngx_atomic_t               latency[NGX_HTTP_GMS_LATENCY_BUCKETS + 1];
+    ngx_atomic_t               latency_sum_us;
+    ngx_atomic_t               es_tasks[3];        /* status, error, refused */
+} ngx_http_gms_metrics_t;
+
+
+/* NULL until the zone is initialised: counting is then a no-op */
+extern ngx_http_gms_metrics_t  *ngx_http_gms_metrics;
+
+
+#define ngx_http_gms_count(field)                                            \
+    if (ngx_http_gms_metrics) {                                               \
+        (void) ngx_atomic_fetch_add(&ngx_http_gms_metrics->field, 1);         \
+    }
+
+#define ngx_http_gms_count_down(field)                                       \
+    if (ngx_http_gms_metrics) {                                               \
+        (void) ngx_atomic_fetch_add(&ngx_http_gms_metrics->field, -1);        \
+    }
+
+
+ngx_int_t ngx_http_gms_metrics_add_zone(ngx_conf_t *cf);
+void ngx_http_gms_metrics_latency(ngx_uint_t usec);
+char *ngx_http_gms_metrics_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+
+#endif /* _NGX_HTTP_GMS_METRICS_H_INCLUDED_ */
