@@ -1,0 +1,100 @@
+#!/usr/bin/perl
+
+# Redis killed and restarted, and nginx reloaded, under a steady request
+# loop: no worker dies, every request gets an answer, and the only answers
+# are 200 (token found) and 503 (Redis unavailable), never 401 or 500.
+
+use strict;
+use warnings;
+
+use Test::More;
+use POSIX ();
+use Time::HiRes qw(sleep time);
+use GmsTest;
+use GmsTest::Edge;
+
+# Sends requests with $token for $seconds from a child process; returns
+# a sub that waits for the child and gives the statuses seen, in order.
+sub request_loop {
+    my ($e, $token, $seconds) = @_;
+
+    my $file = $e->nginx->dir . "/loop-$$-" . int(rand(1e9));
+    my $pid = fork // die "fork: $!";
+
+    if ($pid == 0) {
+        open my $out, '>', $file or POSIX::_exit(1);
+        my $end = time() + $seconds;
+        while (time() < $end) {
+            my $res = GmsTest::HTTP::request($e->nginx->port, GET => '/entities/x',
+                { Authorization => "Bearer $token" }, undef, timeout => 5);
+            print $out ($res->{status} // 'none'), "\n";
+            sleep(0.005);
+        }
+        close $out;
+        POSIX::_exit(0);
+    }
+
+    return sub {
+        waitpid($pid, 0);
+        open my $in, '<', $file or die "$file: $!";
+        chomp(my @statuses = <$in>);
+        return \@statuses;
+    };
+}
+
+sub counts {
+    my %c;
+    $c{$_}++ for @{ $_[0] };
+    return \%c;
+}
+
+my $e = GmsTest::Edge->start(timeout => '250ms', workers => 2);
+my $n = $e->nginx;
+$e->token('steady', actor => 'urn:li:corpuser:alice');
+
+my @workers = sort $n->worker_pids;
+
+# --- Redis killed, then back -------------------------------------------------
+
+my $done = request_loop($e, 'steady', 3);
+sleep(0.8);
+kill 'KILL', $e->redis->pid;
+sleep(1);
+$e->redis->start_again;
+$e->token('steady', actor => 'urn:li:corpuser:alice');
+my $statuses = $done->();
+
+my $c = counts($statuses);
+ok($c->{200} && $c->{503}, 'both 200 and 503 seen')
+    or diag explain $c;
+is_deeply([sort grep { $_ ne '200' && $_ ne '503' } keys %$c], [],
+          'nothing but 200 and 503 while Redis died and came back');
+is($statuses->[-1], '200', 'the loop ends on 200s');
+
+ok(GmsTest::wait_until(sub { $e->get('/entities/x', 'steady')->{status} == 200 },
+                       2),
+   'recovered after Redis returned');
+is_deeply([sort $n->worker_pids], \@workers, 'no worker died');
+
+# --- reload with lookups in flight ------------------------------------------
+
+$done = request_loop($e, 'steady', 2.5);
+for (1 .. 2) {
+    sleep(0.5);
+    my $pid = $e->redis->sleep_in_background(0.2);
+    sleep(0.05);
+    $n->reload;
+    waitpid($pid, 0);
+}
+$statuses = $done->();
+$c = counts($statuses);
+is_deeply([sort grep { $_ ne '200' && $_ ne '503' } keys %$c], [],
+          'every request during the reloads answered, 200 or 503')
+    or diag explain $c;
+ok($c->{200} > 10, 'mostly 200') or diag explain $c;
+
+$n->stop;
+is_deeply([$n->bad_log_lines], [],
+          'no alert, crash or socket left open in the error log');
+
+done_testing();

@@ -1,0 +1,111 @@
+#!/usr/bin/perl
+
+# gms_token_metrics: the Prometheus text format, its counters checked
+# against the requests this test makes, summed across two workers.
+
+use strict;
+use warnings;
+
+use Test::More;
+use GmsTest;
+use GmsTest::Edge;
+
+my $e = GmsTest::Edge->start(
+    workers => 2,
+    http    => 'gms_token_cache zone=tokens:1m ttl=60s negative_ttl=60s;',
+    server  => 'location = /metrics { gms_token_auth off; gms_token_metrics; }',
+);
+my $n = $e->nginx;
+
+# Parses the exposition format: name{labels} => value, and checks that
+# every sample belongs to a metric with a TYPE line.
+sub metrics {
+    my $res = $n->http(GET => '/metrics');
+    is($res->{status}, 200, 'metrics answered');
+    like($res->{headers}{'content-type'}, qr{^text/plain; version=0\.0\.4},
+         'Prometheus text format');
+
+    my (%m, %type, %typed);
+    for my $line (split /\n/, $res->{body}) {
+        if ($line =~ /^# TYPE (\S+) (counter|gauge|histogram)$/) {
+            $type{$1} = $2;
+            next;
+        }
+        next if $line =~ /^# HELP /;
+        $line =~ /^([a-z_]+)(\{[^}]*\})? (\S+)$/
+            or fail("bad sample line: $line"), next;
+        my ($name, $labels, $value) = ($1, $2 // '', $3);
+        my $family = $name;
+        $family =~ s/_(bucket|sum|count)$// unless $type{$name};
+        $typed{$family} = $type{$family};
+        $m{"$name$labels"} = $value;
+    }
+    is_deeply([grep { !$typed{$_} } sort keys %typed], [],
+              'every sample belongs to a metric with a TYPE line');
+    return \%m;
+}
+
+$e->token('ok-token', actor => 'urn:li:corpuser:alice');
+$e->grant('urn:li:corpuser:alice', 'GET_ES_TASK_STATUS_PRIVILEGE');
+
+my $m0 = metrics();
+is($m0->{'gms_token_requests_total{result="ok"}'}, 0, 'starts at zero');
+
+my @plan = (
+    ([GET => '/entities/x', { Authorization => 'Bearer ok-token' }]) x 5,
+    ([GET => '/entities/x', {}]) x 3,
+    ([GET => '/entities/x', { Authorization => 'Basic abc' }]) x 2,
+    ([GET => '/entities/x', { Authorization => 'Bearer nope' }]) x 4,
+    ([GET => '/admin/x', { Authorization => 'Bearer ok-token' }]) x 1,
+);
+
+# one at a time: the hit and lookup counts are then exact
+$n->http(@$_) for @plan;
+
+my $m = metrics();
+my %want = (
+    'gms_token_requests_total{result="ok"}'        => 5,
+    'gms_token_requests_total{result="missing"}'   => 3,
+    'gms_token_requests_total{result="malformed"}' => 2,
+    'gms_token_requests_total{result="unknown"}'   => 4,
+    'gms_token_requests_total{result="forbidden"}' => 1,
+    'gms_token_requests_total{result="error"}'     => 0,
+    'gms_redis_lookups_total'                      => 2,
+    'gms_token_cache_misses_total'                 => 2,
+    'gms_token_cache_hits_total{kind="positive"}'  => 5,
+    'gms_token_cache_hits_total{kind="negative"}'  => 3,
+    'gms_token_cache_entries{kind="positive"}'     => 1,
+    'gms_token_cache_entries{kind="negative"}'     => 1,
+    'gms_redis_lookup_duration_seconds_count'      => 2,
+    'gms_redis_lookup_duration_seconds_bucket{le="+Inf"}' => 2,
+);
+is($m->{$_}, $want{$_}, $_) for sort keys %want;
+ok($m->{'gms_redis_connections'} >= 1, 'a Redis connection is open');
+
+my @buckets = map { $m->{$_} } sort {
+    ($a =~ /le="([^"]+)"/)[0] eq '+Inf' ? 1 : ($b =~ /le="([^"]+)"/)[0] eq '+Inf' ? -1
+        : ($a =~ /le="([^"]+)"/)[0] <=> ($b =~ /le="([^"]+)"/)[0]
+} grep { /_bucket\{/ } keys %$m;
+is_deeply(\@buckets, [sort { $a <=> $b } @buckets], 'histogram is cumulative');
+
+$e->redis->stop;
+$n->http(GET => '/entities/x', { Authorization => 'Bearer cold' }) for 1 .. 3;
+$m = metrics();
+is($m->{'gms_token_requests_total{result="error"}'}, 3, 'errors counted');
+is($m->{'gms_redis_errors_total{kind="connect"}'}
+   + $m->{'gms_redis_errors_total{kind="timeout"}'}
+   + $m->{'gms_redis_errors_total{kind="reply"}'}, 3,
+   'each failed lookup has an error kind');
+is($m->{'gms_redis_connections'}, 0, 'no Redis connection open');
+
+$e->redis->start_again;
+GmsTest::wait_until(sub {
+    $n->http(GET => '/entities/x', { Authorization => 'Bearer cold' })->{status}
+        == 401 }, 3);
+$m = metrics();
+ok($m->{'gms_redis_reconnects_total'} >= 1, 'reconnects counted');
+
+$n->stop;
+is_deeply([$n->bad_log_lines], [], 'no alerts');
+
+done_testing();
