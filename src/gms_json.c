@@ -23,7 +23,7 @@
     "parameters"
 #define GMS_MSG_TASK_FORM                                                    \
     "Task should be in the form nodeId:taskId e.g. "                          \
-    "aB1cdEf2GHIJKLMnoPQr3S:123456 (got %s)"
+    "aB1cdEf2GHIJKLMnoPQr3S:123456 (got "
 
 
 static char *
@@ -43,12 +43,22 @@ gms_json_dump(json_t *doc)
 
 
 char *
-gms_json_error_body(int status, const char *message)
+gms_json_error_body(int status, const char *message, size_t len)
 {
-    return gms_json_dump(json_pack("{s:s, s:i, s:s}",
+    json_t  *text;
+
+    /* NULL unless the message is valid UTF-8, which an echo of the
+     * client's JSON string always is */
+    text = json_stringn(message, len);
+
+    if (text == NULL) {
+        return NULL;
+    }
+
+    return gms_json_dump(json_pack("{s:s, s:i, s:o}",
                                    "exceptionClass", GMS_RESTLI_EXCEPTION,
                                    "status", status,
-                                   "message", message));
+                                   "message", text));
 }
 
 
@@ -132,10 +142,40 @@ gms_es_task_string_parse(const char *s, size_t len, gms_es_task_ref_t *ref)
 }
 
 
+/*
+ * The message for a 400: prefix, then the client's value byte for byte
+ * (NULs included, as the metadata service echoes it), then suffix.
+ */
+
 static int
-gms_es_task_fail(char *msg, size_t msg_size, const char *fmt, const char *arg)
+gms_es_task_fail(char *msg, size_t size, size_t *len, const char *prefix,
+    const char *arg, size_t arg_len, const char *suffix)
 {
-    snprintf(msg, msg_size, fmt, arg);
+    size_t       i, n, part_len;
+    const char  *part[3];
+
+    part[0] = prefix;
+    part[1] = arg;
+    part[2] = suffix;
+    n = 0;
+
+    for (i = 0; i < 3; i++) {
+        if (part[i] == NULL) {
+            continue;
+        }
+
+        part_len = (i == 1) ? arg_len : strlen(part[i]);
+
+        if (part_len > size - n) {
+            part_len = size - n;
+        }
+
+        memcpy(msg + n, part[i], part_len);
+        n += part_len;
+    }
+
+    *len = n;
+
     return -1;
 }
 
@@ -149,7 +189,7 @@ gms_es_task_fail(char *msg, size_t msg_size, const char *fmt, const char *arg)
 
 int
 gms_es_task_request_parse(const char *body, size_t len,
-    gms_es_task_ref_t *ref, char *msg, size_t msg_size)
+    gms_es_task_ref_t *ref, char *msg, size_t msg_size, size_t *msg_len)
 {
     int            rc, by_node, by_task;
     char           composite[GMS_ES_NODE_MAX + 32];
@@ -163,20 +203,22 @@ gms_es_task_request_parse(const char *body, size_t len,
         doc = json_object();
 
     } else {
-        doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, &err);
+        doc = json_loadb(body, len,
+                         JSON_REJECT_DUPLICATES|JSON_DECODE_ANY|JSON_ALLOW_NUL,
+                         &err);
 
         if (doc == NULL) {
-            return gms_es_task_fail(msg, msg_size,
-                                    "Invalid JSON in request body: %s",
-                                    err.text);
+            return gms_es_task_fail(msg, msg_size, msg_len,
+                                    "Invalid JSON in request body: ",
+                                    err.text, strlen(err.text), NULL);
         }
     }
 
     rc = -1;
 
     if (!json_is_object(doc)) {
-        gms_es_task_fail(msg, msg_size, "%s",
-                         "Request body must be a JSON object");
+        gms_es_task_fail(msg, msg_size, msg_len, "Request body must be a JSON object",
+                         NULL, 0, NULL);
         goto done;
     }
 
@@ -185,20 +227,20 @@ gms_es_task_request_parse(const char *body, size_t len,
     task = json_object_get(doc, "task");
 
     if (node != NULL && !json_is_null(node) && !json_is_string(node)) {
-        gms_es_task_fail(msg, msg_size, "%s",
-                         "Parameter 'nodeId' must be a string");
+        gms_es_task_fail(msg, msg_size, msg_len, "Parameter 'nodeId' must be a string",
+                         NULL, 0, NULL);
         goto done;
     }
 
     if (number != NULL && !json_is_null(number) && !json_is_integer(number)) {
-        gms_es_task_fail(msg, msg_size, "%s",
-                         "Parameter 'taskId' must be an integer");
+        gms_es_task_fail(msg, msg_size, msg_len, "Parameter 'taskId' must be an integer",
+                         NULL, 0, NULL);
         goto done;
     }
 
     if (task != NULL && !json_is_null(task) && !json_is_string(task)) {
-        gms_es_task_fail(msg, msg_size, "%s",
-                         "Parameter 'task' must be a string");
+        gms_es_task_fail(msg, msg_size, msg_len, "Parameter 'task' must be a string",
+                         NULL, 0, NULL);
         goto done;
     }
 
@@ -212,7 +254,8 @@ gms_es_task_request_parse(const char *body, size_t len,
     by_node = (node_str != NULL && n > 0);
 
     if (!by_task && !by_node) {
-        gms_es_task_fail(msg, msg_size, "%s", GMS_MSG_EITHER);
+        gms_es_task_fail(msg, msg_size, msg_len, GMS_MSG_EITHER,
+                         NULL, 0, NULL);
         goto done;
     }
 
@@ -220,9 +263,9 @@ gms_es_task_request_parse(const char *body, size_t len,
         if (!gms_es_node_valid(node_str, node_len)
             || strlen(node_str) != node_len)
         {
-            gms_es_task_fail(msg, msg_size,
+            gms_es_task_fail(msg, msg_size, msg_len,
                              "Node ID should contain only letters, digits, "
-                             "'-' and '_' (got %s)", node_str);
+                             "'-' and '_' (got ", node_str, node_len, ")");
             goto done;
         }
 
@@ -233,14 +276,15 @@ gms_es_task_request_parse(const char *body, size_t len,
             && (task_len != strlen(composite)
                 || memcmp(task_str, composite, task_len) != 0))
         {
-            gms_es_task_fail(msg, msg_size, "%s", GMS_MSG_ONLY_ONE);
+            gms_es_task_fail(msg, msg_size, msg_len, GMS_MSG_ONLY_ONE,
+                         NULL, 0, NULL);
             goto done;
         }
     }
 
     if (by_task && gms_es_task_string_parse(task_str, task_len, ref) != 0) {
-        /* the message echoes the task up to an embedded NUL, as text */
-        gms_es_task_fail(msg, msg_size, GMS_MSG_TASK_FORM, task_str);
+        gms_es_task_fail(msg, msg_size, msg_len, GMS_MSG_TASK_FORM, task_str,
+                         task_len, ")");
         goto done;
     }
 

@@ -26,11 +26,11 @@ typedef struct {
 } gms_es_task_ref_t;
 
 
-char *gms_json_error_body(int status, const char *message);
+char *gms_json_error_body(int status, const char *message, size_t len);
 char *gms_json_value_body(const char *value);
 
 int gms_es_task_request_parse(const char *body, size_t len,
-    gms_es_task_ref_t *ref, char *msg, size_t msg_size);
+    gms_es_task_ref_t *ref, char *msg, size_t msg_size, size_t *msg_len);
 char *gms_es_task_value(const char *answer, size_t len, char *reason,
     size_t reason_size);
 char *gms_es_task_error_value(const gms_es_task_ref_t *ref);

@@ -184,6 +184,9 @@ ngx_http_gms_lookup(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
     cln->handler = ngx_http_gms_ctx_cleanup;
     cln->data = ctx;
 
+    /* the events' data is ctx: debug logs read its ident as an fd */
+    ctx->ident = r->connection->fd;
+
     ctx->deadline.handler = ngx_http_gms_deadline_handler;
     ctx->deadline.data = ctx;
     ctx->deadline.log = r->connection->log;
@@ -677,7 +680,7 @@ ngx_http_gms_deny(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    rc = ngx_http_gms_send_error(r, status, message);
+    rc = ngx_http_gms_send_error(r, status, message, ngx_strlen(message));
 
     ngx_http_finalize_request(r, rc);
 

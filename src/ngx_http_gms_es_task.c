@@ -26,6 +26,13 @@ static ngx_int_t ngx_http_gms_es_task_done(ngx_http_request_t *r,
 static void ngx_http_gms_es_task_respond(ngx_http_request_t *r);
 static ngx_int_t ngx_http_gms_es_task_refuse(ngx_http_request_t *r,
     ngx_uint_t status, const char *message);
+static ngx_int_t ngx_http_gms_es_task_refuse_len(ngx_http_request_t *r,
+    ngx_uint_t status, const char *message, size_t len);
+static ngx_int_t ngx_http_gms_es_task_body_filter(ngx_http_request_t *r,
+    ngx_chain_t *in);
+
+
+static ngx_http_output_body_filter_pt  ngx_http_next_body_filter;
 
 
 static ngx_str_t  ngx_http_gms_es_privilege =
@@ -110,8 +117,9 @@ ngx_http_gms_es_task_handler(ngx_http_request_t *r)
     ngx_http_gms_ctx_t  *ctx;
 
     if (r->headers_in.content_length_n > GMS_ES_TASK_BODY_MAX) {
-        return ngx_http_gms_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
-                                       "Request body too large");
+        return ngx_http_gms_es_task_refuse(r,
+                                           NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                           "Request body too large");
     }
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
@@ -141,7 +149,7 @@ ngx_http_gms_es_task_body(ngx_http_request_t *r)
 {
     char                *msg;
     u_char              *body;
-    size_t               len, size;
+    size_t               len, size, msg_len;
     ngx_int_t            rc;
     ngx_http_gms_ctx_t  *ctx;
 
@@ -152,8 +160,8 @@ ngx_http_gms_es_task_body(ngx_http_request_t *r)
     if (len > GMS_ES_TASK_BODY_MAX) {
         /* a chunked body has no Content-Length to refuse it earlier */
         ngx_http_finalize_request(r,
-            ngx_http_gms_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
-                                    "Request body too large"));
+            ngx_http_gms_es_task_refuse(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                        "Request body too large"));
         return;
     }
 
@@ -173,14 +181,16 @@ ngx_http_gms_es_task_body(ngx_http_request_t *r)
         return;
     }
 
-    if (gms_es_task_request_parse((char *) body, len, &ctx->task, msg, size)
+    if (gms_es_task_request_parse((char *) body, len, &ctx->task, msg, size,
+                                  &msg_len)
         != 0)
     {
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                       "gms: getEsTaskStatus refused: %s", msg);
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "gms: getEsTaskStatus refused: %*s", msg_len, msg);
 
         ngx_http_finalize_request(r,
-            ngx_http_gms_es_task_refuse(r, NGX_HTTP_BAD_REQUEST, msg));
+            ngx_http_gms_es_task_refuse_len(r, NGX_HTTP_BAD_REQUEST, msg,
+                                            msg_len));
         return;
     }
 
@@ -324,6 +334,7 @@ ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
     sr->headers_in.keep_alive_n = -1;
     sr->request_body = NULL;
 
+    ctx->es_subrequest = sr;
     r->write_event_handler = ngx_http_gms_es_task_respond;
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -370,7 +381,13 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
 
     value = NULL;
 
-    if (ctx->es_rc != NGX_OK) {
+    if (ctx->es_too_big) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "gms: task %s:%L: search cluster answer larger than "
+                      "subrequest_output_buffer_size",
+                      ctx->task.node, (int64_t) ctx->task.number);
+
+    } else if (ctx->es_rc != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "gms: task %s:%L: search cluster request failed (%i)",
                       ctx->task.node, (int64_t) ctx->task.number,
@@ -416,6 +433,15 @@ static ngx_int_t
 ngx_http_gms_es_task_refuse(ngx_http_request_t *r, ngx_uint_t status,
     const char *message)
 {
+    return ngx_http_gms_es_task_refuse_len(r, status, message,
+                                           ngx_strlen(message));
+}
+
+
+static ngx_int_t
+ngx_http_gms_es_task_refuse_len(ngx_http_request_t *r, ngx_uint_t status,
+    const char *message, size_t len)
+{
     static ngx_str_t  yes = ngx_string("true");
 
     ngx_http_gms_count(es_tasks[2]);
@@ -426,5 +452,69 @@ ngx_http_gms_es_task_refuse(ngx_http_request_t *r, ngx_uint_t status,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    return ngx_http_gms_send_error(r, status, message);
+    return ngx_http_gms_send_error(r, status, message, len);
+}
+
+
+ngx_int_t
+ngx_http_gms_es_task_filter_init(ngx_conf_t *cf)
+{
+    ngx_http_next_body_filter = ngx_http_top_body_filter;
+    ngx_http_top_body_filter = ngx_http_gms_es_task_body_filter;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The search cluster's answer to our subrequest is held in memory, up to
+ * the location's subrequest_output_buffer_size.  nginx's own check of that
+ * limit ends the client's request too; here a larger answer is swallowed
+ * and becomes the failure value instead.
+ */
+
+static ngx_int_t
+ngx_http_gms_es_task_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
+{
+    off_t                      size, limit;
+    ngx_chain_t               *cl;
+    ngx_http_gms_ctx_t        *ctx;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    if (r == r->main) {
+        return ngx_http_next_body_filter(r, in);
+    }
+
+    ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
+
+    if (ctx == NULL || ctx->es_subrequest != r) {
+        return ngx_http_next_body_filter(r, in);
+    }
+
+    if (!ctx->es_too_big) {
+        clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+        limit = (off_t) clcf->subrequest_output_buffer_size;
+
+        size = 0;
+
+        for (cl = in; cl; cl = cl->next) {
+            size += ngx_buf_size(cl->buf);
+        }
+
+        if (r->headers_out.content_length_n <= limit
+            && ctx->es_received + size <= limit)
+        {
+            ctx->es_received += size;
+            return ngx_http_next_body_filter(r, in);
+        }
+
+        ctx->es_too_big = 1;
+    }
+
+    for (cl = in; cl; cl = cl->next) {
+        cl->buf->pos = cl->buf->last;
+        cl->buf->file_pos = cl->buf->file_last;
+    }
+
+    return NGX_OK;
 }

@@ -248,10 +248,11 @@ ngx_http_gms_send_json(ngx_http_request_t *r, ngx_uint_t status, char *body)
 
 ngx_int_t
 ngx_http_gms_send_error(ngx_http_request_t *r, ngx_uint_t status,
-    const char *message)
+    const char *message, size_t len)
 {
     return ngx_http_gms_send_json(r, status,
-                                  gms_json_error_body((int) status, message));
+                                  gms_json_error_body((int) status, message,
+                                                      len));
 }
 
 
@@ -682,7 +683,7 @@ ngx_http_gms_init(ngx_conf_t *cf)
 
     *h = ngx_http_gms_es_task_precontent;
 
-    return NGX_OK;
+    return ngx_http_gms_es_task_filter_init(cf);
 }
 
 

@@ -76,6 +76,12 @@ typedef struct {
 
 typedef struct {
     ngx_http_request_t        *request;
+    ngx_http_gms_flight_t     *flight;         /* the lookup waited on */
+    void                      *unused;
+
+    /* ident must be after 3 pointers as in ngx_connection_t */
+    ngx_int_t                  ident;
+
     ngx_http_gms_result_e      result;
     unsigned                   pending:1;
     unsigned                   done:1;
@@ -84,7 +90,6 @@ typedef struct {
     ngx_str_t                  actor;
     ngx_str_t                  privileges;     /* comma-separated */
 
-    ngx_http_gms_flight_t     *flight;         /* the lookup waited on */
     ngx_queue_t                queue;          /* in the flight's waiters */
     ngx_event_t                deadline;
     ngx_event_t                wake;
@@ -99,7 +104,10 @@ typedef struct {
     ngx_int_t                  es_rc;
     ngx_uint_t                 es_status;
     ngx_str_t                  es_answer;
+    ngx_http_request_t        *es_subrequest;
+    off_t                      es_received;
     unsigned                   es_done:1;
+    unsigned                   es_too_big:1;
 } ngx_http_gms_ctx_t;
 
 
@@ -108,11 +116,12 @@ ngx_int_t ngx_http_gms_add_header(ngx_http_request_t *r, const char *key,
 ngx_int_t ngx_http_gms_send_json(ngx_http_request_t *r, ngx_uint_t status,
     char *body);
 ngx_int_t ngx_http_gms_send_error(ngx_http_request_t *r, ngx_uint_t status,
-    const char *message);
+    const char *message, size_t len);
 ngx_int_t ngx_http_gms_access_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_gms_has_privilege(ngx_http_gms_ctx_t *ctx,
     ngx_str_t *name);
 ngx_int_t ngx_http_gms_es_task_precontent(ngx_http_request_t *r);
+ngx_int_t ngx_http_gms_es_task_filter_init(ngx_conf_t *cf);
 
 
 extern ngx_module_t  ngx_http_gms_module;

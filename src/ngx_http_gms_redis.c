@@ -223,6 +223,10 @@ ngx_http_gms_redis_connect(ngx_http_gms_main_conf_t *gmcf)
 
     c->data = ac;
     c->read->handler = ngx_http_gms_redis_read_handler;
+
+    /* the timers' handlers use rd; debug logs want a connection here */
+    rd->connect_timer.data = c;
+    rd->ping_timer.data = c;
     c->write->handler = ngx_http_gms_redis_write_handler;
     c->read->log = c->log;
     c->write->log = c->log;

@@ -106,6 +106,6 @@ $m = metrics();
 ok($m->{'gms_redis_reconnects_total'} >= 1, 'reconnects counted');
 
 $n->stop;
-is_deeply([$n->bad_log_lines], [], 'no alerts');
+is_deeply([$n->bad_log_lines], [], 'no alerts') or diag explain [$n->bad_log_lines];
 
 done_testing();

@@ -15,11 +15,17 @@ static char  msg[GMS_ES_TASK_BODY_MAX + 256];
 static int
 parse(const char *body, gms_es_task_ref_t *ref)
 {
-    memset(ref, 0, sizeof(*ref));
-    msg[0] = '\0';
+    int     rc;
+    size_t  len;
 
-    return gms_es_task_request_parse(body, strlen(body), ref, msg,
-                                     sizeof(msg));
+    memset(ref, 0, sizeof(*ref));
+    len = 0;
+
+    rc = gms_es_task_request_parse(body, strlen(body), ref, msg,
+                                   sizeof(msg) - 1, &len);
+    msg[len] = '\0';
+
+    return rc;
 }
 
 
@@ -101,6 +107,12 @@ test_request(void)
     ok(strncmp(msg, "Invalid JSON in request body", 28) == 0,
        "task id beyond 64 bits message");
 
+    ok(parse("{\"task\": \"a:1\\u0000/x\"}", &ref) != 0, "NUL in the task");
+    ok(memcmp(msg, FORM("a:1"), sizeof(FORM("a:1")) - 2) == 0
+       && memcmp(msg + sizeof(FORM("a:1")) - 2, "\0/x)", 4) == 0,
+       "NUL in the task is echoed with what follows");
+    ok(parse("42", &ref) != 0, "number body");
+    is_str(msg, "Request body must be a JSON object", "number body message");
     ok(parse("[1]", &ref) != 0, "array body");
     is_str(msg, "Request body must be a JSON object", "array body message");
     ok(parse("\"a:1\"", &ref) != 0, "string body");
@@ -252,7 +264,7 @@ test_answer(void)
     free(body);
     free(value);
 
-    body = gms_json_error_body(400, "x \"y\"");
+    body = gms_json_error_body(400, "x \"y\"", 5);
     ok(json_same(body, "{\"exceptionClass\":\"com.linkedin.restli.server."
                        "RestLiServiceException\",\"status\":400,"
                        "\"message\":\"x \\\"y\\\"\"}"),

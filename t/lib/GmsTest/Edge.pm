@@ -13,7 +13,7 @@ package GmsTest::Edge;
 # directives), server (extra server-level directives), search (a stub
 # handler; without it the cluster address is a closed port), conf (a whole
 # http block instead of the default one), and the nginx options workers,
-# log_level and master.
+# log_level (debug) and master.
 
 use strict;
 use warnings;
@@ -110,8 +110,11 @@ sub start {
     $self->{search} = GmsTest::Stub->start(handler => $opt{search})
         if $opt{search};
 
-    my %nginx_opt = map { exists $opt{$_} ? ($_ => $opt{$_}) : () }
-                    qw(workers log_level master);
+    # debug level by default: nginx's own debug lines exercise more of the
+    # module (event idents, masking of tokens) than an info log does
+    my %nginx_opt = (log_level => 'debug',
+                     map { exists $opt{$_} ? ($_ => $opt{$_}) : () }
+                     qw(workers log_level master));
 
     $self->{nginx} = GmsTest::Nginx->new(%nginx_opt);
     $self->{nginx}->start($opt{conf} // $CONF, vars => {
