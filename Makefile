@@ -71,3 +71,39 @@ demo: deps module
 
 clean:
 	rm -rf $(BUILD)
+
+
+# --- gms-token: the tool that fills the Redis cache (issue 5) --------------
+#
+#   make tool        build/gms-token
+#   make install     the module to $(MODULES_DIR), the tool to $(BIN_DIR),
+#                    under $(DESTDIR)
+
+TOOL             := $(BUILD)/gms-token
+TOOL_SRCS        := $(wildcard src/tool/*.c) src/gms_token.c
+TOOL_DEPS        := $(TOOL_SRCS) $(wildcard src/tool/*.h) src/gms_token.h
+CFLAGS_TOOL      := -g -O2 -Wall -Wextra -Werror -fstack-protector-strong \
+                    -Wformat -Werror=format-security -D_FORTIFY_SOURCE=2 \
+                    -Isrc -Isrc/tool
+MODULES_DIR      ?= /usr/lib/nginx/modules
+BIN_DIR          ?= /usr/local/bin
+
+.PHONY: tool install
+
+all: tool
+test: tool
+demo: tool
+test: export GMS_TOKEN_BIN := $(TOOL)
+
+tool: $(TOOL)
+
+$(TOOL): $(TOOL_DEPS)
+	@mkdir -p $(BUILD)
+	$(CC) $(CFLAGS_TOOL) -o $@ $(TOOL_SRCS) $(LIBS_UNIT)
+
+install: module tool
+	install -D -m 0644 $(MODULE) \
+	    $(DESTDIR)$(MODULES_DIR)/ngx_http_gms_module.so
+	install -D -m 0755 $(TOOL) $(DESTDIR)$(BIN_DIR)/gms-token
+
+# --- end of gms-token -------------------------------------------------------

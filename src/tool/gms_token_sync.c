@@ -1,0 +1,763 @@
+
+/*
+ * gms-token sync: the cached tokens made equal to DataHub's own list
+ * (GraphQL listAccessTokens, one page a line).  The whole input is read
+ * and checked first, so that bad input changes nothing; then every token
+ * is written as 'put' writes it, in pipelined batches; --prune then walks
+ * the cached tokens with SCAN and deletes those the list does not have.
+ */
+
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "gms_token_tool.h"
+
+
+/* tokens per pipelined batch, and keys asked of each SCAN step */
+#define GMS_SYNC_BATCH         1000
+#define GMS_SYNC_SCAN_COUNT    "1000"
+
+
+typedef struct {
+    char                   id[GMS_TOKEN_ID_LEN + 1];
+    char                  *actor;
+    size_t                 actor_len;
+    int64_t                expires_at;     /* ms since the epoch, 0: never */
+    size_t                 seq;            /* input order */
+    size_t                 index;          /* in its page's tokens[] */
+    unsigned               line;
+} gms_sync_token_t;
+
+
+typedef struct {
+    gms_sync_token_t      *tokens;
+    size_t                 ntokens;
+    size_t                 nalloc;
+    size_t                 pages;
+    int64_t                total;          /* the largest total of a page */
+} gms_sync_input_t;
+
+
+typedef struct {
+    size_t                 added;
+    size_t                 updated;
+    size_t                 unchanged;
+    size_t                 expired;
+    size_t                 pruned;
+} gms_sync_counts_t;
+
+
+static char *gms_sync_read_all(gms_tool_t *t, size_t *len);
+static int gms_sync_parse(gms_tool_t *t, const char *buf, size_t len,
+    gms_sync_input_t *in);
+static int gms_sync_page(gms_tool_t *t, json_t *doc, unsigned line,
+    gms_sync_input_t *in);
+static int gms_sync_token(gms_tool_t *t, json_t *v, unsigned line,
+    size_t index, gms_sync_input_t *in);
+static int gms_sync_unique(gms_tool_t *t, gms_sync_input_t *in);
+static int gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
+    gms_sync_counts_t *counts);
+static int gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
+    gms_sync_counts_t *counts);
+static unsigned gms_sync_error_line(const char *buf, size_t len,
+    size_t off, unsigned line, json_error_t *err);
+static const char *gms_sync_shown(json_t *v);
+static int gms_sync_cmp(const void *one, const void *two);
+static int gms_sync_id_cmp(const void *key, const void *elt);
+static void gms_sync_free(gms_sync_input_t *in);
+
+
+int
+gms_tool_sync(gms_tool_t *t, int prune)
+{
+    int                rc;
+    char              *buf;
+    size_t             len;
+    gms_sync_input_t   in;
+    gms_sync_counts_t  counts;
+
+    memset(&in, 0, sizeof(gms_sync_input_t));
+    memset(&counts, 0, sizeof(gms_sync_counts_t));
+
+    buf = gms_sync_read_all(t, &len);
+    if (buf == NULL) {
+        return GMS_TOOL_USAGE;
+    }
+
+    rc = gms_sync_parse(t, buf, len, &in);
+    free(buf);
+
+    if (rc != GMS_TOOL_OK) {
+        goto done;
+    }
+
+    rc = GMS_TOOL_USAGE;
+
+    if (in.pages == 0) {
+        gms_tool_error(t, "stdin: no listAccessTokens page");
+        goto done;
+    }
+
+    if (gms_sync_unique(t, &in) != 0) {
+        goto done;
+    }
+
+    if (prune && in.total > (int64_t) in.ntokens) {
+        gms_tool_error(t, "stdin: %zu tokens, but listAccessTokens has a "
+                       "total of %lld: the list is incomplete, refusing "
+                       "to --prune", in.ntokens, (long long) in.total);
+        goto done;
+    }
+
+    rc = gms_tool_connect(t);
+    if (rc != GMS_TOOL_OK) {
+        goto done;
+    }
+
+    rc = GMS_TOOL_REDIS;
+
+    if (gms_sync_write(t, &in, &counts) != 0
+        || (prune && gms_sync_prune(t, &in, &counts) != 0))
+    {
+        goto done;
+    }
+
+    printf("tokens=%zu added=%zu updated=%zu unchanged=%zu expired=%zu "
+           "pruned=%zu\n", in.ntokens, counts.added, counts.updated,
+           counts.unchanged, counts.expired, counts.pruned);
+
+    rc = GMS_TOOL_OK;
+
+done:
+
+    gms_sync_free(&in);
+
+    return rc;
+}
+
+
+static char *
+gms_sync_read_all(gms_tool_t *t, size_t *len)
+{
+    char    *buf, *p;
+    size_t   n, size;
+
+    size = 65536;
+    *len = 0;
+
+    buf = malloc(size);
+    if (buf == NULL) {
+        gms_tool_error(t, "out of memory");
+        return NULL;
+    }
+
+    for ( ;; ) {
+        if (*len == size) {
+            size *= 2;
+            p = realloc(buf, size);
+
+            if (p == NULL) {
+                free(buf);
+                gms_tool_error(t, "out of memory");
+                return NULL;
+            }
+
+            buf = p;
+        }
+
+        n = fread(buf + *len, 1, size - *len, stdin);
+        *len += n;
+
+        if (n == 0) {
+            break;
+        }
+    }
+
+    if (ferror(stdin)) {
+        gms_tool_error(t, "stdin: cannot read: %s", strerror(errno));
+        free(buf);
+        return NULL;
+    }
+
+    return buf;
+}
+
+
+/*
+ * JSON documents one after the other: one a line as asked, though a
+ * pretty-printed page parses as well; a line number is that of the first
+ * line of the document (of the fault itself for malformed JSON).
+ */
+
+static int
+gms_sync_parse(gms_tool_t *t, const char *buf, size_t len,
+    gms_sync_input_t *in)
+{
+    int           rc;
+    size_t        off, end;
+    json_t       *doc;
+    unsigned      line;
+    json_error_t  err;
+
+    off = 0;
+    line = 1;
+
+    for ( ;; ) {
+        while (off < len && (buf[off] == ' ' || buf[off] == '\t'
+                             || buf[off] == '\r' || buf[off] == '\n'))
+        {
+            if (buf[off] == '\n') {
+                line++;
+            }
+
+            off++;
+        }
+
+        if (off == len) {
+            return GMS_TOOL_OK;
+        }
+
+        doc = json_loadb(buf + off, len - off,
+                         JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES,
+                         &err);
+
+        if (doc == NULL) {
+            gms_tool_error(t, "stdin:%u: malformed JSON: %s",
+                           gms_sync_error_line(buf, len, off, line, &err),
+                           err.text);
+            return GMS_TOOL_USAGE;
+        }
+
+        rc = gms_sync_page(t, doc, line, in);
+        json_decref(doc);
+
+        if (rc != GMS_TOOL_OK) {
+            return rc;
+        }
+
+        for (end = off + err.position; off < end; off++) {
+            if (buf[off] == '\n') {
+                line++;
+            }
+        }
+    }
+}
+
+
+static int
+gms_sync_page(gms_tool_t *t, json_t *doc, unsigned line,
+    gms_sync_input_t *in)
+{
+    int          rc;
+    size_t       i;
+    json_t      *list, *tokens, *total, *errors, *message;
+    const char  *shown;
+
+    errors = json_object_get(doc, "errors");
+
+    if (json_array_size(errors) > 0) {
+        message = json_object_get(json_array_get(errors, 0), "message");
+        shown = gms_sync_shown(message);
+
+        gms_tool_error(t, "stdin:%u: the page carries GraphQL errors%s%s",
+                       line, shown ? ": " : "", shown ? shown : "");
+        return GMS_TOOL_USAGE;
+    }
+
+    list = json_object_get(json_object_get(doc, "data"), "listAccessTokens");
+
+    if (!json_is_object(list)) {
+        gms_tool_error(t, "stdin:%u: not a listAccessTokens page: no "
+                       "data.listAccessTokens object", line);
+        return GMS_TOOL_USAGE;
+    }
+
+    tokens = json_object_get(list, "tokens");
+
+    if (!json_is_array(tokens)) {
+        gms_tool_error(t, "stdin:%u: data.listAccessTokens.tokens is %s",
+                       line, tokens ? "not an array" : "missing");
+        return GMS_TOOL_USAGE;
+    }
+
+    total = json_object_get(list, "total");
+
+    if (total) {
+        if (!json_is_integer(total) || json_integer_value(total) < 0) {
+            gms_tool_error(t, "stdin:%u: data.listAccessTokens.total is not "
+                           "a count", line);
+            return GMS_TOOL_USAGE;
+        }
+
+        if (json_integer_value(total) > in->total) {
+            in->total = json_integer_value(total);
+        }
+    }
+
+    for (i = 0; i < json_array_size(tokens); i++) {
+        rc = gms_sync_token(t, json_array_get(tokens, i), line, i, in);
+
+        if (rc != GMS_TOOL_OK) {
+            return rc;
+        }
+    }
+
+    in->pages++;
+
+    return GMS_TOOL_OK;
+}
+
+
+static int
+gms_sync_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
+    gms_sync_input_t *in)
+{
+    json_t            *id, *actor, *expires;
+    int64_t            ms;
+    const char        *shown;
+    gms_sync_token_t  *tok, *p;
+
+    if (!json_is_object(v)) {
+        gms_tool_error(t, "stdin:%u: tokens[%zu] is not an object", line,
+                       index);
+        return GMS_TOOL_USAGE;
+    }
+
+    id = json_object_get(v, "id");
+
+    if (!json_is_string(id)) {
+        gms_tool_error(t, "stdin:%u: tokens[%zu]: id is %s", line, index,
+                       id ? "not a string" : "missing");
+        return GMS_TOOL_USAGE;
+    }
+
+    if (!gms_token_id_valid(json_string_value(id), json_string_length(id))) {
+        shown = gms_sync_shown(id);
+
+        gms_tool_error(t, "stdin:%u: tokens[%zu]: id %s%s%sis not base64 "
+                       "of 32 bytes", line, index, shown ? "'" : "",
+                       shown ? shown : "", shown ? "' " : "");
+        return GMS_TOOL_USAGE;
+    }
+
+    actor = json_object_get(v, "actorUrn");
+
+    if (!json_is_string(actor)) {
+        gms_tool_error(t, "stdin:%u: tokens[%zu]: actorUrn is %s", line,
+                       index, actor ? "not a string" : "missing");
+        return GMS_TOOL_USAGE;
+    }
+
+    if (!gms_tool_actor_valid(json_string_value(actor),
+                              json_string_length(actor)))
+    {
+        shown = gms_sync_shown(actor);
+
+        gms_tool_error(t, "stdin:%u: tokens[%zu]: actorUrn %s%s%sis not a "
+                       "user URN (urn:li:..., no control characters)", line,
+                       index, shown ? "'" : "", shown ? shown : "",
+                       shown ? "' " : "");
+        return GMS_TOOL_USAGE;
+    }
+
+    expires = json_object_get(v, "expiresAt");
+
+    if (expires == NULL) {
+        gms_tool_error(t, "stdin:%u: tokens[%zu]: expiresAt is missing "
+                       "(null for a token that never expires)", line, index);
+        return GMS_TOOL_USAGE;
+    }
+
+    if (json_is_null(expires)) {
+        ms = 0;
+
+    } else if (json_is_integer(expires) && json_integer_value(expires) >= 0) {
+        ms = json_integer_value(expires);
+
+    } else {
+        gms_tool_error(t, "stdin:%u: tokens[%zu]: expiresAt is neither "
+                       "milliseconds since the epoch nor null", line, index);
+        return GMS_TOOL_USAGE;
+    }
+
+    if (in->ntokens == in->nalloc) {
+        in->nalloc = in->nalloc ? in->nalloc * 2 : 1024;
+        p = realloc(in->tokens, in->nalloc * sizeof(gms_sync_token_t));
+
+        if (p == NULL) {
+            gms_tool_error(t, "out of memory");
+            return GMS_TOOL_REDIS;
+        }
+
+        in->tokens = p;
+    }
+
+    tok = &in->tokens[in->ntokens];
+
+    tok->actor_len = json_string_length(actor);
+    tok->actor = malloc(tok->actor_len + 1);
+
+    if (tok->actor == NULL) {
+        gms_tool_error(t, "out of memory");
+        return GMS_TOOL_REDIS;
+    }
+
+    memcpy(tok->actor, json_string_value(actor), tok->actor_len + 1);
+    memcpy(tok->id, json_string_value(id), GMS_TOKEN_ID_LEN + 1);
+    tok->expires_at = ms;
+    tok->seq = in->ntokens;
+    tok->index = index;
+    tok->line = line;
+
+    in->ntokens++;
+
+    return GMS_TOOL_OK;
+}
+
+
+/*
+ * Sorted by id, each id once.  Pages fetched while tokens come and go may
+ * list a token twice, always alike: DataHub never changes a token's user
+ * or expiry.  Two different records under one id are bad input.
+ */
+
+static int
+gms_sync_unique(gms_tool_t *t, gms_sync_input_t *in)
+{
+    size_t             i, n;
+    gms_sync_token_t  *a, *b;
+
+    if (in->ntokens == 0) {
+        return 0;
+    }
+
+    qsort(in->tokens, in->ntokens, sizeof(gms_sync_token_t), gms_sync_cmp);
+
+    n = 1;
+
+    for (i = 1; i < in->ntokens; i++) {
+        a = &in->tokens[n - 1];
+        b = &in->tokens[i];
+
+        if (strcmp(a->id, b->id) != 0) {
+            in->tokens[n++] = *b;
+            continue;
+        }
+
+        if (a->actor_len != b->actor_len
+            || memcmp(a->actor, b->actor, a->actor_len) != 0
+            || a->expires_at != b->expires_at)
+        {
+            gms_tool_error(t, "stdin:%u: tokens[%zu]: id %s is also on line "
+                           "%u (tokens[%zu]) with another actorUrn or "
+                           "expiresAt", b->line, b->index, b->id, a->line,
+                           a->index);
+
+            /* [n, i) were moved down or freed: keep gms_sync_free exact */
+            for ( /* void */ ; i < in->ntokens; i++) {
+                free(in->tokens[i].actor);
+            }
+
+            in->ntokens = n;
+            return -1;
+        }
+
+        free(b->actor);
+    }
+
+    in->ntokens = n;
+
+    return 0;
+}
+
+
+static int
+gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
+    gms_sync_counts_t *counts)
+{
+    char               *key;
+    size_t              i, j, end, key_len;
+    int64_t             now;
+    redisReply         *reply;
+    gms_tool_token_t    tok;
+    gms_sync_token_t   *s;
+    gms_tool_put_rc_e   rc;
+
+    now = gms_tool_now_ms();
+    memset(&tok, 0, sizeof(gms_tool_token_t));
+
+    for (i = 0; i < in->ntokens; i = end) {
+        end = i + GMS_SYNC_BATCH < in->ntokens ? i + GMS_SYNC_BATCH
+                                               : in->ntokens;
+
+        for (j = i; j < end; j++) {
+            s = &in->tokens[j];
+
+            key = gms_tool_key(t, GMS_KEY_TOKEN, s->id, GMS_TOKEN_ID_LEN,
+                               &key_len);
+            if (key == NULL) {
+                return -1;
+            }
+
+            if (s->expires_at != 0 && s->expires_at <= now) {
+                redisAppendCommand(t->ctx, "DEL %b", key, key_len);
+
+            } else {
+                tok.actor = s->actor;
+                tok.actor_len = s->actor_len;
+                tok.expires_at = s->expires_at;
+                gms_tool_put_append(t, key, key_len, &tok);
+            }
+
+            free(key);
+        }
+
+        for (j = i; j < end; j++) {
+            s = &in->tokens[j];
+
+            if (s->expires_at != 0 && s->expires_at <= now) {
+                if (redisGetReply(t->ctx, (void **) &reply) != REDIS_OK) {
+                    reply = NULL;
+                }
+
+                if (gms_tool_reply_error(t, reply, "DEL") != 0) {
+                    return -1;
+                }
+
+                freeReplyObject(reply);
+                counts->expired++;
+                continue;
+            }
+
+            tok.actor = s->actor;
+            tok.actor_len = s->actor_len;
+            tok.expires_at = s->expires_at;
+
+            if (gms_tool_put_read(t, &tok, &rc) != 0) {
+                return -1;
+            }
+
+            switch (rc) {
+            case GMS_TOOL_ADDED:
+                counts->added++;
+                break;
+            case GMS_TOOL_UPDATED:
+                counts->updated++;
+                break;
+            default:
+                counts->unchanged++;
+            }
+        }
+    }
+
+    return 0;
+}
+
+
+/* SCAN MATCH <prefix>token:*, never KEYS: Redis goes on serving meanwhile */
+
+static int
+gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
+    gms_sync_counts_t *counts)
+{
+    int          rc;
+    char        *pattern, *p, cursor[32];
+    size_t       i, n, base, len;
+    redisReply  *reply, *keys, *key, *del;
+
+    base = t->prefix_len + sizeof(GMS_KEY_TOKEN) - 1;
+
+    /* the prefix is any bytes: its glob characters must match themselves */
+    pattern = malloc(2 * t->prefix_len + sizeof(GMS_KEY_TOKEN "*"));
+    if (pattern == NULL) {
+        gms_tool_error(t, "out of memory");
+        return -1;
+    }
+
+    for (p = pattern, i = 0; i < t->prefix_len; i++) {
+        if (strchr("*?[]\\", t->prefix[i]) && t->prefix[i] != '\0') {
+            *p++ = '\\';
+        }
+
+        *p++ = t->prefix[i];
+    }
+
+    memcpy(p, GMS_KEY_TOKEN "*", sizeof(GMS_KEY_TOKEN "*") - 1);
+    len = p - pattern + sizeof(GMS_KEY_TOKEN "*") - 1;
+
+    strcpy(cursor, "0");
+    rc = -1;
+
+    do {
+        reply = redisCommand(t->ctx, "SCAN %s MATCH %b COUNT "
+                             GMS_SYNC_SCAN_COUNT, cursor, pattern, len);
+
+        if (gms_tool_reply_error(t, reply, "SCAN") != 0) {
+            goto done;
+        }
+
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2
+            || reply->element[0]->type != REDIS_REPLY_STRING
+            || reply->element[0]->len >= sizeof(cursor)
+            || reply->element[1]->type != REDIS_REPLY_ARRAY)
+        {
+            gms_tool_error(t, "redis %s: SCAN: unexpected reply", t->redis);
+            freeReplyObject(reply);
+            goto done;
+        }
+
+        memcpy(cursor, reply->element[0]->str, reply->element[0]->len + 1);
+        keys = reply->element[1];
+        n = 0;
+
+        for (i = 0; i < keys->elements; i++) {
+            key = keys->element[i];
+
+            if (key->type != REDIS_REPLY_STRING || key->len < base) {
+                continue;
+            }
+
+            if (key->len == base + GMS_TOKEN_ID_LEN
+                && bsearch(key->str + base, in->tokens, in->ntokens,
+                           sizeof(gms_sync_token_t), gms_sync_id_cmp))
+            {
+                continue;
+            }
+
+            redisAppendCommand(t->ctx, "DEL %b", key->str, key->len);
+            n++;
+        }
+
+        freeReplyObject(reply);
+
+        for (i = 0; i < n; i++) {
+            if (redisGetReply(t->ctx, (void **) &del) != REDIS_OK) {
+                del = NULL;
+            }
+
+            if (gms_tool_reply_error(t, del, "DEL") != 0) {
+                goto done;
+            }
+
+            /* SCAN may return a key twice: count what DEL really removed */
+            if (del->type == REDIS_REPLY_INTEGER) {
+                counts->pruned += del->integer;
+            }
+
+            freeReplyObject(del);
+        }
+
+    } while (strcmp(cursor, "0") != 0);
+
+    rc = 0;
+
+done:
+
+    free(pattern);
+
+    return rc;
+}
+
+
+/*
+ * The line of a JSON fault; one found at the end of the input is put on
+ * the last line there is, not on the empty one after its newline.
+ */
+
+static unsigned
+gms_sync_error_line(const char *buf, size_t len, size_t off, unsigned line,
+    json_error_t *err)
+{
+    unsigned  last;
+
+    if (err->line <= 0) {
+        return line;
+    }
+
+    for (last = line; off < len; off++) {
+        if (buf[off] == '\n' && off + 1 < len) {
+            last++;
+        }
+    }
+
+    line += err->line - 1;
+
+    return line < last ? line : last;
+}
+
+
+/* a value short and printable enough to quote in a message, else NULL */
+
+static const char *
+gms_sync_shown(json_t *v)
+{
+    size_t       i, len;
+    const char  *s;
+
+    if (!json_is_string(v)) {
+        return NULL;
+    }
+
+    s = json_string_value(v);
+    len = json_string_length(v);
+
+    if (len == 0 || len > 120) {
+        return NULL;
+    }
+
+    for (i = 0; i < len; i++) {
+        if (s[i] < 0x20 || s[i] > 0x7e) {
+            return NULL;
+        }
+    }
+
+    return s;
+}
+
+
+static int
+gms_sync_cmp(const void *one, const void *two)
+{
+    int                      r;
+    const gms_sync_token_t  *a, *b;
+
+    a = one;
+    b = two;
+
+    r = strcmp(a->id, b->id);
+
+    if (r != 0) {
+        return r;
+    }
+
+    return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+
+static int
+gms_sync_id_cmp(const void *key, const void *elt)
+{
+    const gms_sync_token_t  *tok;
+
+    tok = elt;
+
+    return memcmp(key, tok->id, GMS_TOKEN_ID_LEN);
+}
+
+
+static void
+gms_sync_free(gms_sync_input_t *in)
+{
+    size_t  i;
+
+    for (i = 0; i < in->ntokens; i++) {
+        free(in->tokens[i].actor);
+    }
+
+    free(in->tokens);
+}

@@ -1,0 +1,1528 @@
+
+/*
+ * gms-token: the command line, the connection, and every command but
+ * sync.  The token id, its validation, the key layout and the lookup
+ * script come from src/gms_token.c, so the tool writes and reads exactly
+ * what the module reads.
+ */
+
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+#include <openssl/crypto.h>
+
+#include "gms_token_tool.h"
+
+
+#define GMS_TOOL_FILE_MAX      65536
+
+#define GMS_TOOL_CONN_USAGE                                                   \
+    "\nConnection options:\n"                                                 \
+    "  --redis ADDR          host:port or unix:/path "                        \
+    "(default 127.0.0.1:6379)\n"                                              \
+    "  --password-file FILE  the Redis password, from a file; else the\n"     \
+    "                        environment variable GMS_REDIS_PASSWORD\n"       \
+    "  --db N                the Redis database (default 0)\n"                \
+    "  --prefix STRING       the key prefix (default gms:), as\n"             \
+    "                        gms_token_key_prefix\n"
+
+
+typedef enum {
+    GMS_OPT_REDIS = 0,
+    GMS_OPT_PASSWORD_FILE,
+    GMS_OPT_DB,
+    GMS_OPT_PREFIX,
+    GMS_OPT_SALT,
+    GMS_OPT_SALT_FILE,
+    GMS_OPT_ID,
+    GMS_OPT_TOKEN_STDIN,
+    GMS_OPT_ACTOR,
+    GMS_OPT_EXPIRES_AT,
+    GMS_OPT_EXPIRES_IN,
+    GMS_OPT_TYPE,
+    GMS_OPT_PRUNE,
+    GMS_OPT_HELP,
+    GMS_OPT_N
+} gms_tool_opt_e;
+
+#define GMS_OPT(o)             (1u << (o))
+#define GMS_OPTS_CONN          (GMS_OPT(GMS_OPT_REDIS)                        \
+                                | GMS_OPT(GMS_OPT_PASSWORD_FILE)              \
+                                | GMS_OPT(GMS_OPT_DB)                         \
+                                | GMS_OPT(GMS_OPT_PREFIX))
+#define GMS_OPTS_SALT          (GMS_OPT(GMS_OPT_SALT)                         \
+                                | GMS_OPT(GMS_OPT_SALT_FILE))
+
+
+typedef struct {
+    const char            *val[GMS_OPT_N];     /* NULL: not given */
+    int                    argc;
+    char                 **argv;
+} gms_tool_args_t;
+
+
+typedef struct {
+    const char            *name;
+    int                  (*handler)(gms_tool_t *t, gms_tool_args_t *a);
+    unsigned               options;
+    int                    min_args;
+    int                    max_args;           /* -1: no limit */
+    const char            *usage;
+} gms_tool_command_t;
+
+
+static int gms_tool_id(gms_tool_t *t, gms_tool_args_t *a);
+static int gms_tool_put(gms_tool_t *t, gms_tool_args_t *a);
+static int gms_tool_revoke(gms_tool_t *t, gms_tool_args_t *a);
+static int gms_tool_show(gms_tool_t *t, gms_tool_args_t *a);
+static int gms_tool_grant(gms_tool_t *t, gms_tool_args_t *a);
+static int gms_tool_deny(gms_tool_t *t, gms_tool_args_t *a);
+static int gms_tool_privileges(gms_tool_t *t, gms_tool_args_t *a);
+static int gms_tool_sync_command(gms_tool_t *t, gms_tool_args_t *a);
+
+static int gms_tool_salt(gms_tool_t *t, gms_tool_args_t *a, char **salt,
+    size_t *len);
+static int gms_tool_token_stdin(gms_tool_t *t, const char *salt,
+    size_t salt_len, char id[GMS_TOKEN_ID_LEN + 1]);
+static char *gms_tool_read_file(gms_tool_t *t, const char *option,
+    const char *path, size_t *len);
+static int gms_tool_check_id(gms_tool_t *t, const char *id);
+static int gms_tool_check_actor(gms_tool_t *t, const char *urn);
+static int gms_tool_parse_duration(const char *s, int64_t *ms);
+static int gms_tool_privileges_edit(gms_tool_t *t, gms_tool_args_t *a,
+    const char *verb);
+static int gms_tool_reply_cmp(const void *one, const void *two);
+static const char *gms_tool_shown(const char *s);
+
+
+static const struct option  gms_tool_long_options[] = {
+    { "redis",         required_argument, NULL, 256 + GMS_OPT_REDIS },
+    { "password-file", required_argument, NULL, 256 + GMS_OPT_PASSWORD_FILE },
+    { "db",            required_argument, NULL, 256 + GMS_OPT_DB },
+    { "prefix",        required_argument, NULL, 256 + GMS_OPT_PREFIX },
+    { "salt",          required_argument, NULL, 256 + GMS_OPT_SALT },
+    { "salt-file",     required_argument, NULL, 256 + GMS_OPT_SALT_FILE },
+    { "id",            required_argument, NULL, 256 + GMS_OPT_ID },
+    { "token-stdin",   no_argument,       NULL, 256 + GMS_OPT_TOKEN_STDIN },
+    { "actor",         required_argument, NULL, 256 + GMS_OPT_ACTOR },
+    { "expires-at",    required_argument, NULL, 256 + GMS_OPT_EXPIRES_AT },
+    { "expires-in",    required_argument, NULL, 256 + GMS_OPT_EXPIRES_IN },
+    { "type",          required_argument, NULL, 256 + GMS_OPT_TYPE },
+    { "prune",         no_argument,       NULL, 256 + GMS_OPT_PRUNE },
+    { "help",          no_argument,       NULL, 256 + GMS_OPT_HELP },
+    { NULL, 0, NULL, 0 }
+};
+
+
+static const char  gms_tool_usage[] =
+    "Usage: gms-token COMMAND [OPTIONS] [ARGS]\n"
+    "\n"
+    "Fills and inspects the Redis cache that ngx_http_gms_module reads.\n"
+    "\n"
+    "Commands:\n"
+    "  id          print the id of a token read on stdin\n"
+    "  put         cache a token: its id, user, expiry and type\n"
+    "  revoke      delete a cached token\n"
+    "  show        print a cached token, with its user's privileges, "
+    "as JSON\n"
+    "  grant       add privileges to a user\n"
+    "  deny        remove privileges from a user\n"
+    "  privileges  print a user's privileges\n"
+    "  sync        make the cached tokens those DataHub lists "
+    "(listAccessTokens)\n"
+    "\n"
+    "'gms-token COMMAND --help' describes a command and its options.\n"
+    "Exit status: 0 ok, 1 not found, 2 usage or bad input, 3 Redis error.\n";
+
+
+static const gms_tool_command_t  gms_tool_commands[] = {
+
+    { "id", gms_tool_id, GMS_OPTS_SALT, 0, 0,
+      "Usage: gms-token id [--salt STRING | --salt-file FILE] < token\n"
+      "\n"
+      "Prints the id of the token read on stdin: base64(SHA-256(token salt)),\n"
+      "the id DataHub gives the token (urn:li:dataHubAccessToken:<id>) and\n"
+      "the id the module looks up.  The token is read on stdin, never from\n"
+      "the command line, where ps would show it; one trailing newline is\n"
+      "dropped.\n"
+      "\n"
+      "  --salt STRING     GMS's token salt, as gms_token_salt (default: "
+      "none)\n"
+      "  --salt-file FILE  the salt, from a file (one trailing newline "
+      "dropped)\n" },
+
+    { "put", gms_tool_put,
+      GMS_OPTS_CONN | GMS_OPTS_SALT | GMS_OPT(GMS_OPT_ID)
+      | GMS_OPT(GMS_OPT_TOKEN_STDIN) | GMS_OPT(GMS_OPT_ACTOR)
+      | GMS_OPT(GMS_OPT_EXPIRES_AT) | GMS_OPT(GMS_OPT_EXPIRES_IN)
+      | GMS_OPT(GMS_OPT_TYPE), 0, 0,
+      "Usage: gms-token put (--id ID | --token-stdin) --actor URN\n"
+      "                     [--expires-at MS | --expires-in DURATION]\n"
+      "                     [--type PERSONAL|SESSION] [connection options]\n"
+      "\n"
+      "Caches a token: replaces the hash <prefix>token:<id> with the token's\n"
+      "user, expiry and type, in one transaction, and makes the key expire\n"
+      "with the token.  Prints the id.\n"
+      "\n"
+      "  --id ID                the token id (see 'gms-token id')\n"
+      "  --token-stdin          read the token on stdin and compute its id\n"
+      "  --salt STRING          with --token-stdin: GMS's token salt\n"
+      "  --salt-file FILE       with --token-stdin: the salt, from a file\n"
+      "  --actor URN            the token's user: urn:li:corpuser:...\n"
+      "  --expires-at MS        expiry in milliseconds since the epoch;\n"
+      "                         0 or none: the token never expires\n"
+      "  --expires-in DURATION  expiry from now: 30d, 12h, 90m, 3600s, "
+      "1d12h\n"
+      "  --type TYPE            PERSONAL or SESSION\n"
+      "\n"
+      "An expiry already past is refused.\n"
+      GMS_TOOL_CONN_USAGE },
+
+    { "revoke", gms_tool_revoke, GMS_OPTS_CONN, 1, 1,
+      "Usage: gms-token revoke ID [connection options]\n"
+      "\n"
+      "Deletes the cached token: the module answers 401 to it at once.\n"
+      "Exit status 1 if it was not cached.\n"
+      GMS_TOOL_CONN_USAGE },
+
+    { "show", gms_tool_show, GMS_OPTS_CONN, 1, 1,
+      "Usage: gms-token show ID [connection options]\n"
+      "\n"
+      "Prints the cached token as the module reads it, one line of JSON:\n"
+      "{\"id\",\"actor\",\"expiresAt\",\"type\",\"privileges\":[...]}, "
+      "expiresAt and\n"
+      "type null when absent.  Exit status 1 if it is not cached.\n"
+      GMS_TOOL_CONN_USAGE },
+
+    { "grant", gms_tool_grant, GMS_OPTS_CONN, 2, -1,
+      "Usage: gms-token grant URN PRIVILEGE... [connection options]\n"
+      "\n"
+      "Adds privileges (DataHub's names, as GET_ES_TASK_STATUS_PRIVILEGE)\n"
+      "to the user's set <prefix>actor:<urn>: every token of the user has\n"
+      "them from the next request on.\n"
+      GMS_TOOL_CONN_USAGE },
+
+    { "deny", gms_tool_deny, GMS_OPTS_CONN, 2, -1,
+      "Usage: gms-token deny URN PRIVILEGE... [connection options]\n"
+      "\n"
+      "Removes privileges from the user's set <prefix>actor:<urn>.\n"
+      GMS_TOOL_CONN_USAGE },
+
+    { "privileges", gms_tool_privileges, GMS_OPTS_CONN, 1, 1,
+      "Usage: gms-token privileges URN [connection options]\n"
+      "\n"
+      "Prints the user's privileges, one a line, sorted (nothing if none).\n"
+      GMS_TOOL_CONN_USAGE },
+
+    { "sync", gms_tool_sync_command,
+      GMS_OPTS_CONN | GMS_OPT(GMS_OPT_PRUNE), 0, 0,
+      "Usage: gms-token sync [--prune] [connection options] < tokens.json\n"
+      "\n"
+      "Caches every token of DataHub's GraphQL listAccessTokens answer read\n"
+      "on stdin: {\"data\":{\"listAccessTokens\":{\"total\":T,\"tokens\":"
+      "[{\"id\",\n"
+      "\"actorUrn\",\"expiresAt\",...}]}}}, several pages as one document "
+      "a line.\n"
+      "id, actorUrn and expiresAt (null or 0: never) are required; the rest\n"
+      "is ignored.  The whole input is checked before anything is written:\n"
+      "bad input is reported with its line and changes nothing.  Tokens are\n"
+      "written in pipelined batches, each as 'put' would; tokens already\n"
+      "expired are deleted.  Prints counts.  Running it again with the same\n"
+      "input changes nothing.\n"
+      "\n"
+      "  --prune  also delete cached tokens that are not in the input; "
+      "refused\n"
+      "           when the input has fewer tokens than its total says\n"
+      GMS_TOOL_CONN_USAGE },
+
+    { NULL, NULL, 0, 0, 0, NULL }
+};
+
+
+int
+main(int argc, char **argv)
+{
+    int                        c, nargs, rc;
+    char                      *end, **args;
+    gms_tool_t                 t;
+    gms_tool_args_t            a;
+    const gms_tool_command_t  *cmd;
+
+    memset(&t, 0, sizeof(gms_tool_t));
+    memset(&a, 0, sizeof(gms_tool_args_t));
+
+    args = calloc(argc + 1, sizeof(char *));
+    if (args == NULL) {
+        gms_tool_error(&t, "out of memory");
+        return GMS_TOOL_REDIS;
+    }
+
+    nargs = 0;
+    opterr = 0;
+
+    /* "-": operands come back in order, whatever POSIXLY_CORRECT says */
+    while ((c = getopt_long(argc, argv, "-:", gms_tool_long_options, NULL))
+           != -1)
+    {
+        if (c == 1) {
+            args[nargs++] = optarg;
+            continue;
+        }
+
+        if (c == ':') {
+            gms_tool_error(&t, "option '%s' needs a value",
+                           gms_tool_shown(argv[optind - 1]));
+            return GMS_TOOL_USAGE;
+        }
+
+        if (c < 256 || c >= 256 + GMS_OPT_N) {
+            gms_tool_error(&t, "unknown option '%s'; see 'gms-token --help'",
+                           gms_tool_shown(argv[optind - 1]));
+            return GMS_TOOL_USAGE;
+        }
+
+        a.val[c - 256] = optarg ? optarg : "";
+    }
+
+    while (optind < argc) {
+        args[nargs++] = argv[optind++];
+    }
+
+    if (nargs == 0) {
+        if (a.val[GMS_OPT_HELP]) {
+            fputs(gms_tool_usage, stdout);
+            return GMS_TOOL_OK;
+        }
+
+        gms_tool_error(&t, "no command; see 'gms-token --help'");
+        return GMS_TOOL_USAGE;
+    }
+
+    for (cmd = gms_tool_commands; cmd->name; cmd++) {
+        if (strcmp(cmd->name, args[0]) == 0) {
+            break;
+        }
+    }
+
+    if (cmd->name == NULL) {
+        gms_tool_error(&t, "unknown command '%s'; see 'gms-token --help'",
+                       gms_tool_shown(args[0]));
+        return GMS_TOOL_USAGE;
+    }
+
+    t.command = cmd->name;
+
+    if (a.val[GMS_OPT_HELP]) {
+        fputs(cmd->usage, stdout);
+        return GMS_TOOL_OK;
+    }
+
+    for (c = 0; c < GMS_OPT_N; c++) {
+        if (a.val[c] && !(cmd->options & GMS_OPT(c))) {
+            gms_tool_error(&t, "--%s is not an option of %s; see "
+                           "'gms-token %s --help'",
+                           gms_tool_long_options[c].name, cmd->name,
+                           cmd->name);
+            return GMS_TOOL_USAGE;
+        }
+    }
+
+    a.argc = nargs - 1;
+    a.argv = args + 1;
+
+    if (a.argc < cmd->min_args
+        || (cmd->max_args >= 0 && a.argc > cmd->max_args))
+    {
+        gms_tool_error(&t, "%s arguments; see 'gms-token %s --help'",
+                       a.argc < cmd->min_args ? "missing" : "too many",
+                       cmd->name);
+        return GMS_TOOL_USAGE;
+    }
+
+    t.redis = a.val[GMS_OPT_REDIS] ? a.val[GMS_OPT_REDIS] : "127.0.0.1:6379";
+    t.password_file = a.val[GMS_OPT_PASSWORD_FILE];
+    t.prefix = a.val[GMS_OPT_PREFIX] ? a.val[GMS_OPT_PREFIX] : "gms:";
+    t.prefix_len = strlen(t.prefix);
+
+    if (a.val[GMS_OPT_DB]) {
+        errno = 0;
+        t.db = strtol(a.val[GMS_OPT_DB], &end, 10);
+
+        if (errno || *end != '\0' || end == a.val[GMS_OPT_DB]
+            || a.val[GMS_OPT_DB][0] == '-' || t.db > 1000000)
+        {
+            gms_tool_error(&t, "--db: '%s' is not a database number",
+                           gms_tool_shown(a.val[GMS_OPT_DB]));
+            return GMS_TOOL_USAGE;
+        }
+    }
+
+    rc = cmd->handler(&t, &a);
+
+    if (t.ctx) {
+        redisFree(t.ctx);
+    }
+
+    free(args);
+
+    if (rc == GMS_TOOL_OK && (fflush(stdout) != 0 || ferror(stdout))) {
+        gms_tool_error(&t, "cannot write to stdout: %s", strerror(errno));
+        return GMS_TOOL_REDIS;
+    }
+
+    return rc;
+}
+
+
+static int
+gms_tool_id(gms_tool_t *t, gms_tool_args_t *a)
+{
+    int     rc;
+    char    id[GMS_TOKEN_ID_LEN + 1], *salt;
+    size_t  salt_len;
+
+    rc = gms_tool_salt(t, a, &salt, &salt_len);
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    rc = gms_tool_token_stdin(t, salt, salt_len, id);
+
+    free(salt);
+
+    if (rc == GMS_TOOL_OK) {
+        printf("%s\n", id);
+    }
+
+    return rc;
+}
+
+
+static int
+gms_tool_put(gms_tool_t *t, gms_tool_args_t *a)
+{
+    int                 rc;
+    char               *key, *salt, id[GMS_TOKEN_ID_LEN + 1];
+    size_t              key_len, salt_len;
+    int64_t             now, ms;
+    const char         *type;
+    gms_tool_token_t    tok;
+    gms_tool_put_rc_e   put_rc;
+
+    if ((a->val[GMS_OPT_ID] == NULL) == (a->val[GMS_OPT_TOKEN_STDIN] == NULL))
+    {
+        gms_tool_error(t, "give one of --id and --token-stdin; see "
+                       "'gms-token put --help'");
+        return GMS_TOOL_USAGE;
+    }
+
+    if (a->val[GMS_OPT_ACTOR] == NULL) {
+        gms_tool_error(t, "--actor is required; see 'gms-token put --help'");
+        return GMS_TOOL_USAGE;
+    }
+
+    if (a->val[GMS_OPT_EXPIRES_AT] && a->val[GMS_OPT_EXPIRES_IN]) {
+        gms_tool_error(t, "give --expires-at or --expires-in, not both");
+        return GMS_TOOL_USAGE;
+    }
+
+    if (a->val[GMS_OPT_ID] && (a->val[GMS_OPT_SALT]
+                               || a->val[GMS_OPT_SALT_FILE]))
+    {
+        gms_tool_error(t, "--salt and --salt-file go with --token-stdin, "
+                       "not with --id");
+        return GMS_TOOL_USAGE;
+    }
+
+    if (gms_tool_check_actor(t, a->val[GMS_OPT_ACTOR]) != 0) {
+        return GMS_TOOL_USAGE;
+    }
+
+    memset(&tok, 0, sizeof(gms_tool_token_t));
+    tok.actor = a->val[GMS_OPT_ACTOR];
+    tok.actor_len = strlen(tok.actor);
+
+    type = a->val[GMS_OPT_TYPE];
+
+    if (type && strcmp(type, "PERSONAL") != 0 && strcmp(type, "SESSION") != 0)
+    {
+        gms_tool_error(t, "--type: '%s' is neither PERSONAL nor SESSION",
+                       gms_tool_shown(type));
+        return GMS_TOOL_USAGE;
+    }
+
+    tok.type = type;
+    now = gms_tool_now_ms();
+
+    if (a->val[GMS_OPT_EXPIRES_AT]) {
+        if (a->val[GMS_OPT_EXPIRES_AT][0] == '\0'
+            || gms_parse_ms(a->val[GMS_OPT_EXPIRES_AT],
+                            strlen(a->val[GMS_OPT_EXPIRES_AT]), &ms)
+               != 0)
+        {
+            gms_tool_error(t, "--expires-at: '%s' is not a number of "
+                           "milliseconds since the epoch",
+                           gms_tool_shown(a->val[GMS_OPT_EXPIRES_AT]));
+            return GMS_TOOL_USAGE;
+        }
+
+        tok.expires_at = ms;
+    }
+
+    if (a->val[GMS_OPT_EXPIRES_IN]) {
+        if (gms_tool_parse_duration(a->val[GMS_OPT_EXPIRES_IN], &ms) != 0
+            || ms > INT64_MAX - now)
+        {
+            gms_tool_error(t, "--expires-in: '%s' is not a duration such as "
+                           "30d, 12h, 90m, 3600s or 1d12h",
+                           gms_tool_shown(a->val[GMS_OPT_EXPIRES_IN]));
+            return GMS_TOOL_USAGE;
+        }
+
+        tok.expires_at = now + ms;
+    }
+
+    if (tok.expires_at != 0 && tok.expires_at <= now) {
+        gms_tool_error(t, "the expiry %lld is already past (now %lld): "
+                       "nothing to cache", (long long) tok.expires_at,
+                       (long long) now);
+        return GMS_TOOL_USAGE;
+    }
+
+    if (a->val[GMS_OPT_ID]) {
+        if (gms_tool_check_id(t, a->val[GMS_OPT_ID]) != 0) {
+            return GMS_TOOL_USAGE;
+        }
+
+        memcpy(id, a->val[GMS_OPT_ID], GMS_TOKEN_ID_LEN + 1);
+
+    } else {
+        rc = gms_tool_salt(t, a, &salt, &salt_len);
+        if (rc != GMS_TOOL_OK) {
+            return rc;
+        }
+
+        rc = gms_tool_token_stdin(t, salt, salt_len, id);
+
+        free(salt);
+
+        if (rc != GMS_TOOL_OK) {
+            return rc;
+        }
+    }
+
+    rc = gms_tool_connect(t);
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    key = gms_tool_key(t, GMS_KEY_TOKEN, id, GMS_TOKEN_ID_LEN, &key_len);
+    if (key == NULL) {
+        return GMS_TOOL_REDIS;
+    }
+
+    gms_tool_put_append(t, key, key_len, &tok);
+    free(key);
+
+    if (gms_tool_put_read(t, &tok, &put_rc) != 0) {
+        return GMS_TOOL_REDIS;
+    }
+
+    printf("%s\n", id);
+
+    return GMS_TOOL_OK;
+}
+
+
+static int
+gms_tool_revoke(gms_tool_t *t, gms_tool_args_t *a)
+{
+    int          rc;
+    char        *key;
+    size_t       key_len;
+    redisReply  *reply;
+
+    if (gms_tool_check_id(t, a->argv[0]) != 0) {
+        return GMS_TOOL_USAGE;
+    }
+
+    rc = gms_tool_connect(t);
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    key = gms_tool_key(t, GMS_KEY_TOKEN, a->argv[0], GMS_TOKEN_ID_LEN,
+                       &key_len);
+    if (key == NULL) {
+        return GMS_TOOL_REDIS;
+    }
+
+    reply = redisCommand(t->ctx, "DEL %b", key, key_len);
+    free(key);
+
+    if (gms_tool_reply_error(t, reply, "DEL") != 0) {
+        return GMS_TOOL_REDIS;
+    }
+
+    rc = GMS_TOOL_OK;
+
+    if (reply->type != REDIS_REPLY_INTEGER || reply->integer == 0) {
+        gms_tool_error(t, "token id %s is not cached", a->argv[0]);
+        rc = GMS_TOOL_NOT_FOUND;
+    }
+
+    freeReplyObject(reply);
+
+    return rc;
+}
+
+
+static int
+gms_tool_show(gms_tool_t *t, gms_tool_args_t *a)
+{
+    int               rc;
+    char             *key, *actor_key, *out;
+    size_t            i, key_len, actor_key_len;
+    json_t           *doc, *privileges, *v;
+    redisReply       *reply, **sorted;
+    gms_lookup_t      lk;
+    gms_lookup_rc_e   lrc;
+
+    if (gms_tool_check_id(t, a->argv[0]) != 0) {
+        return GMS_TOOL_USAGE;
+    }
+
+    rc = gms_tool_connect(t);
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    key = gms_tool_key(t, GMS_KEY_TOKEN, a->argv[0], GMS_TOKEN_ID_LEN,
+                       &key_len);
+    actor_key = gms_tool_key(t, GMS_KEY_ACTOR, "", 0, &actor_key_len);
+
+    if (key == NULL || actor_key == NULL) {
+        free(key);
+        return GMS_TOOL_REDIS;
+    }
+
+    /* the module's own lookup: what is shown is what the module sees */
+    reply = redisCommand(t->ctx, "EVAL %b 1 %b %b", gms_lookup_script,
+                         gms_lookup_script_len, key, key_len, actor_key,
+                         actor_key_len);
+    free(key);
+    free(actor_key);
+
+    if (reply == NULL) {
+        gms_tool_reply_error(t, reply, "lookup");
+        return GMS_TOOL_REDIS;
+    }
+
+    lrc = gms_lookup_reply_parse(reply, &lk);
+
+    if (lrc == GMS_LOOKUP_UNKNOWN) {
+        freeReplyObject(reply);
+        gms_tool_error(t, "token id %s is not cached", a->argv[0]);
+        return GMS_TOOL_NOT_FOUND;
+    }
+
+    if (lrc == GMS_LOOKUP_BAD_REPLY) {
+        gms_tool_error(t, "redis %s: lookup of token id %s: %s", t->redis,
+                       a->argv[0], lk.error);
+        freeReplyObject(reply);
+        return GMS_TOOL_REDIS;
+    }
+
+    rc = GMS_TOOL_REDIS;
+    out = NULL;
+    sorted = NULL;
+
+    doc = json_object();
+    privileges = json_array();
+
+    if (doc == NULL || privileges == NULL) {
+        goto failed;
+    }
+
+    json_object_set_new(doc, "id", json_string(a->argv[0]));
+
+    v = json_stringn(lk.actor, lk.actor_len);
+    if (v == NULL) {
+        gms_tool_error(t, "the cached actor of token id %s is not UTF-8",
+                       a->argv[0]);
+        goto done;
+    }
+
+    json_object_set_new(doc, "actor", v);
+    json_object_set_new(doc, "expiresAt", lk.expires_at
+                                          ? json_integer(lk.expires_at)
+                                          : json_null());
+    json_object_set_new(doc, "type", lk.type_len
+                                     ? json_stringn(lk.type, lk.type_len)
+                                     : json_null());
+
+    if (lk.nprivileges) {
+        sorted = malloc(lk.nprivileges * sizeof(redisReply *));
+        if (sorted == NULL) {
+            goto failed;
+        }
+
+        memcpy(sorted, lk.privileges, lk.nprivileges * sizeof(redisReply *));
+        qsort(sorted, lk.nprivileges, sizeof(redisReply *),
+              gms_tool_reply_cmp);
+    }
+
+    for (i = 0; i < lk.nprivileges; i++) {
+        v = json_stringn(sorted[i]->str, sorted[i]->len);
+        if (v == NULL) {
+            gms_tool_error(t, "a cached privilege of %.*s is not UTF-8",
+                           (int) lk.actor_len, lk.actor);
+            goto done;
+        }
+
+        json_array_append_new(privileges, v);
+    }
+
+    json_object_set(doc, "privileges", privileges);
+
+    out = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (out == NULL) {
+        goto failed;
+    }
+
+    printf("%s\n", out);
+    rc = GMS_TOOL_OK;
+    goto done;
+
+failed:
+
+    gms_tool_error(t, "out of memory");
+
+done:
+
+    free(out);
+    free(sorted);
+    json_decref(privileges);
+    json_decref(doc);
+    freeReplyObject(reply);
+
+    return rc;
+}
+
+
+static int
+gms_tool_grant(gms_tool_t *t, gms_tool_args_t *a)
+{
+    return gms_tool_privileges_edit(t, a, "SADD");
+}
+
+
+static int
+gms_tool_deny(gms_tool_t *t, gms_tool_args_t *a)
+{
+    return gms_tool_privileges_edit(t, a, "SREM");
+}
+
+
+static int
+gms_tool_privileges_edit(gms_tool_t *t, gms_tool_args_t *a, const char *verb)
+{
+    int           i, n, rc;
+    char         *key;
+    size_t        key_len, *lens;
+    redisReply   *reply;
+    const char  **argv;
+
+    if (gms_tool_check_actor(t, a->argv[0]) != 0) {
+        return GMS_TOOL_USAGE;
+    }
+
+    for (i = 1; i < a->argc; i++) {
+        if (!gms_privilege_valid(a->argv[i], strlen(a->argv[i]))) {
+            gms_tool_error(t, "'%s' is not a privilege name: letters, "
+                           "digits, '_', '-', '.' and ':', 1 to 256 of them",
+                           gms_tool_shown(a->argv[i]));
+            return GMS_TOOL_USAGE;
+        }
+    }
+
+    rc = gms_tool_connect(t);
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    key = gms_tool_key(t, GMS_KEY_ACTOR, a->argv[0], strlen(a->argv[0]),
+                       &key_len);
+
+    n = a->argc + 1;
+    argv = malloc(n * sizeof(char *));
+    lens = malloc(n * sizeof(size_t));
+
+    if (key == NULL || argv == NULL || lens == NULL) {
+        free(key);
+        free(argv);
+        free(lens);
+        gms_tool_error(t, "out of memory");
+        return GMS_TOOL_REDIS;
+    }
+
+    argv[0] = verb;
+    lens[0] = strlen(verb);
+    argv[1] = key;
+    lens[1] = key_len;
+
+    for (i = 1; i < a->argc; i++) {
+        argv[i + 1] = a->argv[i];
+        lens[i + 1] = strlen(a->argv[i]);
+    }
+
+    reply = redisCommandArgv(t->ctx, n, argv, lens);
+
+    free(key);
+    free(argv);
+    free(lens);
+
+    if (gms_tool_reply_error(t, reply, verb) != 0) {
+        return GMS_TOOL_REDIS;
+    }
+
+    freeReplyObject(reply);
+
+    return GMS_TOOL_OK;
+}
+
+
+static int
+gms_tool_privileges(gms_tool_t *t, gms_tool_args_t *a)
+{
+    int          rc;
+    char        *key;
+    size_t       i, key_len;
+    redisReply  *reply;
+
+    if (gms_tool_check_actor(t, a->argv[0]) != 0) {
+        return GMS_TOOL_USAGE;
+    }
+
+    rc = gms_tool_connect(t);
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    key = gms_tool_key(t, GMS_KEY_ACTOR, a->argv[0], strlen(a->argv[0]),
+                       &key_len);
+    if (key == NULL) {
+        return GMS_TOOL_REDIS;
+    }
+
+    reply = redisCommand(t->ctx, "SMEMBERS %b", key, key_len);
+    free(key);
+
+    if (gms_tool_reply_error(t, reply, "SMEMBERS") != 0) {
+        return GMS_TOOL_REDIS;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY) {
+        gms_tool_error(t, "redis %s: SMEMBERS: unexpected reply type %d",
+                       t->redis, reply->type);
+        freeReplyObject(reply);
+        return GMS_TOOL_REDIS;
+    }
+
+    qsort(reply->element, reply->elements, sizeof(redisReply *),
+          gms_tool_reply_cmp);
+
+    for (i = 0; i < reply->elements; i++) {
+        fwrite(reply->element[i]->str, 1, reply->element[i]->len, stdout);
+        fputc('\n', stdout);
+    }
+
+    freeReplyObject(reply);
+
+    return GMS_TOOL_OK;
+}
+
+
+static int
+gms_tool_sync_command(gms_tool_t *t, gms_tool_args_t *a)
+{
+    return gms_tool_sync(t, a->val[GMS_OPT_PRUNE] != NULL);
+}
+
+
+void
+gms_tool_error(gms_tool_t *t, const char *fmt, ...)
+{
+    va_list  args;
+
+    fputs("gms-token: ", stderr);
+
+    if (t->command) {
+        fprintf(stderr, "%s: ", t->command);
+    }
+
+    va_start(args, fmt);
+    vfprintf(stderr, fmt, args);
+    va_end(args);
+
+    fputc('\n', stderr);
+}
+
+
+/*
+ * host:port, [v6]:port or unix:/path; AUTH and SELECT as the module does.
+ * Returns an exit code: a bad option is a usage error, not Redis's.
+ */
+
+int
+gms_tool_connect(gms_tool_t *t)
+{
+    long             port;
+    char            *host, *colon, *end, *password;
+    size_t           len, password_len;
+    redisReply      *reply;
+    struct timeval   connect_tv = { 5, 0 }, io_tv = { 60, 0 };
+
+    password = NULL;
+    password_len = 0;
+
+    if (t->password_file) {
+        password = gms_tool_read_file(t, "--password-file", t->password_file,
+                                      &password_len);
+        if (password == NULL) {
+            return GMS_TOOL_USAGE;
+        }
+
+    } else if (getenv("GMS_REDIS_PASSWORD") && *getenv("GMS_REDIS_PASSWORD"))
+    {
+        password = strdup(getenv("GMS_REDIS_PASSWORD"));
+        if (password == NULL) {
+            gms_tool_error(t, "out of memory");
+            return GMS_TOOL_REDIS;
+        }
+
+        password_len = strlen(password);
+    }
+
+    if (strncmp(t->redis, "unix:", 5) == 0 && t->redis[5] != '\0') {
+        t->ctx = redisConnectUnixWithTimeout(t->redis + 5, connect_tv);
+
+    } else {
+        len = strlen(t->redis);
+        host = strdup(t->redis);
+        colon = host ? strrchr(host, ':') : NULL;
+
+        if (colon == NULL || colon == host) {
+            free(host);
+            free(password);
+            gms_tool_error(t, "--redis: '%s' is neither host:port nor "
+                           "unix:/path", gms_tool_shown(t->redis));
+            return GMS_TOOL_USAGE;
+        }
+
+        *colon = '\0';
+        errno = 0;
+        port = strtol(colon + 1, &end, 10);
+
+        if (errno || *end != '\0' || end == colon + 1 || port < 1
+            || port > 65535)
+        {
+            free(host);
+            free(password);
+            gms_tool_error(t, "--redis: bad port in '%s'",
+                           gms_tool_shown(t->redis));
+            return GMS_TOOL_USAGE;
+        }
+
+        if (host[0] == '[' && colon[-1] == ']' && len > 3) {
+            colon[-1] = '\0';
+            t->ctx = redisConnectWithTimeout(host + 1, (int) port,
+                                             connect_tv);
+        } else {
+            t->ctx = redisConnectWithTimeout(host, (int) port, connect_tv);
+        }
+
+        free(host);
+    }
+
+    if (t->ctx == NULL || t->ctx->err) {
+        gms_tool_error(t, "redis %s: cannot connect: %s", t->redis,
+                       t->ctx ? t->ctx->errstr : "out of memory");
+        free(password);
+        return GMS_TOOL_REDIS;
+    }
+
+    redisSetTimeout(t->ctx, io_tv);
+
+    if (password) {
+        reply = redisCommand(t->ctx, "AUTH %b", password, password_len);
+        OPENSSL_cleanse(password, password_len);
+        free(password);
+
+        if (gms_tool_reply_error(t, reply, "AUTH") != 0) {
+            return GMS_TOOL_REDIS;
+        }
+
+        freeReplyObject(reply);
+    }
+
+    if (t->db) {
+        reply = redisCommand(t->ctx, "SELECT %ld", t->db);
+
+        if (gms_tool_reply_error(t, reply, "SELECT") != 0) {
+            return GMS_TOOL_REDIS;
+        }
+
+        freeReplyObject(reply);
+    }
+
+    return GMS_TOOL_OK;
+}
+
+
+/* <prefix><kind><name>, with its length: names and prefix are any bytes */
+
+char *
+gms_tool_key(gms_tool_t *t, const char *kind, const char *name, size_t len,
+    size_t *key_len)
+{
+    char    *key;
+    size_t   kind_len;
+
+    kind_len = strlen(kind);
+    *key_len = t->prefix_len + kind_len + len;
+
+    key = malloc(*key_len + 1);
+    if (key == NULL) {
+        gms_tool_error(t, "out of memory");
+        return NULL;
+    }
+
+    memcpy(key, t->prefix, t->prefix_len);
+    memcpy(key + t->prefix_len, kind, kind_len);
+    memcpy(key + t->prefix_len + kind_len, name, len);
+    key[*key_len] = '\0';
+
+    return key;
+}
+
+
+/*
+ * An actor as the module hands it to GMS in X-DataHub-Actor: a DataHub
+ * URN, UTF-8, without control characters (no header splitting).
+ */
+
+int
+gms_tool_actor_valid(const char *urn, size_t len)
+{
+    size_t   i;
+    json_t  *utf8;
+
+    if (len <= sizeof("urn:li:") - 1 || len > GMS_TOOL_URN_MAX
+        || memcmp(urn, "urn:li:", sizeof("urn:li:") - 1) != 0)
+    {
+        return 0;
+    }
+
+    for (i = 0; i < len; i++) {
+        if ((unsigned char) urn[i] < 0x20 || urn[i] == 0x7f) {
+            return 0;
+        }
+    }
+
+    utf8 = json_stringn(urn, len);
+    if (utf8 == NULL) {
+        return 0;
+    }
+
+    json_decref(utf8);
+
+    return 1;
+}
+
+
+int64_t
+gms_tool_now_ms(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+
+/*
+ * One token, one transaction: the old fields (for the counts), then the
+ * hash replaced whole, so that a re-put leaves no stale field, and the
+ * key's expiry set to the token's.
+ */
+
+void
+gms_tool_put_append(gms_tool_t *t, const char *key, size_t key_len,
+    const gms_tool_token_t *tok)
+{
+    int          n;
+    char         ms[24];
+    size_t       lens[8];
+    const char  *argv[8];
+
+    snprintf(ms, sizeof(ms), "%lld", (long long) tok->expires_at);
+
+    redisAppendCommand(t->ctx, "MULTI");
+    redisAppendCommand(t->ctx, "HMGET %b actor expiresAt type", key, key_len);
+    redisAppendCommand(t->ctx, "DEL %b", key, key_len);
+
+    n = 0;
+    argv[n] = "HSET";
+    lens[n++] = 4;
+    argv[n] = key;
+    lens[n++] = key_len;
+    argv[n] = "actor";
+    lens[n++] = 5;
+    argv[n] = tok->actor;
+    lens[n++] = tok->actor_len;
+
+    if (tok->expires_at) {
+        argv[n] = "expiresAt";
+        lens[n++] = 9;
+        argv[n] = ms;
+        lens[n++] = strlen(ms);
+    }
+
+    if (tok->type) {
+        argv[n] = "type";
+        lens[n++] = 4;
+        argv[n] = tok->type;
+        lens[n++] = strlen(tok->type);
+    }
+
+    redisAppendCommandArgv(t->ctx, n, argv, lens);
+
+    if (tok->expires_at) {
+        redisAppendCommand(t->ctx, "PEXPIREAT %b %s", key, key_len, ms);
+    }
+
+    redisAppendCommand(t->ctx, "EXEC");
+}
+
+
+static int
+gms_tool_field_is(redisReply *field, const char *value, size_t len)
+{
+    if (value == NULL) {
+        return field->type == REDIS_REPLY_NIL;
+    }
+
+    return field->type == REDIS_REPLY_STRING && field->len == len
+           && memcmp(field->str, value, len) == 0;
+}
+
+
+int
+gms_tool_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
+    gms_tool_put_rc_e *rc)
+{
+    char         ms[24];
+    size_t       i, queued;
+    redisReply  *reply, *old;
+
+    queued = tok->expires_at ? 4 : 3;
+
+    /* MULTI's +OK and a +QUEUED for each command */
+    for (i = 0; i < 1 + queued; i++) {
+        if (redisGetReply(t->ctx, (void **) &reply) != REDIS_OK) {
+            reply = NULL;
+        }
+
+        if (gms_tool_reply_error(t, reply, "MULTI") != 0) {
+            return -1;
+        }
+
+        freeReplyObject(reply);
+    }
+
+    if (redisGetReply(t->ctx, (void **) &reply) != REDIS_OK) {
+        reply = NULL;
+    }
+
+    if (gms_tool_reply_error(t, reply, "EXEC") != 0) {
+        return -1;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != queued) {
+        gms_tool_error(t, "redis %s: EXEC: the transaction was not run",
+                       t->redis);
+        freeReplyObject(reply);
+        return -1;
+    }
+
+    /* an error in HMGET (a key of another type) is repaired by the DEL */
+    for (i = 1; i < queued; i++) {
+        if (reply->element[i]->type == REDIS_REPLY_ERROR) {
+            gms_tool_error(t, "redis %s: %s", t->redis,
+                           reply->element[i]->str);
+            freeReplyObject(reply);
+            return -1;
+        }
+    }
+
+    old = reply->element[0];
+
+    if (old->type != REDIS_REPLY_ARRAY || old->elements != 3) {
+        *rc = GMS_TOOL_UPDATED;
+
+    } else if (old->element[0]->type == REDIS_REPLY_NIL) {
+        *rc = GMS_TOOL_ADDED;
+
+    } else {
+        snprintf(ms, sizeof(ms), "%lld", (long long) tok->expires_at);
+
+        *rc = gms_tool_field_is(old->element[0], tok->actor, tok->actor_len)
+              && gms_tool_field_is(old->element[1],
+                                   tok->expires_at ? ms : NULL, strlen(ms))
+              && gms_tool_field_is(old->element[2], tok->type,
+                                   tok->type ? strlen(tok->type) : 0)
+              ? GMS_TOOL_UNCHANGED : GMS_TOOL_UPDATED;
+    }
+
+    freeReplyObject(reply);
+
+    return 0;
+}
+
+
+/* reports a failed command (reply NULL: the connection) and frees it */
+
+int
+gms_tool_reply_error(gms_tool_t *t, redisReply *reply, const char *what)
+{
+    if (reply == NULL) {
+        gms_tool_error(t, "redis %s: %s: %s", t->redis, what,
+                       t->ctx->err ? t->ctx->errstr : "no reply");
+        return -1;
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        gms_tool_error(t, "redis %s: %s: %s", t->redis, what, reply->str);
+        freeReplyObject(reply);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+static int
+gms_tool_salt(gms_tool_t *t, gms_tool_args_t *a, char **salt, size_t *len)
+{
+    if (a->val[GMS_OPT_SALT] && a->val[GMS_OPT_SALT_FILE]) {
+        gms_tool_error(t, "give --salt or --salt-file, not both");
+        return GMS_TOOL_USAGE;
+    }
+
+    if (a->val[GMS_OPT_SALT_FILE]) {
+        *salt = gms_tool_read_file(t, "--salt-file", a->val[GMS_OPT_SALT_FILE],
+                                   len);
+        return *salt ? GMS_TOOL_OK : GMS_TOOL_USAGE;
+    }
+
+    *salt = strdup(a->val[GMS_OPT_SALT] ? a->val[GMS_OPT_SALT] : "");
+    if (*salt == NULL) {
+        gms_tool_error(t, "out of memory");
+        return GMS_TOOL_REDIS;
+    }
+
+    *len = strlen(*salt);
+
+    return GMS_TOOL_OK;
+}
+
+
+/*
+ * The token on stdin: one line, one trailing newline allowed, and a token
+ * the module itself would take from "Authorization: Bearer <token>".
+ */
+
+static int
+gms_tool_token_stdin(gms_tool_t *t, const char *salt, size_t salt_len,
+    char id[GMS_TOKEN_ID_LEN + 1])
+{
+    int                   rc;
+    char                  buf[sizeof("Bearer ") + GMS_TOKEN_MAX_LEN + 8];
+    size_t                n, len, token_len;
+    const unsigned char  *token;
+
+    len = sizeof("Bearer ") - 1;
+    memcpy(buf, "Bearer ", len);
+
+    while (len < sizeof(buf)
+           && (n = fread(buf + len, 1, sizeof(buf) - len, stdin)) > 0)
+    {
+        len += n;
+    }
+
+    rc = GMS_TOOL_USAGE;
+
+    if (ferror(stdin)) {
+        gms_tool_error(t, "stdin: cannot read: %s", strerror(errno));
+        goto done;
+    }
+
+    if (len == sizeof(buf)) {
+        gms_tool_error(t, "stdin:1: the token is longer than %d bytes",
+                       GMS_TOKEN_MAX_LEN);
+        goto done;
+    }
+
+    if (len > 7 && buf[len - 1] == '\n') {
+        len--;
+
+        if (len > 7 && buf[len - 1] == '\r') {
+            len--;
+        }
+    }
+
+    if (len == sizeof("Bearer ") - 1) {
+        gms_tool_error(t, "stdin: no token");
+        goto done;
+    }
+
+    if (len - (sizeof("Bearer ") - 1) > GMS_TOKEN_MAX_LEN) {
+        gms_tool_error(t, "stdin:1: the token is longer than %d bytes",
+                       GMS_TOKEN_MAX_LEN);
+        goto done;
+    }
+
+    if (gms_bearer_parse((unsigned char *) buf, len, &token, &token_len)
+        != 0)
+    {
+        gms_tool_error(t, "stdin:1: not a token: one line of letters, digits, "
+                       "'-', '.', '_', '~', '+', '/' and trailing '=', "
+                       "at most %d", GMS_TOKEN_MAX_LEN);
+        goto done;
+    }
+
+    gms_token_id(token, token_len, (const unsigned char *) salt, salt_len,
+                 id);
+
+    if (id[0] == '\0') {
+        gms_tool_error(t, "cannot compute SHA-256");
+        rc = GMS_TOOL_REDIS;
+        goto done;
+    }
+
+    rc = GMS_TOOL_OK;
+
+done:
+
+    OPENSSL_cleanse(buf, sizeof(buf));
+
+    return rc;
+}
+
+
+/* a secret from a file: its bytes without one trailing newline */
+
+static char *
+gms_tool_read_file(gms_tool_t *t, const char *option, const char *path,
+    size_t *len)
+{
+    FILE    *f;
+    char    *buf;
+    size_t   n;
+
+    f = fopen(path, "rb");
+    if (f == NULL) {
+        gms_tool_error(t, "%s: cannot open %s: %s", option,
+                       gms_tool_shown(path), strerror(errno));
+        return NULL;
+    }
+
+    buf = malloc(GMS_TOOL_FILE_MAX + 1);
+    if (buf == NULL) {
+        fclose(f);
+        gms_tool_error(t, "out of memory");
+        return NULL;
+    }
+
+    n = fread(buf, 1, GMS_TOOL_FILE_MAX + 1, f);
+
+    if (ferror(f) || n > GMS_TOOL_FILE_MAX) {
+        gms_tool_error(t, "%s: %s: %s", option, gms_tool_shown(path),
+                       ferror(f) ? strerror(errno) : "larger than 64k");
+        fclose(f);
+        OPENSSL_cleanse(buf, GMS_TOOL_FILE_MAX + 1);
+        free(buf);
+        return NULL;
+    }
+
+    fclose(f);
+
+    if (n > 0 && buf[n - 1] == '\n') {
+        n--;
+
+        if (n > 0 && buf[n - 1] == '\r') {
+            n--;
+        }
+    }
+
+    buf[n] = '\0';
+    *len = n;
+
+    return buf;
+}
+
+
+static int
+gms_tool_check_id(gms_tool_t *t, const char *id)
+{
+    if (gms_token_id_valid(id, strlen(id))) {
+        return 0;
+    }
+
+    gms_tool_error(t, "'%s' is not a token id: standard base64 of 32 bytes, "
+                   "44 characters ending in '='", gms_tool_shown(id));
+
+    return -1;
+}
+
+
+static int
+gms_tool_check_actor(gms_tool_t *t, const char *urn)
+{
+    if (gms_tool_actor_valid(urn, strlen(urn))) {
+        return 0;
+    }
+
+    gms_tool_error(t, "'%s' is not a user URN: urn:li:..., UTF-8, without "
+                   "control characters", gms_tool_shown(urn));
+
+    return -1;
+}
+
+
+/* 30d, 12h, 90m, 3600s, and sums of them: 1d12h */
+
+static int
+gms_tool_parse_duration(const char *s, int64_t *ms)
+{
+    int64_t  n, unit, total;
+
+    if (*s == '\0') {
+        return -1;
+    }
+
+    total = 0;
+
+    while (*s) {
+        if (*s < '0' || *s > '9') {
+            return -1;
+        }
+
+        for (n = 0; *s >= '0' && *s <= '9'; s++) {
+            if (n > (INT64_MAX / 1000 - 9) / 10) {
+                return -1;
+            }
+
+            n = n * 10 + (*s - '0');
+        }
+
+        switch (*s) {
+        case 's':
+            unit = 1;
+            break;
+        case 'm':
+            unit = 60;
+            break;
+        case 'h':
+            unit = 3600;
+            break;
+        case 'd':
+            unit = 86400;
+            break;
+        default:
+            return -1;
+        }
+
+        s++;
+
+        if (n > (INT64_MAX / 1000 - total) / unit) {
+            return -1;
+        }
+
+        total += n * unit;
+    }
+
+    *ms = total * 1000;
+
+    return 0;
+}
+
+
+static int
+gms_tool_reply_cmp(const void *one, const void *two)
+{
+    int                r;
+    size_t             len;
+    const redisReply  *a, *b;
+
+    a = *(const redisReply **) one;
+    b = *(const redisReply **) two;
+
+    len = a->len < b->len ? a->len : b->len;
+    r = memcmp(a->str, b->str, len);
+
+    if (r != 0) {
+        return r;
+    }
+
+    return (a->len > b->len) - (a->len < b->len);
+}
+
+
+/* a value from the command line, fit for a one-line message */
+
+static const char *
+gms_tool_shown(const char *s)
+{
+    char                *p, *buf;
+    size_t               i;
+    unsigned char        c;
+    static int           next;
+    static char          bufs[4][128];
+    static const char    hex[] = "0123456789abcdef";
+
+    buf = bufs[next++ % 4];
+    p = buf;
+
+    for (i = 0; s[i] && p < buf + sizeof(bufs[0]) - 8; i++) {
+        c = (unsigned char) s[i];
+
+        if (c < 0x20 || c == 0x7f) {
+            *p++ = '\\';
+            *p++ = 'x';
+            *p++ = hex[c >> 4];
+            *p++ = hex[c & 0xf];
+            continue;
+        }
+
+        *p++ = c;
+    }
+
+    if (s[i]) {
+        memcpy(p, "...", 3);
+        p += 3;
+    }
+
+    *p = '\0';
+
+    return buf;
+}

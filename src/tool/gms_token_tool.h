@@ -1,0 +1,74 @@
+
+/*
+ * gms-token: fills and inspects the Redis cache that ngx_http_gms_module
+ * reads.  What the commands share: the connection, messages, exit codes,
+ * and the one transaction that writes a token.
+ */
+
+
+#ifndef _GMS_TOKEN_TOOL_H_INCLUDED_
+#define _GMS_TOKEN_TOOL_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "gms_token.h"
+
+
+#define GMS_TOOL_OK            0
+#define GMS_TOOL_NOT_FOUND     1
+#define GMS_TOOL_USAGE         2
+#define GMS_TOOL_REDIS         3
+
+/* the longest actor URN accepted; DataHub's own URNs are far shorter */
+#define GMS_TOOL_URN_MAX       2048
+
+
+typedef struct {
+    const char            *command;        /* for messages */
+    const char            *redis;          /* host:port or unix:/path */
+    const char            *password_file;
+    const char            *prefix;
+    size_t                 prefix_len;
+    long                   db;
+    redisContext          *ctx;
+} gms_tool_t;
+
+
+/* one token as written: the whole hash, replaced at once */
+typedef struct {
+    const char            *actor;
+    size_t                 actor_len;
+    int64_t                expires_at;     /* ms since the epoch, 0: never */
+    const char            *type;           /* NULL: none */
+} gms_tool_token_t;
+
+
+typedef enum {
+    GMS_TOOL_ADDED = 0,
+    GMS_TOOL_UPDATED,
+    GMS_TOOL_UNCHANGED
+} gms_tool_put_rc_e;
+
+
+void gms_tool_error(gms_tool_t *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int gms_tool_connect(gms_tool_t *t);
+char *gms_tool_key(gms_tool_t *t, const char *kind, const char *name,
+    size_t len, size_t *key_len);
+int gms_tool_actor_valid(const char *urn, size_t len);
+int64_t gms_tool_now_ms(void);
+
+void gms_tool_put_append(gms_tool_t *t, const char *key, size_t key_len,
+    const gms_tool_token_t *tok);
+int gms_tool_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
+    gms_tool_put_rc_e *rc);
+int gms_tool_reply_error(gms_tool_t *t, redisReply *reply, const char *what);
+
+int gms_tool_sync(gms_tool_t *t, int prune);
+
+
+#endif /* _GMS_TOKEN_TOOL_H_INCLUDED_ */
