@@ -1,0 +1,697 @@
+#!/usr/bin/perl
+
+# gms-token, the tool that fills the cache, against a real redis-server and
+# the module itself: ids as DataHub computes them, every command, a token
+# put by the tool accepted by nginx, revoked and refused, a sync of 10,000
+# tokens, --prune, and bad input that changes nothing.
+
+use strict;
+use warnings;
+
+use Test::More;
+use Cwd qw(abs_path);
+use Digest::SHA qw(sha256);
+use File::Basename qw(dirname);
+use MIME::Base64 qw(encode_base64);
+use POSIX ();
+use Time::HiRes qw(time);
+
+use GmsTest;
+use GmsTest::Edge;
+
+my $repo = abs_path(dirname(__FILE__) . '/..');
+my $bin = $ENV{GMS_TOKEN_BIN} // "$repo/build/gms-token";
+
+plan skip_all => "gms-token not built: $bin (run 'make tool')" unless -x $bin;
+
+delete $ENV{GMS_REDIS_PASSWORD};
+
+my $e = GmsTest::Edge->start;
+my $redis = $e->redis;
+my @at = ('--redis', '127.0.0.1:' . $redis->port);
+
+my $dir = GmsTest::_tempdir();
+my $runs = 0;
+
+# Runs the tool with $stdin on its standard input: {rc, out, err}.
+sub run_tool {
+    my ($stdin, @args) = @_;
+
+    my $base = "$dir/run" . ++$runs;
+    GmsTest::_write_file("$base.in", $stdin // '');
+
+    my $pid = fork // die "fork: $!\n";
+    if ($pid == 0) {
+        open STDIN, '<', "$base.in" or POSIX::_exit(127);
+        open STDOUT, '>', "$base.out" or POSIX::_exit(127);
+        open STDERR, '>', "$base.err" or POSIX::_exit(127);
+        exec { $bin } $bin, @args or POSIX::_exit(127);
+    }
+    waitpid $pid, 0;
+
+    return { rc  => $? & 127 ? 128 + ($? & 127) : $? >> 8,
+             out => GmsTest::_slurp("$base.out"),
+             err => GmsTest::_slurp("$base.err") };
+}
+
+# The tool on the test's redis-server.
+sub gms    { run_tool(undef, @_, @at) }
+sub gms_in { my $stdin = shift; run_tool($stdin, @_, @at) }
+
+# DataHub's StatefulTokenService.hash(), line for line: the token's bytes,
+# then the salt's, SHA-256, java.util.Base64's standard encoder (padded).
+sub datahub_id {
+    my ($token, $salt) = @_;
+    return encode_base64(sha256($token . ($salt // '')), '');
+}
+
+# The whole dataset in one string, expiry times included, read by one
+# script so that comparing 10,000 keys costs one round trip.
+my $DUMP = <<'LUA';
+local out, seen, cursor = {}, {}, '0'
+repeat
+  local r = redis.call('SCAN', cursor, 'COUNT', 1000)
+  cursor = r[1]
+  for _, k in ipairs(r[2]) do
+    if not seen[k] then
+      seen[k] = true
+      local t = redis.call('TYPE', k)['ok']
+      local v = {}
+      if t == 'hash' then
+        local h = redis.call('HGETALL', k)
+        for i = 1, #h, 2 do v[#v + 1] = h[i] .. '=' .. h[i + 1] end
+      elseif t == 'set' then
+        v = redis.call('SMEMBERS', k)
+      elseif t == 'string' then
+        v = {redis.call('GET', k)}
+      end
+      table.sort(v)
+      out[#out + 1] = k .. ' ' .. t .. ' [' .. table.concat(v, ',') .. '] '
+                      .. redis.call('PEXPIRETIME', k)
+    end
+  end
+until cursor == '0'
+table.sort(out)
+return table.concat(out, '\n')
+LUA
+
+sub dump_redis { return $redis->cmd(EVAL => $DUMP, 0) }
+
+sub unchanged {
+    my ($before, $title) = @_;
+    my $after = dump_redis();
+    return pass($title) if $after eq $before;
+    my @b = split /\n/, $before;
+    my @a = split /\n/, $after;
+    my $last = $#a > $#b ? $#a : $#b;
+    my ($i) = grep { ($b[$_] // '') ne ($a[$_] // '') } 0 .. $last;
+    fail($title);
+    diag("first difference:\n  before: " . ($b[$i] // '(none)')
+         . "\n  after:  " . ($a[$i] // '(none)'));
+}
+
+# Exit code 2, one line on stderr matching $re, and Redis untouched.
+sub refused {
+    my ($res, $re, $before, $title) = @_;
+    subtest $title => sub {
+        is($res->{rc}, 2, 'exit code 2');
+        like($res->{err}, qr/^gms-token: [^\n]*$re[^\n]*\n\z/,
+             'one line on stderr naming the fault');
+        is($res->{out}, '', 'nothing on stdout');
+        unchanged($before, 'Redis unchanged');
+    };
+}
+
+my $alice = 'urn:li:corpuser:alice';
+my $bob = 'urn:li:corpuser:bob';
+
+# --- ids ----------------------------------------------------------------------
+
+{
+    my $res = run_tool('secret-token', 'id');
+    is_deeply($res, { rc => 0, err => '',
+                      out => "kwu9xRtq7VwqVnj9bije56BeiktkPPwLRCfD77hsDZQ=\n" },
+              'id of the README example');
+
+    my $jwt = 'eyJhbGciOiJIUzI1NiJ9.eyJhY3RvclR5cGUiOiJVU0VSIiwiYWN0b3JJZCI6'
+            . 'ImFsaWNlIiwidHlwZSI6IlBFUlNPTkFMIiwidmVyc2lvbiI6IjIifQ.c2lnbmF0'
+            . 'dXJl-_~+/==';
+    my $salt = "s\xc3\xa4lt-\xe2\x82\xac-\x01";
+    GmsTest::_write_file("$dir/salt", "$salt\n");
+
+    for my $case (['secret-token', ''], [$jwt, ''], [$jwt, 'pepper'],
+                  [$jwt, $salt], ['a', "x\ny"])
+    {
+        my ($token, $s) = @$case;
+        my @opt = length $s ? ('--salt', $s) : ();
+        my $out = run_tool("$token\n", 'id', @opt)->{out};
+        chomp $out;
+        my $what = substr($token, 0, 12) . (length $s ? ' salted' : '');
+        is($out, GmsTest::sha256_b64($token . $s), "id = openssl's: $what");
+        is($out, datahub_id($token, $s), "id = DataHub's formula: $what");
+    }
+
+    is(run_tool('eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl', 'id',
+                '--salt', 'pepper')->{out},
+       "reQefooOtH8XiJ8eIgdj3OJMmvO5eEznReKdZRDUUUw=\n",
+       'the worked example of docs/redis-contract.md');
+
+    is(run_tool($jwt, 'id', '--salt-file', "$dir/salt")->{out},
+       datahub_id($jwt, $salt) . "\n",
+       '--salt-file: the file without its trailing newline');
+    is(run_tool("$jwt\r\n", 'id')->{out}, datahub_id($jwt) . "\n",
+       'a CRLF line end is dropped');
+
+    my $before = dump_redis();
+    refused(run_tool('', 'id'), 'stdin: no token', $before, 'empty stdin');
+    refused(run_tool("two words\n", 'id'), 'stdin:1: not a token', $before,
+            'a token with a space');
+    refused(run_tool("one\ntwo\n", 'id'), 'stdin:1: not a token', $before,
+            'two lines');
+    refused(run_tool('a' x 4097, 'id'), 'longer than 4096', $before,
+            'a token over 4096 bytes');
+    is(run_tool('a' x 4096, 'id')->{out}, datahub_id('a' x 4096) . "\n",
+       'a token of 4096 bytes');
+    refused(run_tool('x', 'id', '--salt', 'a', '--salt-file', "$dir/salt"),
+            'not both', $before, '--salt and --salt-file');
+}
+
+# --- put, then the module ----------------------------------------------------
+
+my $now = int(time * 1000);
+
+{
+    my $res = gms_in("alice-token\n", 'put', '--token-stdin', '--actor', $alice,
+                     '--expires-in', '30d', '--type', 'PERSONAL');
+    my $id = datahub_id('alice-token');
+    is_deeply($res, { rc => 0, out => "$id\n", err => '' },
+              'put --token-stdin prints the id');
+
+    my $key = "gms:token:$id";
+    my %h = @{ $redis->cmd(HGETALL => $key) };
+    my $exp = $h{expiresAt};
+    is_deeply([sort keys %h], [qw(actor expiresAt type)], 'exactly the fields');
+    is($h{actor}, $alice, 'actor');
+    is($h{type}, 'PERSONAL', 'type');
+    ok($exp >= $now + 30 * 86_400_000 && $exp < $now + 30 * 86_400_000 + 60_000,
+       '--expires-in 30d: 30 days from now');
+    is($redis->cmd(PEXPIRETIME => $key), $exp,
+       'the key expires with the token');
+
+    my $get = $e->get('/entities/x', 'alice-token');
+    is($get->{status}, 200, 'the module accepts a token put by the tool');
+    is($get->{headers}{'x-gms-actor'}, $alice, 'with its actor');
+    is($get->{headers}{'x-gms-id'}, $id, 'under the id the tool printed');
+
+    is(gms('grant', $alice, 'GENERATE_PERSONAL_ACCESS_TOKENS',
+           'GET_ES_TASK_STATUS_PRIVILEGE')->{rc}, 0, 'grant');
+    is($e->get('/admin/tokens', 'alice-token')->{status}, 200,
+       'a privilege granted by the tool is seen by the module');
+    is_deeply(gms('privileges', $alice),
+              { rc => 0, err => '', out => "GENERATE_PERSONAL_ACCESS_TOKENS\n"
+                                           . "GET_ES_TASK_STATUS_PRIVILEGE\n" },
+              'privileges, sorted');
+
+    is_deeply(GmsTest::json_decode(gms('show', $id)->{out}),
+              { id => $id, actor => $alice, expiresAt => 0 + $exp,
+                type => 'PERSONAL',
+                privileges => ['GENERATE_PERSONAL_ACCESS_TOKENS',
+                               'GET_ES_TASK_STATUS_PRIVILEGE'] },
+              'show: the token and its privileges');
+    like(gms('show', $id)->{out},
+         qr/^\{"id":"[^"]+","actor":"[^"]+","expiresAt":\d+,"type":"PERSONAL",
+            "privileges":\["[A-Z_]+","[A-Z_]+"\]\}\n\z/x,
+         'show: one line, fields in order');
+
+    is(gms('deny', $alice, 'GENERATE_PERSONAL_ACCESS_TOKENS')->{rc}, 0,
+       'deny');
+    is($e->get('/admin/tokens', 'alice-token')->{headers}{'x-gms-result'},
+       'forbidden', 'a privilege denied by the tool is gone for the module');
+    is(gms('privileges', $alice)->{out}, "GET_ES_TASK_STATUS_PRIVILEGE\n",
+       'privileges after deny');
+    is_deeply(gms('privileges', 'urn:li:corpuser:nobody'),
+              { rc => 0, out => '', err => '' }, 'a user without privileges');
+
+    # a re-put is exact: no field, no expiry left from before
+    is(gms('put', '--id', $id, '--actor', $bob)->{rc}, 0, 're-put with --id');
+    is_deeply($redis->cmd(HGETALL => $key), [actor => $bob],
+              're-put: only the fields given');
+    is($redis->cmd(PEXPIRETIME => $key), -1, 're-put: no expiry left');
+    is_deeply(GmsTest::json_decode(gms('show', $id)->{out}),
+              { id => $id, actor => $bob, expiresAt => undef, type => undef,
+                privileges => [] }, 'show: expiresAt and type null');
+    is($e->get('/entities/x', 'alice-token')->{headers}{'x-gms-actor'}, $bob,
+       'the module sees the re-put');
+
+    my $at = $now + 3_600_000;
+    is(gms('put', '--id', $id, '--actor', $alice, '--expires-at', $at,
+           '--type', 'SESSION')->{out}, "$id\n", 'put --expires-at');
+    is_deeply({ @{ $redis->cmd(HGETALL => $key) } },
+              { actor => $alice, expiresAt => $at, type => 'SESSION' },
+              'expiresAt as given');
+    is($redis->cmd(PEXPIRETIME => $key), $at, 'PEXPIREAT to expiresAt');
+
+    is(gms('put', '--id', $id, '--actor', $alice, '--expires-at', 0)->{rc}, 0,
+       'put --expires-at 0');
+    is_deeply($redis->cmd(HGETALL => $key), [actor => $alice],
+              '--expires-at 0: never expires, no expiresAt field');
+
+    # revoke, then 401
+    is_deeply(gms('revoke', $id), { rc => 0, out => '', err => '' }, 'revoke');
+    my $r = $e->get('/entities/x', 'alice-token');
+    is($r->{status}, 401, 'revoked: 401');
+    is($r->{headers}{'x-gms-result'}, 'unknown',
+       'revoked: unknown to the module');
+    is(GmsTest::json_decode($r->{body})->{message},
+       'Invalid or revoked access token', 'revoked: the message');
+
+    $r = gms('revoke', $id);
+    is($r->{rc}, 1, 'revoke of a token not cached: exit code 1');
+    like($r->{err}, qr/^gms-token: revoke: token id \Q$id\E is not cached\n\z/,
+         'revoke: says so');
+    is(gms('show', $id)->{rc}, 1, 'show of a token not cached: exit code 1');
+
+    # expiring with the token: gone from Redis, refused by the module
+    gms_in('short-lived', 'put', '--token-stdin', '--actor', $bob,
+           '--expires-in', '1s');
+    is($e->get('/entities/x', 'short-lived')->{status}, 200,
+       'a token of one second: accepted at first');
+    ok(GmsTest::wait_until(sub {
+           !$redis->cmd(EXISTS => 'gms:token:' . datahub_id('short-lived'))
+       }, 3), 'its key expires with it');
+    is($e->get('/entities/x', 'short-lived')->{status}, 401, 'then 401');
+}
+
+# --- usage, bad input and Redis errors --------------------------------------
+
+{
+    gms_in('kept-token', 'put', '--token-stdin', '--actor', $alice);
+    my $id = datahub_id('kept-token');
+    my $before = dump_redis();
+
+    for my $cmd (qw(id put revoke show grant deny privileges sync)) {
+        my $res = run_tool(undef, $cmd, '--help');
+        ok($res->{rc} == 0 && $res->{out} =~ /^Usage: gms-token \Q$cmd\E /
+           && $res->{err} eq '', "$cmd --help");
+    }
+    like(run_tool(undef, '--help')->{out}, qr/^Usage: gms-token COMMAND/,
+         '--help');
+
+    refused(gms('frobnicate'), "unknown command 'frobnicate'", $before,
+            'unknown command');
+    refused(run_tool(undef), 'no command', $before, 'no command');
+    refused(gms('show', $id, '--colour'), "unknown option '--colour'",
+            $before, 'unknown option');
+    refused(gms('show', $id, '--prune'), '--prune is not an option of show',
+            $before, 'an option of another command');
+    refused(gms('show'), 'missing arguments', $before, 'missing argument');
+    refused(gms('show', $id, $id), 'too many arguments', $before,
+            'too many arguments');
+    refused(gms('put', '--actor', $alice), 'one of --id and --token-stdin',
+            $before, 'put without an id');
+    refused(gms('put', '--id', $id), '--actor is required', $before,
+            'put without an actor');
+    refused(gms('put', '--id', 'abc', '--actor', $alice),
+            "'abc' is not a token id", $before, 'put: an id too short');
+    refused(gms('put', '--id', unpack('H*', sha256('x')), '--actor', $alice),
+            'is not a token id', $before, 'put: a hex digest for an id');
+    refused(gms('put', '--id', 'A' x 42 . '==', '--actor', $alice),
+            'is not a token id', $before, 'put: base64 of 31 bytes');
+    refused(gms('put', '--id', $id, '--actor', 'alice'),
+            "'alice' is not a user URN", $before, 'put: an actor not a URN');
+    refused(gms('put', '--id', $id, '--actor', "urn:li:corpuser:a\r\nX: y"),
+            'is not a user URN', $before, 'put: an actor with CRLF');
+    refused(gms('put', '--id', $id, '--actor', $alice, '--expires-at',
+                $now - 1000), 'already past', $before, 'put: a past expiry');
+    refused(gms('put', '--id', $id, '--actor', $alice, '--expires-in', '0s'),
+            'already past', $before, 'put: --expires-in 0s');
+    refused(gms('put', '--id', $id, '--actor', $alice, '--expires-at',
+                '2026-01-01'), 'not a number of milliseconds', $before,
+            'put: a date for --expires-at');
+    for my $d ('30', '3w', 'h', '-1d', '1.5h', '99999999999999999999d') {
+        refused(gms('put', '--id', $id, '--actor', $alice, '--expires-in', $d),
+                'is not a duration', $before, "put: --expires-in $d");
+    }
+    refused(gms('put', '--id', $id, '--actor', $alice, '--expires-in', '1d',
+                '--expires-at', $now + 10_000), 'not both', $before,
+            'put: two expiries');
+    refused(gms('put', '--id', $id, '--actor', $alice, '--type', 'personal'),
+            'neither PERSONAL nor SESSION', $before, 'put: a bad type');
+    refused(gms_in("bad token\n", 'put', '--token-stdin', '--actor', $alice),
+            'stdin:1: not a token', $before, 'put: a bad token on stdin');
+    refused(gms('revoke', 'urn:li:dataHubAccessToken:x'), 'is not a token id',
+            $before, 'revoke: a URN for an id');
+    refused(gms('grant', $alice, 'GOOD_ONE', 'BAD ONE'),
+            "'BAD ONE' is not a privilege name", $before,
+            'grant: a privilege name with a space changes nothing');
+    refused(gms('deny', $alice, "BAD\tONE"), 'is not a privilege name',
+            $before, 'deny: a privilege name with a tab');
+    refused(gms('grant', 'corpuser:alice', 'X'), 'is not a user URN', $before,
+            'grant: not a URN');
+    refused(gms('show', $id, '--db', 'two'), 'not a database number', $before,
+            'a bad --db');
+    refused(run_tool(undef, 'show', $id, '--redis', 'localhost'),
+            "--redis: 'localhost' is neither host:port",
+            $before, 'a bad --redis');
+
+    my $closed = GmsTest::free_port();
+    my $res = run_tool(undef, 'show', $id, '--redis', "127.0.0.1:$closed");
+    is($res->{rc}, 3, 'Redis unreachable: exit code 3');
+    like($res->{err},
+         qr/^gms-token: show: redis 127\.0\.0\.1:$closed: cannot connect: .+\n\z/,
+         'Redis unreachable: one line');
+
+    $redis->cmd(SET => "gms:actor:urn:li:corpuser:odd", 'x');
+    $res = gms('privileges', 'urn:li:corpuser:odd');
+    is($res->{rc}, 3, 'an error reply: exit code 3');
+    like($res->{err}, qr/^gms-token: privileges: redis .*WRONGTYPE.*\n\z/,
+         'the error reply, in one line');
+    $redis->cmd(SET => 'gms:token:' . datahub_id('odd'), 'x');
+    is(gms('show', datahub_id('odd'))->{rc}, 3,
+       'show of a key of another type');
+    $redis->cmd(DEL => "gms:actor:urn:li:corpuser:odd",
+                'gms:token:' . datahub_id('odd'));
+}
+
+# --- sync ---------------------------------------------------------------------
+
+sub page {
+    my ($tokens, %o) = @_;
+    return GmsTest::json_encode({ data => { listAccessTokens => {
+        start  => $o{start} // 0,
+        count  => scalar @$tokens,
+        total  => $o{total} // scalar @$tokens,
+        tokens => $tokens,
+    } } }) . "\n";
+}
+
+# A token as listAccessTokens lists it.
+sub listed {
+    my ($token, $actor, $expires, $salt) = @_;
+    my $id = datahub_id($token, $salt);
+    return { urn => "urn:li:dataHubAccessToken:$id", id => $id,
+             name => "token $token", description => undef,
+             actorUrn => $actor, ownerUrn => $actor,
+             createdAt => $now - 86_400_000, expiresAt => $expires,
+             type => 'DATAHUB_ACCESS_TOKEN',
+             __typename => 'AccessTokenMetadata' };
+}
+
+my $N = 10_000;
+my $future = $now + 86_400_000;
+my @all = map {
+    listed("sync-token-$_", "urn:li:corpuser:user" . $_ % 100,
+           $_ % 3 == 0 ? undef : $_ % 3 == 1 ? 0 : $future + $_)
+} 0 .. $N - 1;
+
+sub token_keys {
+    my ($cursor, %keys) = (0);
+    do {
+        my $r = $redis->cmd(SCAN => $cursor, MATCH => 'gms:token:*',
+                            COUNT => 1000);
+        $cursor = $r->[0];
+        $keys{$_} = 1 for @{ $r->[1] };
+    } while ($cursor ne '0');
+    return \%keys;
+}
+
+{
+    my $before_keys = keys %{ token_keys() };
+    my $t0 = time;
+    my $res = gms_in(page(\@all), 'sync');
+    my $took = time - $t0;
+
+    is_deeply($res, { rc => 0, err => '',
+                      out => "tokens=$N added=$N updated=0 unchanged=0 "
+                             . "expired=0 pruned=0\n" },
+              "sync of $N tokens in one go");
+    diag(sprintf 'gms-token sync of %d tokens in one go: %.3f s', $N, $took);
+
+    is(scalar keys %{ token_keys() }, $before_keys + $N, "$N keys more");
+
+    for my $i (0, 1, 2, 9_998) {
+        my $id = datahub_id("sync-token-$i");
+        my $key = "gms:token:$id";
+        my %want = (actor => "urn:li:corpuser:user" . $i % 100);
+        $want{expiresAt} = $future + $i if $i % 3 == 2;
+        is_deeply({ @{ $redis->cmd(HGETALL => $key) } }, \%want,
+                  "token $i: the fields");
+        is($redis->cmd(PEXPIRETIME => $key), $i % 3 == 2 ? $future + $i : -1,
+           "token $i: the key's expiry");
+        my $r = $e->get('/entities/x', "sync-token-$i");
+        is($r->{status}, 200, "token $i: accepted by the module");
+        is($r->{headers}{'x-gms-actor'}, $want{actor}, "token $i: its actor");
+    }
+
+    my $state = dump_redis();
+    $t0 = time;
+    $res = gms_in(page(\@all), 'sync');
+    diag(sprintf 'gms-token sync of the same %d tokens again: %.3f s', $N,
+         time - $t0);
+    is($res->{out}, "tokens=$N added=0 updated=0 unchanged=$N expired=0 "
+                    . "pruned=0\n", 'again: every token unchanged');
+    unchanged($state, 'again: Redis as it was (idempotent)');
+}
+
+# several pages, one a line, a token listed twice, an update, an expired one
+{
+    my @pages = map { [ @all[$_ * 2500 .. $_ * 2500 + 2499] ] } 0 .. 3;
+    push @{ $pages[1] }, $all[0];
+    $pages[2][0] = listed('sync-token-5000', $bob, $future);
+    push @{ $pages[3] }, listed('expired-token', $bob, $now - 1000);
+    $redis->cmd(HSET => 'gms:token:' . datahub_id('expired-token'),
+                actor => $bob);
+
+    my $input = join '', map { page($pages[$_], start => $_ * 2500,
+                                    total => $N + 1) } 0 .. 3;
+    my $res = gms_in($input, 'sync');
+    is($res->{out}, 'tokens=' . ($N + 1) . ' added=0 updated=1 unchanged='
+                    . ($N - 1) . " expired=1 pruned=0\n",
+       'pages one a line: counts');
+    is($redis->cmd(HGET => 'gms:token:' . datahub_id('sync-token-5000'),
+                   'actor'), $bob, 'the updated token');
+    is($redis->cmd(EXISTS => 'gms:token:' . datahub_id('expired-token')), 0,
+       'an expired token is deleted, not cached');
+}
+
+# --prune
+{
+    my @kept = @all[0 .. 8_999];
+    push @kept, listed('new-token', $bob, undef);
+    my $keys = token_keys();
+    my %listed = map { ("gms:token:$_->{id}" => 1) } @kept;
+    my $stale = grep { !$listed{$_} } keys %$keys;
+    ok($stale >= 1_000, "$stale cached tokens are not in the list");
+
+    my $before = dump_redis();
+    my @pages = map { [ @kept[$_ * 1000 .. ($_ * 1000 + 999 < $#kept
+                                            ? $_ * 1000 + 999 : $#kept)] ] }
+                0 .. 9;
+    my $first = page($pages[0], total => scalar @kept);
+    refused(gms_in($first, 'sync', '--prune'),
+            'stdin: 1000 tokens, but listAccessTokens has a total of 9001: '
+            . 'the list is incomplete, refusing to --prune', $before,
+            'sync --prune with one page of ten');
+
+    my $input = join '', map { page($pages[$_], start => $_ * 1000,
+                                    total => scalar @kept) } 0 .. 9;
+    my $t0 = time;
+    my $res = gms_in($input, 'sync', '--prune');
+    diag(sprintf 'gms-token sync --prune of %d tokens, %d pruned: %.3f s',
+         scalar @kept, $stale, time - $t0);
+    # sync-token-5000 changed hands above and is listed as it was at first
+    is($res->{out}, 'tokens=9001 added=1 updated=1 unchanged=8999 expired=0 '
+                    . "pruned=$stale\n", 'sync --prune: counts');
+    is_deeply([sort keys %{ token_keys() }], [sort keys %listed],
+              'exactly the listed tokens are cached');
+    is($e->get('/entities/x', 'sync-token-9500')->{status}, 401,
+       'a pruned token: 401');
+    is($e->get('/entities/x', 'new-token')->{status}, 200, 'a new one: 200');
+    is(gms('privileges', $alice)->{out}, "GET_ES_TASK_STATUS_PRIVILEGE\n",
+       'privileges are not pruned');
+
+    $before = dump_redis();
+    is(gms_in($input, 'sync', '--prune')->{out}, 'tokens=9001 added=0 '
+       . "updated=0 unchanged=9001 expired=0 pruned=0\n", 'again: nothing');
+    unchanged($before, 'again: Redis as it was');
+}
+
+# bad input: the line, and nothing written, not even the good pages before
+{
+    my $good = page([ listed('fresh-1', $alice, undef),
+                      listed('fresh-2', $alice, $future) ]);
+    my $before = dump_redis();
+
+    my $t = sub {
+        my %o = @_;
+        return +{ %{ listed('bad', $alice, undef) }, %o };
+    };
+    my $without = sub { my $x = $t->(); delete $x->{$_[0]}; $x };
+
+    my @cases = (
+        [ "{\"data\":{\"listAccessTokens\":{\"tokens\":[{\"id\":\n",
+          'stdin:2: malformed JSON', 'truncated JSON' ],
+        [ "not json\n", 'stdin:2: malformed JSON', 'not JSON' ],
+        [ page([ $t->(), $without->('actorUrn') ]),
+          'stdin:2: tokens\[1\]: actorUrn is missing', 'a missing actorUrn' ],
+        [ page([ $without->('id') ]), 'stdin:2: tokens\[0\]: id is missing',
+          'a missing id' ],
+        [ page([ $without->('expiresAt') ]),
+          'stdin:2: tokens\[0\]: expiresAt is missing', 'a missing expiresAt' ],
+        [ page([ $t->(id => 'abc') ]),
+          "stdin:2: tokens\\[0\\]: id 'abc' is not base64 of 32 bytes",
+          'an id too short' ],
+        [ page([ $t->(id => unpack('H*', sha256('bad'))) ]),
+          'is not base64 of 32 bytes', 'a hex digest for an id' ],
+        [ page([ $t->(id => $t->()->{urn}) ]), 'is not base64 of 32 bytes',
+          'the urn for the id' ],
+        [ page([ $t->(id => 1234) ]), 'id is not a string', 'a number for id' ],
+        [ page([ $t->(expiresAt => "$future") ]),
+          'expiresAt is neither milliseconds since the epoch nor null',
+          'expiresAt as a string' ],
+        [ page([ $t->(expiresAt => -5) ]), 'expiresAt is neither',
+          'a negative expiresAt' ],
+        [ page([ $t->(actorUrn => 'alice') ]),
+          "actorUrn 'alice' is not a user URN", 'an actor not a URN' ],
+        [ page([ $t->(actorUrn => undef) ]), 'actorUrn is not a string',
+          'a null actor' ],
+        [ GmsTest::json_encode({ data => undef, errors => [
+              { message => 'Unauthorized to perform this action.' } ] })
+          . "\n", 'stdin:2: the page carries GraphQL errors: Unauthorized',
+          'a GraphQL error' ],
+        [ "{\"data\":{}}\n", 'stdin:2: not a listAccessTokens page',
+          'another query' ],
+        [ "[]\n", 'stdin:2: not a listAccessTokens page', 'an array' ],
+        [ page([ listed('fresh-1', $bob, undef) ]),
+          'stdin:2: tokens\[0\]: id \S+ is also on line 1 \(tokens\[0\]\) '
+          . 'with another actorUrn', 'one id, two users' ],
+        [ "{\"data\":{\"listAccessTokens\":{\"tokens\":[],\"tokens\":[]}}}\n",
+          'stdin:2: malformed JSON: duplicate object key', 'a duplicate key' ],
+    );
+
+    for my $c (@cases) {
+        my ($bad, $re, $title) = @$c;
+        refused(gms_in($good . $bad, 'sync'), $re, $before, "sync: $title");
+    }
+
+    refused(gms_in('', 'sync'), 'stdin: no listAccessTokens page', $before,
+            'sync: empty input');
+    refused(gms_in("\n\n", 'sync', '--prune'), 'no listAccessTokens page',
+            $before, 'sync --prune: blank input prunes nothing');
+    refused(gms_in($good . "\n\n" . page([ $t->(id => 'x') ]), 'sync'),
+            'stdin:4: tokens\[0\]', $before, 'line numbers count blank lines');
+
+    my $pretty = "{\n  \"data\": {\n    \"listAccessTokens\": {\n"
+               . "      \"total\": 1, \"tokens\": [\n        {\"id\": \"x\"\n"
+               . "      ]\n    }\n  }\n}\n";
+    refused(gms_in($good . $pretty, 'sync'), 'stdin:7: malformed JSON',
+            $before, 'malformed JSON: the line of the fault');
+
+    $pretty =~ s/\{"id": "x"\n/{"id": "x"}\n/;
+    refused(gms_in($good . $pretty, 'sync'),
+            "stdin:2: tokens\\[0\\]: id 'x' is not base64", $before,
+            'a pretty-printed page: the line where it starts');
+}
+
+# --- another prefix (with glob characters), a salt ---------------------------
+
+{
+    my $salt = "p\xc3\xa9pper-\x01";
+    my $prefix = 'edge*[1]:';
+    my $e2 = GmsTest::Edge->start(salt => $salt, prefix => $prefix);
+    my $r2 = $e2->redis;
+    my @at2 = ('--redis', '127.0.0.1:' . $r2->port, '--prefix', $prefix);
+    GmsTest::_write_file("$dir/salt2", $salt);
+
+    my $res = run_tool('salted-token', 'put', '--token-stdin', '--salt-file',
+                       "$dir/salt2", '--actor', $alice, @at2);
+    my $id = datahub_id('salted-token', $salt);
+    is($res->{out}, "$id\n", 'put with a salt: the salted id');
+    ok($r2->cmd(EXISTS => "${prefix}token:$id"), 'under the prefix');
+    is($e2->get('/entities/x', 'salted-token')->{status}, 200,
+       'a salted token under another prefix: accepted by the module');
+    is(run_tool(undef, 'grant', $alice, 'MANAGE_ACCESS_TOKENS', @at2)->{rc}, 0,
+       'grant under the prefix');
+    is($e2->get('/admin/x', 'salted-token')->{status}, 200,
+       'the privilege under the prefix');
+
+    # an unescaped pattern edge*[1]:token:* would match this key too
+    my $other = "edge-other1:token:$id";
+    $r2->cmd(HSET => $other, actor => $bob);
+
+    $res = run_tool(page([ listed('listed-token', $bob, undef, $salt) ]),
+                    'sync',
+                    '--prune', @at2);
+    is($res->{out}, "tokens=1 added=1 updated=0 unchanged=0 expired=0 "
+                    . "pruned=1\n", 'sync --prune under a prefix with * and [');
+    ok(!$r2->cmd(EXISTS => "${prefix}token:$id"), 'the unlisted token pruned');
+    ok($r2->cmd(EXISTS => $other), 'a key outside the prefix untouched');
+    is($e2->get('/entities/x', 'listed-token')->{status}, 200,
+       'the listed token accepted');
+
+    $e2->nginx->stop;
+    is_deeply([$e2->nginx->bad_log_lines], [], 'second edge: no alerts');
+}
+
+# --- Redis on a unix socket, with a password and a database ------------------
+
+SKIP: {
+    my $sock = "$dir/redis.sock";
+    my $pid = GmsTest::_spawn(['redis-server', '--port', '0',
+                               '--unixsocket', $sock, '--save', '',
+                               '--appendonly', 'no', '--dir', $dir,
+                               '--requirepass', 'pass word'],
+                              "$dir/unix-redis.out");
+    skip 'redis-server on a unix socket did not start', 9
+        unless GmsTest::wait_until(sub { -S $sock }, 5);
+
+    GmsTest::_write_file("$dir/password", "pass word\n");
+    my @u = ('--redis', "unix:$sock", '--db', 3);
+
+    my $res = run_tool(undef, 'put', '--id', datahub_id('u'), '--actor',
+                       $alice, @u, '--password-file', "$dir/password");
+    is($res->{rc}, 0, 'unix socket, --password-file, --db')
+        or diag($res->{err});
+
+    my $cli = sub {
+        open my $fh, '-|', 'redis-cli', '-s', $sock, '--no-auth-warning',
+            '-a', 'pass word', @_ or die "redis-cli: $!";
+        local $/;
+        my $out = <$fh>;
+        close $fh;
+        return $out;
+    };
+    is($cli->('-n', 3, 'HGET', 'gms:token:' . datahub_id('u'), 'actor'),
+       "$alice\n", 'written to database 3');
+    is($cli->('-n', 0, 'DBSIZE'), "0\n", 'not to database 0');
+
+    {
+        local $ENV{GMS_REDIS_PASSWORD} = 'pass word';
+        is(run_tool(undef, 'show', datahub_id('u'), @u)->{rc}, 0,
+           'the password from GMS_REDIS_PASSWORD');
+    }
+
+    $res = run_tool(undef, 'show', datahub_id('u'), @u);
+    is($res->{rc}, 3, 'no password: exit code 3');
+    like($res->{err}, qr/^gms-token: show: redis unix:.*NOAUTH.*\n\z/,
+         'no password: the error');
+
+    GmsTest::_write_file("$dir/wrong", "nope\n");
+    $res = run_tool(undef, 'show', datahub_id('u'), @u, '--password-file',
+                    "$dir/wrong");
+    is($res->{rc}, 3, 'a wrong password: exit code 3');
+    unlike($res->{err}, qr/nope|pass word/, 'the password is never printed');
+
+    refused(run_tool(undef, 'show', datahub_id('u'), @u, '--password-file',
+                     "$dir/missing"), 'cannot open', dump_redis(),
+            'a missing password file');
+
+    kill 'TERM', $pid;
+    waitpid $pid, 0;
+}
+
+$e->nginx->stop;
+is_deeply([$e->nginx->bad_log_lines], [],
+          'no alerts, crashes or leaked sockets');
+
+done_testing();
