@@ -6,11 +6,17 @@ set -eu
 
 module=${1:?usage: demo.sh path/to/ngx_http_gms_module.so}
 repo=$(cd "$(dirname "$0")/.." && pwd)
+tool=$repo/build/gms-token
 nginx_bin=${NGINX_BIN:-/usr/sbin/nginx}
 port=${DEMO_PORT:-18000}
 redis_port=${DEMO_REDIS_PORT:-16379}
 gms_port=${DEMO_GMS_PORT:-18080}
 search_port=${DEMO_SEARCH_PORT:-19200}
+
+if [ ! -x "$tool" ]; then
+    echo "demo: $tool is not built: run 'make tool'" >&2
+    exit 1
+fi
 
 dir=$(mktemp -d /tmp/gms-demo.XXXXXX)
 chmod 755 "$dir"
@@ -48,16 +54,16 @@ until redis-cli -p "$redis_port" ping >/dev/null 2>&1; do
 done
 
 # a demo user whose token is valid for a day, with the privilege that
-# getEsTaskStatus needs; the id is what GMS itself would store
+# getEsTaskStatus needs, seeded as a filler would: by gms-token, the token
+# on stdin, the key its id (what GMS itself would store)
 token="demo-$(openssl rand -hex 24)"
-id=$(printf '%s' "$token" | openssl dgst -sha256 -binary | base64 -w0)
-expires=$(( ($(date +%s) + 86400) * 1000 ))
 actor=urn:li:corpuser:datahub
+gms_token() { "$tool" "$@" --redis "127.0.0.1:$redis_port"; }
 
-redis-cli -p "$redis_port" hset "gms:token:$id" actor "$actor" \
-    expiresAt "$expires" type PERSONAL >/dev/null
-redis-cli -p "$redis_port" sadd "gms:actor:$actor" \
-    GET_ES_TASK_STATUS_PRIVILEGE GENERATE_PERSONAL_ACCESS_TOKENS >/dev/null
+id=$(printf '%s' "$token" | gms_token put --token-stdin --actor "$actor" \
+         --expires-in 1d --type PERSONAL)
+gms_token grant "$actor" GET_ES_TASK_STATUS_PRIVILEGE \
+    GENERATE_PERSONAL_ACCESS_TOKENS
 
 cat > "$dir/stand-ins.conf" <<CONF
     # Stand-in GMS: echoes what it received (method, URI, actor header).
@@ -122,6 +128,11 @@ tokens in redis-server 127.0.0.1:$redis_port, logs in $dir.
 
   # getEsTaskStatus answered by nginx from the search cluster
   curl -i -H 'Authorization: Bearer $token' -H 'Content-Type: application/json' -d '{"task":"oTUltX4IQMOUUVeiohTt8A:124"}' '$url/operations?action=getEsTaskStatus'
+
+  # the cached token as the module reads it; revoking it means 401 once
+  # nginx's own cache entry is over (ttl=30s in gms-edge.conf)
+  $tool show '$id' --redis 127.0.0.1:$redis_port
+  $tool revoke '$id' --redis 127.0.0.1:$redis_port
 
 Ctrl-C stops everything.
 MSG
