@@ -198,9 +198,14 @@ sub _pid_file {
 sub _cmd {
     my ($self) = @_;
     my $dir = $self->{dir};
+
+    # GMS_NGINX_WRAPPER runs nginx under a tool, e.g. 'env LD_PRELOAD=...'
+    # for a module built with AddressSanitizer (make test-asan)
+    my @wrapper = split ' ', ($ENV{GMS_NGINX_WRAPPER} // '');
+
     # -e: errors before error_log is parsed go to our log, not the default
-    return (GmsTest::nginx_bin(), '-p', "$dir/", '-c', "$dir/nginx.conf",
-            '-e', "$dir/error.log");
+    return (@wrapper, GmsTest::nginx_bin(), '-p', "$dir/",
+            '-c', "$dir/nginx.conf", '-e', "$dir/error.log");
 }
 
 sub _write_conf {

@@ -1,0 +1,44 @@
+
+/* libFuzzer: the Authorization header to a token and its id. */
+
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "gms_token.h"
+
+
+int
+LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
+{
+    size_t                len, i;
+    char                  id[GMS_TOKEN_ID_LEN + 1];
+    const unsigned char  *token;
+
+    if (gms_bearer_parse(data, size, &token, &len) != 0) {
+        return 0;
+    }
+
+    /* what is accepted lies inside the input and is a sane token68 */
+    if (token < data || token + len > data + size || len == 0
+        || len > GMS_TOKEN_MAX_LEN)
+    {
+        abort();
+    }
+
+    for (i = 0; i < len; i++) {
+        if (token[i] == ' ' || token[i] == '\t' || token[i] < 0x21
+            || token[i] > 0x7e)
+        {
+            abort();
+        }
+    }
+
+    gms_token_id(token, len, (const unsigned char *) "salt", 4, id);
+
+    if (!gms_token_id_valid(id, strlen(id))) {
+        abort();
+    }
+
+    return 0;
+}

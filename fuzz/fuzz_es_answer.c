@@ -1,0 +1,53 @@
+
+/* libFuzzer: a search cluster's _tasks answer to GMS's value. */
+
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "gms_json.h"
+
+
+int
+LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
+{
+    char    reason[128], *value, *body;
+    json_t  *doc;
+
+    value = gms_es_task_value((const char *) data, size, reason,
+                              sizeof(reason));
+
+    if (value == NULL) {
+        if (reason[0] == '\0') {
+            abort();
+        }
+
+        return 0;
+    }
+
+    /* the value is a JSON object with GMS's members, and wraps */
+    doc = json_loads(value, 0, NULL);
+
+    if (!json_is_object(doc)
+        || !json_is_boolean(json_object_get(doc, "completed"))
+        || !json_is_string(json_object_get(doc, "taskId"))
+        || !json_is_integer(json_object_get(doc, "runTimeNanos"))
+        || json_object_get(doc, "response") != NULL)
+    {
+        abort();
+    }
+
+    body = gms_json_value_body(value);
+
+    if (body == NULL) {
+        abort();
+    }
+
+    free(body);
+    json_decref(doc);
+    free(value);
+
+    return 0;
+}
