@@ -107,3 +107,66 @@ install: module tool
 	install -D -m 0755 $(TOOL) $(DESTDIR)$(BIN_DIR)/gms-token
 
 # --- end of gms-token -------------------------------------------------------
+
+
+# --- hardening: fuzzers and a sanitizer run (issue 6) ----------------------
+#
+#   make fuzz [FUZZ_SECONDS=60]   each libFuzzer harness in fuzz/ for that
+#                                 long; fails on a crash, leak or report
+#   make test-asan                the whole suite with the module built
+#                                 with AddressSanitizer, preloaded into
+#                                 Debian's nginx
+
+FUZZ_SECONDS     ?= 60
+FUZZERS          := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/fuzz_*.c))
+FUZZ_CFLAGS      := -g -O1 -fsanitize=fuzzer,address,undefined \
+                    -fno-sanitize-recover=all -Isrc
+ASAN_BUILD       := $(BUILD)/nginx-asan
+ASAN_MODULE      := $(ASAN_BUILD)/objs/ngx_http_gms_module.so
+ASAN_CC_OPT      := -g -O1 -fPIC -fno-omit-frame-pointer -fsanitize=address
+LIBASAN          = $(shell gcc -print-file-name=libasan.so)
+
+.PHONY: fuzz test-asan
+
+$(BUILD)/fuzz/%: fuzz/%.c $(PURE_SRCS) src/gms_token.h src/gms_json.h
+	@mkdir -p $(BUILD)/fuzz
+	clang $(FUZZ_CFLAGS) -o $@ $< $(PURE_SRCS) $(LIBS_UNIT)
+
+fuzz: deps $(FUZZERS)
+	@command -v clang >/dev/null || sh tools/install-deps.sh clang
+	@for f in $(FUZZERS); do \
+	    name=$$(basename $$f | sed 's/^fuzz_//'); \
+	    corpus=$(BUILD)/fuzz/corpus-$$name; \
+	    mkdir -p $$corpus; cp fuzz/corpus/$$name/* $$corpus/; \
+	    echo "fuzz: $$name for $(FUZZ_SECONDS)s"; \
+	    $$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	        -print_final_stats=0 -artifact_prefix=$(BUILD)/fuzz/$$name- \
+	        $$corpus 2> $(BUILD)/fuzz/$$name.log \
+	    || { tail -40 $(BUILD)/fuzz/$$name.log; exit 1; }; \
+	    grep -E '^(#[0-9]+.*DONE|Done)' $(BUILD)/fuzz/$$name.log | tail -1; \
+	done
+
+$(ASAN_BUILD)/objs/Makefile: config
+	rm -rf $(ASAN_BUILD)
+	mkdir -p $(BUILD)
+	cp -a $(NGINX_SRC) $(ASAN_BUILD)
+	cd $(ASAN_BUILD) && bash -c '. ./conf_flags && ./configure \
+	    "$${NGX_CONF_FLAGS[@]}" --with-cc-opt="$(ASAN_CC_OPT)" \
+	    --with-ld-opt="-fsanitize=address" \
+	    --add-dynamic-module=$(CURDIR)' > $(BUILD)/configure-asan.log
+
+$(ASAN_MODULE): $(ASAN_BUILD)/objs/Makefile $(SRCS)
+	$(MAKE) -C $(ASAN_BUILD) -f objs/Makefile modules \
+	    > $(BUILD)/make-asan.log 2>&1 \
+	    || { cat $(BUILD)/make-asan.log; exit 1; }
+
+# nginx is not built with ASan: libasan is preloaded into it; leaks are
+# not checked (nginx frees its pools, not everything, at exit), memory
+# errors abort the worker, which the tests see in the error log
+test-asan: deps $(ASAN_MODULE) unit tool
+	GMS_MODULE=$(ASAN_MODULE) GMS_UNIT_DIR=$(BUILD)/unit \
+	GMS_TOKEN_BIN=$(TOOL) NGINX_BIN=$(NGINX_BIN) \
+	GMS_NGINX_WRAPPER="env LD_PRELOAD=$(LIBASAN) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:detect_odr_violation=0" \
+	    prove -I t/lib $(PROVE_FLAGS) t/
+
+# --- end of hardening --------------------------------------------------------

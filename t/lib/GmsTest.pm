@@ -133,8 +133,10 @@ sub nginx_t {
     _write_file("$dir/nginx.conf",
         _substitute($conf_text, TESTDIR => $dir, MODULE => module_path()));
 
-    my $rc = _run([nginx_bin(), '-t', '-p', "$dir/", '-c', "$dir/nginx.conf",
-                   '-e', "$dir/error.log"], "$dir/nginx-t.out");
+    my @wrapper = split ' ', ($ENV{GMS_NGINX_WRAPPER} // '');
+    my $rc = _run([@wrapper, nginx_bin(), '-t', '-p', "$dir/",
+                   '-c', "$dir/nginx.conf", '-e', "$dir/error.log"],
+                  "$dir/nginx-t.out");
 
     return ($rc, _slurp("$dir/nginx-t.out"));
 }
