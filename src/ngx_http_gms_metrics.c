@@ -125,9 +125,11 @@ ngx_http_gms_metrics_handler(ngx_http_request_t *r)
     ngx_uint_t                 i, cumulative, positive, negative;
     ngx_int_t                  rc;
     ngx_buf_t                 *b;
-    ngx_chain_t                out;
     ngx_http_gms_metrics_t    *m;
     ngx_http_gms_main_conf_t  *gmcf;
+
+    static ngx_str_t           type =
+        ngx_string("text/plain; version=0.0.4; charset=utf-8");
 
     if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
         return NGX_HTTP_NOT_ALLOWED;
@@ -233,23 +235,6 @@ ngx_http_gms_metrics_handler(ngx_http_request_t *r)
     }
 
     b->last = p;
-    b->last_buf = (r == r->main) ? 1 : 0;
-    b->last_in_chain = 1;
 
-    r->headers_out.status = NGX_HTTP_OK;
-    r->headers_out.content_length_n = b->last - b->pos;
-    ngx_str_set(&r->headers_out.content_type,
-                "text/plain; version=0.0.4; charset=utf-8");
-    r->headers_out.content_type_len = r->headers_out.content_type.len;
-
-    rc = ngx_http_send_header(r);
-
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-        return rc;
-    }
-
-    out.buf = b;
-    out.next = NULL;
-
-    return ngx_http_output_filter(r, &out);
+    return ngx_http_gms_send(r, NGX_HTTP_OK, &type, b);
 }

@@ -200,10 +200,9 @@ ngx_http_gms_add_header(ngx_http_request_t *r, const char *key,
 ngx_int_t
 ngx_http_gms_send_json(ngx_http_request_t *r, ngx_uint_t status, char *body)
 {
-    size_t        len;
-    ngx_int_t     rc;
-    ngx_buf_t    *b;
-    ngx_chain_t   out;
+    size_t            len;
+    ngx_buf_t        *b;
+    static ngx_str_t  type = ngx_string("application/json");
 
     if (body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -218,8 +217,6 @@ ngx_http_gms_send_json(ngx_http_request_t *r, ngx_uint_t status, char *body)
     }
 
     b->last = ngx_cpymem(b->last, body, len);
-    b->last_buf = (r == r->main) ? 1 : 0;
-    b->last_in_chain = 1;
 
     free(body);
 
@@ -227,10 +224,26 @@ ngx_http_gms_send_json(ngx_http_request_t *r, ngx_uint_t status, char *body)
         r->keepalive = 0;
     }
 
+    return ngx_http_gms_send(r, status, &type, b);
+}
+
+
+/* the module's own answers: one buffer, its length known */
+
+ngx_int_t
+ngx_http_gms_send(ngx_http_request_t *r, ngx_uint_t status, ngx_str_t *type,
+    ngx_buf_t *b)
+{
+    ngx_int_t    rc;
+    ngx_chain_t  out;
+
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
     r->headers_out.status = status;
-    r->headers_out.content_length_n = len;
-    ngx_str_set(&r->headers_out.content_type, "application/json");
-    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_length_n = b->last - b->pos;
+    r->headers_out.content_type = *type;
+    r->headers_out.content_type_len = type->len;
     r->headers_out.content_type_lowcase = NULL;
 
     rc = ngx_http_send_header(r);

@@ -113,6 +113,8 @@ typedef struct {
 
 ngx_int_t ngx_http_gms_add_header(ngx_http_request_t *r, const char *key,
     ngx_str_t *value);
+ngx_int_t ngx_http_gms_send(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *type, ngx_buf_t *b);
 ngx_int_t ngx_http_gms_send_json(ngx_http_request_t *r, ngx_uint_t status,
     char *body);
 ngx_int_t ngx_http_gms_send_error(ngx_http_request_t *r, ngx_uint_t status,
