@@ -170,3 +170,17 @@ test-asan: deps $(ASAN_MODULE) unit tool
 	    prove -I t/lib $(PROVE_FLAGS) t/
 
 # --- end of hardening --------------------------------------------------------
+
+
+# --- container (issue 8) ------------------------------------------------------
+#
+#   make docker-test   build the image (Dockerfile) and run it beside a
+#                      redis-server and a stand-in GMS: t/docker/smoke.sh;
+#                      skipped when no Docker daemon answers
+
+.PHONY: docker-test
+
+docker-test:
+	@bash t/docker/smoke.sh
+
+# --- end of container ---------------------------------------------------------

@@ -1,0 +1,83 @@
+# The GMS edge in a container: Debian's nginx with ngx_http_gms_module and
+# the gms-token tool.  See README.md, "Container".
+#
+#   docker build -t gms-edge .
+#   docker run -d -p 8000:8000 -e GMS_UPSTREAM=gms:8080 \
+#       -e SEARCH_UPSTREAM=elasticsearch:9200 -e REDIS_ADDRESS=redis:6379 \
+#       gms-edge
+#
+# Plain Dockerfile syntax (no BuildKit-only features); only Debian's apt is
+# used over the network.  The module must match the nginx it loads into:
+# both stages install from the same bookworm archive, and the final stage
+# loads the module with 'nginx -t' before the image is done.
+
+ARG BASE_IMAGE=debian:bookworm
+
+
+# --- build: the module and the tool, with the repository's own make ---------
+
+FROM ${BASE_IMAGE} AS build
+
+# policy-rc.d: no package may start a service while the image is built
+RUN set -eux; \
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; \
+    chmod 0755 /usr/sbin/policy-rc.d; \
+    apt-get update; \
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        nginx-dev libhiredis-dev libjansson-dev libssl-dev \
+        gcc libc6-dev make; \
+    rm -rf /var/lib/apt/lists/*
+
+WORKDIR /src
+COPY . .
+
+# the module against /usr/share/nginx/src with Debian's configure flags
+# (build/nginx/objs/ngx_http_gms_module.so), and build/gms-token
+RUN make
+
+
+# --- runtime: nginx and the libraries, nothing to build with ----------------
+
+FROM ${BASE_IMAGE}
+
+RUN set -eux; \
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; \
+    chmod 0755 /usr/sbin/policy-rc.d; \
+    apt-get update; \
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        nginx libhiredis0.14 libjansson4 gettext-base; \
+    rm -rf /var/lib/apt/lists/*; \
+    mkdir -p /etc/gms-edge/http.d /etc/gms-edge/server.d; \
+    install -d -m 0755 /run/gms-edge
+
+COPY --from=build /src/build/nginx/objs/ngx_http_gms_module.so /usr/lib/nginx/modules/
+COPY --from=build /src/build/gms-token /usr/local/bin/gms-token
+COPY conf-examples/gms-edge.conf.template /etc/gms-edge/nginx.conf.template
+COPY docker/entrypoint.sh /usr/local/bin/gms-edge-entrypoint
+COPY docker/healthcheck.sh /usr/local/bin/gms-edge-healthcheck
+
+# the image is only done if the module loads into this nginx and the
+# rendered configuration passes 'nginx -t'; nothing of the check is kept
+RUN set -eux; \
+    chmod 0755 /usr/local/bin/gms-edge-entrypoint \
+               /usr/local/bin/gms-edge-healthcheck; \
+    GMS_UPSTREAM=127.0.0.1:8080 SEARCH_UPSTREAM=127.0.0.1:9200 \
+        REDIS_ADDRESS=127.0.0.1:6379 \
+        /usr/local/bin/gms-edge-entrypoint gms-edge -t -q; \
+    /usr/local/bin/gms-token --help > /dev/null; \
+    find /run/gms-edge -mindepth 1 -delete
+
+# nginx's master runs as root (it binds the port, reads the rendered
+# configuration, which holds the secrets, owner-only); its workers run as
+# www-data ('user www-data;').  'docker run --user www-data' runs the whole
+# container unprivileged instead (then LISTEN_PORT must stay above 1023).
+EXPOSE 8000
+
+# SIGQUIT: a graceful shutdown, requests in flight are finished
+STOPSIGNAL SIGQUIT
+
+HEALTHCHECK --interval=30s --timeout=5s --start-period=5s --retries=3 \
+    CMD ["/usr/local/bin/gms-edge-healthcheck"]
+
+ENTRYPOINT ["/usr/local/bin/gms-edge-entrypoint"]
+CMD ["gms-edge"]
