@@ -361,7 +361,13 @@ ngx_http_gms_es_task_done(ngx_http_request_t *r, void *data, ngx_int_t rc)
         ngx_str_null(&ctx->es_answer);
     }
 
-    return rc;
+    /*
+     * A subrequest ending in NGX_ERROR (an invalid chunked answer, say)
+     * would end the client's request too; its failure is recorded above
+     * and becomes the failure value instead.
+     */
+
+    return (rc == NGX_ERROR) ? NGX_OK : rc;
 }
 
 

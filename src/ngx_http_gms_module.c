@@ -278,7 +278,9 @@ ngx_http_gms_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 
     ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
 
-    if (ctx == NULL) {
+    /* the search cluster is not told who asks for a task's status */
+
+    if (ctx == NULL || r == ctx->es_subrequest) {
         v->not_found = 1;
         return NGX_OK;
     }

@@ -27,7 +27,6 @@
 # refuses the bytes before the module runs, nginx's 4xx), and each group
 # checks what reached GMS and the search cluster, that malformed headers
 # cost no Redis lookup, and that the worker is still the same process.
-# A known module bug is kept as TODO cases (search for BUG:).
 # Cases run up to $PARALLEL at a time; every one has its own URI or task
 # id so that what GMS and the cluster saw can be matched to it.
 
@@ -510,13 +509,7 @@ sub answer_case {
                        'Content-Length' => 1000],
                  substr(chunked(task_answer('wireD', 1), 10), 0, 80)]);
     # Broken chunked encoding: nginx's upstream ends the subrequest with
-    # NGX_ERROR, which ngx_http_gms_es_task_done() hands back unchanged, and
-    # ngx_http_finalize_request() then terminates the client's request: the
-    # connection is closed without an answer instead of the failure value.
-    my $bug = 'BUG: an upstream error while reading the cluster\'s body '
-              . '(NGX_ERROR, e.g. invalid chunked encoding) is returned by '
-              . 'ngx_http_gms_es_task_done(), so nginx terminates the '
-              . 'request: no answer instead of 200 with the failure value';
+    # NGX_ERROR; the client still gets 200 and the failure value.
     my $answer = task_answer('wireE', 1);
     answer_case('chunked, a size that is not hex', 'wireE:1',
                 [200, [@$JSON_TYPE, 'Transfer-Encoding' => 'chunked'],
@@ -531,7 +524,6 @@ sub answer_case {
                 [200, [@$JSON_TYPE, 'Transfer-Encoding' => 'chunked'],
                  "10000000000000000" . sprintf('%x', length $answer)
                  . "\r\n$answer\r\n0\r\n\r\n"]);
-    $_->{todo} = $bug for @CLUSTER_CASES[-3 .. -1];
 
     # not JSON: every single byte
     for my $b (0 .. 255) {
