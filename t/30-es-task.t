@@ -351,7 +351,8 @@ sub cluster_saw {
         is($req->{header}{host}, 'search', 'to the search upstream');
 
         my @leaked = grep { /^(?:authorization|cookie|content-length
-                                |transfer-encoding|content-type|x-client)/x }
+                                |transfer-encoding|content-type|x-client
+                                |x-datahub-actor)/x }
                      map { lc $_->[0] } @{ $req->{headers} };
         is_deeply(\@leaked, [], 'no client header to the cluster');
     }
