@@ -184,3 +184,18 @@ docker-test:
 	@bash t/docker/smoke.sh
 
 # --- end of container ---------------------------------------------------------
+
+
+# --- bench: the module under load, beside its alternatives (issue 7) -------
+#
+#   make bench       wrk against six front ends (bench/run.pl); not part of
+#                    make test.  BENCH_ROUNDS, BENCH_DURATION, ...: see there
+
+.PHONY: bench
+
+bench:
+	@sh tools/install-deps.sh wrk
+	@$(MAKE) --no-print-directory module
+	NGINX_BIN=$(NGINX_BIN) perl bench/run.pl $(MODULE)
+
+# --- end of bench -----------------------------------------------------------

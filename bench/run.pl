@@ -1,0 +1,910 @@
+#!/usr/bin/perl
+#
+# make bench (issue 7): what the module costs in front of GMS.
+#
+#   perl bench/run.pl path/to/ngx_http_gms_module.so
+#
+# Starts, on 127.0.0.1 only and in a temporary directory under /tmp:
+#
+#   - a real redis-server holding valid tokens, written as GMS would;
+#   - a stand-in nginx (bench/stand-ins.conf, its own worker): it stands for
+#     GMS (a small JSON answer), for an auth service (204 at once, front B)
+#     and for the search cluster (a recorded _tasks answer, fronts E and F);
+#   - the measured nginx (bench/front.conf, worker_processes 1), one front
+#     end per server block and port:
+#       A  proxy_pass to GMS, no authentication (the limit)
+#       B  auth_request to the stand-in auth service, then proxy_pass
+#       C  the module, shared cache warm (gms_token_cache)
+#       D  the module without a cache: a Redis lookup per request (a second
+#          nginx from the same file without gms_token_cache, an http-level
+#          directive; it is idle while the others are measured)
+#       E  getEsTaskStatus answered by the module
+#       F  the same request, the same _tasks answer, plain proxy_pass
+#
+# checks that each front answers what it should, then drives each with wrk
+# (50 connections, one thread, valid tokens) in interleaved rounds,
+# A B C D E F A B C D E F ..., after a warm-up run of each.  A to D cycle
+# through BENCH_TOKENS valid tokens (bench/tokens.lua): with one token,
+# concurrent requests without a cache would share one Redis lookup (the
+# module coalesces them) and D would not measure a lookup per request.
+# E and F send one token (bench/post-task.lua).
+#
+# With taskset and two CPUs or more, the measured nginx runs on CPU 0 and
+# everything else (wrk, the stand-ins, Redis) on the others; the table
+# shows how busy both sides were, and the run warns when the machine was
+# busy before it started.
+#
+# Prints a table (medians over rounds; each ratio is the median of the
+# per-round ratios to A in the same round, E's to F) and the targets, and
+# writes bench/results/latest.json (and latest.png if gnuplot is there).
+# Exits 1 when a front answered errors, not when a target is missed.
+#
+# Environment: BENCH_ROUNDS (5), BENCH_DURATION (seconds per run, 4),
+# BENCH_WARMUP (seconds per front before the rounds, 2), BENCH_CONNECTIONS
+# (50), BENCH_THREADS (wrk threads, 1), BENCH_TOKENS (distinct valid tokens
+# for A to D, 1000), BENCH_FRONTS (the fronts to run, "A B C D E F"),
+# BENCH_PIN (1; 0: no taskset), BENCH_KEEP (1: keep the temporary directory),
+# BENCH_RESULTS (bench/results), NGINX_BIN (/usr/sbin/nginx), WRK (wrk),
+# BENCH_NGINX_PREFIX (a command the measured nginx runs under, for profiling:
+# "valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p"),
+# REDIS_SERVER (redis-server), REDIS_CLI (redis-cli).
+#
+# Core Perl only.
+
+use strict;
+use warnings;
+
+use Cwd qw(abs_path);
+use Digest::SHA qw(sha256);
+use File::Basename qw(dirname);
+use File::Path qw(make_path remove_tree);
+use File::Temp qw(tempdir);
+use IO::Socket::INET;
+use JSON::PP;
+use MIME::Base64 qw(encode_base64);
+use POSIX qw(WNOHANG _exit);
+use Scalar::Util qw(looks_like_number);
+use Time::HiRes qw(sleep time);
+
+$| = 1;
+
+my $module = shift // die "usage: $0 path/to/ngx_http_gms_module.so\n";
+-f $module or die "bench: no module at $module (run make first)\n";
+$module = abs_path($module);
+
+my $bench = dirname(abs_path($0));
+my $repo = dirname($bench);
+
+my %cfg = (
+    rounds      => env_int(BENCH_ROUNDS => 5, 1),
+    duration    => env_int(BENCH_DURATION => 4, 1),
+    warmup      => env_int(BENCH_WARMUP => 2, 0),
+    connections => env_int(BENCH_CONNECTIONS => 50, 1),
+    threads     => env_int(BENCH_THREADS => 1, 1),
+    tokens      => env_int(BENCH_TOKENS => 1000, 1),
+);
+
+my $nginx_bin = $ENV{NGINX_BIN} // '/usr/sbin/nginx';
+my $wrk_bin = $ENV{WRK} // 'wrk';
+my $redis_server = $ENV{REDIS_SERVER} // 'redis-server';
+my $redis_cli = $ENV{REDIS_CLI} // 'redis-cli';
+my $results = $ENV{BENCH_RESULTS} // "$bench/results";
+my @nginx_prefix = split ' ', $ENV{BENCH_NGINX_PREFIX} // '';
+
+for my $bin ($nginx_bin, $wrk_bin, $redis_server, $redis_cli) {
+    which($bin) or die "bench: $bin not found (sh tools/install-deps.sh wrk)\n";
+}
+
+my $TASK = 'HI4YEIRMRuSdwsE4bCK7Bg:192';
+my $FIXTURE = "$repo/t/fixtures/search-cluster/running-reindex-es6.json";
+my $ACTOR = 'urn:li:corpuser:bench';
+my $PATH = '/entities/urn%3Ali%3Acorpuser%3Abench';
+my $OPS = '/operations?action=getEsTaskStatus';
+
+# front => [what, instance, port name, path, wrk script, baseline]
+my %FRONT = (
+    A => ['proxy_pass, no auth (the limit)',       'cache',   'A', $PATH, 'tokens.lua', undef],
+    B => ['auth_request to a 204 auth service',    'cache',   'B', $PATH, 'tokens.lua', 'A'],
+    C => ['module, shared cache warm',             'cache',   'C', $PATH, 'tokens.lua', 'A'],
+    D => ['module, no cache (Redis per request)',  'nocache', 'C', $PATH, 'tokens.lua', 'A'],
+    E => ['getEsTaskStatus by the module',         'cache',   'E', $OPS, 'post-task.lua', 'F'],
+    F => ['proxy_pass of the same _tasks answer',  'cache',   'F', $OPS, 'post-task.lua', undef],
+);
+
+my @FRONTS = split ' ', uc($ENV{BENCH_FRONTS} // 'A B C D E F');
+!@FRONTS || grep { !$FRONT{$_} } @FRONTS
+    and die "bench: BENCH_FRONTS takes letters among A B C D E F\n";
+
+
+# --- processes, and their end whatever happens ------------------------------
+
+my (@children, $dir);
+
+my $failed;
+$SIG{__DIE__} = sub { $failed = 1 unless $^S };
+
+END {
+    my $rc = $?;
+    if ($failed && $dir) {
+        $ENV{BENCH_KEEP} = 1;
+        print STDERR "bench: configurations and logs kept in $dir\n";
+    }
+    cleanup();
+    $? = $rc;
+}
+
+$SIG{$_} = sub { print STDERR "\nbench: interrupted\n"; exit 130 }
+    for qw(INT TERM HUP);
+
+sub cleanup {
+    return if !@children && !$dir;
+
+    # nginx masters get QUIT (graceful), the others TERM; then KILL
+    for my $c (reverse @children) {
+        kill $c->{signal}, $c->{pid};
+    }
+
+    my $deadline = time + 5;
+    while (@children && time < $deadline) {
+        @children = grep { waitpid($_->{pid}, WNOHANG) == 0 } @children;
+        sleep 0.05 if @children;
+    }
+
+    for my $c (@children) {
+        kill 'KILL', $c->{pid};
+        waitpid $c->{pid}, 0;
+    }
+
+    @children = ();
+
+    remove_tree($dir) if $dir && -d $dir && !$ENV{BENCH_KEEP};
+    $dir = undef;
+}
+
+sub spawn {
+    my ($name, $signal, @cmd) = @_;
+
+    my $pid = fork // die "bench: fork: $!\n";
+
+    if ($pid == 0) {
+        $SIG{$_} = 'DEFAULT' for qw(INT TERM HUP);
+        open STDIN, '<', '/dev/null';
+        open STDOUT, '>>', "$dir/$name.out";
+        open STDERR, '>&', \*STDOUT;
+        exec @cmd or print STDERR "exec $cmd[0]: $!\n";
+        _exit(127);
+    }
+
+    push @children, { name => $name, pid => $pid, signal => $signal };
+    return $pid;
+}
+
+
+# --- setup ------------------------------------------------------------------
+
+$dir = tempdir('gms-bench.XXXXXX', DIR => '/tmp');
+chmod 0755, $dir;
+
+# the CPUs we may use: the first for the measured nginx, the rest for the rig
+my $cores = cores();
+my @cpus = allowed_cpus();
+my $pin = ($ENV{BENCH_PIN} // 1) && @cpus >= 2;
+my $front_cpus = $pin ? $cpus[0] : undef;
+my $rig_cpus = $pin ? join(',', @cpus[1 .. $#cpus]) : undef;
+
+sub pinned {
+    my ($cpus, @cmd) = @_;
+    return defined $cpus ? ('taskset', '-c', $cpus, @cmd) : @cmd;
+}
+
+my %port;
+$port{$_} = free_port() for qw(redis gms auth search);
+$port{"cache_$_"} = free_port() for qw(A B C E F METRICS);
+$port{"nocache_$_"} = free_port() for qw(A B C E F METRICS);
+
+my $redis_pid = spawn('redis', 'TERM', pinned($rig_cpus, $redis_server,
+      '--port', $port{redis}, '--bind', '127.0.0.1', '--save', '',
+      '--appendonly', 'no', '--dir', $dir, '--logfile', "$dir/redis.log"));
+wait_port($port{redis}, 'redis-server', "$dir/redis.log");
+
+# the tokens, as GMS would store them: the id is base64(SHA-256(token)),
+# no salt; one user, who may get ES task status
+my @tokens = map { 'bench-' . unpack('H*', random_bytes(24)) } 1 .. $cfg{tokens};
+my $token = $tokens[0];
+my $expires = int((time() + 86400) * 1000);
+
+open my $cmds, '>', "$dir/seed.redis" or die "bench: $dir/seed.redis: $!\n";
+open my $list, '>', "$dir/tokens.txt" or die "bench: $dir/tokens.txt: $!\n";
+for my $t (@tokens) {
+    my $id = encode_base64(sha256($t), '');
+    print $cmds "HSET gms:token:$id actor $ACTOR expiresAt $expires type PERSONAL\n";
+    print $list "$t\n";
+}
+print $cmds "SADD gms:actor:$ACTOR GET_ES_TASK_STATUS_PRIVILEGE\n";
+close $cmds;
+close $list;
+
+redis_file("$dir/seed.redis");
+
+# the stand-ins
+system('cp', $FIXTURE, "$dir/running-reindex-es6.json") == 0
+    or die "bench: cannot copy $FIXTURE\n";
+chmod 0644, "$dir/running-reindex-es6.json";
+
+my $user = $> == 0 ? 'user root;' : '';
+
+write_conf("$bench/stand-ins.conf", "$dir/stand-ins.conf",
+           DIR => $dir, USER => $user, GMS => $port{gms},
+           AUTH => $port{auth}, SEARCH => $port{search});
+my $stand_ins = spawn('stand-ins', 'QUIT', pinned($rig_cpus, $nginx_bin, '-p', "$dir/",
+      '-c', "$dir/stand-ins.conf", '-g', 'daemon off;'));
+wait_port($port{$_}, 'stand-in nginx', "$dir/stand-ins.error.log")
+    for qw(gms auth search);
+
+# the measured nginx: with the cache (A B C E F), without it (D)
+my %master;
+for my $instance (qw(cache nocache)) {
+    my $cache = $instance eq 'cache'
+        ? 'gms_token_cache zone=gms_tokens:16m ttl=30s negative_ttl=5s stale=60s;'
+        : '';
+
+    write_conf("$bench/front.conf", "$dir/front-$instance.conf",
+               MODULE => $module, DIR => $dir, USER => $user,
+               INSTANCE => $instance, CACHE => $cache,
+               REDIS => $port{redis}, GMS => $port{gms},
+               AUTH => $port{auth}, SEARCH => $port{search},
+               map { $_ => $port{"${instance}_$_"} } qw(A B C E F METRICS));
+
+    $master{$instance} = spawn("front-$instance", 'QUIT',
+        pinned($front_cpus, @nginx_prefix, $nginx_bin, '-p', "$dir/",
+               '-c', "$dir/front-$instance.conf", '-g', 'daemon off;'));
+
+    wait_port($port{"${instance}_$_"}, "nginx ($instance)",
+              "$dir/front-$instance.error.log") for qw(A B C E F METRICS);
+}
+
+preflight();
+
+# how busy the machine is before we load it: other jobs make numbers lie
+my $idle0 = machine_ticks();
+sleep 1;
+my $idle1 = machine_ticks();
+my $busy_before = $idle1->[1] > $idle0->[1]
+    ? ($idle1->[0] - $idle0->[0]) / ($idle1->[1] - $idle0->[1]) : 0;
+
+
+# --- the runs ---------------------------------------------------------------
+
+my $nginx_version = `$nginx_bin -v 2>&1`;
+$nginx_version =~ s/^.*?nginx\///s;
+chomp $nginx_version;
+
+printf "make bench: %d rounds x %d fronts x %ds, %ds warm-up each, "
+     . "%d connections, %d wrk thread(s), %d token(s)\n",
+       $cfg{rounds}, scalar @FRONTS, $cfg{duration}, $cfg{warmup},
+       $cfg{connections}, $cfg{threads}, $cfg{tokens};
+printf "machine: %d cores, %s; nginx %s\n", $cores, cpu_model(), $nginx_version;
+printf "machine busy before the start: %.0f%% of all CPUs%s\n", 100 * $busy_before,
+       $busy_before > 0.1 ? ' -- WARNING: something else is running, results are unreliable' : '';
+print $pin
+    ? "pinning: measured nginx on CPU $front_cpus; wrk, stand-ins and Redis on CPU $rig_cpus\n"
+    : "pinning: none (" . (@cpus < 2 ? 'fewer than two CPUs or no taskset' : 'BENCH_PIN=0')
+      . "): numbers are noisier\n";
+
+if ($cfg{warmup}) {
+    print "warm-up:";
+    for my $f (@FRONTS) {
+        print " $f";
+        wrk($f, $cfg{warmup});
+    }
+    print "\n";
+}
+
+my %runs;
+
+for my $round (1 .. $cfg{rounds}) {
+    print "round $round/$cfg{rounds}:";
+    for my $f (@FRONTS) {
+        print " $f";
+        push @{ $runs{$f} }, measure($f);
+    }
+    print "\n";
+}
+
+
+# --- the table --------------------------------------------------------------
+
+my %sum;
+
+for my $f (@FRONTS) {
+    my $r = $runs{$f};
+    my $base = $FRONT{$f}[5];
+    my %s = (
+        front       => $f,
+        what        => $FRONT{$f}[0],
+        rps         => median(map { $_->{rps} } @$r),
+        p50_ms      => median(map { $_->{p50_ms} } @$r),
+        p99_ms      => median(map { $_->{p99_ms} } @$r),
+        errors      => sum0(map { $_->{errors} } @$r),
+        requests    => sum0(map { $_->{requests} } @$r),
+        front_cpu   => median(grep { defined } map { $_->{front_cpu} } @$r),
+        cpu_us      => median(grep { defined } map { $_->{cpu_us} } @$r),
+        rig_cpu     => median(grep { defined } map { $_->{rig_cpu} } @$r),
+        map({ my $k = "${_}_cpu";
+              ($k => median(grep { defined } map { $_->{$k} } @$r)) }
+            qw(wrk stand_ins redis)),
+        rounds      => $r,
+    );
+
+    if ($f =~ /^[CD]$/) {
+        $s{lookups_per_request} =
+            median(grep { defined } map { $_->{lookups_per_request} } @$r);
+    }
+
+    if ($f eq 'E') {
+        $s{es_task_errors} = sum0(map { $_->{es_task_errors} // 0 } @$r);
+    }
+
+    $sum{$f} = \%s;
+}
+
+# req/s and us/req: the median of the per-round ratios (a run against its
+# baseline of the same round, so that slow drifts cancel out); latencies:
+# the ratio of the medians (one run's p99 is spiky, and a spike in either
+# run of a pair would decide that pair's ratio)
+for my $f (@FRONTS) {
+    my ($s, $base) = ($sum{$f}, $FRONT{$f}[5]);
+    next unless $base && $sum{$base};
+
+    $s->{vs} = $base;
+    $s->{ratio}{$_} = ratio_between($f, $base, $_) for qw(rps cpu_us);
+    $s->{ratio}{$_} = $sum{$base}{$_} ? $s->{$_} / $sum{$base}{$_} : undef
+        for qw(p50_ms p99_ms);
+}
+
+my @targets = grep { defined } (
+    target('C req/s >= 0.95 x A', 'C', 'A', 'rps', '>=', 0.95),
+    target("C p99 <= 1.2 x A's",  'C', 'A', 'p99_ms', '<=', 1.2, 'medians'),
+    target('D req/s >= 1.3 x B',  'D', 'B', 'rps', '>=', 1.3),
+    target('E req/s >= 0.8 x F',  'E', 'F', 'rps', '>=', 0.8),
+);
+
+print "\n";
+printf "%-2s %-37s %8s %5s %7s %5s %7s %5s %6s %5s %5s %5s %7s\n",
+       '', 'front', 'req/s', 'x', 'p50 ms', 'x', 'p99 ms', 'x',
+       'us/req', 'x', 'cpu', 'rig', 'lookups';
+for my $f (@FRONTS) {
+    my $s = $sum{$f};
+    my $x = sub {
+        my ($k) = @_;
+        return $f eq 'A' ? '1' : '-' unless $s->{ratio} && defined $s->{ratio}{$k};
+        return sprintf '%.2f', $s->{ratio}{$k};
+    };
+    printf "%-2s %-37s %8.0f %5s %7.3f %5s %7.3f %5s %6s %5s %5s %5s %7s\n",
+           $f, $s->{what}, $s->{rps}, $x->('rps'), $s->{p50_ms}, $x->('p50_ms'),
+           $s->{p99_ms}, $x->('p99_ms'),
+           defined $s->{cpu_us} ? sprintf('%.1f', $s->{cpu_us}) : '-',
+           $x->('cpu_us'), pct($s->{front_cpu}), pct($s->{rig_cpu}),
+           defined $s->{lookups_per_request}
+               ? sprintf('%.3f', $s->{lookups_per_request}) : '';
+}
+print <<NOTE;
+
+Medians over rounds.  x: to A (E's to F); for req/s and us/req the median of
+the per-round ratios, for latencies the ratio of the medians.  us/req: CPU
+time of the measured nginx worker per request; cpu: its share of its CPU;
+rig: busy share of the other CPUs; lookups: Redis lookups per request.
+
+NOTE
+
+if ($pin) {
+    printf "%-40s %5s %10s %6s\n", "the rig's processes (share of one CPU)",
+           'wrk', 'stand-ins', 'redis';
+    for my $f (@FRONTS) {
+        printf "%-2s %-37s %5s %10s %6s\n", $f, $sum{$f}{what},
+               map { pct($sum{$f}{"${_}_cpu"}) } qw(wrk stand_ins redis);
+    }
+    print "\n";
+}
+
+for my $t (@targets) {
+    printf "target %-22s %6.3f  %s\n", $t->{target},
+           $t->{value}, $t->{met} ? 'met' : 'NOT met';
+}
+
+my $errors = 0;
+for my $f (@FRONTS) {
+    my $s = $sum{$f};
+    if ($s->{errors}) {
+        $errors++;
+        printf "WARNING: front %s: %d of %d answers were errors "
+             . "(non-2xx or socket errors)\n", $f, $s->{errors}, $s->{requests};
+    }
+    if ($s->{es_task_errors}) {
+        $errors++;
+        printf "WARNING: front %s: %d getEsTaskStatus answers were the error "
+             . "value\n", $f, $s->{es_task_errors};
+    }
+}
+
+
+# --- results ----------------------------------------------------------------
+
+make_path($results);
+
+my $json = JSON::PP->new->canonical->pretty;
+my $out = {
+    issue     => 7,
+    date      => POSIX::strftime('%Y-%m-%dT%H:%M:%SZ', gmtime),
+    machine   => { cores => $cores, cpu_model => cpu_model(),
+                   nginx => $nginx_version, kernel => kernel(),
+                   busy_before_start => 0 + sprintf('%.3f', $busy_before) },
+    config    => { %cfg, fronts => join(' ', @FRONTS), pinning => $pin
+                       ? { nginx => $front_cpus, others => $rig_cpus }
+                       : undef },
+    units     => { rps => 'requests/s', p50_ms => 'ms', p99_ms => 'ms',
+                   cpu_us => 'CPU microseconds of the measured worker per request',
+                   front_cpu => 'share of one CPU', rig_cpu => 'busy share of the other CPUs' },
+    note      => 'medians over rounds; ratio: for rps and cpu_us the median '
+               . 'of the per-round ratios to the front named in vs, for '
+               . 'p50_ms and p99_ms the ratio of the medians',
+    fronts    => [ map { $sum{$_} } @FRONTS ],
+    targets   => \@targets,
+    warnings  => $errors,
+};
+
+open my $fh, '>', "$results/latest.json" or die "bench: $results/latest.json: $!\n";
+print $fh $json->encode(rounded($out));
+close $fh;
+
+print "\nwrote $results/latest.json";
+print ", latest.png" if chart();
+print "\n";
+
+exit($errors ? 1 : 0);
+
+
+# --- helpers ----------------------------------------------------------------
+
+sub measure {
+    my ($f) = @_;
+
+    my $instance = $FRONT{$f}[1];
+    my $worker = worker_pid($master{$instance});
+
+    my $stand_in = worker_pid($stand_ins);
+
+    my $m0 = $f =~ /^[CDE]$/ ? metrics($instance) : undef;
+    my $c0 = cpu_ticks($worker);
+    my $s0 = rig_ticks();
+    my %p0 = (stand_ins => cpu_ticks($stand_in), redis => cpu_ticks($redis_pid),
+              wrk => children_ticks());
+
+    my $run = wrk($f, $cfg{duration});
+
+    my $c1 = cpu_ticks($worker);
+    my $s1 = rig_ticks();
+    my %p1 = (stand_ins => cpu_ticks($stand_in), redis => cpu_ticks($redis_pid),
+              wrk => children_ticks());
+    my $m1 = $f =~ /^[CDE]$/ ? metrics($instance) : undef;
+
+    # the rig's processes, each as a share of one CPU
+    for my $p (keys %p0) {
+        next unless defined $p0{$p} && defined $p1{$p} && $run->{seconds};
+        $run->{"${p}_cpu"} = ($p1{$p} - $p0{$p}) / clk_tck() / $run->{seconds};
+    }
+
+    if (defined $c0 && defined $c1 && $run->{seconds}) {
+        my $cpu = ($c1 - $c0) / clk_tck();
+        $run->{front_cpu} = $cpu / $run->{seconds};
+        $run->{cpu_us} = $run->{requests} ? 1e6 * $cpu / $run->{requests} : undef;
+    }
+
+    if ($s0 && $s1) {
+        my $busy = $s1->[0] - $s0->[0];
+        my $all = $s1->[1] - $s0->[1];
+        $run->{rig_cpu} = $all ? $busy / $all : undef;
+    }
+
+    if ($m0 && $m1) {
+        my $ok = delta($m0, $m1, 'gms_token_requests_total{result="ok"}');
+        my $lookups = delta($m0, $m1, 'gms_redis_lookups_total');
+        $run->{lookups_per_request} = $ok ? $lookups / $ok : undef;
+        $run->{es_task_errors} =
+            delta($m0, $m1, 'gms_es_task_requests_total{outcome="error"}')
+            + delta($m0, $m1, 'gms_es_task_requests_total{outcome="refused"}')
+            if $f eq 'E';
+    }
+
+    return $run;
+}
+
+sub wrk {
+    my ($f, $seconds) = @_;
+
+    my ($what, $instance, $port_name, $path, $script) = @{ $FRONT{$f} };
+    my $url = "http://127.0.0.1:" . $port{"${instance}_$port_name"} . $path;
+
+    my @cmd = pinned($rig_cpus, $wrk_bin, '-t', $cfg{threads},
+                     '-c', $cfg{connections}, '-d', "${seconds}s",
+                     '--latency', '--timeout', '5s',
+                     '-H', "Authorization: Bearer $token",
+                     '-s', "$bench/$script", $url,
+                     $script eq 'tokens.lua' ? ('--', "$dir/tokens.txt") : ());
+
+    my $pid = open(my $out, '-|') // die "bench: fork: $!\n";
+
+    if ($pid == 0) {
+        $SIG{$_} = 'DEFAULT' for qw(INT TERM HUP);
+        open STDERR, '>&', \*STDOUT;
+        exec @cmd or print "exec $cmd[0]: $!\n";
+        _exit(127);
+    }
+
+    push @children, { name => 'wrk', pid => $pid, signal => 'TERM' };
+    my $text = do { local $/; <$out> };
+    close $out;
+    @children = grep { $_->{pid} != $pid } @children;
+
+    $? == 0 or die "bench: wrk failed for front $f:\n$text";
+
+    return parse_wrk($text, $f);
+}
+
+sub parse_wrk {
+    my ($text, $f) = @_;
+
+    my %r;
+
+    ($r{rps}) = $text =~ /^Requests\/sec:\s+([\d.]+)/m
+        or die "bench: no Requests/sec from wrk for front $f:\n$text";
+    $r{rps} += 0;
+
+    for my $p (50, 75, 90, 99) {
+        my ($v, $unit) = $text =~ /^\s+$p%\s+([\d.]+)(us|ms|s|m)\s*$/m
+            or die "bench: no $p% latency from wrk for front $f:\n$text";
+        $r{"p${p}_ms"} = $v * { us => 0.001, ms => 1, s => 1000, m => 60000 }->{$unit};
+    }
+
+    ($r{requests}, $r{seconds}) =
+        $text =~ /^\s+(\d+) requests in ([\d.]+)(?:s)?,/m;
+    $r{requests} += 0;
+    $r{seconds} = 0 + ($r{seconds} // $cfg{duration});
+    $r{seconds} *= 60 if $text =~ /^\s+\d+ requests in [\d.]+m,/m;
+
+    $r{errors} = 0;
+    $r{errors} += $1 if $text =~ /^\s+Non-2xx or 3xx responses:\s+(\d+)/m;
+    if ($text =~ /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/) {
+        $r{errors} += $1 + $2 + $3 + $4;
+    }
+
+    return \%r;
+}
+
+# A request from here before the runs, to check that every front answers
+# what it should (and not, say, 401 or the getEsTaskStatus error value).
+sub preflight {
+    my $fixture = do { local (@ARGV, $/) = $FIXTURE; <> };
+    my $auth = "Authorization: Bearer $token";
+
+    for my $f (@FRONTS) {
+        my ($what, $instance, $port_name, $path, $script) = @{ $FRONT{$f} };
+        my $port = $port{"${instance}_$port_name"};
+        my $body = $path eq $OPS ? qq({"task":"$TASK"}) : undef;
+
+        my ($status, $answer) = http($port, $body ? 'POST' : 'GET', $path,
+                                     [$auth], $body);
+
+        my $ok = $status == 200;
+        $ok &&= $answer =~ /"standIn":"GMS"/ if $f =~ /^[ABCD]$/;
+        $ok &&= $answer eq $fixture if $f eq 'F';
+        $ok &&= $answer =~ /^\{"value":"\{\\"completed\\":false,\\"taskId\\":\\"\Q$TASK\E\\"/
+            if $f eq 'E';
+
+        $ok or die "bench: front $f answered $status:\n$answer\n";
+
+        if ($f =~ /^[CD]$/) {
+            my ($s) = http($port, 'GET', $path, []);
+            $s == 401 or die "bench: front $f answered $s without a token\n";
+        }
+    }
+}
+
+sub metrics {
+    my ($instance) = @_;
+
+    my ($status, $text) = http($port{"${instance}_METRICS"}, 'GET', '/metrics', []);
+    $status == 200 or die "bench: /metrics answered $status\n";
+
+    my %m;
+    while ($text =~ /^(\w+(?:\{[^}]*\})?) (\d+(?:\.\d+)?)$/mg) {
+        $m{$1} = $2;
+    }
+
+    return \%m;
+}
+
+sub delta {
+    my ($m0, $m1, $name) = @_;
+    return ($m1->{$name} // 0) - ($m0->{$name} // 0);
+}
+
+sub http {
+    my ($port, $method, $path, $headers, $body) = @_;
+
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
+                                  Proto => 'tcp', Timeout => 5)
+        or die "bench: connect to port $port: $!\n";
+
+    my $req = "$method $path HTTP/1.0\r\nHost: localhost\r\n";
+    $req .= "$_\r\n" for @$headers;
+    if (defined $body) {
+        $req .= "Content-Type: application/json\r\n"
+              . "Content-Length: " . length($body) . "\r\n";
+    }
+    $req .= "\r\n" . ($body // '');
+
+    print $s $req;
+    my $res = do { local $/; <$s> } // '';
+    close $s;
+
+    my ($head, $content) = split /\r\n\r\n/, $res, 2;
+    my ($status) = ($head // '') =~ /^HTTP\/1\.\d (\d+)/;
+
+    return ($status // 0, $content // '');
+}
+
+# redis-cli runs each line of the file as a command
+sub redis_file {
+    my ($file) = @_;
+    my $out = `$redis_cli -p $port{redis} < '$file' 2>&1`;
+    $? == 0 && $out !~ /^\(?error|^ERR/im
+        or die "bench: seeding Redis: $out\n";
+    return $out;
+}
+
+sub write_conf {
+    my ($from, $to, %vars) = @_;
+
+    open my $in, '<', $from or die "bench: $from: $!\n";
+    my $text = do { local $/; <$in> };
+    close $in;
+
+    $text =~ s/%%(\w+)%%/exists $vars{$1} ? $vars{$1}
+                          : die "bench: $from: no value for %%$1%%\n"/ge;
+
+    open my $out, '>', $to or die "bench: $to: $!\n";
+    print $out $text;
+    close $out;
+}
+
+sub wait_port {
+    my ($port, $what, $log) = @_;
+
+    for (1 .. 600) {
+        for my $c (@children) {
+            if (waitpid($c->{pid}, WNOHANG) == $c->{pid}) {
+                @children = grep { $_ != $c } @children;
+                die "bench: $c->{name} exited:\n" . slurp("$dir/$c->{name}.out")
+                    . slurp($log);
+            }
+        }
+
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                      PeerPort => $port, Proto => 'tcp');
+        if ($s) {
+            close $s;
+            return;
+        }
+
+        sleep 0.05;
+    }
+
+    die "bench: $what does not listen on $port:\n" . slurp($log);
+}
+
+sub free_port {
+    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
+                                  Proto => 'tcp', Listen => 1, ReuseAddr => 1)
+        or die "bench: no free port: $!\n";
+    my $port = $s->sockport;
+    close $s;
+    return $port;
+}
+
+sub worker_pid {
+    my ($master) = @_;
+
+    opendir my $d, '/proc' or return;
+    for my $pid (grep { /^\d+$/ } readdir $d) {
+        my $stat = slurp("/proc/$pid/stat") or next;
+        my ($ppid) = $stat =~ /\)\s+\S+\s+(\d+)/ or next;
+        return $pid if $ppid == $master;
+    }
+
+    return;
+}
+
+# utime + stime of a process, in clock ticks
+sub cpu_ticks {
+    my ($pid) = @_;
+    return unless $pid;
+    my $stat = slurp("/proc/$pid/stat") or return;
+    $stat =~ s/^.*\)\s+//s;
+    my @f = split ' ', $stat;
+    return $f[11] + $f[12];
+}
+
+# user + system ticks of our children that have ended and been waited for
+sub children_ticks {
+    my (undef, undef, undef, $cuser, $csys) = POSIX::times();
+    return $cuser + $csys;
+}
+
+# busy and total ticks of the CPUs other than the measured nginx's
+sub rig_ticks {
+    return unless $pin;
+
+    my ($busy, $all) = (0, 0);
+    for my $line (split /\n/, slurp('/proc/stat')) {
+        my ($cpu, @t) = split ' ', $line;
+        next unless $cpu =~ /^cpu(\d+)$/ && $1 != $front_cpus
+                    && grep { $_ == $1 } @cpus;
+        my $idle = $t[3] + ($t[4] // 0);
+        my $total = 0;
+        $total += $_ for @t[0 .. 7];
+        $busy += $total - $idle;
+        $all += $total;
+    }
+
+    return [$busy, $all];
+}
+
+# busy and total ticks of all CPUs
+sub machine_ticks {
+    my ($cpu, @t) = split ' ', (split /\n/, slurp('/proc/stat'))[0];
+    my $total = 0;
+    $total += $_ for @t[0 .. 7];
+    return [$total - $t[3] - $t[4], $total];
+}
+
+sub clk_tck { POSIX::sysconf(POSIX::_SC_CLK_TCK()) || 100 }
+
+sub chart {
+    which('gnuplot') or return 0;
+
+    open my $dat, '>', "$dir/chart.dat" or return 0;
+    printf $dat "%s %.0f %.3f\n", $_, $sum{$_}{rps}, $sum{$_}{p99_ms} for @FRONTS;
+    close $dat;
+
+    open my $gp, '>', "$dir/chart.gp" or return 0;
+    print $gp <<GP;
+set terminal pngcairo size 900,480 noenhanced
+set output '$results/latest.png'
+set title 'make bench: req/s and p99 per front ($cores cores, $cfg{connections} connections)'
+set style data histograms
+set style fill solid 0.8 border -1
+set boxwidth 0.8
+set ylabel 'requests/s'
+set y2label 'p99 latency (ms)'
+set yrange [0:*]
+set y2range [0:*]
+set ytics nomirror
+set y2tics
+set grid ytics
+set key top right
+set xrange [-0.6:@{[ @FRONTS - 0.4 ]}]
+plot '$dir/chart.dat' using 2:xtic(1) title 'req/s' axes x1y1, \\
+     '' using 3 title 'p99 ms' axes x1y2
+GP
+    close $gp;
+
+    return system("gnuplot '$dir/chart.gp' >/dev/null 2>&1") == 0
+        && -s "$results/latest.png";
+}
+
+# numbers for people: 0.1 req/s, 0.1 us, 4 decimals below 100
+sub rounded {
+    my ($v) = @_;
+    return { map { $_ => rounded($v->{$_}) } keys %$v } if ref $v eq 'HASH';
+    return [ map { rounded($_) } @$v ] if ref $v eq 'ARRAY';
+    return $v if ref $v || !looks_like_number($v) || $v == int $v;
+    return 0 + sprintf(abs $v >= 100 ? '%.1f' : '%.4f', $v);
+}
+
+sub target {
+    my ($what, $f, $base, $k, $op, $limit, $medians) = @_;
+    return unless $runs{$f} && $runs{$base};
+    my $value = $medians ? $sum{$f}{$k} / $sum{$base}{$k}
+                         : ratio_between($f, $base, $k);
+    return {
+        target => $what,
+        value  => 0 + sprintf('%.3f', $value),
+        limit  => $limit,
+        met    => ($op eq '>=' ? $value >= $limit : $value <= $limit)
+                  ? JSON::PP::true : JSON::PP::false,
+    };
+}
+
+sub ratio_between {
+    my ($f, $base, $k) = @_;
+    my $r = $runs{$f};
+    return median(map {
+        my ($v, $b) = ($r->[$_]{$k}, $runs{$base}[$_]{$k});
+        defined $v && $b ? $v / $b : ()
+    } 0 .. $#$r);
+}
+
+sub median {
+    my @v = sort { $a <=> $b } @_;
+    return undef unless @v;
+    return @v % 2 ? $v[$#v / 2] : ($v[@v / 2 - 1] + $v[@v / 2]) / 2;
+}
+
+sub sum0 {
+    my $s = 0;
+    $s += $_ for @_;
+    return $s;
+}
+
+sub pct {
+    my ($v) = @_;
+    return defined $v ? sprintf('%.0f%%', 100 * $v) : '-';
+}
+
+# from taskset -cp: "pid 1's current affinity list: 0-3,6"
+sub allowed_cpus {
+    which('taskset') or return;
+    my ($list) = `taskset -cp $$ 2>/dev/null` =~ /list:\s*(\S+)/ or return;
+    return map { /^(\d+)-(\d+)$/ ? ($1 .. $2) : /^(\d+)$/ ? $1 : () }
+           split /,/, $list;
+}
+
+sub cores {
+    my $n = `nproc 2>/dev/null`;
+    return $n =~ /^(\d+)/ ? $1 : scalar(() = slurp('/proc/cpuinfo') =~ /^processor/mg) || 1;
+}
+
+sub cpu_model {
+    my ($m) = slurp('/proc/cpuinfo') =~ /^model name\s*:\s*(.*)$/m;
+    return $m // 'unknown';
+}
+
+sub kernel {
+    my $k = `uname -r 2>/dev/null`;
+    chomp $k;
+    return $k;
+}
+
+sub random_bytes {
+    my ($n) = @_;
+    open my $fh, '<:raw', '/dev/urandom' or die "bench: /dev/urandom: $!\n";
+    my $bytes;
+    read $fh, $bytes, $n;
+    close $fh;
+    return $bytes;
+}
+
+sub slurp {
+    my ($file) = @_;
+    open my $fh, '<', $file or return '';
+    local $/;
+    return <$fh> // '';
+}
+
+sub which {
+    my ($bin) = @_;
+    return -x $bin ? $bin : undef if $bin =~ m{/};
+    for my $d (split /:/, $ENV{PATH} // '') {
+        return "$d/$bin" if -x "$d/$bin";
+    }
+    return;
+}
+
+sub env_int {
+    my ($name, $default, $min) = @_;
+    my $v = $ENV{$name} // $default;
+    $v =~ /^\d+$/ && $v >= $min
+        or die "bench: $name must be an integer >= $min (got '$v')\n";
+    return $v;
+}
