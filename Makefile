@@ -126,14 +126,16 @@ ASAN_MODULE      := $(ASAN_BUILD)/objs/ngx_http_gms_module.so
 ASAN_CC_OPT      := -g -O1 -fPIC -fno-omit-frame-pointer -fsanitize=address
 LIBASAN          = $(shell gcc -print-file-name=libasan.so)
 
-.PHONY: fuzz test-asan
+.PHONY: fuzz fuzz-deps test-asan
 
 $(BUILD)/fuzz/%: fuzz/%.c $(PURE_SRCS) src/gms_token.h src/gms_json.h
 	@mkdir -p $(BUILD)/fuzz
 	clang $(FUZZ_CFLAGS) -o $@ $< $(PURE_SRCS) $(LIBS_UNIT)
 
-fuzz: deps $(FUZZERS)
-	@command -v clang >/dev/null || sh tools/install-deps.sh clang
+fuzz-deps:
+	@sh tools/install-deps.sh clang libclang-rt-14-dev
+
+fuzz: deps fuzz-deps $(FUZZERS)
 	@for f in $(FUZZERS); do \
 	    name=$$(basename $$f | sed 's/^fuzz_//'); \
 	    corpus=$(BUILD)/fuzz/corpus-$$name; \
