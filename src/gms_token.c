@@ -99,31 +99,37 @@ gms_bearer_parse(const unsigned char *value, size_t len,
 }
 
 
-/* the id DataHub gives its access-token entity: b64(SHA-256(token || salt)) */
+/*
+ * The id DataHub gives its access-token entity: b64(SHA-256(token || salt)).
+ * The digest is fetched and the context made once per process: with
+ * OpenSSL 3 both cost more than hashing a token (callers are
+ * single-threaded: an nginx worker, the tool, a fuzzer).
+ */
 
 void
 gms_token_id(const unsigned char *token, size_t token_len,
     const unsigned char *salt, size_t salt_len,
     char id[GMS_TOKEN_ID_LEN + 1])
 {
-    unsigned char  md[SHA256_DIGEST_LENGTH];
-    EVP_MD_CTX    *ctx;
+    unsigned char       md[SHA256_DIGEST_LENGTH];
+    static EVP_MD      *sha256;
+    static EVP_MD_CTX  *ctx;
 
-    ctx = EVP_MD_CTX_new();
+    if (ctx == NULL) {
+        sha256 = EVP_MD_fetch(NULL, "SHA2-256", NULL);
+        ctx = EVP_MD_CTX_new();
+    }
 
-    if (ctx == NULL
-        || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1
+    if (sha256 == NULL || ctx == NULL
+        || EVP_DigestInit_ex(ctx, sha256, NULL) != 1
         || EVP_DigestUpdate(ctx, token, token_len) != 1
         || EVP_DigestUpdate(ctx, salt, salt_len) != 1
         || EVP_DigestFinal_ex(ctx, md, NULL) != 1)
     {
         /* no usable id: an empty one never matches a Redis key */
         id[0] = '\0';
-        EVP_MD_CTX_free(ctx);
         return;
     }
-
-    EVP_MD_CTX_free(ctx);
 
     EVP_EncodeBlock((unsigned char *) id, md, SHA256_DIGEST_LENGTH);
 }

@@ -42,6 +42,9 @@ typedef struct {
     ngx_msec_t                 last_used;
     ngx_queue_t                free;
     u_char                    *key;            /* <prefix>token:<id> */
+    u_char                    *evalsha;        /* the lookup, formatted */
+    size_t                     evalsha_len;
+    size_t                     evalsha_id;     /* where its id goes */
     ngx_event_t                connect_timer;
     ngx_event_t                ping_timer;
     unsigned                   connected:1;
@@ -52,6 +55,7 @@ typedef struct {
 static ngx_int_t ngx_http_gms_redis_connect(ngx_http_gms_main_conf_t *gmcf);
 static void ngx_http_gms_redis_failed(void);
 static ngx_int_t ngx_http_gms_redis_send(ngx_http_gms_lookup_t *lk);
+static ngx_int_t ngx_http_gms_redis_format(ngx_http_gms_redis_t *rd);
 static void ngx_http_gms_redis_reply(redisAsyncContext *ac, void *r,
     void *privdata);
 static void ngx_http_gms_redis_setup_reply(redisAsyncContext *ac, void *r,
@@ -100,6 +104,11 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
         }
 
         ngx_memcpy(rd->key, gmcf->token_prefix.data, gmcf->token_prefix.len);
+
+        if (ngx_http_gms_redis_format(rd) != NGX_OK) {
+            rd->gmcf = NULL;
+            return NGX_ERROR;
+        }
 
         rd->connect_timer.handler = ngx_http_gms_redis_connect_timeout;
         rd->connect_timer.log = ngx_cycle->log;
@@ -315,20 +324,22 @@ ngx_http_gms_redis_send(ngx_http_gms_lookup_t *lk)
     rd = &ngx_http_gms_redis;
     gmcf = rd->gmcf;
 
-    ngx_memcpy(rd->key + gmcf->token_prefix.len, lk->id, GMS_TOKEN_ID_LEN);
+    if (!lk->evaluated) {
+        /* the usual case: the command made once, with this id in place */
+        ngx_memcpy(rd->evalsha + rd->evalsha_id, lk->id, GMS_TOKEN_ID_LEN);
 
-    if (lk->evaluated) {
-        argv[0] = "EVAL";
-        argv[1] = gms_lookup_script;
-        len[1] = gms_lookup_script_len;
-
-    } else {
-        argv[0] = "EVALSHA";
-        argv[1] = (const char *) gmcf->script_sha;
-        len[1] = 40;
+        return redisAsyncFormattedCommand(rd->ac, ngx_http_gms_redis_reply,
+                                          lk, (char *) rd->evalsha,
+                                          rd->evalsha_len)
+               == REDIS_OK ? NGX_OK : NGX_ERROR;
     }
 
-    len[0] = ngx_strlen(argv[0]);
+    ngx_memcpy(rd->key + gmcf->token_prefix.len, lk->id, GMS_TOKEN_ID_LEN);
+
+    argv[0] = "EVAL";
+    len[0] = sizeof("EVAL") - 1;
+    argv[1] = gms_lookup_script;
+    len[1] = gms_lookup_script_len;
     argv[2] = "1";
     len[2] = 1;
     argv[3] = (const char *) rd->key;
@@ -342,6 +353,46 @@ ngx_http_gms_redis_send(ngx_http_gms_lookup_t *lk)
     {
         return NGX_ERROR;
     }
+
+    return NGX_OK;
+}
+
+
+/*
+ * EVALSHA <sha> 1 <prefix>token:<id> <prefix>actor: in the protocol's
+ * form, made once per worker; a lookup only copies its id in at id_offset.
+ */
+
+static ngx_int_t
+ngx_http_gms_redis_format(ngx_http_gms_redis_t *rd)
+{
+    u_char                    *p;
+    size_t                     key_len, len;
+    ngx_http_gms_main_conf_t  *gmcf;
+
+    gmcf = rd->gmcf;
+    key_len = gmcf->token_prefix.len + GMS_TOKEN_ID_LEN;
+
+    len = sizeof("*5\r\n$7\r\nEVALSHA\r\n$40\r\n\r\n$1\r\n1\r\n") - 1 + 40
+          + 2 * (sizeof("$\r\n\r\n") - 1 + NGX_SIZE_T_LEN)
+          + key_len + gmcf->actor_prefix.len;
+
+    rd->evalsha = ngx_alloc(len, ngx_cycle->log);
+    if (rd->evalsha == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_sprintf(rd->evalsha, "*5\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n"
+                    "$1\r\n1\r\n$%uz\r\n%V", gmcf->script_sha, key_len,
+                    &gmcf->token_prefix);
+
+    rd->evalsha_id = p - rd->evalsha;
+    p += GMS_TOKEN_ID_LEN;
+
+    p = ngx_sprintf(p, "\r\n$%uz\r\n%V\r\n", gmcf->actor_prefix.len,
+                    &gmcf->actor_prefix);
+
+    rd->evalsha_len = p - rd->evalsha;
 
     return NGX_OK;
 }

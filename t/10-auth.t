@@ -180,6 +180,20 @@ is($e->get('/admin/tokens', 'forever')->{status}, 200,
 $e->deny($bob, 'GENERATE_PERSONAL_ACCESS_TOKENS');
 is($e->get('/admin/tokens', 'fresh')->{status}, 401, 'privilege removed');
 
+# --- Redis forgetting the lookup script -------------------------------------
+
+sub evals {
+    my ($calls) = $e->redis->cmd(INFO => 'commandstats')
+                  =~ /^cmdstat_eval:calls=(\d+)/m;
+    return $calls // 0;
+}
+
+my $evals = evals();
+$e->redis->cmd(SCRIPT => 'FLUSH');
+$res = $e->get('/entities/x', 'alice-token');
+is($res->{status}, 200, 'script cache flushed: still 200');
+is(evals(), $evals + 1, 'NOSCRIPT answered by sending the script (EVAL)');
+
 # --- Redis answering an error, timing out, gone, and back -------------------
 
 $e->redis->cmd(SET => 'gms:token:' . GmsTest::sha256_b64('wrongtype'), 'x');

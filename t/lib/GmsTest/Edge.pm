@@ -12,8 +12,9 @@ package GmsTest::Edge;
 # Options: salt, prefix ('gms:'), timeout ('500ms'), http (extra http-level
 # directives), server (extra server-level directives), search (a stub
 # handler; without it the cluster address is a closed port), conf (a whole
-# http block instead of the default one), and the nginx options workers,
-# log_level (debug) and master.
+# http block instead of the default one), persist (Redis keeps its data
+# across a kill and start_again), and the nginx options workers, log_level
+# (debug) and master.
 
 use strict;
 use warnings;
@@ -105,7 +106,7 @@ sub start {
 
     my $self = bless { prefix => $opt{prefix} // 'gms:' }, $class;
 
-    $self->{redis} = GmsTest::Redis->start;
+    $self->{redis} = GmsTest::Redis->start(persist => $opt{persist});
     $self->{gms} = GmsTest::Stub->echo;
     $self->{search} = GmsTest::Stub->start(handler => $opt{search})
         if $opt{search};

@@ -88,7 +88,7 @@ sub sleep_in_background {
     return $pid;
 }
 
-# Same port and options; the data is gone since nothing is persisted.
+# Same port and options; the data is gone unless started with persist.
 sub start_again {
     my ($self) = @_;
     $self->stop;
@@ -105,7 +105,10 @@ sub _launch {
 
     my $dir = $self->{dir};
     my @cmd = ('redis-server', '--port', $self->{port}, '--bind', '127.0.0.1',
-               '--save', '', '--appendonly', 'no', '--daemonize', 'no',
+               '--save', '', '--daemonize', 'no',
+               # persist => 1: the data survives a kill and start_again
+               '--appendonly', $self->{opt}{persist} ? ('yes',
+                   '--appendfsync', 'always') : 'no',
                '--dir', $dir, '--logfile', "$dir/redis.log",
                '--enable-debug-command', 'local');
     push @cmd, '--requirepass', $self->{opt}{password}
