@@ -5,6 +5,7 @@
  */
 
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -345,6 +346,376 @@ done:
 
 
 /*
+ * A scanner for the search cluster's answer.  A completed task can carry
+ * megabytes of "response" and a long "description" that the metadata
+ * service drops: they are checked for JSON syntax and skipped, and only
+ * the few members kept are handed to jansson.
+ */
+
+#define GMS_SCAN_DEPTH  2048    /* as jansson's parser */
+
+
+typedef struct {
+    const char  *p;
+    const char  *end;
+    int          depth;
+} gms_scan_t;
+
+
+typedef struct {
+    const char  *name;
+    const char  *value;        /* NULL: absent */
+    size_t       len;
+} gms_member_t;
+
+
+static int gms_scan_value(gms_scan_t *s);
+
+
+static void
+gms_scan_ws(gms_scan_t *s)
+{
+    while (s->p < s->end
+           && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n'
+               || *s->p == '\r'))
+    {
+        s->p++;
+    }
+}
+
+
+/* the bytes of one UTF-8 sequence starting at p, or 0 if it is not one */
+
+static size_t
+gms_utf8_len(const unsigned char *p, const unsigned char *end)
+{
+    size_t    n, i;
+    uint32_t  c, min;
+
+    if (p[0] < 0x80) {
+        return 1;
+    }
+
+    if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+        n = 2; c = p[0] & 0x1f; min = 0x80;
+
+    } else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+        n = 3; c = p[0] & 0x0f; min = 0x800;
+
+    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+        n = 4; c = p[0] & 0x07; min = 0x10000;
+
+    } else {
+        return 0;
+    }
+
+    if ((size_t) (end - p) < n) {
+        return 0;
+    }
+
+    for (i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) {
+            return 0;
+        }
+
+        c = (c << 6) | (p[i] & 0x3f);
+    }
+
+    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
+        return 0;
+    }
+
+    return n;
+}
+
+
+/* a string as strict as jansson's: escapes, UTF-8, no control bytes */
+
+static int
+gms_scan_string(gms_scan_t *s)
+{
+    size_t                n, i;
+    const unsigned char  *p, *end;
+
+    if (s->p == s->end || *s->p != '"') {
+        return -1;
+    }
+
+    p = (const unsigned char *) s->p + 1;
+    end = (const unsigned char *) s->end;
+
+    while (p < end) {
+
+        if (*p == '"') {
+            s->p = (const char *) p + 1;
+            return 0;
+        }
+
+        if (*p < 0x20) {
+            return -1;
+        }
+
+        if (*p == '\\') {
+            if (++p == end) {
+                return -1;
+            }
+
+            if (*p == 'u') {
+                if (end - p < 5) {
+                    return -1;
+                }
+
+                for (i = 1; i <= 4; i++) {
+                    if (!isxdigit(p[i])) {
+                        return -1;
+                    }
+                }
+
+                p += 5;
+                continue;
+            }
+
+            if (strchr("\"\\/bfnrt", *p) == NULL || *p == '\0') {
+                return -1;
+            }
+
+            p++;
+            continue;
+        }
+
+        n = gms_utf8_len(p, end);
+
+        if (n == 0) {
+            return -1;
+        }
+
+        p += n;
+    }
+
+    return -1;
+}
+
+
+static int
+gms_scan_digits(gms_scan_t *s)
+{
+    const char  *start;
+
+    for (start = s->p; s->p < s->end && *s->p >= '0' && *s->p <= '9'; s->p++)
+    {
+        /* void */
+    }
+
+    return (s->p == start) ? -1 : 0;
+}
+
+
+static int
+gms_scan_number(gms_scan_t *s)
+{
+    if (*s->p == '-') {
+        s->p++;
+    }
+
+    if (gms_scan_digits(s) != 0) {
+        return -1;
+    }
+
+    if (s->p < s->end && *s->p == '.') {
+        s->p++;
+
+        if (gms_scan_digits(s) != 0) {
+            return -1;
+        }
+    }
+
+    if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
+        s->p++;
+
+        if (s->p < s->end && (*s->p == '+' || *s->p == '-')) {
+            s->p++;
+        }
+
+        return gms_scan_digits(s);
+    }
+
+    return 0;
+}
+
+
+static int
+gms_scan_literal(gms_scan_t *s, const char *word, size_t len)
+{
+    if ((size_t) (s->end - s->p) < len || memcmp(s->p, word, len) != 0) {
+        return -1;
+    }
+
+    s->p += len;
+
+    return 0;
+}
+
+
+/*
+ * An object's members, skipped; the values of the members named in want[]
+ * (the last one, for a repeated name, as jansson does) are recorded.
+ * want may be NULL: the object is only skipped.
+ */
+
+static int
+gms_scan_object(gms_scan_t *s, gms_member_t *want)
+{
+    size_t         key_len;
+    const char    *key, *value;
+    gms_member_t  *m;
+
+    if (++s->depth > GMS_SCAN_DEPTH) {
+        return -1;
+    }
+
+    s->p++;
+    gms_scan_ws(s);
+
+    if (s->p < s->end && *s->p == '}') {
+        s->p++;
+        s->depth--;
+        return 0;
+    }
+
+    for ( ;; ) {
+        key = s->p + 1;
+
+        if (gms_scan_string(s) != 0) {
+            return -1;
+        }
+
+        key_len = s->p - 1 - key;
+
+        gms_scan_ws(s);
+
+        if (s->p == s->end || *s->p++ != ':') {
+            return -1;
+        }
+
+        gms_scan_ws(s);
+        value = s->p;
+
+        if (gms_scan_value(s) != 0) {
+            return -1;
+        }
+
+        for (m = want; m && m->name; m++) {
+            if (strlen(m->name) == key_len
+                && memcmp(m->name, key, key_len) == 0)
+            {
+                m->value = value;
+                m->len = s->p - value;
+            }
+        }
+
+        gms_scan_ws(s);
+
+        if (s->p == s->end) {
+            return -1;
+        }
+
+        if (*s->p == '}') {
+            s->p++;
+            s->depth--;
+            return 0;
+        }
+
+        if (*s->p++ != ',') {
+            return -1;
+        }
+
+        gms_scan_ws(s);
+    }
+}
+
+
+static int
+gms_scan_array(gms_scan_t *s)
+{
+    if (++s->depth > GMS_SCAN_DEPTH) {
+        return -1;
+    }
+
+    s->p++;
+    gms_scan_ws(s);
+
+    if (s->p < s->end && *s->p == ']') {
+        s->p++;
+        s->depth--;
+        return 0;
+    }
+
+    for ( ;; ) {
+        if (gms_scan_value(s) != 0) {
+            return -1;
+        }
+
+        gms_scan_ws(s);
+
+        if (s->p == s->end) {
+            return -1;
+        }
+
+        if (*s->p == ']') {
+            s->p++;
+            s->depth--;
+            return 0;
+        }
+
+        if (*s->p++ != ',') {
+            return -1;
+        }
+
+        gms_scan_ws(s);
+    }
+}
+
+
+static int
+gms_scan_value(gms_scan_t *s)
+{
+    if (s->p == s->end) {
+        return -1;
+    }
+
+    switch (*s->p) {
+    case '{':
+        return gms_scan_object(s, NULL);
+    case '[':
+        return gms_scan_array(s);
+    case '"':
+        return gms_scan_string(s);
+    case 't':
+        return gms_scan_literal(s, "true", 4);
+    case 'f':
+        return gms_scan_literal(s, "false", 5);
+    case 'n':
+        return gms_scan_literal(s, "null", 4);
+    default:
+        return gms_scan_number(s);
+    }
+}
+
+
+/* a recorded member's value as jansson's; NULL when absent or invalid */
+
+static json_t *
+gms_member_load(gms_member_t *m)
+{
+    if (m->value == NULL) {
+        return NULL;
+    }
+
+    return json_loadb(m->value, m->len, JSON_DECODE_ANY, NULL);
+}
+
+
+/*
  * A _tasks/<node>:<number> answer (Elasticsearch 6-8, OpenSearch 1-2) to
  * the metadata service's value: {"completed", "taskId", "runTimeNanos",
  * "status"}; the cluster's "response" and "error" are not carried over.
@@ -356,30 +727,54 @@ gms_es_task_value(const char *answer, size_t len, char *reason,
     size_t reason_size)
 {
     char          task_id[GMS_ES_NODE_MAX + 32];
-    json_t       *doc, *task, *node, *id, *completed, *nanos, *status, *out;
-    json_error_t  err;
+    json_t       *node, *id, *completed, *nanos, *status, *out;
+    gms_scan_t    scan;
+    gms_member_t  top[] = { { "completed", NULL, 0 }, { "task", NULL, 0 },
+                            { NULL, NULL, 0 } };
+    gms_member_t  task[] = { { "node", NULL, 0 }, { "id", NULL, 0 },
+                             { "running_time_in_nanos", NULL, 0 },
+                             { "status", NULL, 0 }, { NULL, NULL, 0 } };
 
-    doc = json_loadb(answer, len, 0, &err);
+    scan.p = answer;
+    scan.end = answer + len;
+    scan.depth = 0;
 
-    if (doc == NULL) {
-        snprintf(reason, reason_size, "answer is not JSON: %s", err.text);
-        return NULL;
+    gms_scan_ws(&scan);
+
+    if (scan.p < scan.end && *scan.p == '{') {
+        if (gms_scan_object(&scan, top) != 0) {
+            goto not_json;
+        }
+
+    } else if (gms_scan_value(&scan) != 0) {
+        goto not_json;
     }
 
+    gms_scan_ws(&scan);
+
+    if (scan.p != scan.end) {
+        goto not_json;
+    }
+
+    if (top[1].value != NULL && *top[1].value == '{') {
+        scan.p = top[1].value;
+        scan.end = top[1].value + top[1].len;
+        (void) gms_scan_object(&scan, task);
+    }
+
+    completed = gms_member_load(&top[0]);
+    node = gms_member_load(&task[0]);
+    id = gms_member_load(&task[1]);
+    nanos = gms_member_load(&task[2]);
+    status = gms_member_load(&task[3]);
     out = NULL;
 
-    task = json_object_get(doc, "task");
-    completed = json_object_get(doc, "completed");
-    node = json_object_get(task, "node");
-    id = json_object_get(task, "id");
-    nanos = json_object_get(task, "running_time_in_nanos");
-    status = json_object_get(task, "status");
-
-    if (!json_is_object(task) || !json_is_boolean(completed)
+    if (top[1].value == NULL || *top[1].value != '{'
+        || !json_is_boolean(completed)
         || !json_is_string(node) || !json_is_integer(id)
         || json_string_length(node) > GMS_ES_NODE_MAX
-        || (nanos != NULL && !json_is_integer(nanos))
-        || (status != NULL && !json_is_null(status)
+        || (task[2].value != NULL && !json_is_integer(nanos))
+        || (task[3].value != NULL && !json_is_null(status)
             && !json_is_object(status)))
     {
         snprintf(reason, reason_size, "%s", "answer is not a task");
@@ -406,9 +801,20 @@ gms_es_task_value(const char *answer, size_t len, char *reason,
 
 done:
 
-    json_decref(doc);
+    json_decref(completed);
+    json_decref(node);
+    json_decref(id);
+    json_decref(nanos);
+    json_decref(status);
 
     return gms_json_dump(out);
+
+not_json:
+
+    snprintf(reason, reason_size, "answer is not JSON (at byte %zu)",
+             (size_t) (scan.p - answer));
+
+    return NULL;
 }
 
 
