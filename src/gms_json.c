@@ -557,85 +557,54 @@ gms_scan_literal(gms_scan_t *s, const char *word, size_t len)
 
 
 /*
- * An object's members, skipped; the values of the members named in want[]
- * (the last one, for a repeated name, as jansson does) are recorded.
- * want may be NULL: the object is only skipped.
+ * One member of an object; its value is recorded if want[] names it (the
+ * last one, for a repeated name, as jansson does).
  */
 
 static int
-gms_scan_object(gms_scan_t *s, gms_member_t *want)
+gms_scan_member(gms_scan_t *s, gms_member_t *want)
 {
     size_t         key_len;
     const char    *key, *value;
     gms_member_t  *m;
 
-    if (++s->depth > GMS_SCAN_DEPTH) {
+    key = s->p + 1;
+
+    if (gms_scan_string(s) != 0) {
         return -1;
     }
 
-    s->p++;
+    key_len = s->p - 1 - key;
+
     gms_scan_ws(s);
 
-    if (s->p < s->end && *s->p == '}') {
-        s->p++;
-        s->depth--;
-        return 0;
+    if (s->p == s->end || *s->p++ != ':') {
+        return -1;
     }
 
-    for ( ;; ) {
-        key = s->p + 1;
+    gms_scan_ws(s);
+    value = s->p;
 
-        if (gms_scan_string(s) != 0) {
-            return -1;
-        }
-
-        key_len = s->p - 1 - key;
-
-        gms_scan_ws(s);
-
-        if (s->p == s->end || *s->p++ != ':') {
-            return -1;
-        }
-
-        gms_scan_ws(s);
-        value = s->p;
-
-        if (gms_scan_value(s) != 0) {
-            return -1;
-        }
-
-        for (m = want; m && m->name; m++) {
-            if (strlen(m->name) == key_len
-                && memcmp(m->name, key, key_len) == 0)
-            {
-                m->value = value;
-                m->len = s->p - value;
-            }
-        }
-
-        gms_scan_ws(s);
-
-        if (s->p == s->end) {
-            return -1;
-        }
-
-        if (*s->p == '}') {
-            s->p++;
-            s->depth--;
-            return 0;
-        }
-
-        if (*s->p++ != ',') {
-            return -1;
-        }
-
-        gms_scan_ws(s);
+    if (gms_scan_value(s) != 0) {
+        return -1;
     }
+
+    for (m = want; m && m->name; m++) {
+        if (strlen(m->name) == key_len && memcmp(m->name, key, key_len) == 0)
+        {
+            m->value = value;
+            m->len = s->p - value;
+        }
+    }
+
+    return 0;
 }
 
 
+/* an object (close '}', members) or an array (close ']', values) */
+
 static int
-gms_scan_array(gms_scan_t *s)
+gms_scan_container(gms_scan_t *s, char close, gms_member_t *want)
 {
     if (++s->depth > GMS_SCAN_DEPTH) {
         return -1;
@@ -644,14 +613,17 @@ gms_scan_array(gms_scan_t *s)
     s->p++;
     gms_scan_ws(s);
 
-    if (s->p < s->end && *s->p == ']') {
+    if (s->p < s->end && *s->p == close) {
         s->p++;
         s->depth--;
         return 0;
     }
 
     for ( ;; ) {
-        if (gms_scan_value(s) != 0) {
+
+        if ((close == '}' ? gms_scan_member(s, want) : gms_scan_value(s))
+            != 0)
+        {
             return -1;
         }
 
@@ -661,7 +633,7 @@ gms_scan_array(gms_scan_t *s)
             return -1;
         }
 
-        if (*s->p == ']') {
+        if (*s->p == close) {
             s->p++;
             s->depth--;
             return 0;
@@ -685,9 +657,9 @@ gms_scan_value(gms_scan_t *s)
 
     switch (*s->p) {
     case '{':
-        return gms_scan_object(s, NULL);
+        return gms_scan_container(s, '}', NULL);
     case '[':
-        return gms_scan_array(s);
+        return gms_scan_container(s, ']', NULL);
     case '"':
         return gms_scan_string(s);
     case 't':
@@ -742,7 +714,7 @@ gms_es_task_value(const char *answer, size_t len, char *reason,
     gms_scan_ws(&scan);
 
     if (scan.p < scan.end && *scan.p == '{') {
-        if (gms_scan_object(&scan, top) != 0) {
+        if (gms_scan_container(&scan, '}', top) != 0) {
             goto not_json;
         }
 
@@ -759,7 +731,7 @@ gms_es_task_value(const char *answer, size_t len, char *reason,
     if (top[1].value != NULL && *top[1].value == '{') {
         scan.p = top[1].value;
         scan.end = top[1].value + top[1].len;
-        (void) gms_scan_object(&scan, task);
+        (void) gms_scan_container(&scan, '}', task);
     }
 
     completed = gms_member_load(&top[0]);
