@@ -159,6 +159,75 @@ gms_token_id_valid(const char *id, size_t len)
 }
 
 
+/* the end of a value in a log line: a quote, a line end or a backslash */
+
+static size_t
+gms_mask_until(unsigned char *buf, size_t len, size_t j)
+{
+    for ( /* void */ ; j < len; j++) {
+        if (buf[j] == '"' || buf[j] == '\r' || buf[j] == '\n'
+            || buf[j] == '\\')
+        {
+            break;
+        }
+
+        buf[j] = '*';
+    }
+
+    return j;
+}
+
+
+/*
+ * Masks credentials in a log line, in place: the value of an
+ * Authorization header, whatever its scheme, and whatever follows
+ * "Bearer " elsewhere (a variable's value, say), up to a quote, a line
+ * end or a backslash.  nginx's debug lines quote request headers and
+ * whole requests to upstreams; a token must not reach a log file even
+ * then.  A WWW-Authenticate challenge (Bearer realm=...) is left alone.
+ */
+
+void
+gms_mask_bearer(unsigned char *buf, size_t len)
+{
+    size_t  i, j;
+
+    for (i = 0; i < len; i++) {
+
+        if ((buf[i] | 0x20) == 'a' && len - i > 14
+            && strncasecmp((const char *) buf + i, "authorization:", 14) == 0)
+        {
+            for (j = i + 14; j < len && (buf[j] == ' ' || buf[j] == '\t');
+                 j++)
+            {
+                /* void */
+            }
+
+            i = gms_mask_until(buf, len, j);
+            continue;
+        }
+
+        if ((buf[i] | 0x20) != 'b' || len - i <= 7
+            || strncasecmp((const char *) buf + i, "bearer", 6) != 0
+            || (buf[i + 6] != ' ' && buf[i + 6] != '\t'))
+        {
+            continue;
+        }
+
+        for (j = i + 7; j < len && (buf[j] == ' ' || buf[j] == '\t'); j++) {
+            /* void */
+        }
+
+        if (len - j >= 6 && strncmp((const char *) buf + j, "realm=", 6) == 0)
+        {
+            continue;
+        }
+
+        i = gms_mask_until(buf, len, j);
+    }
+}
+
+
 /* milliseconds since the epoch: digits only, no sign; "" means 0 */
 
 int

@@ -54,6 +54,8 @@ int gms_token_id_valid(const char *id, size_t len);
 int gms_parse_ms(const char *s, size_t len, int64_t *ms);
 int gms_privilege_valid(const char *name, size_t len);
 
+void gms_mask_bearer(unsigned char *buf, size_t len);
+
 gms_lookup_rc_e gms_lookup_reply_parse(const redisReply *reply,
     gms_lookup_t *lookup);
 

@@ -30,6 +30,11 @@ static char *ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf);
 static void *ngx_http_gms_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
+static ngx_int_t ngx_http_gms_init_module(ngx_cycle_t *cycle);
+static ngx_log_t *ngx_http_gms_masked_log(ngx_cycle_t *cycle, ngx_log_t *log,
+    ngx_array_t *copies);
+static void ngx_http_gms_log_writer(ngx_log_t *log, ngx_uint_t level,
+    u_char *buf, size_t len);
 static ngx_int_t ngx_http_gms_challenge(ngx_conf_t *cf, ngx_str_t *realm,
     const char *error, ngx_str_t *out);
 static ngx_int_t ngx_http_gms_init(ngx_conf_t *cf);
@@ -137,7 +142,7 @@ ngx_module_t  ngx_http_gms_module = {
     ngx_http_gms_commands,                 /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    NULL,                                  /* init module */
+    ngx_http_gms_init_module,              /* init module */
     NULL,                                  /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
@@ -509,6 +514,12 @@ ngx_http_gms_create_main_conf(ngx_conf_t *cf)
      *     gmcf->cache = NULL;
      */
 
+    if (ngx_array_init(&gmcf->error_logs, cf->pool, 16, sizeof(ngx_log_t **))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
     gmcf->timeout = NGX_CONF_UNSET_MSEC;
     gmcf->prefix.len = NGX_CONF_UNSET_SIZE;
     gmcf->salt.len = NGX_CONF_UNSET_SIZE;
@@ -605,6 +616,22 @@ ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_gms_loc_conf_t  *prev = parent;
     ngx_http_gms_loc_conf_t  *conf = child;
 
+    ngx_log_t               ***slot;
+    ngx_http_core_loc_conf_t  *clcf;
+    ngx_http_gms_main_conf_t  *gmcf;
+
+    /* the core module's merge is done: the location's log, to be masked */
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    gmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_gms_module);
+
+    slot = ngx_array_push(&gmcf->error_logs);
+    if (slot == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *slot = &clcf->error_log;
+
     ngx_conf_merge_value(conf->enable, prev->enable, 0);
     ngx_conf_merge_str_value(conf->realm, prev->realm, "DataHub");
     ngx_conf_merge_ptr_value(conf->privileges, prev->privileges, NULL);
@@ -629,6 +656,131 @@ ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * nginx logs every request header at debug level, the Authorization
+ * header included.  Each HTTP location's error log (and the listening
+ * sockets' copies of it) becomes a copy whose file logs have a writer that
+ * masks bearer tokens before writing.  Copies, not the logs themselves:
+ * nginx expects the cycle's own log chain to have a file log without a
+ * writer.  Done here, once every log file of the cycle is known.
+ */
+
+static ngx_int_t
+ngx_http_gms_init_module(ngx_cycle_t *cycle)
+{
+    ngx_uint_t                 i;
+    ngx_log_t                ***slot;
+    ngx_array_t                copies;
+    ngx_listening_t           *ls;
+    ngx_http_gms_main_conf_t  *gmcf;
+
+    if (cycle->conf_ctx[ngx_http_module.index] == NULL) {
+        return NGX_OK;
+    }
+
+    gmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_gms_module);
+
+    /* pairs: an original, its copy */
+    if (ngx_array_init(&copies, cycle->pool, 8, 2 * sizeof(ngx_log_t *))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    slot = gmcf->error_logs.elts;
+
+    for (i = 0; i < gmcf->error_logs.nelts; i++) {
+        *slot[i] = ngx_http_gms_masked_log(cycle, *slot[i], &copies);
+
+        if (*slot[i] == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    ls = cycle->listening.elts;
+
+    for (i = 0; i < cycle->listening.nelts; i++) {
+        if (ls[i].log.writer == NULL) {
+            ls[i].log.writer = ngx_http_gms_log_writer;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_log_t *
+ngx_http_gms_masked_log(ngx_cycle_t *cycle, ngx_log_t *log,
+    ngx_array_t *copies)
+{
+    ngx_uint_t   i;
+    ngx_log_t  **pair, *copy;
+
+    if (log == NULL) {
+        return NULL;
+    }
+
+    pair = copies->elts;
+
+    for (i = 0; i < copies->nelts; i++) {
+        if (pair[2 * i] == log || pair[2 * i + 1] == log) {
+            return pair[2 * i + 1];
+        }
+    }
+
+    copy = ngx_palloc(cycle->pool, sizeof(ngx_log_t));
+    if (copy == NULL) {
+        return NULL;
+    }
+
+    *copy = *log;
+
+    if (copy->writer == NULL) {
+        copy->writer = ngx_http_gms_log_writer;
+    }
+
+    if (log->next) {
+        copy->next = ngx_http_gms_masked_log(cycle, log->next, copies);
+
+        if (copy->next == NULL) {
+            return NULL;
+        }
+    }
+
+    pair = ngx_array_push(copies);
+    if (pair == NULL) {
+        return NULL;
+    }
+
+    pair[0] = log;
+    pair[1] = copy;
+
+    return copy;
+}
+
+
+static void
+ngx_http_gms_log_writer(ngx_log_t *log, ngx_uint_t level, u_char *buf,
+    size_t len)
+{
+    ssize_t  n;
+
+    gms_mask_bearer(buf, len);
+
+    /* as ngx_log_error_core() writes a file log */
+
+    if (ngx_time() == log->disk_full_time) {
+        return;
+    }
+
+    n = ngx_write_fd(log->file->fd, buf, len);
+
+    if (n == -1 && ngx_errno == NGX_ENOSPC) {
+        log->disk_full_time = ngx_time();
+    }
 }
 
 

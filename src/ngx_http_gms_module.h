@@ -58,6 +58,7 @@ typedef struct {
     ngx_str_t                  salt;
     u_char                     script_sha[41];
     ngx_http_gms_cache_t      *cache;
+    ngx_array_t                error_logs;     /* of ngx_log_t ** */
 } ngx_http_gms_main_conf_t;
 
 

@@ -190,6 +190,38 @@ test_reply(void)
 }
 
 
+static void
+test_mask(void)
+{
+    char  line[128];
+
+    strcpy(line, "http header: \"Authorization: Bearer abc.def-1\"");
+    gms_mask_bearer((unsigned char *) line, strlen(line));
+    is_str(line, "http header: \"Authorization: ****************\"",
+           "an Authorization header's value masked");
+
+    strcpy(line, "AUTHORIZATION:Token a b c\r\nHost: x");
+    gms_mask_bearer((unsigned char *) line, strlen(line));
+    is_str(line, "AUTHORIZATION:***********\r\nHost: x",
+           "any scheme, up to the line end");
+
+    strcpy(line, "http script var: \"bearer xyz\"");
+    gms_mask_bearer((unsigned char *) line, strlen(line));
+    is_str(line, "http script var: \"bearer ***\"",
+           "a bearer token outside a header");
+
+    strcpy(line, "WWW-Authenticate: Bearer realm=\"DataHub\"");
+    gms_mask_bearer((unsigned char *) line, strlen(line));
+    is_str(line, "WWW-Authenticate: Bearer realm=\"DataHub\"",
+           "a challenge is left alone");
+
+    strcpy(line, "gms: token id \"kwu9xRtq7VwqVnj9bije56BeiktkPPw=\"");
+    gms_mask_bearer((unsigned char *) line, strlen(line));
+    is_str(line, "gms: token id \"kwu9xRtq7VwqVnj9bije56BeiktkPPw=\"",
+           "other lines are left alone");
+}
+
+
 int
 main(void)
 {
@@ -197,6 +229,7 @@ main(void)
     test_id();
     test_ms();
     test_reply();
+    test_mask();
 
     return done_testing();
 }
