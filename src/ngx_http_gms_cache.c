@@ -38,6 +38,13 @@ struct ngx_http_gms_cache_sh_s {
 };
 
 
+/* a TIME parameter of gms_token_cache and its field */
+typedef struct {
+    ngx_str_t                  name;
+    size_t                     offset;
+} ngx_http_gms_time_t;
+
+
 #define ngx_http_gms_cache_node(node)                                        \
     ((ngx_http_gms_cache_node_t *) &(node)->color)
 
@@ -436,6 +443,16 @@ ngx_http_gms_cache_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_uint_t             i;
     ngx_shm_zone_t        *shm_zone;
     ngx_http_gms_cache_t  *cache;
+    ngx_http_gms_time_t   *t;
+
+    /* ttl= is first: the only one that may not be 0 */
+    static ngx_http_gms_time_t  times[] = {
+        { ngx_string("ttl="), offsetof(ngx_http_gms_cache_t, ttl) },
+        { ngx_string("negative_ttl="),
+          offsetof(ngx_http_gms_cache_t, negative_ttl) },
+        { ngx_string("stale="), offsetof(ngx_http_gms_cache_t, stale) },
+        { ngx_null_string, 0 }
+    };
 
     if (gmcf->cache != NULL) {
         return "is duplicate";
@@ -489,46 +506,28 @@ ngx_http_gms_cache_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             continue;
         }
 
-        if (ngx_strncmp(value[i].data, "ttl=", 4) == 0) {
-            s.data = value[i].data + 4;
-            s.len = value[i].len - 4;
-            ms = ngx_parse_time(&s, 0);
-
-            if (ms == NGX_ERROR || ms == 0) {
-                goto invalid;
+        for (t = times; t->name.len; t++) {
+            if (value[i].len > t->name.len
+                && ngx_strncmp(value[i].data, t->name.data, t->name.len) == 0)
+            {
+                break;
             }
-
-            cache->ttl = ms;
-            continue;
         }
 
-        if (ngx_strncmp(value[i].data, "negative_ttl=", 13) == 0) {
-            s.data = value[i].data + 13;
-            s.len = value[i].len - 13;
-            ms = ngx_parse_time(&s, 0);
-
-            if (ms == NGX_ERROR) {
-                goto invalid;
-            }
-
-            cache->negative_ttl = ms;
-            continue;
+        if (t->name.len == 0) {
+            goto invalid;
         }
 
-        if (ngx_strncmp(value[i].data, "stale=", 6) == 0) {
-            s.data = value[i].data + 6;
-            s.len = value[i].len - 6;
-            ms = ngx_parse_time(&s, 0);
+        s.data = value[i].data + t->name.len;
+        s.len = value[i].len - t->name.len;
+        ms = ngx_parse_time(&s, 0);
 
-            if (ms == NGX_ERROR) {
-                goto invalid;
-            }
-
-            cache->stale = ms;
-            continue;
+        if (ms == NGX_ERROR || (ms == 0 && t == times)) {
+            goto invalid;
         }
 
-        goto invalid;
+        *(ngx_msec_t *) ((char *) cache + t->offset) = (ngx_msec_t) ms;
+        continue;
     }
 
     if (name.len == 0) {

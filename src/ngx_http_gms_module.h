@@ -78,7 +78,7 @@ typedef struct {
 typedef struct {
     ngx_http_request_t        *request;
     ngx_http_gms_flight_t     *flight;         /* the lookup waited on */
-    void                      *unused;
+    ngx_http_request_t        *es_subrequest;
 
     /* ident must be after 3 pointers as in ngx_connection_t */
     ngx_int_t                  ident;
@@ -105,7 +105,6 @@ typedef struct {
     ngx_int_t                  es_rc;
     ngx_uint_t                 es_status;
     ngx_str_t                  es_answer;
-    ngx_http_request_t        *es_subrequest;
     off_t                      es_received;
     unsigned                   es_done:1;
     unsigned                   es_too_big:1;

@@ -31,6 +31,7 @@ use JSON::PP ();
 use Test::More;
 
 use GmsTest;
+use GmsTest::Messages qw(task_form node_chars must_be);
 use GmsTest::Edge;
 
 # nginx reads load_module relative to its -p prefix (a temporary
@@ -53,21 +54,6 @@ my $ONLY_ONE = 'Please specify only one of Node ID + task ID OR composite '
 my $NOT_OBJECT = 'Request body must be a JSON object';
 my $INVALID_JSON = qr/^Invalid JSON in request body/;
 my $UNAUTHORIZED = 'User is unauthorized to get ES task status';
-
-sub task_form {
-    return 'Task should be in the form nodeId:taskId e.g. '
-           . "aB1cdEf2GHIJKLMnoPQr3S:123456 (got $_[0])";
-}
-
-sub node_chars {
-    return "Node ID should contain only letters, digits, '-' and '_' "
-           . "(got $_[0])";
-}
-
-sub must_be {
-    my ($param, $type) = @_;
-    return "Parameter '$param' must be $type";
-}
 
 
 # The stand-in search cluster's answers, by task id.

@@ -42,6 +42,7 @@ use Test::More;
 use Time::HiRes qw(time);
 
 use GmsTest;
+use GmsTest::Messages qw(task_form node_chars must_be);
 use GmsTest::Edge;
 
 # nginx reads load_module relative to its -p prefix (a temporary
@@ -78,21 +79,6 @@ my $ONLY_ONE = 'Please specify only one of Node ID + task ID OR composite '
                . 'task parameters';
 my $NOT_OBJECT = 'Request body must be a JSON object';
 my $INVALID_JSON = qr/^Invalid JSON in request body: /;
-
-sub task_form {
-    return 'Task should be in the form nodeId:taskId e.g. '
-           . "aB1cdEf2GHIJKLMnoPQr3S:123456 (got $_[0])";
-}
-
-sub node_chars {
-    return "Node ID should contain only letters, digits, '-' and '_' "
-           . "(got $_[0])";
-}
-
-sub must_be {
-    my ($param, $type) = @_;
-    return "Parameter '$param' must be $type";
-}
 
 sub hex_byte { sprintf '0x%02x', $_[0] }
 
