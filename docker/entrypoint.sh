@@ -144,6 +144,14 @@ render() {
         || die "not set:$missing (the addresses of GMS, the search cluster" \
                "and Redis; see README.md, Container)"
 
+    # no default salt is right: DataHub hashes token ids with its own
+    # (set and empty is a choice, as gms_token_salt "" is)
+    [ -n "${GMS_TOKEN_SALT+set}" ] || [ -n "${GMS_TOKEN_SALT_FILE:-}" ] \
+        || die "GMS_TOKEN_SALT or GMS_TOKEN_SALT_FILE must be set to GMS's" \
+               "token salt (DATAHUB_TOKEN_SERVICE_SALT; before DataHub 1.5" \
+               "its default is ohDVbJBvHHVJh9S/UA4BYF9COuNnqqVhr9MLKEGXk1O=);" \
+               "GMS_TOKEN_SALT= (set and empty) only if GMS has none"
+
     [ -f "$template" ] || die "no template: $template"
 
     case $conf_dir$run_dir in

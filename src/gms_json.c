@@ -223,6 +223,39 @@ gms_es_task_fail(char *msg, size_t size, size_t *len, const char *prefix,
 
 
 /*
+ * A long as Rest.li coerces one from JSON: an integer, or a number
+ * written with a fraction or exponent whose value is integral (124.0,
+ * 1.24e2), within a signed 64-bit long.
+ */
+
+static int
+gms_json_integral(json_t *v, json_int_t *n)
+{
+    double  d;
+
+    if (json_is_integer(v)) {
+        *n = json_integer_value(v);
+        return 0;
+    }
+
+    if (!json_is_real(v)) {
+        return -1;
+    }
+
+    d = json_real_value(v);
+
+    /* -2^63 is exact as a double; 2^63 is the first value beyond a long */
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) {
+        return -1;
+    }
+
+    *n = (json_int_t) d;
+
+    return ((double) *n == d) ? 0 : -1;
+}
+
+
+/*
  * The request body: {"task": "<node>:<number>"} or
  * {"nodeId": "<node>", "taskId": <number>}, validated in the metadata
  * service's order and with its messages; on failure returns -1 with the
@@ -264,6 +297,7 @@ gms_es_task_request_parse(const char *body, size_t len,
         goto done;
     }
 
+    n = 0;
     node = json_object_get(doc, "nodeId");
     number = json_object_get(doc, "taskId");
     task = json_object_get(doc, "task");
@@ -274,7 +308,9 @@ gms_es_task_request_parse(const char *body, size_t len,
         goto done;
     }
 
-    if (number != NULL && !json_is_null(number) && !json_is_integer(number)) {
+    if (number != NULL && !json_is_null(number)
+        && gms_json_integral(number, &n) != 0)
+    {
         gms_es_task_fail(msg, msg_size, msg_len, "Parameter 'taskId' must be an integer",
                          NULL, 0, NULL);
         goto done;
@@ -288,7 +324,6 @@ gms_es_task_request_parse(const char *body, size_t len,
 
     node_str = json_is_string(node) ? json_string_value(node) : NULL;
     node_len = json_is_string(node) ? json_string_length(node) : 0;
-    n = json_is_integer(number) ? json_integer_value(number) : 0;
     task_str = json_is_string(task) ? json_string_value(task) : NULL;
     task_len = json_is_string(task) ? json_string_length(task) : 0;
 
@@ -688,24 +723,197 @@ gms_member_load(gms_member_t *m)
 
 
 /*
+ * One character of a string as org.json's JSONObject.quote() writes it
+ * (JSON-java 20231013, the version the metadata service builds with):
+ * '"' and '\' escaped, "</" as "<\/", the C0 controls by their short
+ * escapes or \u00xx, and U+0080-U+009F and U+2000-U+20FF as \uxxxx (lower
+ * case hex).  c is the code point, prev the one before it, n the bytes
+ * the character took in UTF-8, which are copied when no escape is due.
+ */
+
+static char *
+gms_orgjson_char(char *p, uint32_t c, uint32_t prev, const char *utf8,
+    size_t n)
+{
+    static const char  hex[] = "0123456789abcdef";
+
+    switch (c) {
+    case '"':
+    case '\\':
+        *p++ = '\\';
+        *p++ = (char) c;
+        return p;
+    case '/':
+        if (prev == '<') {
+            *p++ = '\\';
+        }
+        *p++ = '/';
+        return p;
+    case '\b':
+        *p++ = '\\'; *p++ = 'b';
+        return p;
+    case '\t':
+        *p++ = '\\'; *p++ = 't';
+        return p;
+    case '\n':
+        *p++ = '\\'; *p++ = 'n';
+        return p;
+    case '\f':
+        *p++ = '\\'; *p++ = 'f';
+        return p;
+    case '\r':
+        *p++ = '\\'; *p++ = 'r';
+        return p;
+    }
+
+    if (c < 0x20 || (c >= 0x80 && c < 0xa0) || (c >= 0x2000 && c < 0x2100)) {
+        *p++ = '\\';
+        *p++ = 'u';
+        *p++ = hex[(c >> 12) & 0xf];
+        *p++ = hex[(c >> 8) & 0xf];
+        *p++ = hex[(c >> 4) & 0xf];
+        *p++ = hex[c & 0xf];
+        return p;
+    }
+
+    memcpy(p, utf8, n);
+
+    return p + n;
+}
+
+
+/* the code point of a valid UTF-8 sequence of n bytes */
+
+static uint32_t
+gms_utf8_decode(const unsigned char *p, size_t n)
+{
+    size_t    i;
+    uint32_t  c;
+
+    if (n == 1) {
+        return p[0];
+    }
+
+    c = p[0] & (0xff >> (n + 1));
+
+    for (i = 1; i < n; i++) {
+        c = (c << 6) | (p[i] & 0x3f);
+    }
+
+    return c;
+}
+
+
+/*
+ * UTF-8 text (already checked) quoted as org.json does, without the
+ * surrounding quotes; at most 6 bytes out for each byte in.  When
+ * compact is set, the text is JSON and its whitespace outside strings is
+ * dropped on the way, which is how the search client's copy of the
+ * task's status reads (a compact copy of the cluster's object).
+ */
+
+static char *
+gms_orgjson_quote(char *p, const char *s, size_t len, int compact)
+{
+    int                   in_string, escaped;
+    size_t                n;
+    uint32_t              c, prev;
+    const unsigned char  *u, *end;
+
+    u = (const unsigned char *) s;
+    end = u + len;
+    prev = 0;
+    in_string = 0;
+    escaped = 0;
+
+    while (u < end) {
+
+        if (compact && !in_string
+            && (*u == ' ' || *u == '\t' || *u == '\n' || *u == '\r'))
+        {
+            u++;
+            continue;
+        }
+
+        n = gms_utf8_len(u, end);
+
+        if (n == 0) {
+            /* not reached for checked text; never copy past the end */
+            n = 1;
+        }
+
+        c = gms_utf8_decode(u, n);
+
+        if (compact) {
+            if (escaped) {
+                escaped = 0;
+
+            } else if (in_string && c == '\\') {
+                escaped = 1;
+
+            } else if (c == '"') {
+                in_string = !in_string;
+            }
+        }
+
+        p = gms_orgjson_char(p, c, prev, (const char *) u, n);
+        prev = c;
+        u += n;
+    }
+
+    return p;
+}
+
+
+/* a JSON integer's text, as the scanner found it, checked by jansson */
+
+static int
+gms_member_integer(gms_member_t *m, json_int_t *out)
+{
+    json_t  *v;
+
+    v = gms_member_load(m);
+
+    if (!json_is_integer(v)) {
+        json_decref(v);
+        return -1;
+    }
+
+    *out = json_integer_value(v);
+    json_decref(v);
+
+    return 0;
+}
+
+
+/*
  * A _tasks/<node>:<number> answer (Elasticsearch 6-8, OpenSearch 1-2) to
- * the metadata service's value: {"completed", "taskId", "runTimeNanos",
- * "status"}; the cluster's "response" and "error" are not carried over.
- * Returns NULL, with the reason, for anything that is not a task.
+ * the metadata service's value, the text OperationsResource.getTaskStatus
+ * returns: an org.json object written in the order completed, taskId,
+ * runTimeNanos, status, where "status" is a string holding the cluster's
+ * status object as compact JSON (the search client keeps it as raw bytes,
+ * RawTaskStatus, and org.json writes it through toString()), its numbers
+ * as the cluster wrote them.  A null or absent status leaves the member
+ * out, as JSONObject.put(key, null) does.  The cluster's "response" and
+ * "error" are not carried over.  Returns NULL, with the reason, for
+ * anything that is not a task.
  */
 
 char *
 gms_es_task_value(const char *answer, size_t len, char *reason,
     size_t reason_size)
 {
-    char          task_id[GMS_ES_NODE_MAX + 32];
-    json_t       *node, *id, *completed, *nanos, *status, *out;
-    gms_scan_t    scan;
-    gms_member_t  top[] = { { "completed", NULL, 0 }, { "task", NULL, 0 },
-                            { NULL, NULL, 0 } };
-    gms_member_t  task[] = { { "node", NULL, 0 }, { "id", NULL, 0 },
-                             { "running_time_in_nanos", NULL, 0 },
-                             { "status", NULL, 0 }, { NULL, NULL, 0 } };
+    char          *out, *p;
+    size_t         size;
+    json_t        *node;
+    json_int_t     id, nanos;
+    gms_scan_t     scan;
+    gms_member_t   top[] = { { "completed", NULL, 0 }, { "task", NULL, 0 },
+                             { NULL, NULL, 0 } };
+    gms_member_t   task[] = { { "node", NULL, 0 }, { "id", NULL, 0 },
+                              { "running_time_in_nanos", NULL, 0 },
+                              { "status", NULL, 0 }, { NULL, NULL, 0 } };
+    gms_member_t  *completed, *status;
 
     scan.p = answer;
     scan.end = answer + len;
@@ -728,58 +936,77 @@ gms_es_task_value(const char *answer, size_t len, char *reason,
         goto not_json;
     }
 
-    if (top[1].value != NULL && *top[1].value == '{') {
-        scan.p = top[1].value;
-        scan.end = top[1].value + top[1].len;
-        (void) gms_scan_container(&scan, '}', task);
+    if (top[1].value == NULL || *top[1].value != '{') {
+        goto not_task;
     }
 
-    completed = gms_member_load(&top[0]);
+    /* the task object was scanned whole above: this cannot fail */
+    scan.p = top[1].value;
+    scan.end = top[1].value + top[1].len;
+    (void) gms_scan_container(&scan, '}', task);
+
+    completed = &top[0];
+    status = &task[3];
+    nanos = 0;
+
+    if (completed->value == NULL
+        || (*completed->value != 't' && *completed->value != 'f')
+        || gms_member_integer(&task[1], &id) != 0
+        || (task[2].value != NULL
+            && gms_member_integer(&task[2], &nanos) != 0)
+        || (status->value != NULL && *status->value != '{'
+            && *status->value != 'n'))
+    {
+        goto not_task;
+    }
+
     node = gms_member_load(&task[0]);
-    id = gms_member_load(&task[1]);
-    nanos = gms_member_load(&task[2]);
-    status = gms_member_load(&task[3]);
-    out = NULL;
 
-    if (top[1].value == NULL || *top[1].value != '{'
-        || !json_is_boolean(completed)
-        || !json_is_string(node) || !json_is_integer(id)
-        || json_string_length(node) > GMS_ES_NODE_MAX
-        || (task[2].value != NULL && !json_is_integer(nanos))
-        || (task[3].value != NULL && !json_is_null(status)
-            && !json_is_object(status)))
+    if (!json_is_string(node)
+        || json_string_length(node) > GMS_ES_NODE_MAX)
     {
-        snprintf(reason, reason_size, "%s", "answer is not a task");
-        goto done;
+        json_decref(node);
+        goto not_task;
     }
 
-    snprintf(task_id, sizeof(task_id), "%s:%" JSON_INTEGER_FORMAT,
-             json_string_value(node), json_integer_value(id));
+    size = sizeof("{\"completed\":false,\"taskId\":\"\",\"runTimeNanos\":"
+                  ",\"status\":\"\"}")
+           + 6 * json_string_length(node) + 2 * 21
+           + ((status->value != NULL) ? 6 * status->len : 0);
 
-    out = json_pack("{s:O, s:s, s:I}", "completed", completed,
-                    "taskId", task_id,
-                    "runTimeNanos", nanos ? json_integer_value(nanos) : 0);
-
-    if (out != NULL && json_is_object(status)
-        && json_object_set(out, "status", status) != 0)
-    {
-        json_decref(out);
-        out = NULL;
-    }
-
+    out = malloc(size);
     if (out == NULL) {
+        json_decref(node);
         snprintf(reason, reason_size, "%s", "out of memory");
+        return NULL;
     }
 
-done:
+    p = out;
+    p += sprintf(p, "{\"completed\":%s,\"taskId\":\"",
+                 (*completed->value == 't') ? "true" : "false");
+    p = gms_orgjson_quote(p, json_string_value(node),
+                          json_string_length(node), 0);
+    p += sprintf(p, ":%" JSON_INTEGER_FORMAT "\",\"runTimeNanos\":%"
+                 JSON_INTEGER_FORMAT, id, nanos);
 
-    json_decref(completed);
+    if (status->value != NULL && *status->value == '{') {
+        p = (char *) memcpy(p, ",\"status\":\"", 11) + 11;
+        p = gms_orgjson_quote(p, status->value, status->len, 1);
+        *p++ = '"';
+    }
+
+    *p++ = '}';
+    *p = '\0';
+
     json_decref(node);
-    json_decref(id);
-    json_decref(nanos);
-    json_decref(status);
 
-    return gms_json_dump(out);
+    return out;
+
+not_task:
+
+    snprintf(reason, reason_size, "%s", "answer is not a task");
+
+    return NULL;
 
 not_json:
 

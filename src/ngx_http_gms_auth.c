@@ -662,6 +662,7 @@ ngx_http_gms_deny(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
 
     case NGX_HTTP_GMS_FORBIDDEN:
         challenge = &glcf->challenge_scope;
+        status = glcf->forbidden_status;
         message = "User is unauthorized to perform this action";
         break;
 

@@ -11,9 +11,6 @@
 #include "ngx_http_gms_metrics.h"
 
 
-#define NGX_HTTP_GMS_ES_PRIVILEGE  "GET_ES_TASK_STATUS_PRIVILEGE"
-
-
 static ngx_int_t ngx_http_gms_es_task_handler(ngx_http_request_t *r);
 static void ngx_http_gms_es_task_body(ngx_http_request_t *r);
 static size_t ngx_http_gms_es_task_body_size(ngx_http_request_t *r);
@@ -28,6 +25,10 @@ static ngx_int_t ngx_http_gms_es_task_refuse(ngx_http_request_t *r,
     ngx_uint_t status, const char *message);
 static ngx_int_t ngx_http_gms_es_task_refuse_len(ngx_http_request_t *r,
     ngx_uint_t status, const char *message, size_t len);
+static ngx_int_t ngx_http_gms_es_task_error(ngx_http_request_t *r,
+    ngx_uint_t status, const char *message, size_t len);
+static ngx_int_t ngx_http_gms_es_task_allowed(ngx_http_gms_ctx_t *ctx,
+    ngx_http_gms_loc_conf_t *glcf);
 static ngx_int_t ngx_http_gms_es_task_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
 
@@ -35,15 +36,12 @@ static ngx_int_t ngx_http_gms_es_task_body_filter(ngx_http_request_t *r,
 static ngx_http_output_body_filter_pt  ngx_http_next_body_filter;
 
 
-static ngx_str_t  ngx_http_gms_es_privilege =
-    ngx_string(NGX_HTTP_GMS_ES_PRIVILEGE);
-
-
 ngx_int_t
 ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
 {
     ngx_int_t                 rc;
     ngx_str_t                 action;
+    ngx_uint_t                status;
     ngx_http_gms_ctx_t       *ctx;
     ngx_http_gms_loc_conf_t  *glcf;
 
@@ -77,9 +75,7 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
 
         /* the metadata service checks the privilege before the body */
 
-        if (ctx == NULL || ctx->result != NGX_HTTP_GMS_OK
-            || !ngx_http_gms_has_privilege(ctx, &ngx_http_gms_es_privilege))
-        {
+        if (!ngx_http_gms_es_task_allowed(ctx, glcf)) {
             if (ngx_http_gms_add_header(r, "WWW-Authenticate",
                                         &glcf->challenge_scope)
                 != NGX_OK)
@@ -87,11 +83,16 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
                 return NGX_HTTP_INTERNAL_SERVER_ERROR;
             }
 
-            if (ctx) {
+            /* a valid token without the privilege: 401 or 403, by release */
+
+            status = NGX_HTTP_UNAUTHORIZED;
+
+            if (ctx && ctx->result == NGX_HTTP_GMS_OK) {
                 ctx->result = NGX_HTTP_GMS_FORBIDDEN;
+                status = glcf->forbidden_status;
             }
 
-            rc = ngx_http_gms_es_task_refuse(r, NGX_HTTP_UNAUTHORIZED,
+            rc = ngx_http_gms_es_task_refuse(r, status,
                                  "User is unauthorized to get ES task status");
             goto answered;
         }
@@ -107,6 +108,40 @@ answered:
     ngx_http_finalize_request(r, rc);
 
     return NGX_DONE;
+}
+
+
+/*
+ * Any one of the location's privileges suffices (GMS 0.14 and later accept
+ * GET_ES_TASK_STATUS_PRIVILEGE or MANAGE_SYSTEM_OPERATIONS); with
+ * "privilege=off", as GMS 0.13.0 without REST API authorisation, any valid
+ * token may ask.
+ */
+
+static ngx_int_t
+ngx_http_gms_es_task_allowed(ngx_http_gms_ctx_t *ctx,
+    ngx_http_gms_loc_conf_t *glcf)
+{
+    ngx_str_t   *name;
+    ngx_uint_t   i;
+
+    if (ctx == NULL || ctx->result != NGX_HTTP_GMS_OK) {
+        return 0;
+    }
+
+    if (glcf->es_privileges == NULL) {
+        return 1;
+    }
+
+    name = glcf->es_privileges->elts;
+
+    for (i = 0; i < glcf->es_privileges->nelts; i++) {
+        if (ngx_http_gms_has_privilege(ctx, &name[i])) {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 
@@ -353,6 +388,15 @@ ngx_http_gms_es_task_done(ngx_http_request_t *r, void *data, ngx_int_t rc)
     ctx->es_rc = rc;
     ctx->es_status = r->headers_out.status;
 
+    /*
+     * A status the cluster did not send is nginx's own: the cluster could
+     * not be reached, timed out or sent a broken header (502, 504).
+     */
+
+    if (r->upstream && r->upstream->headers_in.status_n != ctx->es_status) {
+        ctx->es_unreachable = 1;
+    }
+
     if (r->out && r->out->buf) {
         ctx->es_answer.data = r->out->buf->pos;
         ctx->es_answer.len = r->out->buf->last - r->out->buf->pos;
@@ -371,10 +415,18 @@ ngx_http_gms_es_task_done(ngx_http_request_t *r, void *data, ngx_int_t rc)
 }
 
 
+/*
+ * The metadata service's search client (ESSystemMetadataDAO.getTaskStatus)
+ * gives "no task" for a 404, an unreachable cluster and an answer it
+ * cannot parse, which becomes the failure value; any other error status
+ * is thrown through, and Rest.li answers 500.
+ */
+
 static void
 ngx_http_gms_es_task_respond(ngx_http_request_t *r)
 {
     char                 reason[128], *value, *body;
+    u_char               msg[128], *last;
     ngx_http_gms_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
@@ -393,17 +445,38 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
                       "subrequest_output_buffer_size",
                       ctx->task.node, (int64_t) ctx->task.number);
 
-    } else if (ctx->es_rc != NGX_OK) {
+    } else if (ctx->es_rc != NGX_OK || ctx->es_unreachable) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "gms: task %s:%L: search cluster request failed (%i)",
+                      "gms: task %s:%L: search cluster request failed "
+                      "(%i, nginx's own %ui)",
                       ctx->task.node, (int64_t) ctx->task.number,
-                      ctx->es_rc);
+                      ctx->es_rc, ctx->es_status);
 
-    } else if (ctx->es_status != NGX_HTTP_OK) {
+    } else if (ctx->es_status == NGX_HTTP_NOT_FOUND) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "gms: task %s:%L: search cluster answered %ui",
+                      "gms: task %s:%L: search cluster answered 404",
+                      ctx->task.node, (int64_t) ctx->task.number);
+
+    } else if (ctx->es_status < NGX_HTTP_OK
+               || ctx->es_status >= NGX_HTTP_SPECIAL_RESPONSE)
+    {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "gms: task %s:%L: search cluster answered %ui, "
+                      "answering 500",
                       ctx->task.node, (int64_t) ctx->task.number,
                       ctx->es_status);
+
+        last = ngx_snprintf(msg, sizeof(msg),
+                            "Search cluster answered HTTP %ui to the task "
+                            "status request for %s:%L", ctx->es_status,
+                            ctx->task.node, (int64_t) ctx->task.number);
+
+        ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_CLUSTER_ERROR]);
+
+        ngx_http_finalize_request(r,
+            ngx_http_gms_es_task_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                       (char *) msg, last - msg));
+        return;
 
     } else {
         value = gms_es_task_value((char *) ctx->es_answer.data,
@@ -420,10 +493,10 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
     if (value == NULL) {
         /* the metadata service's answer when it gets no task status */
         value = gms_es_task_error_value(&ctx->task);
-        ngx_http_gms_count(es_tasks[1]);
+        ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_ERROR]);
 
     } else {
-        ngx_http_gms_count(es_tasks[0]);
+        ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_STATUS]);
     }
 
     body = (value != NULL) ? gms_json_value_body(value) : NULL;
@@ -448,9 +521,17 @@ static ngx_int_t
 ngx_http_gms_es_task_refuse_len(ngx_http_request_t *r, ngx_uint_t status,
     const char *message, size_t len)
 {
-    static ngx_str_t  yes = ngx_string("true");
+    ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_REFUSED]);
 
-    ngx_http_gms_count(es_tasks[2]);
+    return ngx_http_gms_es_task_error(r, status, message, len);
+}
+
+
+static ngx_int_t
+ngx_http_gms_es_task_error(ngx_http_request_t *r, ngx_uint_t status,
+    const char *message, size_t len)
+{
+    static ngx_str_t  yes = ngx_string("true");
 
     if (ngx_http_gms_add_header(r, "X-RestLi-Error-Response", &yes)
         != NGX_OK)

@@ -32,8 +32,8 @@ static const char  *ngx_http_gms_error_names[NGX_HTTP_GMS_NERRORS] = {
     "timeout", "connect", "reply"
 };
 
-static const char  *ngx_http_gms_es_task_names[3] = {
-    "status", "error", "refused"
+static const char  *ngx_http_gms_es_task_names[NGX_HTTP_GMS_ES_NOUTCOMES] = {
+    "status", "error", "refused", "cluster_error"
 };
 
 
@@ -229,7 +229,7 @@ ngx_http_gms_metrics_handler(ngx_http_request_t *r)
 
     p = ngx_http_gms_metric_head(p, "gms_es_task_requests_total", "counter",
                          "getEsTaskStatus requests answered, by outcome.");
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < NGX_HTTP_GMS_ES_NOUTCOMES; i++) {
         p = ngx_sprintf(p, "gms_es_task_requests_total{outcome=\"%s\"} %uA\n",
                         ngx_http_gms_es_task_names[i], m->es_tasks[i]);
     }

@@ -23,6 +23,16 @@ typedef enum {
 } ngx_http_gms_error_e;
 
 
+/* getEsTaskStatus answers, by outcome */
+typedef enum {
+    NGX_HTTP_GMS_ES_STATUS = 0,        /* the task's value */
+    NGX_HTTP_GMS_ES_ERROR,             /* "Could not get task status" */
+    NGX_HTTP_GMS_ES_REFUSED,           /* 400, 401/403, 405, 413 */
+    NGX_HTTP_GMS_ES_CLUSTER_ERROR,     /* 500: the cluster answered an error */
+    NGX_HTTP_GMS_ES_NOUTCOMES
+} ngx_http_gms_es_outcome_e;
+
+
 typedef struct {
     ngx_atomic_t               requests[NGX_HTTP_GMS_NRESULTS];
     ngx_atomic_t               cache_hits[2];      /* positive, negative */
@@ -35,7 +45,7 @@ typedef struct {
     ngx_atomic_t               connections;
     ngx_atomic_t               latency[NGX_HTTP_GMS_LATENCY_BUCKETS + 1];
     ngx_atomic_t               latency_sum_us;
-    ngx_atomic_t               es_tasks[3];        /* status, error, refused */
+    ngx_atomic_t               es_tasks[NGX_HTTP_GMS_ES_NOUTCOMES];
 } ngx_http_gms_metrics_t;
 
 

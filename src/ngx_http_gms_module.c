@@ -22,8 +22,14 @@ static char *ngx_http_gms_redis_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_gms_privileges(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-static char *ngx_http_gms_es_task_uri(ngx_conf_t *cf, void *post,
+static char *ngx_http_gms_salt_file(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_gms_forbidden_status(ngx_conf_t *cf, void *post,
     void *data);
+static char *ngx_http_gms_es_task_status(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static ngx_int_t ngx_http_gms_privilege_list(ngx_conf_t *cf, ngx_str_t *list,
+    ngx_array_t *names);
 static ngx_int_t ngx_http_gms_add_variables(ngx_conf_t *cf);
 static void *ngx_http_gms_create_main_conf(ngx_conf_t *cf);
 static char *ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf);
@@ -41,8 +47,13 @@ static ngx_int_t ngx_http_gms_init(ngx_conf_t *cf);
 static void ngx_http_gms_exit_process(ngx_cycle_t *cycle);
 
 
-static ngx_conf_post_handler_pt  ngx_http_gms_es_task_uri_p =
-    ngx_http_gms_es_task_uri;
+static ngx_conf_post_handler_pt  ngx_http_gms_forbidden_status_p =
+    ngx_http_gms_forbidden_status;
+
+
+/* what GMS 0.14 and later accept for getEsTaskStatus, any one of them */
+static ngx_str_t  ngx_http_gms_es_default_privileges =
+    ngx_string("GET_ES_TASK_STATUS_PRIVILEGE,MANAGE_SYSTEM_OPERATIONS");
 
 
 static ngx_command_t  ngx_http_gms_commands[] = {
@@ -82,6 +93,13 @@ static ngx_command_t  ngx_http_gms_commands[] = {
       offsetof(ngx_http_gms_main_conf_t, salt),
       NULL },
 
+    { ngx_string("gms_token_salt_file"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_gms_salt_file,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("gms_token_realm"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_str_slot,
@@ -95,6 +113,13 @@ static ngx_command_t  ngx_http_gms_commands[] = {
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
+
+    { ngx_string("gms_token_forbidden_status"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_gms_loc_conf_t, forbidden_status),
+      &ngx_http_gms_forbidden_status_p },
 
     { ngx_string("gms_token_cache"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
@@ -111,11 +136,11 @@ static ngx_command_t  ngx_http_gms_commands[] = {
       NULL },
 
     { ngx_string("gms_es_task_status"),
-      NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_str_slot,
+      NGX_HTTP_LOC_CONF|NGX_CONF_TAKE12,
+      ngx_http_gms_es_task_status,
       NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_gms_loc_conf_t, es_task_uri),
-      &ngx_http_gms_es_task_uri_p },
+      0,
+      NULL },
 
       ngx_null_command
 };
@@ -457,18 +482,213 @@ ngx_http_gms_privileges(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
-static char *
-ngx_http_gms_es_task_uri(ngx_conf_t *cf, void *post, void *data)
-{
-    ngx_str_t  *uri = data;
+/*
+ * gms_token_salt_file PATH: the salt as GMS is given it, from a file (a
+ * mounted secret), one trailing newline dropped, as gms-token's
+ * --salt-file reads it.
+ */
 
-    if (uri->len == 0 || uri->data[0] != '/') {
+static char *
+ngx_http_gms_salt_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_gms_main_conf_t *gmcf = conf;
+
+    u_char           *buf;
+    ssize_t           n;
+    ngx_fd_t          fd;
+    ngx_str_t        *value, path;
+    ngx_file_info_t   fi;
+
+    if (gmcf->salt.data != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    path = value[1];
+
+    if (ngx_conf_full_name(cf->cycle, &path, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    fd = ngx_open_file(path.data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+
+    if (fd == NGX_INVALID_FILE) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           ngx_open_file_n " \"%s\" failed", path.data);
+        return NGX_CONF_ERROR;
+    }
+
+    buf = NULL;
+    n = -1;
+
+    if (ngx_fd_info(fd, &fi) == NGX_FILE_ERROR) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           ngx_fd_info_n " \"%s\" failed", path.data);
+        goto done;
+    }
+
+    if (!ngx_is_file(&fi) || ngx_file_size(&fi) > NGX_HTTP_GMS_SALT_MAX) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"%V\" must start with \"/\"", uri);
+                           "\"%s\" is not a file of at most %d bytes",
+                           path.data, NGX_HTTP_GMS_SALT_MAX);
+        goto done;
+    }
+
+    buf = ngx_pnalloc(cf->pool, NGX_HTTP_GMS_SALT_MAX + 1);
+    if (buf == NULL) {
+        goto done;
+    }
+
+    n = ngx_read_fd(fd, buf, NGX_HTTP_GMS_SALT_MAX + 1);
+
+    if (n == -1) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           ngx_read_fd_n " \"%s\" failed", path.data);
+
+    } else if (n > NGX_HTTP_GMS_SALT_MAX) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%s\" is longer than %d bytes",
+                           path.data, NGX_HTTP_GMS_SALT_MAX);
+        n = -1;
+    }
+
+done:
+
+    if (ngx_close_file(fd) == NGX_FILE_ERROR) {
+        ngx_conf_log_error(NGX_LOG_ALERT, cf, ngx_errno,
+                           ngx_close_file_n " \"%s\" failed", path.data);
+    }
+
+    if (buf == NULL || n < 0) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (n > 0 && buf[n - 1] == '\n') {
+        n--;
+    }
+
+    gmcf->salt.data = buf;
+    gmcf->salt.len = n;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_gms_forbidden_status(ngx_conf_t *cf, void *post, void *data)
+{
+    ngx_uint_t  *status = data;
+
+    if (*status != NGX_HTTP_UNAUTHORIZED && *status != NGX_HTTP_FORBIDDEN) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid status \"%ui\": expected 401 or 403",
+                           *status);
         return NGX_CONF_ERROR;
     }
 
     return NGX_CONF_OK;
+}
+
+
+/* gms_es_task_status URI [privilege=NAME[,NAME...] | privilege=off]; */
+
+static char *
+ngx_http_gms_es_task_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_gms_loc_conf_t *glcf = conf;
+
+    ngx_str_t  *value, list;
+
+    if (glcf->es_task_uri.data != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len == 0 || value[1].data[0] != '/') {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\" must start with \"/\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    glcf->es_task_uri = value[1];
+
+    if (cf->args->nelts == 2) {
+        return NGX_CONF_OK;
+    }
+
+    if (value[2].len <= sizeof("privilege=") - 1
+        || ngx_strncmp(value[2].data, "privilege=", sizeof("privilege=") - 1)
+           != 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\"", &value[2]);
+        return NGX_CONF_ERROR;
+    }
+
+    list.data = value[2].data + sizeof("privilege=") - 1;
+    list.len = value[2].len - (sizeof("privilege=") - 1);
+
+    if (list.len == 3 && ngx_strncmp(list.data, "off", 3) == 0) {
+        glcf->es_privileges = NULL;
+        return NGX_CONF_OK;
+    }
+
+    glcf->es_privileges = ngx_array_create(cf->pool, 2, sizeof(ngx_str_t));
+    if (glcf->es_privileges == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_http_gms_privilege_list(cf, &list, glcf->es_privileges)
+        != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* NAME[,NAME...], each a valid privilege name, into names */
+
+static ngx_int_t
+ngx_http_gms_privilege_list(ngx_conf_t *cf, ngx_str_t *list,
+    ngx_array_t *names)
+{
+    u_char     *p, *last, *comma;
+    ngx_str_t  *name;
+
+    p = list->data;
+    last = p + list->len;
+
+    for ( ;; ) {
+        comma = ngx_strlchr(p, last, ',');
+
+        if (comma == NULL) {
+            comma = last;
+        }
+
+        if (!gms_privilege_valid((char *) p, comma - p)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid privilege name \"%*s\" in \"%V\"",
+                               comma - p, p, list);
+            return NGX_ERROR;
+        }
+
+        name = ngx_array_push(names);
+        if (name == NULL) {
+            return NGX_ERROR;
+        }
+
+        name->data = p;
+        name->len = comma - p;
+
+        if (comma == last) {
+            return NGX_OK;
+        }
+
+        p = comma + 1;
+    }
 }
 
 
@@ -508,6 +728,8 @@ ngx_http_gms_create_main_conf(ngx_conf_t *cf)
      *     gmcf->port = 0;
      *     gmcf->password = { 0, NULL };
      *     gmcf->db = 0;
+     *     gmcf->salt = { 0, NULL };
+     *     gmcf->salt_set = 0;
      *     gmcf->token_prefix = { 0, NULL };
      *     gmcf->actor_prefix = { 0, NULL };
      *     gmcf->script_sha = "";
@@ -520,9 +742,17 @@ ngx_http_gms_create_main_conf(ngx_conf_t *cf)
         return NULL;
     }
 
+    if (ngx_array_init(&gmcf->es_privileges, cf->pool, 2, sizeof(ngx_str_t))
+        != NGX_OK
+        || ngx_http_gms_privilege_list(cf, &ngx_http_gms_es_default_privileges,
+                                       &gmcf->es_privileges)
+           != NGX_OK)
+    {
+        return NULL;
+    }
+
     gmcf->timeout = NGX_CONF_UNSET_MSEC;
     gmcf->prefix.len = NGX_CONF_UNSET_SIZE;
-    gmcf->salt.len = NGX_CONF_UNSET_SIZE;
 
     return gmcf;
 }
@@ -547,7 +777,10 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
         ngx_str_set(&gmcf->prefix, "gms:");
     }
 
-    if (gmcf->salt.len == NGX_CONF_UNSET_SIZE) {
+    /* gms_token_salt "" is a choice; no salt at all is a mistake */
+    gmcf->salt_set = (gmcf->salt.data != NULL);
+
+    if (!gmcf->salt_set) {
         ngx_str_set(&gmcf->salt, "");
     }
 
@@ -605,6 +838,8 @@ ngx_http_gms_create_loc_conf(ngx_conf_t *cf)
 
     conf->enable = NGX_CONF_UNSET;
     conf->privileges = NGX_CONF_UNSET_PTR;
+    conf->forbidden_status = NGX_CONF_UNSET_UINT;
+    conf->es_privileges = NGX_CONF_UNSET_PTR;
 
     return conf;
 }
@@ -635,6 +870,23 @@ ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_value(conf->enable, prev->enable, 0);
     ngx_conf_merge_str_value(conf->realm, prev->realm, "DataHub");
     ngx_conf_merge_ptr_value(conf->privileges, prev->privileges, NULL);
+    ngx_conf_merge_uint_value(conf->forbidden_status, prev->forbidden_status,
+                              NGX_HTTP_UNAUTHORIZED);
+    ngx_conf_merge_str_value(conf->es_task_uri, prev->es_task_uri, "");
+    ngx_conf_merge_ptr_value(conf->es_privileges, prev->es_privileges,
+                             &gmcf->es_privileges);
+
+    if (conf->enable && !gmcf->salt_set) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+            "gms_token_auth is on, but no gms_token_salt is set: token ids "
+            "are hashed with GMS's salt (DATAHUB_TOKEN_SERVICE_SALT, "
+            "authentication.tokenService.salt in GMS's application.yml; "
+            "before DataHub 1.5 its default is "
+            "\"" NGX_HTTP_GMS_SALT_DEFAULT_PRE15 "\"): set "
+            "gms_token_salt or gms_token_salt_file to the same value, or "
+            "gms_token_salt \"\" if GMS really has none");
+        return NGX_CONF_ERROR;
+    }
 
     if (conf->realm.data == prev->realm.data && prev->challenge.data) {
         conf->challenge = prev->challenge;

@@ -17,6 +17,14 @@
 #include "gms_json.h"
 
 
+/* the longest salt read by gms_token_salt_file */
+#define NGX_HTTP_GMS_SALT_MAX  4096
+
+/* application.yml's authentication.tokenService.salt before DataHub 1.5 */
+#define NGX_HTTP_GMS_SALT_DEFAULT_PRE15                                      \
+    "ohDVbJBvHHVJh9S/UA4BYF9COuNnqqVhr9MLKEGXk1O="
+
+
 typedef enum {
     NGX_HTTP_GMS_OFF = 0,
     NGX_HTTP_GMS_OK,
@@ -56,6 +64,8 @@ typedef struct {
     ngx_str_t                  token_prefix;   /* <prefix>token: */
     ngx_str_t                  actor_prefix;   /* <prefix>actor: */
     ngx_str_t                  salt;
+    ngx_flag_t                 salt_set;
+    ngx_array_t                es_privileges;  /* the default, of ngx_str_t */
     u_char                     script_sha[41];
     ngx_http_gms_cache_t      *cache;
     ngx_array_t                error_logs;     /* of ngx_log_t ** */
@@ -66,7 +76,9 @@ typedef struct {
     ngx_flag_t                 enable;
     ngx_str_t                  realm;
     ngx_array_t               *privileges;     /* of ngx_str_t */
+    ngx_uint_t                 forbidden_status;
     ngx_str_t                  es_task_uri;
+    ngx_array_t               *es_privileges;  /* of ngx_str_t; NULL: off */
 
     /* WWW-Authenticate values, made at configuration time */
     ngx_str_t                  challenge;
@@ -108,6 +120,7 @@ typedef struct {
     off_t                      es_received;
     unsigned                   es_done:1;
     unsigned                   es_too_big:1;
+    unsigned                   es_unreachable:1;
 } ngx_http_gms_ctx_t;
 
 

@@ -39,4 +39,27 @@ is($e->get('/entities/x', 'salted-token')->{status}, 401,
 $e->nginx->stop;
 is_deeply([$e->nginx->bad_log_lines], [], 'no alerts');
 
+# gms_token_salt_file: the salt as a mounted secret holds it, one trailing
+# newline dropped (as gms-token --salt-file reads it); DataHub's default
+# salt before 1.5 here
+{
+    my $default = 'ohDVbJBvHHVJh9S/UA4BYF9COuNnqqVhr9MLKEGXk1O=';
+    my $file = GmsTest::_scratch_dir() . '/salt';
+    GmsTest::_write_file($file, "$default\n");
+
+    my $f = GmsTest::Edge->start(salt_file => $file);
+    my $fid = $f->token('file-salted', salt => $default,
+                        actor => 'urn:li:corpuser:dave');
+    my $res = $f->get('/entities/x', 'file-salted');
+    is($res->{status}, 200, 'salt read from gms_token_salt_file');
+    is($res->{headers}{'x-gms-id'}, $fid, 'the id with that salt');
+
+    $f->token('newline-salted', salt => "$default\n");
+    is($f->get('/entities/x', 'newline-salted')->{status}, 401,
+       'the trailing newline is not part of the salt');
+
+    $f->nginx->stop;
+    is_deeply([$f->nginx->bad_log_lines], [], 'no alerts');
+}
+
 done_testing();

@@ -12,6 +12,9 @@ use GmsTest;
 GmsTest::need_module();
 
 my @examples = glob('conf-examples/*.conf');
+
+my $example_salt = GmsTest::_scratch_dir() . '/example-salt';
+GmsTest::_write_file($example_salt, "a salt\n");
 ok(@examples >= 2, 'there are examples to check');
 
 for my $file (@examples) {
@@ -21,6 +24,9 @@ for my $file (@examples) {
     # the examples load the installed module; check the one just built
     $conf =~ s{^load_module\s+\S+;}{load_module %%MODULE%%;}m
         or fail("$file has no load_module line");
+
+    # and read a salt mounted as a secret: a file of the test's
+    $conf =~ s{^(\s*gms_token_salt_file)\s+\S+;}{$1 $example_salt;}mg;
 
     my ($rc, $out) = GmsTest::nginx_t($conf);
     is($rc, 0, "nginx -t $file") or diag($out);
@@ -61,7 +67,50 @@ my @bad = (
       qr/"_es_tasks" must start with "\/"/ ],
     [ '', 'gms_token_redis 127.0.0.1:6379;',
       qr/"gms_token_redis" directive is not allowed here/ ],
+    [ 'gms_token_salt "";', 'gms_token_forbidden_status 402;',
+      qr/invalid status "402": expected 401 or 403/ ],
+    [ '', 'gms_es_task_status /t/ privilege=VIEW_ANALYTICS,bad/name;',
+      qr/invalid privilege name "bad\/name"/ ],
+    [ '', 'gms_es_task_status /t/ privilege=A,,B;',
+      qr/invalid privilege name "" in "A,,B"/ ],
+    [ '', 'gms_es_task_status /t/ privileges=A;',
+      qr/invalid parameter "privileges=A"/ ],
+
+    # no salt: every id written from DataHub's records would miss
+    [ '', 'gms_token_auth on;',
+      qr/gms_token_auth\ is\ on,\ but\ no\ gms_token_salt\ is\ set:\ .*
+         DATAHUB_TOKEN_SERVICE_SALT.*
+         "ohDVbJBvHHVJh9S\/UA4BYF9COuNnqqVhr9MLKEGXk1O="/x ],
+    [ 'gms_token_auth on;', '', qr/but no gms_token_salt is set/ ],
+    [ 'gms_token_salt_file %%TESTDIR%%/no-such-salt;', '',
+      qr/open\(\) ".*no-such-salt" failed/ ],
+    [ 'gms_token_salt x; gms_token_salt_file /dev/null;', '',
+      qr/"gms_token_salt_file" directive is duplicate/ ],
+    [ 'gms_token_salt_file /dev;', '',
+      qr/"\/dev" is not a file of at most 4096 bytes/ ],
 );
+
+# what passes: an explicit empty salt, a salt file, no salt where no
+# location checks tokens
+my $salt_file = GmsTest::_scratch_dir() . '/salt';
+GmsTest::_write_file($salt_file, "ohDVbJBvHHVJh9S/UA4BYF9COuNnqqVhr9MLKEGXk1O=\n");
+
+my @good = (
+    [ 'gms_token_salt "";', 'gms_token_auth on;' ],
+    [ "gms_token_salt_file $salt_file;", 'gms_token_auth on;' ],
+    [ '', 'gms_token_auth off;' ],
+    [ 'gms_token_salt "";', 'gms_token_auth on; gms_token_forbidden_status 403;'
+      . ' gms_es_task_status /t/ privilege=off;' ],
+    [ 'gms_token_salt "";', 'gms_token_auth on; gms_es_task_status /t/ '
+      . 'privilege=GET_ES_TASK_STATUS_PRIVILEGE,MANAGE_SYSTEM_OPERATIONS;' ],
+);
+
+for my $case (@good) {
+    my ($http, $location) = @$case;
+    my $conf = $main =~ s/%%HTTP%%/$http/r =~ s/%%LOCATION%%/$location/r;
+    my ($rc, $out) = GmsTest::nginx_t($conf);
+    is($rc, 0, "accepted: $http $location") or diag($out);
+}
 
 for my $case (@bad) {
     my ($http, $location, $error) = @$case;

@@ -105,7 +105,8 @@ sub conf_dir {
 # stdout, stderr in $out{err}.
 my %required = (GMS_UPSTREAM => '127.0.0.1:8080',
                 SEARCH_UPSTREAM => '127.0.0.1:9200',
-                REDIS_ADDRESS => '127.0.0.1:6379');
+                REDIS_ADDRESS => '127.0.0.1:6379',
+                GMS_TOKEN_SALT => '');
 
 sub entry {
     my ($env, @args) = @_;
@@ -147,7 +148,8 @@ my $default_conf = '';
     my ($rc, $err, $path, $out) = render({ %required,
                                            host => 'EVIL', request_uri => 'EVIL',
                                            gms_token_actor => 'EVIL' });
-    is($rc, 0, 'rendered with the three addresses only') or diag($err);
+    is($rc, 0, 'rendered with the three addresses and an empty salt only')
+        or diag($err);
     is($out, "$path\n", 'gms-edge-render prints the path');
 
     my $conf = slurp($path) // '';
@@ -164,7 +166,7 @@ my $default_conf = '';
     like($conf, qr/^\s*gms_token_redis 127\.0\.0\.1:6379;$/m, 'Redis');
     like($conf, qr/^\s*server 127\.0\.0\.1:8080; $/m, 'GMS');
     like($conf, qr/^\s*listen 8000;$/m, 'port 8000 by default');
-    like($conf, qr/^\s*gms_token_salt "";$/m, 'no salt by default');
+    like($conf, qr/^\s*gms_token_salt "";$/m, 'the empty salt, as set');
     like($conf, qr/^\s*gms_token_cache zone=gms_tokens:16m ttl=30s /m,
          'the cache by default');
     like($conf, qr/^\s*allow 127\.0\.0\.1; $/m, 'metrics from the loopback');
@@ -238,6 +240,15 @@ my $default_conf = '';
     isnt($rc, 0, 'refused without the addresses');
     like($err, qr/not set: GMS_UPSTREAM SEARCH_UPSTREAM REDIS_ADDRESS/,
          'naming all three');
+
+    my %no_salt = %required;
+    delete $no_salt{GMS_TOKEN_SALT};
+    ($rc, $err) = render(\%no_salt);
+    isnt($rc, 0, 'refused without a salt');
+    like($err, qr/GMS_TOKEN_SALT\ or\ GMS_TOKEN_SALT_FILE\ must\ be\ set\ .*
+                  DATAHUB_TOKEN_SERVICE_SALT.*
+                  ohDVbJBvHHVJh9S\/UA4BYF9COuNnqqVhr9MLKEGXk1O=/x,
+         "naming GMS's setting and its default before 1.5");
 
     my @bad = (
         [ LISTEN_PORT => '70000', qr/LISTEN_PORT: '70000' is not a port/ ],
@@ -405,6 +416,40 @@ is((stat "$run_dir/nginx.conf")[2] & 0777, 0600, 'rendered owner-only');
     is($res->{status}, 200, 'getEsTaskStatus: 200');
     like($res->{body}, qr/\\"taskId\\":\\"edgeNode:42\\"/,
          'from SEARCH_UPSTREAM');
+
+    # GMS's open paths, pinned: crafted targets that nginx maps to an
+    # open location reach GMS as that location's own path, never as the
+    # raw target, and no method but GET gets through
+    my @open = (
+        [GET => '/health', '/health'],
+        [GET => '/config', '/config'],
+        [GET => '/config/search/export', '/config/search/export'],
+        [GET => '/schema-registry/subjects', '/schema-registry/subjects'],
+        [GET => '/openapi/up/', '/openapi/up/'],
+        [GET => '/entities/x/%2e%2e/%2e%2e/health', '/health'],
+        [GET => '/api/gms/entities/x%2F..%2F..%2F..%2F..%2Fhealth',
+         '/health'],
+        [GET => '/schema-registry/x/%2e%2e/y', '/schema-registry/y'],
+        [POST => '/aspects%2F..%2Fhealth?action=ingestProposal', undef],
+        [POST => '/health', undef],
+        [DELETE => '/config', undef],
+    );
+    for my $case (@open) {
+        my ($method, $target, $gms_path) = @$case;
+        $gms->clear_requests;
+        my $r = GmsTest::HTTP::request($port, $method => $target,
+                                       { 'Content-Type' => 'application/json' },
+                                       $method eq 'POST' ? '{"proposal":{}}'
+                                                         : undef);
+        my @saw = map { $_->{uri} =~ s/\?.*//r } @{ $gms->requests };
+        if (defined $gms_path) {
+            is($r->{status}, 200, "$method $target: open");
+            is_deeply(\@saw, [$gms_path], "GMS saw only $gms_path");
+        } else {
+            is($r->{status}, 403, "$method $target: refused");
+            is_deeply(\@saw, [], 'GMS saw nothing');
+        }
+    }
 
     $res = get('/metrics');
     is($res->{status}, 200, '/metrics from 127.0.0.1');

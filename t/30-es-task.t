@@ -4,7 +4,10 @@
 # /operations?action=getEsTaskStatus (and /api/gms/operations?...) becomes
 # a bare GET /_tasks/<node>:<number> to the search cluster, whose answer is
 # mapped to the metadata service's Rest.li action answer
-# {"value": "<JSON text>"}.
+# {"value": "<JSON text>"}.  As OperationsResource.getTaskStatus builds it
+# with org.json, the JSON text's "status" is itself a string: the
+# cluster's status object as compact JSON text (the search client keeps it
+# as raw bytes, RawTaskStatus), so a client parses it a second time.
 #
 # The stand-in search cluster (a GmsTest::Stub) stands for Elasticsearch /
 # OpenSearch: it serves recorded _tasks answers by task id.  The recorded
@@ -160,6 +163,56 @@ JSON
 (my $NULL_STATUS = $NO_STATUS)
     =~ s/"noStatusNode","id":5,/"nullStatusNode","id":6,"status":null,/;
 
+# DataHub's published sample (docs/api/restli/get-elastic-task-status.md),
+# as the cluster would have sent it: pretty-printed, with a description
+# and a response that GMS drops.  The edge's whole answer must equal
+# t/fixtures/datahub/restli-getEsTaskStatus-completed.wire.constructed.json
+# byte for byte.
+my $DATAHUB_SAMPLE = <<'JSON';
+{
+  "completed" : true,
+  "task" : {
+    "node" : "qhxGdzytQS-pQek8CwBCZg",
+    "id" : 54654,
+    "type" : "transport",
+    "action" : "indices:data/write/delete/byquery",
+    "status" : {
+      "total" : 0,
+      "updated" : 0,
+      "created" : 0,
+      "deleted" : 0,
+      "batches" : 0,
+      "version_conflicts" : 0,
+      "noops" : 0,
+      "retries" : {
+        "bulk" : 0,
+        "search" : 0
+      },
+      "throttled_millis" : 0,
+      "requests_per_second" : -1.0,
+      "throttled_until_millis" : 0
+    },
+    "description" : "delete-by-query [datahub_usage_event]",
+    "start_time_in_millis" : 1700000000000,
+    "running_time_in_nanos" : 1179458,
+    "cancellable" : true,
+    "cancelled" : false,
+    "headers" : { }
+  },
+  "response" : {
+    "took" : 1, "timed_out" : false, "total" : 0, "deleted" : 0,
+    "failures" : [ ]
+  }
+}
+JSON
+
+# Strings in a status, whitespace inside them kept, characters org.json
+# escapes ("</", U+0080-U+009F, U+2000-U+20FF) and one it does not (é).
+my $STRINGS = qq({"completed":false,"task":{"node":"stringsNode","id":8,)
+    . qq("status":{ "phase" : "copying { \\"a\\" : 1 }",)
+    . qq( "note":"</script> caf\xc3\xa9 \xc2\x85 \xe2\x80\xa8 tab\\t end",)
+    . qq( "n" : [ 1 , 2.50 , -0.0, 1e+3 ] },"running_time_in_nanos":1}});
+
 my $SERVER_ERROR = '{"error":{"root_cause":[{"type":"null_pointer_exception",'
                    . '"reason":null}],"type":"null_pointer_exception",'
                    . '"reason":null},"status":500}';
@@ -201,6 +254,9 @@ my %CLUSTER = (
     'noStatusNode:5'                    => [200, $JSON_TYPE, $NO_STATUS],
     'nullStatusNode:6'                  => [200, $JSON_TYPE, $NULL_STATUS],
     'large:1'                           => [200, $JSON_TYPE, $LARGE],
+    'qhxGdzytQS-pQek8CwBCZg:54654'      => [200, $JSON_TYPE,
+                                            $DATAHUB_SAMPLE],
+    'stringsNode:8'                     => [200, $JSON_TYPE, $STRINGS],
 
     'oTUltX4IQMOUUVeiohTt8A:124'        => [404, $JSON_TYPE,
                                fixture('not-found-404.constructed.json')],
@@ -209,6 +265,18 @@ my %CLUSTER = (
     'malformedId:1'                     => [400, $JSON_TYPE,
                                fixture('malformed-id-400.constructed.json')],
     'serverError:1'                     => [500, $JSON_TYPE, $SERVER_ERROR],
+    'unauthorized:1'                    => [401, $JSON_TYPE,
+        '{"error":{"type":"security_exception","reason":"missing '
+        . 'authentication credentials"},"status":401}'],
+    'forbidden:1'                       => [403, $JSON_TYPE,
+        '{"error":{"type":"security_exception","reason":"action '
+        . '[cluster:monitor/task/get] is unauthorized"},"status":403}'],
+    'tooMany:1'                         => [429, $JSON_TYPE,
+        '{"error":{"type":"es_rejected_execution_exception"},"status":429}'],
+    'unavailable:1'                     => [503, $JSON_TYPE,
+        '{"error":{"type":"cluster_block_exception"},"status":503}'],
+    'badGateway:1'                      => [502, ['Content-Type' =>
+                                            'text/html'], "<html>502</html>"],
     'notJson:1'                         => [200,
         ['Content-Type' => 'text/html'],
         "<html><body><h1>It works!</h1></body></html>\n"],
@@ -286,10 +354,21 @@ sub value_text {
     return $outer->{value};
 }
 
+# The value, parsed; its "status", a string of JSON text as GMS sends it,
+# parsed a second time so that it compares with the cluster's object.
 sub value_of {
     my ($res) = @_;
     my $text = value_text($res) // return undef;
-    return eval { JSON::PP->new->decode($text) } // "not JSON: $text";
+    my $value = eval { JSON::PP->new->decode($text) }
+        // return "not JSON: $text";
+
+    if (ref $value eq 'HASH' && exists $value->{status}) {
+        ok(!ref $value->{status}, 'status is a string') or return $value;
+        $value->{status} = eval { JSON::PP->new->decode($value->{status}) }
+                           // "not JSON: $value->{status}";
+    }
+
+    return $value;
 }
 
 sub not_found_value {
@@ -395,7 +474,7 @@ $e->token('expired', actor => 'urn:li:corpuser:alice', expiresAt => 1000);
 
 sub status_of {
     my ($answer) = @_;
-    return JSON::PP->new->decode($answer)->{task}{status};
+    return JSON::PP->new->utf8->decode($answer)->{task}{status};
 }
 
 my @FOUND = (
@@ -405,7 +484,7 @@ my @FOUND = (
                  taskId => 'HI4YEIRMRuSdwsE4bCK7Bg:192',
                  runTimeNanos => 16132017224,
                  status => status_of($RUNNING_ES6) },
-      text => [qr/"requests_per_second":-1\.0[,}]/] },
+      status_text => [qr/"requests_per_second":-1\.0[,}]/] },
 
     { title => 'completed reindex with 1000 failures, OpenSearch 2',
       task => '2lG7ExELTKeUz-OkKvFabA:158087',
@@ -413,7 +492,7 @@ my @FOUND = (
                  taskId => '2lG7ExELTKeUz-OkKvFabA:158087',
                  runTimeNanos => 330404765,
                  status => status_of($COMPLETED_OS2) },
-      text => [qr/"requests_per_second":-1\.0[,}]/] },
+      status_text => [qr/"requests_per_second":-1\.0[,}]/] },
 
     { title => 'completed delete_by_query, Elasticsearch 8 fields',
       task => 'oTUltX4IQMOUUVeiohTt8A:12345',
@@ -428,7 +507,7 @@ my @FOUND = (
                  taskId => 'Aq7Yd3PZTVeDL2iq4nqz1w:9001',
                  runTimeNanos => 5000000000,
                  status => status_of($OS2_RESOURCE_STATS) },
-      text => [qr/"requests_per_second":500\.0[,}]/] },
+      status_text => [qr/"requests_per_second":500\.0[,}]/] },
 
     { title => '64-bit integers stay exact',
       task => 'bigIntegers:9223372036854775807',
@@ -436,10 +515,10 @@ my @FOUND = (
                  taskId => 'bigIntegers:9223372036854775807',
                  runTimeNanos => '9223372036854775806',
                  status => status_of($BIG_INTEGERS) },
-      text => [qr/"runTimeNanos":9223372036854775806[,}]/,
-               qr/"total":9007199254740993[,}]/,
-               qr/"updated":9223372036854775807[,}]/,
-               qr/"created":-9223372036854775808[,}]/] },
+      text => [qr/"runTimeNanos":9223372036854775806[,}]/],
+      status_text => [qr/"total":9007199254740993[,}]/,
+                      qr/"updated":9223372036854775807[,}]/,
+                      qr/"created":-9223372036854775808[,}]/] },
 
     { title => 'sliced status: slices of objects and null',
       task => 'slicedNode:77',
@@ -462,11 +541,76 @@ my @FOUND = (
       value => { completed => JSON::PP::true, taskId => 'nullStatusNode:6',
                  runTimeNanos => 1000 } },
 
+    { title => "DataHub's published sample, pretty-printed by the cluster",
+      task => 'qhxGdzytQS-pQek8CwBCZg:54654',
+      value => { completed => JSON::PP::true,
+                 taskId => 'qhxGdzytQS-pQek8CwBCZg:54654',
+                 runTimeNanos => 1179458,
+                 status => status_of($DATAHUB_SAMPLE) },
+      status_exact => '{"total":0,"updated":0,"created":0,"deleted":0,'
+                      . '"batches":0,"version_conflicts":0,"noops":0,'
+                      . '"retries":{"bulk":0,"search":0},'
+                      . '"throttled_millis":0,"requests_per_second":-1.0,'
+                      . '"throttled_until_millis":0}',
+      wire => fixture('../datahub/'
+                      . 'restli-getEsTaskStatus-completed.wire.constructed.json')
+    },
+
+    { title => 'strings in the status: kept as sent, escaped as org.json',
+      task => 'stringsNode:8',
+      value => { completed => JSON::PP::false, taskId => 'stringsNode:8',
+                 runTimeNanos => 1, status => status_of($STRINGS) },
+      text => [qr/<\\\/script>/, qr/\\u0085/, qr/\\u2028/,
+               qr/caf\x{e9} /],
+      status_text => [qr/"phase":"copying \{ \\"a\\" : 1 \}"/,
+                      qr/\[1,2\.50,-0\.0,1e\+3\]/,
+                      qr/ tab\\t end"/] },
+
     { title => '7 MB answer, under the subrequest buffer',
       task => 'large:1',
       value => { completed => JSON::PP::true, taskId => 'large:1',
                  runTimeNanos => 7, status => { total => 1, created => 0 } } },
 );
+
+# The value text as GMS writes it: its keys in the order completed,
+# taskId, runTimeNanos, status, status a string holding compact JSON.
+# Checks it against $want (status as a parsed object) and returns the
+# status text, or undef.
+sub task_value_ok {
+    my ($text, $want) = @_;
+
+    like($text, qr/^\{"completed":(?:true|false),"taskId":"[^"]*",
+                    "runTimeNanos":-?\d+(?:,"status":"(?:[^"\\]|\\.)*")?
+                    \}\z/x,
+         'keys in the order GMS writes them');
+
+    my $value = eval { JSON::PP->new->decode($text) };
+    is(ref $value, 'HASH', 'the value is a JSON object') or return undef;
+
+    my %want = %$want;
+    my $want_status = delete $want{status};
+    my $status_text = delete $value->{status};
+
+    is_deeply($value, \%want, 'completed, taskId, runTimeNanos');
+
+    if (!defined $want_status) {
+        ok(!defined $status_text, 'no status');
+        return undef;
+    }
+
+    ok(defined $status_text && !ref $status_text, 'status is a string')
+        or return undef;
+
+    (my $outside = $status_text) =~ s/"(?:[^"\\]|\\.)*"//g;
+    unlike($outside, qr/\s/, 'status text compact: no whitespace outside '
+                            . 'strings');
+
+    my $status = eval { JSON::PP->new->decode($status_text) };
+    is_deeply($status, $want_status, 'status, parsed a second time')
+        or diag($status_text);
+
+    return $status_text;
+}
 
 subtest 'tasks found' => sub {
     for my $case (@FOUND) {
@@ -476,10 +620,20 @@ subtest 'tasks found' => sub {
             });
 
             my $text = value_text($res) // return;
-            is_deeply(JSON::PP->new->decode($text), $case->{value},
-                      'value') or diag($text);
+            my $status_text = task_value_ok($text, $case->{value});
+
             like($text, $_, "exact in the value: $_")
                 for @{ $case->{text} // [] };
+            like($status_text // '', $_, "exact in the status text: $_")
+                for @{ $case->{status_text} // [] };
+            is($status_text, $case->{status_exact}, 'the status text')
+                if defined $case->{status_exact};
+
+            if (defined $case->{wire}) {
+                (my $wire = $case->{wire}) =~ s/\n\z//;
+                is($res->{body}, $wire, "the whole answer, byte for byte, "
+                                        . "as DataHub's sample");
+            }
 
             cluster_saw($e, $case->{task});
             is_deeply($errors, [], 'nothing logged as an error');
@@ -499,8 +653,6 @@ my @NOT_FOUND = (
     ['404, node left the cluster, no .tasks index',
      'l9jA-SSXRdm8rye9WK51dg:9575', qr/\b404\b/],
     ['404, a task nobody recorded', 'unknownNode:42', qr/\b404\b/],
-    ['400 malformed task id', 'malformedId:1', qr/\b400\b/],
-    ['500 server error', 'serverError:1', qr/\b500\b/],
     ['200, HTML', 'notJson:1', qr/JSON/],
     ['200, empty', 'emptyAnswer:1', qr/JSON/],
     ['200, truncated JSON', 'truncated:1', qr/JSON/],
@@ -549,6 +701,43 @@ subtest 'no task status' => sub {
 };
 
 
+# The cluster answers an error status other than 404: GMS's search client
+# throws, and Rest.li answers 500 with its error body; the edge does the
+# same, naming the cluster's status, and logs it.
+
+my @CLUSTER_ERRORS = (
+    ['400 malformed task id', 'malformedId:1', 400],
+    ['401 security', 'unauthorized:1', 401],
+    ['403 security', 'forbidden:1', 403],
+    ['429 rejected execution', 'tooMany:1', 429],
+    ['500 server error', 'serverError:1', 500],
+    ['502 from a proxy in front of the cluster', 'badGateway:1', 502],
+    ['503 cluster block', 'unavailable:1', 503],
+);
+
+subtest 'cluster error statuses: 500' => sub {
+    for my $case (@CLUSTER_ERRORS) {
+        my ($title, $task, $status) = @$case;
+        subtest $title => sub {
+            my ($errors, $res) = errors_during($e, sub {
+                ask($e, $ACTION, task_body($task), %AUTH);
+            });
+
+            is_restli_error($res, 500, "Search cluster answered HTTP "
+                            . "$status to the task status request for $task");
+            is($res->{headers}{'x-restli-error-response'}, 'true',
+               'X-RestLi-Error-Response');
+            ok((grep { /\Q$task\E.*answered $status\b/ } @$errors),
+               'an [error] line names the task and the status')
+                or diag(explain($errors));
+            cluster_saw($e, $task);
+        };
+    }
+
+    gms_saw_nothing($e);
+};
+
+
 # Both request forms, both path forms, with or without auth: the same
 # single request to the cluster.
 
@@ -567,6 +756,10 @@ my @FORMS = (
      '{"task":null,"nodeId":"HI4YEIRMRuSdwsE4bCK7Bg","taskId":192}', 1],
     ['taskId 0 is absent, task decides', $ACTION,
      qq({"task":"$KNOWN","nodeId":"other","taskId":0}), 1],
+    ['taskId written as 192.0, coerced as Rest.li does', $ACTION,
+     '{"nodeId":"HI4YEIRMRuSdwsE4bCK7Bg","taskId":192.0}', 1],
+    ['taskId written as 1.92e2', $ACTION,
+     '{"nodeId":"HI4YEIRMRuSdwsE4bCK7Bg","taskId":1.92e2}', 1],
     ['whitespace around', $ACTION, qq(\n {\t"task" : "$KNOWN" }\r\n), 1],
     ['frontend-proxy path', '/api/gms/operations?action=getEsTaskStatus',
      qq({"task":"$KNOWN"}), 1],
@@ -682,6 +875,11 @@ my @REFUSED = (
     { title => 'taskId a string', body => '{"nodeId":"abc","taskId":"1"}',
       message => must_be('taskId', 'an integer') },
     { title => 'taskId a fraction', body => '{"nodeId":"abc","taskId":1.5}',
+      message => must_be('taskId', 'an integer') },
+    { title => 'taskId 124.5', body => '{"nodeId":"abc","taskId":124.5}',
+      message => must_be('taskId', 'an integer') },
+    { title => 'taskId 1e19, beyond a long',
+      body => '{"nodeId":"abc","taskId":1e19}',
       message => must_be('taskId', 'an integer') },
     { title => 'taskId a boolean', body => '{"nodeId":"abc","taskId":true}',
       message => must_be('taskId', 'an integer') },
@@ -919,6 +1117,109 @@ subtest 'token and privilege' => sub {
         is_deeply(value_of($res), $KNOWN_VALUE, 'answered');
         cluster_saw($e, $KNOWN);
     };
+};
+
+
+# Which privilege lets a token ask, per GMS release: the default accepts
+# GET_ES_TASK_STATUS_PRIVILEGE or MANAGE_SYSTEM_OPERATIONS (GMS 0.14 and
+# later), privilege=off any valid token (GMS 0.13.0, REST API
+# authorisation off), or a list of the operator's; a refusal is 401 or,
+# with gms_token_forbidden_status 403, 403 as later releases answer.
+subtest 'privilege rules by release' => sub {
+    my $p = GmsTest::Edge->start(search => \&search_cluster, server => <<'S');
+        location /rel013/ {
+            gms_es_task_status /_es_tasks/ privilege=off;
+            proxy_pass http://gms;
+        }
+        location /custom/ {
+            gms_es_task_status /_es_tasks/ privilege=VIEW_ANALYTICS,MANAGE_INGESTION;
+            proxy_pass http://gms;
+        }
+        location /rel1/ {
+            gms_token_forbidden_status 403;
+            gms_es_task_status /_es_tasks/;
+            proxy_pass http://gms;
+
+            location /rel1/admin/ {
+                gms_token_require_privilege MANAGE_ACCESS_TOKENS;
+                proxy_pass http://gms;
+            }
+        }
+        location /outer/ {
+            gms_es_task_status /_es_tasks/ privilege=off;
+            proxy_pass http://gms;
+
+            location /outer/inner/ {
+                proxy_pass http://gms;
+            }
+        }
+S
+
+    $p->token('task-reader', actor => 'urn:li:corpuser:tr');
+    $p->grant('urn:li:corpuser:tr', $PRIVILEGE);
+    $p->token('sysops', actor => 'urn:li:corpuser:ops');
+    $p->grant('urn:li:corpuser:ops', 'MANAGE_SYSTEM_OPERATIONS');
+    $p->token('analyst', actor => 'urn:li:corpuser:an');
+    $p->grant('urn:li:corpuser:an', 'VIEW_ANALYTICS');
+    $p->token('nobody', actor => 'urn:li:corpuser:nb');
+
+    my $body = task_body($KNOWN);
+    my @cases = (
+        # path prefix, token, answered (1) or the refusal status
+        ['', 'task-reader', 1],
+        ['', 'sysops', 1],
+        ['', 'analyst', 401],
+        ['', 'nobody', 401],
+        ['/rel013', 'nobody', 1],
+        ['/rel013', 'analyst', 1],
+        ['/custom', 'analyst', 1],
+        ['/custom', 'task-reader', 401],
+        ['/rel1', 'sysops', 1],
+        ['/rel1', 'nobody', 403],
+        ['/outer/inner', 'nobody', 1],
+    );
+
+    for my $case (@cases) {
+        my ($prefix, $token, $want) = @$case;
+        subtest "$prefix/operations with '$token'" => sub {
+            my $res = ask($p, "$prefix$ACTION", $body,
+                          Authorization => "Bearer $token");
+
+            if ($want == 1) {
+                is_deeply(value_of($res), $KNOWN_VALUE, 'answered');
+                cluster_saw($p, $KNOWN);
+                return;
+            }
+
+            is_restli_error($res, $want, $UNAUTHORIZED);
+            like($res->{headers}{'www-authenticate'} // '',
+                 qr/error="insufficient_scope"/, 'insufficient_scope');
+            is($res->{headers}{'x-gms-result'}, 'forbidden',
+               '$gms_token_result forbidden');
+            cluster_saw($p);
+        };
+    }
+
+    subtest 'an invalid token is 401 whatever the setting' => sub {
+        my $res = ask($p, "/rel1$ACTION", $body,
+                      Authorization => 'Bearer not-known');
+        is($res->{status}, 401, 'status 401');
+        cluster_saw($p);
+    };
+
+    subtest 'gms_token_forbidden_status 403 applies to '
+            . 'gms_token_require_privilege too' => sub {
+        my $res = $p->get('/rel1/admin/x', 'nobody');
+        is($res->{status}, 403, 'status 403');
+        like($res->{headers}{'www-authenticate'} // '',
+             qr/error="insufficient_scope"/, 'insufficient_scope');
+        is($p->get('/admin/x', 'nobody')->{status}, 401,
+           'the default is 401');
+    };
+
+    $p->gms->clear_requests;
+    $p->nginx->stop;
+    is_deeply([$p->nginx->bad_log_lines], [], 'no alerts or crashes');
 };
 
 

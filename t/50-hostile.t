@@ -372,6 +372,13 @@ sub value_is {
         }
         my $got = eval { $DEEP_JSON->decode($text) };
         return 'value is not JSON: ' . substr($text, 0, 200) unless $got;
+        if (ref $got eq 'HASH' && exists $got->{status}) {
+            # GMS's status is a string of JSON text, parsed a second time
+            return 'status is not a string: ' . substr($text, 0, 200)
+                if ref $got->{status};
+            $got->{status} = eval { $DEEP_JSON->decode($got->{status}) }
+                // return 'status is not JSON: ' . substr($text, 0, 200);
+        }
         return $DEEP_JSON->encode($got) eq $DEEP_JSON->encode($want)
                ? '' : 'value: ' . substr($text, 0, 200);
     };
@@ -624,8 +631,8 @@ sub answer_case {
                  . '"id":1,"running_time_in_nanos":7,"status":{"d":'
                  . ('[' x 2000) . (']' x 2000) . '}}}'],
                 value_is('{"completed":true,"taskId":"deepOk:1",'
-                         . '"runTimeNanos":7,"status":{"d":'
-                         . ('[' x 2000) . (']' x 2000) . '}}'));
+                         . '"runTimeNanos":7,"status":"{\\"d\\":'
+                         . ('[' x 2000) . (']' x 2000) . '}"}'));
 
     # the client goes away while the cluster takes its time: nothing is
     # answered, the worker goes on
@@ -644,12 +651,20 @@ sub answer_case {
         }
     }
 
-    # other statuses, each with a well-formed task
+    # other statuses, each with a well-formed task: a success is read as
+    # one (204 has no body: no task), 404 is "no task", and anything else
+    # is what GMS's search client throws on, a 500 naming the status
     for my $status (201, 202, 203, 204, 206, 300, 301, 302, 304, 307, 400,
                     401, 403, 404, 405, 409, 410, 429, 500, 502, 503, 504,
                     599, 999) {
-        answer_case("status $status with a task", "status:$status",
-                    [$status, $JSON_TYPE, task_answer('status', $status)]);
+        my $task = "status:$status";
+        my $check = $status == 204 || $status == 404 ? failure_of($task)
+                  : $status < 300 ? status_of($task)
+                  : restli(500, "Search cluster answered HTTP $status to the "
+                                . "task status request for $task");
+        answer_case("status $status with a task", $task,
+                    [$status, $JSON_TYPE, task_answer('status', $status)],
+                    $check);
     }
 
     # hostile header sections around a well-formed task
@@ -1203,13 +1218,19 @@ subtest 'body' => sub {
         es_refused('body: taskId -1e400',
                    '{"nodeId":"hugeC","taskId":-1e400}',
                    qr/^Invalid JSON in request body: real number overflow/),
-        # too small for a double: jansson reads 0.0, a real
+        # too small for a double: jansson reads 0.0, an integral value,
+        # and a taskId of 0 counts as absent
         es_refused('body: taskId 1e-400',
-                   '{"nodeId":"hugeC","taskId":1e-400}',
+                   '{"nodeId":"hugeC","taskId":1e-400}', $EITHER),
+        # integral numbers in other notations: a long, as Rest.li coerces
+        es_ok('body: taskId 1e3', '{"nodeId":"hugeC","taskId":1e3}',
+              'hugeC:1000'),
+        es_ok('body: taskId 1.0', '{"nodeId":"hugeC","taskId":1.0}',
+              'hugeC:1'),
+        es_refused('body: taskId 1.5', '{"nodeId":"hugeC","taskId":1.5}',
                    must_be('taskId', 'an integer')),
-        es_refused('body: taskId 1e3', '{"nodeId":"hugeC","taskId":1e3}',
-                   must_be('taskId', 'an integer')),
-        es_refused('body: taskId 1.0', '{"nodeId":"hugeC","taskId":1.0}',
+        es_refused('body: taskId 2^63 as a real',
+                   '{"nodeId":"hugeC","taskId":9.223372036854775808e18}',
                    must_be('taskId', 'an integer')),
         es_refused('body: taskId -1', '{"nodeId":"hugeC","taskId":-1}',
                    $EITHER),

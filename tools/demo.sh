@@ -60,8 +60,14 @@ token="demo-$(openssl rand -hex 24)"
 actor=urn:li:corpuser:datahub
 gms_token() { "$tool" "$@" --redis "127.0.0.1:$redis_port"; }
 
-id=$(printf '%s' "$token" | gms_token put --token-stdin --actor "$actor" \
-         --expires-in 1d --type PERSONAL)
+# the id is hashed with GMS's salt: the one conf-examples/gms-edge.conf
+# sets (DataHub's default before 1.5)
+salt=$(sed -n 's/^ *gms_token_salt "\(.*\)";$/\1/p' \
+           "$repo/conf-examples/gms-edge.conf")
+[ -n "$salt" ] || { echo "demo: no gms_token_salt in gms-edge.conf" >&2; exit 1; }
+
+id=$(printf '%s' "$token" | gms_token put --token-stdin --salt "$salt" \
+         --actor "$actor" --expires-in 1d --type PERSONAL)
 gms_token grant "$actor" GET_ES_TASK_STATUS_PRIVILEGE \
     GENERATE_PERSONAL_ACCESS_TOKENS
 

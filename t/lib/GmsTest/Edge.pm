@@ -9,7 +9,7 @@ package GmsTest::Edge;
 #   $e->grant('urn:li:corpuser:alice', 'GET_ES_TASK_STATUS_PRIVILEGE');
 #   my $res = $e->get('/entities/x', 'secret');
 #
-# Options: salt, prefix ('gms:'), timeout ('500ms'), http (extra http-level
+# Options: salt (default ""), salt_file (instead of salt), prefix ('gms:'), timeout ('500ms'), http (extra http-level
 # directives), server (extra server-level directives), search (a stub
 # handler; without it the cluster address is a closed port), conf (a whole
 # http block instead of the default one), persist (Redis keeps its data
@@ -125,8 +125,11 @@ sub start {
                                    : GmsTest::free_port(),
         TIMEOUT => $opt{timeout} // '500ms',
         PREFIX  => $self->{prefix},
-        SALT    => defined $opt{salt}
-                   ? "gms_token_salt \"$opt{salt}\";" : '',
+        # the module refuses to check tokens without a salt: an empty one
+        # is a choice a test makes, as an operator would
+        SALT    => defined $opt{salt_file}
+                   ? "gms_token_salt_file $opt{salt_file};"
+                   : 'gms_token_salt "' . ($opt{salt} // '') . '";',
         HTTP    => $opt{http} // '',
         SERVER  => $opt{server} // '',
     });
