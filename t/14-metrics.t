@@ -10,7 +10,22 @@ use Test::More;
 use GmsTest;
 use GmsTest::Edge;
 
+# the stand-in search cluster: one task, one cluster in trouble (503),
+# nothing else (404)
 my $e = GmsTest::Edge->start(
+    search  => sub {
+        my ($req) = @_;
+        return [200, ['Content-Type' => 'application/json'],
+                '{"completed":true,"task":{"node":"known","id":1,'
+                . '"status":{"total":1},"running_time_in_nanos":5}}']
+            if $req->{path} eq '/_tasks/known:1';
+        return [503, ['Content-Type' => 'application/json'],
+                '{"error":{"type":"cluster_block_exception"},"status":503}']
+            if $req->{path} eq '/_tasks/troubled:1';
+        return [404, ['Content-Type' => 'application/json'],
+                '{"error":{"type":"resource_not_found_exception"},'
+                . '"status":404}'];
+    },
     workers => 2,
     http    => 'gms_token_cache zone=tokens:1m ttl=60s negative_ttl=60s;',
     server  => 'location = /metrics { gms_token_auth off; gms_token_metrics; }',
@@ -87,6 +102,24 @@ my @buckets = map { $m->{$_} } sort {
         : ($a =~ /le="([^"]+)"/)[0] <=> ($b =~ /le="([^"]+)"/)[0]
 } grep { /_bucket\{/ } keys %$m;
 is_deeply(\@buckets, [sort { $a <=> $b } @buckets], 'histogram is cumulative');
+
+# getEsTaskStatus by outcome
+{
+    my %h = (Authorization => 'Bearer ok-token',
+             'Content-Type' => 'application/json');
+    my $ask = sub {
+        $n->http(POST => '/operations?action=getEsTaskStatus', {%h}, $_[0]);
+    };
+    $ask->('{"task":"known:1"}') for 1 .. 2;
+    $ask->('{"task":"unknown:1"}') for 1 .. 3;
+    $ask->('{"task":"troubled:1"}') for 1 .. 4;
+    $ask->('{"task":"no colon"}');
+
+    my $es = metrics();
+    is($es->{"gms_es_task_requests_total{outcome=\"$_->[0]\"}"}, $_->[1],
+       "getEsTaskStatus outcome $_->[0]")
+        for [status => 2], [error => 3], [cluster_error => 4], [refused => 1];
+}
 
 $e->redis->stop;
 $n->http(GET => '/entities/x', { Authorization => 'Bearer cold' }) for 1 .. 3;
