@@ -13,8 +13,10 @@
 int
 LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
-    char    reason[128], *value, *body;
-    json_t  *doc;
+    char         reason[128], *value, *body;
+    json_t      *doc, *status, *inner;
+    const char  *text;
+    json_error_t  err;
 
     value = gms_es_task_value((const char *) data, size, reason,
                               sizeof(reason));
@@ -37,6 +39,31 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         || json_object_get(doc, "response") != NULL)
     {
         abort();
+    }
+
+    /* status, when present, is a string of JSON text holding an object */
+    status = json_object_get(doc, "status");
+
+    if (status != NULL) {
+        if (!json_is_string(status)) {
+            abort();
+        }
+
+        text = json_string_value(status);
+        inner = json_loadb(text, json_string_length(status), 0, &err);
+
+        /*
+         * Numbers are kept as the cluster wrote them, so jansson may find
+         * one too large for it; anything else must load, as an object.
+         */
+        if (inner == NULL
+            ? json_error_code(&err) != json_error_numeric_overflow
+            : !json_is_object(inner))
+        {
+            abort();
+        }
+
+        json_decref(inner);
     }
 
     body = gms_json_value_body(value);

@@ -464,12 +464,39 @@ gms_utf8_len(const unsigned char *p, const unsigned char *end)
 }
 
 
+/* the value of 4 hex digits at p, or -1 */
+
+static long
+gms_scan_hex4(const unsigned char *p, const unsigned char *end)
+{
+    long    c;
+    size_t  i;
+
+    if (end - p < 4) {
+        return -1;
+    }
+
+    c = 0;
+
+    for (i = 0; i < 4; i++) {
+        if (!isxdigit(p[i])) {
+            return -1;
+        }
+
+        c = c * 16 + (isdigit(p[i]) ? p[i] - '0' : (p[i] | 0x20) - 'a' + 10);
+    }
+
+    return c;
+}
+
+
 /* a string as strict as jansson's: escapes, UTF-8, no control bytes */
 
 static int
 gms_scan_string(gms_scan_t *s)
 {
-    size_t                n, i;
+    long                  c;
+    size_t                n;
     const unsigned char  *p, *end;
 
     if (s->p == s->end || *s->p != '"') {
@@ -496,17 +523,30 @@ gms_scan_string(gms_scan_t *s)
             }
 
             if (*p == 'u') {
-                if (end - p < 5) {
+                c = gms_scan_hex4(p + 1, end);
+
+                /* as jansson: no NUL, surrogates only in pairs */
+
+                if (c <= 0 || (c >= 0xdc00 && c <= 0xdfff)) {
                     return -1;
                 }
 
-                for (i = 1; i <= 4; i++) {
-                    if (!isxdigit(p[i])) {
+                p += 5;
+
+                if (c >= 0xd800 && c <= 0xdbff) {
+                    if (end - p < 2 || p[0] != '\\' || p[1] != 'u') {
                         return -1;
                     }
+
+                    c = gms_scan_hex4(p + 2, end);
+
+                    if (c < 0xdc00 || c > 0xdfff) {
+                        return -1;
+                    }
+
+                    p += 6;
                 }
 
-                p += 5;
                 continue;
             }
 
@@ -545,6 +585,8 @@ gms_scan_digits(gms_scan_t *s)
 }
 
 
+/* a number as JSON writes it: no leading zeros, no '+', digits after '.' */
+
 static int
 gms_scan_number(gms_scan_t *s)
 {
@@ -552,7 +594,10 @@ gms_scan_number(gms_scan_t *s)
         s->p++;
     }
 
-    if (gms_scan_digits(s) != 0) {
+    if (s->p < s->end && *s->p == '0') {
+        s->p++;
+
+    } else if (gms_scan_digits(s) != 0) {
         return -1;
     }
 

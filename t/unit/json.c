@@ -281,6 +281,36 @@ test_answer(void)
            "a task without status omits it");
     free(value);
 
+    /* the status is sliced, not re-parsed: the scanner is as strict as
+     * jansson, or a client would get invalid JSON text in status */
+#define TASK_WITH_STATUS(st)                                                 \
+    "{\"completed\":true,\"task\":{\"node\":\"n\",\"id\":1,\"status\":"      \
+    st "}}"
+
+    answer = TASK_WITH_STATUS("{\"a\":01}");
+    ok(gms_es_task_value(answer, strlen(answer), reason, sizeof(reason))
+       == NULL, "a leading zero is not JSON");
+    answer = TASK_WITH_STATUS("{\"a\":\"\\ud83d\"}");
+    ok(gms_es_task_value(answer, strlen(answer), reason, sizeof(reason))
+       == NULL, "a lone high surrogate is not JSON");
+    answer = TASK_WITH_STATUS("{\"a\":\"\\ude00\"}");
+    ok(gms_es_task_value(answer, strlen(answer), reason, sizeof(reason))
+       == NULL, "a lone low surrogate is not JSON");
+    answer = TASK_WITH_STATUS("{\"a\":\"\\u0000\"}");
+    ok(gms_es_task_value(answer, strlen(answer), reason, sizeof(reason))
+       == NULL, "an escaped NUL is refused, as jansson refuses it");
+    answer = TASK_WITH_STATUS("{\"a\":1}");
+    value = gms_es_task_value(answer, strlen(answer), reason, sizeof(reason));
+    ok(value != NULL, "the same answer with a valid status is a task");
+    free(value);
+
+    answer = "{\"completed\":true,\"task\":{\"node\":\"n\",\"id\":1,"
+             "\"status\":{\"a\":\"\\ud83d\\ude00\",\"z\":-0.0e+1}}}";
+    value = gms_es_task_value(answer, strlen(answer), reason, sizeof(reason));
+    ok(value != NULL && strstr(value, "\\\"\\\\ud83d\\\\ude00\\\"")
+       && strstr(value, "-0.0e+1"), "a surrogate pair and -0.0e+1 kept");
+    free(value);
+
     answer = slurp("not-found-404.constructed.json", &len);
     ok(gms_es_task_value(answer, len, reason, sizeof(reason)) == NULL,
        "404 body is not a task");
