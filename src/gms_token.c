@@ -11,6 +11,8 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
+#include <jansson.h>
+
 #include "gms_token.h"
 
 
@@ -259,7 +261,7 @@ gms_privilege_valid(const char *name, size_t len)
 {
     size_t  i;
 
-    if (len == 0 || len > 256) {
+    if (len == 0 || len > GMS_PRIVILEGE_MAX) {
         return 0;
     }
 
@@ -272,6 +274,41 @@ gms_privilege_valid(const char *name, size_t len)
             return 0;
         }
     }
+
+    return 1;
+}
+
+
+/*
+ * An actor as the module hands it to GMS in X-DataHub-Actor: a DataHub
+ * URN, valid UTF-8, without control characters (no header splitting).
+ */
+
+int
+gms_actor_valid(const char *urn, size_t len)
+{
+    size_t   i;
+    json_t  *utf8;
+
+    if (len <= sizeof("urn:li:") - 1 || len > GMS_ACTOR_MAX
+        || memcmp(urn, "urn:li:", sizeof("urn:li:") - 1) != 0)
+    {
+        return 0;
+    }
+
+    for (i = 0; i < len; i++) {
+        if ((unsigned char) urn[i] < 0x20 || urn[i] == 0x7f) {
+            return 0;
+        }
+    }
+
+    /* jansson's check of UTF-8: overlong forms and surrogates refused */
+    utf8 = json_stringn(urn, len);
+    if (utf8 == NULL) {
+        return 0;
+    }
+
+    json_decref(utf8);
 
     return 1;
 }
@@ -318,15 +355,31 @@ gms_lookup_reply_parse(const redisReply *reply, gms_lookup_t *lookup)
         return GMS_LOOKUP_BAD_REPLY;
     }
 
+    if (e->elements > GMS_PRIVILEGES_MAX) {
+        lookup->error = "more privileges than an entry may hold";
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
     for (i = 0; i < e->elements; i++) {
         if (e->element[i]->type != REDIS_REPLY_STRING) {
             lookup->error = "privilege is not a string";
+            return GMS_LOOKUP_BAD_REPLY;
+        }
+
+        if (!gms_privilege_valid(e->element[i]->str, e->element[i]->len)) {
+            lookup->error = "invalid privilege name";
             return GMS_LOOKUP_BAD_REPLY;
         }
     }
 
     if (reply->element[0]->len == 0) {
         return GMS_LOOKUP_UNKNOWN;
+    }
+
+    if (!gms_actor_valid(reply->element[0]->str, reply->element[0]->len)) {
+        lookup->error = "invalid actor: not a urn:li: URN of valid UTF-8 "
+                        "without control bytes, at most 512 bytes";
+        return GMS_LOOKUP_BAD_REPLY;
     }
 
     if (gms_parse_ms(reply->element[1]->str, reply->element[1]->len,

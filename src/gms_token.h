@@ -25,6 +25,15 @@
 /* standard base64, with padding, of a 32-byte SHA-256 digest */
 #define GMS_TOKEN_ID_LEN       44
 
+/*
+ * What a cache entry may hold, checked by gms-token when it writes and by
+ * the module when it reads: an actor goes into a request header to GMS,
+ * privileges into $gms_token_privileges and the privilege checks.
+ */
+#define GMS_ACTOR_MAX          512
+#define GMS_PRIVILEGE_MAX      128
+#define GMS_PRIVILEGES_MAX     256
+
 
 typedef enum {
     GMS_LOOKUP_FOUND = 0,
@@ -53,6 +62,7 @@ void gms_token_id(const unsigned char *token, size_t token_len,
 int gms_token_id_valid(const char *id, size_t len);
 int gms_parse_ms(const char *s, size_t len, int64_t *ms);
 int gms_privilege_valid(const char *name, size_t len);
+int gms_actor_valid(const char *urn, size_t len);
 
 void gms_mask_bearer(unsigned char *buf, size_t len);
 

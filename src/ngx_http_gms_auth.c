@@ -46,6 +46,8 @@ static ngx_http_gms_flight_t *ngx_http_gms_flight(
 static void ngx_http_gms_flight_free(ngx_http_gms_flight_t *flight);
 static void ngx_http_gms_lookup_done(void *data, redisReply *reply,
     const char *error);
+static void ngx_http_gms_log_bad_entry(u_char *id, const char *error);
+static ngx_int_t ngx_http_gms_drop_actor_header(ngx_http_request_t *r);
 static ngx_int_t ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight,
     redisReply *reply, ngx_http_gms_cache_entry_t *entry);
 static void ngx_http_gms_apply(ngx_http_gms_ctx_t *ctx,
@@ -113,6 +115,10 @@ ngx_http_gms_access_handler(ngx_http_request_t *r)
 
     ctx->request = r;
     ngx_http_set_ctx(r, ctx, ngx_http_gms_module);
+
+    if (ngx_http_gms_drop_actor_header(r) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
 
     h = r->headers_in.authorization;
 
@@ -356,6 +362,33 @@ ngx_http_gms_lookup_done(void *data, redisReply *reply, const char *error)
 }
 
 
+/*
+ * A bad entry (or an error reply) for an id: 503, not cached, and logged
+ * once a minute per id, not once a request.
+ */
+
+static void
+ngx_http_gms_log_bad_entry(u_char *id, const char *error)
+{
+    static time_t  last;
+    static u_char  last_id[GMS_TOKEN_ID_LEN];
+
+    if (ngx_memcmp(last_id, id, GMS_TOKEN_ID_LEN) == 0
+        && ngx_time() - last < 60)
+    {
+        return;
+    }
+
+    ngx_memcpy(last_id, id, GMS_TOKEN_ID_LEN);
+    last = ngx_time();
+
+    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                  "gms: redis lookup of token id \"%*s\" failed: %s "
+                  "(not cached; logged once a minute for this id)",
+                  (size_t) GMS_TOKEN_ID_LEN, id, error);
+}
+
+
 /* the reply as a cache entry, cached; the strings live until the return */
 
 static ngx_int_t
@@ -377,9 +410,7 @@ ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight, redisReply *reply,
         return NGX_OK;
 
     case GMS_LOOKUP_BAD_REPLY:
-        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                      "gms: redis lookup of token id \"%*s\" failed: %s",
-                      (size_t) GMS_TOKEN_ID_LEN, flight->id, lk.error);
+        ngx_http_gms_log_bad_entry(flight->id, lk.error);
         return NGX_ERROR;
 
     default: /* GMS_LOOKUP_FOUND */
@@ -686,6 +717,79 @@ ngx_http_gms_deny(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
     ngx_http_finalize_request(r, rc);
 
     return NGX_DONE;
+}
+
+
+/*
+ * Only the module says who the user is: a client's own X-DataHub-Actor is
+ * taken out of the request, whatever proxy_set_header says (a location
+ * with a proxy_set_header of its own inherits none of the server's).
+ * nginx's header lists cannot drop an element: the list is made anew
+ * without it, which only a request carrying the header pays for.
+ */
+
+static ngx_int_t
+ngx_http_gms_drop_actor_header(ngx_http_request_t *r)
+{
+    ngx_uint_t        i, n, found;
+    ngx_list_t        headers;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h, *copy;
+
+    static ngx_str_t  actor = ngx_string("X-DataHub-Actor");
+
+    found = 0;
+    n = 0;
+
+    for (part = &r->headers_in.headers.part; part; part = part->next) {
+        h = part->elts;
+
+        for (i = 0; i < part->nelts; i++, n++) {
+            if (h[i].key.len == actor.len
+                && ngx_strncasecmp(h[i].key.data, actor.data, actor.len) == 0)
+            {
+                found++;
+            }
+        }
+    }
+
+    if (found == 0) {
+        return NGX_OK;
+    }
+
+    if (ngx_list_init(&headers, r->pool, n - found + 1,
+                      sizeof(ngx_table_elt_t))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    for (part = &r->headers_in.headers.part; part; part = part->next) {
+        h = part->elts;
+
+        for (i = 0; i < part->nelts; i++) {
+            if (h[i].key.len == actor.len
+                && ngx_strncasecmp(h[i].key.data, actor.data, actor.len) == 0)
+            {
+                continue;
+            }
+
+            copy = ngx_list_push(&headers);
+            if (copy == NULL) {
+                return NGX_ERROR;
+            }
+
+            *copy = h[i];
+        }
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "gms: %ui client X-DataHub-Actor header(s) dropped",
+                   found);
+
+    r->headers_in.headers = headers;
+
+    return NGX_OK;
 }
 
 

@@ -353,7 +353,7 @@ gms_sync_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
         return GMS_TOOL_USAGE;
     }
 
-    if (!gms_tool_actor_valid(json_string_value(actor),
+    if (!gms_actor_valid(json_string_value(actor),
                               json_string_length(actor)))
     {
         shown = gms_sync_shown(actor);

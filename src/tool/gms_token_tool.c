@@ -1014,40 +1014,6 @@ gms_tool_key(gms_tool_t *t, const char *kind, const char *name, size_t len,
 }
 
 
-/*
- * An actor as the module hands it to GMS in X-DataHub-Actor: a DataHub
- * URN, UTF-8, without control characters (no header splitting).
- */
-
-int
-gms_tool_actor_valid(const char *urn, size_t len)
-{
-    size_t   i;
-    json_t  *utf8;
-
-    if (len <= sizeof("urn:li:") - 1 || len > GMS_TOOL_URN_MAX
-        || memcmp(urn, "urn:li:", sizeof("urn:li:") - 1) != 0)
-    {
-        return 0;
-    }
-
-    for (i = 0; i < len; i++) {
-        if ((unsigned char) urn[i] < 0x20 || urn[i] == 0x7f) {
-            return 0;
-        }
-    }
-
-    utf8 = json_stringn(urn, len);
-    if (utf8 == NULL) {
-        return 0;
-    }
-
-    json_decref(utf8);
-
-    return 1;
-}
-
-
 int64_t
 gms_tool_now_ms(void)
 {
@@ -1398,7 +1364,7 @@ gms_tool_check_id(gms_tool_t *t, const char *id)
 static int
 gms_tool_check_actor(gms_tool_t *t, const char *urn)
 {
-    if (gms_tool_actor_valid(urn, strlen(urn))) {
+    if (gms_actor_valid(urn, strlen(urn))) {
         return 0;
     }
 

@@ -24,7 +24,6 @@
 #define GMS_TOOL_REDIS         3
 
 /* the longest actor URN accepted; DataHub's own URNs are far shorter */
-#define GMS_TOOL_URN_MAX       2048
 
 
 typedef struct {
@@ -59,7 +58,6 @@ void gms_tool_error(gms_tool_t *t, const char *fmt, ...)
 int gms_tool_connect(gms_tool_t *t);
 char *gms_tool_key(gms_tool_t *t, const char *kind, const char *name,
     size_t len, size_t *key_len);
-int gms_tool_actor_valid(const char *urn, size_t len);
 int64_t gms_tool_now_ms(void);
 
 void gms_tool_put_append(gms_tool_t *t, const char *key, size_t key_len,
