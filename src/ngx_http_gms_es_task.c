@@ -27,6 +27,8 @@ static ngx_int_t ngx_http_gms_es_task_refuse_len(ngx_http_request_t *r,
     ngx_uint_t status, const char *message, size_t len);
 static ngx_int_t ngx_http_gms_es_task_error(ngx_http_request_t *r,
     ngx_uint_t status, const char *message, size_t len);
+static ngx_int_t ngx_http_gms_es_task_subrequest_phase(
+    ngx_http_request_t *r);
 static ngx_int_t ngx_http_gms_es_task_allowed(ngx_http_gms_ctx_t *ctx,
     ngx_http_gms_loc_conf_t *glcf);
 static ngx_int_t ngx_http_gms_es_task_body_filter(ngx_http_request_t *r,
@@ -47,9 +49,13 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
 
     static ngx_str_t          post = ngx_string("POST");
 
+    if (r != r->main) {
+        return ngx_http_gms_es_task_subrequest_phase(r);
+    }
+
     glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
 
-    if (glcf->es_task_uri.len == 0 || r != r->main) {
+    if (glcf->es_task_uri.len == 0) {
         return NGX_DECLINED;
     }
 
@@ -108,6 +114,41 @@ answered:
     ngx_http_finalize_request(r, rc);
 
     return NGX_DONE;
+}
+
+
+/*
+ * The cluster's answer must not send the edge elsewhere: an
+ * X-Accel-Redirect (or an error_page) in its answer would take the
+ * subrequest, with no token, to another location, GMS's perhaps.  Our
+ * subrequest passes this phase once; a second pass is such a redirect,
+ * refused before the new location's handler runs.
+ */
+
+static ngx_int_t
+ngx_http_gms_es_task_subrequest_phase(ngx_http_request_t *r)
+{
+    ngx_http_gms_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
+
+    if (ctx == NULL || ctx->es_subrequest != r) {
+        return NGX_DECLINED;
+    }
+
+    if (!ctx->es_started) {
+        ctx->es_started = 1;
+        return NGX_DECLINED;
+    }
+
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "gms: task %s:%L: the search cluster's answer redirected "
+                  "the subrequest to \"%V\", refused",
+                  ctx->task.node, (int64_t) ctx->task.number, &r->uri);
+
+    ctx->es_redirected = 1;
+
+    return NGX_HTTP_FORBIDDEN;
 }
 
 
@@ -439,7 +480,10 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
 
     value = NULL;
 
-    if (ctx->es_too_big) {
+    if (ctx->es_redirected) {
+        /* logged when it was refused */
+
+    } else if (ctx->es_too_big) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "gms: task %s:%L: search cluster answer larger than "
                       "subrequest_output_buffer_size",

@@ -121,6 +121,8 @@ typedef struct {
     unsigned                   es_done:1;
     unsigned                   es_too_big:1;
     unsigned                   es_unreachable:1;
+    unsigned                   es_started:1;
+    unsigned                   es_redirected:1;
 } ngx_http_gms_ctx_t;
 
 

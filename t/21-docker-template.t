@@ -297,6 +297,12 @@ my $redis = GmsTest::Redis->start(password => $password);
 my $gms = GmsTest::Stub->echo;
 my $search = GmsTest::Stub->start(handler => sub {
     my ($req) = @_;
+    # a cluster trying to send the edge to GMS: the template ignores it
+    return [200, ['Content-Type' => 'application/json',
+                  'X-Accel-Redirect' => '/entities/urn:li:corpuser:x'],
+            '{"completed":false,"task":{"node":"redirecting","id":1,'
+            . '"running_time_in_nanos":1}}']
+        if $req->{path} eq '/_tasks/redirecting:1';
     return [404, ['Content-Type' => 'application/json'], '{"status":404}']
         unless $req->{path} eq '/_tasks/edgeNode:42';
     return [200, ['Content-Type' => 'application/json'],
@@ -416,6 +422,17 @@ is((stat "$run_dir/nginx.conf")[2] & 0777, 0600, 'rendered owner-only');
     is($res->{status}, 200, 'getEsTaskStatus: 200');
     like($res->{body}, qr/\\"taskId\\":\\"edgeNode:42\\"/,
          'from SEARCH_UPSTREAM');
+
+    $gms->clear_requests;
+    $res = GmsTest::HTTP::request($port, POST =>
+        '/operations?action=getEsTaskStatus',
+        { Authorization => 'Bearer alice-token',
+          'Content-Type' => 'application/json' },
+        '{"task":"redirecting:1"}');
+    like($res->{body}, qr/\\"taskId\\":\\"redirecting:1\\"/,
+         "the cluster's X-Accel-Redirect ignored: its answer is the task");
+    is_deeply([map { $_->{uri} } @{ $gms->requests }], [],
+              'and GMS saw nothing');
 
     # GMS's open paths, pinned: crafted targets that nginx maps to an
     # open location reach GMS as that location's own path, never as the

@@ -295,6 +295,13 @@ my %CLUSTER = (
     'completedString:1'                 => [200, $JSON_TYPE,
         '{"completed":"true","task":{"node":"completedString","id":1}}'],
     'oversized:1'                       => [200, $JSON_TYPE, $OVERSIZED],
+    # a cluster that tries to send the edge elsewhere: to GMS, token-less
+    'redirectGms:1'                     => [200, [@$JSON_TYPE,
+        'X-Accel-Redirect' => '/entities/urn:li:corpuser:datahub'],
+        $RUNNING_ES6],
+    'redirectOpen:1'                    => [200, [@$JSON_TYPE,
+        'X-Accel-Redirect' => '/open/operations?action=restoreIndices'],
+        $RUNNING_ES6],
     'slow:1'                            => [200, $JSON_TYPE,
                                             $RUNNING_ES6, 2],
 );
@@ -665,6 +672,9 @@ my @NOT_FOUND = (
      qr/larger than subrequest_output_buffer_size/],
     ['2 s answer, over the 1 s proxy_read_timeout', 'slow:1',
      qr/timed out/],
+    ['X-Accel-Redirect to a GMS path', 'redirectGms:1', qr/redirected/],
+    ['X-Accel-Redirect to an open location', 'redirectOpen:1',
+     qr/redirected/],
 );
 
 sub no_status_ok {
