@@ -161,15 +161,16 @@ gms_token_id_valid(const char *id, size_t len)
 }
 
 
-/* the end of a value in a log line: a quote, a line end or a backslash */
+/*
+ * A credential runs to the end of its line: a quote or a backslash can be
+ * part of what a client sent (Bearer "eyJ..."), so only CR and LF end it.
+ */
 
 static size_t
 gms_mask_until(unsigned char *buf, size_t len, size_t j)
 {
     for ( /* void */ ; j < len; j++) {
-        if (buf[j] == '"' || buf[j] == '\r' || buf[j] == '\n'
-            || buf[j] == '\\')
-        {
+        if (buf[j] == '\r' || buf[j] == '\n') {
             break;
         }
 
@@ -183,8 +184,8 @@ gms_mask_until(unsigned char *buf, size_t len, size_t j)
 /*
  * Masks credentials in a log line, in place: the value of an
  * Authorization header, whatever its scheme, and whatever follows
- * "Bearer " elsewhere (a variable's value, say), up to a quote, a line
- * end or a backslash.  nginx's debug lines quote request headers and
+ * "Bearer " elsewhere (a variable's value, say), to the end of the line
+ * (a closing quote of nginx's included).  nginx's debug lines quote request headers and
  * whole requests to upstreams; a token must not reach a log file even
  * then.  A WWW-Authenticate challenge (Bearer realm=...) is left alone.
  */

@@ -286,9 +286,15 @@ is($connected, 2, 'one Redis connection for the worker (and the test\'s)');
 # The log is at debug level (GmsTest::Edge's default), where nginx itself
 # logs every request header and every request it sends upstream: the
 # module masks bearer tokens in those lines, and logs ids, not tokens.
+# quotes and backslashes in the value do not end the mask
+$e->get('/entities/x', undef,
+        Authorization => 'Bearer "quoted-secret-1\\" quoted-secret-2');
+$e->get('/entities/x', undef, Authorization => 'Basic \\"quoted-secret-3');
+
 my $log = $n->error_log;
-like($log, qr/http header: "Authorization: \*{18}"/,
-     "nginx's header line is there, masked");
+unlike($log, qr/quoted-secret/, 'a quoted token is masked whole');
+like($log, qr/http header: "Authorization: \*{19}$/m,
+     "nginx's header line is there, masked to its end");
 unlike($log, qr/alice-token|no-such-token|token-\d|unknown-\d/,
        'no raw token anywhere in the debug log');
 my @module_lines = grep { /gms: / } split /\n/, $log;

@@ -159,9 +159,24 @@ test_reply(void)
        "found token with expiry and privileges");
     freeReplyObject(r);
 
-    ok(lookup("*4\r\n$1\r\nu\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n", &lk, &r)
+    ok(lookup("*4\r\n$9\r\nurn:li:xy\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n",
+              &lk, &r)
        == GMS_LOOKUP_FOUND && lk.expires_at == 0 && lk.nprivileges == 0,
        "no expiry, no privileges");
+    freeReplyObject(r);
+
+    ok(lookup("*4\r\n$1\r\nu\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n", &lk, &r)
+       == GMS_LOOKUP_BAD_REPLY, "an actor that is no urn:li: URN");
+    freeReplyObject(r);
+
+    ok(lookup("*4\r\n$13\r\nurn:li:a\r\nX:1\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n",
+              &lk, &r)
+       == GMS_LOOKUP_BAD_REPLY, "an actor with CR LF");
+    freeReplyObject(r);
+
+    ok(lookup("*4\r\n$9\r\nurn:li:xy\r\n$0\r\n\r\n$0\r\n\r\n*1\r\n"
+              "$5\r\nA,B,C\r\n", &lk, &r)
+       == GMS_LOOKUP_BAD_REPLY, "a privilege with commas");
     freeReplyObject(r);
 
     ok(lookup("-LOADING Redis is loading the dataset in memory\r\n", &lk, &r)
@@ -197,8 +212,14 @@ test_mask(void)
 
     strcpy(line, "http header: \"Authorization: Bearer abc.def-1\"");
     gms_mask_bearer((unsigned char *) line, strlen(line));
-    is_str(line, "http header: \"Authorization: ****************\"",
-           "an Authorization header's value masked");
+    is_str(line, "http header: \"Authorization: *****************",
+           "an Authorization header's value masked, to the line end");
+
+    strcpy(line, "http header: \"Authorization: Bearer \"eyJ.a\\\"b\"\n"
+                 "next");
+    gms_mask_bearer((unsigned char *) line, strlen(line));
+    is_str(line, "http header: \"Authorization: *****************\nnext",
+           "quotes and backslashes in the value masked too");
 
     strcpy(line, "AUTHORIZATION:Token a b c\r\nHost: x");
     gms_mask_bearer((unsigned char *) line, strlen(line));
@@ -207,8 +228,13 @@ test_mask(void)
 
     strcpy(line, "http script var: \"bearer xyz\"");
     gms_mask_bearer((unsigned char *) line, strlen(line));
-    is_str(line, "http script var: \"bearer ***\"",
+    is_str(line, "http script var: \"bearer ****",
            "a bearer token outside a header");
+
+    strcpy(line, "var: \"Bearer \"eyJhbGciOi.x\"\"\r\nHost: h");
+    gms_mask_bearer((unsigned char *) line, strlen(line));
+    is_str(line, "var: \"Bearer ***************\r\nHost: h",
+           "a quoted bearer token outside a header");
 
     strcpy(line, "WWW-Authenticate: Bearer realm=\"DataHub\"");
     gms_mask_bearer((unsigned char *) line, strlen(line));
