@@ -26,6 +26,8 @@ static char *ngx_http_gms_salt_file(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_gms_forbidden_status(ngx_conf_t *cf, void *post,
     void *data);
+static char *ngx_http_gms_redis_timeout(ngx_conf_t *cf, void *post,
+    void *data);
 static char *ngx_http_gms_es_task_status(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static ngx_int_t ngx_http_gms_privilege_list(ngx_conf_t *cf, ngx_str_t *list,
@@ -49,6 +51,8 @@ static void ngx_http_gms_exit_process(ngx_cycle_t *cycle);
 
 static ngx_conf_post_handler_pt  ngx_http_gms_forbidden_status_p =
     ngx_http_gms_forbidden_status;
+static ngx_conf_post_handler_pt  ngx_http_gms_redis_timeout_p =
+    ngx_http_gms_redis_timeout;
 
 
 /* what GMS 0.14 and later accept for getEsTaskStatus, any one of them */
@@ -77,7 +81,7 @@ static ngx_command_t  ngx_http_gms_commands[] = {
       ngx_conf_set_msec_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_http_gms_main_conf_t, timeout),
-      NULL },
+      &ngx_http_gms_redis_timeout_p },
 
     { ngx_string("gms_token_key_prefix"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
@@ -404,6 +408,21 @@ ngx_http_gms_redis_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             return NGX_CONF_ERROR;
         }
 
+        /*
+         * hiredis would resolve a name with a blocking getaddrinfo() in
+         * the worker, on every reconnect: an address only, until the
+         * connection is nginx's own and its resolver can be used
+         */
+
+        if (ngx_inet_addr(addr.data, colon - addr.data) == INADDR_NONE) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid redis address \"%V\": a host name "
+                               "would be resolved with a blocking "
+                               "getaddrinfo() in the workers; give an IPv4 "
+                               "address or \"unix:/path\"", &addr);
+            return NGX_CONF_ERROR;
+        }
+
         gmcf->host.len = colon - addr.data;
         gmcf->host.data = ngx_pnalloc(cf->pool, gmcf->host.len + 1);
         if (gmcf->host.data == NULL) {
@@ -584,6 +603,21 @@ ngx_http_gms_forbidden_status(ngx_conf_t *cf, void *post, void *data)
                            "invalid status \"%ui\": expected 401 or 403",
                            *status);
         return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* a lookup with no time to answer would fail every request */
+
+static char *
+ngx_http_gms_redis_timeout(ngx_conf_t *cf, void *post, void *data)
+{
+    ngx_msec_t  *timeout = data;
+
+    if (*timeout == 0) {
+        return "must be more than 0";
     }
 
     return NGX_CONF_OK;

@@ -47,11 +47,18 @@ CONF
 
 my @bad = (
     [ 'gms_token_redis localhost;', '', qr/invalid redis address "localhost"/ ],
+    [ 'gms_token_redis localhost:6379;', '',
+      qr/invalid redis address "localhost:6379": a host name would be resolved with a blocking getaddrinfo\(\)/ ],
+    [ 'gms_token_redis redis.example.com:6379;', '',
+      qr/"redis\.example\.com:6379": a host name/ ],
+    [ 'gms_token_redis 10.0.0.256:6379;', '', qr/"10\.0\.0\.256:6379": a host name/ ],
     [ 'gms_token_redis 127.0.0.1:99999;', '', qr/invalid port/ ],
     [ 'gms_token_redis 127.0.0.1:6379 db=x;', '', qr/invalid redis db "db=x"/ ],
     [ 'gms_token_redis 127.0.0.1:6379 pass=x;', '',
       qr/invalid parameter "pass=x"/ ],
     [ 'gms_token_redis_timeout soon;', '', qr/"gms_token_redis_timeout" directive invalid value/ ],
+    [ 'gms_token_redis_timeout 0;', '',
+      qr/"gms_token_redis_timeout" directive must be more than 0/ ],
     [ '', 'gms_token_require_privilege "BAD NAME";',
       qr/invalid privilege name "BAD NAME"/ ],
     [ 'gms_token_cache zone=t:1m ttl=0;', '',
