@@ -27,6 +27,7 @@ static ngx_int_t ngx_http_gms_es_task_refuse_len(ngx_http_request_t *r,
     ngx_uint_t status, const char *message, size_t len);
 static ngx_int_t ngx_http_gms_es_task_error(ngx_http_request_t *r,
     ngx_uint_t status, const char *message, size_t len);
+static ngx_uint_t ngx_http_gms_es_task_action(ngx_http_request_t *r);
 static ngx_int_t ngx_http_gms_es_task_subrequest_phase(
     ngx_http_request_t *r);
 static ngx_int_t ngx_http_gms_es_task_allowed(ngx_http_gms_ctx_t *ctx,
@@ -42,7 +43,6 @@ ngx_int_t
 ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
 {
     ngx_int_t                 rc;
-    ngx_str_t                 action;
     ngx_uint_t                status;
     ngx_http_gms_ctx_t       *ctx;
     ngx_http_gms_loc_conf_t  *glcf;
@@ -59,10 +59,7 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
         return NGX_DECLINED;
     }
 
-    if (ngx_http_arg(r, (u_char *) "action", 6, &action) != NGX_OK
-        || action.len != sizeof("getEsTaskStatus") - 1
-        || ngx_strncmp(action.data, "getEsTaskStatus", action.len) != 0)
-    {
+    if (!ngx_http_gms_es_task_action(r)) {
         return NGX_DECLINED;
     }
 
@@ -114,6 +111,52 @@ answered:
     ngx_http_finalize_request(r, rc);
 
     return NGX_DONE;
+}
+
+
+/*
+ * The operations resource's getEsTaskStatus action, as Rest.li routes it:
+ * a path whose last segment is "operations" (/operations,
+ * /api/gms/operations), and a query parameter named exactly "action"
+ * (case-sensitive, the first one) whose value is exactly getEsTaskStatus.
+ * Anything else goes to GMS, which answers it itself.
+ */
+
+static ngx_uint_t
+ngx_http_gms_es_task_action(ngx_http_request_t *r)
+{
+    u_char  *p, *last, *amp;
+
+    static const char  resource[] = "/operations";
+    static const char  action[] = "action=getEsTaskStatus";
+
+    if (r->uri.len < sizeof(resource) - 1
+        || ngx_strncmp(r->uri.data + r->uri.len - (sizeof(resource) - 1),
+                       resource, sizeof(resource) - 1)
+           != 0)
+    {
+        return 0;
+    }
+
+    p = r->args.data;
+    last = p + r->args.len;
+
+    for ( /* void */ ; p < last; p = amp + 1) {
+        amp = ngx_strlchr(p, last, '&');
+
+        if (amp == NULL) {
+            amp = last;
+        }
+
+        if (amp - p >= (ssize_t) sizeof("action=") - 1
+            && ngx_strncmp(p, "action=", sizeof("action=") - 1) == 0)
+        {
+            return amp - p == (ssize_t) sizeof(action) - 1
+                   && ngx_strncmp(p, action, sizeof(action) - 1) == 0;
+        }
+    }
+
+    return 0;
 }
 
 

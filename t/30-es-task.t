@@ -1286,6 +1286,23 @@ my @PASSED = (
     ['/operations', task_body($KNOWN), '/operations'],
     ['/entities?action=getEsTaskStatus', task_body($KNOWN),
      '/entities?action=getEsTaskStatus'],
+
+    # only the operations resource, and Rest.li's parameter name exactly
+    ['/api/gms/entities/x?action=getEsTaskStatus', task_body($KNOWN),
+     '/entities/x?action=getEsTaskStatus'],
+    ['/operations?Action=getEsTaskStatus', task_body($KNOWN),
+     '/operations?Action=getEsTaskStatus'],
+    ['/operations?ACTION=getEsTaskStatus', task_body($KNOWN),
+     '/operations?ACTION=getEsTaskStatus'],
+    ['/operations/x?action=getEsTaskStatus', task_body($KNOWN),
+     '/operations/x?action=getEsTaskStatus'],
+    ['/operationsX?action=getEsTaskStatus', task_body($KNOWN),
+     '/operationsX?action=getEsTaskStatus'],
+    ['/api/gms/operations/x?action=getEsTaskStatus', task_body($KNOWN),
+     '/operations/x?action=getEsTaskStatus'],
+    ['/operations?action=restoreIndices&action=getEsTaskStatus',
+     task_body($KNOWN),
+     '/operations?action=restoreIndices&action=getEsTaskStatus'],
 );
 
 subtest 'other actions go to GMS' => sub {
