@@ -721,6 +721,64 @@ ngx_http_gms_deny(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
 
 
 /*
+ * nginx runs no access-phase handler in a subrequest (auth_request, SSI,
+ * mirror, another module's), so gms_token_auth on would check nothing
+ * there.  In the precontent phase instead: a subrequest into such a
+ * location passes only when its main request's token was checked and
+ * valid, and has the location's privileges; otherwise the subrequest ends
+ * with 401 (or the refusal status), which auth_request, for one, turns
+ * into a refusal of the main request.  No Redis lookup is made for it.
+ * The module's own getEsTaskStatus subrequest is checked by its caller.
+ */
+
+ngx_int_t
+ngx_http_gms_subrequest_handler(ngx_http_request_t *r)
+{
+    ngx_uint_t                i;
+    ngx_str_t                *name;
+    ngx_http_gms_ctx_t       *ctx;
+    ngx_http_gms_loc_conf_t  *glcf;
+
+    if (r == r->main) {
+        return NGX_DECLINED;
+    }
+
+    glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
+
+    if (!glcf->enable) {
+        return NGX_DECLINED;
+    }
+
+    ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
+
+    if (ctx != NULL && ctx->es_subrequest == r) {
+        return NGX_DECLINED;
+    }
+
+    if (ctx == NULL || ctx->result != NGX_HTTP_GMS_OK) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "gms: subrequest \"%V\" refused: its main request "
+                       "has no checked token", &r->uri);
+        return NGX_HTTP_UNAUTHORIZED;
+    }
+
+    if (glcf->privileges == NULL) {
+        return NGX_DECLINED;
+    }
+
+    name = glcf->privileges->elts;
+
+    for (i = 0; i < glcf->privileges->nelts; i++) {
+        if (ngx_http_gms_has_privilege(ctx, &name[i])) {
+            return NGX_DECLINED;
+        }
+    }
+
+    return glcf->forbidden_status;
+}
+
+
+/*
  * Only the module says who the user is: a client's own X-DataHub-Actor is
  * taken out of the request, whatever proxy_set_header says (a location
  * with a proxy_set_header of its own inherits none of the server's).

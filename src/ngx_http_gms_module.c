@@ -1136,6 +1136,13 @@ ngx_http_gms_init(ngx_conf_t *cf)
 
     *h = ngx_http_gms_es_task_precontent;
 
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PRECONTENT_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_gms_subrequest_handler;
+
     return ngx_http_gms_es_task_filter_init(cf);
 }
 

@@ -135,6 +135,7 @@ ngx_int_t ngx_http_gms_send_json(ngx_http_request_t *r, ngx_uint_t status,
 ngx_int_t ngx_http_gms_send_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *message, size_t len);
 ngx_int_t ngx_http_gms_access_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_gms_subrequest_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_gms_has_privilege(ngx_http_gms_ctx_t *ctx,
     ngx_str_t *name);
 ngx_int_t ngx_http_gms_es_task_precontent(ngx_http_request_t *r);
