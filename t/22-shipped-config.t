@@ -1,0 +1,124 @@
+#!/usr/bin/perl
+
+# conf-examples/gms-edge.conf as shipped, serving real requests: its http
+# block read from the file, with only the addresses (Redis, GMS, the
+# search cluster, the listening port) and the access log's path replaced
+# by the test's.  Crafted targets that nginx maps to an open location
+# reach GMS only as that location's pinned path; a token is still needed
+# everywhere else; the cluster's X-Accel-Redirect is ignored.
+
+use strict;
+use warnings;
+
+use Test::More;
+use GmsTest;
+use GmsTest::Stub;
+use GmsTest::Redis;
+use GmsTest::Nginx;
+
+GmsTest::need_module();
+GmsTest::need_redis();
+
+my $FILE = 'conf-examples/gms-edge.conf';
+
+open my $fh, '<', $FILE or die "$FILE: $!\n";
+my $shipped = do { local $/; <$fh> };
+close $fh;
+
+my ($http) = $shipped =~ /^http \{\n(.*)^\}\s*\z/ms
+    or BAIL_OUT("$FILE: no http block");
+my ($salt) = $http =~ /^\s*gms_token_salt "([^"]*)";$/m
+    or BAIL_OUT("$FILE: no gms_token_salt");
+
+my $redis = GmsTest::Redis->start;
+my $gms = GmsTest::Stub->echo;
+my $search = GmsTest::Stub->start(handler => sub {
+    my ($req) = @_;
+    return [200, ['Content-Type' => 'application/json',
+                  'X-Accel-Redirect' => '/entities/urn:li:corpuser:x'],
+            '{"completed":true,"task":{"node":"shipped","id":1,'
+            . '"status":{"total":1},"running_time_in_nanos":3}}'];
+});
+
+my %replace = (
+    qr/gms_token_redis 127\.0\.0\.1:6379;/
+        => 'gms_token_redis 127.0.0.1:' . $redis->port . ';',
+    qr/server 127\.0\.0\.1:8080;/ => 'server 127.0.0.1:' . $gms->port . ';',
+    qr/server 127\.0\.0\.1:9200;/ => 'server 127.0.0.1:' . $search->port . ';',
+    qr/listen 8000;/              => 'listen 127.0.0.1:%%PORT%%;',
+    qr{access_log /var/log/nginx/access\.log gms;}
+        => 'access_log %%TESTDIR%%/shipped-access.log gms;',
+);
+for my $re (keys %replace) {
+    $http =~ s/$re/$replace{$re}/ or BAIL_OUT("$FILE: no match for $re");
+}
+
+my $n = GmsTest::Nginx->new;
+$n->start($http);
+
+my $actor = 'urn:li:corpuser:alice';
+my $id = GmsTest::sha256_b64("alice-token$salt");
+$redis->cmd(HSET => "gms:token:$id", actor => $actor, type => 'PERSONAL');
+$redis->cmd(SADD => "gms:actor:$actor", 'GET_ES_TASK_STATUS_PRIVILEGE');
+
+sub gms_saw {
+    my @uris = map { $_->{uri} =~ s/\?.*//r } @{ $gms->requests };
+    $gms->clear_requests;
+    return \@uris;
+}
+
+# [method, target, the path GMS must see (undef: nothing, refused)]
+my @open = (
+    [GET => '/health', '/health'],
+    [GET => '/config', '/config'],
+    [GET => '/config/search/export', '/config/search/export'],
+    [GET => '/schema-registry/subjects', '/schema-registry/subjects'],
+    [GET => '/openapi/check/', '/openapi/check/'],
+    [GET => '/openapi/up/', '/openapi/up/'],
+    [GET => '/entities/x/%2e%2e/%2e%2e/health', '/health'],
+    [GET => '/api/gms/entities/x%2F..%2F..%2F..%2F..%2Fhealth', '/health'],
+    [GET => '/aspects%2F..%2Fconfig', '/config'],
+    [GET => '/schema-registry/x/%2e%2e/y', '/schema-registry/y'],
+    [POST => '/aspects%2F..%2Fhealth?action=ingestProposal', undef],
+    [POST => '/health', undef],
+    [PUT => '/config', undef],
+    [DELETE => '/openapi/up/x', undef],
+);
+
+for my $case (@open) {
+    my ($method, $target, $path) = @$case;
+    gms_saw();
+    my $res = $n->http($method => $target,
+                       { 'Content-Type' => 'application/json' },
+                       $method eq 'GET' ? undef : '{"proposal":{}}');
+    if (defined $path) {
+        is($res->{status}, 200, "$method $target: open");
+        is_deeply(gms_saw(), [$path], "GMS saw only $path");
+    } else {
+        is($res->{status}, 403, "$method $target: refused");
+        is_deeply(gms_saw(), [], 'GMS saw nothing');
+    }
+}
+
+my $res = $n->http(GET => '/entities/urn%3Ali%3Acorpuser%3Aalice');
+is($res->{status}, 401, 'elsewhere a token is needed');
+is_deeply(gms_saw(), [], 'GMS saw nothing');
+
+$res = $n->http(GET => '/entities/urn%3Ali%3Acorpuser%3Aalice',
+                { Authorization => 'Bearer alice-token' });
+is($res->{status}, 200, "a token hashed with the file's salt: 200");
+is_deeply(gms_saw(), ['/entities/urn%3Ali%3Acorpuser%3Aalice'],
+          'the request line unchanged');
+
+$res = $n->http(POST => '/operations?action=getEsTaskStatus',
+                { Authorization => 'Bearer alice-token',
+                  'Content-Type' => 'application/json' },
+                '{"task":"shipped:1"}');
+like($res->{body}, qr/\\"taskId\\":\\"shipped:1\\"/,
+     "the cluster's X-Accel-Redirect ignored: its answer is the task");
+is_deeply(gms_saw(), [], 'and GMS saw nothing');
+
+$n->stop;
+is_deeply([$n->bad_log_lines], [], 'no alerts or crashes');
+
+done_testing();
