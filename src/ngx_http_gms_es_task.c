@@ -18,6 +18,8 @@ static u_char *ngx_http_gms_es_task_read_body(ngx_http_request_t *r,
     size_t len);
 static ngx_int_t ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
     ngx_http_gms_ctx_t *ctx);
+static ngx_uint_t ngx_http_gms_es_task_incomplete(ngx_http_upstream_t *u,
+    ngx_http_gms_ctx_t *ctx);
 static ngx_int_t ngx_http_gms_es_task_done(ngx_http_request_t *r,
     void *data, ngx_int_t rc);
 static void ngx_http_gms_es_task_respond(ngx_http_request_t *r);
@@ -481,6 +483,14 @@ ngx_http_gms_es_task_done(ngx_http_request_t *r, void *data, ngx_int_t rc)
         ctx->es_unreachable = 1;
     }
 
+    if (r->upstream && !ctx->es_too_big
+        && ctx->es_status >= NGX_HTTP_OK
+        && ctx->es_status < NGX_HTTP_SPECIAL_RESPONSE
+        && ngx_http_gms_es_task_incomplete(r->upstream, ctx))
+    {
+        ctx->es_incomplete = 1;
+    }
+
     if (r->out && r->out->buf) {
         ctx->es_answer.data = r->out->buf->pos;
         ctx->es_answer.len = r->out->buf->last - r->out->buf->pos;
@@ -506,6 +516,31 @@ ngx_http_gms_es_task_done(ngx_http_request_t *r, void *data, ngx_int_t rc)
  * is thrown through, and Rest.li answers 500.
  */
 
+/*
+ * The answer's end not reached: the connection closed before the
+ * Content-Length was met, or before a chunked answer's last chunk.
+ * nginx's upstream hands an in-memory subrequest what it got as if it
+ * were all (for a chunked answer that arrived in one read, without even
+ * looking for the last chunk).  An incomplete answer is no answer,
+ * whatever JSON it seems to hold.  The proxy module's chunked parser
+ * lets the connection be kept alive only after the last chunk; with
+ * "Connection: close" from the cluster, that sign is missing and the
+ * answer is taken as it is.
+ */
+
+static ngx_uint_t
+ngx_http_gms_es_task_incomplete(ngx_http_upstream_t *u,
+    ngx_http_gms_ctx_t *ctx)
+{
+    if (u->headers_in.chunked) {
+        return !u->keepalive && !u->headers_in.connection_close;
+    }
+
+    return u->headers_in.content_length_n >= 0
+           && ctx->es_received < u->headers_in.content_length_n;
+}
+
+
 static void
 ngx_http_gms_es_task_respond(ngx_http_request_t *r)
 {
@@ -530,6 +565,11 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "gms: task %s:%L: search cluster answer larger than "
                       "subrequest_output_buffer_size",
+                      ctx->task.node, (int64_t) ctx->task.number);
+
+    } else if (ctx->es_incomplete) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "gms: task %s:%L: search cluster answer incomplete",
                       ctx->task.node, (int64_t) ctx->task.number);
 
     } else if (ctx->es_rc != NGX_OK || ctx->es_unreachable) {

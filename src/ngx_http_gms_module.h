@@ -123,6 +123,7 @@ typedef struct {
     unsigned                   es_unreachable:1;
     unsigned                   es_started:1;
     unsigned                   es_redirected:1;
+    unsigned                   es_incomplete:1;
 } ngx_http_gms_ctx_t;
 
 

@@ -501,6 +501,19 @@ sub answer_case {
                 [200, [@$JSON_TYPE, 'Transfer-Encoding' => 'chunked',
                        'Content-Length' => 1000],
                  substr(chunked(task_answer('wireD', 1), 10), 0, 80)]);
+    # a complete JSON document, then the connection closed before the
+    # answer's end: incomplete, a failure, whatever the JSON looks like
+    answer_case('chunked, a whole task but no last chunk', 'wireF:1',
+                [200, [@$JSON_TYPE, 'Transfer-Encoding' => 'chunked'],
+                 chunked(task_answer('wireF', 1), 10) =~ s/0\r\n\r\n\z//r]);
+    answer_case('chunked, complete, with Connection: close', 'wireF:3',
+                [200, [@$JSON_TYPE, 'Transfer-Encoding' => 'chunked',
+                       'Connection' => 'close'],
+                 chunked(task_answer('wireF', 3), 10)],
+                status_of('wireF:3'));
+    answer_case('chunked, a whole task, last chunk cut', 'wireF:2',
+                [200, [@$JSON_TYPE, 'Transfer-Encoding' => 'chunked'],
+                 chunked(task_answer('wireF', 2), 10) =~ s/\r\n\z//r]);
     # Broken chunked encoding: nginx's upstream ends the subrequest with
     # NGX_ERROR; the client still gets 200 and the failure value.
     my $answer = task_answer('wireE', 1);
