@@ -960,6 +960,12 @@ gms_es_task_value(const char *answer, size_t len, char *reason,
                               { "status", NULL, 0 }, { NULL, NULL, 0 } };
     gms_member_t  *completed, *status;
 
+    if (answer == NULL) {
+        /* no output from the subrequest: no arithmetic on NULL */
+        answer = "";
+        len = 0;
+    }
+
     scan.p = answer;
     scan.end = answer + len;
     scan.depth = 0;

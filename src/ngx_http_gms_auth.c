@@ -33,8 +33,9 @@ typedef struct {
     ngx_rbtree_t               rbtree;
     ngx_rbtree_node_t          sentinel;
     ngx_queue_t                free;
-    u_char                    *scratch;        /* privileges, joined */
-    size_t                     scratch_size;
+    /* privileges, joined; bounded by what a lookup accepts */
+    u_char                     scratch[GMS_PRIVILEGES_MAX
+                                       * (GMS_PRIVILEGE_MAX + 1)];
     unsigned                   ready:1;
 } ngx_http_gms_flights_t;
 
@@ -67,6 +68,12 @@ static ngx_uint_t ngx_http_gms_usec(void);
 
 /* per worker process */
 static ngx_http_gms_flights_t  ngx_http_gms_flights;
+
+#define NGX_HTTP_GMS_FORBIDDEN_MESSAGE                                       \
+    "User is unauthorized to perform this action"
+
+static ngx_str_t  ngx_http_gms_deny_bodies[NGX_HTTP_GMS_NRESULTS];
+static ngx_str_t  ngx_http_gms_deny_forbidden_403;
 
 
 ngx_int_t
@@ -430,16 +437,9 @@ ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight, redisReply *reply,
         len += lk.privileges[i]->len + 1;
     }
 
-    if (len > fl->scratch_size) {
-        ngx_free(fl->scratch);
-        fl->scratch_size = 0;
-
-        fl->scratch = ngx_alloc(len, ngx_cycle->log);
-        if (fl->scratch == NULL) {
-            return NGX_ERROR;
-        }
-
-        fl->scratch_size = len;
+    /* gms_lookup_reply_parse() caps the count and the names */
+    if (len > sizeof(fl->scratch)) {
+        return NGX_ERROR;
     }
 
     p = fl->scratch;
@@ -658,9 +658,8 @@ static ngx_int_t
 ngx_http_gms_deny(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
 {
     ngx_int_t                 rc;
+    ngx_str_t                *challenge, *body;
     ngx_uint_t                status;
-    ngx_str_t                *challenge;
-    const char               *message;
     ngx_http_gms_loc_conf_t  *glcf;
 
     static ngx_str_t          retry_after = ngx_string("1");
@@ -669,38 +668,33 @@ ngx_http_gms_deny(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
 
     status = NGX_HTTP_UNAUTHORIZED;
     challenge = &glcf->challenge_invalid;
+    body = &ngx_http_gms_deny_bodies[ctx->result];
 
     switch (ctx->result) {
 
     case NGX_HTTP_GMS_MISSING:
         challenge = &glcf->challenge;
-        message = "Missing access token: send 'Authorization: Bearer "
-                  "<token>'";
         break;
 
     case NGX_HTTP_GMS_MALFORMED:
-        message = "Malformed Authorization header: expected 'Bearer "
-                  "<token>'";
-        break;
-
     case NGX_HTTP_GMS_UNKNOWN:
-        message = "Invalid or revoked access token";
-        break;
-
     case NGX_HTTP_GMS_EXPIRED:
-        message = "Access token has expired";
         break;
 
     case NGX_HTTP_GMS_FORBIDDEN:
         challenge = &glcf->challenge_scope;
         status = glcf->forbidden_status;
-        message = "User is unauthorized to perform this action";
+
+        if (status == NGX_HTTP_FORBIDDEN) {
+            body = &ngx_http_gms_deny_forbidden_403;
+        }
+
         break;
 
     default: /* NGX_HTTP_GMS_ERROR */
         challenge = NULL;
         status = NGX_HTTP_SERVICE_UNAVAILABLE;
-        message = "Token store unavailable, try again later";
+        body = &ngx_http_gms_deny_bodies[NGX_HTTP_GMS_ERROR];
         break;
     }
 
@@ -712,11 +706,52 @@ ngx_http_gms_deny(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    rc = ngx_http_gms_send_error(r, status, message, ngx_strlen(message));
+    rc = ngx_http_gms_send_body(r, status, body);
 
     ngx_http_finalize_request(r, rc);
 
     return NGX_DONE;
+}
+
+
+/* the refusals' bodies, fixed: made once, at configuration time */
+
+ngx_int_t
+ngx_http_gms_auth_init_bodies(ngx_conf_t *cf)
+{
+    ngx_uint_t  i;
+
+    static struct {
+        ngx_http_gms_result_e   result;
+        ngx_uint_t              status;
+        const char             *message;
+    } deny[] = {
+        { NGX_HTTP_GMS_MISSING, NGX_HTTP_UNAUTHORIZED,
+          "Missing access token: send 'Authorization: Bearer <token>'" },
+        { NGX_HTTP_GMS_MALFORMED, NGX_HTTP_UNAUTHORIZED,
+          "Malformed Authorization header: expected 'Bearer <token>'" },
+        { NGX_HTTP_GMS_UNKNOWN, NGX_HTTP_UNAUTHORIZED,
+          "Invalid or revoked access token" },
+        { NGX_HTTP_GMS_EXPIRED, NGX_HTTP_UNAUTHORIZED,
+          "Access token has expired" },
+        { NGX_HTTP_GMS_FORBIDDEN, NGX_HTTP_UNAUTHORIZED,
+          NGX_HTTP_GMS_FORBIDDEN_MESSAGE },
+        { NGX_HTTP_GMS_ERROR, NGX_HTTP_SERVICE_UNAVAILABLE,
+          "Token store unavailable, try again later" }
+    };
+
+    for (i = 0; i < sizeof(deny) / sizeof(deny[0]); i++) {
+        if (ngx_http_gms_error_body(cf, deny[i].status, deny[i].message,
+                                    &ngx_http_gms_deny_bodies[deny[i].result])
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return ngx_http_gms_error_body(cf, NGX_HTTP_FORBIDDEN,
+                                   NGX_HTTP_GMS_FORBIDDEN_MESSAGE,
+                                   &ngx_http_gms_deny_forbidden_403);
 }
 
 

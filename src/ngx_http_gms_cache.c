@@ -53,6 +53,12 @@ typedef struct {
      + offsetof(ngx_http_gms_cache_node_t, data) + (len))
 
 
+/* the largest entry the lookup accepts: an actor, its privileges, commas */
+static u_char  ngx_http_gms_cache_scratch[GMS_ACTOR_MAX
+                                          + GMS_PRIVILEGES_MAX
+                                            * (GMS_PRIVILEGE_MAX + 1)];
+
+
 static ngx_rbtree_node_t *ngx_http_gms_cache_find(ngx_http_gms_cache_t *cache,
     u_char *id, uint32_t hash);
 static void ngx_http_gms_cache_remove(ngx_http_gms_cache_t *cache,
@@ -81,8 +87,10 @@ ngx_http_gms_cache_get(ngx_http_gms_cache_t *cache, u_char *id,
     ngx_pool_t *pool, ngx_http_gms_cache_entry_t *entry)
 {
     u_char                     *p;
+    size_t                      len, actor_len;
     int64_t                     now;
     uint32_t                    hash;
+    ngx_uint_t                  result;
     ngx_rbtree_node_t          *node;
     ngx_http_gms_cache_rc_e     rc;
     ngx_http_gms_cache_node_t  *cn;
@@ -90,6 +98,10 @@ ngx_http_gms_cache_get(ngx_http_gms_cache_t *cache, u_char *id,
     if (cache == NULL) {
         return NGX_HTTP_GMS_CACHE_MISS;
     }
+
+    len = 0;
+    actor_len = 0;
+    result = 0;
 
     now = ngx_http_gms_now_ms();
     hash = ngx_crc32_short(id, GMS_TOKEN_ID_LEN);
@@ -111,21 +123,23 @@ ngx_http_gms_cache_get(ngx_http_gms_cache_t *cache, u_char *id,
         goto done;
     }
 
-    rc = (now < cn->fresh_until) ? NGX_HTTP_GMS_CACHE_FRESH
-                                 : NGX_HTTP_GMS_CACHE_STALE;
+    len = cn->actor_len + cn->privileges_len;
 
-    p = ngx_pnalloc(pool, cn->actor_len + cn->privileges_len);
-    if (p == NULL) {
+    if (len > sizeof(ngx_http_gms_cache_scratch)) {
+        /* written by a module of other limits before a reload */
+        ngx_http_gms_cache_remove(cache, node);
         rc = NGX_HTTP_GMS_CACHE_MISS;
         goto done;
     }
 
-    entry->result = cn->result;
-    entry->actor.data = p;
-    entry->actor.len = cn->actor_len;
-    entry->privileges.data = p + cn->actor_len;
-    entry->privileges.len = cn->privileges_len;
-    ngx_memcpy(p, cn->data, cn->actor_len + cn->privileges_len);
+    rc = (now < cn->fresh_until) ? NGX_HTTP_GMS_CACHE_FRESH
+                                 : NGX_HTTP_GMS_CACHE_STALE;
+
+    /* copied out under the mutex; the pool is not touched while held */
+
+    result = cn->result;
+    actor_len = cn->actor_len;
+    ngx_memcpy(ngx_http_gms_cache_scratch, cn->data, len);
 
     ngx_queue_remove(&cn->queue);
     ngx_queue_insert_head(cn->result == NGX_HTTP_GMS_OK
@@ -135,6 +149,23 @@ ngx_http_gms_cache_get(ngx_http_gms_cache_t *cache, u_char *id,
 done:
 
     ngx_shmtx_unlock(&cache->shpool->mutex);
+
+    if (rc == NGX_HTTP_GMS_CACHE_MISS) {
+        return rc;
+    }
+
+    p = ngx_pnalloc(pool, len ? len : 1);
+    if (p == NULL) {
+        return NGX_HTTP_GMS_CACHE_MISS;
+    }
+
+    ngx_memcpy(p, ngx_http_gms_cache_scratch, len);
+
+    entry->result = result;
+    entry->actor.data = p;
+    entry->actor.len = actor_len;
+    entry->privileges.data = p + actor_len;
+    entry->privileges.len = len - actor_len;
 
     return rc;
 }
@@ -162,6 +193,21 @@ ngx_http_gms_cache_put(ngx_http_gms_cache_t *cache, u_char *id,
     size = ngx_http_gms_cache_node_size(len);
     hash = ngx_crc32_short(id, GMS_TOKEN_ID_LEN);
     queue = positive ? &cache->sh->positive : &cache->sh->negative;
+
+    /*
+     * An entry that would take more than 1/16 of the zone is not cached:
+     * making room for it would evict many others, and a zone that cannot
+     * hold it would raise an alert on every lookup.
+     */
+
+    if (len > sizeof(ngx_http_gms_cache_scratch)
+        || size > (size_t) (cache->shpool->end - (u_char *) cache->shpool) / 16)
+    {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "gms: token id \"%*s\" not cached: entry too large",
+                       (size_t) GMS_TOKEN_ID_LEN, id);
+        return;
+    }
 
     ngx_shmtx_lock(&cache->shpool->mutex);
 
@@ -220,8 +266,17 @@ ngx_http_gms_cache_put(ngx_http_gms_cache_t *cache, u_char *id,
     cn->actor_len = entry->actor.len;
     cn->privileges_len = entry->privileges.len;
     ngx_memcpy(cn->id, id, GMS_TOKEN_ID_LEN);
-    ngx_memcpy(ngx_cpymem(cn->data, entry->actor.data, entry->actor.len),
-               entry->privileges.data, entry->privileges.len);
+
+    /* a negative entry has neither: no copy from a NULL pointer */
+
+    if (entry->actor.len) {
+        ngx_memcpy(cn->data, entry->actor.data, entry->actor.len);
+    }
+
+    if (entry->privileges.len) {
+        ngx_memcpy(cn->data + entry->actor.len, entry->privileges.data,
+                   entry->privileges.len);
+    }
 
     if (positive) {
         cn->fresh_until = now + cache->ttl;

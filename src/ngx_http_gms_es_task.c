@@ -95,6 +95,10 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
             if (ctx && ctx->result == NGX_HTTP_GMS_OK) {
                 ctx->result = NGX_HTTP_GMS_FORBIDDEN;
                 status = glcf->forbidden_status;
+
+                /* counted as ok by the access phase: a refusal after all */
+                ngx_http_gms_count_down(requests[NGX_HTTP_GMS_OK]);
+                ngx_http_gms_count(requests[NGX_HTTP_GMS_FORBIDDEN]);
             }
 
             rc = ngx_http_gms_es_task_refuse(r, status,

@@ -222,10 +222,17 @@ ngx_http_gms_add_header(ngx_http_request_t *r, const char *key,
         return NGX_ERROR;
     }
 
-    h->hash = 1;
     h->key.data = (u_char *) key;
     h->key.len = ngx_strlen(key);
     h->value = *value;
+
+    /* as nginx's own header handlers leave it, for filters that look */
+    h->lowcase_key = ngx_pnalloc(r->pool, h->key.len);
+    if (h->lowcase_key == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = ngx_hash_strlow(h->lowcase_key, h->key.data, h->key.len);
 
     return NGX_OK;
 }
@@ -300,6 +307,58 @@ ngx_http_gms_send_error(ngx_http_request_t *r, ngx_uint_t status,
     return ngx_http_gms_send_json(r, status,
                                   gms_json_error_body((int) status, message,
                                                       len));
+}
+
+
+/* a body made at configuration time, sent as it is */
+
+ngx_int_t
+ngx_http_gms_send_body(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *body)
+{
+    ngx_buf_t        *b;
+    static ngx_str_t  type = ngx_string("application/json");
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->pos = body->data;
+    b->last = body->data + body->len;
+    b->memory = 1;
+
+    if (ngx_http_discard_request_body(r) != NGX_OK) {
+        r->keepalive = 0;
+    }
+
+    return ngx_http_gms_send(r, status, &type, b);
+}
+
+
+/* the Rest.li error body of a fixed message, into the cycle's pool */
+
+ngx_int_t
+ngx_http_gms_error_body(ngx_conf_t *cf, ngx_uint_t status,
+    const char *message, ngx_str_t *out)
+{
+    char  *body;
+
+    body = gms_json_error_body((int) status, message, ngx_strlen(message));
+    if (body == NULL) {
+        return NGX_ERROR;
+    }
+
+    out->len = ngx_strlen(body);
+    out->data = ngx_pnalloc(cf->pool, out->len);
+
+    if (out->data != NULL) {
+        ngx_memcpy(out->data, body, out->len);
+    }
+
+    free(body);
+
+    return (out->data != NULL) ? NGX_OK : NGX_ERROR;
 }
 
 
@@ -1142,6 +1201,10 @@ ngx_http_gms_init(ngx_conf_t *cf)
     }
 
     *h = ngx_http_gms_subrequest_handler;
+
+    if (ngx_http_gms_auth_init_bodies(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     return ngx_http_gms_es_task_filter_init(cf);
 }

@@ -115,10 +115,22 @@ is_deeply(\@buckets, [sort { $a <=> $b } @buckets], 'histogram is cumulative');
     $ask->('{"task":"troubled:1"}') for 1 .. 4;
     $ask->('{"task":"no colon"}');
 
+    my $before = metrics();
+    $e->token('no-es-token', actor => 'urn:li:corpuser:noes');
+    $n->http(POST => '/operations?action=getEsTaskStatus',
+             { %h, Authorization => 'Bearer no-es-token' },
+             '{"task":"known:1"}') for 1 .. 2;
+
     my $es = metrics();
+    is($es->{'gms_token_requests_total{result="forbidden"}'}
+       - $before->{'gms_token_requests_total{result="forbidden"}'}, 2,
+       'a getEsTaskStatus refusal is counted as forbidden');
+    is($es->{'gms_token_requests_total{result="ok"}'}
+       - $before->{'gms_token_requests_total{result="ok"}'}, 0,
+       'and not as ok');
     is($es->{"gms_es_task_requests_total{outcome=\"$_->[0]\"}"}, $_->[1],
        "getEsTaskStatus outcome $_->[0]")
-        for [status => 2], [error => 3], [cluster_error => 4], [refused => 1];
+        for [status => 2], [error => 3], [cluster_error => 4], [refused => 3];
 }
 
 $e->redis->stop;

@@ -311,6 +311,9 @@ test_answer(void)
        && strstr(value, "-0.0e+1"), "a surrogate pair and -0.0e+1 kept");
     free(value);
 
+    ok(gms_es_task_value(NULL, 0, reason, sizeof(reason)) == NULL,
+       "no output at all is no task");
+
     answer = slurp("not-found-404.constructed.json", &len);
     ok(gms_es_task_value(answer, len, reason, sizeof(reason)) == NULL,
        "404 body is not a task");
