@@ -47,6 +47,7 @@ static ngx_http_gms_flight_t *ngx_http_gms_flight(
 static void ngx_http_gms_flight_free(ngx_http_gms_flight_t *flight);
 static void ngx_http_gms_lookup_done(void *data, redisReply *reply,
     const char *error);
+static ngx_uint_t ngx_http_gms_outage_log(ngx_uint_t *suppressed);
 static void ngx_http_gms_log_bad_entry(u_char *id, const char *error);
 static ngx_int_t ngx_http_gms_drop_actor_header(ngx_http_request_t *r);
 static ngx_int_t ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight,
@@ -182,7 +183,7 @@ ngx_http_gms_access_handler(ngx_http_request_t *r)
 static ngx_int_t
 ngx_http_gms_lookup(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
 {
-    ngx_uint_t                 joined;
+    ngx_uint_t                 joined, suppressed;
     ngx_pool_cleanup_t        *cln;
     ngx_http_gms_flight_t     *flight;
     ngx_http_gms_main_conf_t  *gmcf;
@@ -211,8 +212,12 @@ ngx_http_gms_lookup(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
     flight = ngx_http_gms_flight(gmcf, ctx->id, &joined);
 
     if (flight == NULL) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "gms: redis unavailable for token id \"%s\"", ctx->id);
+        if (ngx_http_gms_outage_log(&suppressed)) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "gms: redis unavailable for token id \"%s\" "
+                          "(%ui such lines suppressed)", ctx->id, suppressed);
+        }
+
         ngx_http_gms_fail(ctx, NGX_HTTP_GMS_ERR_CONNECT);
         return ngx_http_gms_decide(r, ctx);
     }
@@ -323,15 +328,21 @@ ngx_http_gms_lookup_done(void *data, redisReply *reply, const char *error)
     ngx_http_gms_flight_t *flight = data;
 
     ngx_int_t                    rc;
+    ngx_uint_t                   suppressed;
     ngx_queue_t                 *q;
     ngx_http_gms_ctx_t          *ctx;
     ngx_http_gms_error_e         kind;
     ngx_http_gms_cache_entry_t   entry;
 
     if (error != NULL) {
-        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                      "gms: redis lookup of token id \"%*s\" failed: %s",
-                      (size_t) GMS_TOKEN_ID_LEN, flight->id, error);
+        if (ngx_http_gms_outage_log(&suppressed)) {
+            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                          "gms: redis lookup of token id \"%*s\" failed: %s "
+                          "(%ui such lines suppressed)",
+                          (size_t) GMS_TOKEN_ID_LEN, flight->id, error,
+                          suppressed);
+        }
+
         kind = NGX_HTTP_GMS_ERR_CONNECT;
         rc = NGX_ERROR;
 
@@ -366,6 +377,30 @@ ngx_http_gms_lookup_done(void *data, redisReply *reply, const char *error)
     }
 
     ngx_http_gms_flight_free(flight);
+}
+
+
+/*
+ * While Redis is down every request would log a line: at most one a
+ * second instead, saying how many were left out since the last.
+ */
+
+static ngx_uint_t
+ngx_http_gms_outage_log(ngx_uint_t *suppressed)
+{
+    static time_t      last;
+    static ngx_uint_t  count;
+
+    if (ngx_time() == last) {
+        count++;
+        return 0;
+    }
+
+    last = ngx_time();
+    *suppressed = count;
+    count = 0;
+
+    return 1;
 }
 
 
@@ -532,8 +567,13 @@ ngx_http_gms_deadline_handler(ngx_event_t *ev)
 {
     ngx_http_gms_ctx_t *ctx = ev->data;
 
-    ngx_log_error(NGX_LOG_ERR, ev->log, 0,
-                  "gms: redis lookup of token id \"%s\" timed out", ctx->id);
+    ngx_uint_t  suppressed;
+
+    if (ngx_http_gms_outage_log(&suppressed)) {
+        ngx_log_error(NGX_LOG_ERR, ev->log, 0,
+                      "gms: redis lookup of token id \"%s\" timed out "
+                      "(%ui such lines suppressed)", ctx->id, suppressed);
+    }
 
     if (ctx->flight) {
         ngx_queue_remove(&ctx->queue);

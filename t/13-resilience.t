@@ -93,6 +93,29 @@ is_deeply([sort grep { $_ ne '200' && $_ ne '503' } keys %$c], [],
     or diag explain $c;
 ok($c->{200} > 10, 'mostly 200') or diag explain $c;
 
+# --- an outage does not write one error line per request -------------------
+
+{
+    $e->redis->stop;
+    my $mark = length $n->error_log;
+    my $t0 = time;
+    my $count = 0;
+    while (time - $t0 < 1.5) {
+        $e->get('/entities/x', "outage-$count");
+        $count++;
+    }
+    my @lines = grep { /\[error\].*gms: redis/ }
+                split /\n/, substr($n->error_log, $mark);
+    # one line a second and worker for requests, one per reconnect attempt
+    # (the backoff grows to 1 s): a few dozen at most, not one a request
+    ok($count >= 200, "$count requests during the outage");
+    ok(@lines <= 30, scalar(@lines) . ' error lines for them')
+        or diag(explain(\@lines));
+    ok((grep { /\(([1-9]\d*) such lines suppressed\)/ } @lines),
+       'with the count of those left out');
+    $e->redis->start_again;
+}
+
 $n->stop;
 is_deeply([$n->bad_log_lines], [],
           'no alert, crash or socket left open in the error log');
