@@ -18,6 +18,7 @@ typedef struct {
     u_char                     color;
     u_char                     result;
     u_char                     dummy[2];
+    uint32_t                   source;         /* the cache's, when put */
     uint32_t                   actor_len;
     uint32_t                   privileges_len;
     ngx_queue_t                queue;
@@ -117,7 +118,12 @@ ngx_http_gms_cache_get(ngx_http_gms_cache_t *cache, u_char *id,
 
     cn = ngx_http_gms_cache_node(node);
 
-    if (now >= cn->usable_until) {
+    /*
+     * An entry read from another Redis, key prefix or salt (a reload
+     * changed them; old workers may still be writing) is no entry.
+     */
+
+    if (now >= cn->usable_until || cn->source != cache->source) {
         ngx_http_gms_cache_remove(cache, node);
         rc = NGX_HTTP_GMS_CACHE_MISS;
         goto done;
@@ -262,6 +268,7 @@ ngx_http_gms_cache_put(ngx_http_gms_cache_t *cache, u_char *id,
     cn = ngx_http_gms_cache_node(node);
 
     node->key = hash;
+    cn->source = cache->source;
     cn->result = (u_char) entry->result;
     cn->actor_len = entry->actor.len;
     cn->privileges_len = entry->privileges.len;

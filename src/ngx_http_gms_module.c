@@ -857,6 +857,7 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_http_gms_main_conf_t *gmcf = conf;
 
     u_char         *p;
+    uint32_t        crc;
     unsigned char   md[SHA_DIGEST_LENGTH];
 
     if (gmcf->host.data == NULL) {
@@ -893,6 +894,27 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
     p = ngx_cpymem(gmcf->actor_prefix.data, gmcf->prefix.data,
                    gmcf->prefix.len);
     ngx_memcpy(p, GMS_KEY_ACTOR, sizeof(GMS_KEY_ACTOR) - 1);
+
+    /*
+     * What the cached entries depend on: a reload that changes any of it
+     * must not serve entries read under the old values.
+     */
+
+    if (gmcf->cache) {
+        ngx_crc32_init(crc);
+        ngx_crc32_update(&crc, gmcf->host.data, gmcf->host.len);
+        ngx_crc32_update(&crc, (u_char *) &gmcf->port, sizeof(gmcf->port));
+        ngx_crc32_update(&crc, (u_char *) &gmcf->db, sizeof(gmcf->db));
+        ngx_crc32_update(&crc, (u_char *) &gmcf->prefix.len,
+                         sizeof(gmcf->prefix.len));
+        ngx_crc32_update(&crc, gmcf->prefix.data, gmcf->prefix.len);
+        ngx_crc32_update(&crc, (u_char *) &gmcf->salt.len,
+                         sizeof(gmcf->salt.len));
+        ngx_crc32_update(&crc, gmcf->salt.data, gmcf->salt.len);
+        ngx_crc32_final(crc);
+
+        gmcf->cache->source = crc;
+    }
 
     /* EVALSHA names the script by the SHA-1 of its text */
     SHA1((const unsigned char *) gms_lookup_script,

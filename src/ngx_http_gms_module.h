@@ -47,6 +47,7 @@ typedef struct {
     ngx_str_t                  name;
     ngx_slab_pool_t           *shpool;
     ngx_http_gms_cache_sh_t   *sh;
+    uint32_t                   source;         /* where entries come from */
     ngx_msec_t                 ttl;
     ngx_msec_t                 negative_ttl;
     ngx_msec_t                 stale;

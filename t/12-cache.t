@@ -160,4 +160,36 @@ sub status { $_[0]->get("/entities/x", $_[1])->{status} }
     is(status($e, 'kept'), 503, 'without stale=, past ttl and Redis down: 503');
 }
 
+# --- a reload that changes where tokens come from ---------------------------
+
+subtest 'reload with another prefix or salt: cached entries not used' => sub {
+    my $r = GmsTest::Edge->start(
+        master => 1,
+        http => 'gms_token_cache zone=reload_tokens:1m ttl=60s '
+                . 'negative_ttl=60s;');
+
+    my $actor = sub { $_[0]->{headers}{'x-gms-actor'} };
+
+    $r->token('moving', actor => 'urn:li:corpuser:one');
+    $r->token('gone', actor => 'urn:li:corpuser:gone');
+    is($actor->($r->get('/entities/x', 'moving')), 'urn:li:corpuser:one',
+       'cached under gms:');
+    is($r->get('/entities/x', 'gone')->{status}, 200, 'another, cached');
+
+    $r->reload(prefix => 'other:');
+    $r->token('moving', actor => 'urn:li:corpuser:two');
+    is($actor->($r->get('/entities/x', 'moving')), 'urn:li:corpuser:two',
+       'another prefix: read from it, not from the cache');
+    is($r->get('/entities/x', 'gone')->{status}, 401,
+       'a token only under the old prefix: 401');
+
+    $r->reload(salt => 'pepper');
+    $r->token('moving', salt => 'pepper', actor => 'urn:li:corpuser:three');
+    is($actor->($r->get('/entities/x', 'moving')), 'urn:li:corpuser:three',
+       'another salt: read anew');
+
+    $r->nginx->stop;
+    is_deeply([$r->nginx->bad_log_lines], [], 'no alerts or crashes');
+};
+
 done_testing();

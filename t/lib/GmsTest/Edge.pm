@@ -118,7 +118,8 @@ sub start {
                      qw(workers log_level master));
 
     $self->{nginx} = GmsTest::Nginx->new(%nginx_opt);
-    $self->{nginx}->start($opt{conf} // $CONF, vars => {
+    $self->{conf} = $opt{conf} // $CONF;
+    $self->{nginx}->start($self->{conf}, vars => {
         REDIS   => $self->{redis}->port,
         GMS     => $self->{gms}->port,
         SEARCH  => $self->{search} ? $self->{search}->port
@@ -135,6 +136,20 @@ sub start {
     });
 
     return $self;
+}
+
+# nginx -s reload with another key prefix or salt (master => 1 needed)
+sub reload {
+    my ($self, %opt) = @_;
+
+    my $vars = $self->{nginx}{opt}{vars};
+    if (defined $opt{prefix}) {
+        $vars->{PREFIX} = $opt{prefix};
+        $self->{prefix} = $opt{prefix};
+    }
+    $vars->{SALT} = qq{gms_token_salt "$opt{salt}";} if defined $opt{salt};
+
+    $self->{nginx}->reload($self->{conf});
 }
 
 sub nginx  { $_[0]{nginx} }
