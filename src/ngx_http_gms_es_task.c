@@ -13,9 +13,9 @@
 
 static ngx_int_t ngx_http_gms_es_task_handler(ngx_http_request_t *r);
 static void ngx_http_gms_es_task_body(ngx_http_request_t *r);
-static size_t ngx_http_gms_es_task_body_size(ngx_http_request_t *r);
-static u_char *ngx_http_gms_es_task_read_body(ngx_http_request_t *r,
-    size_t len);
+static void ngx_http_gms_es_task_too_large(ngx_http_request_t *r);
+static void ngx_http_gms_es_task_parse(ngx_http_request_t *r,
+    ngx_http_gms_ctx_t *ctx);
 static ngx_int_t ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
     ngx_http_gms_ctx_t *ctx);
 static ngx_uint_t ngx_http_gms_es_task_incomplete(ngx_http_upstream_t *u,
@@ -259,6 +259,20 @@ ngx_http_gms_es_task_handler(ngx_http_request_t *r)
         ngx_http_set_ctx(r, ctx, ngx_http_gms_module);
     }
 
+    ctx->es_body = ngx_pnalloc(r->pool, GMS_ES_TASK_BODY_MAX + 1);
+    if (ctx->es_body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /*
+     * Read unbuffered, into the module's own buffer: a body without a
+     * Content-Length (chunked, HTTP/2) is refused as soon as more than
+     * the limit has arrived, not once client_max_body_size of it has been
+     * read (or written to a temporary file).
+     */
+
+    r->request_body_no_buffering = 1;
+
     rc = ngx_http_read_client_request_body(r, ngx_http_gms_es_task_body);
 
     if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
@@ -269,36 +283,89 @@ ngx_http_gms_es_task_handler(ngx_http_request_t *r)
 }
 
 
+/* the body handler, then the read handler until the body is whole */
+
 static void
 ngx_http_gms_es_task_body(ngx_http_request_t *r)
 {
-    char                *msg;
-    u_char              *body;
-    size_t               len, size, msg_len;
+    size_t               n;
     ngx_int_t            rc;
+    ngx_chain_t         *cl;
     ngx_http_gms_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
 
-    len = ngx_http_gms_es_task_body_size(r);
+    for ( ;; ) {
 
-    if (len > GMS_ES_TASK_BODY_MAX) {
-        /* a chunked body has no Content-Length to refuse it earlier */
-        ngx_http_finalize_request(r,
-            ngx_http_gms_es_task_refuse(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
-                                        "Request body too large"));
-        return;
+        for (cl = r->request_body->bufs; cl; cl = cl->next) {
+            n = cl->buf->last - cl->buf->pos;
+
+            if (n > GMS_ES_TASK_BODY_MAX - ctx->es_body_len) {
+                ngx_http_gms_es_task_too_large(r);
+                return;
+            }
+
+            ngx_memcpy(ctx->es_body + ctx->es_body_len, cl->buf->pos, n);
+            ctx->es_body_len += n;
+            cl->buf->pos = cl->buf->last;
+        }
+
+        r->request_body->bufs = NULL;
+
+        if (!r->reading_body) {
+            break;
+        }
+
+        rc = ngx_http_read_unbuffered_request_body(r);
+
+        if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+            ngx_http_finalize_request(r, rc);
+            return;
+        }
+
+        if (r->request_body->bufs == NULL && r->reading_body) {
+            /* more to come: this runs again when it arrives */
+            r->read_event_handler = ngx_http_gms_es_task_body;
+            return;
+        }
     }
 
-    body = ngx_http_gms_es_task_read_body(r, len);
+    r->read_event_handler = ngx_http_block_reading;
 
-    if (body == NULL) {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
-    }
+    ngx_http_gms_es_task_parse(r, ctx);
+}
+
+
+/*
+ * More than the limit: refused with the rest of the body unread, so the
+ * connection cannot be kept alive (the rest would be read as the next
+ * request); nginx drains it while closing.
+ */
+
+static void
+ngx_http_gms_es_task_too_large(ngx_http_request_t *r)
+{
+    r->keepalive = 0;
+    r->lingering_close = 1;
+    r->read_event_handler = ngx_http_block_reading;
+
+    ngx_http_finalize_request(r,
+        ngx_http_gms_es_task_refuse(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                    "Request body too large"));
+}
+
+
+static void
+ngx_http_gms_es_task_parse(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
+{
+    char       *msg;
+    size_t      size, msg_len;
+    ngx_int_t   rc;
+
+    ctx->es_body[ctx->es_body_len] = '\0';
 
     /* room for the metadata service's message echoing the task */
-    size = len + 256;
+    size = ctx->es_body_len + 256;
 
     msg = ngx_pnalloc(r->pool, size);
     if (msg == NULL) {
@@ -306,8 +373,8 @@ ngx_http_gms_es_task_body(ngx_http_request_t *r)
         return;
     }
 
-    if (gms_es_task_request_parse((char *) body, len, &ctx->task, msg, size,
-                                  &msg_len)
+    if (gms_es_task_request_parse((char *) ctx->es_body, ctx->es_body_len,
+                                  &ctx->task, msg, size, &msg_len)
         != 0)
     {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -324,69 +391,6 @@ ngx_http_gms_es_task_body(ngx_http_request_t *r)
     if (rc != NGX_OK) {
         ngx_http_finalize_request(r, rc);
     }
-}
-
-
-static size_t
-ngx_http_gms_es_task_body_size(ngx_http_request_t *r)
-{
-    size_t        size;
-    ngx_chain_t  *cl;
-
-    size = 0;
-
-    if (r->request_body == NULL) {
-        return 0;
-    }
-
-    for (cl = r->request_body->bufs; cl; cl = cl->next) {
-        size += ngx_buf_size(cl->buf);
-    }
-
-    return size;
-}
-
-
-/* the body as one buffer, whether nginx kept it in memory or in a file */
-
-static u_char *
-ngx_http_gms_es_task_read_body(ngx_http_request_t *r, size_t len)
-{
-    u_char       *p, *body;
-    ssize_t       n;
-    ngx_buf_t    *b;
-    ngx_chain_t  *cl;
-
-    body = ngx_pnalloc(r->pool, len + 1);
-    if (body == NULL) {
-        return NULL;
-    }
-
-    p = body;
-
-    for (cl = r->request_body ? r->request_body->bufs : NULL; cl;
-         cl = cl->next)
-    {
-        b = cl->buf;
-
-        if (b->in_file) {
-            n = ngx_read_file(b->file, p, b->file_last - b->file_pos,
-                              b->file_pos);
-
-            if (n != b->file_last - b->file_pos) {
-                return NULL;
-            }
-
-            p += n;
-            continue;
-        }
-
-        p = ngx_cpymem(p, b->pos, b->last - b->pos);
-    }
-
-    *p = '\0';
-
-    return body;
 }
 
 

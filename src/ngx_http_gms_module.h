@@ -114,6 +114,8 @@ typedef struct {
     unsigned                   has_stale:1;
 
     /* getEsTaskStatus */
+    u_char                    *es_body;        /* the request body, read */
+    size_t                     es_body_len;
     gms_es_task_ref_t          task;
     ngx_int_t                  es_rc;
     ngx_uint_t                 es_status;

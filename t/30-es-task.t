@@ -1051,6 +1051,31 @@ subtest 'body size' => sub {
 };
 
 
+# A body without a length is refused once more than the limit arrived:
+# the client here sends 9000 bytes of chunks and stops, with no last
+# chunk; nginx would otherwise wait for the rest (client_body_timeout,
+# 60 s) or read up to client_max_body_size.
+subtest 'chunked body over the limit, refused before its end' => sub {
+    my $chunk = padded_body($KNOWN, 9000);
+    my $t0 = time;
+    my $raw = $e->nginx->raw(
+        "POST $ACTION HTTP/1.1\r\nHost: localhost\r\n"
+        . "Authorization: Bearer $TOKEN\r\n"
+        . "Content-Type: application/json\r\n"
+        . "Transfer-Encoding: chunked\r\n\r\n"
+        . sprintf("%x\r\n%s\r\n", length $chunk, $chunk),
+        timeout => 5);
+    my $res = GmsTest::HTTP::parse_response($raw // '', 'POST', 1) // {};
+    is($res->{status}, 413, 'status 413, without the rest of the body');
+    ok(time - $t0 < 4, 'at once');
+    is(($res->{headers}{connection} // ''), 'close',
+       'and the connection closed: the rest is not a next request');
+    my $err = eval { GmsTest::json_decode($res->{body}) } // {};
+    is($err->{exceptionClass}, $RESTLI_EXCEPTION, 'Rest.li error body');
+    cluster_saw($e);
+};
+
+
 subtest 'only POST' => sub {
     my @cases = (
         [GET => '/open/operations?action=getEsTaskStatus'],
