@@ -516,10 +516,28 @@ SKIP: {
     my ($uid, $gid) = (getpwnam('www-data'))[2, 3];
     chown $uid, $gid, $run;
 
-    my %env = (%required, GMS_EDGE_CONF_DIR => $conf_dir,
+    # www-data reads the entry point and the module from copies: the
+    # clone may be where only root can read (root's home directory), as
+    # in the image they are under /usr
+    my $shared = tempdir();
+    spew("$shared/entrypoint.sh", slurp($ENTRY));
+    spew("$shared/ngx_http_gms_module.so", slurp($MODULE));
+    chmod 0755, "$shared/entrypoint.sh";
+    chmod 0644, "$shared/ngx_http_gms_module.so";
+
+    my $www_conf = tempdir();
+    spew("$www_conf/nginx.conf.template",
+         slurp($TEMPLATE) =~ s{^load_module\s+\S+;}
+                             {load_module $shared/ngx_http_gms_module.so;}mr);
+    for my $sub (qw(http.d server.d)) {
+        mkdir "$www_conf/$sub" or die "$www_conf/$sub: $!\n";
+        chmod 0755, "$www_conf/$sub";
+    }
+    chmod 0644, "$www_conf/nginx.conf.template";
+
+    my %env = (%required, GMS_EDGE_CONF_DIR => $www_conf,
                GMS_EDGE_RUN_DIR => $run, LISTEN_PORT => GmsTest::free_port(),
                PATH => $edge_env{PATH});
-    chmod 0755, $conf_dir;
 
     # nginx opens /dev/stdout as www-data: as in a container, where the
     # runtime gives the process's user its stdout and stderr
@@ -533,7 +551,8 @@ SKIP: {
         open STDOUT, '>>', "$logs/unprivileged";
         open STDERR, '>&', \*STDOUT;
         exec '/usr/bin/setpriv', '--reuid=www-data', '--regid=www-data',
-             '--clear-groups', '/bin/sh', $ENTRY, 'gms-edge', '-t'
+             '--clear-groups', '/bin/sh', "$shared/entrypoint.sh",
+             'gms-edge', '-t'
             or POSIX::_exit(127);
     }
     waitpid $pid, 0;
