@@ -35,13 +35,18 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 0' INT TERM
 
+# before anything starts: a port in use would mean another instance's
+# Redis written to and curl lines for it (sh has no /dev/tcp: Perl asks)
 for p in "$port" "$redis_port" "$gms_port" "$search_port"; do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+    if perl -MIO::Socket::INET -e \
+           'exit(IO::Socket::INET->new(PeerAddr => "127.0.0.1:$ARGV[0]",
+                                       Timeout => 1) ? 0 : 1)' "$p"
+    then
         echo "demo: port $p is in use; set DEMO_PORT, DEMO_REDIS_PORT," \
              "DEMO_GMS_PORT or DEMO_SEARCH_PORT" >&2
         exit 1
     fi
-done 2>/dev/null || true
+done
 
 redis-server --port "$redis_port" --bind 127.0.0.1 --save '' \
     --appendonly no --dir "$dir" --logfile "$dir/redis.log" &
