@@ -648,12 +648,14 @@ gms_scan_member(gms_scan_t *s, gms_member_t *want)
     const char    *key, *value;
     gms_member_t  *m;
 
-    key = s->p + 1;
+    key = s->p;
 
     if (gms_scan_string(s) != 0) {
         return -1;
     }
 
+    /* the key between its quotes, known to be there only now */
+    key++;
     key_len = s->p - 1 - key;
 
     gms_scan_ws(s);

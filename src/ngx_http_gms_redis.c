@@ -24,6 +24,18 @@
 /* an idle connection is checked this often, so a dead one is noticed */
 #define NGX_HTTP_GMS_PING_EVERY    10000
 
+/*
+ * What a reply may make hiredis allocate.  A lookup's reply is 4
+ * elements, strings of at most a few hundred bytes and up to 256
+ * privileges; hiredis 0.14 allocates what a header announces (an array
+ * of a billion elements, say) and buffers a bulk string whole.  Beyond
+ * these the connection is dropped: 503, never an allocation the size a
+ * peer chose.
+ */
+#define NGX_HTTP_GMS_REPLY_STRING_MAX    65536
+#define NGX_HTTP_GMS_REPLY_ELEMENTS_MAX  1024
+#define NGX_HTTP_GMS_REPLY_BUFFER_MAX    (1024 * 1024)
+
 
 struct ngx_http_gms_lookup_s {
     ngx_queue_t                queue;          /* in the free list */
@@ -53,6 +65,10 @@ typedef struct {
 
 
 static ngx_int_t ngx_http_gms_redis_connect(ngx_http_gms_main_conf_t *gmcf);
+static void *ngx_http_gms_redis_string(const redisReadTask *task, char *str,
+    size_t len);
+static void *ngx_http_gms_redis_array(const redisReadTask *task,
+    int elements);
 static void ngx_http_gms_redis_failed(void);
 static ngx_int_t ngx_http_gms_redis_send(ngx_http_gms_lookup_t *lk);
 static ngx_int_t ngx_http_gms_redis_format(ngx_http_gms_redis_t *rd);
@@ -79,6 +95,9 @@ static void ngx_http_gms_redis_cleanup(void *privdata);
 
 /* one per worker process */
 static ngx_http_gms_redis_t  ngx_http_gms_redis;
+
+static redisReplyObjectFunctions  *ngx_http_gms_redis_builders;
+static redisReplyObjectFunctions   ngx_http_gms_redis_capped;
 
 
 ngx_int_t
@@ -222,6 +241,17 @@ ngx_http_gms_redis_connect(ngx_http_gms_main_conf_t *gmcf)
         ngx_http_gms_redis_failed();
         return NGX_ERROR;
     }
+
+    /* hiredis's reply builders, with the caps in front */
+
+    if (ngx_http_gms_redis_builders == NULL) {
+        ngx_http_gms_redis_builders = ac->c.reader->fn;
+        ngx_http_gms_redis_capped = *ac->c.reader->fn;
+        ngx_http_gms_redis_capped.createString = ngx_http_gms_redis_string;
+        ngx_http_gms_redis_capped.createArray = ngx_http_gms_redis_array;
+    }
+
+    ac->c.reader->fn = &ngx_http_gms_redis_capped;
 
     c = ngx_get_connection(ac->c.fd, ngx_cycle->log);
     if (c == NULL) {
@@ -563,7 +593,53 @@ ngx_http_gms_redis_read_handler(ngx_event_t *ev)
 {
     ngx_connection_t  *c = ev->data;
 
-    redisAsyncHandleRead(c->data);
+    redisReader        *reader;
+    redisAsyncContext  *ac;
+
+    ac = c->data;
+
+    redisAsyncHandleRead(ac);
+
+    /* hiredis may have closed the connection: then ac is gone */
+
+    if (ngx_http_gms_redis.ac == NULL || ngx_http_gms_redis.ac != ac) {
+        return;
+    }
+
+    reader = ac->c.reader;
+
+    if (reader->err) {
+        ngx_http_gms_redis_drop("reply over the module's limits");
+        return;
+    }
+
+    if (reader->len - reader->pos > NGX_HTTP_GMS_REPLY_BUFFER_MAX) {
+        ngx_http_gms_redis_drop("reply larger than 1 MB");
+    }
+}
+
+
+/* a string over the cap: hiredis fails the reply, as out of memory */
+
+static void *
+ngx_http_gms_redis_string(const redisReadTask *task, char *str, size_t len)
+{
+    if (len > NGX_HTTP_GMS_REPLY_STRING_MAX) {
+        return NULL;
+    }
+
+    return ngx_http_gms_redis_builders->createString(task, str, len);
+}
+
+
+static void *
+ngx_http_gms_redis_array(const redisReadTask *task, int elements)
+{
+    if (elements < 0 || elements > NGX_HTTP_GMS_REPLY_ELEMENTS_MAX) {
+        return NULL;
+    }
+
+    return ngx_http_gms_redis_builders->createArray(task, elements);
 }
 
 

@@ -1,0 +1,110 @@
+#!/usr/bin/perl
+
+# A Redis that answers the lookup with what no real one would: a header
+# announcing a billion elements, a 3 MB bulk string, a reply that never
+# ends.  hiredis 0.14 allocates what a header announces and buffers a bulk
+# whole; the module caps both (src/ngx_http_gms_redis.c) and drops the
+# connection: 503, logged, no worker lost, nothing to GMS.
+#
+# The stand-in Redis here is a few lines of Perl speaking RESP: it
+# answers anything it reads with the reply under test.
+
+use strict;
+use warnings;
+
+use IO::Select;
+use IO::Socket::INET;
+use Test::More;
+
+use GmsTest;
+use GmsTest::Nginx;
+
+GmsTest::need_module();
+
+# A server answering every read with $reply; returns its port and pid.
+sub hostile_redis {
+    my ($reply) = @_;
+
+    my $listen = IO::Socket::INET->new(LocalAddr => '127.0.0.1',
+                                       LocalPort => 0, Listen => 16,
+                                       ReuseAddr => 1)
+        or die "listen: $!\n";
+
+    my $pid = fork // die "fork: $!\n";
+    if ($pid == 0) {
+        $SIG{PIPE} = 'IGNORE';
+        my $sel = IO::Select->new($listen);
+        while (1) {
+            for my $fh ($sel->can_read(1)) {
+                if ($fh == $listen) {
+                    my $c = $listen->accept or next;
+                    $sel->add($c);
+                    next;
+                }
+                my $n = sysread($fh, my $buf, 65536);
+                if (!$n) {
+                    $sel->remove($fh);
+                    close $fh;
+                    next;
+                }
+                syswrite($fh, $reply);
+            }
+        }
+    }
+
+    my $port = $listen->sockport;
+    close $listen;
+    return ($port, $pid);
+}
+
+my @cases = (
+    ['an array of a billion elements', "*1000000000\r\n"],
+    ['a lookup with a 3 MB actor',
+     "*4\r\n\$3000000\r\n" . ('a' x 3_000_000) . "\r\n"],
+    ['a privileges array of 100000',
+     "*4\r\n\$21\r\nurn:li:corpuser:alice\r\n\$0\r\n\r\n\$0\r\n\r\n"
+     . "*100000\r\n"],
+    ['an error reply of 200 KB', '-' . ('E' x 200_000) . "\r\n"],
+);
+
+for my $case (@cases) {
+    my ($title, $reply) = @$case;
+
+    subtest $title => sub {
+        my ($port, $pid) = hostile_redis($reply);
+
+        my $n = GmsTest::Nginx->new;
+        $n->start(<<"CONF");
+    gms_token_redis 127.0.0.1:$port;
+    gms_token_redis_timeout 3s;
+    gms_token_salt "";
+
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        gms_token_auth on;
+        # past the check: a 404 from an empty directory
+        location / { root %%TESTDIR%%; }
+    }
+CONF
+
+        my $t0 = time;
+        my $res = $n->http(GET => '/entities/x',
+                           { Authorization => 'Bearer some-token' });
+        is($res->{status}, 503, 'status 503');
+        ok(time - $t0 < 2.5, 'at once, not at the lookup deadline');
+        like($n->error_log, qr/\[error\].*gms: (?:closing redis connection|redis lookup)/,
+             'logged');
+
+        my $again = $n->http(GET => '/entities/x',
+                             { Authorization => 'Bearer some-token' });
+        is($again->{status}, 503, 'and again: the worker is still there');
+
+        $n->stop;
+        is_deeply([$n->bad_log_lines], [], 'no alerts or crashes');
+
+        kill 'KILL', $pid;
+        waitpid $pid, 0;
+    };
+}
+
+done_testing();
