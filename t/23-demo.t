@@ -32,6 +32,9 @@ sub demo {
     my $pid = fork // die "fork: $!\n";
     if ($pid == 0) {
         $ENV{"DEMO_$_"} = $ports{$_} for keys %ports;
+        # make test-asan: the demo's nginx preloads libasan as the tests' do
+        $ENV{DEMO_NGINX_WRAPPER} = $ENV{GMS_NGINX_WRAPPER}
+            if $ENV{GMS_NGINX_WRAPPER};
         setpgrp(0, 0);
         open STDIN, '<', '/dev/null';
         open STDOUT, '>', "$dir/demo-$tag.out";

@@ -111,7 +111,10 @@ sed -e "s#^load_module .*#load_module $module;#" \
     -e "s#^http {#http {\n    client_body_temp_path $dir/body;\n    proxy_temp_path $dir/proxy;\n    include $dir/stand-ins.conf;#" \
     "$repo/conf-examples/gms-edge.conf" > "$dir/nginx.conf"
 
-"$nginx_bin" -p "$dir/" -c "$dir/nginx.conf" -g 'daemon off;' &
+# DEMO_NGINX_WRAPPER: a command to run nginx under (the tests' ASan run)
+# shellcheck disable=SC2086
+${DEMO_NGINX_WRAPPER:-} "$nginx_bin" -p "$dir/" -c "$dir/nginx.conf" \
+    -g 'daemon off;' &
 nginx_pid=$!
 
 i=0
