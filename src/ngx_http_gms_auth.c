@@ -633,28 +633,42 @@ ngx_http_gms_ctx_cleanup(void *data)
 }
 
 
+/*
+ * Whether the user holds any one of names (an array of ngx_str_t; NULL:
+ * nothing is required).  The user's privileges are comma-separated names
+ * of the lookup's character set, so no name holds a comma.
+ */
+
 ngx_int_t
-ngx_http_gms_has_privilege(ngx_http_gms_ctx_t *ctx, ngx_str_t *name)
+ngx_http_gms_has_any_privilege(ngx_http_gms_ctx_t *ctx, ngx_array_t *names)
 {
-    u_char  *p, *last, *comma;
+    u_char      *p, *last, *comma;
+    ngx_str_t   *name;
+    ngx_uint_t   i;
 
-    p = ctx->privileges.data;
-    last = p + ctx->privileges.len;
+    if (names == NULL) {
+        return 1;
+    }
 
-    while (p < last) {
+    name = names->elts;
+
+    for (p = ctx->privileges.data, last = p + ctx->privileges.len;
+         p < last;
+         p = comma + 1)
+    {
         comma = ngx_strlchr(p, last, ',');
 
         if (comma == NULL) {
             comma = last;
         }
 
-        if ((size_t) (comma - p) == name->len
-            && ngx_strncmp(p, name->data, name->len) == 0)
-        {
-            return 1;
+        for (i = 0; i < names->nelts; i++) {
+            if ((size_t) (comma - p) == name[i].len
+                && ngx_strncmp(p, name[i].data, name[i].len) == 0)
+            {
+                return 1;
+            }
         }
-
-        p = comma + 1;
     }
 
     return 0;
@@ -664,25 +678,14 @@ ngx_http_gms_has_privilege(ngx_http_gms_ctx_t *ctx, ngx_str_t *name)
 static ngx_int_t
 ngx_http_gms_decide(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
 {
-    ngx_uint_t                i;
-    ngx_str_t                *name;
     ngx_http_gms_loc_conf_t  *glcf;
 
     if (ctx->result == NGX_HTTP_GMS_OK) {
         glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
 
-        if (glcf->privileges == NULL) {
+        if (ngx_http_gms_has_any_privilege(ctx, glcf->privileges)) {
             ngx_http_gms_count(requests[NGX_HTTP_GMS_OK]);
             return NGX_OK;
-        }
-
-        name = glcf->privileges->elts;
-
-        for (i = 0; i < glcf->privileges->nelts; i++) {
-            if (ngx_http_gms_has_privilege(ctx, &name[i])) {
-                ngx_http_gms_count(requests[NGX_HTTP_GMS_OK]);
-                return NGX_OK;
-            }
         }
 
         ctx->result = NGX_HTTP_GMS_FORBIDDEN;
@@ -809,8 +812,6 @@ ngx_http_gms_auth_init_bodies(ngx_conf_t *cf)
 ngx_int_t
 ngx_http_gms_subrequest_handler(ngx_http_request_t *r)
 {
-    ngx_uint_t                i;
-    ngx_str_t                *name;
     ngx_http_gms_ctx_t       *ctx;
     ngx_http_gms_loc_conf_t  *glcf;
 
@@ -837,19 +838,8 @@ ngx_http_gms_subrequest_handler(ngx_http_request_t *r)
         return NGX_HTTP_UNAUTHORIZED;
     }
 
-    if (glcf->privileges == NULL) {
-        return NGX_DECLINED;
-    }
-
-    name = glcf->privileges->elts;
-
-    for (i = 0; i < glcf->privileges->nelts; i++) {
-        if (ngx_http_gms_has_privilege(ctx, &name[i])) {
-            return NGX_DECLINED;
-        }
-    }
-
-    return glcf->forbidden_status;
+    return ngx_http_gms_has_any_privilege(ctx, glcf->privileges)
+           ? NGX_DECLINED : (ngx_int_t) glcf->forbidden_status;
 }
 
 

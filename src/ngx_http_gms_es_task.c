@@ -212,26 +212,8 @@ static ngx_int_t
 ngx_http_gms_es_task_allowed(ngx_http_gms_ctx_t *ctx,
     ngx_http_gms_loc_conf_t *glcf)
 {
-    ngx_str_t   *name;
-    ngx_uint_t   i;
-
-    if (ctx == NULL || ctx->result != NGX_HTTP_GMS_OK) {
-        return 0;
-    }
-
-    if (glcf->es_privileges == NULL) {
-        return 1;
-    }
-
-    name = glcf->es_privileges->elts;
-
-    for (i = 0; i < glcf->es_privileges->nelts; i++) {
-        if (ngx_http_gms_has_privilege(ctx, &name[i])) {
-            return 1;
-        }
-    }
-
-    return 0;
+    return ctx != NULL && ctx->result == NGX_HTTP_GMS_OK
+           && ngx_http_gms_has_any_privilege(ctx, glcf->es_privileges);
 }
 
 

@@ -145,8 +145,8 @@ ngx_int_t ngx_http_gms_error_body(ngx_conf_t *cf, ngx_uint_t status,
 ngx_int_t ngx_http_gms_auth_init_bodies(ngx_conf_t *cf);
 ngx_int_t ngx_http_gms_access_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_gms_subrequest_handler(ngx_http_request_t *r);
-ngx_int_t ngx_http_gms_has_privilege(ngx_http_gms_ctx_t *ctx,
-    ngx_str_t *name);
+ngx_int_t ngx_http_gms_has_any_privilege(ngx_http_gms_ctx_t *ctx,
+    ngx_array_t *names);
 ngx_int_t ngx_http_gms_es_task_precontent(ngx_http_request_t *r);
 ngx_int_t ngx_http_gms_es_task_filter_init(ngx_conf_t *cf);
 

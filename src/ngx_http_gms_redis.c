@@ -608,23 +608,24 @@ ngx_http_gms_redis_read_handler(ngx_event_t *ev)
 
     reader = ac->c.reader;
 
-    if (reader->err) {
-        ngx_http_gms_redis_drop("reply over the module's limits");
-        return;
-    }
-
     if (reader->len - reader->pos > NGX_HTTP_GMS_REPLY_BUFFER_MAX) {
         ngx_http_gms_redis_drop("reply larger than 1 MB");
     }
 }
 
 
-/* a string over the cap: hiredis fails the reply, as out of memory */
+/*
+ * Over a cap, the builder says why and returns NULL: hiredis then fails
+ * the reply ("Out of memory") and closes the connection.
+ */
 
 static void *
 ngx_http_gms_redis_string(const redisReadTask *task, char *str, size_t len)
 {
     if (len > NGX_HTTP_GMS_REPLY_STRING_MAX) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: redis reply over the module's limits: "
+                      "a string of %uz bytes", len);
         return NULL;
     }
 
@@ -636,6 +637,9 @@ static void *
 ngx_http_gms_redis_array(const redisReadTask *task, int elements)
 {
     if (elements < 0 || elements > NGX_HTTP_GMS_REPLY_ELEMENTS_MAX) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: redis reply over the module's limits: "
+                      "an array of %d elements", elements);
         return NULL;
     }
 

@@ -1057,7 +1057,6 @@ subtest 'body size' => sub {
 # 60 s) or read up to client_max_body_size.
 subtest 'chunked body over the limit, refused before its end' => sub {
     my $chunk = padded_body($KNOWN, 9000);
-    my $t0 = time;
     my $raw = $e->nginx->raw(
         "POST $ACTION HTTP/1.1\r\nHost: localhost\r\n"
         . "Authorization: Bearer $TOKEN\r\n"
@@ -1066,8 +1065,8 @@ subtest 'chunked body over the limit, refused before its end' => sub {
         . sprintf("%x\r\n%s\r\n", length $chunk, $chunk),
         timeout => 5);
     my $res = GmsTest::HTTP::parse_response($raw // '', 'POST', 1) // {};
+    # raw() gives up after 5 s: an answer at all means it did not wait
     is($res->{status}, 413, 'status 413, without the rest of the body');
-    ok(time - $t0 < 4, 'at once');
     is(($res->{headers}{connection} // ''), 'close',
        'and the connection closed: the rest is not a next request');
     my $err = eval { GmsTest::json_decode($res->{body}) } // {};
