@@ -24,7 +24,8 @@ LIBS_UNIT        := -lhiredis -ljansson -lcrypto
 
 SRCS             := $(wildcard src/*.c src/*.h) config
 UNIT_TESTS       := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(wildcard t/unit/*.c))
-PURE_SRCS        := src/gms_token.c src/gms_json.c
+PURE_SRCS        := src/gms_token.c src/gms_json.c src/gms_jwt.c
+PURE_HDRS        := src/gms_token.h src/gms_json.h src/gms_jwt.h
 
 PROVE_FLAGS      ?=
 
@@ -56,7 +57,7 @@ $(MODULE): $(NGX_BUILD)/objs/Makefile $(SRCS)
 	    || { cat $(BUILD)/make.log; exit 1; }
 	@grep -E ': (warning|error):' $(BUILD)/make.log || true
 
-$(BUILD)/unit/%: t/unit/%.c $(PURE_SRCS) src/gms_token.h src/gms_json.h
+$(BUILD)/unit/%: t/unit/%.c $(PURE_SRCS) $(PURE_HDRS)
 	@mkdir -p $(BUILD)/unit
 	$(CC) $(CFLAGS_UNIT) -o $@ $< $(PURE_SRCS) $(LIBS_UNIT)
 
@@ -128,7 +129,7 @@ LIBASAN          = $(shell gcc -print-file-name=libasan.so)
 
 .PHONY: fuzz fuzz-deps test-asan
 
-$(BUILD)/fuzz/%: fuzz/%.c $(PURE_SRCS) src/gms_token.h src/gms_json.h
+$(BUILD)/fuzz/%: fuzz/%.c $(PURE_SRCS) $(PURE_HDRS)
 	@mkdir -p $(BUILD)/fuzz
 	clang $(FUZZ_CFLAGS) -o $@ $< $(PURE_SRCS) $(LIBS_UNIT)
 

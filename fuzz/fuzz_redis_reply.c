@@ -72,6 +72,22 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
             }
         }
 
+        /* a session token's privileges: SMEMBERS */
+        if (gms_members_reply_parse(reply, &lk) == GMS_LOOKUP_FOUND) {
+
+            if (lk.nprivileges > GMS_PRIVILEGES_MAX) {
+                abort();
+            }
+
+            for (i = 0; i < lk.nprivileges; i++) {
+                if (!gms_privilege_valid(lk.privileges[i]->str,
+                                         lk.privileges[i]->len))
+                {
+                    abort();
+                }
+            }
+        }
+
         freeReplyObject(reply);
     }
 

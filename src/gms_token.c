@@ -30,6 +30,13 @@ const char  gms_lookup_script[] =
 
 const size_t  gms_lookup_script_len = sizeof(gms_lookup_script) - 1;
 
+const char  *gms_token_type_names[GMS_TOKEN_NTYPES] = {
+    "", "PERSONAL", "SESSION", "SERVICE_ACCOUNT", "SYSTEM"
+};
+
+
+static int gms_privileges_check(const redisReply *e, gms_lookup_t *lookup);
+
 
 static int
 gms_is_token68_char(unsigned char ch)
@@ -98,6 +105,69 @@ gms_bearer_parse(const unsigned char *value, size_t len,
     *token_len = end - start;
 
     return 0;
+}
+
+
+/*
+ * The system client's credentials as DataHubSystemAuthenticator reads
+ * them: the scheme "Basic " or "basic ", then "<client id>:<secret>" as
+ * they are, not base64.  Java's split(":") drops trailing empty parts and
+ * GMS wants exactly two, so trailing colons are ignored and one colon must
+ * remain.  Returns 0 and "id:secret", or -1.
+ */
+
+int
+gms_basic_parse(const unsigned char *value, size_t len,
+    const unsigned char **credentials, size_t *credentials_len)
+{
+    size_t                i, colons;
+    static const size_t   scheme_len = sizeof("Basic ") - 1;
+
+    if (len <= scheme_len
+        || (memcmp(value, "Basic ", scheme_len) != 0
+            && memcmp(value, "basic ", scheme_len) != 0))
+    {
+        return -1;
+    }
+
+    value += scheme_len;
+    len -= scheme_len;
+
+    while (len > 0 && value[len - 1] == ':') {
+        len--;
+    }
+
+    colons = 0;
+
+    for (i = 0; i < len; i++) {
+        colons += (value[i] == ':');
+    }
+
+    if (colons != 1) {
+        return -1;
+    }
+
+    *credentials = value;
+    *credentials_len = len;
+
+    return 0;
+}
+
+
+gms_token_type_e
+gms_token_type_parse(const char *name, size_t len)
+{
+    size_t  i;
+
+    for (i = 1; i < GMS_TOKEN_NTYPES; i++) {
+        if (strlen(gms_token_type_names[i]) == len
+            && memcmp(gms_token_type_names[i], name, len) == 0)
+        {
+            return (gms_token_type_e) i;
+        }
+    }
+
+    return GMS_TOKEN_NONE;
 }
 
 
@@ -351,26 +421,8 @@ gms_lookup_reply_parse(const redisReply *reply, gms_lookup_t *lookup)
 
     e = reply->element[3];
 
-    if (e->type != REDIS_REPLY_ARRAY) {
-        lookup->error = "privileges are not an array";
+    if (gms_privileges_check(e, lookup) != 0) {
         return GMS_LOOKUP_BAD_REPLY;
-    }
-
-    if (e->elements > GMS_PRIVILEGES_MAX) {
-        lookup->error = "more privileges than an entry may hold";
-        return GMS_LOOKUP_BAD_REPLY;
-    }
-
-    for (i = 0; i < e->elements; i++) {
-        if (e->element[i]->type != REDIS_REPLY_STRING) {
-            lookup->error = "privilege is not a string";
-            return GMS_LOOKUP_BAD_REPLY;
-        }
-
-        if (!gms_privilege_valid(e->element[i]->str, e->element[i]->len)) {
-            lookup->error = "invalid privilege name";
-            return GMS_LOOKUP_BAD_REPLY;
-        }
     }
 
     if (reply->element[0]->len == 0) {
@@ -399,4 +451,68 @@ gms_lookup_reply_parse(const redisReply *reply, gms_lookup_t *lookup)
     lookup->nprivileges = e->elements;
 
     return GMS_LOOKUP_FOUND;
+}
+
+
+/*
+ * SMEMBERS <prefix>actor:<urn>: the privileges of a session token's user
+ * (a user with no set holds none).
+ */
+
+gms_lookup_rc_e
+gms_members_reply_parse(const redisReply *reply, gms_lookup_t *lookup)
+{
+    memset(lookup, 0, sizeof(gms_lookup_t));
+
+    if (reply == NULL) {
+        lookup->error = "no reply";
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        lookup->error = reply->str;
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    if (gms_privileges_check(reply, lookup) != 0) {
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    lookup->privileges = reply->element;
+    lookup->nprivileges = reply->elements;
+
+    return GMS_LOOKUP_FOUND;
+}
+
+
+/* a set of privilege names, as the lookup accepts them */
+
+static int
+gms_privileges_check(const redisReply *e, gms_lookup_t *lookup)
+{
+    size_t  i;
+
+    if (e->type != REDIS_REPLY_ARRAY) {
+        lookup->error = "privileges are not an array";
+        return -1;
+    }
+
+    if (e->elements > GMS_PRIVILEGES_MAX) {
+        lookup->error = "more privileges than an entry may hold";
+        return -1;
+    }
+
+    for (i = 0; i < e->elements; i++) {
+        if (e->element[i]->type != REDIS_REPLY_STRING) {
+            lookup->error = "privilege is not a string";
+            return -1;
+        }
+
+        if (!gms_privilege_valid(e->element[i]->str, e->element[i]->len)) {
+            lookup->error = "invalid privilege name";
+            return -1;
+        }
+    }
+
+    return 0;
 }

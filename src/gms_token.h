@@ -35,6 +35,17 @@
 #define GMS_PRIVILEGES_MAX     256
 
 
+/* what $gms_token_type says; the names as DataHub's TokenType spells them */
+typedef enum {
+    GMS_TOKEN_NONE = 0,
+    GMS_TOKEN_PERSONAL,
+    GMS_TOKEN_SESSION,
+    GMS_TOKEN_SERVICE_ACCOUNT,
+    GMS_TOKEN_SYSTEM,               /* the system client, not a token */
+    GMS_TOKEN_NTYPES
+} gms_token_type_e;
+
+
 typedef enum {
     GMS_LOOKUP_FOUND = 0,
     GMS_LOOKUP_UNKNOWN,
@@ -56,6 +67,9 @@ typedef struct {
 
 int gms_bearer_parse(const unsigned char *value, size_t len,
     const unsigned char **token, size_t *token_len);
+int gms_basic_parse(const unsigned char *value, size_t len,
+    const unsigned char **credentials, size_t *credentials_len);
+gms_token_type_e gms_token_type_parse(const char *name, size_t len);
 void gms_token_id(const unsigned char *token, size_t token_len,
     const unsigned char *salt, size_t salt_len,
     char id[GMS_TOKEN_ID_LEN + 1]);
@@ -68,6 +82,10 @@ void gms_mask_bearer(unsigned char *buf, size_t len);
 
 gms_lookup_rc_e gms_lookup_reply_parse(const redisReply *reply,
     gms_lookup_t *lookup);
+gms_lookup_rc_e gms_members_reply_parse(const redisReply *reply,
+    gms_lookup_t *lookup);
+
+extern const char   *gms_token_type_names[GMS_TOKEN_NTYPES];
 
 extern const char    gms_lookup_script[];
 extern const size_t  gms_lookup_script_len;
