@@ -113,7 +113,8 @@ gms_bearer_parse(const unsigned char *value, size_t len,
  * them: the scheme "Basic " or "basic ", then "<client id>:<secret>" as
  * they are, not base64.  Java's split(":") drops trailing empty parts and
  * GMS wants exactly two, so trailing colons are ignored and one colon must
- * remain.  Returns 0 and "id:secret", or -1.
+ * remain.  Returns 0 and "id:secret"; -1: another scheme; -2: Basic, but
+ * not an id and a secret.
  */
 
 int
@@ -144,7 +145,7 @@ gms_basic_parse(const unsigned char *value, size_t len,
     }
 
     if (colons != 1) {
-        return -1;
+        return -2;
     }
 
     *credentials = value;

@@ -1,6 +1,6 @@
 
 /*
- * The token check in the access phase.
+ * The credential check in the access phase.
  *
  * A request's token id is looked up in the shared cache first; on a miss
  * the request joins the worker's lookup of that id already in flight, or
@@ -8,6 +8,15 @@
  * one Redis lookup).  Each waiting request has its own deadline, an nginx
  * timer; the reply or the failure is handed to every waiter and the
  * requests resume through a posted event, outside hiredis's callback.
+ *
+ * With GMS's signing key (gms_token_signing_key_file) a token missing from
+ * the cache is verified here first (gms_jwt.c), and a forged, tampered or
+ * expired one is refused without asking Redis.  A session token is then
+ * accepted on its signature, as GMS accepts it; Redis is asked only for
+ * its user's privileges, and only where a privilege is needed.  Personal
+ * tokens are still looked up by id: their entry is how revocation works.
+ * The system client (gms_token_system_client) is checked against a digest
+ * of its id and secret, and keeps its delegating X-DataHub-Actor.
  */
 
 
@@ -18,6 +27,9 @@
 
 #include <time.h>
 
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
 
 struct ngx_http_gms_flight_s {
     ngx_str_node_t             sn;             /* key: the token id */
@@ -25,7 +37,15 @@ struct ngx_http_gms_flight_s {
     ngx_queue_t                free;
     ngx_http_gms_main_conf_t  *gmcf;
     ngx_uint_t                 sent_usec;
+
+    /* of a verified token (actor_len 0: a lookup without a key) */
+    gms_token_type_e           type;
+    int64_t                    expires_at;     /* the cache bound, or 0 */
+    ngx_uint_t                 members;        /* a session user's SMEMBERS */
+    size_t                     actor_len;
+
     u_char                     id[GMS_TOKEN_ID_LEN];
+    u_char                     actor[GMS_ACTOR_MAX];
 };
 
 
@@ -40,10 +60,16 @@ typedef struct {
 } ngx_http_gms_flights_t;
 
 
+static ngx_int_t ngx_http_gms_system(ngx_http_request_t *r,
+    ngx_http_gms_ctx_t *ctx, const u_char *credentials, size_t len);
+static ngx_int_t ngx_http_gms_verify(ngx_http_request_t *r,
+    ngx_http_gms_ctx_t *ctx, const u_char *token, size_t len);
+static ngx_uint_t ngx_http_gms_wants_privileges(ngx_http_request_t *r);
 static ngx_int_t ngx_http_gms_lookup(ngx_http_request_t *r,
-    ngx_http_gms_ctx_t *ctx);
+    ngx_http_gms_ctx_t *ctx, gms_jwt_claims_t *claims);
 static ngx_http_gms_flight_t *ngx_http_gms_flight(
-    ngx_http_gms_main_conf_t *gmcf, u_char *id, ngx_uint_t *joined);
+    ngx_http_gms_main_conf_t *gmcf, u_char *id, gms_jwt_claims_t *claims,
+    ngx_uint_t *joined);
 static void ngx_http_gms_flight_free(ngx_http_gms_flight_t *flight);
 static void ngx_http_gms_lookup_done(void *data, redisReply *reply,
     const char *error);
@@ -52,6 +78,7 @@ static void ngx_http_gms_log_bad_entry(u_char *id, const char *error);
 static ngx_int_t ngx_http_gms_drop_actor_header(ngx_http_request_t *r);
 static ngx_int_t ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight,
     redisReply *reply, ngx_http_gms_cache_entry_t *entry);
+static u_char *ngx_http_gms_join(redisReply **privileges, size_t n);
 static void ngx_http_gms_apply(ngx_http_gms_ctx_t *ctx,
     ngx_http_gms_cache_entry_t *entry);
 static void ngx_http_gms_fail(ngx_http_gms_ctx_t *ctx,
@@ -73,6 +100,11 @@ static ngx_http_gms_flights_t  ngx_http_gms_flights;
 #define NGX_HTTP_GMS_FORBIDDEN_MESSAGE                                       \
     "User is unauthorized to perform this action"
 
+/* the cache bound of a signed token: valid while now - leeway <= exp */
+#define ngx_http_gms_jwt_bound(claims, gmcf)                                 \
+    ((claims)->expires_at ? (claims)->expires_at                             \
+                            + (int64_t) (gmcf)->jwt_leeway + 1 : 0)
+
 static ngx_str_t  ngx_http_gms_deny_bodies[NGX_HTTP_GMS_NRESULTS];
 static ngx_str_t  ngx_http_gms_deny_forbidden_403;
 
@@ -81,6 +113,7 @@ ngx_int_t
 ngx_http_gms_access_handler(ngx_http_request_t *r)
 {
     size_t                       len;
+    ngx_uint_t                   bad_basic;
     const u_char                *token;
     ngx_table_elt_t             *h;
     ngx_http_gms_ctx_t          *ctx;
@@ -124,14 +157,38 @@ ngx_http_gms_access_handler(ngx_http_request_t *r)
     ctx->request = r;
     ngx_http_set_ctx(r, ctx, ngx_http_gms_module);
 
+    gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
+    h = r->headers_in.authorization;
+    bad_basic = 0;
+
+    if (h != NULL && gmcf->system_client) {
+
+        switch (gms_basic_parse(h->value.data, h->value.len, &token, &len)) {
+
+        case 0:
+            return ngx_http_gms_system(r, ctx, token, len);
+
+        case -2:
+            /* Basic, but not "id:secret" (the base64 form, for one) */
+            bad_basic = 1;
+            break;
+
+        default:
+            break;
+        }
+    }
+
     if (ngx_http_gms_drop_actor_header(r) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    h = r->headers_in.authorization;
-
     if (h == NULL) {
         ctx->result = NGX_HTTP_GMS_MISSING;
+        return ngx_http_gms_decide(r, ctx);
+    }
+
+    if (bad_basic) {
+        ctx->result = NGX_HTTP_GMS_INVALID;
         return ngx_http_gms_decide(r, ctx);
     }
 
@@ -140,48 +197,251 @@ ngx_http_gms_access_handler(ngx_http_request_t *r)
         return ngx_http_gms_decide(r, ctx);
     }
 
-    gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
-
     gms_token_id(token, len, gmcf->salt.data, gmcf->salt.len,
                  (char *) ctx->id);
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "gms: token id \"%s\"", ctx->id);
 
+    /*
+     * An entry of a signed token exists only once its signature verified
+     * under the configured keys (the cache's source covers them): a hit
+     * needs no HMAC.  A session token's entry made where no privilege was
+     * needed holds none: where one is, the token is checked anew.
+     */
+
     switch (ngx_http_gms_cache_get(gmcf->cache, ctx->id, r->pool, &entry)) {
 
     case NGX_HTTP_GMS_CACHE_FRESH:
 
-        if (entry.result == NGX_HTTP_GMS_OK) {
-            ngx_http_gms_count(cache_hits[0]);
+        if (!entry.no_privileges || !ngx_http_gms_wants_privileges(r)) {
 
-        } else {
-            ngx_http_gms_count(cache_hits[1]);
+            if (entry.result == NGX_HTTP_GMS_OK) {
+                ngx_http_gms_count(cache_hits[0]);
+
+            } else {
+                ngx_http_gms_count(cache_hits[1]);
+            }
+
+            ngx_http_gms_apply(ctx, &entry);
+            return ngx_http_gms_decide(r, ctx);
         }
 
-        ngx_http_gms_apply(ctx, &entry);
-        return ngx_http_gms_decide(r, ctx);
+        break;
 
     case NGX_HTTP_GMS_CACHE_STALE:
-        ctx->stale_actor = entry.actor;
-        ctx->stale_privileges = entry.privileges;
-        ctx->has_stale = 1;
 
-        /* fall through */
-
-    default: /* NGX_HTTP_GMS_CACHE_MISS */
-
-        if (gmcf->cache) {
-            ngx_http_gms_count(cache_misses);
+        if (!entry.no_privileges) {
+            ctx->stale_actor = entry.actor;
+            ctx->stale_privileges = entry.privileges;
+            ctx->stale_type = entry.type;
+            ctx->has_stale = 1;
         }
 
-        return ngx_http_gms_lookup(r, ctx);
+        break;
+
+    default: /* NGX_HTTP_GMS_CACHE_MISS */
+        break;
     }
+
+    if (gmcf->cache) {
+        ngx_http_gms_count(cache_misses);
+    }
+
+    if (gmcf->nkeys) {
+        return ngx_http_gms_verify(r, ctx, token, len);
+    }
+
+    return ngx_http_gms_lookup(r, ctx, NULL);
+}
+
+
+/*
+ * A signed token not in the cache: refused here if it does not verify,
+ * accepted here if it is a session token and no privilege is needed,
+ * else looked up in Redis.
+ */
+
+static ngx_int_t
+ngx_http_gms_verify(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
+    const u_char *token, size_t len)
+{
+    gms_jwt_rc_e                 rc;
+    gms_jwt_claims_t             claims;
+    ngx_http_gms_main_conf_t    *gmcf;
+    ngx_http_gms_cache_entry_t   entry;
+
+    gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
+
+    rc = gms_jwt_verify(token, len, gmcf->keys, gmcf->nkeys,
+                        ngx_http_gms_now_ms(), (int64_t) gmcf->jwt_leeway,
+                        &claims);
+
+    switch (rc) {
+
+    case GMS_JWT_OK:
+        break;
+
+    case GMS_JWT_EXPIRED:
+        ngx_http_gms_count(jwt_rejected[NGX_HTTP_GMS_JWT_EXPIRED]);
+        ctx->result = NGX_HTTP_GMS_EXPIRED;
+        break;
+
+    case GMS_JWT_PREMATURE:
+        ngx_http_gms_count(jwt_rejected[NGX_HTTP_GMS_JWT_EXPIRED]);
+        ctx->result = NGX_HTTP_GMS_INVALID;
+        break;
+
+    case GMS_JWT_BAD_SIGNATURE:
+        ngx_http_gms_count(jwt_rejected[NGX_HTTP_GMS_JWT_BAD_SIGNATURE]);
+        ctx->result = NGX_HTTP_GMS_INVALID;
+        break;
+
+    default: /* GMS_JWT_MALFORMED */
+        ngx_http_gms_count(jwt_rejected[NGX_HTTP_GMS_JWT_MALFORMED]);
+        ctx->result = NGX_HTTP_GMS_INVALID;
+        break;
+    }
+
+    if (rc != GMS_JWT_OK) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "gms: token id \"%s\" refused: %s", ctx->id,
+                      claims.error);
+        return ngx_http_gms_decide(r, ctx);
+    }
+
+    ctx->type = claims.type;
+
+    if (gms_jwt_stateful(&claims) || ngx_http_gms_wants_privileges(r)) {
+        return ngx_http_gms_lookup(r, ctx, &claims);
+    }
+
+    /* a session token, where no privilege is needed: no Redis at all */
+
+    ctx->result = NGX_HTTP_GMS_OK;
+    ctx->actor.len = claims.actor_len;
+    ctx->actor.data = ngx_pnalloc(r->pool, claims.actor_len);
+
+    if (ctx->actor.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_memcpy(ctx->actor.data, claims.actor, claims.actor_len);
+    ngx_str_set(&ctx->privileges, "");
+
+    entry.result = NGX_HTTP_GMS_OK;
+    entry.type = claims.type;
+    entry.no_privileges = 1;
+    entry.actor = ctx->actor;
+    entry.privileges = ctx->privileges;
+
+    ngx_http_gms_cache_put(gmcf->cache, ctx->id, &entry,
+                           ngx_http_gms_jwt_bound(&claims, gmcf));
+
+    return ngx_http_gms_decide(r, ctx);
+}
+
+
+/*
+ * DataHubSystemAuthenticator's credential: no Redis, every privilege (as
+ * DataHubAuthorizer grants the system actor), and the client's own
+ * X-DataHub-Actor, the user it acts for, kept and exposed as the actor.
+ */
+
+static ngx_int_t
+ngx_http_gms_system(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
+    const u_char *credentials, size_t len)
+{
+    ngx_uint_t                 i, n;
+    ngx_list_part_t           *part;
+    ngx_table_elt_t           *h, *delegation;
+    ngx_http_gms_main_conf_t  *gmcf;
+    u_char                     md[SHA256_DIGEST_LENGTH];
+
+    static ngx_str_t           actor = ngx_string("X-DataHub-Actor");
+
+    gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
+
+    SHA256(credentials, len, md);
+
+    if (CRYPTO_memcmp(md, gmcf->system_digest, SHA256_DIGEST_LENGTH) != 0) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "gms: system client credentials refused");
+
+        if (ngx_http_gms_drop_actor_header(r) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ctx->result = NGX_HTTP_GMS_INVALID;
+        return ngx_http_gms_decide(r, ctx);
+    }
+
+    delegation = NULL;
+    n = 0;
+
+    for (part = &r->headers_in.headers.part; part; part = part->next) {
+        h = part->elts;
+
+        for (i = 0; i < part->nelts; i++) {
+            if (h[i].key.len == actor.len
+                && ngx_strncasecmp(h[i].key.data, actor.data, actor.len) == 0)
+            {
+                delegation = &h[i];
+                n++;
+            }
+        }
+    }
+
+    if (n > 1
+        || (delegation != NULL
+            && !gms_actor_valid((char *) delegation->value.data,
+                                delegation->value.len)))
+    {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "gms: system client request refused: X-DataHub-Actor "
+                      "must be one urn:li: URN");
+
+        if (ngx_http_gms_drop_actor_header(r) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ctx->result = NGX_HTTP_GMS_INVALID;
+        return ngx_http_gms_decide(r, ctx);
+    }
+
+    ctx->result = NGX_HTTP_GMS_OK;
+    ctx->type = GMS_TOKEN_SYSTEM;
+    ngx_str_set(&ctx->privileges, "");
+
+    if (delegation) {
+        ctx->actor = delegation->value;
+
+    } else {
+        ngx_str_set(&ctx->actor, "");
+    }
+
+    return ngx_http_gms_decide(r, ctx);
+}
+
+
+/* whether this request's location checks a privilege of the user */
+
+static ngx_uint_t
+ngx_http_gms_wants_privileges(ngx_http_request_t *r)
+{
+    ngx_http_gms_loc_conf_t  *glcf;
+
+    glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
+
+    return glcf->privileges != NULL
+           || (glcf->es_task_uri.len && glcf->es_privileges != NULL
+               && ngx_http_gms_es_task_action(r));
 }
 
 
 static ngx_int_t
-ngx_http_gms_lookup(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
+ngx_http_gms_lookup(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
+    gms_jwt_claims_t *claims)
 {
     ngx_uint_t                 joined, suppressed;
     ngx_pool_cleanup_t        *cln;
@@ -209,7 +469,7 @@ ngx_http_gms_lookup(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
     ctx->wake.data = ctx;
     ctx->wake.log = r->connection->log;
 
-    flight = ngx_http_gms_flight(gmcf, ctx->id, &joined);
+    flight = ngx_http_gms_flight(gmcf, ctx->id, claims, &joined);
 
     if (flight == NULL) {
         if (ngx_http_gms_outage_log(&suppressed)) {
@@ -243,10 +503,10 @@ ngx_http_gms_lookup(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
 
 static ngx_http_gms_flight_t *
 ngx_http_gms_flight(ngx_http_gms_main_conf_t *gmcf, u_char *id,
-    ngx_uint_t *joined)
+    gms_jwt_claims_t *claims, ngx_uint_t *joined)
 {
     uint32_t                 hash;
-    ngx_str_t                key;
+    ngx_str_t                key, actor;
     ngx_queue_t             *q;
     ngx_str_node_t          *sn;
     ngx_http_gms_flight_t   *flight;
@@ -294,7 +554,26 @@ ngx_http_gms_flight(ngx_http_gms_main_conf_t *gmcf, u_char *id,
     flight->sent_usec = ngx_http_gms_usec();
     ngx_queue_init(&flight->waiters);
 
-    if (ngx_http_gms_redis_lookup(gmcf, id, ngx_http_gms_lookup_done, flight)
+    /* every waiter has this id, so this token and these claims */
+
+    flight->type = GMS_TOKEN_NONE;
+    flight->expires_at = 0;
+    flight->members = 0;
+    flight->actor_len = 0;
+
+    if (claims) {
+        flight->type = claims->type;
+        flight->expires_at = ngx_http_gms_jwt_bound(claims, gmcf);
+        flight->members = !gms_jwt_stateful(claims);
+        flight->actor_len = claims->actor_len;
+        ngx_memcpy(flight->actor, claims->actor, claims->actor_len);
+    }
+
+    actor.data = flight->actor;
+    actor.len = flight->actor_len;
+
+    if (ngx_http_gms_redis_lookup(gmcf, id, flight->members ? &actor : NULL,
+                                  ngx_http_gms_lookup_done, flight)
         != NGX_OK)
     {
         ngx_queue_insert_head(&fl->free, &flight->free);
@@ -431,72 +710,145 @@ ngx_http_gms_log_bad_entry(u_char *id, const char *error)
 }
 
 
-/* the reply as a cache entry, cached; the strings live until the return */
+/*
+ * The reply as a cache entry, cached; the strings live until the return.
+ * A signed token's entry must name the token's own user: one that does
+ * not is refused (401) and not cached, since the cache is wrong.
+ */
 
 static ngx_int_t
 ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight, redisReply *reply,
     ngx_http_gms_cache_entry_t *entry)
 {
-    u_char                  *p;
-    size_t                   i, len;
-    gms_lookup_t             lk;
-    ngx_http_gms_flights_t  *fl;
+    u_char        *p;
+    int64_t        expires_at;
+    gms_lookup_t   lk;
+    u_char         error[GMS_ACTOR_MAX * 2 + 128];
 
     ngx_memzero(entry, sizeof(ngx_http_gms_cache_entry_t));
 
-    switch (gms_lookup_reply_parse(reply, &lk)) {
+    if (flight->members) {
 
-    case GMS_LOOKUP_UNKNOWN:
-        entry->result = NGX_HTTP_GMS_UNKNOWN;
-        ngx_http_gms_cache_put(flight->gmcf->cache, flight->id, entry, 0);
-        return NGX_OK;
-
-    case GMS_LOOKUP_BAD_REPLY:
-        ngx_http_gms_log_bad_entry(flight->id, lk.error);
-        return NGX_ERROR;
-
-    default: /* GMS_LOOKUP_FOUND */
-        break;
-    }
-
-    if (lk.expires_at != 0 && lk.expires_at <= ngx_http_gms_now_ms()) {
-        entry->result = NGX_HTTP_GMS_EXPIRED;
-        ngx_http_gms_cache_put(flight->gmcf->cache, flight->id, entry, 0);
-        return NGX_OK;
-    }
-
-    fl = &ngx_http_gms_flights;
-    len = 0;
-
-    for (i = 0; i < lk.nprivileges; i++) {
-        len += lk.privileges[i]->len + 1;
-    }
-
-    /* gms_lookup_reply_parse() caps the count and the names */
-    if (len > sizeof(fl->scratch)) {
-        return NGX_ERROR;
-    }
-
-    p = fl->scratch;
-
-    for (i = 0; i < lk.nprivileges; i++) {
-        if (i) {
-            *p++ = ',';
+        if (gms_members_reply_parse(reply, &lk) != GMS_LOOKUP_FOUND) {
+            ngx_http_gms_log_bad_entry(flight->id, lk.error);
+            return NGX_ERROR;
         }
 
-        p = ngx_cpymem(p, lk.privileges[i]->str, lk.privileges[i]->len);
+        lk.actor = (const char *) flight->actor;
+        lk.actor_len = flight->actor_len;
+
+    } else {
+
+        switch (gms_lookup_reply_parse(reply, &lk)) {
+
+        case GMS_LOOKUP_UNKNOWN:
+            entry->result = NGX_HTTP_GMS_UNKNOWN;
+            ngx_http_gms_cache_put(flight->gmcf->cache, flight->id, entry, 0);
+            return NGX_OK;
+
+        case GMS_LOOKUP_BAD_REPLY:
+            ngx_http_gms_log_bad_entry(flight->id, lk.error);
+            return NGX_ERROR;
+
+        default: /* GMS_LOOKUP_FOUND */
+            break;
+        }
+
+        if (lk.expires_at != 0 && lk.expires_at <= ngx_http_gms_now_ms()) {
+            entry->result = NGX_HTTP_GMS_EXPIRED;
+            ngx_http_gms_cache_put(flight->gmcf->cache, flight->id, entry, 0);
+            return NGX_OK;
+        }
+
+        if (flight->actor_len
+            && (lk.actor_len != flight->actor_len
+                || ngx_memcmp(lk.actor, flight->actor, lk.actor_len) != 0))
+        {
+            p = ngx_snprintf(error, sizeof(error) - 1,
+                             "its entry names \"%*s\", the signed token "
+                             "\"%*s\": refused, the cache is wrong",
+                             lk.actor_len, lk.actor,
+                             flight->actor_len, flight->actor);
+            *p = '\0';
+
+            ngx_http_gms_log_bad_entry(flight->id, (char *) error);
+
+            entry->result = NGX_HTTP_GMS_UNKNOWN;
+            return NGX_OK;
+        }
+    }
+
+    p = ngx_http_gms_join(lk.privileges, lk.nprivileges);
+    if (p == NULL) {
+        return NGX_ERROR;
     }
 
     entry->result = NGX_HTTP_GMS_OK;
     entry->actor.data = (u_char *) lk.actor;
     entry->actor.len = lk.actor_len;
-    entry->privileges.data = fl->scratch;
-    entry->privileges.len = p - fl->scratch;
+    entry->privileges.data = ngx_http_gms_flights.scratch;
+    entry->privileges.len = p - ngx_http_gms_flights.scratch;
+
+    if (flight->actor_len) {
+        entry->type = flight->type;
+
+    } else {
+        entry->type = gms_token_type_parse(lk.type, lk.type_len);
+
+        if (entry->type == GMS_TOKEN_SYSTEM) {
+            entry->type = GMS_TOKEN_NONE;
+        }
+    }
+
+    /* an entry never outlives its token: expiresAt in Redis, or exp */
+
+    expires_at = lk.expires_at;
+
+    if (flight->expires_at
+        && (expires_at == 0 || flight->expires_at < expires_at))
+    {
+        expires_at = flight->expires_at;
+    }
 
     ngx_http_gms_cache_put(flight->gmcf->cache, flight->id, entry,
-                           lk.expires_at);
+                           expires_at);
 
     return NGX_OK;
+}
+
+
+/* the privileges, comma-separated, in the worker's scratch; NULL: too many */
+
+static u_char *
+ngx_http_gms_join(redisReply **privileges, size_t n)
+{
+    u_char                  *p;
+    size_t                   i, len;
+    ngx_http_gms_flights_t  *fl;
+
+    fl = &ngx_http_gms_flights;
+    len = 0;
+
+    for (i = 0; i < n; i++) {
+        len += privileges[i]->len + 1;
+    }
+
+    /* the reply parsers cap the count and the names */
+    if (len > sizeof(fl->scratch)) {
+        return NULL;
+    }
+
+    p = fl->scratch;
+
+    for (i = 0; i < n; i++) {
+        if (i) {
+            *p++ = ',';
+        }
+
+        p = ngx_cpymem(p, privileges[i]->str, privileges[i]->len);
+    }
+
+    return p;
 }
 
 
@@ -508,6 +860,7 @@ ngx_http_gms_apply(ngx_http_gms_ctx_t *ctx, ngx_http_gms_cache_entry_t *entry)
     ngx_pool_t  *pool;
 
     ctx->result = entry->result;
+    ctx->type = entry->type;
 
     if (entry->result != NGX_HTTP_GMS_OK || ctx->pending == 0) {
         ctx->actor = entry->actor;
@@ -539,6 +892,7 @@ ngx_http_gms_fail(ngx_http_gms_ctx_t *ctx, ngx_http_gms_error_e kind)
         ngx_http_gms_count(cache_stale);
 
         ctx->result = NGX_HTTP_GMS_OK;
+        ctx->type = ctx->stale_type;
         ctx->actor = ctx->stale_actor;
         ctx->privileges = ctx->stale_privileges;
         return;
@@ -635,7 +989,7 @@ ngx_http_gms_ctx_cleanup(void *data)
 
 /*
  * Whether the user holds any one of names (an array of ngx_str_t; NULL:
- * nothing is required).  The user's privileges are comma-separated names
+ * nothing is required).  The system client holds them all.  The user's privileges are comma-separated names
  * of the lookup's character set, so no name holds a comma.
  */
 
@@ -646,7 +1000,7 @@ ngx_http_gms_has_any_privilege(ngx_http_gms_ctx_t *ctx, ngx_array_t *names)
     ngx_str_t   *name;
     ngx_uint_t   i;
 
-    if (names == NULL) {
+    if (names == NULL || ctx->type == GMS_TOKEN_SYSTEM) {
         return 1;
     }
 
@@ -722,6 +1076,7 @@ ngx_http_gms_deny(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
     case NGX_HTTP_GMS_MALFORMED:
     case NGX_HTTP_GMS_UNKNOWN:
     case NGX_HTTP_GMS_EXPIRED:
+    case NGX_HTTP_GMS_INVALID:
         break;
 
     case NGX_HTTP_GMS_FORBIDDEN:
@@ -777,6 +1132,8 @@ ngx_http_gms_auth_init_bodies(ngx_conf_t *cf)
           "Invalid or revoked access token" },
         { NGX_HTTP_GMS_EXPIRED, NGX_HTTP_UNAUTHORIZED,
           "Access token has expired" },
+        { NGX_HTTP_GMS_INVALID, NGX_HTTP_UNAUTHORIZED,
+          "Unable to verify the provided credentials" },
         { NGX_HTTP_GMS_FORBIDDEN, NGX_HTTP_UNAUTHORIZED,
           NGX_HTTP_GMS_FORBIDDEN_MESSAGE },
         { NGX_HTTP_GMS_ERROR, NGX_HTTP_SERVICE_UNAVAILABLE,

@@ -17,7 +17,8 @@
 typedef struct {
     u_char                     color;
     u_char                     result;
-    u_char                     dummy[2];
+    u_char                     type;
+    u_char                     no_privileges;
     uint32_t                   source;         /* the cache's, when put */
     uint32_t                   actor_len;
     uint32_t                   privileges_len;
@@ -91,7 +92,7 @@ ngx_http_gms_cache_get(ngx_http_gms_cache_t *cache, u_char *id,
     size_t                      len, actor_len;
     int64_t                     now;
     uint32_t                    hash;
-    ngx_uint_t                  result;
+    ngx_uint_t                  result, type, no_privileges;
     ngx_rbtree_node_t          *node;
     ngx_http_gms_cache_rc_e     rc;
     ngx_http_gms_cache_node_t  *cn;
@@ -103,6 +104,8 @@ ngx_http_gms_cache_get(ngx_http_gms_cache_t *cache, u_char *id,
     len = 0;
     actor_len = 0;
     result = 0;
+    type = 0;
+    no_privileges = 0;
 
     now = ngx_http_gms_now_ms();
     hash = ngx_crc32_short(id, GMS_TOKEN_ID_LEN);
@@ -144,6 +147,8 @@ ngx_http_gms_cache_get(ngx_http_gms_cache_t *cache, u_char *id,
     /* copied out under the mutex; the pool is not touched while held */
 
     result = cn->result;
+    type = cn->type;
+    no_privileges = cn->no_privileges;
     actor_len = cn->actor_len;
     ngx_memcpy(ngx_http_gms_cache_scratch, cn->data, len);
 
@@ -168,6 +173,8 @@ done:
     ngx_memcpy(p, ngx_http_gms_cache_scratch, len);
 
     entry->result = result;
+    entry->type = (type < GMS_TOKEN_NTYPES) ? type : GMS_TOKEN_NONE;
+    entry->no_privileges = no_privileges;
     entry->actor.data = p;
     entry->actor.len = actor_len;
     entry->privileges.data = p + actor_len;
@@ -270,6 +277,8 @@ ngx_http_gms_cache_put(ngx_http_gms_cache_t *cache, u_char *id,
     node->key = hash;
     cn->source = cache->source;
     cn->result = (u_char) entry->result;
+    cn->type = (u_char) entry->type;
+    cn->no_privileges = (u_char) entry->no_privileges;
     cn->actor_len = entry->actor.len;
     cn->privileges_len = entry->privileges.len;
     ngx_memcpy(cn->id, id, GMS_TOKEN_ID_LEN);

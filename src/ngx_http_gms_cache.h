@@ -22,6 +22,8 @@ typedef enum {
 /* what one lookup found; actor and privileges are copied to the pool */
 typedef struct {
     ngx_http_gms_result_e      result;     /* OK, UNKNOWN or EXPIRED */
+    gms_token_type_e           type;
+    ngx_uint_t                 no_privileges;  /* a session token's, unread */
     ngx_str_t                  actor;
     ngx_str_t                  privileges;
 } ngx_http_gms_cache_entry_t;

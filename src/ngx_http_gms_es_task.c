@@ -29,7 +29,6 @@ static ngx_int_t ngx_http_gms_es_task_refuse_len(ngx_http_request_t *r,
     ngx_uint_t status, const char *message, size_t len);
 static ngx_int_t ngx_http_gms_es_task_error(ngx_http_request_t *r,
     ngx_uint_t status, const char *message, size_t len);
-static ngx_uint_t ngx_http_gms_es_task_action(ngx_http_request_t *r);
 static ngx_int_t ngx_http_gms_es_task_subrequest_phase(
     ngx_http_request_t *r);
 static ngx_int_t ngx_http_gms_es_task_allowed(ngx_http_gms_ctx_t *ctx,
@@ -128,7 +127,7 @@ answered:
  * Anything else goes to GMS, which answers it itself.
  */
 
-static ngx_uint_t
+ngx_uint_t
 ngx_http_gms_es_task_action(ngx_http_request_t *r)
 {
     u_char  *p, *last, *amp;

@@ -24,8 +24,12 @@ static ngx_uint_t  ngx_http_gms_latency_bounds[NGX_HTTP_GMS_LATENCY_BUCKETS] = {
 };
 
 static const char  *ngx_http_gms_result_names[NGX_HTTP_GMS_NRESULTS] = {
-    "off", "ok", "missing", "malformed", "unknown", "expired", "forbidden",
-    "error"
+    "off", "ok", "missing", "malformed", "unknown", "expired", "invalid",
+    "forbidden", "error"
+};
+
+static const char  *ngx_http_gms_jwt_names[NGX_HTTP_GMS_JWT_NREASONS] = {
+    "bad_signature", "expired", "malformed"
 };
 
 static const char  *ngx_http_gms_error_names[NGX_HTTP_GMS_NERRORS] = {
@@ -160,6 +164,15 @@ ngx_http_gms_metrics_handler(ngx_http_request_t *r)
     for (i = 1; i < NGX_HTTP_GMS_NRESULTS; i++) {
         p = ngx_sprintf(p, "gms_token_requests_total{result=\"%s\"} %uA\n",
                         ngx_http_gms_result_names[i], m->requests[i]);
+    }
+
+    p = ngx_http_gms_metric_head(p, "gms_token_jwt_rejected_total", "counter",
+                         "Signed tokens refused without a Redis lookup, "
+                         "by reason.");
+    for (i = 0; i < NGX_HTTP_GMS_JWT_NREASONS; i++) {
+        p = ngx_sprintf(p, "gms_token_jwt_rejected_total{reason=\"%s\"} "
+                           "%uA\n",
+                        ngx_http_gms_jwt_names[i], m->jwt_rejected[i]);
     }
 
     p = ngx_http_gms_metric_head(p, "gms_token_cache_hits_total", "counter",

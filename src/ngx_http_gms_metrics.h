@@ -33,8 +33,18 @@ typedef enum {
 } ngx_http_gms_es_outcome_e;
 
 
+/* signed tokens refused without asking Redis, by reason */
+typedef enum {
+    NGX_HTTP_GMS_JWT_BAD_SIGNATURE = 0,
+    NGX_HTTP_GMS_JWT_EXPIRED,          /* exp passed, or nbf not reached */
+    NGX_HTTP_GMS_JWT_MALFORMED,
+    NGX_HTTP_GMS_JWT_NREASONS
+} ngx_http_gms_jwt_reason_e;
+
+
 typedef struct {
     ngx_atomic_t               requests[NGX_HTTP_GMS_NRESULTS];
+    ngx_atomic_t               jwt_rejected[NGX_HTTP_GMS_JWT_NREASONS];
     ngx_atomic_t               cache_hits[2];      /* positive, negative */
     ngx_atomic_t               cache_misses;
     ngx_atomic_t               cache_stale;

@@ -24,6 +24,14 @@ static char *ngx_http_gms_privileges(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_gms_salt_file(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_gms_signing_key_file(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static char *ngx_http_gms_system_client(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_gms_read_secret(ngx_conf_t *cf, ngx_str_t *name,
+    ngx_str_t *out);
+static ngx_int_t ngx_http_gms_type_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
 static char *ngx_http_gms_forbidden_status(ngx_conf_t *cf, void *post,
     void *data);
 static char *ngx_http_gms_redis_timeout(ngx_conf_t *cf, void *post,
@@ -100,6 +108,27 @@ static ngx_command_t  ngx_http_gms_commands[] = {
     { ngx_string("gms_token_salt_file"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_http_gms_salt_file,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("gms_token_signing_key_file"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_gms_signing_key_file,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("gms_token_jwt_leeway"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_gms_main_conf_t, jwt_leeway),
+      NULL },
+
+    { ngx_string("gms_token_system_client"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE2,
+      ngx_http_gms_system_client,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
@@ -195,6 +224,9 @@ static ngx_http_variable_t  ngx_http_gms_vars[] = {
     { ngx_string("gms_token_result"), NULL, ngx_http_gms_result_variable,
       0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
+    { ngx_string("gms_token_type"), NULL, ngx_http_gms_type_variable,
+      0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
       ngx_http_null_variable
 };
 
@@ -206,6 +238,7 @@ static ngx_str_t  ngx_http_gms_results[] = {
     ngx_string("malformed"),
     ngx_string("unknown"),
     ngx_string("expired"),
+    ngx_string("invalid"),
     ngx_string("forbidden"),
     ngx_string("error")
 };
@@ -421,6 +454,36 @@ ngx_http_gms_result_variable(ngx_http_request_t *r,
 }
 
 
+/* PERSONAL, SESSION, SERVICE_ACCOUNT, SYSTEM: for an accepted credential */
+
+static ngx_int_t
+ngx_http_gms_type_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    const char          *name;
+    ngx_http_gms_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
+
+    if (ctx == NULL || r == ctx->es_subrequest
+        || ctx->result != NGX_HTTP_GMS_OK || ctx->type == GMS_TOKEN_NONE)
+    {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    name = gms_token_type_names[ctx->type];
+
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+    v->data = (u_char *) name;
+    v->len = ngx_strlen(name);
+
+    return NGX_OK;
+}
+
+
 /* gms_token_redis ADDRESS [password=STRING] [db=N]; */
 
 static char *
@@ -571,18 +634,149 @@ ngx_http_gms_salt_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_gms_main_conf_t *gmcf = conf;
 
-    u_char           *buf;
-    ssize_t           n;
-    ngx_fd_t          fd;
-    ngx_str_t        *value, path;
-    ngx_file_info_t   fi;
+    ngx_str_t  *value;
 
     if (gmcf->salt.data != NULL) {
         return "is duplicate";
     }
 
     value = cf->args->elts;
-    path = value[1];
+
+    return ngx_http_gms_read_secret(cf, &value[1], &gmcf->salt);
+}
+
+
+/*
+ * gms_token_signing_key_file PATH: GMS's signing key
+ * (DATAHUB_TOKEN_SERVICE_SIGNING_KEY), whose UTF-8 bytes are the HMAC
+ * key; twice while keys rotate.  Read by the master at configuration
+ * time: the workers get it by fork, never from disk.
+ */
+
+static char *
+ngx_http_gms_signing_key_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_gms_main_conf_t *gmcf = conf;
+
+    char       *rv;
+    ngx_str_t  *value, key;
+
+    if (gmcf->nkeys == GMS_JWT_KEYS_MAX) {
+        return "is given more than twice (the old key and the new)";
+    }
+
+    value = cf->args->elts;
+
+    rv = ngx_http_gms_read_secret(cf, &value[1], &key);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    if (key.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "signing key file \"%V\" is empty", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    gmcf->keys[gmcf->nkeys].data = key.data;
+    gmcf->keys[gmcf->nkeys].len = key.len;
+    gmcf->nkeys++;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * gms_token_system_client ID secret_file=PATH: DataHub's system client
+ * (DATAHUB_SYSTEM_CLIENT_ID and _SECRET), which calls GMS with
+ * "Authorization: Basic ID:SECRET".  Only a digest of the pair is kept.
+ */
+
+static char *
+ngx_http_gms_system_client(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_gms_main_conf_t *gmcf = conf;
+
+    u_char     *p;
+    char       *rv;
+    ngx_str_t  *value, path, secret, pair;
+
+    if (gmcf->system_client) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len == 0 || ngx_strlchr(value[1].data,
+                                         value[1].data + value[1].len, ':'))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid system client id \"%V\": empty or "
+                           "with a colon, which GMS could never accept",
+                           &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_strncmp(value[2].data, "secret_file=", 12) != 0
+        || value[2].len == 12)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\": expected "
+                           "secret_file=PATH", &value[2]);
+        return NGX_CONF_ERROR;
+    }
+
+    path.data = value[2].data + 12;
+    path.len = value[2].len - 12;
+
+    rv = ngx_http_gms_read_secret(cf, &path, &secret);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    if (secret.len == 0
+        || ngx_strlchr(secret.data, secret.data + secret.len, ':'))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "system client secret in \"%V\" is empty or "
+                           "holds a colon, which GMS could never accept",
+                           &path);
+        return NGX_CONF_ERROR;
+    }
+
+    pair.len = value[1].len + 1 + secret.len;
+    pair.data = ngx_pnalloc(cf->temp_pool, pair.len);
+    if (pair.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    p = ngx_cpymem(pair.data, value[1].data, value[1].len);
+    *p++ = ':';
+    ngx_memcpy(p, secret.data, secret.len);
+
+    SHA256(pair.data, pair.len, gmcf->system_digest);
+
+    ngx_explicit_memzero(pair.data, pair.len);
+    ngx_explicit_memzero(secret.data, secret.len);
+
+    gmcf->system_client = 1;
+
+    return NGX_CONF_OK;
+}
+
+
+/* a secret from a file, one trailing newline dropped */
+
+static char *
+ngx_http_gms_read_secret(ngx_conf_t *cf, ngx_str_t *name, ngx_str_t *out)
+{
+    u_char           *buf;
+    ssize_t           n;
+    ngx_fd_t          fd;
+    ngx_str_t         path;
+    ngx_file_info_t   fi;
+
+    path = *name;
 
     if (ngx_conf_full_name(cf->cycle, &path, 1) != NGX_OK) {
         return NGX_CONF_ERROR;
@@ -645,8 +839,8 @@ done:
         n--;
     }
 
-    gmcf->salt.data = buf;
-    gmcf->salt.len = n;
+    out->data = buf;
+    out->len = n;
 
     return NGX_CONF_OK;
 }
@@ -827,6 +1021,8 @@ ngx_http_gms_create_main_conf(ngx_conf_t *cf)
      *     gmcf->actor_prefix = { 0, NULL };
      *     gmcf->script_sha = "";
      *     gmcf->cache = NULL;
+     *     gmcf->nkeys = 0;
+     *     gmcf->system_client = 0;
      */
 
     if (ngx_array_init(&gmcf->error_logs, cf->pool, 16, sizeof(ngx_log_t **))
@@ -845,6 +1041,7 @@ ngx_http_gms_create_main_conf(ngx_conf_t *cf)
     }
 
     gmcf->timeout = NGX_CONF_UNSET_MSEC;
+    gmcf->jwt_leeway = NGX_CONF_UNSET_MSEC;
     gmcf->prefix.len = NGX_CONF_UNSET_SIZE;
 
     return gmcf;
@@ -858,6 +1055,7 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
 
     u_char         *p;
     uint32_t        crc;
+    ngx_uint_t      i;
     unsigned char   md[SHA_DIGEST_LENGTH];
 
     if (gmcf->host.data == NULL) {
@@ -866,6 +1064,7 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
     }
 
     ngx_conf_init_msec_value(gmcf->timeout, 250);
+    ngx_conf_init_msec_value(gmcf->jwt_leeway, 0);
 
     if (gmcf->prefix.len == NGX_CONF_UNSET_SIZE) {
         ngx_str_set(&gmcf->prefix, "gms:");
@@ -911,6 +1110,17 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
         ngx_crc32_update(&crc, (u_char *) &gmcf->salt.len,
                          sizeof(gmcf->salt.len));
         ngx_crc32_update(&crc, gmcf->salt.data, gmcf->salt.len);
+
+        /* entries of signed tokens were verified under these keys */
+        for (i = 0; i < gmcf->nkeys; i++) {
+            ngx_crc32_update(&crc, (u_char *) &gmcf->keys[i].len,
+                             sizeof(gmcf->keys[i].len));
+            ngx_crc32_update(&crc, (u_char *) gmcf->keys[i].data,
+                             gmcf->keys[i].len);
+        }
+
+        ngx_crc32_update(&crc, (u_char *) &gmcf->jwt_leeway,
+                         sizeof(gmcf->jwt_leeway));
         ngx_crc32_final(crc);
 
         gmcf->cache->source = crc;

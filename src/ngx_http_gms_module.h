@@ -15,9 +15,10 @@
 
 #include "gms_token.h"
 #include "gms_json.h"
+#include "gms_jwt.h"
 
 
-/* the longest salt read by gms_token_salt_file */
+/* the longest salt, signing key or secret read from a file */
 #define NGX_HTTP_GMS_SALT_MAX  4096
 
 /* application.yml's authentication.tokenService.salt before DataHub 1.5 */
@@ -32,6 +33,7 @@ typedef enum {
     NGX_HTTP_GMS_MALFORMED,
     NGX_HTTP_GMS_UNKNOWN,
     NGX_HTTP_GMS_EXPIRED,
+    NGX_HTTP_GMS_INVALID,           /* signature, claims, system secret */
     NGX_HTTP_GMS_FORBIDDEN,
     NGX_HTTP_GMS_ERROR,
     NGX_HTTP_GMS_NRESULTS
@@ -67,6 +69,16 @@ typedef struct {
     ngx_str_t                  salt;
     ngx_flag_t                 salt_set;
     ngx_array_t                es_privileges;  /* the default, of ngx_str_t */
+
+    /* gms_token_signing_key_file: tokens verified here when given */
+    gms_jwt_key_t              keys[GMS_JWT_KEYS_MAX];
+    ngx_uint_t                 nkeys;
+    ngx_msec_t                 jwt_leeway;
+
+    /* gms_token_system_client: SHA-256 of "id:secret" */
+    ngx_flag_t                 system_client;
+    u_char                     system_digest[32];
+
     u_char                     script_sha[41];
     ngx_http_gms_cache_t      *cache;
     ngx_array_t                error_logs;     /* of ngx_log_t ** */
@@ -97,6 +109,7 @@ typedef struct {
     ngx_int_t                  ident;
 
     ngx_http_gms_result_e      result;
+    gms_token_type_e           type;
     unsigned                   pending:1;
     unsigned                   done:1;
 
@@ -111,6 +124,7 @@ typedef struct {
     /* a cache entry past its ttl, for when Redis fails */
     ngx_str_t                  stale_actor;
     ngx_str_t                  stale_privileges;
+    gms_token_type_e           stale_type;
     unsigned                   has_stale:1;
 
     /* getEsTaskStatus */
@@ -148,6 +162,7 @@ ngx_int_t ngx_http_gms_subrequest_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_gms_has_any_privilege(ngx_http_gms_ctx_t *ctx,
     ngx_array_t *names);
 ngx_int_t ngx_http_gms_es_task_precontent(ngx_http_request_t *r);
+ngx_uint_t ngx_http_gms_es_task_action(ngx_http_request_t *r);
 ngx_int_t ngx_http_gms_es_task_filter_init(ngx_conf_t *cf);
 
 

@@ -54,6 +54,7 @@ typedef struct {
     ngx_msec_t                 last_used;
     ngx_queue_t                free;
     u_char                    *key;            /* <prefix>token:<id> */
+    u_char                    *members_key;    /* <prefix>actor:<urn> */
     u_char                    *evalsha;        /* the lookup, formatted */
     size_t                     evalsha_len;
     size_t                     evalsha_id;     /* where its id goes */
@@ -70,6 +71,8 @@ static void *ngx_http_gms_redis_string(const redisReadTask *task, char *str,
 static void *ngx_http_gms_redis_array(const redisReadTask *task,
     int elements);
 static void ngx_http_gms_redis_failed(void);
+static ngx_int_t ngx_http_gms_redis_members(ngx_http_gms_lookup_t *lk,
+    ngx_str_t *actor);
 static ngx_int_t ngx_http_gms_redis_send(ngx_http_gms_lookup_t *lk);
 static ngx_int_t ngx_http_gms_redis_format(ngx_http_gms_redis_t *rd);
 static void ngx_http_gms_redis_reply(redisAsyncContext *ac, void *r,
@@ -102,7 +105,7 @@ static redisReplyObjectFunctions   ngx_http_gms_redis_capped;
 
 ngx_int_t
 ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
-    ngx_http_gms_lookup_pt handler, void *data)
+    ngx_str_t *actor, ngx_http_gms_lookup_pt handler, void *data)
 {
     ngx_queue_t            *q;
     ngx_http_gms_lookup_t  *lk;
@@ -123,6 +126,16 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
         }
 
         ngx_memcpy(rd->key, gmcf->token_prefix.data, gmcf->token_prefix.len);
+
+        rd->members_key = ngx_alloc(gmcf->actor_prefix.len + GMS_ACTOR_MAX,
+                                    ngx_cycle->log);
+        if (rd->members_key == NULL) {
+            rd->gmcf = NULL;
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(rd->members_key, gmcf->actor_prefix.data,
+                   gmcf->actor_prefix.len);
 
         if (ngx_http_gms_redis_format(rd) != NGX_OK) {
             rd->gmcf = NULL;
@@ -155,10 +168,13 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
 
     lk->handler = handler;
     lk->data = data;
-    lk->evaluated = 0;
+    lk->evaluated = (actor != NULL);
     ngx_memcpy(lk->id, id, GMS_TOKEN_ID_LEN);
 
-    if (ngx_http_gms_redis_send(lk) != NGX_OK) {
+    if ((actor ? ngx_http_gms_redis_members(lk, actor)
+               : ngx_http_gms_redis_send(lk))
+        != NGX_OK)
+    {
         ngx_queue_insert_head(&rd->free, &lk->queue);
         return NGX_ERROR;
     }
@@ -385,6 +401,37 @@ ngx_http_gms_redis_send(ngx_http_gms_lookup_t *lk)
     }
 
     return NGX_OK;
+}
+
+
+/* SMEMBERS <prefix>actor:<urn>: the privileges of a session token's user */
+
+static ngx_int_t
+ngx_http_gms_redis_members(ngx_http_gms_lookup_t *lk, ngx_str_t *actor)
+{
+    size_t                     len[2];
+    const char                *argv[2];
+    ngx_http_gms_redis_t      *rd;
+    ngx_http_gms_main_conf_t  *gmcf;
+
+    rd = &ngx_http_gms_redis;
+    gmcf = rd->gmcf;
+
+    if (actor->len > GMS_ACTOR_MAX) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(rd->members_key + gmcf->actor_prefix.len, actor->data,
+               actor->len);
+
+    argv[0] = "SMEMBERS";
+    len[0] = sizeof("SMEMBERS") - 1;
+    argv[1] = (const char *) rd->members_key;
+    len[1] = gmcf->actor_prefix.len + actor->len;
+
+    return redisAsyncCommandArgv(rd->ac, ngx_http_gms_redis_reply, lk, 2,
+                                 argv, len)
+           == REDIS_OK ? NGX_OK : NGX_ERROR;
 }
 
 

@@ -23,8 +23,10 @@ typedef void (*ngx_http_gms_lookup_pt)(void *data, redisReply *reply,
     const char *error);
 
 
+/* a token's entry by id; with actor, that user's privileges (SMEMBERS) */
 ngx_int_t ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf,
-    u_char *id, ngx_http_gms_lookup_pt handler, void *data);
+    u_char *id, ngx_str_t *actor, ngx_http_gms_lookup_pt handler,
+    void *data);
 void ngx_http_gms_redis_drop(const char *reason);
 void ngx_http_gms_redis_exit_process(ngx_cycle_t *cycle);
 
