@@ -989,8 +989,9 @@ ngx_http_gms_ctx_cleanup(void *data)
 
 /*
  * Whether the user holds any one of names (an array of ngx_str_t; NULL:
- * nothing is required).  The system client holds them all.  The user's privileges are comma-separated names
- * of the lookup's character set, so no name holds a comma.
+ * nothing is required); the system client holds them all.  The user's
+ * privileges are comma-separated names of the lookup's character set, so
+ * no name holds a comma.
  */
 
 ngx_int_t

@@ -25,8 +25,11 @@ for my $file (@examples) {
     $conf =~ s{^load_module\s+\S+;}{load_module %%MODULE%%;}m
         or fail("$file has no load_module line");
 
-    # and read a salt mounted as a secret: a file of the test's
+    # and read a salt, a signing key, a system client's secret mounted
+    # as secrets: files of the test's
     $conf =~ s{^(\s*gms_token_salt_file)\s+\S+;}{$1 $example_salt;}mg;
+    $conf =~ s{^(\s*gms_token_signing_key_file)\s+\S+;}{$1 $example_salt;}mg;
+    $conf =~ s{secret_file=\S+;}{secret_file=$example_salt;}mg;
 
     my ($rc, $out) = GmsTest::nginx_t($conf);
     is($rc, 0, "nginx -t $file") or diag($out);

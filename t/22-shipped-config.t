@@ -2,7 +2,8 @@
 
 # conf-examples/gms-edge.conf as shipped, serving real requests: its http
 # block read from the file, with only the addresses (Redis, GMS, the
-# search cluster, the listening port) and the access log's path replaced
+# search cluster, the listening port), the access log's path and the
+# secrets' paths (GMS's signing key, the system client's secret) replaced
 # by the test's.  Crafted targets that nginx maps to an open location
 # reach GMS only as that location's pinned path; a token is still needed
 # everywhere else; the cluster's X-Accel-Redirect is ignored.
@@ -15,6 +16,7 @@ use GmsTest;
 use GmsTest::Stub;
 use GmsTest::Redis;
 use GmsTest::Nginx;
+use GmsTest::JWT;
 
 GmsTest::need_module();
 GmsTest::need_redis();
@@ -29,6 +31,12 @@ my ($http) = $shipped =~ /^http \{\n(.*)^\}\s*\z/ms
     or BAIL_OUT("$FILE: no http block");
 my ($salt) = $http =~ /^\s*gms_token_salt "([^"]*)";$/m
     or BAIL_OUT("$FILE: no gms_token_salt");
+
+# GMS's signing key and the system client's secret, mounted as files
+my $secrets = GmsTest::_scratch_dir();
+my $key = 'shipped-signing-key';
+GmsTest::_write_file("$secrets/gms-signing-key", "$key\n");
+GmsTest::_write_file("$secrets/gms-system-client-secret", "sys-secret\n");
 
 my $redis = GmsTest::Redis->start;
 my $gms = GmsTest::Stub->echo;
@@ -48,6 +56,10 @@ my %replace = (
     qr/listen 8000;/              => 'listen 127.0.0.1:%%PORT%%;',
     qr{access_log /var/log/nginx/access\.log gms;}
         => 'access_log %%TESTDIR%%/shipped-access.log gms;',
+    qr{/etc/nginx/secrets/gms-signing-key;}
+        => "$secrets/gms-signing-key;",
+    qr{secret_file=/etc/nginx/secrets/gms-system-client-secret;}
+        => "secret_file=$secrets/gms-system-client-secret;",
 );
 for my $re (keys %replace) {
     $http =~ s/$re/$replace{$re}/ or BAIL_OUT("$FILE: no match for $re");
@@ -57,7 +69,8 @@ my $n = GmsTest::Nginx->new;
 $n->start($http);
 
 my $actor = 'urn:li:corpuser:alice';
-my $id = GmsTest::sha256_b64("alice-token$salt");
+my $pat = GmsTest::JWT::personal($key, 'alice');
+my $id = GmsTest::sha256_b64("$pat$salt");
 $redis->cmd(HSET => "gms:token:$id", actor => $actor, type => 'PERSONAL');
 $redis->cmd(SADD => "gms:actor:$actor", 'GET_ES_TASK_STATUS_PRIVILEGE');
 
@@ -65,6 +78,15 @@ sub gms_saw {
     my @uris = map { $_->{uri} =~ s/\?.*//r } @{ $gms->requests };
     $gms->clear_requests;
     return \@uris;
+}
+
+# the X-DataHub-Actor headers of GMS's last request, joined (undef: none)
+sub gms_actor {
+    my $req = $gms->requests->[-1] or return undef;
+    $gms->clear_requests;
+    my @actors = map { $_->[1] } grep { lc $_->[0] eq 'x-datahub-actor' }
+                 @{ $req->{headers} };
+    return @actors ? join(', ', @actors) : undef;
 }
 
 # [method, target, the path GMS must see (undef: nothing, refused)]
@@ -105,20 +127,79 @@ is($res->{status}, 401, 'elsewhere a token is needed');
 is_deeply(gms_saw(), [], 'GMS saw nothing');
 
 $res = $n->http(GET => '/entities/urn%3Ali%3Acorpuser%3Aalice',
-                { Authorization => 'Bearer alice-token' });
+                { Authorization => "Bearer $pat" });
 is($res->{status}, 200, "a token hashed with the file's salt: 200");
 is_deeply(gms_saw(), ['/entities/urn%3Ali%3Acorpuser%3Aalice'],
           'the request line unchanged');
 
 $res = $n->http(POST => '/operations?action=getEsTaskStatus',
-                { Authorization => 'Bearer alice-token',
+                { Authorization => "Bearer $pat",
                   'Content-Type' => 'application/json' },
                 '{"task":"shipped:1"}');
 like($res->{body}, qr/\\"taskId\\":\\"shipped:1\\"/,
      "the cluster's X-Accel-Redirect ignored: its answer is the task");
 is_deeply(gms_saw(), [], 'and GMS saw nothing');
 
+# --- the credentials GMS accepts, and who GMS is told the user is ---------
+
+my $lookups = lookups();
+
+$res = $n->http(GET => '/entities/x', { Authorization => "Bearer "
+    . GmsTest::JWT::session($key, 'bob'), 'X-DataHub-Actor' => $actor });
+is($res->{status}, 200, "a session token signed with the file's key: 200");
+is(gms_actor(), 'urn:li:corpuser:bob',
+   "GMS is told the token's user, not the client's spoofed header");
+
+$res = $n->http(GET => '/entities/x',
+                { Authorization => "Bearer $pat",
+                  'X-DataHub-Actor' => 'urn:li:corpuser:eve' });
+is($res->{status}, 200, 'a personal token with a spoofed X-DataHub-Actor');
+is(gms_actor(), $actor, "GMS is told the token's user");
+
+$res = $n->http(GET => '/api/gms/entities/x',
+                { Authorization => 'Basic __datahub_system:sys-secret',
+                  'X-DataHub-Actor' => 'urn:li:corpuser:carol' });
+is($res->{status}, 200, 'the system client with the mounted secret: 200');
+is(gms_actor(), 'urn:li:corpuser:carol',
+   'GMS is told the user the system client acts for');
+
+$res = $n->http(GET => '/entities/x',
+                { Authorization => 'Basic __datahub_system:sys-secret' });
+is($res->{status}, 200, 'the system client acting for no one');
+is(gms_actor(), undef, 'GMS is told no delegated user');
+
+$res = $n->http(GET => '/entities/x',
+                { Authorization => 'Basic __datahub_system:wrong',
+                  'X-DataHub-Actor' => 'urn:li:corpuser:carol' });
+is($res->{status}, 401, 'a wrong system client secret: 401');
+is_deeply(gms_saw(), [], 'GMS saw nothing');
+
+$res = $n->http(GET => '/entities/x', { Authorization => 'Bearer '
+    . GmsTest::JWT::personal('not-the-key', 'alice') });
+is($res->{status}, 401, 'a token signed with another key: 401');
+is_deeply(gms_saw(), [], 'GMS saw nothing');
+
+is(lookups(), $lookups,
+   'no Redis call: the personal token was cached, the others need none');
+
 $n->stop;
+
+open my $log, '<', $n->dir . '/shipped-access.log' or die "access log: $!";
+my @types = map { /type=(\S*)/ ? $1 : () } <$log>;
+close $log;
+is_deeply([@types[-6 .. -1]], ['SESSION', 'PERSONAL', 'SYSTEM', 'SYSTEM',
+                               '-', '-'],
+          '$gms_token_type in the shipped access log');
+
 is_deeply([$n->bad_log_lines], [], 'no alerts or crashes');
+
+# Lookups Redis answered: EVALSHA/EVAL (tokens), SMEMBERS (sessions)
+sub lookups {
+    my $info = $redis->cmd(INFO => 'commandstats');
+    my $calls = 0;
+    $calls += $1
+        while $info =~ /^cmdstat_(?:eval|evalsha|smembers):calls=(\d+)/mg;
+    return $calls;
+}
 
 done_testing();
