@@ -54,6 +54,20 @@ is_ipv4() {
     done
 }
 
+# a secret nginx's master reads at start: an absolute path of plain
+# characters (it goes into the configuration as it is), readable now
+check_secret_file() {
+    case $2 in
+        /*) ;;
+        *) die "$1: '$2' is not an absolute path" ;;
+    esac
+    case $2 in
+        *[!A-Za-z0-9._/@+-]*) die "$1: '$2': letters, digits and ._/@+-" \
+                                  "please" ;;
+    esac
+    [ -r "$2" ] || die "$1: cannot read '$2'"
+}
+
 # host:port (host a name, an IPv4 address or a bracketed IPv6 one, port
 # 1..65535) or unix:/path
 check_address() {
@@ -231,6 +245,31 @@ render() {
     ngx_quote "$value"
     NGX_SALT=$quoted
 
+    # GMS's signing key and the system client's secret: files only (the
+    # key mints tokens; an environment variable would reach the workers)
+    NGX_CREDENTIALS=
+    if [ -n "${GMS_TOKEN_SIGNING_KEY_FILE:-}" ]; then
+        check_secret_file GMS_TOKEN_SIGNING_KEY_FILE \
+                          "$GMS_TOKEN_SIGNING_KEY_FILE"
+        NGX_CREDENTIALS="gms_token_signing_key_file $GMS_TOKEN_SIGNING_KEY_FILE;"
+    fi
+    if [ -n "${GMS_SYSTEM_CLIENT_SECRET_FILE:-}" ]; then
+        id=${GMS_SYSTEM_CLIENT_ID:-__datahub_system}
+        case $id in
+            ''|*[!A-Za-z0-9._-]*) die "GMS_SYSTEM_CLIENT_ID: '$id': letters," \
+                                      "digits and ._- please" ;;
+        esac
+        check_secret_file GMS_SYSTEM_CLIENT_SECRET_FILE \
+                          "$GMS_SYSTEM_CLIENT_SECRET_FILE"
+        line="gms_token_system_client $id"
+        line="$line secret_file=$GMS_SYSTEM_CLIENT_SECRET_FILE;"
+        NGX_CREDENTIALS="$NGX_CREDENTIALS${NGX_CREDENTIALS:+$nl    }$line"
+    elif [ -n "${GMS_SYSTEM_CLIENT_ID:-}" ]; then
+        die "GMS_SYSTEM_CLIENT_ID is set without GMS_SYSTEM_CLIENT_SECRET_FILE"
+    fi
+    [ -n "$NGX_CREDENTIALS" ] \
+        || NGX_CREDENTIALS='# no GMS_TOKEN_SIGNING_KEY_FILE: tokens checked in Redis only'
+
     cache=${GMS_TOKEN_CACHE:-zone=gms_tokens:16m ttl=30s negative_ttl=5s stale=60s}
     case $cache in
         off) NGX_CACHE='# gms_token_cache: off (GMS_TOKEN_CACHE=off)' ;;
@@ -263,7 +302,7 @@ render() {
         export NGX_CONF_DIR NGX_RUN_DIR NGX_LISTEN_PORT NGX_WORKER_PROCESSES \
                NGX_USER NGX_GMS_SERVERS NGX_SEARCH_SERVERS NGX_REDIS \
                NGX_REDIS_TIMEOUT NGX_KEY_PREFIX NGX_SALT NGX_CACHE \
-               NGX_METRICS_ALLOW
+               NGX_METRICS_ALLOW NGX_CREDENTIALS
 
         tmp=$(mktemp "$run_dir/nginx.conf.XXXXXX")
         # shellcheck disable=SC2016  # the names are for envsubst, not sh
@@ -271,7 +310,8 @@ render() {
                   ${NGX_WORKER_PROCESSES} ${NGX_USER} ${NGX_GMS_SERVERS}
                   ${NGX_SEARCH_SERVERS} ${NGX_REDIS} ${NGX_REDIS_TIMEOUT}
                   ${NGX_KEY_PREFIX} ${NGX_SALT} ${NGX_CACHE}
-                  ${NGX_METRICS_ALLOW}' < "$template" > "$tmp" \
+                  ${NGX_METRICS_ALLOW} ${NGX_CREDENTIALS}' \
+            < "$template" > "$tmp" \
             || { rm -f "$tmp"; exit 1; }
         mv -f "$tmp" "$conf"
     ) || die "cannot write $conf"

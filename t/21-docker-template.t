@@ -181,11 +181,63 @@ my $default_conf = '';
     is($t_rc, 0, 'nginx -t on the rendered configuration') or diag($t_out);
 }
 
+# GMS's signing key and the system client, from mounted files
+my $credentials_conf = '';
+
+{
+    my $dir = tempdir();
+    spew("$dir/signing-key", "k\n");
+    spew("$dir/system-secret", "s\n");
+
+    my ($rc, $err, $path) = render({
+        %required,
+        GMS_TOKEN_SIGNING_KEY_FILE => "$dir/signing-key",
+        GMS_SYSTEM_CLIENT_SECRET_FILE => "$dir/system-secret",
+    });
+    is($rc, 0, 'rendered with a signing key and a system client')
+        or diag($err);
+
+    my $c = $credentials_conf = slurp($path) // '';
+    like($c, qr/^\s*gms_token_signing_key_file \Q$dir\E\/signing-key;$/m,
+         'GMS_TOKEN_SIGNING_KEY_FILE');
+    my $system = "gms_token_system_client __datahub_system "
+               . "secret_file=$dir/system-secret;";
+    like($c, qr/^\s*\Q$system\E$/m,
+         'GMS_SYSTEM_CLIENT_SECRET_FILE, DataHub\'s default client id');
+    unlike($default_conf, qr/^\s*gms_token_(?:signing_key_file|system_client)/m,
+           'neither without the files');
+
+    $c =~ s{^load_module\s+\S+;}{load_module %%MODULE%%;}m;
+    my ($t_rc, $t_out) = GmsTest::nginx_t($c);
+    is($t_rc, 0, 'nginx -t on it') or diag($t_out);
+
+    for my $case (
+        [ { GMS_TOKEN_SIGNING_KEY_FILE => 'signing-key' },
+          qr/GMS_TOKEN_SIGNING_KEY_FILE: 'signing-key' is not an absolute/ ],
+        [ { GMS_TOKEN_SIGNING_KEY_FILE => '/nonexistent/key' },
+          qr/GMS_TOKEN_SIGNING_KEY_FILE: cannot read '\/nonexistent\/key'/ ],
+        [ { GMS_TOKEN_SIGNING_KEY_FILE => "$dir/k;x" },
+          qr/GMS_TOKEN_SIGNING_KEY_FILE: '.*k;x': letters/ ],
+        [ { GMS_SYSTEM_CLIENT_ID => 'svc' },
+          qr/GMS_SYSTEM_CLIENT_ID is set without GMS_SYSTEM_CLIENT_SECRET/ ],
+        [ { GMS_SYSTEM_CLIENT_ID => 'a b',
+            GMS_SYSTEM_CLIENT_SECRET_FILE => "$dir/system-secret" },
+          qr/GMS_SYSTEM_CLIENT_ID: 'a b'/ ],
+    ) {
+        my ($env, $error) = @$case;
+        my ($bad_rc, $bad_err, $bad_path) = render({ %required, %$env });
+        isnt($bad_rc, 0, 'refused: ' . join(' ', %$env));
+        like($bad_err, $error, 'naming the variable');
+        ok(!-e $bad_path, 'and nothing written');
+    }
+}
+
 {
     # the template is gms-edge.conf for a container: same locations, same
-    # module directives (in the rendered file: the cache is a variable)
+    # module directives (in the rendered file: the cache is a variable;
+    # the credentials' directives when their files are given)
     my $example = slurp("$REPO/conf-examples/gms-edge.conf");
-    my $template = $default_conf;
+    my $template = $credentials_conf;
 
     for my $loc ($example =~ /^\s*(location\s+[^{]+?)\s*\{/mg) {
         like($template, qr/^\s*\Q$loc\E\s*\{/m, "the container has '$loc'");
@@ -501,7 +553,7 @@ ok($gone, 'SIGQUIT: nginx exits') or kill 'KILL', $edge;
 is($?, 0, 'with status 0') if $gone;
 
 like(slurp("$logs/stdout"),
-     qr/"GET \/entities\/urn%3Ali%3Acorpuser%3Aalice HTTP\/1\.1" 200 token=\Q$id\E result=ok actor="\Q$actor\E"/,
+     qr/"GET \/entities\/urn%3Ali%3Acorpuser%3Aalice HTTP\/1\.1" 200 token=\Q$id\E result=ok type=PERSONAL actor="\Q$actor\E"/,
      'the access log on stdout');
 my @bad = grep { /\[(?:alert|emerg|crit)\]|exited on signal|open socket .* left/ }
           split /\n/, slurp("$logs/stderr") // '';
