@@ -765,8 +765,9 @@ ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight, redisReply *reply,
                 || ngx_memcmp(lk.actor, flight->actor, lk.actor_len) != 0))
         {
             p = ngx_snprintf(error, sizeof(error) - 1,
-                             "its entry names \"%*s\", the signed token "
-                             "\"%*s\": refused, the cache is wrong",
+                             "the entry's actor \"%*s\" does not match the "
+                             "signed token's \"%*s\": refused; the entry is "
+                             "wrong, fix what fills Redis",
                              lk.actor_len, lk.actor,
                              flight->actor_len, flight->actor);
             *p = '\0';
