@@ -20,14 +20,22 @@
 #          directive; it is idle while the others are measured)
 #       E  getEsTaskStatus answered by the module
 #       F  the same request, the same _tasks answer, plain proxy_pass
+#       G  as C, with GMS's signing key (gms_token_signing_key_file, http
+#          level too: a third nginx) and signed tokens: a warm request
+#          pays no HMAC
+#       H  as D, with the key and signed tokens: an HMAC verification and
+#          a Redis lookup per request (a fourth nginx)
 #
-# checks that each front answers what it should, then drives each with wrk
-# (50 connections, one thread, valid tokens) in interleaved rounds,
-# A B C D E F A B C D E F ..., after a warm-up run of each.  A to D cycle
-# through BENCH_TOKENS valid tokens (bench/tokens.lua): with one token,
-# concurrent requests without a cache would share one Redis lookup (the
-# module coalesces them) and D would not measure a lookup per request.
-# E and F send one token (bench/post-task.lua).
+# checks that each front answers what it should (G and H: that a token
+# signed with another key is refused without a Redis lookup), then drives
+# each with wrk (50 connections, one thread, valid tokens) in interleaved
+# rounds, A B C D E F G H A B C D E F G H ..., after a warm-up run of each.
+# A to D cycle through BENCH_TOKENS valid tokens (bench/tokens.lua): with
+# one token, concurrent requests without a cache would share one Redis
+# lookup (the module coalesces them) and D would not measure a lookup per
+# request.  G and H cycle through as many signed tokens (DataHub's personal
+# access tokens, HS256 JWTs), each also in Redis.  E and F send one token
+# (bench/post-task.lua).
 #
 # With taskset and two CPUs or more, the measured nginx runs on CPU 0 and
 # everything else (wrk, the stand-ins, Redis) on the others; the table
@@ -42,7 +50,8 @@
 # Environment: BENCH_ROUNDS (5), BENCH_DURATION (seconds per run, 4),
 # BENCH_WARMUP (seconds per front before the rounds, 2), BENCH_CONNECTIONS
 # (50), BENCH_THREADS (wrk threads, 1), BENCH_TOKENS (distinct valid tokens
-# for A to D, 1000), BENCH_FRONTS (the fronts to run, "A B C D E F"),
+# for A to D, and signed ones for G and H, 1000), BENCH_FRONTS (the fronts
+# to run, "A B C D E F G H"),
 # BENCH_PIN (1; 0: no taskset), BENCH_KEEP (1: keep the temporary directory),
 # BENCH_RESULTS (bench/results), NGINX_BIN (/usr/sbin/nginx), WRK (wrk),
 # BENCH_NGINX_PREFIX (a command the measured nginx runs under, for profiling:
@@ -55,18 +64,19 @@ use strict;
 use warnings;
 
 use Cwd qw(abs_path);
-use Digest::SHA qw(sha256);
+use Digest::SHA qw(sha256 hmac_sha256);
 use File::Basename qw(dirname);
 use File::Path qw(make_path remove_tree);
 use File::Temp qw(tempdir);
 use IO::Socket::INET;
 use JSON::PP;
-use MIME::Base64 qw(encode_base64);
+use MIME::Base64 qw(encode_base64 encode_base64url);
 use POSIX qw(WNOHANG _exit);
 use Scalar::Util qw(looks_like_number);
 use Time::HiRes qw(sleep time);
 
 $| = 1;
+binmode STDOUT, ':encoding(UTF-8)';
 
 my $module = shift // die "usage: $0 path/to/ngx_http_gms_module.so\n";
 -f $module or die "bench: no module at $module (run make first)\n";
@@ -97,7 +107,8 @@ for my $bin ($nginx_bin, $wrk_bin, $redis_server, $redis_cli) {
 
 my $TASK = 'HI4YEIRMRuSdwsE4bCK7Bg:192';
 my $FIXTURE = "$repo/t/fixtures/search-cluster/running-reindex-es6.json";
-my $ACTOR = 'urn:li:corpuser:bench';
+my $ACTOR_ID = 'bench';
+my $ACTOR = "urn:li:corpuser:$ACTOR_ID";
 my $PATH = '/entities/urn%3Ali%3Acorpuser%3Abench';
 my $OPS = '/operations?action=getEsTaskStatus';
 
@@ -109,11 +120,23 @@ my %FRONT = (
     D => ['module, no cache (Redis per request)',  'nocache', 'C', $PATH, 'tokens.lua', 'A'],
     E => ['getEsTaskStatus by the module',         'cache',   'E', $OPS, 'post-task.lua', 'F'],
     F => ['proxy_pass of the same _tasks answer',  'cache',   'F', $OPS, 'post-task.lua', undef],
+    G => ['module, signed tokens, cache warm',     'signed',  'C', $PATH, 'tokens.lua', 'A'],
+    H => ['module, signed, no cache (HMAC+Redis)', 'signed-nocache', 'C', $PATH, 'tokens.lua', 'A'],
 );
 
-my @FRONTS = split ' ', uc($ENV{BENCH_FRONTS} // 'A B C D E F');
+# the measured nginx instances, one per value of the http-level directives:
+# instance => [gms_token_cache, gms_token_signing_key_file, tokens.lua's file]
+my %INSTANCE = (
+    cache            => [1, 0, 'tokens.txt'],
+    nocache          => [0, 0, 'tokens.txt'],
+    signed           => [1, 1, 'signed-tokens.txt'],
+    'signed-nocache' => [0, 1, 'signed-tokens.txt'],
+);
+my @INSTANCES = qw(cache nocache signed signed-nocache);
+
+my @FRONTS = split ' ', uc($ENV{BENCH_FRONTS} // 'A B C D E F G H');
 !@FRONTS || grep { !$FRONT{$_} } @FRONTS
-    and die "bench: BENCH_FRONTS takes letters among A B C D E F\n";
+    and die "bench: BENCH_FRONTS takes letters among A B C D E F G H\n";
 
 
 # --- processes, and their end whatever happens ------------------------------
@@ -199,8 +222,9 @@ sub pinned {
 
 my %port;
 $port{$_} = free_port() for qw(redis gms auth search);
-$port{"cache_$_"} = free_port() for qw(A B C E F METRICS);
-$port{"nocache_$_"} = free_port() for qw(A B C E F METRICS);
+for my $instance (@INSTANCES) {
+    $port{"${instance}_$_"} = free_port() for qw(A B C E F METRICS);
+}
 
 my $redis_pid = spawn('redis', 'TERM', pinned($rig_cpus, $redis_server,
       '--port', $port{redis}, '--bind', '127.0.0.1', '--save', '',
@@ -213,16 +237,35 @@ my @tokens = map { 'bench-' . unpack('H*', random_bytes(24)) } 1 .. $cfg{tokens}
 my $token = $tokens[0];
 my $expires = int((time() + 86400) * 1000);
 
+# G and H: as many personal access tokens signed as GMS signs them, each
+# with its id in Redis too (revocation); the key file ends in a newline,
+# which the module drops, as a mounted secret often does.  A token signed
+# with another key has its id in Redis as well: only the signature check
+# can refuse it (preflight).
+my $signing_key = unpack('H*', random_bytes(32));
+my @signed = map { personal_token($signing_key) } 1 .. $cfg{tokens};
+my $forged = personal_token(unpack('H*', random_bytes(32)));
+
+open my $key, '>', "$dir/signing.key" or die "bench: $dir/signing.key: $!\n";
+chmod 0600, "$dir/signing.key";
+print $key "$signing_key\n";
+close $key;
+
 open my $cmds, '>', "$dir/seed.redis" or die "bench: $dir/seed.redis: $!\n";
-open my $list, '>', "$dir/tokens.txt" or die "bench: $dir/tokens.txt: $!\n";
-for my $t (@tokens) {
-    my $id = encode_base64(sha256($t), '');
-    print $cmds "HSET gms:token:$id actor $ACTOR expiresAt $expires type PERSONAL\n";
-    print $list "$t\n";
+for my $list (['tokens.txt', @tokens], ['signed-tokens.txt', @signed]) {
+    my $file = shift @$list;
+    open my $fh, '>', "$dir/$file" or die "bench: $dir/$file: $!\n";
+    for my $t (@$list) {
+        my $id = encode_base64(sha256($t), '');
+        print $cmds "HSET gms:token:$id actor $ACTOR expiresAt $expires type PERSONAL\n";
+        print $fh "$t\n";
+    }
+    close $fh;
 }
+my $forged_id = encode_base64(sha256($forged), '');
+print $cmds "HSET gms:token:$forged_id actor $ACTOR expiresAt $expires type PERSONAL\n";
 print $cmds "SADD gms:actor:$ACTOR GET_ES_TASK_STATUS_PRIVILEGE\n";
 close $cmds;
-close $list;
 
 redis_file("$dir/seed.redis");
 
@@ -241,16 +284,21 @@ my $stand_ins = spawn('stand-ins', 'QUIT', pinned($rig_cpus, $nginx_bin, '-p', "
 wait_port($port{$_}, 'stand-in nginx', "$dir/stand-ins.error.log")
     for qw(gms auth search);
 
-# the measured nginx: with the cache (A B C E F), without it (D)
+# the measured nginx: with the cache (A B C E F), without it (D), with the
+# cache and the signing key (G), with the key and no cache (H)
 my %master;
-for my $instance (qw(cache nocache)) {
-    my $cache = $instance eq 'cache'
+for my $instance (@INSTANCES) {
+    my ($with_cache, $with_key) = @{ $INSTANCE{$instance} };
+    my $cache = $with_cache
         ? 'gms_token_cache zone=gms_tokens:16m ttl=30s negative_ttl=5s stale=60s;'
         : '';
+    my $signing_key_file = $with_key
+        ? "gms_token_signing_key_file $dir/signing.key;" : '';
 
     write_conf("$bench/front.conf", "$dir/front-$instance.conf",
                MODULE => $module, DIR => $dir, USER => $user,
                INSTANCE => $instance, CACHE => $cache,
+               SIGNING_KEY => $signing_key_file,
                REDIS => $port{redis}, GMS => $port{gms},
                AUTH => $port{auth}, SEARCH => $port{search},
                map { $_ => $port{"${instance}_$_"} } qw(A B C E F METRICS));
@@ -336,7 +384,7 @@ for my $f (@FRONTS) {
         rounds      => $r,
     );
 
-    if ($f =~ /^[CD]$/) {
+    if ($f =~ /^[CDGH]$/) {
         $s{lookups_per_request} =
             median(grep { defined } map { $_->{lookups_per_request} } @$r);
     }
@@ -367,6 +415,7 @@ my @targets = grep { defined } (
     target("C p99 <= 1.2 x A's",  'C', 'A', 'p99_ms', '<=', 1.2, 'medians'),
     target('D req/s >= 1.3 x B',  'D', 'B', 'rps', '>=', 1.3),
     target('E req/s >= 0.8 x F',  'E', 'F', 'rps', '>=', 0.8),
+    target("G \x{b5}s/req <= 1.05 x C's", 'G', 'C', 'cpu_us', '<=', 1.05),
 );
 
 print "\n";
@@ -432,7 +481,7 @@ for my $f (@FRONTS) {
 
 make_path($results);
 
-my $json = JSON::PP->new->canonical->pretty;
+my $json = JSON::PP->new->utf8->canonical->pretty;
 my $out = {
     issue     => 7,
     date      => POSIX::strftime('%Y-%m-%dT%H:%M:%SZ', gmtime),
@@ -474,7 +523,7 @@ sub measure {
 
     my $stand_in = worker_pid($stand_ins);
 
-    my $m0 = $f =~ /^[CDE]$/ ? metrics($instance) : undef;
+    my $m0 = $f =~ /^[CDEGH]$/ ? metrics($instance) : undef;
     my $c0 = cpu_ticks($worker);
     my $s0 = rig_ticks();
     my %p0 = (stand_ins => cpu_ticks($stand_in), redis => cpu_ticks($redis_pid),
@@ -486,7 +535,7 @@ sub measure {
     my $s1 = rig_ticks();
     my %p1 = (stand_ins => cpu_ticks($stand_in), redis => cpu_ticks($redis_pid),
               wrk => children_ticks());
-    my $m1 = $f =~ /^[CDE]$/ ? metrics($instance) : undef;
+    my $m1 = $f =~ /^[CDEGH]$/ ? metrics($instance) : undef;
 
     # the rig's processes, each as a share of one CPU
     for my $p (keys %p0) {
@@ -530,7 +579,8 @@ sub wrk {
                      '--latency', '--timeout', '5s',
                      '-H', "Authorization: Bearer $token",
                      '-s', "$bench/$script", $url,
-                     $script eq 'tokens.lua' ? ('--', "$dir/tokens.txt") : ());
+                     $script eq 'tokens.lua'
+                         ? ('--', "$dir/$INSTANCE{$instance}[2]") : ());
 
     my $pid = open(my $out, '-|') // die "bench: fork: $!\n";
 
@@ -585,27 +635,45 @@ sub parse_wrk {
 # what it should (and not, say, 401 or the getEsTaskStatus error value).
 sub preflight {
     my $fixture = do { local (@ARGV, $/) = $FIXTURE; <> };
-    my $auth = "Authorization: Bearer $token";
 
     for my $f (@FRONTS) {
         my ($what, $instance, $port_name, $path, $script) = @{ $FRONT{$f} };
         my $port = $port{"${instance}_$port_name"};
         my $body = $path eq $OPS ? qq({"task":"$TASK"}) : undef;
+        my $auth = 'Authorization: Bearer '
+                   . ($INSTANCE{$instance}[1] ? $signed[0] : $token);
 
         my ($status, $answer) = http($port, $body ? 'POST' : 'GET', $path,
                                      [$auth], $body);
 
         my $ok = $status == 200;
-        $ok &&= $answer =~ /"standIn":"GMS"/ if $f =~ /^[ABCD]$/;
+        $ok &&= $answer =~ /"standIn":"GMS"/ if $f =~ /^[ABCDGH]$/;
         $ok &&= $answer eq $fixture if $f eq 'F';
         $ok &&= $answer =~ /^\{"value":"\{\\"completed\\":false,\\"taskId\\":\\"\Q$TASK\E\\"/
             if $f eq 'E';
 
         $ok or die "bench: front $f answered $status:\n$answer\n";
 
-        if ($f =~ /^[CD]$/) {
+        if ($f =~ /^[CDGH]$/) {
             my ($s) = http($port, 'GET', $path, []);
             $s == 401 or die "bench: front $f answered $s without a token\n";
+        }
+
+        # a token signed with another key, its id in Redis: refused on its
+        # signature, with no lookup
+        if ($f =~ /^[GH]$/) {
+            my $m0 = metrics($instance);
+            my ($s) = http($port, 'GET', $path, ["Authorization: Bearer $forged"]);
+            my $m1 = metrics($instance);
+
+            my $lookups = delta($m0, $m1, 'gms_redis_lookups_total');
+            my $refused = delta($m0, $m1,
+                'gms_token_jwt_rejected_total{reason="bad_signature"}');
+
+            $s == 401 && $lookups == 0 && $refused == 1
+                or die "bench: front $f answered $s to a token signed with "
+                     . "another key ($lookups Redis lookups, $refused counted "
+                     . "as bad_signature)\n";
         }
     }
 }
@@ -874,6 +942,29 @@ sub kernel {
     my $k = `uname -r 2>/dev/null`;
     chomp $k;
     return $k;
+}
+
+# a personal access token as GMS mints it (t/lib/GmsTest/JWT.pm's
+# personal(), mirrored): DataHub's claims, HS256 over "header.payload",
+# every part base64url without padding
+sub personal_token {
+    my ($key) = @_;
+
+    my $claims = JSON::PP->new->canonical->encode({
+        actorType => 'USER',
+        actorId   => $ACTOR_ID,
+        type      => 'PERSONAL',
+        version   => '2',
+        jti       => join('-', unpack('H8 H4 H4 H4 H12', random_bytes(16))),
+        sub       => $ACTOR_ID,
+        exp       => int(time()) + 86400,
+        iss       => 'datahub-metadata-service',
+    });
+
+    my $input = encode_base64url('{"alg":"HS256"}') . '.'
+              . encode_base64url($claims);
+
+    return "$input." . encode_base64url(hmac_sha256($input, $key));
 }
 
 sub random_bytes {

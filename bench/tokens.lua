@@ -1,12 +1,13 @@
--- make bench, fronts A to D: GET requests, each with the next of the
--- BENCH_TOKENS valid tokens (round robin), so that without a cache (D)
--- concurrent requests never share a Redis lookup.  The requests are built
--- once in init(); per request, Lua only picks the next one.
+-- make bench, fronts A to D, G and H: GET requests, each with the next of
+-- the BENCH_TOKENS valid tokens (round robin), so that without a cache (D,
+-- H) concurrent requests never share a Redis lookup.  The requests are
+-- built once in init(); per request, Lua only picks the next one.
 --
 --   wrk -s tokens.lua URL -- tokens-file
 --
--- A and B get the same requests (they ignore the token), so that the
--- client does the same work for every front.
+-- A and B get the same requests as C and D (they ignore the token), so
+-- that the client does the same work for those fronts; G and H get the
+-- signed tokens' file, the same number of tokens, each a longer header.
 
 local requests = {}
 local n, i = 0, 0
