@@ -76,10 +76,15 @@ subtest 'the demo comes up and its token works' => sub {
     ok($up, 'demo is up') or diag(slurp($err));
 
     SKIP: {
-        skip 'not up', 3 unless $up;
+        skip 'not up', 7 unless $up;
 
-        my ($token) = slurp($out) =~ /Bearer (demo-[0-9a-f]+)/;
-        ok($token, 'a token printed');
+        my $printed = slurp($out);
+        my ($token, $session) =
+            $printed =~ /Bearer (ey[\w-]+\.[\w-]+\.[\w-]+)'/g;
+        ok($token && $session, 'a personal and a session token printed');
+        my ($basic) =
+            $printed =~ /Authorization: (Basic __datahub_system:\w+)'/;
+        ok($basic, 'the system client printed');
 
         my $res = GmsTest::HTTP::request($ports{PORT},
             GET => '/entities/urn%3Ali%3Acorpuser%3Adatahub',
@@ -93,6 +98,23 @@ subtest 'the demo comes up and its token works' => sub {
             '{"task":"oTUltX4IQMOUUVeiohTt8A:124"}');
         like($res->{body}, qr/\\"taskId\\":\\"oTUltX4IQMOUUVeiohTt8A:124\\"/,
              'getEsTaskStatus answered');
+
+        $res = GmsTest::HTTP::request($ports{PORT},
+            GET => '/entities/urn%3Ali%3Acorpuser%3Adatahub',
+            { Authorization => "Bearer $session" });
+        is($res->{status}, 200, 'the printed session token: 200');
+
+        $res = GmsTest::HTTP::request($ports{PORT},
+            GET => '/entities/urn%3Ali%3Acorpuser%3Aalice',
+            { Authorization => $basic,
+              'X-DataHub-Actor' => 'urn:li:corpuser:alice' });
+        like($res->{body}, qr/"actor":"urn:li:corpuser:alice"/,
+             'the printed system client, acting for alice');
+
+        $res = GmsTest::HTTP::request($ports{PORT},
+            GET => '/entities/urn%3Ali%3Acorpuser%3Adatahub',
+            { Authorization => 'Bearer ' . ($token =~ s/[^.]+$/forged/r) });
+        is($res->{status}, 401, 'a forged token: 401');
     }
 
     kill 'INT', $pid;

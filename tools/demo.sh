@@ -58,10 +58,35 @@ until redis-cli -p "$redis_port" ping >/dev/null 2>&1; do
     sleep 0.1
 done
 
-# a demo user whose token is valid for a day, with the privilege that
-# getEsTaskStatus needs, seeded as a filler would: by gms-token, the token
-# on stdin, the key its id (what GMS itself would store)
-token="demo-$(openssl rand -hex 24)"
+# the demo's GMS signing key and system client secret, as files (mode
+# 0600: the key mints tokens) that gms-edge.conf reads
+umask 077
+openssl rand -hex 32 > "$dir/gms-signing-key"
+openssl rand -hex 16 > "$dir/gms-system-client-secret"
+umask 022
+key=$(cat "$dir/gms-signing-key")
+system_secret=$(cat "$dir/gms-system-client-secret")
+
+# DataHub's tokens, minted as GMS's StatelessTokenService does: an HS256
+# JWT, base64url parts, keyed with the signing key's bytes
+b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
+mint() {    # mint TYPE VERSION: a token of the user "datahub", for a day
+    h=$(printf '{"alg":"HS256"}' | b64url)
+    p=$(printf '{"actorType":"USER","actorId":"datahub","type":"%s",'\
+'"version":"%s","jti":"%s","sub":"datahub","exp":%s,'\
+'"iss":"datahub-metadata-service"}' "$1" "$2" "$(openssl rand -hex 16)" \
+               "$(($(date +%s) + 86400))" | b64url)
+    s=$(printf '%s' "$h.$p" | openssl dgst -sha256 -hmac "$key" -binary \
+            | b64url)
+    printf '%s.%s.%s' "$h" "$p" "$s"
+}
+
+# a demo user whose personal token is valid for a day, with the privilege
+# that getEsTaskStatus needs, seeded as a filler would: by gms-token, the
+# token on stdin, the key its id (what GMS itself would store); and a
+# session token, as DataHub's frontend holds, which is in no Redis
+token=$(mint PERSONAL 2)
+session=$(mint SESSION 1)
 actor=urn:li:corpuser:datahub
 gms_token() { "$tool" "$@" --redis "127.0.0.1:$redis_port"; }
 
@@ -108,6 +133,7 @@ sed -e "s#^load_module .*#load_module $module;#" \
     -e "s#127.0.0.1:8080#127.0.0.1:$gms_port#" \
     -e "s#127.0.0.1:9200#127.0.0.1:$search_port#" \
     -e "s#listen 8000;#listen 127.0.0.1:$port;#" \
+    -e "s#/etc/nginx/secrets/#$dir/#g" \
     -e "s#^http {#http {\n    client_body_temp_path $dir/body;\n    proxy_temp_path $dir/proxy;\n    include $dir/stand-ins.conf;#" \
     "$repo/conf-examples/gms-edge.conf" > "$dir/nginx.conf"
 
@@ -136,9 +162,15 @@ tokens in redis-server 127.0.0.1:$redis_port, logs in $dir.
   # the same through the frontend-proxy form
   curl -i -H 'Authorization: Bearer $token' '$url/api/gms/entities/urn%3Ali%3Acorpuser%3Adatahub'
 
-  # 401: no token, then a wrong one
+  # a session token of DataHub's frontend: accepted on its signature, no Redis
+  curl -i -H 'Authorization: Bearer $session' '$url/entities/urn%3Ali%3Acorpuser%3Adatahub'
+
+  # the system client, acting for a user (its X-DataHub-Actor reaches GMS)
+  curl -i -H 'Authorization: Basic __datahub_system:$system_secret' -H 'X-DataHub-Actor: urn:li:corpuser:alice' '$url/entities/urn%3Ali%3Acorpuser%3Aalice'
+
+  # 401: no token, then a forged one (refused without asking Redis)
   curl -i '$url/entities/urn%3Ali%3Acorpuser%3Adatahub'
-  curl -i -H 'Authorization: Bearer not-a-real-token' '$url/entities/urn%3Ali%3Acorpuser%3Adatahub'
+  curl -i -H 'Authorization: Bearer ${token%.*}.forged' '$url/entities/urn%3Ali%3Acorpuser%3Adatahub'
 
   # getEsTaskStatus answered by nginx from the search cluster
   curl -i -H 'Authorization: Bearer $token' -H 'Content-Type: application/json' -d '{"task":"oTUltX4IQMOUUVeiohTt8A:124"}' '$url/operations?action=getEsTaskStatus'
