@@ -328,6 +328,7 @@ ngx_http_gms_verify(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
 
     ngx_memcpy(ctx->actor.data, claims.actor, claims.actor_len);
     ngx_str_set(&ctx->privileges, "");
+    ctx->no_privileges = 1;
 
     entry.result = NGX_HTTP_GMS_OK;
     entry.type = claims.type;
@@ -335,8 +336,12 @@ ngx_http_gms_verify(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
     entry.actor = ctx->actor;
     entry.privileges = ctx->privileges;
 
-    ngx_http_gms_cache_put(gmcf->cache, ctx->id, &entry,
-                           ngx_http_gms_jwt_bound(&claims, gmcf));
+    /* a stale entry with the user's privileges is kept for a Redis outage */
+
+    if (!ctx->has_stale) {
+        ngx_http_gms_cache_put(gmcf->cache, ctx->id, &entry,
+                               ngx_http_gms_jwt_bound(&claims, gmcf));
+    }
 
     return ngx_http_gms_decide(r, ctx);
 }
@@ -862,6 +867,7 @@ ngx_http_gms_apply(ngx_http_gms_ctx_t *ctx, ngx_http_gms_cache_entry_t *entry)
 
     ctx->result = entry->result;
     ctx->type = entry->type;
+    ctx->no_privileges = entry->no_privileges;
 
     if (entry->result != NGX_HTTP_GMS_OK || ctx->pending == 0) {
         ctx->actor = entry->actor;
@@ -1164,7 +1170,9 @@ ngx_http_gms_auth_init_bodies(ngx_conf_t *cf)
  * location passes only when its main request's token was checked and
  * valid, and has the location's privileges; otherwise the subrequest ends
  * with 401 (or the refusal status), which auth_request, for one, turns
- * into a refusal of the main request.  No Redis lookup is made for it.
+ * into a refusal of the main request.  No Redis lookup is made for it: a
+ * session token whose privileges its main request did not read (its
+ * location checks none) is refused where a privilege is needed.
  * The module's own getEsTaskStatus subrequest is checked by its caller.
  */
 
@@ -1195,6 +1203,14 @@ ngx_http_gms_subrequest_handler(ngx_http_request_t *r)
                        "gms: subrequest \"%V\" refused: its main request "
                        "has no checked token", &r->uri);
         return NGX_HTTP_UNAUTHORIZED;
+    }
+
+    if (glcf->privileges && ctx->no_privileges) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "gms: subrequest \"%V\" refused: a session token's "
+                      "privileges are read only where the main request's "
+                      "location checks one", &r->uri);
+        return glcf->forbidden_status;
     }
 
     return ngx_http_gms_has_any_privilege(ctx, glcf->privileges)

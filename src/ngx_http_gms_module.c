@@ -36,6 +36,8 @@ static char *ngx_http_gms_forbidden_status(ngx_conf_t *cf, void *post,
     void *data);
 static char *ngx_http_gms_redis_timeout(ngx_conf_t *cf, void *post,
     void *data);
+static char *ngx_http_gms_jwt_leeway(ngx_conf_t *cf, void *post,
+    void *data);
 static char *ngx_http_gms_es_task_status(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static ngx_int_t ngx_http_gms_privilege_list(ngx_conf_t *cf, ngx_str_t *list,
@@ -61,6 +63,8 @@ static ngx_conf_post_handler_pt  ngx_http_gms_forbidden_status_p =
     ngx_http_gms_forbidden_status;
 static ngx_conf_post_handler_pt  ngx_http_gms_redis_timeout_p =
     ngx_http_gms_redis_timeout;
+static ngx_conf_post_handler_pt  ngx_http_gms_jwt_leeway_p =
+    ngx_http_gms_jwt_leeway;
 
 
 /* what GMS 0.14 and later accept for getEsTaskStatus, any one of them */
@@ -124,7 +128,7 @@ static ngx_command_t  ngx_http_gms_commands[] = {
       ngx_conf_set_msec_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_http_gms_main_conf_t, jwt_leeway),
-      NULL },
+      &ngx_http_gms_jwt_leeway_p },
 
     { ngx_string("gms_token_system_client"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE2,
@@ -678,6 +682,20 @@ ngx_http_gms_signing_key_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    /* what would make GMS refuse every token, or the edge every one */
+
+    if (key.data[key.len - 1] == '\r') {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "signing key file \"%V\" ends in a carriage "
+                           "return, which is part of the key", &value[1]);
+    }
+
+    if (key.len < 32) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "signing key in \"%V\" is shorter than 32 bytes: "
+                           "GMS (jjwt) refuses such an HS256 key", &value[1]);
+    }
+
     gmcf->keys[gmcf->nkeys].data = key.data;
     gmcf->keys[gmcf->nkeys].len = key.len;
     gmcf->nkeys++;
@@ -877,6 +895,21 @@ ngx_http_gms_redis_timeout(ngx_conf_t *cf, void *post, void *data)
 }
 
 
+/* clocks that disagree by more than an hour need fixing, not a leeway */
+
+static char *
+ngx_http_gms_jwt_leeway(ngx_conf_t *cf, void *post, void *data)
+{
+    ngx_msec_t  *leeway = data;
+
+    if (*leeway > 3600 * 1000) {
+        return "must be at most 1h";
+    }
+
+    return NGX_CONF_OK;
+}
+
+
 /* gms_es_task_status URI [privilege=NAME[,NAME...] | privilege=off]; */
 
 static char *
@@ -1057,6 +1090,7 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
     uint32_t        crc;
     ngx_uint_t      i;
     unsigned char   md[SHA_DIGEST_LENGTH];
+    unsigned char   key_md[SHA256_DIGEST_LENGTH];
 
     if (gmcf->host.data == NULL) {
         ngx_str_set(&gmcf->host, "127.0.0.1");
@@ -1111,12 +1145,13 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
                          sizeof(gmcf->salt.len));
         ngx_crc32_update(&crc, gmcf->salt.data, gmcf->salt.len);
 
-        /* entries of signed tokens were verified under these keys */
+        /*
+         * entries of signed tokens were verified under these keys: their
+         * digests count, so no linear function of a key sits in the zone
+         */
         for (i = 0; i < gmcf->nkeys; i++) {
-            ngx_crc32_update(&crc, (u_char *) &gmcf->keys[i].len,
-                             sizeof(gmcf->keys[i].len));
-            ngx_crc32_update(&crc, (u_char *) gmcf->keys[i].data,
-                             gmcf->keys[i].len);
+            SHA256(gmcf->keys[i].data, gmcf->keys[i].len, key_md);
+            ngx_crc32_update(&crc, key_md, SHA256_DIGEST_LENGTH);
         }
 
         ngx_crc32_update(&crc, (u_char *) &gmcf->jwt_leeway,

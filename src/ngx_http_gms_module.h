@@ -111,6 +111,7 @@ typedef struct {
     ngx_http_gms_result_e      result;
     gms_token_type_e           type;
     unsigned                   pending:1;
+    unsigned                   no_privileges:1; /* a session's, not read */
     unsigned                   done:1;
 
     u_char                     id[GMS_TOKEN_ID_LEN + 1];

@@ -130,6 +130,7 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
         rd->members_key = ngx_alloc(gmcf->actor_prefix.len + GMS_ACTOR_MAX,
                                     ngx_cycle->log);
         if (rd->members_key == NULL) {
+            ngx_free(rd->key);
             rd->gmcf = NULL;
             return NGX_ERROR;
         }

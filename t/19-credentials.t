@@ -648,6 +648,76 @@ $c->nginx->stop;
 is_deeply([$c->nginx->bad_log_lines], [], 'no alerts or crashes');
 
 
+# --- session tokens in subrequests, and a stale entry with privileges -------
+#
+# A session token's privileges are read only where the main request's
+# location checks one: a subrequest (auth_request here) into a location
+# that checks a privilege is refused for a session token at a location
+# that checks none, never let through on privileges nobody read; a
+# personal token of the same user passes.  And a request where no
+# privilege is needed must not overwrite the stale entry that holds them.
+
+my $s = GmsTest::Edge->start(http => <<HTTP, server => <<'SERVER');
+    gms_token_signing_key_file $key_file;
+    gms_token_cache zone=session_stale:1m ttl=1s stale=60s;
+HTTP
+        location /ar/ {
+            auth_request /ar-check;
+            proxy_pass http://gms;
+        }
+        location /ar-checked/ {
+            gms_token_require_privilege MANAGE_INGESTION;
+            auth_request /ar-check;
+            proxy_pass http://gms;
+        }
+        location = /ar-check {
+            internal;
+            gms_token_require_privilege MANAGE_INGESTION;
+            gms_token_forbidden_status 403;
+            proxy_pass http://gms/check;
+            proxy_pass_request_body off;
+            proxy_set_header Content-Length "";
+        }
+        location /ingestion/ {
+            gms_token_require_privilege MANAGE_INGESTION;
+            proxy_pass http://gms;
+        }
+SERVER
+
+$s->grant(urn('ingest'), 'MANAGE_INGESTION');
+
+subtest 'a subrequest needing a privilege, with a session token' => sub {
+    my $pat = personal('ingest');
+    $s->token($pat, actor => urn('ingest'), type => 'PERSONAL');
+    is($s->get('/ar/x', $pat)->{status}, 200,
+       'a personal token of a user holding it: the subrequest passes');
+
+    my $jwt = session('ingest');
+    is($s->get('/ar/x', $jwt)->{status}, 403,
+       'a session token where the main location checks none: refused');
+    like($s->nginx->error_log,
+         qr/\[info\].*a session token's privileges are read only where/,
+         'saying why');
+    is($s->get('/ar-checked/x', $jwt)->{status}, 200,
+       'where the main location checks it too: the subrequest passes');
+};
+
+subtest 'a stale session entry keeps its privileges' => sub {
+    my $jwt = session('ingest');
+    is($s->get('/ingestion/x', $jwt)->{status}, 200,
+       'privileges read from Redis');
+    select(undef, undef, undef, 1.3);                   # past the ttl
+    is($s->get('/entities/x', $jwt)->{status}, 200,
+       'then a request needing none');
+    $s->redis->stop;
+    is($s->get('/ingestion/x', $jwt)->{status}, 200,
+       'Redis down: the stale entry with the privileges is still used');
+};
+
+$s->nginx->stop;
+is_deeply([$s->nginx->bad_log_lines], [], 'no alerts or crashes');
+
+
 # --- nginx -t ---------------------------------------------------------------
 
 my $conf = <<'CONF';
@@ -695,6 +765,8 @@ my @bad = (
      "gms_token_system_client $SYSTEM secret_file=$colon_secret;"],
     ['an empty system client secret', file('empty-secret' => ''),
      "gms_token_system_client $SYSTEM secret_file=$dir/empty-secret;"],
+    ['a leeway over an hour', undef,
+     "gms_token_signing_key_file $key_file; gms_token_jwt_leeway 2h;"],
     ['a system client secret of only a newline',
      file('newline-secret' => "\n"),
      "gms_token_system_client $SYSTEM secret_file=$dir/newline-secret;"],
