@@ -110,6 +110,14 @@ sub unchanged {
          . "\n  after:  " . ($a[$i] // '(none)'));
 }
 
+# A token's hash without createdAt (which 'put' sets to the time of the put).
+sub fields {
+    my ($key) = @_;
+    my %h = @{ $redis->cmd(HGETALL => $key) };
+    delete $h{createdAt};
+    return \%h;
+}
+
 # Exit code 2, one line on stderr matching $re, and Redis untouched.
 sub refused {
     my ($res, $re, $before, $title) = @_;
@@ -190,7 +198,10 @@ my $now = int(time * 1000);
     my $key = "gms:token:$id";
     my %h = @{ $redis->cmd(HGETALL => $key) };
     my $exp = $h{expiresAt};
-    is_deeply([sort keys %h], [qw(actor expiresAt type)], 'exactly the fields');
+    is_deeply([sort keys %h], [qw(actor createdAt expiresAt type)],
+              'exactly the fields');
+    ok($h{createdAt} >= $now && $h{createdAt} < $now + 60_000,
+       'createdAt: now (for sync --prune\'s grace period)');
     is($h{actor}, $alice, 'actor');
     is($h{type}, 'PERSONAL', 'type');
     ok($exp >= $now + 30 * 86_400_000 && $exp < $now + 30 * 86_400_000 + 60_000,
@@ -234,7 +245,7 @@ my $now = int(time * 1000);
 
     # a re-put is exact: no field, no expiry left from before
     is(gms('put', '--id', $id, '--actor', $bob)->{rc}, 0, 're-put with --id');
-    is_deeply($redis->cmd(HGETALL => $key), [actor => $bob],
+    is_deeply(fields($key), { actor => $bob },
               're-put: only the fields given');
     is($redis->cmd(PEXPIRETIME => $key), -1, 're-put: no expiry left');
     is_deeply(GmsTest::json_decode(gms('show', $id)->{out}),
@@ -246,14 +257,14 @@ my $now = int(time * 1000);
     my $at = $now + 3_600_000;
     is(gms('put', '--id', $id, '--actor', $alice, '--expires-at', $at,
            '--type', 'SESSION')->{out}, "$id\n", 'put --expires-at');
-    is_deeply({ @{ $redis->cmd(HGETALL => $key) } },
+    is_deeply(fields($key),
               { actor => $alice, expiresAt => $at, type => 'SESSION' },
               'expiresAt as given');
     is($redis->cmd(PEXPIRETIME => $key), $at, 'PEXPIREAT to expiresAt');
 
     is(gms('put', '--id', $id, '--actor', $alice, '--expires-at', 0)->{rc}, 0,
        'put --expires-at 0');
-    is_deeply($redis->cmd(HGETALL => $key), [actor => $alice],
+    is_deeply(fields($key), { actor => $alice },
               '--expires-at 0: never expires, no expiresAt field');
 
     # revoke, then 401
@@ -423,7 +434,7 @@ sub token_keys {
 
     is_deeply($res, { rc => 0, err => '',
                       out => "tokens=$N added=$N updated=0 unchanged=0 "
-                             . "expired=0 pruned=0\n" },
+                             . "expired=0 pruned=0 kept=0\n" },
               "sync of $N tokens in one go");
     diag(sprintf 'gms-token sync of %d tokens in one go: %.3f s', $N, $took);
 
@@ -432,7 +443,8 @@ sub token_keys {
     for my $i (0, 1, 2, 9_998) {
         my $id = datahub_id("sync-token-$i");
         my $key = "gms:token:$id";
-        my %want = (actor => "urn:li:corpuser:user" . $i % 100);
+        my %want = (actor => "urn:li:corpuser:user" . $i % 100,
+                    createdAt => $now - 86_400_000);
         $want{expiresAt} = $future + $i if $i % 3 == 2;
         is_deeply({ @{ $redis->cmd(HGETALL => $key) } }, \%want,
                   "token $i: the fields");
@@ -449,7 +461,7 @@ sub token_keys {
     diag(sprintf 'gms-token sync of the same %d tokens again: %.3f s', $N,
          time - $t0);
     is($res->{out}, "tokens=$N added=0 updated=0 unchanged=$N expired=0 "
-                    . "pruned=0\n", 'again: every token unchanged');
+                    . "pruned=0 kept=0\n", 'again: every token unchanged');
     unchanged($state, 'again: Redis as it was (idempotent)');
 }
 
@@ -466,7 +478,7 @@ sub token_keys {
                                     total => $N + 1) } 0 .. 3;
     my $res = gms_in($input, 'sync');
     is($res->{out}, 'tokens=' . ($N + 1) . ' added=0 updated=1 unchanged='
-                    . ($N - 1) . " expired=1 pruned=0\n",
+                    . ($N - 1) . " expired=1 pruned=0 kept=0\n",
        'pages one a line: counts');
     is($redis->cmd(HGET => 'gms:token:' . datahub_id('sync-token-5000'),
                    'actor'), $bob, 'the updated token');
@@ -480,8 +492,17 @@ sub token_keys {
     push @kept, listed('new-token', $bob, undef);
     my $keys = token_keys();
     my %listed = map { ("gms:token:$_->{id}" => 1) } @kept;
-    my $stale = grep { !$listed{$_} } keys %$keys;
-    ok($stale >= 1_000, "$stale cached tokens are not in the list");
+    my @stale = grep { !$listed{$_} } keys %$keys;
+    ok(@stale >= 1_000, scalar(@stale) . ' cached tokens are not in the list');
+
+    # put by hand a moment ago (createdAt recent): spared by the grace
+    # period, since DataHub's list may not have them yet
+    my @recent = grep {
+        my $c = $redis->cmd(HGET => $_, 'createdAt');
+        defined $c && $c > $now - 60_000
+    } @stale;
+    ok(@recent >= 1, scalar(@recent) . ' of them created in the last minute');
+    my $stale = @stale - @recent;
 
     my $before = dump_redis();
     my @pages = map { [ @kept[$_ * 1000 .. ($_ * 1000 + 999 < $#kept
@@ -501,9 +522,10 @@ sub token_keys {
          scalar @kept, $stale, time - $t0);
     # sync-token-5000 changed hands above and is listed as it was at first
     is($res->{out}, 'tokens=9001 added=1 updated=1 unchanged=8999 expired=0 '
-                    . "pruned=$stale\n", 'sync --prune: counts');
-    is_deeply([sort keys %{ token_keys() }], [sort keys %listed],
-              'exactly the listed tokens are cached');
+                    . "pruned=$stale kept=" . @recent . "\n",
+       'sync --prune: counts');
+    is_deeply([sort keys %{ token_keys() }], [sort keys %listed, @recent],
+              'exactly the listed tokens are cached, and the recent ones');
     is($e->get('/entities/x', 'sync-token-9500')->{status}, 401,
        'a pruned token: 401');
     is($e->get('/entities/x', 'new-token')->{status}, 200, 'a new one: 200');
@@ -512,7 +534,8 @@ sub token_keys {
 
     $before = dump_redis();
     is(gms_in($input, 'sync', '--prune')->{out}, 'tokens=9001 added=0 '
-       . "updated=0 unchanged=9001 expired=0 pruned=0\n", 'again: nothing');
+       . "updated=0 unchanged=9001 expired=0 pruned=0 kept=" . @recent . "\n",
+       'again: nothing');
     unchanged($before, 'again: Redis as it was');
 }
 
@@ -563,7 +586,7 @@ sub token_keys {
           'another query' ],
         [ "[]\n", 'stdin:2: not a listAccessTokens page', 'an array' ],
         [ page([ listed('fresh-1', $bob, undef) ]),
-          'stdin:2: tokens\[0\]: id \S+ is also on line 1 \(tokens\[0\]\) '
+          'stdin:2: tokens\[0\]: id \S+ is also in stdin:1 \(tokens\[0\]\) '
           . 'with another actorUrn', 'one id, two users' ],
         [ "{\"data\":{\"listAccessTokens\":{\"tokens\":[],\"tokens\":[]}}}\n",
           'stdin:2: malformed JSON: duplicate object key', 'a duplicate key' ],
@@ -619,11 +642,15 @@ sub token_keys {
     my $other = "edge-other1:token:$id";
     $r2->cmd(HSET => $other, actor => $bob);
 
+    # put a minute and more ago: past the grace period
+    $r2->cmd(HSET => "${prefix}token:$id", createdAt => $now - 61_000);
+
     $res = run_tool(page([ listed('listed-token', $bob, undef, $salt) ]),
                     'sync',
                     '--prune', @at2);
     is($res->{out}, "tokens=1 added=1 updated=0 unchanged=0 expired=0 "
-                    . "pruned=1\n", 'sync --prune under a prefix with * and [');
+                    . "pruned=1 kept=0\n",
+       'sync --prune under a prefix with * and [');
     ok(!$r2->cmd(EXISTS => "${prefix}token:$id"), 'the unlisted token pruned');
     ok($r2->cmd(EXISTS => $other), 'a key outside the prefix untouched');
     is($e2->get('/entities/x', 'listed-token')->{status}, 200,

@@ -4,7 +4,7 @@
 set -eu
 
 packages="nginx nginx-dev redis-server libhiredis-dev libjansson-dev \
-libssl-dev gcc make perl openssl curl gettext-base"
+libssl-dev libcurl4-openssl-dev gcc make perl openssl curl gettext-base"
 
 [ "$#" -gt 0 ] && packages="$packages $*"
 

@@ -1,10 +1,12 @@
 
 /*
  * gms-token sync: the cached tokens made equal to DataHub's own list
- * (GraphQL listAccessTokens, one page a line).  The whole input is read
- * and checked first, so that bad input changes nothing; then every token
- * is written as 'put' writes it, in pipelined batches; --prune then walks
- * the cached tokens with SCAN and deletes those the list does not have.
+ * (GraphQL listAccessTokens, one page a line on stdin, or asked of GMS
+ * itself with --gms).  The whole list is read and checked first, so that
+ * bad input or a failed page changes nothing; then every token is written
+ * as 'put' writes it, in pipelined batches; --prune then walks the cached
+ * tokens with SCAN and deletes those the list does not have, except those
+ * created in the last minute (DataHub's search index lags behind).
  */
 
 
@@ -16,11 +18,29 @@
 #include <jansson.h>
 
 #include "gms_token_tool.h"
+#include "gms_graphql.h"
 
 
 /* tokens per pipelined batch, and keys asked of each SCAN step */
 #define GMS_SYNC_BATCH         1000
 #define GMS_SYNC_SCAN_COUNT    "1000"
+
+/* a token created this recently may be missing from DataHub's list */
+#define GMS_SYNC_PRUNE_GRACE   60000
+
+/* DataHub's ListAccessTokensResolver (auth.graphql) */
+#define GMS_SYNC_QUERY                                                       \
+    "query listAccessTokens($input: ListAccessTokenInput!) {\n"              \
+    "  listAccessTokens(input: $input) {\n"                                  \
+    "    start\n    count\n    total\n"                                      \
+    "    tokens {\n      urn\n      id\n      actorUrn\n      ownerUrn\n"    \
+    "      name\n      createdAt\n      expiresAt\n    }\n  }\n}"
+
+/* deletes a token's key unless it was created after ARGV[1]: -1 kept */
+static const char  gms_sync_prune_script[] =
+    "local c = tonumber(redis.call('HGET', KEYS[1], 'createdAt'))\n"
+    "if c and c > tonumber(ARGV[1]) then return -1 end\n"
+    "return redis.call('DEL', KEYS[1])\n";
 
 
 typedef struct {
@@ -28,6 +48,7 @@ typedef struct {
     char                  *actor;
     size_t                 actor_len;
     int64_t                expires_at;     /* ms since the epoch, 0: never */
+    int64_t                created_at;     /* ms since the epoch, 0: unknown */
     size_t                 seq;            /* input order */
     size_t                 index;          /* in its page's tokens[] */
     unsigned               line;
@@ -40,6 +61,7 @@ typedef struct {
     size_t                 nalloc;
     size_t                 pages;
     int64_t                total;          /* the largest total of a page */
+    const char            *where;          /* "stdin:" or "page " */
 } gms_sync_input_t;
 
 
@@ -49,9 +71,13 @@ typedef struct {
     size_t                 unchanged;
     size_t                 expired;
     size_t                 pruned;
+    size_t                 kept;           /* spared by the grace period */
 } gms_sync_counts_t;
 
 
+static int gms_sync_stdin(gms_tool_t *t, gms_sync_input_t *in);
+static int gms_sync_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    long page_size, gms_sync_input_t *in);
 static char *gms_sync_read_all(gms_tool_t *t, size_t *len);
 static int gms_sync_parse(gms_tool_t *t, const char *buf, size_t len,
     gms_sync_input_t *in);
@@ -73,24 +99,20 @@ static void gms_sync_free(gms_sync_input_t *in);
 
 
 int
-gms_tool_sync(gms_tool_t *t, int prune)
+gms_tool_sync(gms_tool_t *t, int prune, const struct gms_graphql_conf_s *gms,
+    long page_size)
 {
     int                rc;
-    char              *buf;
-    size_t             len;
     gms_sync_input_t   in;
     gms_sync_counts_t  counts;
 
     memset(&in, 0, sizeof(gms_sync_input_t));
     memset(&counts, 0, sizeof(gms_sync_counts_t));
 
-    buf = gms_sync_read_all(t, &len);
-    if (buf == NULL) {
-        return GMS_TOOL_USAGE;
-    }
+    in.where = gms ? "page " : "stdin:";
 
-    rc = gms_sync_parse(t, buf, len, &in);
-    free(buf);
+    rc = gms ? gms_sync_fetch(t, gms, page_size, &in)
+             : gms_sync_stdin(t, &in);
 
     if (rc != GMS_TOOL_OK) {
         goto done;
@@ -108,9 +130,11 @@ gms_tool_sync(gms_tool_t *t, int prune)
     }
 
     if (prune && in.total > (int64_t) in.ntokens) {
-        gms_tool_error(t, "stdin: %zu tokens, but listAccessTokens has a "
+        gms_tool_error(t, "%s: %zu tokens, but listAccessTokens has a "
                        "total of %lld: the list is incomplete, refusing "
-                       "to --prune", in.ntokens, (long long) in.total);
+                       "to --prune", gms ? gms->url : "stdin", in.ntokens,
+                       (long long) in.total);
+        rc = gms ? GMS_TOOL_GMS : GMS_TOOL_USAGE;
         goto done;
     }
 
@@ -128,14 +152,97 @@ gms_tool_sync(gms_tool_t *t, int prune)
     }
 
     printf("tokens=%zu added=%zu updated=%zu unchanged=%zu expired=%zu "
-           "pruned=%zu\n", in.ntokens, counts.added, counts.updated,
-           counts.unchanged, counts.expired, counts.pruned);
+           "pruned=%zu kept=%zu\n", in.ntokens, counts.added, counts.updated,
+           counts.unchanged, counts.expired, counts.pruned, counts.kept);
 
     rc = GMS_TOOL_OK;
 
 done:
 
     gms_sync_free(&in);
+
+    return rc;
+}
+
+
+static int
+gms_sync_stdin(gms_tool_t *t, gms_sync_input_t *in)
+{
+    int     rc;
+    char   *buf;
+    size_t  len;
+
+    buf = gms_sync_read_all(t, &len);
+    if (buf == NULL) {
+        return GMS_TOOL_USAGE;
+    }
+
+    rc = gms_sync_parse(t, buf, len, in);
+    free(buf);
+
+    return rc;
+}
+
+
+/*
+ * Every page of listAccessTokens, asked of GMS: until the tokens number
+ * the total it gives, or a page comes back empty.  A failed page fails
+ * the whole sync before anything is written.
+ */
+
+static int
+gms_sync_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms, long page_size,
+    gms_sync_input_t *in)
+{
+    int             rc;
+    size_t          before;
+    json_t         *vars, *list, *doc;
+    json_int_t      start;
+    unsigned        page;
+    gms_graphql_t  *g;
+
+    g = gms_graphql_open(t, gms);
+    if (g == NULL) {
+        return GMS_TOOL_GMS;
+    }
+
+    rc = GMS_TOOL_OK;
+    start = 0;
+
+    for (page = 1; /* void */ ; page++) {
+        vars = json_pack("{s:{s:I, s:I, s:[]}}", "input", "start", start,
+                         "count", (json_int_t) page_size, "filters");
+
+        list = vars ? gms_graphql_query(g, GMS_SYNC_QUERY, vars,
+                                        "listAccessTokens")
+                    : NULL;
+
+        if (list == NULL) {
+            rc = GMS_TOOL_GMS;
+            break;
+        }
+
+        /* the page as the stdin form has it, checked the same way */
+        doc = json_pack("{s:{s:o}}", "data", "listAccessTokens", list);
+
+        before = in->ntokens;
+
+        if (doc == NULL || gms_sync_page(t, doc, page, in) != GMS_TOOL_OK) {
+            json_decref(doc);
+            rc = GMS_TOOL_GMS;
+            break;
+        }
+
+        json_decref(doc);
+
+        if (in->ntokens == before || (int64_t) in->ntokens >= in->total) {
+            break;
+        }
+
+        start += in->ntokens - before;
+    }
+
+    gms_graphql_close(g);
 
     return rc;
 }
@@ -227,7 +334,7 @@ gms_sync_parse(gms_tool_t *t, const char *buf, size_t len,
                          &err);
 
         if (doc == NULL) {
-            gms_tool_error(t, "stdin:%u: malformed JSON: %s",
+            gms_tool_error(t, "%s%u: malformed JSON: %s", in->where,
                            gms_sync_error_line(buf, len, off, line, &err),
                            err.text);
             return GMS_TOOL_USAGE;
@@ -264,24 +371,24 @@ gms_sync_page(gms_tool_t *t, json_t *doc, unsigned line,
         message = json_object_get(json_array_get(errors, 0), "message");
         shown = gms_sync_shown(message);
 
-        gms_tool_error(t, "stdin:%u: the page carries GraphQL errors%s%s",
-                       line, shown ? ": " : "", shown ? shown : "");
+        gms_tool_error(t, "%s%u: the page carries GraphQL errors%s%s",
+                       in->where, line, shown ? ": " : "", shown ? shown : "");
         return GMS_TOOL_USAGE;
     }
 
     list = json_object_get(json_object_get(doc, "data"), "listAccessTokens");
 
     if (!json_is_object(list)) {
-        gms_tool_error(t, "stdin:%u: not a listAccessTokens page: no "
-                       "data.listAccessTokens object", line);
+        gms_tool_error(t, "%s%u: not a listAccessTokens page: no "
+                       "data.listAccessTokens object", in->where, line);
         return GMS_TOOL_USAGE;
     }
 
     tokens = json_object_get(list, "tokens");
 
     if (!json_is_array(tokens)) {
-        gms_tool_error(t, "stdin:%u: data.listAccessTokens.tokens is %s",
-                       line, tokens ? "not an array" : "missing");
+        gms_tool_error(t, "%s%u: data.listAccessTokens.tokens is %s",
+                       in->where, line, tokens ? "not an array" : "missing");
         return GMS_TOOL_USAGE;
     }
 
@@ -289,8 +396,8 @@ gms_sync_page(gms_tool_t *t, json_t *doc, unsigned line,
 
     if (total) {
         if (!json_is_integer(total) || json_integer_value(total) < 0) {
-            gms_tool_error(t, "stdin:%u: data.listAccessTokens.total is not "
-                           "a count", line);
+            gms_tool_error(t, "%s%u: data.listAccessTokens.total is not "
+                           "a count", in->where, line);
             return GMS_TOOL_USAGE;
         }
 
@@ -317,13 +424,13 @@ static int
 gms_sync_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
     gms_sync_input_t *in)
 {
-    json_t            *id, *actor, *expires;
-    int64_t            ms;
+    json_t            *id, *actor, *expires, *created;
+    int64_t            ms, created_ms;
     const char        *shown;
     gms_sync_token_t  *tok, *p;
 
     if (!json_is_object(v)) {
-        gms_tool_error(t, "stdin:%u: tokens[%zu] is not an object", line,
+        gms_tool_error(t, "%s%u: tokens[%zu] is not an object", in->where, line,
                        index);
         return GMS_TOOL_USAGE;
     }
@@ -331,7 +438,7 @@ gms_sync_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
     id = json_object_get(v, "id");
 
     if (!json_is_string(id)) {
-        gms_tool_error(t, "stdin:%u: tokens[%zu]: id is %s", line, index,
+        gms_tool_error(t, "%s%u: tokens[%zu]: id is %s", in->where, line, index,
                        id ? "not a string" : "missing");
         return GMS_TOOL_USAGE;
     }
@@ -339,8 +446,8 @@ gms_sync_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
     if (!gms_token_id_valid(json_string_value(id), json_string_length(id))) {
         shown = gms_sync_shown(id);
 
-        gms_tool_error(t, "stdin:%u: tokens[%zu]: id %s%s%sis not base64 "
-                       "of 32 bytes", line, index, shown ? "'" : "",
+        gms_tool_error(t, "%s%u: tokens[%zu]: id %s%s%sis not base64 "
+                       "of 32 bytes", in->where, line, index, shown ? "'" : "",
                        shown ? shown : "", shown ? "' " : "");
         return GMS_TOOL_USAGE;
     }
@@ -348,7 +455,7 @@ gms_sync_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
     actor = json_object_get(v, "actorUrn");
 
     if (!json_is_string(actor)) {
-        gms_tool_error(t, "stdin:%u: tokens[%zu]: actorUrn is %s", line,
+        gms_tool_error(t, "%s%u: tokens[%zu]: actorUrn is %s", in->where, line,
                        index, actor ? "not a string" : "missing");
         return GMS_TOOL_USAGE;
     }
@@ -358,18 +465,33 @@ gms_sync_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
     {
         shown = gms_sync_shown(actor);
 
-        gms_tool_error(t, "stdin:%u: tokens[%zu]: actorUrn %s%s%sis not a "
-                       "user URN (urn:li:..., no control characters)", line,
+        gms_tool_error(t, "%s%u: tokens[%zu]: actorUrn %s%s%sis not a "
+                       "user URN (urn:li:..., no control characters)", in->where, line,
                        index, shown ? "'" : "", shown ? shown : "",
                        shown ? "' " : "");
         return GMS_TOOL_USAGE;
     }
 
+    /* optional: when it was made, for --prune's grace period */
+    created = json_object_get(v, "createdAt");
+    created_ms = 0;
+
+    if (created != NULL && !json_is_null(created)) {
+        if (!json_is_integer(created) || json_integer_value(created) < 0) {
+            gms_tool_error(t, "%s%u: tokens[%zu]: createdAt is neither "
+                           "milliseconds since the epoch nor null",
+                           in->where, line, index);
+            return GMS_TOOL_USAGE;
+        }
+
+        created_ms = json_integer_value(created);
+    }
+
     expires = json_object_get(v, "expiresAt");
 
     if (expires == NULL) {
-        gms_tool_error(t, "stdin:%u: tokens[%zu]: expiresAt is missing "
-                       "(null for a token that never expires)", line, index);
+        gms_tool_error(t, "%s%u: tokens[%zu]: expiresAt is missing "
+                       "(null for a token that never expires)", in->where, line, index);
         return GMS_TOOL_USAGE;
     }
 
@@ -380,8 +502,8 @@ gms_sync_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
         ms = json_integer_value(expires);
 
     } else {
-        gms_tool_error(t, "stdin:%u: tokens[%zu]: expiresAt is neither "
-                       "milliseconds since the epoch nor null", line, index);
+        gms_tool_error(t, "%s%u: tokens[%zu]: expiresAt is neither "
+                       "milliseconds since the epoch nor null", in->where, line, index);
         return GMS_TOOL_USAGE;
     }
 
@@ -410,6 +532,7 @@ gms_sync_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
     memcpy(tok->actor, json_string_value(actor), tok->actor_len + 1);
     memcpy(tok->id, json_string_value(id), GMS_TOKEN_ID_LEN + 1);
     tok->expires_at = ms;
+    tok->created_at = created_ms;
     tok->seq = in->ntokens;
     tok->index = index;
     tok->line = line;
@@ -453,10 +576,10 @@ gms_sync_unique(gms_tool_t *t, gms_sync_input_t *in)
             || memcmp(a->actor, b->actor, a->actor_len) != 0
             || a->expires_at != b->expires_at)
         {
-            gms_tool_error(t, "stdin:%u: tokens[%zu]: id %s is also on line "
-                           "%u (tokens[%zu]) with another actorUrn or "
-                           "expiresAt", b->line, b->index, b->id, a->line,
-                           a->index);
+            gms_tool_error(t, "%s%u: tokens[%zu]: id %s is also in %s%u "
+                           "(tokens[%zu]) with another actorUrn or "
+                           "expiresAt", in->where, b->line, b->index, b->id,
+                           in->where, a->line, a->index);
 
             /* [n, i) were moved down or freed: keep gms_sync_free exact */
             for ( /* void */ ; i < in->ntokens; i++) {
@@ -511,6 +634,8 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
                 tok.actor = s->actor;
                 tok.actor_len = s->actor_len;
                 tok.expires_at = s->expires_at;
+            tok.created_at = s->created_at;
+                tok.created_at = s->created_at;
                 gms_tool_put_append(t, key, key_len, &tok);
             }
 
@@ -537,6 +662,7 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
             tok.actor = s->actor;
             tok.actor_len = s->actor_len;
             tok.expires_at = s->expires_at;
+            tok.created_at = s->created_at;
 
             if (gms_tool_put_read(t, &tok, &rc) != 0) {
                 return -1;
@@ -568,9 +694,11 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
     int          rc;
     char        *pattern, *p, cursor[32];
     size_t       i, n, base, len;
+    int64_t      cutoff;
     redisReply  *reply, *keys, *key, *del;
 
     base = t->prefix_len + sizeof(GMS_KEY_TOKEN) - 1;
+    cutoff = gms_tool_now_ms() - GMS_SYNC_PRUNE_GRACE;
 
     /* the prefix is any bytes: its glob characters must match themselves */
     pattern = malloc(2 * t->prefix_len + sizeof(GMS_KEY_TOKEN "*"));
@@ -629,7 +757,9 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
                 continue;
             }
 
-            redisAppendCommand(t->ctx, "DEL %b", key->str, key->len);
+            redisAppendCommand(t->ctx, "EVAL %s 1 %b %lld",
+                               gms_sync_prune_script, key->str, key->len,
+                               (long long) cutoff);
             n++;
         }
 
@@ -646,7 +776,12 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
 
             /* SCAN may return a key twice: count what DEL really removed */
             if (del->type == REDIS_REPLY_INTEGER) {
-                counts->pruned += del->integer;
+                if (del->integer < 0) {
+                    counts->kept++;
+
+                } else {
+                    counts->pruned += del->integer;
+                }
             }
 
             freeReplyObject(del);

@@ -19,6 +19,7 @@
 #include <openssl/crypto.h>
 
 #include "gms_token_tool.h"
+#include "gms_graphql.h"
 
 
 #define GMS_TOOL_FILE_MAX      65536
@@ -32,6 +33,16 @@
     "  --db N                the Redis database (default 0)\n"                \
     "  --prefix STRING       the key prefix (default gms:), as\n"             \
     "                        gms_token_key_prefix\n"
+
+
+#define GMS_TOOL_GMS_USAGE                                                    \
+    "\nGMS options:\n"                                                        \
+    "  --gms URL             GMS's base URL (GraphQL at URL/api/graphql)\n"   \
+    "  --gms-token-file FILE a token of an account holding Manage All\n"      \
+    "                        Access Tokens, from a file (never an argument)\n"\
+    "  --gms-ca-file FILE    the CAs to verify GMS's TLS certificate with\n"  \
+    "                        (default: the system's)\n"                      \
+    "  --gms-timeout TIME    a request's time limit (default 30s)\n"
 
 
 typedef enum {
@@ -48,6 +59,11 @@ typedef enum {
     GMS_OPT_EXPIRES_IN,
     GMS_OPT_TYPE,
     GMS_OPT_PRUNE,
+    GMS_OPT_GMS,
+    GMS_OPT_GMS_TOKEN_FILE,
+    GMS_OPT_GMS_CA_FILE,
+    GMS_OPT_GMS_TIMEOUT,
+    GMS_OPT_PAGE_SIZE,
     GMS_OPT_HELP,
     GMS_OPT_N
 } gms_tool_opt_e;
@@ -59,6 +75,10 @@ typedef enum {
                                 | GMS_OPT(GMS_OPT_PREFIX))
 #define GMS_OPTS_SALT          (GMS_OPT(GMS_OPT_SALT)                         \
                                 | GMS_OPT(GMS_OPT_SALT_FILE))
+#define GMS_OPTS_GMS           (GMS_OPT(GMS_OPT_GMS)                          \
+                                | GMS_OPT(GMS_OPT_GMS_TOKEN_FILE)             \
+                                | GMS_OPT(GMS_OPT_GMS_CA_FILE)                \
+                                | GMS_OPT(GMS_OPT_GMS_TIMEOUT))
 
 
 typedef struct {
@@ -91,8 +111,6 @@ static int gms_tool_salt(gms_tool_t *t, gms_tool_args_t *a, char **salt,
     size_t *len);
 static int gms_tool_token_stdin(gms_tool_t *t, const char *salt,
     size_t salt_len, char id[GMS_TOKEN_ID_LEN + 1]);
-static char *gms_tool_read_file(gms_tool_t *t, const char *option,
-    const char *path, size_t *len);
 static int gms_tool_check_id(gms_tool_t *t, const char *id);
 static int gms_tool_check_actor(gms_tool_t *t, const char *urn);
 static int gms_tool_parse_duration(const char *s, int64_t *ms);
@@ -116,6 +134,12 @@ static const struct option  gms_tool_long_options[] = {
     { "expires-in",    required_argument, NULL, 256 + GMS_OPT_EXPIRES_IN },
     { "type",          required_argument, NULL, 256 + GMS_OPT_TYPE },
     { "prune",         no_argument,       NULL, 256 + GMS_OPT_PRUNE },
+    { "gms",           required_argument, NULL, 256 + GMS_OPT_GMS },
+    { "gms-token-file", required_argument, NULL,
+      256 + GMS_OPT_GMS_TOKEN_FILE },
+    { "gms-ca-file",   required_argument, NULL, 256 + GMS_OPT_GMS_CA_FILE },
+    { "gms-timeout",   required_argument, NULL, 256 + GMS_OPT_GMS_TIMEOUT },
+    { "page-size",     required_argument, NULL, 256 + GMS_OPT_PAGE_SIZE },
     { "help",          no_argument,       NULL, 256 + GMS_OPT_HELP },
     { NULL, 0, NULL, 0 }
 };
@@ -222,9 +246,16 @@ static const gms_tool_command_t  gms_tool_commands[] = {
       GMS_TOOL_CONN_USAGE },
 
     { "sync", gms_tool_sync_command,
-      GMS_OPTS_CONN | GMS_OPT(GMS_OPT_PRUNE), 0, 0,
+      GMS_OPTS_CONN | GMS_OPTS_GMS | GMS_OPT(GMS_OPT_PRUNE)
+      | GMS_OPT(GMS_OPT_PAGE_SIZE), 0, 0,
       "Usage: gms-token sync [--prune] [connection options] < tokens.json\n"
+      "       gms-token sync --gms URL [--prune] [--page-size N] "
+      "[GMS options]\n"
+      "                      [connection options]\n"
       "\n"
+      "With --gms, the pages are asked of GMS itself (listAccessTokens,\n"
+      "--page-size tokens a page, default 100); a failed page changes\n"
+      "nothing.  Else:\n"
       "Caches every token of DataHub's GraphQL listAccessTokens answer read\n"
       "on stdin: {\"data\":{\"listAccessTokens\":{\"total\":T,\"tokens\":"
       "[{\"id\",\n"
@@ -239,7 +270,11 @@ static const gms_tool_command_t  gms_tool_commands[] = {
       "\n"
       "  --prune  also delete cached tokens that are not in the input; "
       "refused\n"
-      "           when the input has fewer tokens than its total says\n"
+      "           when the input has fewer tokens than its total says; "
+      "tokens\n"
+      "           created in the last minute are kept (DataHub's index "
+      "lags)\n"
+      GMS_TOOL_GMS_USAGE
       GMS_TOOL_CONN_USAGE },
 
     { NULL, NULL, 0, 0, 0, NULL }
@@ -460,6 +495,9 @@ gms_tool_put(gms_tool_t *t, gms_tool_args_t *a)
 
     tok.type = type;
     now = gms_tool_now_ms();
+
+    /* for sync --prune's grace period: DataHub may not list it yet */
+    tok.created_at = now;
 
     if (a->val[GMS_OPT_EXPIRES_AT]) {
         if (a->val[GMS_OPT_EXPIRES_AT][0] == '\0'
@@ -853,7 +891,57 @@ gms_tool_privileges(gms_tool_t *t, gms_tool_args_t *a)
 static int
 gms_tool_sync_command(gms_tool_t *t, gms_tool_args_t *a)
 {
-    return gms_tool_sync(t, a->val[GMS_OPT_PRUNE] != NULL);
+    char                *end;
+    long                 page_size;
+    int64_t              ms;
+    gms_graphql_conf_t   gms;
+
+    if (a->val[GMS_OPT_GMS] == NULL) {
+        if (a->val[GMS_OPT_GMS_TOKEN_FILE] || a->val[GMS_OPT_GMS_CA_FILE]
+            || a->val[GMS_OPT_GMS_TIMEOUT] || a->val[GMS_OPT_PAGE_SIZE])
+        {
+            gms_tool_error(t, "the GMS options and --page-size need --gms");
+            return GMS_TOOL_USAGE;
+        }
+
+        return gms_tool_sync(t, a->val[GMS_OPT_PRUNE] != NULL, NULL, 0);
+    }
+
+    memset(&gms, 0, sizeof(gms_graphql_conf_t));
+    gms.url = a->val[GMS_OPT_GMS];
+    gms.token_file = a->val[GMS_OPT_GMS_TOKEN_FILE];
+    gms.ca_file = a->val[GMS_OPT_GMS_CA_FILE];
+    gms.timeout_ms = 30000;
+
+    if (a->val[GMS_OPT_GMS_TIMEOUT]) {
+        if (gms_tool_parse_duration(a->val[GMS_OPT_GMS_TIMEOUT], &ms) != 0
+            || ms <= 0 || ms > 3600000)
+        {
+            gms_tool_error(t, "--gms-timeout: '%s' is not a time from 1s "
+                           "to 1h (as 30s, 2m)",
+                           gms_tool_shown(a->val[GMS_OPT_GMS_TIMEOUT]));
+            return GMS_TOOL_USAGE;
+        }
+
+        gms.timeout_ms = (long) ms;
+    }
+
+    page_size = 100;
+
+    if (a->val[GMS_OPT_PAGE_SIZE]) {
+        errno = 0;
+        page_size = strtol(a->val[GMS_OPT_PAGE_SIZE], &end, 10);
+
+        if (errno || *end != '\0' || end == a->val[GMS_OPT_PAGE_SIZE]
+            || page_size < 1 || page_size > 10000)
+        {
+            gms_tool_error(t, "--page-size: '%s' is not a count from 1 to "
+                           "10000", gms_tool_shown(a->val[GMS_OPT_PAGE_SIZE]));
+            return GMS_TOOL_USAGE;
+        }
+    }
+
+    return gms_tool_sync(t, a->val[GMS_OPT_PRUNE] != NULL, &gms, page_size);
 }
 
 
@@ -1036,9 +1124,9 @@ gms_tool_put_append(gms_tool_t *t, const char *key, size_t key_len,
     const gms_tool_token_t *tok)
 {
     int          n;
-    char         ms[24];
-    size_t       lens[8];
-    const char  *argv[8];
+    char         ms[24], created[24];
+    size_t       lens[10];
+    const char  *argv[10];
 
     snprintf(ms, sizeof(ms), "%lld", (long long) tok->expires_at);
 
@@ -1068,6 +1156,15 @@ gms_tool_put_append(gms_tool_t *t, const char *key, size_t key_len,
         lens[n++] = 4;
         argv[n] = tok->type;
         lens[n++] = strlen(tok->type);
+    }
+
+    if (tok->created_at) {
+        snprintf(created, sizeof(created), "%lld",
+                 (long long) tok->created_at);
+        argv[n] = "createdAt";
+        lens[n++] = 9;
+        argv[n] = created;
+        lens[n++] = strlen(created);
     }
 
     redisAppendCommandArgv(t->ctx, n, argv, lens);
@@ -1297,7 +1394,7 @@ done:
 
 /* a secret from a file: its bytes without one trailing newline */
 
-static char *
+char *
 gms_tool_read_file(gms_tool_t *t, const char *option, const char *path,
     size_t *len)
 {

@@ -22,6 +22,7 @@
 #define GMS_TOOL_NOT_FOUND     1
 #define GMS_TOOL_USAGE         2
 #define GMS_TOOL_REDIS         3
+#define GMS_TOOL_GMS           4
 
 /* the longest actor URN accepted; DataHub's own URNs are far shorter */
 
@@ -42,6 +43,7 @@ typedef struct {
     const char            *actor;
     size_t                 actor_len;
     int64_t                expires_at;     /* ms since the epoch, 0: never */
+    int64_t                created_at;     /* ms since the epoch, 0: unknown */
     const char            *type;           /* NULL: none */
 } gms_tool_token_t;
 
@@ -66,7 +68,12 @@ int gms_tool_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
     gms_tool_put_rc_e *rc);
 int gms_tool_reply_error(gms_tool_t *t, redisReply *reply, const char *what);
 
-int gms_tool_sync(gms_tool_t *t, int prune);
+char *gms_tool_read_file(gms_tool_t *t, const char *option,
+    const char *path, size_t *len);
+
+struct gms_graphql_conf_s;
+int gms_tool_sync(gms_tool_t *t, int prune,
+    const struct gms_graphql_conf_s *gms, long page_size);
 
 
 #endif /* _GMS_TOKEN_TOOL_H_INCLUDED_ */

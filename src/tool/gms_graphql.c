@@ -1,0 +1,298 @@
+
+/*
+ * gms-token's GraphQL client for GMS: one POST of {"query", "variables"}
+ * to <gms>/api/graphql per call, with the token of an account that may
+ * list every access token (Authorization: Bearer), over libcurl.  TLS
+ * peers are verified (the system's CAs, or --gms-ca-file); redirects are
+ * not followed; an answer is read up to GMS_GRAPHQL_ANSWER_MAX.  Every
+ * failure is one line on stderr: the transport's error, the HTTP status,
+ * or GraphQL's errors[0].message.  The token is never printed.
+ */
+
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <openssl/crypto.h>
+
+#include "gms_graphql.h"
+
+
+/* a listAccessTokens page of a thousand tokens is some 300 KB */
+#define GMS_GRAPHQL_ANSWER_MAX  (64 * 1024 * 1024)
+
+
+struct gms_graphql_s {
+    gms_tool_t            *tool;
+    CURL                  *curl;
+    struct curl_slist     *headers;
+    char                  *endpoint;
+    char                  *answer;
+    size_t                 len;
+    size_t                 size;
+    int                    too_big;
+    char                   error[CURL_ERROR_SIZE];
+};
+
+
+static size_t gms_graphql_write(char *data, size_t size, size_t n,
+    void *userdata);
+
+
+gms_graphql_t *
+gms_graphql_open(gms_tool_t *t, const gms_graphql_conf_t *c)
+{
+    char           *token, *auth;
+    size_t          len, token_len;
+    gms_graphql_t  *g;
+
+    if (strncmp(c->url, "http://", 7) != 0
+        && strncmp(c->url, "https://", 8) != 0)
+    {
+        gms_tool_error(t, "--gms: '%s' is not an http:// or https:// URL",
+                       c->url);
+        return NULL;
+    }
+
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        gms_tool_error(t, "cannot initialise libcurl");
+        return NULL;
+    }
+
+    g = calloc(1, sizeof(gms_graphql_t));
+    if (g == NULL) {
+        gms_tool_error(t, "out of memory");
+        return NULL;
+    }
+
+    g->tool = t;
+
+    len = strlen(c->url);
+
+    while (len > 0 && c->url[len - 1] == '/') {
+        len--;
+    }
+
+    g->endpoint = malloc(len + sizeof("/api/graphql"));
+    g->curl = curl_easy_init();
+
+    if (g->endpoint == NULL || g->curl == NULL) {
+        gms_tool_error(t, "out of memory");
+        gms_graphql_close(g);
+        return NULL;
+    }
+
+    memcpy(g->endpoint, c->url, len);
+    memcpy(g->endpoint + len, "/api/graphql", sizeof("/api/graphql"));
+
+    g->headers = curl_slist_append(NULL, "Content-Type: application/json");
+    g->headers = curl_slist_append(g->headers, "Accept: application/json");
+
+    if (c->token_file) {
+        token = gms_tool_read_file(t, "--gms-token-file", c->token_file,
+                                   &token_len);
+        if (token == NULL) {
+            gms_graphql_close(g);
+            return NULL;
+        }
+
+        auth = malloc(sizeof("Authorization: Bearer ") + token_len);
+
+        if (auth != NULL) {
+            memcpy(auth, "Authorization: Bearer ", 22);
+            memcpy(auth + 22, token, token_len + 1);
+            g->headers = curl_slist_append(g->headers, auth);
+            OPENSSL_cleanse(auth, 22 + token_len);
+            free(auth);
+        }
+
+        OPENSSL_cleanse(token, token_len);
+        free(token);
+
+        if (auth == NULL) {
+            gms_tool_error(t, "out of memory");
+            gms_graphql_close(g);
+            return NULL;
+        }
+    }
+
+    if (g->headers == NULL
+        || curl_easy_setopt(g->curl, CURLOPT_URL, g->endpoint) != CURLE_OK
+        || curl_easy_setopt(g->curl, CURLOPT_HTTPHEADER, g->headers)
+           != CURLE_OK
+        || curl_easy_setopt(g->curl, CURLOPT_PROTOCOLS_STR, "http,https")
+           != CURLE_OK
+        || curl_easy_setopt(g->curl, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK
+        || curl_easy_setopt(g->curl, CURLOPT_NOSIGNAL, 1L) != CURLE_OK
+        || curl_easy_setopt(g->curl, CURLOPT_TIMEOUT_MS, c->timeout_ms)
+           != CURLE_OK
+        || curl_easy_setopt(g->curl, CURLOPT_SSL_VERIFYPEER, 1L) != CURLE_OK
+        || curl_easy_setopt(g->curl, CURLOPT_SSL_VERIFYHOST, 2L) != CURLE_OK
+        || (c->ca_file
+            && curl_easy_setopt(g->curl, CURLOPT_CAINFO, c->ca_file)
+               != CURLE_OK)
+        || curl_easy_setopt(g->curl, CURLOPT_ERRORBUFFER, g->error)
+           != CURLE_OK
+        || curl_easy_setopt(g->curl, CURLOPT_WRITEFUNCTION, gms_graphql_write)
+           != CURLE_OK
+        || curl_easy_setopt(g->curl, CURLOPT_WRITEDATA, g) != CURLE_OK
+        || curl_easy_setopt(g->curl, CURLOPT_USERAGENT, "gms-token")
+           != CURLE_OK)
+    {
+        gms_tool_error(t, "cannot set up libcurl");
+        gms_graphql_close(g);
+        return NULL;
+    }
+
+    return g;
+}
+
+
+/*
+ * The query's data.<field> (a new reference), or NULL once the failure is
+ * reported.  variables is taken over.
+ */
+
+json_t *
+gms_graphql_query(gms_graphql_t *g, const char *query, json_t *variables,
+    const char *field)
+{
+    long           status;
+    char          *body;
+    json_t        *req, *doc, *errors, *data, *v;
+    CURLcode       rc;
+    const char    *message;
+    json_error_t   err;
+
+    req = json_pack("{s:s, s:o}", "query", query, "variables", variables);
+    body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+    json_decref(req);
+
+    if (body == NULL) {
+        gms_tool_error(g->tool, "out of memory");
+        return NULL;
+    }
+
+    g->len = 0;
+    g->too_big = 0;
+    g->error[0] = '\0';
+
+    if (curl_easy_setopt(g->curl, CURLOPT_POSTFIELDS, body) != CURLE_OK) {
+        free(body);
+        gms_tool_error(g->tool, "cannot set up libcurl");
+        return NULL;
+    }
+
+    rc = curl_easy_perform(g->curl);
+    free(body);
+
+    if (rc != CURLE_OK) {
+        gms_tool_error(g->tool, "%s: %s", g->endpoint,
+                       g->too_big ? "answer larger than 64 MB"
+                       : g->error[0] ? g->error : curl_easy_strerror(rc));
+        return NULL;
+    }
+
+    status = 0;
+    curl_easy_getinfo(g->curl, CURLINFO_RESPONSE_CODE, &status);
+
+    doc = json_loadb(g->answer ? g->answer : "", g->len, 0, &err);
+
+    errors = json_object_get(doc, "errors");
+    v = json_array_get(errors, 0);
+    message = json_string_value(json_object_get(v, "message"));
+
+    if (status != 200) {
+        gms_tool_error(g->tool, "%s: HTTP %ld%s%s", g->endpoint, status,
+                       message ? ": " : "", message ? message : "");
+        json_decref(doc);
+        return NULL;
+    }
+
+    if (!json_is_object(doc)) {
+        gms_tool_error(g->tool, "%s: the answer is not a JSON object%s%s",
+                       g->endpoint, doc ? "" : ": ", doc ? "" : err.text);
+        json_decref(doc);
+        return NULL;
+    }
+
+    if (errors != NULL && !(json_is_array(errors)
+                            && json_array_size(errors) == 0))
+    {
+        gms_tool_error(g->tool, "%s: GraphQL error: %s", g->endpoint,
+                       message ? message : "(no message)");
+        json_decref(doc);
+        return NULL;
+    }
+
+    data = json_object_get(json_object_get(doc, "data"), field);
+
+    if (!json_is_object(data)) {
+        gms_tool_error(g->tool, "%s: the answer has no data.%s object",
+                       g->endpoint, field);
+        json_decref(doc);
+        return NULL;
+    }
+
+    json_incref(data);
+    json_decref(doc);
+
+    return data;
+}
+
+
+void
+gms_graphql_close(gms_graphql_t *g)
+{
+    if (g == NULL) {
+        return;
+    }
+
+    if (g->curl) {
+        curl_easy_cleanup(g->curl);
+    }
+
+    curl_slist_free_all(g->headers);
+    free(g->endpoint);
+    free(g->answer);
+    free(g);
+}
+
+
+static size_t
+gms_graphql_write(char *data, size_t size, size_t n, void *userdata)
+{
+    gms_graphql_t *g = userdata;
+
+    char    *p;
+    size_t   len, want;
+
+    len = size * n;
+
+    if (len > GMS_GRAPHQL_ANSWER_MAX - g->len) {
+        g->too_big = 1;
+        return 0;
+    }
+
+    if (g->len + len > g->size) {
+        want = g->size ? g->size : 65536;
+
+        while (want < g->len + len) {
+            want *= 2;
+        }
+
+        p = realloc(g->answer, want);
+        if (p == NULL) {
+            return 0;
+        }
+
+        g->answer = p;
+        g->size = want;
+    }
+
+    memcpy(g->answer + g->len, data, len);
+    g->len += len;
+
+    return len;
+}

@@ -1,0 +1,34 @@
+
+/*
+ * gms-token's GraphQL client for GMS (POST <gms>/api/graphql), on libcurl.
+ */
+
+
+#ifndef _GMS_GRAPHQL_H_INCLUDED_
+#define _GMS_GRAPHQL_H_INCLUDED_
+
+
+#include <jansson.h>
+
+#include "gms_token_tool.h"
+
+
+typedef struct gms_graphql_s  gms_graphql_t;
+
+
+/* the --gms options of a command */
+typedef struct gms_graphql_conf_s {
+    const char            *url;            /* GMS's base, as http://gms:8080 */
+    const char            *token_file;     /* NULL: no Authorization */
+    const char            *ca_file;
+    long                   timeout_ms;
+} gms_graphql_conf_t;
+
+
+gms_graphql_t *gms_graphql_open(gms_tool_t *t, const gms_graphql_conf_t *c);
+json_t *gms_graphql_query(gms_graphql_t *g, const char *query,
+    json_t *variables, const char *field);
+void gms_graphql_close(gms_graphql_t *g);
+
+
+#endif /* _GMS_GRAPHQL_H_INCLUDED_ */
