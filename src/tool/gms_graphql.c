@@ -97,6 +97,27 @@ gms_graphql_open(gms_tool_t *t, const gms_graphql_conf_t *c)
             return NULL;
         }
 
+        /* one line of visible characters: nothing else goes in a header */
+
+        for (len = 0; len < token_len; len++) {
+            if ((unsigned char) token[len] <= 0x20
+                || (unsigned char) token[len] >= 0x7f)
+            {
+                break;
+            }
+        }
+
+        if (token_len == 0 || len != token_len) {
+            gms_tool_error(t, "--gms-token-file: %s: %s", c->token_file,
+                           token_len ? "the token holds a space or a "
+                                       "control character"
+                                     : "empty");
+            OPENSSL_cleanse(token, token_len);
+            free(token);
+            gms_graphql_close(g);
+            return NULL;
+        }
+
         auth = malloc(sizeof("Authorization: Bearer ") + token_len);
 
         if (auth != NULL) {

@@ -163,7 +163,8 @@ static const char  gms_tool_usage[] =
     "(listAccessTokens)\n"
     "\n"
     "'gms-token COMMAND --help' describes a command and its options.\n"
-    "Exit status: 0 ok, 1 not found, 2 usage or bad input, 3 Redis error.\n";
+    "Exit status: 0 ok, 1 not found, 2 usage or bad input, 3 Redis error,\n"
+    "4 GMS error.\n";
 
 
 static const gms_tool_command_t  gms_tool_commands[] = {

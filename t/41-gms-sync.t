@@ -1,0 +1,625 @@
+#!/usr/bin/perl
+
+# gms-token sync --gms: the tool asks GMS itself for the list of access
+# tokens (POST <gms>/api/graphql, listAccessTokens, page after page) instead
+# of reading pages on stdin, against a real redis-server and a stand-in GMS
+# (GmsTest::GraphQL, whose shapes come from DataHub's schema and resolver
+# and from t/fixtures/datahub).  What GMS receives (the query, the
+# variables, the Bearer token), the counts, the hashes with createdAt,
+# --prune and its grace for tokens younger than a minute (DataHub's search
+# index lags behind a new token), and every failure (401, a GraphQL error,
+# a bad second page, an incomplete list, a timeout, a dead port, a body
+# that is not JSON) refused in one line with Redis left byte for byte as
+# it was.  The GMS token is never printed nor put on a command line.
+
+use strict;
+use warnings;
+
+use Test::More;
+use Cwd qw(abs_path);
+use Digest::SHA qw(sha256);
+use File::Basename qw(dirname);
+use MIME::Base64 qw(encode_base64);
+use POSIX qw(WNOHANG);
+use Time::HiRes qw(sleep time);
+
+use GmsTest;
+use GmsTest::GraphQL;
+use GmsTest::HTTP;
+
+my $repo = abs_path(dirname(__FILE__) . '/..');
+my $bin = $ENV{GMS_TOKEN_BIN} // "$repo/build/gms-token";
+
+plan skip_all => "gms-token not built: $bin (run 'make tool')" unless -x $bin;
+GmsTest::need_redis();
+
+delete $ENV{GMS_REDIS_PASSWORD};
+
+my $redis = GmsTest::Redis->start;
+my @at = ('--redis', '127.0.0.1:' . $redis->port);
+
+my $dir = GmsTest::_tempdir();
+
+# The account's token, as GMS mints them (a JWT); its signature is the part
+# that must never leak.
+my $SIGNATURE = 'c2VjcmV0LWdtcy1zeW5jLXNpZ25hdHVyZS00MQ';
+my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJnbXMtdG9rZW4tc3luYyJ9.'
+             . $SIGNATURE;
+my $token_file = "$dir/gms.token";
+GmsTest::_write_file($token_file, "$SECRET\n");
+
+my $now = int(time * 1000);
+my $future = $now + 30 * 86_400_000;
+my $alice = 'urn:li:corpuser:alice';
+my $bob = 'urn:li:corpuser:bob';
+
+my $runs = 0;
+my @results;
+
+# Runs the tool (stdin empty: with --gms nothing is read there); $watch, if
+# given, is called with the tool's pid while it runs.  {rc, out, err, took}.
+sub run_tool {
+    my ($watch, @args) = @_;
+
+    my $base = "$dir/run" . ++$runs;
+    GmsTest::_write_file("$base.in", '');
+
+    my $t0 = time;
+    my $pid = fork // die "fork: $!\n";
+    if ($pid == 0) {
+        open STDIN, '<', "$base.in" or POSIX::_exit(127);
+        open STDOUT, '>', "$base.out" or POSIX::_exit(127);
+        open STDERR, '>', "$base.err" or POSIX::_exit(127);
+        exec { $bin } $bin, @args or POSIX::_exit(127);
+    }
+    while (waitpid($pid, WNOHANG) == 0) {
+        $watch->($pid) if $watch;
+        sleep 0.05;
+    }
+
+    my $res = { rc   => $? & 127 ? 128 + ($? & 127) : $? >> 8,
+                out  => GmsTest::_slurp("$base.out"),
+                err  => GmsTest::_slurp("$base.err"),
+                took => time - $t0 };
+    push @results, [ "@args", $res ];
+    return $res;
+}
+
+# sync from the stand-in, with the account's token, on the test's Redis.
+sub sync_from {
+    my ($gms, @args) = @_;
+    return run_tool(undef, 'sync', '--gms', $gms->url, '--gms-token-file',
+                    $token_file, @args, @at);
+}
+
+sub counts {
+    my (%c) = @_;
+    return join(' ', map { "$_=" . ($c{$_} // 0) }
+                     qw(tokens added updated unchanged expired pruned kept))
+           . "\n";
+}
+
+# DataHub's StatefulTokenService.hash() with no salt.
+sub datahub_id {
+    my ($token) = @_;
+    return encode_base64(sha256($token), '');
+}
+
+# A token as listAccessTokens lists it; expires => undef: never.
+sub listed {
+    my ($name, %o) = @_;
+    my $id = datahub_id($name);
+    my $actor = $o{actor} // $alice;
+    return { urn => "urn:li:dataHubAccessToken:$id", id => $id,
+             actorUrn => $actor, ownerUrn => $o{owner} // $actor,
+             name => $name, createdAt => $o{created} // $now - 86_400_000,
+             expiresAt => exists $o{expires} ? $o{expires} : $future };
+}
+
+sub key_of { return "gms:token:$_[0]{id}" }
+
+# The hash a listed token is cached as.
+sub cached_as {
+    my ($t) = @_;
+    my %h = (actor => $t->{actorUrn}, createdAt => $t->{createdAt});
+    $h{expiresAt} = $t->{expiresAt} if defined $t->{expiresAt};
+    return \%h;
+}
+
+sub hash_of { return { @{ $redis->cmd(HGETALL => $_[0]) } } }
+
+# The whole dataset in one string, expiry times included (as t/40).
+my $DUMP = <<'LUA';
+local out, seen, cursor = {}, {}, '0'
+repeat
+  local r = redis.call('SCAN', cursor, 'COUNT', 1000)
+  cursor = r[1]
+  for _, k in ipairs(r[2]) do
+    if not seen[k] then
+      seen[k] = true
+      local t = redis.call('TYPE', k)['ok']
+      local v = {}
+      if t == 'hash' then
+        local h = redis.call('HGETALL', k)
+        for i = 1, #h, 2 do v[#v + 1] = h[i] .. '=' .. h[i + 1] end
+      elseif t == 'set' then
+        v = redis.call('SMEMBERS', k)
+      elseif t == 'string' then
+        v = {redis.call('GET', k)}
+      end
+      table.sort(v)
+      out[#out + 1] = k .. ' ' .. t .. ' [' .. table.concat(v, ',') .. '] '
+                      .. redis.call('PEXPIRETIME', k)
+    end
+  end
+until cursor == '0'
+table.sort(out)
+return table.concat(out, '\n')
+LUA
+
+sub dump_redis { return $redis->cmd(EVAL => $DUMP, 0) }
+
+sub unchanged {
+    my ($before, $title) = @_;
+    my $after = dump_redis();
+    return pass($title) if $after eq $before;
+    my @b = split /\n/, $before;
+    my @a = split /\n/, $after;
+    my $last = $#a > $#b ? $#a : $#b;
+    my ($i) = grep { ($b[$_] // '') ne ($a[$_] // '') } 0 .. $last;
+    fail($title);
+    diag("first difference:\n  before: " . ($b[$i] // '(none)')
+         . "\n  after:  " . ($a[$i] // '(none)'));
+}
+
+# Every key as DUMP has it, to put the dataset back as it was between
+# cases, so that one case's damage does not hide the next one's.
+sub snapshot {
+    return [ map { [ $_, $redis->cmd(DUMP => $_),
+                     $redis->cmd(PEXPIRETIME => $_) ] }
+             @{ $redis->cmd(KEYS => '*') } ];
+}
+
+sub restore {
+    my ($snap) = @_;
+    $redis->cmd('FLUSHALL');
+    for (@$snap) {
+        my ($key, $bytes, $at) = @$_;
+        $redis->cmd(RESTORE => $key, $at > 0 ? ($at, $bytes, 'ABSTTL')
+                                             : (0, $bytes));
+    }
+}
+
+sub no_secret {
+    my ($res, $title) = @_;
+    my $all = $res->{out} . $res->{err};
+    ok(index($all, $SECRET) < 0 && index($all, $SIGNATURE) < 0, $title);
+}
+
+# Non-zero exit (not a crash), one line on stderr matching $re, nothing on
+# stdout, the token not shown, Redis untouched.
+sub refused {
+    my ($res, $re, $before, $title) = @_;
+    subtest $title => sub {
+        ok($res->{rc} > 0 && $res->{rc} < 128,
+           "exit status non-zero ($res->{rc})");
+        like($res->{err}, qr/^gms-token: [^\n]*$re[^\n]*\n\z/,
+             'one line on stderr naming the fault');
+        is($res->{out}, '', 'nothing on stdout');
+        no_secret($res, 'the GMS token not shown');
+        unchanged($before, 'Redis unchanged');
+    };
+}
+
+sub normalized { (my $q = $_[0]) =~ s/\s+/ /g; return $q }
+
+my $fixture_request =
+    GmsTest::json_decode(GmsTest::GraphQL->fixture(
+        'listAccessTokens-page.request.json'));
+my $QUERY = $fixture_request->{query};
+my $fixture_page = GmsTest::GraphQL->fixture('listAccessTokens-page.json');
+my $fixture_tokens =
+    GmsTest::json_decode($fixture_page)->{data}{listAccessTokens}{tokens};
+
+# What GMS received: each a POST of the query with the variables of
+# [start, count] pages, JSON, with the account's token (or none).
+sub received {
+    my ($gms, $pages, $auth, $title) = @_;
+    subtest $title => sub {
+        my $reqs = $gms->requests;
+        is_deeply($gms->pages_asked, $pages, 'the pages asked, in order');
+        for my $r (@$reqs) {
+            my $what = 'request ' . ($r->{json}{variables}{input}{start}
+                                     // '?');
+            is("$r->{method} $r->{uri}", 'POST /api/graphql',
+               "$what: POST /api/graphql");
+            like($r->{header}{'content-type'} // '',
+                 qr{^application/json(?:;\s*charset=utf-8)?\z}i,
+                 "$what: Content-Type: application/json");
+            is($r->{header}{authorization}, $auth, "$what: Authorization");
+            is(normalized($r->{json}{query} // ''), normalized($QUERY),
+               "$what: the query of the fixture");
+            is_deeply([sort keys %{ $r->{json} // {} }],
+                      [qw(query variables)], "$what: query and variables");
+        }
+        is_deeply([ map { $_->{json}{variables} } @$reqs ],
+                  [ map { { input => { start => $_->[0], count => $_->[1],
+                                       filters => [] } } } @$pages ],
+                  'variables: {input: {start, count, filters: []}}');
+    };
+}
+
+
+# --- the stand-in answers as the fixtures say GMS does ----------------------
+
+{
+    my $gms = GmsTest::GraphQL->start(token => $SECRET,
+                                      tokens => [reverse @$fixture_tokens]);
+    my $body = GmsTest::json_encode($fixture_request);
+    my @json = ('Content-Type' => 'application/json');
+    my $post = sub {
+        GmsTest::HTTP::request($gms->port, 'POST', '/api/graphql',
+                               [@_], $body);
+    };
+
+    my $r = $post->([Authorization => "Bearer $SECRET"], [@json]);
+    is($r->{status}, 200, 'stand-in: 200');
+    is("$r->{body}\n", $fixture_page,
+       'stand-in: the fixture request, the fixture page (tokens sorted by '
+       . 'expiresAt, count as asked)');
+
+    my $missing = GmsTest::json_decode(GmsTest::GraphQL->fixture(
+        'gms-0.13-401-missing-token.http.json'))->{response};
+    $r = $post->([@json], [Accept => '*/*']);
+    is_deeply([$r->{status}, $r->{headers}{'content-type'}, $r->{body}],
+              [401, $missing->{headers}{'Content-Type'}, $missing->{body}],
+              "stand-in: no Authorization, Jetty's 401 page");
+    $r = $post->([Authorization => 'Bearer nope'], [@json],
+                 [Accept => 'application/json']);
+    is($r->{status}, 401, 'stand-in: a wrong token, 401');
+    is_deeply(GmsTest::json_decode($r->{body}),
+              { servlet => 'apiServlet', url => '/api/graphql',
+                status => '401',
+                message => 'Unauthorized to perform this action.' },
+              "stand-in: to Accept: application/json, Jetty's JSON variant");
+
+    $gms->misbehave(graphql_error => 1);
+    $r = $post->([Authorization => "Bearer $SECRET"]);
+    is("$r->{status} $r->{body}\n",
+       '200 ' . GmsTest::GraphQL->fixture(
+           'graphql-error-listAccessTokens-unauthorized.json'),
+       "stand-in: the resolver's GraphQL error, as the fixture");
+    $gms->misbehave;
+
+    $r = GmsTest::HTTP::request($gms->port, 'POST', '/api/graphql',
+                                [[Authorization => "Bearer $SECRET"]],
+                                '{"variables":{}}');
+    is("$r->{status} '$r->{body}'", "400 ''",
+       'stand-in: no query, 400 with an empty body');
+
+    $gms->stop;
+}
+
+
+# --- the fixture's page, synced from the stand-in ---------------------------
+
+my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => $fixture_tokens);
+
+{
+    $redis->cmd(SADD => "gms:actor:$alice", 'MANAGE_ACCESS_TOKENS');
+
+    my $res = sync_from($gms);
+    is_deeply([@$res{qw(rc out err)}],
+              [0, counts(tokens => 4, added => 3, expired => 1), ''],
+              "the fixture's page: 4 tokens, 3 added, carol's expired")
+        or diag(explain($res));
+
+    received($gms, [[0, 100]], "Bearer $SECRET",
+             'one request: start 0, count 100 (the default), the token '
+             . 'from the file without its newline');
+
+    for my $t (@$fixture_tokens) {
+        my $key = key_of($t);
+        if (defined $t->{expiresAt} && $t->{expiresAt} <= $now) {
+            is($redis->cmd(EXISTS => $key), 0, "$t->{name}: expired, "
+                                                . 'not cached');
+            next;
+        }
+        is_deeply(hash_of($key), cached_as($t),
+                  "$t->{name}: actor, createdAt, expiresAt; no type");
+        is($redis->cmd(PEXPIRETIME => $key), $t->{expiresAt} // -1,
+           "$t->{name}: the key expires with the token");
+    }
+
+    is_deeply($redis->cmd(SMEMBERS => "gms:actor:$alice"),
+              ['MANAGE_ACCESS_TOKENS'], 'privileges untouched');
+}
+
+
+# --- 250 tokens, page after page --------------------------------------------
+
+my @all = map {
+    my $i = $_;
+    listed("sync-$i", actor => 'urn:li:corpuser:user' . $i % 10,
+           owner   => $i % 5 == 0 ? 'urn:li:corpuser:datahub' : undef,
+           created => $now - 86_400_000 - $i * 1000,
+           expires => $i == 249 ? $now - 60_000
+                      : $i % 3 == 0 ? undef : $future + $i)
+} 0 .. 249;
+
+{
+    $redis->cmd('FLUSHALL');
+    $redis->cmd(SADD => "gms:actor:$alice", 'MANAGE_ACCESS_TOKENS');
+    $gms->tokens(\@all);
+    $gms->clear_requests;
+
+    my $res = sync_from($gms);
+    is_deeply([@$res{qw(rc out err)}],
+              [0, counts(tokens => 250, added => 249, expired => 1), ''],
+              '250 tokens in three pages: counts');
+    received($gms, [[0, 100], [100, 100], [200, 100]], "Bearer $SECRET",
+             'pages at 0, 100, 200, then no more (250 = total)');
+
+    my (%got, %want);
+    for my $t (@all[0 .. 248]) {
+        $got{$t->{name}} = [ hash_of(key_of($t)),
+                             $redis->cmd(PEXPIRETIME => key_of($t)) ];
+        $want{$t->{name}} = [ cached_as($t), $t->{expiresAt} // -1 ];
+    }
+    is_deeply(\%got, \%want, 'every token cached: actor, createdAt, '
+                             . 'expiresAt, the key expiry');
+    is($redis->cmd(EXISTS => key_of($all[249])), 0, 'the expired one not');
+    is($redis->cmd('DBSIZE'), 250, '249 tokens and one privilege set');
+
+    my $state = dump_redis();
+    $gms->clear_requests;
+    $res = sync_from($gms);
+    is($res->{out}, counts(tokens => 250, unchanged => 249, expired => 1),
+       'again: every token unchanged');
+    unchanged($state, 'again: Redis as it was');
+
+    $gms->clear_requests;
+    $res = sync_from($gms, '--page-size', 60);
+    is($res->{out}, counts(tokens => 250, unchanged => 249, expired => 1),
+       '--page-size 60: the same tokens');
+    received($gms, [ map { [$_ * 60, 60] } 0 .. 4 ], "Bearer $SECRET",
+             '--page-size 60: five pages');
+    unchanged($state, '--page-size 60: Redis as it was');
+
+    GmsTest::_write_file("$dir/no-newline.token", $SECRET);
+    $gms->clear_requests;
+    $res = run_tool(undef, 'sync', '--gms', $gms->url, '--gms-token-file',
+                    "$dir/no-newline.token", @at);
+    is($res->{rc}, 0, 'a token file without a newline');
+    is($gms->requests->[0]{header}{authorization}, "Bearer $SECRET",
+       'without a newline: the token as it is');
+
+    my $open = GmsTest::GraphQL->start(tokens => \@all);
+    $res = run_tool(undef, 'sync', '--gms', $open->url, @at);
+    is($res->{out}, counts(tokens => 250, unchanged => 249, expired => 1),
+       'no --gms-token-file, GMS without authentication: synced');
+    my @auth = grep { exists $_->{header}{authorization} }
+               @{ $open->requests };
+    is(scalar @auth, 0, 'no --gms-token-file: no Authorization header');
+    is(scalar @{ $open->requests }, 3, 'no --gms-token-file: three pages');
+    $open->stop;
+}
+
+
+# --- put writes createdAt ---------------------------------------------------
+
+my $put_id = datahub_id('put-just-now');
+
+{
+    my $t0 = int(time * 1000);
+    my $res = run_tool(undef, 'put', '--id', $put_id, '--actor', $bob, @at);
+    my $t1 = int(time * 1000) + 1;
+    is($res->{rc}, 0, 'put');
+    my $h = hash_of("gms:token:$put_id");
+    ok(defined $h->{createdAt} && $h->{createdAt} =~ /^\d+\z/
+       && $h->{createdAt} >= $t0 && $h->{createdAt} <= $t1,
+       'put: createdAt is the time of the put, in ms')
+        or diag(explain($h));
+}
+
+
+# --- --prune, and its grace for tokens younger than a minute ----------------
+
+{
+    my @kept = (@all[5 .. 249],
+                listed('brand-new', created => int(time * 1000) - 5_000));
+    $gms->tokens(\@kept);
+
+    my $ms = int(time * 1000);
+    my %fresh = (
+        'ten-seconds'  => [actor => $bob, createdAt => $ms - 10_000],
+        'two-minutes'  => [actor => $bob, createdAt => $ms - 120_000],
+        'no-createdAt' => [actor => $bob, expiresAt => $future],
+    );
+    $redis->cmd(HSET => 'gms:token:' . datahub_id($_), @{ $fresh{$_} })
+        for sort keys %fresh;
+    $redis->cmd(PEXPIREAT => 'gms:token:' . datahub_id('no-createdAt'),
+                $future);
+
+    my %before = map { ($_ => hash_of("gms:token:$_")) }
+                 $put_id, datahub_id('ten-seconds');
+
+    my $res = sync_from($gms, '--prune');
+    is_deeply([@$res{qw(rc out err)}],
+              [0, counts(tokens => 246, added => 1, unchanged => 244,
+                         expired => 1, pruned => 7, kept => 2), ''],
+              'sync --prune: 5 unlisted tokens, 2 old ones pruned, '
+              . '2 younger than a minute kept')
+        or diag(explain($res));
+
+    is_deeply({ map { ($_ => hash_of("gms:token:$_")) } keys %before },
+              \%before, 'the tokens put 10 s ago and just now: kept as '
+                        . 'they were');
+    is($redis->cmd(EXISTS => 'gms:token:' . datahub_id('two-minutes')), 0,
+       'a token created 2 minutes ago, not listed: pruned');
+    is($redis->cmd(EXISTS => 'gms:token:' . datahub_id('no-createdAt')), 0,
+       'a token without createdAt, not listed: pruned');
+    is($redis->cmd(EXISTS => key_of($all[$_])), 0,
+       "sync-$_, no longer listed: pruned") for 0 .. 4;
+    is_deeply(hash_of(key_of($kept[-1])), cached_as($kept[-1]),
+              'a new listed token: added');
+    is_deeply($redis->cmd(SMEMBERS => "gms:actor:$alice"),
+              ['MANAGE_ACCESS_TOKENS'], 'privileges are not pruned');
+
+    my $state = dump_redis();
+    $res = sync_from($gms, '--prune');
+    is($res->{out}, counts(tokens => 246, unchanged => 245, expired => 1,
+                           kept => 2), 'again: nothing pruned, 2 kept');
+    unchanged($state, 'again: Redis as it was');
+}
+
+
+# --- failures: nothing written, nothing pruned ------------------------------
+
+{
+    # a successful sync --prune would change all of these
+    # (tokens sorted by expiresAt: sync-248 and not-yet-cached come on
+    # page 1, sync-10 on page 2)
+    my @listing = map { { %$_ } } grep { $_->{name} ne 'sync-20' }
+                                  @{ $gms->tokens };
+    $_->{actorUrn} = 'urn:li:corpuser:mallory'
+        for grep { $_->{name} =~ /^sync-(?:10|248)\z/ } @listing;
+    push @listing, listed('not-yet-cached', expires => $future + 10_000);
+    $gms->tokens(\@listing);
+    $redis->cmd(HSET => 'gms:token:' . datahub_id('stale'), actor => $bob,
+                createdAt => $now - 86_400_000);
+
+    my $n = scalar @listing;
+
+    my $first = GmsTest::HTTP::request($gms->port, 'POST', '/api/graphql',
+        [['Authorization', "Bearer $SECRET"]],
+        GmsTest::json_encode({ query => $QUERY, variables => { input => {
+            start => 0, count => 100, filters => [] } } }));
+    my %on_page_1 = map { ($_->{name} => 1) } @{ GmsTest::json_decode(
+        $first->{body})->{data}{listAccessTokens}{tokens} };
+    ok($on_page_1{'sync-248'} && $on_page_1{'not-yet-cached'},
+       'page 1 has changes that writing it alone would show');
+
+    my @gms = ('--gms', $gms->url);
+    my @with_token = ('--gms-token-file', $token_file);
+    GmsTest::_write_file("$dir/wrong.token", "not-the-token\n");
+
+    # [title, arguments, misbehaviour, stderr, pages asked]
+    my @cases = (
+        [ '401: a wrong token', [@gms, '--gms-token-file', "$dir/wrong.token"],
+          [], qr/HTTP 401/, [[0, 100]] ],
+        [ '401: no token given', [@gms], [], qr/HTTP 401/, [[0, 100]] ],
+        [ "a GraphQL error (the resolver's 403)", undef,
+          [graphql_error => 1],
+          qr/\QUnauthorized to perform this action. Please contact your \E
+             \QDataHub administrator.\E/x,
+          [[0, 100]] ],
+        [ 'HTTP 500 on page 2', undef, [page => 2, status => 500],
+          qr/HTTP 500/, [[0, 100], [100, 100]] ],
+        [ 'a GraphQL error on page 2', undef,
+          [page => 2, graphql_error => 'An unknown error occurred.'],
+          qr/An unknown error occurred\./, [[0, 100], [100, 100]] ],
+        [ 'a token that fails the checks on page 3', undef,
+          [page => 3, token => { id => 'abc' }],
+          qr/tokens\[0\]: id 'abc' is not base64 of 32 bytes/,
+          [[0, 100], [100, 100], [200, 100]] ],
+        [ 'not JSON', undef,
+          [body => "<html><body>Bad Gateway</body></html>\n"],
+          qr/JSON/, [[0, 100]] ],
+        [ 'page 2 not JSON', undef,
+          [page => 2, body => '{"data":{"listAcc',
+           content_type => 'application/json'],
+          qr/JSON/, [[0, 100], [100, 100]] ],
+        [ 'total larger than the tokens listed, --prune', undef,
+          [total => 400], qr/(?=.*\b400\b)(?=.*prune)/,
+          [[0, 100], [100, 100], [200, 100], [$n, 100]] ],
+        [ '--gms not the base URL: 404',
+          ['--gms', $gms->url . '/x', @with_token], [], qr/HTTP 404/,
+          [[0, 100]] ],
+        [ 'GMS down (a closed port)',
+          ['--gms', GmsTest::GraphQL->dead_url, @with_token], [],
+          qr/connect/i, [] ],
+        [ 'a missing --gms-token-file',
+          [@gms, '--gms-token-file', "$dir/missing.token"], [],
+          qr/missing\.token/, [] ],
+        # nothing but one line of visible characters goes into a header
+        [ 'a token file with a second line',
+          [@gms, '--gms-token-file', "$dir/two-lines.token"], [],
+          qr/two-lines\.token: the token holds a space or a control/, [] ],
+        [ 'an empty token file',
+          [@gms, '--gms-token-file', "$dir/empty.token"], [],
+          qr/empty\.token: empty/, [] ],
+    );
+
+    GmsTest::_write_file("$dir/two-lines.token", "$SECRET\nX-Injected: yes\n");
+    GmsTest::_write_file("$dir/empty.token", "\n");
+
+    my $snap = snapshot();
+    my $before = dump_redis();
+
+    for my $c (@cases) {
+        my ($title, $args, $how, $re, $pages) = @$c;
+        $gms->misbehave(@$how);
+        $gms->clear_requests;
+        restore($snap);
+
+        my $res = run_tool(undef, 'sync', @{ $args // [@gms, @with_token] },
+                           '--prune', @at);
+        refused($res, $re, $before, "sync --prune refused: $title");
+        is_deeply([ grep { defined } @{ $gms->pages_asked } ], $pages,
+                  "$title: the pages asked");
+    }
+
+    # slow: the timeout, and meanwhile no process shows the token
+    for my $page (undef, 2) {
+        $gms->misbehave(delay => 4, defined $page ? (page => $page) : ());
+        restore($snap);
+        my @shown;
+        my $res = run_tool(sub {
+            for my $f (glob '/proc/[0-9]*/cmdline') {
+                my $cmd = GmsTest::_slurp($f);
+                push @shown, $cmd =~ s/\0/ /gr
+                    if index($cmd, $SIGNATURE) >= 0;
+            }
+        }, 'sync', '--gms', $gms->url, '--gms-token-file', $token_file,
+           '--gms-timeout', '1s', '--prune', @at);
+
+        my $what = defined $page ? 'page 2 slow' : 'slow';
+        refused($res, qr/tim(?:ed |e)?out/i, $before,
+                "sync --prune refused: $what, --gms-timeout 1s");
+        ok($res->{took} < (defined $page ? 3.5 : 2.5),
+           sprintf '%s: gave up after %.1f s', $what, $res->{took});
+        is_deeply(\@shown, [], "$what: no command line shows the token");
+    }
+
+    $gms->misbehave;
+
+    # without --prune an incomplete list is still a sync
+    restore($snap);
+    unchanged($before, 'the dataset put back as it was');
+    $gms->misbehave(total => 400);
+    my $res = sync_from($gms);
+    is_deeply([@$res{qw(rc out err)}],
+              [0, counts(tokens => $n, added => 1, updated => 2,
+                         unchanged => $n - 4, expired => 1), ''],
+              'total larger than the tokens, no --prune: synced');
+    is_deeply([ map { $redis->cmd(HGET => 'gms:token:' . datahub_id($_),
+                                  'actor') } qw(sync-10 sync-248) ],
+              [ ('urn:li:corpuser:mallory') x 2 ], 'the updated tokens');
+    ok($redis->cmd(EXISTS => 'gms:token:' . datahub_id('stale')),
+       'no --prune: nothing pruned');
+    $gms->misbehave;
+}
+
+
+# --- the token never shown --------------------------------------------------
+
+{
+    my @leaks = grep {
+        index($_->[1]{out} . $_->[1]{err}, $SIGNATURE) >= 0
+    } @results;
+    is_deeply([ map { $_->[0] } @leaks ], [],
+              'no run printed the GMS token (' . scalar(@results) . ' runs)');
+}
+
+done_testing();

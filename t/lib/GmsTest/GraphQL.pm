@@ -1,0 +1,481 @@
+package GmsTest::GraphQL;
+
+# Stands in for GMS, DataHub's metadata service, as far as gms-token sync
+# talks to it: POST /api/graphql answering listAccessTokens.  Built on
+# GmsTest::Stub.
+#
+#   my $gms = GmsTest::GraphQL->start(token => $pat, tokens => \@tokens);
+#   run gms-token sync --gms $gms->url ...
+#   $gms->requests;                  # what it was sent, bodies decoded
+#   $gms->misbehave(page => 2, status => 500);
+#   my $dead = GmsTest::GraphQL->dead_url;
+#
+# Where the shapes come from (t/fixtures/datahub/*.source.txt name the
+# DataHub files and commits):
+#
+# - The query and its answer: DataHub's GraphQL schema
+#   datahub-graphql-core/src/main/resources/auth.graphql
+#   (listAccessTokens(input: ListAccessTokenInput!): ListAccessTokenResult!,
+#   {start, count, total, tokens: [AccessTokenMetadata!]!}) and
+#   ListAccessTokensResolver: start and count are the request's (count is
+#   the size asked for, not the number of tokens returned), total is the
+#   number of tokens matching the filters, tokens are sorted by expiresAt
+#   descending, tokens without one last.  An answer carries exactly the
+#   fields the query selects, in its order, as graphql-java writes them:
+#   listAccessTokens-page.json is what this stand-in answers to
+#   listAccessTokens-page.request.json, byte for byte.
+# - GraphQL errors come with HTTP 200, data null:
+#   graphql-error-listAccessTokens-unauthorized.json (a real answer, the
+#   resolver's 403-coded "Unauthorized to perform this action. ...") and
+#   graphql-error-revokeAccessToken-unknown-id.json (the 500-coded "An
+#   unknown error occurred." of any other exception).
+# - A missing or wrong Authorization is refused before GraphQL by GMS's
+#   AuthenticationFilter on /api/*: Jetty's 401 error page, HTML
+#   (gms-0.13-401-missing-token.http.json) or, to Accept: application/json,
+#   Jetty's JSON variant (gms-0.13-401-revoked-token-accept-json.http.json);
+#   other statuses (404, 405, a forced 500) use the same two layouts.
+# - A body that is not JSON or has no query: 400, empty body
+#   (gms-graphql-400-no-query.http.json).
+# - Constructed here, from no fixture: the messages of 404, 405 and a
+#   forced 500 (Jetty's reason phrases), graphql-java's validation error
+#   for a field the schema lacks, and the catch-all "An unknown error
+#   occurred." for an input without start or count (no defaults in
+#   v0.13.0).  A dead GMS is a closed port (GmsTest::free_port()).
+#
+# Tokens are hashrefs with AccessTokenMetadata's fields: urn, id, actorUrn,
+# ownerUrn, name, createdAt, expiresAt (undef: never), and optionally
+# description; type is always ACCESS_TOKEN.  Filters of the input
+# ({field, values}) are applied as the resolver's search would: a token
+# matches when its field is one of the values.
+#
+# The stub's workers are forked at start, so everything they answer from
+# (the token, the tokens, the misbehaviour) lives in a JSON file that each
+# request reads again: tokens() and misbehave() act at once on a running
+# stand-in.
+
+use strict;
+use warnings;
+
+use sort 'stable';
+
+use Cwd qw(abs_path);
+use File::Basename qw(dirname);
+
+use GmsTest ();
+use GmsTest::Stub;
+
+my $FIXTURES = abs_path(dirname(__FILE__) . '/../../fixtures/datahub');
+
+my $UNAUTHORIZED_401 = 'Unauthorized to perform this action.';
+
+# The fields of the schema's types this stand-in can answer (object fields
+# such as AccessTokenMetadata.owner or relationships are not served).
+my %FIELDS = (
+    Query                 => [qw(listAccessTokens)],
+    ListAccessTokenResult => [qw(start count total tokens)],
+    AccessTokenMetadata   => [qw(urn type id name description actorUrn
+                                 ownerUrn createdAt expiresAt)],
+);
+
+
+# start(token => $pat, tokens => \@tokens, workers => 2)
+#
+# With token, every request must carry "Authorization: Bearer $pat"
+# exactly, else 401; without (or undef), none is needed: GMS with
+# METADATA_SERVICE_AUTH_ENABLED=false.
+sub start {
+    my ($class, %opt) = @_;
+
+    my $self = bless { owner => $$, dir => GmsTest::_tempdir() }, $class;
+    $self->{state_file} = "$self->{dir}/state.json";
+    $self->{state} = { token => $opt{token}, tokens => $opt{tokens} // [],
+                       misbehave => {} };
+    $self->_save;
+
+    my $file = $self->{state_file};
+    $self->{stub} = GmsTest::Stub->start(
+        workers => $opt{workers} // 2,
+        handler => sub { _answer($file, $_[0]) },
+    );
+
+    return $self;
+}
+
+# A URL where nothing listens: connections are refused.
+sub dead_url {
+    return 'http://127.0.0.1:' . GmsTest::free_port();
+}
+
+sub url {
+    return 'http://127.0.0.1:' . $_[0]{stub}->port;
+}
+
+sub port {
+    return $_[0]{stub}->port;
+}
+
+# Replaces the list of tokens; returns it.
+sub tokens {
+    my ($self, $tokens) = @_;
+    if ($tokens) {
+        $self->{state}{tokens} = $tokens;
+        $self->_save;
+    }
+    return $self->{state}{tokens};
+}
+
+# Replaces the misbehaviour; misbehave() alone behaves again.
+#
+#   page => N        what follows applies to the Nth page only (the request
+#                    whose start is (N - 1) * count); else to every request
+#   status => S      answer HTTP S with Jetty's error page, message =>
+#                    its message (default: 401's of GMS, else Jetty's
+#                    reason phrase)
+#   graphql_error => 1 | MESSAGE
+#                    HTTP 200 and a GraphQL error, data null: 1 is the
+#                    resolver's own 403 (the fixture, byte for byte), a
+#                    MESSAGE comes 500-coded as SERVER_ERROR
+#   body => BYTES    HTTP 200 with these bytes (content_type => ...,
+#                    default text/html)
+#   token => {FIELD => VALUE, ...}
+#                    the page's first token has these fields changed
+#   delay => SECONDS the answer waits that long
+#   total => N       every page, whatever page says, has total N
+sub misbehave {
+    my ($self, %how) = @_;
+    $self->{state}{misbehave} = \%how;
+    $self->_save;
+}
+
+# Every request received, oldest first: GmsTest::Stub's record (method, uri,
+# headers, header, body) plus json, the body decoded (undef if it is not
+# JSON).
+sub requests {
+    my ($self) = @_;
+    return [ map {
+        my $req = $_;
+        $req->{json} = eval { GmsTest::json_decode($req->{body}) };
+        $req;
+    } @{ $self->{stub}->requests } ];
+}
+
+# The input variables of each listAccessTokens request: [start, count].
+sub pages_asked {
+    my ($self) = @_;
+    return [ map {
+        my $in = ref $_->{json} eq 'HASH' && ref $_->{json}{variables} eq 'HASH'
+                 ? $_->{json}{variables}{input} : undef;
+        ref $in eq 'HASH' ? [$in->{start}, $in->{count}] : undef;
+    } @{ $self->requests } ];
+}
+
+sub clear_requests {
+    $_[0]{stub}->clear_requests;
+}
+
+sub stop {
+    $_[0]{stub}->stop;
+}
+
+sub fixture {
+    my ($class, $name) = @_;
+    my $bytes = GmsTest::_slurp("$FIXTURES/$name");
+    length $bytes or die "GmsTest::GraphQL: no fixture $FIXTURES/$name\n";
+    return $bytes;
+}
+
+sub _save {
+    my ($self) = @_;
+
+    # JSON::PP writes a number used as a string since (a test's is() does
+    # that) as a string: GMS's Longs are numbers
+    my %state = %{ $self->{state} };
+    $state{tokens} = [ map {
+        my $t = { %$_ };
+        for my $f (qw(createdAt expiresAt)) {
+            $t->{$f} = 0 + $t->{$f} if _is_int($t->{$f});
+        }
+        $t;
+    } @{ $state{tokens} } ];
+
+    my $tmp = "$self->{state_file}.tmp";
+    GmsTest::_write_file($tmp, GmsTest::json_encode(\%state));
+    rename $tmp, $self->{state_file}
+        or die "GmsTest::GraphQL: cannot rename $tmp: $!\n";
+}
+
+
+# --- in the stub's workers ----------------------------------------------------
+
+sub _answer {
+    my ($file, $req) = @_;
+
+    my $state = GmsTest::json_decode(GmsTest::_slurp($file));
+    my $how = $state->{misbehave};
+
+    # AuthenticationFilter, before any servlet (DataHubTokenAuthenticator
+    # takes the header's value after "Bearer ")
+    if (defined $state->{token}) {
+        my $auth = $req->{header}{authorization};
+        return _jetty($req, 401, $UNAUTHORIZED_401)
+            unless defined $auth && $auth eq "Bearer $state->{token}";
+    }
+
+    return _jetty($req, 404, 'Not Found') if $req->{path} ne '/api/graphql';
+    return _jetty($req, 405, 'Method Not Allowed') if $req->{method} ne 'POST';
+
+    my $body = eval { GmsTest::json_decode($req->{body}) };
+    return [400, [], '']
+        unless ref $body eq 'HASH' && defined $body->{query}
+               && !ref $body->{query};
+
+    my $vars = ref $body->{variables} eq 'HASH' ? $body->{variables} : {};
+    my $input = ref $vars->{input} eq 'HASH' ? $vars->{input} : {};
+    my ($start, $count) = @$input{qw(start count)};
+
+    my $page = _is_int($start) && _is_int($count) && $count > 0
+               ? int($start / $count) + 1 : 0;
+    $how = { total => $how->{total} }
+        if defined $how->{page} && $how->{page} != $page;
+
+    my $res = _misbehaving($req, $how)
+              // _list($state->{tokens}, $body->{query}, $input, $how);
+    $res->[3] = $how->{delay};
+
+    return $res;
+}
+
+sub _misbehaving {
+    my ($req, $how) = @_;
+
+    if (defined $how->{status}) {
+        my $status = $how->{status};
+        my $message = $how->{message} // ($status == 401 ? $UNAUTHORIZED_401
+                                          : _reason($status));
+        return _jetty($req, $status, $message);
+    }
+
+    if (defined $how->{graphql_error}) {
+        my $real = __PACKAGE__->fixture(
+            'graphql-error-listAccessTokens-unauthorized.json');
+        return _graphql($real =~ s/\n\z//r) if $how->{graphql_error} eq '1';
+        return _graphql(_error_doc($how->{graphql_error}, 500, 'SERVER_ERROR'));
+    }
+
+    if (defined $how->{body}) {
+        return [200, ['Content-Type' => $how->{content_type} // 'text/html'],
+                $how->{body}];
+    }
+
+    return undef;
+}
+
+# listAccessTokens as ListAccessTokensResolver answers it.
+sub _list {
+    my ($tokens, $query, $input, $how) = @_;
+
+    my $sel = eval { _selection($query) };
+    return _graphql(_validation_error($@ =~ s/\n\z//r)) unless $sel;
+
+    my ($start, $count) = @$input{qw(start count)};
+
+    # v0.13.0: no defaults; a missing one ends as the handler's catch-all
+    return _graphql(_error_doc('An unknown error occurred.', 500,
+                               'SERVER_ERROR'))
+        unless _is_int($start) && _is_int($count) && $start >= 0 && $count >= 0;
+
+    my @match = grep { _matches($_, $input->{filters}) } @$tokens;
+
+    # expiresAt descending; Elasticsearch puts tokens without one last
+    my @sorted = sort {
+        defined $a->{expiresAt} && defined $b->{expiresAt}
+            ? $b->{expiresAt} <=> $a->{expiresAt}
+            : defined $b->{expiresAt} <=> defined $a->{expiresAt}
+    } @match;
+
+    my $last = $start + $count - 1 < $#sorted ? $start + $count - 1 : $#sorted;
+    my @page = map { { %$_ } } @sorted[$start .. $last];
+
+    if ($how->{token} && @page) {
+        $page[0] = { %{ $page[0] }, %{ $how->{token} } };
+    }
+
+    my %result = (start => $start, count => $count,
+                  total => $how->{total} // scalar @match,
+                  __typename => 'ListAccessTokenResult');
+
+    # graphql-java writes the fields in the order the query asks for them
+    my $json = '{"data":{' . join(',', map {
+        my ($name, $sub) = @$_;
+        $name eq '__typename' ? '"__typename":"Query"'
+        : '"' . $name . '":{' . join(',', map {
+            my ($field, $tsub) = @$_;
+            $field eq 'tokens'
+                ? '"tokens":[' . join(',', map {
+                      my $t = { %$_, type => 'ACCESS_TOKEN',
+                                __typename => 'AccessTokenMetadata' };
+                      '{' . join(',', map {
+                          '"' . $_->[0] . '":'
+                          . GmsTest::json_encode($t->{ $_->[0] })
+                      } @$tsub) . '}'
+                  } @page) . ']'
+                : "\"$field\":" . GmsTest::json_encode($result{$field})
+        } @$sub) . '}'
+    } @$sel) . '},"extensions":{}}';
+
+    return _graphql($json);
+}
+
+sub _matches {
+    my ($token, $filters) = @_;
+    for my $f (ref $filters eq 'ARRAY' ? @$filters : ()) {
+        my $v = $token->{ $f->{field} // '' };
+        return 0 unless defined $v
+                        && grep { $_ eq $v } @{ $f->{values} // [] };
+    }
+    return 1;
+}
+
+# The query's selection, checked against the schema as far as this
+# stand-in serves it: [[listAccessTokens, [[field, [[token field]]]...]]].
+sub _selection {
+    my ($query) = @_;
+
+    (my $q = $query) =~ s/#[^\n]*//g;
+    my @t = $q =~ /(\.\.\.|[_A-Za-z][_0-9A-Za-z]*|[{}():])/g;
+
+    # the operation: "query NAME(VARIABLES)" or a bare selection set
+    my $i = 0;
+    while ($i < @t && $t[$i] ne '{') {
+        $i = $t[$i] eq '(' ? _skip_parens(\@t, $i) : $i + 1;
+    }
+    die "Invalid Syntax : no selection set\n" if $i >= @t;
+
+    my $sel = _selection_set(\@t, \$i, 'Query', '');
+    die "Validation error: more than one operation\n" if $i < @t;
+
+    return $sel;
+}
+
+sub _selection_set {
+    my ($t, $i, $type, $path) = @_;
+
+    my %child = (listAccessTokens => 'ListAccessTokenResult',
+                 tokens => 'AccessTokenMetadata');
+    my @sel;
+
+    $$i++;    # '{'
+    while (1) {
+        die "Invalid Syntax : unterminated selection set\n" if $$i >= @$t;
+        my $name = $t->[$$i++];
+        last if $name eq '}';
+        die "Validation error: fragments are not served by the stand-in\n"
+            if $name eq '...';
+        die "Invalid Syntax : offending token '$name'\n"
+            if $name =~ /^[{}():]$/;
+        die "Validation error: aliases are not served by the stand-in\n"
+            if ($t->[$$i] // '') eq ':';
+
+        my $where = $path eq '' ? $name : "$path/$name";
+        die "Validation error (FieldUndefined\@[$where]) : Field '$name' in "
+            . "type '$type' is undefined\n"
+            unless $name eq '__typename' || grep { $_ eq $name }
+                                                 @{ $FIELDS{$type} };
+
+        $$i = _skip_parens($t, $$i) if ($t->[$$i] // '') eq '(';
+
+        my $sub;
+        if (($t->[$$i] // '') eq '{') {
+            die "Validation error (SubselectionNotAllowed\@[$where]) : "
+                . "Sub selection not allowed on leaf type of field $name\n"
+                unless $child{$name};
+            $sub = _selection_set($t, $i, $child{$name}, $where);
+        } elsif ($child{$name}) {
+            die "Validation error (SubselectionRequired\@[$where]) : Sub "
+                . "selection required for type $child{$name} of field $name\n";
+        }
+
+        push @sel, [$name, $sub];
+    }
+
+    return \@sel;
+}
+
+sub _skip_parens {
+    my ($t, $i) = @_;
+    my $depth = 0;
+    for (; $i < @$t; $i++) {
+        $depth++ if $t->[$i] eq '(';
+        $depth-- if $t->[$i] eq ')';
+        return $i + 1 if $depth == 0;
+    }
+    die "Invalid Syntax : unbalanced parentheses\n";
+}
+
+sub _is_int {
+    my ($v) = @_;
+    return defined $v && !ref $v && $v =~ /^-?\d+\z/;
+}
+
+sub _error_doc {
+    my ($message, $code, $type) = @_;
+    return '{"errors":[{"message":' . GmsTest::json_encode($message)
+           . ',"locations":[{"line":2,"column":3}],"path":["listAccessTokens"],'
+           . '"extensions":{"code":' . $code . ',"type":"' . $type . '",'
+           . '"classification":"DataFetchingException"}}],"data":null,'
+           . '"extensions":{}}';
+}
+
+# graphql-java refuses the whole document before running it: no data
+sub _validation_error {
+    my ($message) = @_;
+    return '{"errors":[{"message":' . GmsTest::json_encode($message)
+           . ',"extensions":{"classification":"ValidationError"}}],'
+           . '"extensions":{}}';
+}
+
+sub _graphql {
+    my ($json) = @_;
+    return [200, ['Content-Type' => 'application/json'], $json];
+}
+
+# Jetty 11's ErrorHandler, as GMS's filter's sendError() ends: an HTML page,
+# or its JSON variant to a client accepting application/json (java.util.
+# HashMap order of its four keys; status a string).
+sub _jetty {
+    my ($req, $status, $message) = @_;
+
+    my $uri = $req->{path};
+    my @headers = ('Cache-Control' => 'must-revalidate,no-cache,no-store');
+
+    if (($req->{header}{accept} // '') =~ m{\b(?:application|text)/json\b}) {
+        return [$status, [@headers, 'Content-Type' => 'application/json'],
+                "{\n\"servlet\":\"apiServlet\",\n\"message\":"
+                . GmsTest::json_encode($message) . ",\n\"url\":"
+                . GmsTest::json_encode($uri) . ",\n\"status\":\"$status\"\n}"];
+    }
+
+    return [$status,
+            [@headers, 'Content-Type' => 'text/html;charset=iso-8859-1'],
+            "<html>\n<head>\n<meta http-equiv=\"Content-Type\" "
+            . "content=\"text/html;charset=utf-8\"/>\n"
+            . "<title>Error $status $message</title>\n</head>\n"
+            . "<body><h2>HTTP ERROR $status $message</h2>\n<table>\n"
+            . "<tr><th>URI:</th><td>$uri</td></tr>\n"
+            . "<tr><th>STATUS:</th><td>$status</td></tr>\n"
+            . "<tr><th>MESSAGE:</th><td>$message</td></tr>\n"
+            . "<tr><th>SERVLET:</th><td>apiServlet</td></tr>\n</table>\n"
+            . "<hr><a href=\"https://eclipse.org/jetty\">Powered by "
+            . "Jetty:// 11.0.19</a><hr/>\n\n</body>\n</html>\n"];
+}
+
+sub _reason {
+    my ($status) = @_;
+    # Jetty's HttpStatus messages where they differ from the RFC's
+    return { 500 => 'Server Error', 502 => 'Bad Gateway',
+             503 => 'Service Unavailable', 404 => 'Not Found',
+             403 => 'Forbidden', 400 => 'Bad Request' }->{$status}
+           // 'Error';
+}
+
+1;
