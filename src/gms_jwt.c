@@ -42,6 +42,8 @@
 static int gms_jwt_b64url_decode(const unsigned char *in, size_t len,
     unsigned char *out, size_t *out_len);
 static int gms_jwt_b64url_char(unsigned char ch);
+static json_t *gms_jwt_object(const unsigned char *in, size_t len,
+    gms_jwt_claims_t *claims, const char *bad_base64, const char *bad_json);
 static gms_jwt_rc_e gms_jwt_header(const unsigned char *in, size_t len,
     gms_jwt_claims_t *claims);
 static int gms_jwt_signed(const unsigned char *token, size_t signed_len,
@@ -117,22 +119,14 @@ gms_jwt_verify(const unsigned char *token, size_t len,
 static gms_jwt_rc_e
 gms_jwt_header(const unsigned char *in, size_t len, gms_jwt_claims_t *claims)
 {
-    size_t          n, alg_len;
+    size_t          alg_len;
     json_t         *header;
     const char     *alg;
     gms_jwt_rc_e    rc;
-    unsigned char   buf[GMS_JWT_DECODED_MAX];
 
-    if (gms_jwt_b64url_decode(in, len, buf, &n) != 0) {
-        claims->error = "header is not base64url";
-        return GMS_JWT_MALFORMED;
-    }
-
-    header = json_loadb((const char *) buf, n, JSON_REJECT_DUPLICATES, NULL);
-
-    if (header == NULL || !json_is_object(header)) {
-        json_decref(header);
-        claims->error = "header is not a JSON object";
+    header = gms_jwt_object(in, len, claims, "header is not base64url",
+                            "header is not a JSON object");
+    if (header == NULL) {
         return GMS_JWT_MALFORMED;
     }
 
@@ -210,23 +204,15 @@ static gms_jwt_rc_e
 gms_jwt_payload(const unsigned char *in, size_t len, int64_t now_ms,
     int64_t leeway_ms, gms_jwt_claims_t *claims)
 {
-    size_t          n, actor_type_len, actor_id_len, type_len, version_len;
+    size_t          actor_type_len, actor_id_len, type_len, version_len;
     json_t         *payload;
     int64_t         nbf;
     const char     *actor_type, *actor_id, *type, *version;
     gms_jwt_rc_e    rc;
-    unsigned char   buf[GMS_JWT_DECODED_MAX];
 
-    if (gms_jwt_b64url_decode(in, len, buf, &n) != 0) {
-        claims->error = "payload is not base64url";
-        return GMS_JWT_MALFORMED;
-    }
-
-    payload = json_loadb((const char *) buf, n, JSON_REJECT_DUPLICATES, NULL);
-
-    if (payload == NULL || !json_is_object(payload)) {
-        json_decref(payload);
-        claims->error = "payload is not a JSON object";
+    payload = gms_jwt_object(in, len, claims, "payload is not base64url",
+                             "payload is not a JSON object");
+    if (payload == NULL) {
         return GMS_JWT_MALFORMED;
     }
 
@@ -314,6 +300,33 @@ done:
     json_decref(payload);
 
     return rc;
+}
+
+
+/* a part of the token as a JSON object (a member twice is refused), or NULL */
+
+static json_t *
+gms_jwt_object(const unsigned char *in, size_t len, gms_jwt_claims_t *claims,
+    const char *bad_base64, const char *bad_json)
+{
+    size_t          n;
+    json_t         *obj;
+    unsigned char   buf[GMS_JWT_DECODED_MAX];
+
+    if (gms_jwt_b64url_decode(in, len, buf, &n) != 0) {
+        claims->error = bad_base64;
+        return NULL;
+    }
+
+    obj = json_loadb((const char *) buf, n, JSON_REJECT_DUPLICATES, NULL);
+
+    if (obj == NULL || !json_is_object(obj)) {
+        json_decref(obj);
+        claims->error = bad_json;
+        return NULL;
+    }
+
+    return obj;
 }
 
 

@@ -16,6 +16,7 @@ use warnings;
 use POSIX ();
 
 use GmsTest ();
+use Test::More ();
 use IO::Select;
 use IO::Socket::INET;
 
@@ -58,6 +59,58 @@ sub cmd {
     # (restart, QUIT, client timeout): one retry on a fresh connection
     die $@ unless $reused && $@ =~ /^redis: connection lost/;
     return $self->_roundtrip(\@args);
+}
+
+# The whole dataset in one string, expiry times included, read by one
+# script so that comparing 10,000 keys costs one round trip.
+my $DUMP = <<'LUA';
+local out, seen, cursor = {}, {}, '0'
+repeat
+  local r = redis.call('SCAN', cursor, 'COUNT', 1000)
+  cursor = r[1]
+  for _, k in ipairs(r[2]) do
+    if not seen[k] then
+      seen[k] = true
+      local t = redis.call('TYPE', k)['ok']
+      local v = {}
+      if t == 'hash' then
+        local h = redis.call('HGETALL', k)
+        for i = 1, #h, 2 do v[#v + 1] = h[i] .. '=' .. h[i + 1] end
+      elseif t == 'set' then
+        v = redis.call('SMEMBERS', k)
+      elseif t == 'string' then
+        v = {redis.call('GET', k)}
+      end
+      table.sort(v)
+      out[#out + 1] = k .. ' ' .. t .. ' [' .. table.concat(v, ',') .. '] '
+                      .. redis.call('PEXPIRETIME', k)
+    end
+  end
+until cursor == '0'
+table.sort(out)
+return table.concat(out, '\n')
+LUA
+
+sub dump_all {
+    my ($self) = @_;
+    return $self->cmd(EVAL => $DUMP, 0);
+}
+
+# A test that the dataset is what dump_all() gave before, naming the
+# first key that differs when it is not.
+sub unchanged {
+    my ($self, $before, $title) = @_;
+    # failures point at the test's line, through the test's own wrapper
+    local $Test::Builder::Level = $Test::Builder::Level + 2;
+    my $after = $self->dump_all;
+    return Test::More::pass($title) if $after eq $before;
+    my @b = split /\n/, $before;
+    my @a = split /\n/, $after;
+    my $last = $#a > $#b ? $#a : $#b;
+    my ($i) = grep { ($b[$_] // '') ne ($a[$_] // '') } 0 .. $last;
+    Test::More::fail($title);
+    Test::More::diag("first difference:\n  before: " . ($b[$i] // '(none)')
+                     . "\n  after:  " . ($a[$i] // '(none)'));
 }
 
 sub stop {
