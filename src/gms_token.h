@@ -21,6 +21,19 @@
 /* the key layout: <prefix>token:<id> (a hash), <prefix>actor:<urn> (a set) */
 #define GMS_KEY_TOKEN          "token:"
 #define GMS_KEY_ACTOR          "actor:"
+/*
+ * <prefix>invalidate: the channel every edge subscribes to.  A message is
+ * a token id (drop that token), a user URN (drop every token of the user:
+ * its privileges changed) or "*" (drop everything).
+ */
+#define GMS_KEY_INVALIDATE     "invalidate"
+#define GMS_INVALIDATE_ALL     "*"
+/*
+ * <prefix>sync: the hash gms-token sync and follow keep their health in:
+ * at (ms since the epoch of the last complete sync), tokens, users,
+ * error (the last failure, "" after a success), error_at.
+ */
+#define GMS_KEY_SYNC           "sync"
 
 /* standard base64, with padding, of a 32-byte SHA-256 digest */
 #define GMS_TOKEN_ID_LEN       44

@@ -68,8 +68,14 @@ int gms_tool_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
     gms_tool_put_rc_e *rc);
 int gms_tool_reply_error(gms_tool_t *t, redisReply *reply, const char *what);
 
+int gms_tool_publish(gms_tool_t *t, const char *what, size_t len);
+
 char *gms_tool_read_file(gms_tool_t *t, const char *option,
     const char *path, size_t *len);
+int gms_tool_check_id(gms_tool_t *t, const char *id);
+int gms_tool_check_actor(gms_tool_t *t, const char *urn);
+int gms_tool_parse_duration(const char *s, int64_t *ms);
+const char *gms_tool_shown(const char *s);
 
 struct gms_graphql_conf_s;
 int gms_tool_sync(gms_tool_t *t, int prune,

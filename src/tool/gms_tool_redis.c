@@ -1,0 +1,365 @@
+
+/*
+ * gms-token's Redis room: the connection (as the module makes it), the
+ * key layout's names, the transaction that writes a token, and the
+ * invalidation message every edge listens for.
+ */
+
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include <openssl/crypto.h>
+
+#include "gms_token_tool.h"
+
+
+int
+gms_tool_connect(gms_tool_t *t)
+{
+    long             port;
+    char            *host, *colon, *end, *password;
+    size_t           len, password_len;
+    redisReply      *reply;
+    struct timeval   connect_tv = { 5, 0 }, io_tv = { 60, 0 };
+
+    password = NULL;
+    password_len = 0;
+
+    if (t->password_file) {
+        password = gms_tool_read_file(t, "--password-file", t->password_file,
+                                      &password_len);
+        if (password == NULL) {
+            return GMS_TOOL_USAGE;
+        }
+
+    } else if (getenv("GMS_REDIS_PASSWORD") && *getenv("GMS_REDIS_PASSWORD"))
+    {
+        password = strdup(getenv("GMS_REDIS_PASSWORD"));
+        if (password == NULL) {
+            gms_tool_error(t, "out of memory");
+            return GMS_TOOL_REDIS;
+        }
+
+        password_len = strlen(password);
+    }
+
+    if (strncmp(t->redis, "unix:", 5) == 0 && t->redis[5] != '\0') {
+        t->ctx = redisConnectUnixWithTimeout(t->redis + 5, connect_tv);
+
+    } else {
+        len = strlen(t->redis);
+        host = strdup(t->redis);
+        colon = host ? strrchr(host, ':') : NULL;
+
+        if (colon == NULL || colon == host) {
+            free(host);
+            free(password);
+            gms_tool_error(t, "--redis: '%s' is neither host:port nor "
+                           "unix:/path", gms_tool_shown(t->redis));
+            return GMS_TOOL_USAGE;
+        }
+
+        *colon = '\0';
+        errno = 0;
+        port = strtol(colon + 1, &end, 10);
+
+        if (errno || *end != '\0' || end == colon + 1 || port < 1
+            || port > 65535)
+        {
+            free(host);
+            free(password);
+            gms_tool_error(t, "--redis: bad port in '%s'",
+                           gms_tool_shown(t->redis));
+            return GMS_TOOL_USAGE;
+        }
+
+        if (host[0] == '[' && colon[-1] == ']' && len > 3) {
+            colon[-1] = '\0';
+            t->ctx = redisConnectWithTimeout(host + 1, (int) port,
+                                             connect_tv);
+        } else {
+            t->ctx = redisConnectWithTimeout(host, (int) port, connect_tv);
+        }
+
+        free(host);
+    }
+
+    if (t->ctx == NULL || t->ctx->err) {
+        gms_tool_error(t, "redis %s: cannot connect: %s", t->redis,
+                       t->ctx ? t->ctx->errstr : "out of memory");
+        free(password);
+        return GMS_TOOL_REDIS;
+    }
+
+    redisSetTimeout(t->ctx, io_tv);
+
+    if (password) {
+        reply = redisCommand(t->ctx, "AUTH %b", password, password_len);
+        OPENSSL_cleanse(password, password_len);
+        free(password);
+
+        if (gms_tool_reply_error(t, reply, "AUTH") != 0) {
+            return GMS_TOOL_REDIS;
+        }
+
+        freeReplyObject(reply);
+    }
+
+    if (t->db) {
+        reply = redisCommand(t->ctx, "SELECT %ld", t->db);
+
+        if (gms_tool_reply_error(t, reply, "SELECT") != 0) {
+            return GMS_TOOL_REDIS;
+        }
+
+        freeReplyObject(reply);
+    }
+
+    return GMS_TOOL_OK;
+}
+
+
+/* <prefix><kind><name>, with its length: names and prefix are any bytes */
+
+char *
+gms_tool_key(gms_tool_t *t, const char *kind, const char *name, size_t len,
+    size_t *key_len)
+{
+    char    *key;
+    size_t   kind_len;
+
+    kind_len = strlen(kind);
+    *key_len = t->prefix_len + kind_len + len;
+
+    key = malloc(*key_len + 1);
+    if (key == NULL) {
+        gms_tool_error(t, "out of memory");
+        return NULL;
+    }
+
+    memcpy(key, t->prefix, t->prefix_len);
+    memcpy(key + t->prefix_len, kind, kind_len);
+    memcpy(key + t->prefix_len + kind_len, name, len);
+    key[*key_len] = '\0';
+
+    return key;
+}
+
+
+int64_t
+gms_tool_now_ms(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+
+/*
+ * One token, one transaction: the old fields (for the counts), then the
+ * hash replaced whole, so that a re-put leaves no stale field, and the
+ * key's expiry set to the token's.
+ */
+
+void
+gms_tool_put_append(gms_tool_t *t, const char *key, size_t key_len,
+    const gms_tool_token_t *tok)
+{
+    int          n;
+    char         ms[24], created[24];
+    size_t       lens[10];
+    const char  *argv[10];
+
+    snprintf(ms, sizeof(ms), "%lld", (long long) tok->expires_at);
+
+    redisAppendCommand(t->ctx, "MULTI");
+    redisAppendCommand(t->ctx, "HMGET %b actor expiresAt type", key, key_len);
+    redisAppendCommand(t->ctx, "DEL %b", key, key_len);
+
+    n = 0;
+    argv[n] = "HSET";
+    lens[n++] = 4;
+    argv[n] = key;
+    lens[n++] = key_len;
+    argv[n] = "actor";
+    lens[n++] = 5;
+    argv[n] = tok->actor;
+    lens[n++] = tok->actor_len;
+
+    if (tok->expires_at) {
+        argv[n] = "expiresAt";
+        lens[n++] = 9;
+        argv[n] = ms;
+        lens[n++] = strlen(ms);
+    }
+
+    if (tok->type) {
+        argv[n] = "type";
+        lens[n++] = 4;
+        argv[n] = tok->type;
+        lens[n++] = strlen(tok->type);
+    }
+
+    if (tok->created_at) {
+        snprintf(created, sizeof(created), "%lld",
+                 (long long) tok->created_at);
+        argv[n] = "createdAt";
+        lens[n++] = 9;
+        argv[n] = created;
+        lens[n++] = strlen(created);
+    }
+
+    redisAppendCommandArgv(t->ctx, n, argv, lens);
+
+    if (tok->expires_at) {
+        redisAppendCommand(t->ctx, "PEXPIREAT %b %s", key, key_len, ms);
+    }
+
+    redisAppendCommand(t->ctx, "EXEC");
+}
+
+
+static int
+gms_tool_field_is(redisReply *field, const char *value, size_t len)
+{
+    if (value == NULL) {
+        return field->type == REDIS_REPLY_NIL;
+    }
+
+    return field->type == REDIS_REPLY_STRING && field->len == len
+           && memcmp(field->str, value, len) == 0;
+}
+
+
+int
+gms_tool_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
+    gms_tool_put_rc_e *rc)
+{
+    char         ms[24];
+    size_t       i, queued;
+    redisReply  *reply, *old;
+
+    queued = tok->expires_at ? 4 : 3;
+
+    /* MULTI's +OK and a +QUEUED for each command */
+    for (i = 0; i < 1 + queued; i++) {
+        if (redisGetReply(t->ctx, (void **) &reply) != REDIS_OK) {
+            reply = NULL;
+        }
+
+        if (gms_tool_reply_error(t, reply, "MULTI") != 0) {
+            return -1;
+        }
+
+        freeReplyObject(reply);
+    }
+
+    if (redisGetReply(t->ctx, (void **) &reply) != REDIS_OK) {
+        reply = NULL;
+    }
+
+    if (gms_tool_reply_error(t, reply, "EXEC") != 0) {
+        return -1;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != queued) {
+        gms_tool_error(t, "redis %s: EXEC: the transaction was not run",
+                       t->redis);
+        freeReplyObject(reply);
+        return -1;
+    }
+
+    /* an error in HMGET (a key of another type) is repaired by the DEL */
+    for (i = 1; i < queued; i++) {
+        if (reply->element[i]->type == REDIS_REPLY_ERROR) {
+            gms_tool_error(t, "redis %s: %s", t->redis,
+                           reply->element[i]->str);
+            freeReplyObject(reply);
+            return -1;
+        }
+    }
+
+    old = reply->element[0];
+
+    if (old->type != REDIS_REPLY_ARRAY || old->elements != 3) {
+        *rc = GMS_TOOL_UPDATED;
+
+    } else if (old->element[0]->type == REDIS_REPLY_NIL) {
+        *rc = GMS_TOOL_ADDED;
+
+    } else {
+        snprintf(ms, sizeof(ms), "%lld", (long long) tok->expires_at);
+
+        *rc = gms_tool_field_is(old->element[0], tok->actor, tok->actor_len)
+              && gms_tool_field_is(old->element[1],
+                                   tok->expires_at ? ms : NULL, strlen(ms))
+              && gms_tool_field_is(old->element[2], tok->type,
+                                   tok->type ? strlen(tok->type) : 0)
+              ? GMS_TOOL_UNCHANGED : GMS_TOOL_UPDATED;
+    }
+
+    freeReplyObject(reply);
+
+    return 0;
+}
+
+
+/* reports a failed command (reply NULL: the connection) and frees it */
+
+int
+gms_tool_reply_error(gms_tool_t *t, redisReply *reply, const char *what)
+{
+    if (reply == NULL) {
+        gms_tool_error(t, "redis %s: %s: %s", t->redis, what,
+                       t->ctx->err ? t->ctx->errstr : "no reply");
+        return -1;
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        gms_tool_error(t, "redis %s: %s: %s", t->redis, what, reply->str);
+        freeReplyObject(reply);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/*
+ * Tells every edge to drop what it cached for a token id or a user URN
+ * (GMS_INVALIDATE_ALL: everything).  A failure is reported, and is the
+ * caller's failure: Redis changed but the edges may keep the old answer
+ * until their ttl runs out.
+ */
+
+int
+gms_tool_publish(gms_tool_t *t, const char *what, size_t len)
+{
+    char        *channel;
+    size_t       channel_len;
+    redisReply  *reply;
+
+    channel = gms_tool_key(t, GMS_KEY_INVALIDATE, "", 0, &channel_len);
+    if (channel == NULL) {
+        return -1;
+    }
+
+    reply = redisCommand(t->ctx, "PUBLISH %b %b", channel, channel_len,
+                         what, len);
+    free(channel);
+
+    if (gms_tool_reply_error(t, reply, "PUBLISH") != 0) {
+        return -1;
+    }
+
+    freeReplyObject(reply);
+
+    return 0;
+}
