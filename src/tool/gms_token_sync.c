@@ -65,14 +65,6 @@ typedef struct {
 } gms_sync_input_t;
 
 
-typedef struct {
-    size_t                 added;
-    size_t                 updated;
-    size_t                 unchanged;
-    size_t                 expired;
-    size_t                 pruned;
-    size_t                 kept;           /* spared by the grace period */
-} gms_sync_counts_t;
 
 
 static int gms_sync_stdin(gms_tool_t *t, gms_sync_input_t *in);
@@ -87,9 +79,9 @@ static int gms_sync_token(gms_tool_t *t, json_t *v, unsigned line,
     size_t index, gms_sync_input_t *in);
 static int gms_sync_unique(gms_tool_t *t, gms_sync_input_t *in);
 static int gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
-    gms_sync_counts_t *counts);
+    gms_tool_sync_counts_t *counts);
 static int gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
-    gms_sync_counts_t *counts);
+    gms_tool_sync_counts_t *counts);
 static unsigned gms_sync_error_line(const char *buf, size_t len,
     size_t off, unsigned line, json_error_t *err);
 static const char *gms_sync_shown(json_t *v);
@@ -100,14 +92,12 @@ static void gms_sync_free(gms_sync_input_t *in);
 
 int
 gms_tool_sync(gms_tool_t *t, int prune, const struct gms_graphql_conf_s *gms,
-    long page_size)
+    long page_size, gms_tool_sync_counts_t *counts)
 {
     int                rc;
     gms_sync_input_t   in;
-    gms_sync_counts_t  counts;
 
     memset(&in, 0, sizeof(gms_sync_input_t));
-    memset(&counts, 0, sizeof(gms_sync_counts_t));
 
     in.where = gms ? "page " : "stdin:";
 
@@ -138,22 +128,22 @@ gms_tool_sync(gms_tool_t *t, int prune, const struct gms_graphql_conf_s *gms,
         goto done;
     }
 
-    rc = gms_tool_connect(t);
-    if (rc != GMS_TOOL_OK) {
-        goto done;
+    if (t->ctx == NULL) {
+        rc = gms_tool_connect(t);
+        if (rc != GMS_TOOL_OK) {
+            goto done;
+        }
     }
 
     rc = GMS_TOOL_REDIS;
 
-    if (gms_sync_write(t, &in, &counts) != 0
-        || (prune && gms_sync_prune(t, &in, &counts) != 0))
+    counts->tokens = in.ntokens;
+
+    if (gms_sync_write(t, &in, counts) != 0
+        || (prune && gms_sync_prune(t, &in, counts) != 0))
     {
         goto done;
     }
-
-    printf("tokens=%zu added=%zu updated=%zu unchanged=%zu expired=%zu "
-           "pruned=%zu kept=%zu\n", in.ntokens, counts.added, counts.updated,
-           counts.unchanged, counts.expired, counts.pruned, counts.kept);
 
     rc = GMS_TOOL_OK;
 
@@ -162,6 +152,16 @@ done:
     gms_sync_free(&in);
 
     return rc;
+}
+
+
+void
+gms_tool_sync_print(const gms_tool_sync_counts_t *counts)
+{
+    printf("tokens=%zu added=%zu updated=%zu unchanged=%zu expired=%zu "
+           "pruned=%zu kept=%zu\n", counts->tokens, counts->added,
+           counts->updated, counts->unchanged, counts->expired,
+           counts->pruned, counts->kept);
 }
 
 
@@ -601,7 +601,7 @@ gms_sync_unique(gms_tool_t *t, gms_sync_input_t *in)
 
 static int
 gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
-    gms_sync_counts_t *counts)
+    gms_tool_sync_counts_t *counts)
 {
     char               *key;
     size_t              i, j, end, key_len;
@@ -689,7 +689,7 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
 
 static int
 gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
-    gms_sync_counts_t *counts)
+    gms_tool_sync_counts_t *counts)
 {
     int          rc;
     char        *pattern, *p, cursor[32];

@@ -65,6 +65,11 @@ typedef enum {
     GMS_OPT_GMS_CA_FILE,
     GMS_OPT_GMS_TIMEOUT,
     GMS_OPT_PAGE_SIZE,
+    GMS_OPT_PRIVILEGES,
+    GMS_OPT_INTERVAL,
+    GMS_OPT_NAME,
+    GMS_OPT_DURATION,
+    GMS_OPT_DESCRIPTION,
     GMS_OPT_HELP,
     GMS_OPT_N
 } gms_tool_opt_e;
@@ -107,6 +112,8 @@ static int gms_tool_grant(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_tool_deny(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_tool_privileges(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_tool_sync_command(gms_tool_t *t, gms_tool_args_t *a);
+static int gms_tool_gms_options(gms_tool_t *t, gms_tool_args_t *a,
+    gms_graphql_conf_t *gms);
 
 static int gms_tool_salt(gms_tool_t *t, gms_tool_args_t *a, char **salt,
     size_t *len);
@@ -137,6 +144,11 @@ static const struct option  gms_tool_long_options[] = {
     { "gms-ca-file",   required_argument, NULL, 256 + GMS_OPT_GMS_CA_FILE },
     { "gms-timeout",   required_argument, NULL, 256 + GMS_OPT_GMS_TIMEOUT },
     { "page-size",     required_argument, NULL, 256 + GMS_OPT_PAGE_SIZE },
+    { "privileges",    required_argument, NULL, 256 + GMS_OPT_PRIVILEGES },
+    { "interval",      required_argument, NULL, 256 + GMS_OPT_INTERVAL },
+    { "name",          required_argument, NULL, 256 + GMS_OPT_NAME },
+    { "duration",      required_argument, NULL, 256 + GMS_OPT_DURATION },
+    { "description",   required_argument, NULL, 256 + GMS_OPT_DESCRIPTION },
     { "help",          no_argument,       NULL, 256 + GMS_OPT_HELP },
     { NULL, 0, NULL, 0 }
 };
@@ -899,10 +911,13 @@ gms_tool_privileges(gms_tool_t *t, gms_tool_args_t *a)
 static int
 gms_tool_sync_command(gms_tool_t *t, gms_tool_args_t *a)
 {
-    char                *end;
-    long                 page_size;
-    int64_t              ms;
-    gms_graphql_conf_t   gms;
+    int                     rc;
+    char                   *end;
+    long                    page_size;
+    gms_graphql_conf_t      gms;
+    gms_tool_sync_counts_t  counts;
+
+    memset(&counts, 0, sizeof(gms_tool_sync_counts_t));
 
     if (a->val[GMS_OPT_GMS] == NULL) {
         if (a->val[GMS_OPT_GMS_TOKEN_FILE] || a->val[GMS_OPT_GMS_CA_FILE]
@@ -912,26 +927,13 @@ gms_tool_sync_command(gms_tool_t *t, gms_tool_args_t *a)
             return GMS_TOOL_USAGE;
         }
 
-        return gms_tool_sync(t, a->val[GMS_OPT_PRUNE] != NULL, NULL, 0);
+        rc = gms_tool_sync(t, a->val[GMS_OPT_PRUNE] != NULL, NULL, 0,
+                           &counts);
+        goto done;
     }
 
-    memset(&gms, 0, sizeof(gms_graphql_conf_t));
-    gms.url = a->val[GMS_OPT_GMS];
-    gms.token_file = a->val[GMS_OPT_GMS_TOKEN_FILE];
-    gms.ca_file = a->val[GMS_OPT_GMS_CA_FILE];
-    gms.timeout_ms = 30000;
-
-    if (a->val[GMS_OPT_GMS_TIMEOUT]) {
-        if (gms_tool_parse_duration(a->val[GMS_OPT_GMS_TIMEOUT], &ms) != 0
-            || ms <= 0 || ms > 3600000)
-        {
-            gms_tool_error(t, "--gms-timeout: '%s' is not a time from 1s "
-                           "to 1h (as 30s, 2m)",
-                           gms_tool_shown(a->val[GMS_OPT_GMS_TIMEOUT]));
-            return GMS_TOOL_USAGE;
-        }
-
-        gms.timeout_ms = (long) ms;
+    if (gms_tool_gms_options(t, a, &gms) != 0) {
+        return GMS_TOOL_USAGE;
     }
 
     page_size = 100;
@@ -949,7 +951,52 @@ gms_tool_sync_command(gms_tool_t *t, gms_tool_args_t *a)
         }
     }
 
-    return gms_tool_sync(t, a->val[GMS_OPT_PRUNE] != NULL, &gms, page_size);
+    rc = gms_tool_sync(t, a->val[GMS_OPT_PRUNE] != NULL, &gms, page_size,
+                       &counts);
+
+done:
+
+    if (rc == GMS_TOOL_OK) {
+        gms_tool_sync_print(&counts);
+    }
+
+    return rc;
+}
+
+
+/* --gms URL and the options that go with it; a usage error is reported */
+
+static int
+gms_tool_gms_options(gms_tool_t *t, gms_tool_args_t *a,
+    gms_graphql_conf_t *gms)
+{
+    int64_t  ms;
+
+    memset(gms, 0, sizeof(gms_graphql_conf_t));
+    gms->url = a->val[GMS_OPT_GMS];
+    gms->token_file = a->val[GMS_OPT_GMS_TOKEN_FILE];
+    gms->ca_file = a->val[GMS_OPT_GMS_CA_FILE];
+    gms->timeout_ms = 30000;
+
+    if (gms->url == NULL) {
+        gms_tool_error(t, "--gms URL is required");
+        return -1;
+    }
+
+    if (a->val[GMS_OPT_GMS_TIMEOUT]) {
+        if (gms_tool_parse_duration(a->val[GMS_OPT_GMS_TIMEOUT], &ms) != 0
+            || ms <= 0 || ms > 3600000)
+        {
+            gms_tool_error(t, "--gms-timeout: '%s' is not a time from 1s "
+                           "to 1h (as 30s, 2m)",
+                           gms_tool_shown(a->val[GMS_OPT_GMS_TIMEOUT]));
+            return -1;
+        }
+
+        gms->timeout_ms = (long) ms;
+    }
+
+    return 0;
 }
 
 

@@ -77,9 +77,44 @@ int gms_tool_check_actor(gms_tool_t *t, const char *urn);
 int gms_tool_parse_duration(const char *s, int64_t *ms);
 const char *gms_tool_shown(const char *s);
 
+/* what a sync did, for its line on stdout and follow's log and health */
+typedef struct {
+    size_t                 tokens;         /* listed */
+    size_t                 added;
+    size_t                 updated;
+    size_t                 unchanged;
+    size_t                 expired;
+    size_t                 pruned;
+    size_t                 kept;           /* spared by the grace period */
+} gms_tool_sync_counts_t;
+
+
 struct gms_graphql_conf_s;
 int gms_tool_sync(gms_tool_t *t, int prune,
-    const struct gms_graphql_conf_s *gms, long page_size);
+    const struct gms_graphql_conf_s *gms, long page_size,
+    gms_tool_sync_counts_t *counts);
+void gms_tool_sync_print(const gms_tool_sync_counts_t *counts);
+
+
+/* where users' privileges come from: --privileges */
+typedef enum {
+    GMS_TOOL_PRIVILEGES_OFF = 0,
+    GMS_TOOL_PRIVILEGES_POLICIES,          /* listPolicies, matched here */
+    GMS_TOOL_PRIVILEGES_GRAPHQL            /* getGrantedPrivileges a user */
+} gms_tool_privileges_e;
+
+
+/* what a privileges mirror did */
+typedef struct {
+    size_t                 users;          /* users whose set was computed */
+    size_t                 changed;        /* sets replaced */
+    size_t                 removed;        /* sets of users no longer known */
+} gms_tool_privileges_counts_t;
+
+
+int gms_tool_privileges_mirror(gms_tool_t *t,
+    const struct gms_graphql_conf_s *gms, gms_tool_privileges_e mode,
+    gms_tool_privileges_counts_t *counts);
 
 
 #endif /* _GMS_TOKEN_TOOL_H_INCLUDED_ */
