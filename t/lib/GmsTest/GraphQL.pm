@@ -239,7 +239,7 @@ sub _answer {
         if defined $how->{page} && $how->{page} != $page;
 
     my $res = _misbehaving($req, $how)
-              // _list($state->{tokens}, $body->{query}, $input, $how);
+              // _root($state, $body->{query}, $vars, $how);
     $res->[3] = $how->{delay};
 
     return $res;
@@ -268,6 +268,31 @@ sub _misbehaving {
     }
 
     return undef;
+}
+
+# The query's first root field chooses who answers it; one sub a field.
+# A field with no answerer here is graphql-java's validation error, as GMS
+# answers a field its schema lacks.
+my %ROOT = (
+    listAccessTokens => sub {
+        my ($state, $query, $vars, $how) = @_;
+        my $input = ref $vars->{input} eq 'HASH' ? $vars->{input} : {};
+        return _list($state->{tokens}, $query, $input, $how);
+    },
+);
+
+sub _root {
+    my ($state, $query, $vars, $how) = @_;
+
+    my ($field) = $query =~ /\{\s*(\w+)/;
+    my $answer = defined $field ? $ROOT{$field} : undef;
+
+    return $answer->($state, $query, $vars, $how) if $answer;
+
+    my $sel = eval { _selection($query) };
+    return _graphql(_validation_error($@ =~ s/\n\z//r)) unless $sel;
+    return _graphql(_validation_error("Field '$field' in type 'Query' is "
+                                      . "undefined"));
 }
 
 # listAccessTokens as ListAccessTokensResolver answers it.
