@@ -37,6 +37,7 @@ struct ngx_http_gms_flight_s {
     ngx_queue_t                free;
     ngx_http_gms_main_conf_t  *gmcf;
     ngx_uint_t                 sent_usec;
+    ngx_uint_t                 generation;     /* the cache's, when sent */
 
     /* of a verified token (actor_len 0: a lookup without a key) */
     gms_token_type_e           type;
@@ -340,7 +341,8 @@ ngx_http_gms_verify(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
 
     if (!ctx->has_stale) {
         ngx_http_gms_cache_put(gmcf->cache, ctx->id, &entry,
-                               ngx_http_gms_jwt_bound(&claims, gmcf));
+                               ngx_http_gms_jwt_bound(&claims, gmcf),
+                               ngx_http_gms_cache_generation(gmcf->cache));
     }
 
     return ngx_http_gms_decide(r, ctx);
@@ -557,6 +559,7 @@ ngx_http_gms_flight(ngx_http_gms_main_conf_t *gmcf, u_char *id,
     flight->sn.str.len = GMS_TOKEN_ID_LEN;
     flight->gmcf = gmcf;
     flight->sent_usec = ngx_http_gms_usec();
+    flight->generation = ngx_http_gms_cache_generation(gmcf->cache);
     ngx_queue_init(&flight->waiters);
 
     /* every waiter has this id, so this token and these claims */
@@ -748,7 +751,8 @@ ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight, redisReply *reply,
 
         case GMS_LOOKUP_UNKNOWN:
             entry->result = NGX_HTTP_GMS_UNKNOWN;
-            ngx_http_gms_cache_put(flight->gmcf->cache, flight->id, entry, 0);
+            ngx_http_gms_cache_put(flight->gmcf->cache, flight->id, entry, 0,
+                                   flight->generation);
             return NGX_OK;
 
         case GMS_LOOKUP_BAD_REPLY:
@@ -761,7 +765,8 @@ ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight, redisReply *reply,
 
         if (lk.expires_at != 0 && lk.expires_at <= ngx_http_gms_now_ms()) {
             entry->result = NGX_HTTP_GMS_EXPIRED;
-            ngx_http_gms_cache_put(flight->gmcf->cache, flight->id, entry, 0);
+            ngx_http_gms_cache_put(flight->gmcf->cache, flight->id, entry, 0,
+                                   flight->generation);
             return NGX_OK;
         }
 
@@ -817,7 +822,7 @@ ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight, redisReply *reply,
     }
 
     ngx_http_gms_cache_put(flight->gmcf->cache, flight->id, entry,
-                           expires_at);
+                           expires_at, flight->generation);
 
     return NGX_OK;
 }

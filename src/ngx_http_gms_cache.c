@@ -37,6 +37,8 @@ struct ngx_http_gms_cache_sh_s {
     ngx_queue_t                negative;
     ngx_uint_t                 npositive;
     ngx_uint_t                 nnegative;
+    /* bumped by every invalidation: lookups begun before do not cache */
+    ngx_uint_t                 generation;
 };
 
 
@@ -186,7 +188,8 @@ done:
 
 void
 ngx_http_gms_cache_put(ngx_http_gms_cache_t *cache, u_char *id,
-    ngx_http_gms_cache_entry_t *entry, int64_t expires_at)
+    ngx_http_gms_cache_entry_t *entry, int64_t expires_at,
+    ngx_uint_t generation)
 {
     size_t                      len, size;
     int64_t                     now;
@@ -223,6 +226,21 @@ ngx_http_gms_cache_put(ngx_http_gms_cache_t *cache, u_char *id,
     }
 
     ngx_shmtx_lock(&cache->shpool->mutex);
+
+    /*
+     * An invalidation arrived while this answer was on its way from Redis:
+     * the answer may be older than the change, so it is used once (by the
+     * requests that asked) and not kept.
+     */
+
+    if (generation != cache->sh->generation) {
+        ngx_shmtx_unlock(&cache->shpool->mutex);
+
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "gms: token id \"%*s\" not cached: invalidated "
+                       "meanwhile", (size_t) GMS_TOKEN_ID_LEN, id);
+        return;
+    }
 
     node = ngx_http_gms_cache_find(cache, id, hash);
 
@@ -332,6 +350,100 @@ ngx_http_gms_cache_sizes(ngx_http_gms_cache_t *cache, ngx_uint_t *positive,
     /* a gauge: a racy read is good enough */
     *positive = cache->sh->npositive;
     *negative = cache->sh->nnegative;
+}
+
+
+ngx_uint_t
+ngx_http_gms_cache_generation(ngx_http_gms_cache_t *cache)
+{
+    if (cache == NULL || cache->sh == NULL) {
+        return 0;
+    }
+
+    /* read without the mutex: a torn read only costs one entry not kept */
+    return *(volatile ngx_uint_t *) &cache->sh->generation;
+}
+
+
+/*
+ * What gms-token publishes on <prefix>invalidate: a token id drops that
+ * token's entry (positive or negative), a user's URN every entry of the
+ * user (its privileges changed), "*" everything.  Any other message drops
+ * everything too: a stale entry is the one thing it must not leave.
+ * Dropping by user walks the entries under the mutex: privilege changes
+ * are rare, and a walk of the largest zones takes milliseconds.
+ * Returns the number of entries dropped.
+ */
+
+ngx_uint_t
+ngx_http_gms_cache_drop(ngx_http_gms_cache_t *cache, u_char *what,
+    size_t len)
+{
+    ngx_uint_t                  n, all, i;
+    ngx_queue_t                *q, *next, *queues[2];
+    ngx_rbtree_node_t          *node;
+    ngx_http_gms_cache_node_t  *cn;
+
+    if (cache == NULL || cache->sh == NULL) {
+        return 0;
+    }
+
+    n = 0;
+
+    ngx_shmtx_lock(&cache->shpool->mutex);
+
+    cache->sh->generation++;
+
+    if (len == GMS_TOKEN_ID_LEN && gms_token_id_valid((char *) what, len)) {
+        node = ngx_http_gms_cache_find(cache, what,
+                                       ngx_crc32_short(what, len));
+        if (node) {
+            ngx_http_gms_cache_remove(cache, node);
+            n = 1;
+        }
+
+        ngx_shmtx_unlock(&cache->shpool->mutex);
+
+        return n;
+    }
+
+    all = !gms_actor_valid((char *) what, len);
+
+    if (all && !(len == 1 && what[0] == '*')) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "gms: invalidation \"%*s\" is neither a token id nor "
+                      "a user: dropping every cached token",
+                      ngx_min(len, 64), what);
+    }
+
+    queues[0] = &cache->sh->positive;
+    queues[1] = &cache->sh->negative;
+
+    for (i = 0; i < (all ? 2 : 1); i++) {
+
+        for (q = ngx_queue_head(queues[i]);
+             q != ngx_queue_sentinel(queues[i]);
+             q = next)
+        {
+            next = ngx_queue_next(q);
+            cn = ngx_queue_data(q, ngx_http_gms_cache_node_t, queue);
+
+            if (!all
+                && (cn->actor_len != len
+                    || ngx_memcmp(cn->data, what, len) != 0))
+            {
+                continue;
+            }
+
+            ngx_http_gms_cache_remove(cache, (ngx_rbtree_node_t *)
+                        ((u_char *) cn - offsetof(ngx_rbtree_node_t, color)));
+            n++;
+        }
+    }
+
+    ngx_shmtx_unlock(&cache->shpool->mutex);
+
+    return n;
 }
 
 

@@ -32,7 +32,11 @@ typedef struct {
 ngx_http_gms_cache_rc_e ngx_http_gms_cache_get(ngx_http_gms_cache_t *cache,
     u_char *id, ngx_pool_t *pool, ngx_http_gms_cache_entry_t *entry);
 void ngx_http_gms_cache_put(ngx_http_gms_cache_t *cache, u_char *id,
-    ngx_http_gms_cache_entry_t *entry, int64_t expires_at);
+    ngx_http_gms_cache_entry_t *entry, int64_t expires_at,
+    ngx_uint_t generation);
+ngx_uint_t ngx_http_gms_cache_generation(ngx_http_gms_cache_t *cache);
+ngx_uint_t ngx_http_gms_cache_drop(ngx_http_gms_cache_t *cache, u_char *what,
+    size_t len);
 void ngx_http_gms_cache_sizes(ngx_http_gms_cache_t *cache,
     ngx_uint_t *positive, ngx_uint_t *negative);
 char *ngx_http_gms_cache_directive(ngx_conf_t *cf, ngx_command_t *cmd,

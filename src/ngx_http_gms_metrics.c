@@ -126,6 +126,7 @@ static ngx_int_t
 ngx_http_gms_metrics_handler(ngx_http_request_t *r)
 {
     u_char                    *p;
+    int64_t                    sync_at, now, age;
     ngx_uint_t                 i, cumulative, positive, negative;
     ngx_int_t                  rc;
     ngx_buf_t                 *b;
@@ -152,7 +153,7 @@ ngx_http_gms_metrics_handler(ngx_http_request_t *r)
     gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
     ngx_http_gms_cache_sizes(gmcf->cache, &positive, &negative);
 
-    b = ngx_create_temp_buf(r->pool, 8192);
+    b = ngx_create_temp_buf(r->pool, 16384);
     if (b == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -245,6 +246,41 @@ ngx_http_gms_metrics_handler(ngx_http_request_t *r)
     for (i = 0; i < NGX_HTTP_GMS_ES_NOUTCOMES; i++) {
         p = ngx_sprintf(p, "gms_es_task_requests_total{outcome=\"%s\"} %uA\n",
                         ngx_http_gms_es_task_names[i], m->es_tasks[i]);
+    }
+
+    p = ngx_http_gms_metric_head(p, "gms_token_invalidations_total",
+                         "counter", "Invalidation messages received "
+                         "(each worker receives each message).");
+    p = ngx_sprintf(p, "gms_token_invalidations_total %uA\n",
+                    m->invalidations);
+
+    p = ngx_http_gms_metric_head(p, "gms_token_invalidation_flushes_total",
+                         "counter", "Whole-cache drops on (re)subscribing, "
+                         "when messages may have been missed.");
+    p = ngx_sprintf(p, "gms_token_invalidation_flushes_total %uA\n",
+                    m->invalidation_flushes);
+
+    p = ngx_http_gms_metric_head(p, "gms_token_invalidation_subscriptions",
+                         "gauge", "Workers subscribed to the invalidation "
+                         "channel.");
+    p = ngx_sprintf(p, "gms_token_invalidation_subscriptions %uA\n",
+                    m->subscriptions);
+
+    /* a sync never seen is infinitely old: "> N" alerts fire on it too */
+
+    p = ngx_http_gms_metric_head(p, "gms_token_sync_age_seconds", "gauge",
+                         "Seconds since the last complete gms-token sync.");
+
+    sync_at = (int64_t) m->sync_at;
+    now = ngx_http_gms_now_ms();
+
+    if (sync_at == 0) {
+        p = ngx_sprintf(p, "gms_token_sync_age_seconds +Inf\n");
+
+    } else {
+        age = (now > sync_at) ? now - sync_at : 0;
+        p = ngx_sprintf(p, "gms_token_sync_age_seconds %L.%03L\n",
+                        age / 1000, age % 1000);
     }
 
     b->last = p;

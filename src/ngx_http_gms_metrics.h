@@ -56,6 +56,11 @@ typedef struct {
     ngx_atomic_t               latency[NGX_HTTP_GMS_LATENCY_BUCKETS + 1];
     ngx_atomic_t               latency_sum_us;
     ngx_atomic_t               es_tasks[NGX_HTTP_GMS_ES_NOUTCOMES];
+    ngx_atomic_t               invalidations;      /* messages, all workers */
+    ngx_atomic_t               invalidation_flushes;
+    ngx_atomic_t               subscriptions;      /* workers subscribed */
+    ngx_atomic_t               sync_asked;         /* the second last asked */
+    ngx_atomic_t               sync_at;            /* ms; 0: unknown */
 } ngx_http_gms_metrics_t;
 
 

@@ -56,6 +56,7 @@ static void ngx_http_gms_log_writer(ngx_log_t *log, ngx_uint_t level,
 static ngx_int_t ngx_http_gms_challenge(ngx_conf_t *cf, ngx_str_t *realm,
     const char *error, ngx_str_t *out);
 static ngx_int_t ngx_http_gms_init(ngx_conf_t *cf);
+static ngx_int_t ngx_http_gms_init_process(ngx_cycle_t *cycle);
 static void ngx_http_gms_exit_process(ngx_cycle_t *cycle);
 
 
@@ -205,7 +206,7 @@ ngx_module_t  ngx_http_gms_module = {
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
     ngx_http_gms_init_module,              /* init module */
-    NULL,                                  /* init process */
+    ngx_http_gms_init_process,             /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
     ngx_http_gms_exit_process,             /* exit process */
@@ -1116,9 +1117,23 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
     gmcf->actor_prefix.len = gmcf->prefix.len + sizeof(GMS_KEY_ACTOR) - 1;
     gmcf->actor_prefix.data = ngx_pnalloc(cf->pool, gmcf->actor_prefix.len);
 
-    if (gmcf->token_prefix.data == NULL || gmcf->actor_prefix.data == NULL) {
+    gmcf->invalidate.len = gmcf->prefix.len + sizeof(GMS_KEY_INVALIDATE) - 1;
+    gmcf->invalidate.data = ngx_pnalloc(cf->pool, gmcf->invalidate.len);
+    gmcf->sync_key.len = gmcf->prefix.len + sizeof(GMS_KEY_SYNC) - 1;
+    gmcf->sync_key.data = ngx_pnalloc(cf->pool, gmcf->sync_key.len);
+
+    if (gmcf->token_prefix.data == NULL || gmcf->actor_prefix.data == NULL
+        || gmcf->invalidate.data == NULL || gmcf->sync_key.data == NULL)
+    {
         return NGX_CONF_ERROR;
     }
+
+    p = ngx_cpymem(gmcf->invalidate.data, gmcf->prefix.data,
+                   gmcf->prefix.len);
+    ngx_memcpy(p, GMS_KEY_INVALIDATE, sizeof(GMS_KEY_INVALIDATE) - 1);
+
+    p = ngx_cpymem(gmcf->sync_key.data, gmcf->prefix.data, gmcf->prefix.len);
+    ngx_memcpy(p, GMS_KEY_SYNC, sizeof(GMS_KEY_SYNC) - 1);
 
     p = ngx_cpymem(gmcf->token_prefix.data, gmcf->prefix.data,
                    gmcf->prefix.len);
@@ -1474,6 +1489,32 @@ ngx_http_gms_init(ngx_conf_t *cf)
     }
 
     return ngx_http_gms_es_task_filter_init(cf);
+}
+
+
+static ngx_int_t
+ngx_http_gms_init_process(ngx_cycle_t *cycle)
+{
+    ngx_http_gms_main_conf_t  *gmcf;
+
+    if ((ngx_process != NGX_PROCESS_WORKER
+         && ngx_process != NGX_PROCESS_SINGLE)
+        || ngx_http_cycle_get_module_main_conf(cycle, ngx_http_core_module)
+           == NULL)
+    {
+        return NGX_OK;
+    }
+
+    gmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_gms_module);
+
+    /* a failure costs the invalidations, not the worker: entries age out */
+
+    if (ngx_http_gms_redis_init_process(cycle, gmcf) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ALERT, cycle->log, 0,
+                      "gms: cannot start the invalidation subscription");
+    }
+
+    return NGX_OK;
 }
 
 

@@ -66,6 +66,8 @@ typedef struct {
     ngx_str_t                  prefix;
     ngx_str_t                  token_prefix;   /* <prefix>token: */
     ngx_str_t                  actor_prefix;   /* <prefix>actor: */
+    ngx_str_t                  invalidate;     /* <prefix>invalidate */
+    ngx_str_t                  sync_key;       /* <prefix>sync */
     ngx_str_t                  salt;
     ngx_flag_t                 salt_set;
     ngx_array_t                es_privileges;  /* the default, of ngx_str_t */

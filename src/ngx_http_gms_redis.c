@@ -11,10 +11,18 @@
  * the late one would be late too.  After a failure, connecting again is
  * refused for a short, growing, jittered while, so that a Redis outage
  * costs the requests nothing but a fast 503.
+ *
+ * With a cache, each worker also keeps a second connection, subscribed to
+ * <prefix>invalidate: gms-token publishes there the token ids and users
+ * whose entries changed, and the worker drops them from the shared cache
+ * at once.  Messages published while a subscription is down are lost, so
+ * every (re)subscription drops the whole cache.  Once a second, one
+ * worker of the edge reads <prefix>sync's "at" for the sync-age metric.
  */
 
 
 #include "ngx_http_gms_redis.h"
+#include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
 
 
@@ -35,6 +43,9 @@
 #define NGX_HTTP_GMS_REPLY_STRING_MAX    65536
 #define NGX_HTTP_GMS_REPLY_ELEMENTS_MAX  1024
 #define NGX_HTTP_GMS_REPLY_BUFFER_MAX    (1024 * 1024)
+
+/* how often the time of the last complete sync is read */
+#define NGX_HTTP_GMS_SYNC_EVERY    1000
 
 
 struct ngx_http_gms_lookup_s {
@@ -60,17 +71,38 @@ typedef struct {
     size_t                     evalsha_id;     /* where its id goes */
     ngx_event_t                connect_timer;
     ngx_event_t                ping_timer;
+    ngx_event_t                retry_timer;    /* the subscriber's */
+    ngx_event_t                sync_timer;     /* the lookups' */
     unsigned                   connected:1;
     unsigned                   ping_pending:1;
+    unsigned                   subscriber:1;
+    unsigned                   subscribed:1;
 } ngx_http_gms_redis_t;
 
 
-static ngx_int_t ngx_http_gms_redis_connect(ngx_http_gms_main_conf_t *gmcf);
+static ngx_int_t ngx_http_gms_redis_init(ngx_http_gms_main_conf_t *gmcf);
+static ngx_int_t ngx_http_gms_redis_connect(ngx_http_gms_redis_t *rd);
+static void ngx_http_gms_redis_close(ngx_http_gms_redis_t *rd,
+    const char *reason);
+static void ngx_http_gms_redis_subscribe(ngx_http_gms_redis_t *rd);
+static void ngx_http_gms_redis_retry(ngx_event_t *ev);
+static void ngx_http_gms_redis_message(redisAsyncContext *ac, void *r,
+    void *privdata);
+static void ngx_http_gms_redis_sync_age(ngx_event_t *ev);
+static void ngx_http_gms_redis_sync_reply(redisAsyncContext *ac, void *r,
+    void *privdata);
+static void *ngx_http_gms_redis_sub_string(const redisReadTask *task,
+    char *str, size_t len);
+static void *ngx_http_gms_redis_sub_array(const redisReadTask *task,
+    int elements);
+static void *ngx_http_gms_redis_sub_integer(const redisReadTask *task,
+    long long value);
+static void *ngx_http_gms_redis_sub_nil(const redisReadTask *task);
 static void *ngx_http_gms_redis_string(const redisReadTask *task, char *str,
     size_t len);
 static void *ngx_http_gms_redis_array(const redisReadTask *task,
     int elements);
-static void ngx_http_gms_redis_failed(void);
+static void ngx_http_gms_redis_failed(ngx_http_gms_redis_t *rd);
 static ngx_int_t ngx_http_gms_redis_members(ngx_http_gms_lookup_t *lk,
     ngx_str_t *actor);
 static ngx_int_t ngx_http_gms_redis_send(ngx_http_gms_lookup_t *lk);
@@ -96,11 +128,106 @@ static void ngx_http_gms_redis_del_write(void *privdata);
 static void ngx_http_gms_redis_cleanup(void *privdata);
 
 
-/* one per worker process */
+/* one of each per worker process */
 static ngx_http_gms_redis_t  ngx_http_gms_redis;
+static ngx_http_gms_redis_t  ngx_http_gms_redis_sub;
 
 static redisReplyObjectFunctions  *ngx_http_gms_redis_builders;
 static redisReplyObjectFunctions   ngx_http_gms_redis_capped;
+static redisReplyObjectFunctions   ngx_http_gms_redis_sub_capped;
+
+static ngx_uint_t  ngx_http_gms_redis_exiting;
+
+
+/* in a worker: the subscription and the sync-age timer, with a cache */
+
+ngx_int_t
+ngx_http_gms_redis_init_process(ngx_cycle_t *cycle,
+    ngx_http_gms_main_conf_t *gmcf)
+{
+    ngx_http_gms_redis_t  *sub;
+
+    if (gmcf->cache == NULL) {
+        return NGX_OK;
+    }
+
+    if (ngx_http_gms_redis.gmcf != gmcf
+        && ngx_http_gms_redis_init(gmcf) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_http_gms_redis.sync_timer.handler = ngx_http_gms_redis_sync_age;
+    ngx_http_gms_redis.sync_timer.log = cycle->log;
+    ngx_http_gms_redis.sync_timer.data = &ngx_http_gms_redis;
+    ngx_http_gms_redis.sync_timer.cancelable = 1;
+    ngx_add_timer(&ngx_http_gms_redis.sync_timer,
+                  (ngx_msec_t) ngx_random() % NGX_HTTP_GMS_SYNC_EVERY + 1);
+
+    sub = &ngx_http_gms_redis_sub;
+    sub->gmcf = gmcf;
+    sub->subscriber = 1;
+
+    sub->connect_timer.handler = ngx_http_gms_redis_connect_timeout;
+    sub->connect_timer.log = cycle->log;
+
+    sub->retry_timer.handler = ngx_http_gms_redis_retry;
+    sub->retry_timer.log = cycle->log;
+    sub->retry_timer.data = sub;
+    sub->retry_timer.cancelable = 1;
+
+    ngx_http_gms_redis_subscribe(sub);
+
+    return NGX_OK;
+}
+
+
+/* the lookups' connection: its keys and the EVALSHA, made once */
+
+static ngx_int_t
+ngx_http_gms_redis_init(ngx_http_gms_main_conf_t *gmcf)
+{
+    ngx_http_gms_redis_t  *rd;
+
+    rd = &ngx_http_gms_redis;
+
+    rd->gmcf = gmcf;
+    ngx_queue_init(&rd->free);
+
+    rd->key = ngx_alloc(gmcf->token_prefix.len + GMS_TOKEN_ID_LEN,
+                        ngx_cycle->log);
+    if (rd->key == NULL) {
+        rd->gmcf = NULL;
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(rd->key, gmcf->token_prefix.data, gmcf->token_prefix.len);
+
+    rd->members_key = ngx_alloc(gmcf->actor_prefix.len + GMS_ACTOR_MAX,
+                                ngx_cycle->log);
+    if (rd->members_key == NULL) {
+        ngx_free(rd->key);
+        rd->gmcf = NULL;
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(rd->members_key, gmcf->actor_prefix.data,
+               gmcf->actor_prefix.len);
+
+    if (ngx_http_gms_redis_format(rd) != NGX_OK) {
+        rd->gmcf = NULL;
+        return NGX_ERROR;
+    }
+
+    rd->connect_timer.handler = ngx_http_gms_redis_connect_timeout;
+    rd->connect_timer.log = ngx_cycle->log;
+
+    rd->ping_timer.handler = ngx_http_gms_redis_ping;
+    rd->ping_timer.log = ngx_cycle->log;
+    rd->ping_timer.cancelable = 1;
+
+    return NGX_OK;
+}
 
 
 ngx_int_t
@@ -113,45 +240,13 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
 
     rd = &ngx_http_gms_redis;
 
-    if (rd->gmcf != gmcf) {
-        /* first use in this worker */
-        rd->gmcf = gmcf;
-        ngx_queue_init(&rd->free);
+    /* first use in this worker: without a cache, no init_process did it */
 
-        rd->key = ngx_alloc(gmcf->token_prefix.len + GMS_TOKEN_ID_LEN,
-                            ngx_cycle->log);
-        if (rd->key == NULL) {
-            rd->gmcf = NULL;
-            return NGX_ERROR;
-        }
-
-        ngx_memcpy(rd->key, gmcf->token_prefix.data, gmcf->token_prefix.len);
-
-        rd->members_key = ngx_alloc(gmcf->actor_prefix.len + GMS_ACTOR_MAX,
-                                    ngx_cycle->log);
-        if (rd->members_key == NULL) {
-            ngx_free(rd->key);
-            rd->gmcf = NULL;
-            return NGX_ERROR;
-        }
-
-        ngx_memcpy(rd->members_key, gmcf->actor_prefix.data,
-                   gmcf->actor_prefix.len);
-
-        if (ngx_http_gms_redis_format(rd) != NGX_OK) {
-            rd->gmcf = NULL;
-            return NGX_ERROR;
-        }
-
-        rd->connect_timer.handler = ngx_http_gms_redis_connect_timeout;
-        rd->connect_timer.log = ngx_cycle->log;
-
-        rd->ping_timer.handler = ngx_http_gms_redis_ping;
-        rd->ping_timer.log = ngx_cycle->log;
-        rd->ping_timer.cancelable = 1;
+    if (rd->gmcf != gmcf && ngx_http_gms_redis_init(gmcf) != NGX_OK) {
+        return NGX_ERROR;
     }
 
-    if (rd->ac == NULL && ngx_http_gms_redis_connect(gmcf) != NGX_OK) {
+    if (rd->ac == NULL && ngx_http_gms_redis_connect(rd) != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -189,18 +284,26 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
 void
 ngx_http_gms_redis_drop(const char *reason)
 {
+    ngx_http_gms_redis_close(&ngx_http_gms_redis, reason);
+}
+
+
+static void
+ngx_http_gms_redis_close(ngx_http_gms_redis_t *rd, const char *reason)
+{
     redisAsyncContext  *ac;
 
-    ac = ngx_http_gms_redis.ac;
+    ac = rd->ac;
 
     if (ac == NULL) {
         return;
     }
 
     ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                  "gms: closing redis connection: %s", reason);
+                  "gms: closing redis %sconnection: %s",
+                  rd->subscriber ? "subscription " : "", reason);
 
-    ngx_http_gms_redis_failed();
+    ngx_http_gms_redis_failed(rd);
 
     /* runs the pending callbacks with NULL, then the cleanup hook */
     redisAsyncFree(ac);
@@ -210,20 +313,27 @@ ngx_http_gms_redis_drop(const char *reason)
 void
 ngx_http_gms_redis_exit_process(ngx_cycle_t *cycle)
 {
+    ngx_http_gms_redis_exiting = 1;
+
     if (ngx_http_gms_redis.ac != NULL) {
         redisAsyncFree(ngx_http_gms_redis.ac);
+    }
+
+    if (ngx_http_gms_redis_sub.ac != NULL) {
+        redisAsyncFree(ngx_http_gms_redis_sub.ac);
     }
 }
 
 
 static ngx_int_t
-ngx_http_gms_redis_connect(ngx_http_gms_main_conf_t *gmcf)
+ngx_http_gms_redis_connect(ngx_http_gms_redis_t *rd)
 {
-    redisAsyncContext     *ac;
-    ngx_connection_t      *c;
-    ngx_http_gms_redis_t  *rd;
+    int                        on;
+    redisAsyncContext         *ac;
+    ngx_connection_t          *c;
+    ngx_http_gms_main_conf_t  *gmcf;
 
-    rd = &ngx_http_gms_redis;
+    gmcf = rd->gmcf;
 
     if (rd->backoff && (ngx_msec_int_t) (rd->retry_at - ngx_current_msec) > 0)
     {
@@ -232,7 +342,7 @@ ngx_http_gms_redis_connect(ngx_http_gms_main_conf_t *gmcf)
         return NGX_DECLINED;
     }
 
-    if (rd->backoff) {
+    if (rd->backoff && !rd->subscriber) {
         ngx_http_gms_count(reconnects);
     }
 
@@ -246,7 +356,7 @@ ngx_http_gms_redis_connect(ngx_http_gms_main_conf_t *gmcf)
     if (ac == NULL) {
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                       "gms: cannot allocate a redis context");
-        ngx_http_gms_redis_failed();
+        ngx_http_gms_redis_failed(rd);
         return NGX_ERROR;
     }
 
@@ -255,7 +365,7 @@ ngx_http_gms_redis_connect(ngx_http_gms_main_conf_t *gmcf)
                       "gms: redis connect to \"%V\" failed: %s",
                       &gmcf->host, ac->errstr);
         redisAsyncFree(ac);
-        ngx_http_gms_redis_failed();
+        ngx_http_gms_redis_failed(rd);
         return NGX_ERROR;
     }
 
@@ -266,15 +376,33 @@ ngx_http_gms_redis_connect(ngx_http_gms_main_conf_t *gmcf)
         ngx_http_gms_redis_capped = *ac->c.reader->fn;
         ngx_http_gms_redis_capped.createString = ngx_http_gms_redis_string;
         ngx_http_gms_redis_capped.createArray = ngx_http_gms_redis_array;
+
+        ngx_http_gms_redis_sub_capped = *ac->c.reader->fn;
+        ngx_http_gms_redis_sub_capped.createString =
+                                             ngx_http_gms_redis_sub_string;
+        ngx_http_gms_redis_sub_capped.createArray =
+                                             ngx_http_gms_redis_sub_array;
+        ngx_http_gms_redis_sub_capped.createInteger =
+                                             ngx_http_gms_redis_sub_integer;
+        ngx_http_gms_redis_sub_capped.createNil = ngx_http_gms_redis_sub_nil;
     }
 
-    ac->c.reader->fn = &ngx_http_gms_redis_capped;
+    ac->c.reader->fn = rd->subscriber ? &ngx_http_gms_redis_sub_capped
+                                      : &ngx_http_gms_redis_capped;
+    ac->data = rd;
 
     c = ngx_get_connection(ac->c.fd, ngx_cycle->log);
     if (c == NULL) {
         redisAsyncFree(ac);
-        ngx_http_gms_redis_failed();
+        ngx_http_gms_redis_failed(rd);
         return NGX_ERROR;
+    }
+
+    if (rd->subscriber) {
+        /* no PING on a subscription: a dead peer is found by the kernel */
+        on = 1;
+        (void) setsockopt(ac->c.fd, SOL_SOCKET, SO_KEEPALIVE,
+                          (const void *) &on, sizeof(int));
     }
 
     c->data = ac;
@@ -318,9 +446,19 @@ ngx_http_gms_redis_connect(ngx_http_gms_main_conf_t *gmcf)
         goto failed;
     }
 
-    if (redisAsyncCommand(ac, ngx_http_gms_redis_setup_reply, "SCRIPT LOAD",
-                          "SCRIPT LOAD %s", gms_lookup_script)
-        != REDIS_OK)
+    if (rd->subscriber) {
+        if (redisAsyncCommand(ac, ngx_http_gms_redis_message, NULL,
+                              "SUBSCRIBE %b", gmcf->invalidate.data,
+                              gmcf->invalidate.len)
+            != REDIS_OK)
+        {
+            goto failed;
+        }
+
+    } else if (redisAsyncCommand(ac, ngx_http_gms_redis_setup_reply,
+                                 "SCRIPT LOAD", "SCRIPT LOAD %s",
+                                 gms_lookup_script)
+               != REDIS_OK)
     {
         goto failed;
     }
@@ -334,18 +472,15 @@ ngx_http_gms_redis_connect(ngx_http_gms_main_conf_t *gmcf)
 
 failed:
 
-    ngx_http_gms_redis_drop("cannot queue the connection setup");
+    ngx_http_gms_redis_close(rd, "cannot queue the connection setup");
     return NGX_ERROR;
 }
 
 
 static void
-ngx_http_gms_redis_failed(void)
+ngx_http_gms_redis_failed(ngx_http_gms_redis_t *rd)
 {
-    ngx_msec_t             jitter;
-    ngx_http_gms_redis_t  *rd;
-
-    rd = &ngx_http_gms_redis;
+    ngx_msec_t  jitter;
 
     if (rd->backoff == 0) {
         rd->backoff = NGX_HTTP_GMS_BACKOFF_MIN;
@@ -527,7 +662,7 @@ ngx_http_gms_redis_setup_reply(redisAsyncContext *ac, void *r,
     ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                   "gms: redis %s failed: %s", (char *) privdata, reply->str);
 
-    ngx_http_gms_redis_failed();
+    ngx_http_gms_redis_failed(ac->data);
 
     /* freed by hiredis once this callback returns */
     redisAsyncFree(ac);
@@ -537,9 +672,7 @@ ngx_http_gms_redis_setup_reply(redisAsyncContext *ac, void *r,
 static void
 ngx_http_gms_redis_connected(const redisAsyncContext *ac, int status)
 {
-    ngx_http_gms_redis_t  *rd;
-
-    rd = &ngx_http_gms_redis;
+    ngx_http_gms_redis_t  *rd = ac->data;
 
     if (rd->connect_timer.timer_set) {
         ngx_del_timer(&rd->connect_timer);
@@ -550,37 +683,48 @@ ngx_http_gms_redis_connected(const redisAsyncContext *ac, int status)
                        "gms: redis connected");
 
         rd->connected = 1;
-        ngx_http_gms_count(connections);
-        ngx_add_timer(&rd->ping_timer, NGX_HTTP_GMS_PING_EVERY);
+
+        if (!rd->subscriber) {
+            ngx_http_gms_count(connections);
+            ngx_add_timer(&rd->ping_timer, NGX_HTTP_GMS_PING_EVERY);
+        }
+
         return;
     }
 
     ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                  "gms: redis connect to \"%V\" failed: %s",
-                  &ngx_http_gms_redis.gmcf->host, ac->errstr);
+                  "gms: redis %sconnect to \"%V\" failed: %s",
+                  rd->subscriber ? "subscription " : "", &rd->gmcf->host,
+                  ac->errstr);
 
-    ngx_http_gms_redis_failed();
+    ngx_http_gms_redis_failed(rd);
 }
 
 
 static void
 ngx_http_gms_redis_disconnected(const redisAsyncContext *ac, int status)
 {
+    ngx_http_gms_redis_t  *rd = ac->data;
+
     if (status == REDIS_OK) {
         return;
     }
 
     ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                  "gms: redis connection lost: %s", ac->errstr);
+                  "gms: redis %sconnection lost: %s",
+                  rd->subscriber ? "subscription " : "", ac->errstr);
 
-    ngx_http_gms_redis_failed();
+    ngx_http_gms_redis_failed(rd);
 }
 
 
 static void
 ngx_http_gms_redis_connect_timeout(ngx_event_t *ev)
 {
-    ngx_http_gms_redis_drop("connect timed out");
+    ngx_connection_t  *c = ev->data;
+
+    ngx_http_gms_redis_close(((redisAsyncContext *) c->data)->data,
+                             "connect timed out");
 }
 
 
@@ -630,7 +774,7 @@ ngx_http_gms_redis_pong(redisAsyncContext *ac, void *r, void *privdata)
     if (reply != NULL && reply->type == REDIS_REPLY_ERROR) {
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                       "gms: redis PING failed: %s", reply->str);
-        ngx_http_gms_redis_failed();
+        ngx_http_gms_redis_failed(&ngx_http_gms_redis);
         redisAsyncFree(ac);
     }
 }
@@ -641,23 +785,25 @@ ngx_http_gms_redis_read_handler(ngx_event_t *ev)
 {
     ngx_connection_t  *c = ev->data;
 
-    redisReader        *reader;
-    redisAsyncContext  *ac;
+    redisReader           *reader;
+    redisAsyncContext     *ac;
+    ngx_http_gms_redis_t  *rd;
 
     ac = c->data;
+    rd = ac->data;
 
     redisAsyncHandleRead(ac);
 
     /* hiredis may have closed the connection: then ac is gone */
 
-    if (ngx_http_gms_redis.ac == NULL || ngx_http_gms_redis.ac != ac) {
+    if (rd->ac == NULL || rd->ac != ac) {
         return;
     }
 
     reader = ac->c.reader;
 
     if (reader->len - reader->pos > NGX_HTTP_GMS_REPLY_BUFFER_MAX) {
-        ngx_http_gms_redis_drop("reply larger than 1 MB");
+        ngx_http_gms_redis_close(rd, "reply larger than 1 MB");
     }
 }
 
@@ -780,13 +926,17 @@ ngx_http_gms_redis_cleanup(void *privdata)
         ngx_delete_posted_event(c->write);
     }
 
+    rd = ((redisAsyncContext *) c->data)->data;
+
     ngx_free_connection(c);
     c->fd = (ngx_socket_t) -1;
 
-    rd = &ngx_http_gms_redis;
-
-    if (rd->connected) {
+    if (rd->connected && !rd->subscriber) {
         ngx_http_gms_count_down(connections);
+    }
+
+    if (rd->subscribed) {
+        ngx_http_gms_count_down(subscriptions);
     }
 
     if (rd->connect_timer.timer_set) {
@@ -800,4 +950,251 @@ ngx_http_gms_redis_cleanup(void *privdata)
     rd->ac = NULL;
     rd->connected = 0;
     rd->ping_pending = 0;
+    rd->subscribed = 0;
+
+    if (rd->subscriber && !ngx_http_gms_redis_exiting) {
+        ngx_http_gms_redis_subscribe(rd);
+    }
+}
+
+
+/*
+ * The subscriber connects from a timer, never from inside hiredis (its
+ * cleanup hook runs while the old context is being freed): at once the
+ * first time, then after the backoff of the failure.
+ */
+
+static void
+ngx_http_gms_redis_subscribe(ngx_http_gms_redis_t *rd)
+{
+    ngx_msec_t  delay;
+
+    if (rd->retry_timer.timer_set || ngx_http_gms_redis_exiting) {
+        return;
+    }
+
+    delay = 1;
+
+    if (rd->backoff
+        && (ngx_msec_int_t) (rd->retry_at - ngx_current_msec) > 0)
+    {
+        delay = rd->retry_at - ngx_current_msec;
+    }
+
+    ngx_add_timer(&rd->retry_timer, delay);
+}
+
+
+static void
+ngx_http_gms_redis_retry(ngx_event_t *ev)
+{
+    ngx_http_gms_redis_t  *rd = ev->data;
+
+    if (rd->ac != NULL || ngx_http_gms_redis_exiting) {
+        return;
+    }
+
+    if (ngx_http_gms_redis_connect(rd) != NGX_OK && rd->ac == NULL) {
+        ngx_http_gms_redis_subscribe(rd);
+    }
+}
+
+
+/*
+ * SUBSCRIBE's confirmation and each message, as hiredis hands them over:
+ * ["subscribe", channel, count] and ["message", channel, payload] (the
+ * subscriber's reply builders have made sure of the shape).
+ */
+
+static void
+ngx_http_gms_redis_message(redisAsyncContext *ac, void *r, void *privdata)
+{
+    redisReply  *reply = r;
+
+    ngx_uint_t             n;
+    redisReply            *kind, *payload;
+    ngx_http_gms_redis_t  *rd;
+
+    rd = ac->data;
+
+    if (reply == NULL) {
+        /* the connection is going: its cleanup hook says why */
+        return;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) {
+        ngx_http_gms_redis_close(rd, "unexpected reply to SUBSCRIBE");
+        return;
+    }
+
+    kind = reply->element[0];
+    payload = reply->element[2];
+
+    if (kind->len == sizeof("subscribe") - 1
+        && ngx_strncmp(kind->str, "subscribe", kind->len) == 0)
+    {
+        rd->subscribed = 1;
+        rd->backoff = 0;
+        ngx_http_gms_count(subscriptions);
+
+        /* whatever was published while nobody listened is lost */
+
+        n = ngx_http_gms_cache_drop(rd->gmcf->cache, (u_char *) "*", 1);
+        ngx_http_gms_count(invalidation_flushes);
+
+        ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                      "gms: subscribed to \"%V\", %ui cached entries "
+                      "dropped", &rd->gmcf->invalidate, n);
+        return;
+    }
+
+    if (kind->len != sizeof("message") - 1
+        || ngx_strncmp(kind->str, "message", kind->len) != 0
+        || payload->type != REDIS_REPLY_STRING)
+    {
+        ngx_http_gms_redis_close(rd, "unexpected message on the "
+                                     "subscription");
+        return;
+    }
+
+    ngx_http_gms_count(invalidations);
+
+    n = ngx_http_gms_cache_drop(rd->gmcf->cache, (u_char *) payload->str,
+                                payload->len);
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: invalidation \"%*s\": %ui entries dropped",
+                   ngx_min(payload->len, 128), payload->str, n);
+}
+
+
+/*
+ * What a subscription may receive is small and of one shape: arrays of 3,
+ * whose elements are strings (the third may be SUBSCRIBE's count), no
+ * nesting.  hiredis 0.14 asserts on other shapes in subscribed mode, so
+ * they are refused here, before it sees them: the connection is dropped.
+ */
+
+static void *
+ngx_http_gms_redis_sub_string(const redisReadTask *task, char *str,
+    size_t len)
+{
+    if (task->parent == NULL || len > GMS_ACTOR_MAX + 64) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: redis subscription: unexpected string");
+        return NULL;
+    }
+
+    return ngx_http_gms_redis_builders->createString(task, str, len);
+}
+
+
+static void *
+ngx_http_gms_redis_sub_array(const redisReadTask *task, int elements)
+{
+    if (task->parent != NULL || elements != 3) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: redis subscription: unexpected array");
+        return NULL;
+    }
+
+    return ngx_http_gms_redis_builders->createArray(task, elements);
+}
+
+
+static void *
+ngx_http_gms_redis_sub_integer(const redisReadTask *task, long long value)
+{
+    if (task->parent == NULL || task->idx != 2) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: redis subscription: unexpected integer");
+        return NULL;
+    }
+
+    return ngx_http_gms_redis_builders->createInteger(task, value);
+}
+
+
+static void *
+ngx_http_gms_redis_sub_nil(const redisReadTask *task)
+{
+    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                  "gms: redis subscription: unexpected nil");
+    return NULL;
+}
+
+
+/*
+ * gms_token_sync_age_seconds: HGET <prefix>sync at, once a second for the
+ * whole edge (the worker that wins the second asks), on the lookups'
+ * connection, never waiting for it.
+ */
+
+static void
+ngx_http_gms_redis_sync_age(ngx_event_t *ev)
+{
+    ngx_http_gms_redis_t    *rd = ev->data;
+
+    ngx_atomic_uint_t        asked, now;
+    ngx_http_gms_metrics_t  *m;
+
+    ngx_add_timer(ev, NGX_HTTP_GMS_SYNC_EVERY);
+
+    m = ngx_http_gms_metrics;
+    now = (ngx_atomic_uint_t) ngx_time();
+
+    if (m == NULL) {
+        return;
+    }
+
+    asked = m->sync_asked;
+
+    if (asked == now || !ngx_atomic_cmp_set(&m->sync_asked, asked, now)) {
+        return;
+    }
+
+    if (rd->ac == NULL && ngx_http_gms_redis_connect(rd) != NGX_OK) {
+        return;
+    }
+
+    if (redisAsyncCommand(rd->ac, ngx_http_gms_redis_sync_reply, NULL,
+                          "HGET %b at", rd->gmcf->sync_key.data,
+                          rd->gmcf->sync_key.len)
+        != REDIS_OK)
+    {
+        ngx_http_gms_redis_close(rd, "cannot send HGET");
+    }
+}
+
+
+static void
+ngx_http_gms_redis_sync_reply(redisAsyncContext *ac, void *r, void *privdata)
+{
+    redisReply  *reply = r;
+
+    int64_t                  at;
+    ngx_http_gms_metrics_t  *m;
+
+    m = ngx_http_gms_metrics;
+
+    if (reply == NULL || m == NULL) {
+        return;
+    }
+
+    if (reply->type == REDIS_REPLY_NIL) {
+        m->sync_at = 0;
+        return;
+    }
+
+    if (reply->type != REDIS_REPLY_STRING || reply->len == 0
+        || gms_parse_ms(reply->str, reply->len, &at) != 0 || at <= 0)
+    {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "gms: \"%V\" field \"at\" is not a time in ms",
+                      &ngx_http_gms_redis.gmcf->sync_key);
+        m->sync_at = 0;
+        return;
+    }
+
+    m->sync_at = (ngx_atomic_uint_t) at;
 }

@@ -28,6 +28,8 @@ ngx_int_t ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf,
     u_char *id, ngx_str_t *actor, ngx_http_gms_lookup_pt handler,
     void *data);
 void ngx_http_gms_redis_drop(const char *reason);
+ngx_int_t ngx_http_gms_redis_init_process(ngx_cycle_t *cycle,
+    ngx_http_gms_main_conf_t *gmcf);
 void ngx_http_gms_redis_exit_process(ngx_cycle_t *cycle);
 
 

@@ -107,4 +107,53 @@ CONF
     };
 }
 
+# The invalidation subscription (with a cache) reads what hiredis 0.14
+# asserts on in subscribed mode: an array of fewer than 2, a channel that
+# is not a string, a kind that is not one.  The module's reply builders for
+# the subscription refuse every shape but ["kind", channel, payload]: the
+# connection is dropped and tried again later, and no worker aborts.
+my @subscription = (
+    ['an array of one', "*1\r\n\$7\r\nmessage\r\n"],
+    ['integers for kind and channel', "*3\r\n:1\r\n:2\r\n:3\r\n"],
+    ['a nested array', "*3\r\n\$7\r\nmessage\r\n*1\r\n:1\r\n\$1\r\nx\r\n"],
+    ['a nil channel', "*3\r\n\$7\r\nmessage\r\n\$-1\r\n\$1\r\nx\r\n"],
+    ['a bare integer', ":5\r\n"],
+);
+
+for my $case (@subscription) {
+    my ($title, $reply) = @$case;
+
+    subtest "subscription: $title" => sub {
+        my ($port, $pid) = hostile_redis($reply);
+
+        my $n = GmsTest::Nginx->new;
+        $n->start(<<"CONF");
+    gms_token_redis 127.0.0.1:$port;
+    gms_token_redis_timeout 1s;
+    gms_token_salt "";
+    gms_token_cache zone=tokens:1m;
+
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        gms_token_auth on;
+        location / { root %%TESTDIR%%; }
+    }
+CONF
+
+        ok(GmsTest::wait_until(sub {
+               $n->error_log =~ /gms: redis subscription: unexpected/ }, 5),
+           'refused by the subscription\'s reply builders');
+
+        my $res = $n->http(GET => '/entities/x',
+                           { Authorization => 'Bearer some-token' });
+        is($res->{status}, 503, 'requests still answered: 503');
+
+        $n->stop;
+        is_deeply([$n->bad_log_lines], [], 'no alerts or crashes');
+
+        kill 'KILL', $pid;
+        waitpid $pid, 0;
+    };
+}
+
 done_testing();

@@ -583,6 +583,14 @@ gms_tool_put(gms_tool_t *t, gms_tool_args_t *a)
         return GMS_TOOL_REDIS;
     }
 
+    /* an edge may hold the id as unknown, or with its old user */
+
+    if (put_rc != GMS_TOOL_UNCHANGED
+        && gms_tool_publish(t, id, GMS_TOKEN_ID_LEN) != 0)
+    {
+        return GMS_TOOL_REDIS;
+    }
+
     printf("%s\n", id);
 
     return GMS_TOOL_OK;
