@@ -130,7 +130,14 @@ like($e->nginx->error_log, qr/invalidation "not\r\na token" is neither/,
      'and is logged');
 
 $redis->cmd(PUBLISH => 'gms:other', $id);
+
+my $flushed = metric('gms_token_invalidation_flushes_total');
 $redis->cmd(PUBLISH => 'gms:invalidate', 'x' x 10_000);
+ok(GmsTest::wait_until(
+       sub { metric('gms_token_invalidation_flushes_total') >= $flushed + 2
+             && metric('gms_token_invalidation_subscriptions') == 2 }, 5),
+   'a message over the size cap: each worker drops the connection, '
+   . 'subscribes again and drops the cache');
 is(status(undef, 'carol-token'), 200, 'the edge still answers');
 
 # --- the subscription dropped and restored ----------------------------------
@@ -179,7 +186,7 @@ ok(defined $calls && $calls >= 2 && $calls <= 4,
    "3 s, 2 workers: one HGET a second (@{[ $calls // 0 ]})");
 
 $e->nginx->stop;
-is_deeply([ grep { !/is neither a token id|is not a time|closing redis subscription|subscription connection lost/ }
+is_deeply([ grep { !/is neither a token id|is not a time|closing redis subscription|subscription connection lost|subscription: unexpected string/ }
             $e->nginx->bad_log_lines ], [], 'no other alerts or errors');
 
 done_testing;
