@@ -40,7 +40,8 @@
     "\nGMS options:\n"                                                        \
     "  --gms URL             GMS's base URL (GraphQL at URL/api/graphql)\n"   \
     "  --gms-token-file FILE a token of an account holding Manage All\n"      \
-    "                        Access Tokens, from a file (never an argument)\n"\
+    "                        Access Tokens (and Manage Policies for\n"       \
+    "                        --privileges), from a file (never an argument)\n"\
     "  --gms-ca-file FILE    the CAs to verify GMS's TLS certificate with\n"  \
     "                        (default: the system's)\n"                      \
     "  --gms-timeout TIME    a request's time limit (default 30s)\n"
@@ -171,7 +172,9 @@ static const char  gms_tool_usage[] =
     "  deny        remove privileges from a user\n"
     "  privileges  print a user's privileges\n"
     "  sync        make the cached tokens those DataHub lists "
-    "(listAccessTokens)\n"
+    "(listAccessTokens),\n"
+    "              and with --gms users' privileges those its policies "
+    "grant\n"
     "\n"
     "'gms-token COMMAND --help' describes a command and its options.\n"
     "Exit status: 0 ok, 1 not found, 2 usage or bad input, 3 Redis error,\n"

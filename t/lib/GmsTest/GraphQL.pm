@@ -1,8 +1,11 @@
 package GmsTest::GraphQL;
 
 # Stands in for GMS, DataHub's metadata service, as far as gms-token sync
-# talks to it: POST /api/graphql answering listAccessTokens.  Built on
-# GmsTest::Stub.
+# talks to it: POST /api/graphql answering listAccessTokens, and for the
+# privileges listPolicies, corpUser/corpGroup relationships and
+# getGrantedPrivileges (entity.graphql at 289a484f, ListPoliciesResolver,
+# PolicyInfoPolicyMapper, GetGrantedPrivilegesResolver; see policies(),
+# memberships(), granted()).  Built on GmsTest::Stub.
 #
 #   my $gms = GmsTest::GraphQL->start(token => $pat, tokens => \@tokens);
 #   run gms-token sync --gms $gms->url ...
