@@ -24,8 +24,10 @@ LIBS_UNIT        := -lhiredis -ljansson -lcrypto
 
 SRCS             := $(wildcard src/*.c src/*.h) config
 UNIT_TESTS       := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(wildcard t/unit/*.c))
-PURE_SRCS        := src/gms_token.c src/gms_json.c src/gms_jwt.c
-PURE_HDRS        := src/gms_token.h src/gms_json.h src/gms_jwt.h
+PURE_SRCS        := src/gms_token.c src/gms_json.c src/gms_jwt.c \
+                    src/tool/gms_policy.c
+PURE_HDRS        := src/gms_token.h src/gms_json.h src/gms_jwt.h \
+                    src/tool/gms_policy.h
 
 PROVE_FLAGS      ?=
 

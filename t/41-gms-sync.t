@@ -85,11 +85,14 @@ sub run_tool {
     return $res;
 }
 
+# Users' privileges are t/42's: here sync --gms leaves them alone.
+my @off = ('--privileges', 'off');
+
 # sync from the stand-in, with the account's token, on the test's Redis.
 sub sync_from {
     my ($gms, @args) = @_;
     return run_tool(undef, 'sync', '--gms', $gms->url, '--gms-token-file',
-                    $token_file, @args, @at);
+                    $token_file, @off, @args, @at);
 }
 
 sub counts {
@@ -349,13 +352,13 @@ my @all = map {
     GmsTest::_write_file("$dir/no-newline.token", $SECRET);
     $gms->clear_requests;
     $res = run_tool(undef, 'sync', '--gms', $gms->url, '--gms-token-file',
-                    "$dir/no-newline.token", @at);
+                    "$dir/no-newline.token", @off, @at);
     is($res->{rc}, 0, 'a token file without a newline');
     is($gms->requests->[0]{header}{authorization}, "Bearer $SECRET",
        'without a newline: the token as it is');
 
     my $open = GmsTest::GraphQL->start(tokens => \@all);
-    $res = run_tool(undef, 'sync', '--gms', $open->url, @at);
+    $res = run_tool(undef, 'sync', '--gms', $open->url, @off, @at);
     is($res->{out}, counts(tokens => 250, unchanged => 249, expired => 1),
        'no --gms-token-file, GMS without authentication: synced');
     my @auth = grep { exists $_->{header}{authorization} }

@@ -32,6 +32,7 @@ struct gms_graphql_s {
     size_t                 len;
     size_t                 size;
     int                    too_big;
+    int                    nullable;       /* data.<field> may be null */
     char                   error[CURL_ERROR_SIZE];
 };
 
@@ -249,7 +250,7 @@ gms_graphql_query(gms_graphql_t *g, const char *query, json_t *variables,
 
     data = json_object_get(json_object_get(doc, "data"), field);
 
-    if (!json_is_object(data)) {
+    if (!json_is_object(data) && !(g->nullable && json_is_null(data))) {
         gms_tool_error(g->tool, "%s: the answer has no data.%s object",
                        g->endpoint, field);
         json_decref(doc);
@@ -258,6 +259,22 @@ gms_graphql_query(gms_graphql_t *g, const char *query, json_t *variables,
 
     json_incref(data);
     json_decref(doc);
+
+    return data;
+}
+
+
+/* as gms_graphql_query, but data.<field> may be null (json_null()) */
+
+json_t *
+gms_graphql_query_nullable(gms_graphql_t *g, const char *query,
+    json_t *variables, const char *field)
+{
+    json_t  *data;
+
+    g->nullable = 1;
+    data = gms_graphql_query(g, query, variables, field);
+    g->nullable = 0;
 
     return data;
 }

@@ -28,6 +28,8 @@ typedef struct gms_graphql_conf_s {
 gms_graphql_t *gms_graphql_open(gms_tool_t *t, const gms_graphql_conf_t *c);
 json_t *gms_graphql_query(gms_graphql_t *g, const char *query,
     json_t *variables, const char *field);
+json_t *gms_graphql_query_nullable(gms_graphql_t *g, const char *query,
+    json_t *variables, const char *field);
 void gms_graphql_close(gms_graphql_t *g);
 
 

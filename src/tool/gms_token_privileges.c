@@ -1,26 +1,1133 @@
 
 /*
- * gms-token: users' privileges mirrored from DataHub's policies into
- * <prefix>actor:<urn>.  Placeholder until the mirror lands (issue 14,
- * item 3): it refuses, so nothing can mistake it for a mirror.
+ * gms-token: users' platform privileges mirrored from DataHub into
+ * <prefix>actor:<urn> (sync --gms --privileges, and follow).
+ *
+ * The users are those holding an access token (listAccessTokens) and
+ * those a platform policy names (listPolicies); members of a group or a
+ * role a policy names are not enumerated (DataHub has no cheap list of
+ * them, and a user without a token never reaches the edge with one of
+ * its own... except a session token: see the README).  Each user's set is
+ * computed first, from GMS alone, in one of two ways:
+ *
+ *  - policies: listPolicies' active PLATFORM policies, matched here
+ *    (gms_policy.c, after DataHub's PolicyEngine) to the user and the
+ *    groups and roles GraphQL's relationships give (IsMemberOfGroup,
+ *    IsMemberOfNativeGroup, IsMemberOfRole of the user, IsMemberOfRole of
+ *    each of its groups: PolicyEngine.resolveRoles);
+ *  - graphql: getGrantedPrivileges of each user, asked of GMS (DataHub
+ *    1.0 and later answer a Manage Policies holder about anyone).
+ *
+ * Any failure or incomplete listing stops there: Redis is not touched.
+ * Then each set that differs from Redis's (SMEMBERS) is replaced at once
+ * (MULTI, DEL, SADD, EXEC), and the sets of users no longer known (SCAN
+ * <prefix>actor:*) deleted; each change is published on
+ * <prefix>invalidate so that every edge drops what it cached.
  */
 
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
 #include "gms_token_tool.h"
+#include "gms_graphql.h"
+#include "gms_policy.h"
+
+
+/* items asked a page, and keys asked of each SCAN step */
+#define GMS_PRIV_PAGE          100
+#define GMS_PRIV_SCAN_COUNT    "1000"
+
+/* DataHub's ListAccessTokensResolver (auth.graphql): who holds a token */
+#define GMS_PRIV_TOKENS_QUERY                                                \
+    "query listAccessTokens($input: ListAccessTokenInput!) {\n"              \
+    "  listAccessTokens(input: $input) {\n"                                  \
+    "    start\n    count\n    total\n"                                      \
+    "    tokens {\n      actorUrn\n    }\n  }\n}"
+
+/* ListPoliciesResolver, PolicyInfoPolicyMapper (entity.graphql's Policy) */
+#define GMS_PRIV_POLICIES_QUERY                                              \
+    "query listPolicies($input: ListPoliciesInput!) {\n"                     \
+    "  listPolicies(input: $input) {\n"                                      \
+    "    start\n    count\n    total\n"                                      \
+    "    policies {\n      urn\n      type\n      state\n"                   \
+    "      privileges\n"                                                     \
+    "      actors {\n        users\n        groups\n        roles\n"         \
+    "        allUsers\n        allGroups\n      }\n    }\n  }\n}"
+
+/* entity.graphql: CorpUser.relationships and CorpGroup.relationships */
+#define GMS_PRIV_RELATIONSHIPS(field)                                        \
+    "query " field "($urn: String!, $input: RelationshipsInput!) {\n"        \
+    "  " field "(urn: $urn) {\n"                                             \
+    "    relationships(input: $input) {\n"                                   \
+    "      start\n      count\n      total\n"                                \
+    "      relationships {\n        type\n"                                  \
+    "        entity {\n          urn\n        }\n      }\n    }\n  }\n}"
+
+/* GetGrantedPrivilegesResolver; the query of datahub-web-react's own */
+#define GMS_PRIV_GRANTED_QUERY                                               \
+    "query getGrantedPrivileges($input: GetGrantedPrivilegesInput!) {\n"     \
+    "  getGrantedPrivileges(input: $input) {\n"                              \
+    "    privileges\n  }\n}"
+
+
+/* a growing list of strings it owns */
+typedef struct {
+    char                 **s;
+    size_t                 n;
+    size_t                 nalloc;
+} gms_priv_list_t;
+
+
+typedef struct {
+    char                  *urn;
+    gms_priv_list_t        groups;
+    gms_priv_list_t        roles;
+    gms_priv_list_t        privileges;     /* sorted, unique */
+    unsigned               changed:1;      /* differs from Redis's set */
+} gms_priv_user_t;
+
+
+/* a group's own roles, asked once a run */
+typedef struct {
+    char                  *urn;
+    gms_priv_list_t        roles;
+} gms_priv_group_t;
+
+
+typedef struct {
+    gms_tool_t            *tool;
+    gms_graphql_t         *g;
+    const char            *url;
+    gms_priv_list_t        urns;           /* the users, sorted, unique */
+    gms_priv_user_t       *users;
+    gms_policies_t         policies;
+    gms_priv_group_t      *groups;
+    size_t                 ngroups;
+    size_t                 nalloc_groups;
+} gms_priv_ctx_t;
+
+
+static int gms_priv_token_holders(gms_priv_ctx_t *c);
+static int gms_priv_list_policies(gms_priv_ctx_t *c);
+static int gms_priv_memberships(gms_priv_ctx_t *c, gms_priv_user_t *u,
+    int roles);
+static int gms_priv_group_roles(gms_priv_ctx_t *c, const char *group,
+    gms_priv_list_t *roles);
+static int gms_priv_relationships(gms_priv_ctx_t *c, const char *field,
+    const char *query, const char *urn, int groups, int roles,
+    gms_priv_list_t *gl, gms_priv_list_t *rl);
+static int gms_priv_from_policies(gms_priv_ctx_t *c, gms_priv_user_t *u);
+static int gms_priv_from_graphql(gms_priv_ctx_t *c, gms_priv_user_t *u);
+static int gms_priv_page_total(gms_priv_ctx_t *c, json_t *page,
+    const char *what, const char *items, json_t **list, json_int_t *total);
+static int gms_priv_write(gms_priv_ctx_t *c,
+    gms_tool_privileges_counts_t *counts);
+static int gms_priv_replace(gms_tool_t *t, gms_priv_user_t *u);
+static int gms_priv_same(redisReply *reply, gms_priv_list_t *privileges);
+static int gms_priv_remove(gms_priv_ctx_t *c,
+    gms_tool_privileges_counts_t *counts);
+static int gms_priv_add(gms_priv_list_t *l, const char *s, size_t len);
+static void gms_priv_sort_unique(gms_priv_list_t *l);
+static void gms_priv_list_free(gms_priv_list_t *l);
+static void gms_priv_free(gms_priv_ctx_t *c);
 
 
 int
 gms_tool_privileges_mirror(gms_tool_t *t, const struct gms_graphql_conf_s *gms,
     gms_tool_privileges_e mode, gms_tool_privileges_counts_t *counts)
 {
-    (void) gms;
-    (void) counts;
+    int             rc;
+    size_t          i;
+    gms_priv_ctx_t  c;
 
     if (mode == GMS_TOOL_PRIVILEGES_OFF) {
         return GMS_TOOL_OK;
     }
 
-    gms_tool_error(t, "--privileges: not built yet");
+    memset(&c, 0, sizeof(gms_priv_ctx_t));
+    c.tool = t;
+    c.url = gms->url;
 
-    return GMS_TOOL_USAGE;
+    c.g = gms_graphql_open(t, gms);
+    if (c.g == NULL) {
+        return GMS_TOOL_GMS;
+    }
+
+    rc = gms_priv_token_holders(&c);
+
+    if (rc == GMS_TOOL_OK) {
+        rc = gms_priv_list_policies(&c);
+    }
+
+    if (rc != GMS_TOOL_OK) {
+        goto done;
+    }
+
+    gms_priv_sort_unique(&c.urns);
+
+    if (c.urns.n) {
+        c.users = calloc(c.urns.n, sizeof(gms_priv_user_t));
+        if (c.users == NULL) {
+            gms_tool_error(t, "out of memory");
+            rc = GMS_TOOL_REDIS;
+            goto done;
+        }
+    }
+
+    for (i = 0; i < c.urns.n; i++) {
+        c.users[i].urn = c.urns.s[i];
+
+        rc = mode == GMS_TOOL_PRIVILEGES_GRAPHQL
+             ? gms_priv_from_graphql(&c, &c.users[i])
+             : gms_priv_from_policies(&c, &c.users[i]);
+
+        if (rc != GMS_TOOL_OK) {
+            goto done;
+        }
+    }
+
+    /* everything is known: only now is Redis touched */
+
+    gms_graphql_close(c.g);
+    c.g = NULL;
+
+    if (t->ctx == NULL) {
+        rc = gms_tool_connect(t);
+        if (rc != GMS_TOOL_OK) {
+            goto done;
+        }
+    }
+
+    counts->users = c.urns.n;
+
+    rc = GMS_TOOL_REDIS;
+
+    if (gms_priv_write(&c, counts) != 0 || gms_priv_remove(&c, counts) != 0) {
+        goto done;
+    }
+
+    rc = GMS_TOOL_OK;
+
+done:
+
+    gms_priv_free(&c);
+
+    return rc;
+}
+
+
+void
+gms_tool_privileges_print(const gms_tool_privileges_counts_t *counts)
+{
+    printf("users=%zu changed=%zu removed=%zu\n", counts->users,
+           counts->changed, counts->removed);
+}
+
+
+/*
+ * Whoever holds a token, from every page of listAccessTokens; a listing
+ * that ends short of its total is incomplete, and refused.
+ */
+
+static int
+gms_priv_token_holders(gms_priv_ctx_t *c)
+{
+    size_t      i, listed;
+    json_t     *vars, *page, *tokens, *actor;
+    json_int_t  total;
+
+    listed = 0;
+
+    for ( ;; ) {
+        vars = json_pack("{s:{s:I, s:I, s:[]}}", "input", "start",
+                         (json_int_t) listed, "count",
+                         (json_int_t) GMS_PRIV_PAGE, "filters");
+
+        page = vars ? gms_graphql_query(c->g, GMS_PRIV_TOKENS_QUERY, vars,
+                                        "listAccessTokens")
+                    : NULL;
+        if (page == NULL) {
+            return GMS_TOOL_GMS;
+        }
+
+        if (gms_priv_page_total(c, page, "listAccessTokens", "tokens",
+                                &tokens, &total)
+            != 0)
+        {
+            json_decref(page);
+            return GMS_TOOL_GMS;
+        }
+
+        for (i = 0; i < json_array_size(tokens); i++) {
+            actor = json_object_get(json_array_get(tokens, i), "actorUrn");
+
+            if (!json_is_string(actor)
+                || !gms_actor_valid(json_string_value(actor),
+                                    json_string_length(actor)))
+            {
+                gms_tool_error(c->tool, "%s: listAccessTokens at %zu: "
+                               "tokens[%zu]: actorUrn is not a user URN",
+                               c->url, listed, i);
+                json_decref(page);
+                return GMS_TOOL_GMS;
+            }
+
+            if (gms_priv_add(&c->urns, json_string_value(actor),
+                             json_string_length(actor))
+                != 0)
+            {
+                json_decref(page);
+                return GMS_TOOL_REDIS;
+            }
+        }
+
+        listed += json_array_size(tokens);
+        json_decref(page);
+
+        if ((json_int_t) listed >= total) {
+            return GMS_TOOL_OK;
+        }
+
+        if (i == 0) {
+            gms_tool_error(c->tool, "%s: listAccessTokens lists %zu tokens "
+                           "of a total of %lld: the list is incomplete, "
+                           "privileges left as they are", c->url, listed,
+                           (long long) total);
+            return GMS_TOOL_GMS;
+        }
+    }
+}
+
+
+/* every policy, page after page; the users the platform ones name */
+
+static int
+gms_priv_list_policies(gms_priv_ctx_t *c)
+{
+    size_t           i, j, listed, before;
+    json_t          *vars, *page, *policies;
+    json_int_t       total;
+    gms_policy_t    *p;
+    char             error[GMS_POLICY_ERROR_LEN];
+
+    listed = 0;
+
+    for ( ;; ) {
+        vars = json_pack("{s:{s:I, s:I, s:s}}", "input", "start",
+                         (json_int_t) listed, "count",
+                         (json_int_t) GMS_PRIV_PAGE, "query", "");
+
+        page = vars ? gms_graphql_query(c->g, GMS_PRIV_POLICIES_QUERY, vars,
+                                        "listPolicies")
+                    : NULL;
+        if (page == NULL) {
+            return GMS_TOOL_GMS;
+        }
+
+        if (gms_priv_page_total(c, page, "listPolicies", "policies",
+                                &policies, &total)
+            != 0)
+        {
+            json_decref(page);
+            return GMS_TOOL_GMS;
+        }
+
+        before = c->policies.n;
+
+        if (gms_policy_parse(policies, &c->policies, error) != 0) {
+            gms_tool_error(c->tool, "%s: listPolicies at %zu: %s", c->url,
+                           listed, error);
+            json_decref(page);
+            return GMS_TOOL_GMS;
+        }
+
+        for (i = before; i < c->policies.n; i++) {
+            p = &c->policies.policies[i];
+
+            for (j = 0; p->applies && j < p->users.n; j++) {
+                if (gms_priv_add(&c->urns, p->users.s[j],
+                                 strlen(p->users.s[j]))
+                    != 0)
+                {
+                    json_decref(page);
+                    return GMS_TOOL_REDIS;
+                }
+            }
+        }
+
+        listed += json_array_size(policies);
+        json_decref(page);
+
+        if ((json_int_t) listed >= total) {
+            return GMS_TOOL_OK;
+        }
+
+        if (c->policies.n == before) {
+            gms_tool_error(c->tool, "%s: listPolicies lists %zu policies "
+                           "of a total of %lld: the list is incomplete, "
+                           "privileges left as they are", c->url, listed,
+                           (long long) total);
+            return GMS_TOOL_GMS;
+        }
+    }
+}
+
+
+/* a page's items[] and total (Int!): both must be there */
+
+static int
+gms_priv_page_total(gms_priv_ctx_t *c, json_t *page, const char *what,
+    const char *items, json_t **list, json_int_t *total)
+{
+    json_t  *v;
+
+    *list = json_object_get(page, items);
+
+    if (!json_is_array(*list)) {
+        gms_tool_error(c->tool, "%s: data.%s.%s is %s", c->url, what, items,
+                       *list ? "not an array" : "missing");
+        return -1;
+    }
+
+    v = json_object_get(page, "total");
+
+    if (!json_is_integer(v) || json_integer_value(v) < 0) {
+        gms_tool_error(c->tool, "%s: data.%s.total is not a count", c->url,
+                       what);
+        return -1;
+    }
+
+    *total = json_integer_value(v);
+
+    return 0;
+}
+
+
+static int
+gms_priv_from_policies(gms_priv_ctx_t *c, gms_priv_user_t *u)
+{
+    int                  rc;
+    size_t               i, n;
+    const char         **granted;
+    gms_policy_actor_t   a;
+
+    if (gms_policy_needs_groups(&c->policies)) {
+        rc = gms_priv_memberships(c, u, gms_policy_needs_roles(&c->policies));
+        if (rc != GMS_TOOL_OK) {
+            return rc;
+        }
+    }
+
+    a.urn = u->urn;
+    a.groups = (const char *const *) u->groups.s;
+    a.ngroups = u->groups.n;
+    a.roles = (const char *const *) u->roles.s;
+    a.nroles = u->roles.n;
+
+    if (gms_policy_grant(&c->policies, &a, &granted, &n) != 0) {
+        gms_tool_error(c->tool, "out of memory");
+        return GMS_TOOL_REDIS;
+    }
+
+    for (i = 0; i < n; i++) {
+        if (gms_priv_add(&u->privileges, granted[i], strlen(granted[i])) != 0)
+        {
+            free(granted);
+            return GMS_TOOL_REDIS;
+        }
+    }
+
+    free(granted);
+
+    return GMS_TOOL_OK;
+}
+
+
+/* the user's groups, and with roles its roles and its groups' roles */
+
+static int
+gms_priv_memberships(gms_priv_ctx_t *c, gms_priv_user_t *u, int roles)
+{
+    int     rc;
+    size_t  i;
+
+    rc = gms_priv_relationships(c, "corpUser",
+                                GMS_PRIV_RELATIONSHIPS("corpUser"), u->urn,
+                                1, roles, &u->groups, &u->roles);
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    gms_priv_sort_unique(&u->groups);
+
+    if (!roles) {
+        return GMS_TOOL_OK;
+    }
+
+    for (i = 0; i < u->groups.n; i++) {
+        rc = gms_priv_group_roles(c, u->groups.s[i], &u->roles);
+        if (rc != GMS_TOOL_OK) {
+            return rc;
+        }
+    }
+
+    gms_priv_sort_unique(&u->roles);
+
+    return GMS_TOOL_OK;
+}
+
+
+/* a group's roles, added to roles; each group asked once a run */
+
+static int
+gms_priv_group_roles(gms_priv_ctx_t *c, const char *group,
+    gms_priv_list_t *roles)
+{
+    int                rc;
+    size_t             i;
+    gms_priv_group_t  *gr, *p;
+
+    for (i = 0; i < c->ngroups; i++) {
+        if (strcmp(c->groups[i].urn, group) == 0) {
+            break;
+        }
+    }
+
+    if (i == c->ngroups) {
+        if (c->ngroups == c->nalloc_groups) {
+            c->nalloc_groups = c->nalloc_groups ? 2 * c->nalloc_groups : 16;
+            p = realloc(c->groups, c->nalloc_groups * sizeof(gms_priv_group_t));
+
+            if (p == NULL) {
+                gms_tool_error(c->tool, "out of memory");
+                return GMS_TOOL_REDIS;
+            }
+
+            c->groups = p;
+        }
+
+        gr = &c->groups[c->ngroups];
+        memset(gr, 0, sizeof(gms_priv_group_t));
+
+        gr->urn = strdup(group);
+        if (gr->urn == NULL) {
+            gms_tool_error(c->tool, "out of memory");
+            return GMS_TOOL_REDIS;
+        }
+
+        c->ngroups++;
+
+        rc = gms_priv_relationships(c, "corpGroup",
+                                    GMS_PRIV_RELATIONSHIPS("corpGroup"),
+                                    group, 0, 1, NULL, &gr->roles);
+        if (rc != GMS_TOOL_OK) {
+            return rc;
+        }
+    }
+
+    gr = &c->groups[i];
+
+    for (i = 0; i < gr->roles.n; i++) {
+        if (gms_priv_add(roles, gr->roles.s[i], strlen(gr->roles.s[i])) != 0) {
+            return GMS_TOOL_REDIS;
+        }
+    }
+
+    return GMS_TOOL_OK;
+}
+
+
+/*
+ * An entity's outgoing IsMemberOfGroup and IsMemberOfNativeGroup (into
+ * gl) and IsMemberOfRole (into rl) relationships, page after page.  An
+ * entity GMS does not have (null) is in no group and has no role.
+ */
+
+static int
+gms_priv_relationships(gms_priv_ctx_t *c, const char *field,
+    const char *query, const char *urn, int groups, int roles,
+    gms_priv_list_t *gl, gms_priv_list_t *rl)
+{
+    size_t            i, seen;
+    json_t           *vars, *types, *entity, *result, *list, *rel, *v, *to;
+    json_int_t        total;
+    const char       *type;
+    gms_priv_list_t  *into;
+
+    seen = 0;
+
+    for ( ;; ) {
+        types = json_array();
+
+        if (types != NULL && groups) {
+            json_array_append_new(types, json_string("IsMemberOfGroup"));
+            json_array_append_new(types, json_string("IsMemberOfNativeGroup"));
+        }
+
+        if (types != NULL && roles) {
+            json_array_append_new(types, json_string("IsMemberOfRole"));
+        }
+
+        vars = types ? json_pack("{s:s, s:{s:o, s:s, s:I, s:I}}", "urn", urn,
+                                 "input", "types", types, "direction",
+                                 "OUTGOING", "start", (json_int_t) seen,
+                                 "count", (json_int_t) GMS_PRIV_PAGE)
+                     : NULL;
+
+        entity = vars ? gms_graphql_query_nullable(c->g, query, vars, field)
+                      : NULL;
+        if (entity == NULL) {
+            return GMS_TOOL_GMS;
+        }
+
+        if (json_is_null(entity)) {
+            return GMS_TOOL_OK;
+        }
+
+        result = json_object_get(entity, "relationships");
+
+        if (json_is_null(result)) {
+            json_decref(entity);
+            return GMS_TOOL_OK;
+        }
+
+        list = json_object_get(result, "relationships");
+
+        if (!json_is_object(result) || !json_is_array(list)) {
+            gms_tool_error(c->tool, "%s: %s %s: no relationships.relationships "
+                           "array", c->url, field, gms_tool_shown(urn));
+            json_decref(entity);
+            return GMS_TOOL_GMS;
+        }
+
+        for (i = 0; i < json_array_size(list); i++) {
+            rel = json_array_get(list, i);
+            type = json_string_value(json_object_get(rel, "type"));
+
+            if (type == NULL) {
+                gms_tool_error(c->tool, "%s: %s %s: relationships[%zu]: type "
+                               "is not a string", c->url, field,
+                               gms_tool_shown(urn), seen + i);
+                json_decref(entity);
+                return GMS_TOOL_GMS;
+            }
+
+            into = strcmp(type, "IsMemberOfRole") == 0 ? (roles ? rl : NULL)
+                   : (strcmp(type, "IsMemberOfGroup") == 0
+                      || strcmp(type, "IsMemberOfNativeGroup") == 0)
+                     ? (groups ? gl : NULL)
+                   : NULL;
+
+            to = json_object_get(rel, "entity");
+
+            /* a group or role that is gone: GMS resolves it to null */
+            if (into == NULL || json_is_null(to)) {
+                continue;
+            }
+
+            v = json_object_get(to, "urn");
+
+            if (!json_is_string(v)
+                || !gms_actor_valid(json_string_value(v),
+                                    json_string_length(v)))
+            {
+                gms_tool_error(c->tool, "%s: %s %s: relationships[%zu]: "
+                               "entity.urn is not a URN", c->url, field,
+                               gms_tool_shown(urn), seen + i);
+                json_decref(entity);
+                return GMS_TOOL_GMS;
+            }
+
+            if (gms_priv_add(into, json_string_value(v), json_string_length(v))
+                != 0)
+            {
+                json_decref(entity);
+                return GMS_TOOL_REDIS;
+            }
+        }
+
+        seen += json_array_size(list);
+
+        /* total is a nullable Int here: without it, a short page ends */
+        v = json_object_get(result, "total");
+        total = json_is_integer(v) ? json_integer_value(v) : -1;
+
+        json_decref(entity);
+
+        if (total < 0 ? i < GMS_PRIV_PAGE : (json_int_t) seen >= total) {
+            return GMS_TOOL_OK;
+        }
+
+        if (i == 0) {
+            gms_tool_error(c->tool, "%s: %s %s: %zu relationships of a total "
+                           "of %lld: the list is incomplete, privileges left "
+                           "as they are", c->url, field, gms_tool_shown(urn),
+                           seen, (long long) total);
+            return GMS_TOOL_GMS;
+        }
+    }
+}
+
+
+static int
+gms_priv_from_graphql(gms_priv_ctx_t *c, gms_priv_user_t *u)
+{
+    size_t   i;
+    json_t  *vars, *granted, *list, *v;
+
+    vars = json_pack("{s:{s:s}}", "input", "actorUrn", u->urn);
+
+    granted = vars ? gms_graphql_query(c->g, GMS_PRIV_GRANTED_QUERY, vars,
+                                       "getGrantedPrivileges")
+                   : NULL;
+    if (granted == NULL) {
+        return GMS_TOOL_GMS;
+    }
+
+    list = json_object_get(granted, "privileges");
+
+    if (!json_is_array(list)) {
+        gms_tool_error(c->tool, "%s: getGrantedPrivileges of %s: privileges "
+                       "is not an array", c->url, gms_tool_shown(u->urn));
+        json_decref(granted);
+        return GMS_TOOL_GMS;
+    }
+
+    for (i = 0; i < json_array_size(list); i++) {
+        v = json_array_get(list, i);
+
+        if (!json_is_string(v)
+            || !gms_privilege_valid(json_string_value(v),
+                                    json_string_length(v)))
+        {
+            gms_tool_error(c->tool, "%s: getGrantedPrivileges of %s: "
+                           "privileges[%zu] is not a privilege name", c->url,
+                           gms_tool_shown(u->urn), i);
+            json_decref(granted);
+            return GMS_TOOL_GMS;
+        }
+
+        if (gms_priv_add(&u->privileges, json_string_value(v),
+                         json_string_length(v))
+            != 0)
+        {
+            json_decref(granted);
+            return GMS_TOOL_REDIS;
+        }
+    }
+
+    json_decref(granted);
+    gms_priv_sort_unique(&u->privileges);
+
+    return GMS_TOOL_OK;
+}
+
+
+/* SMEMBERS of every user, pipelined; then each set that differs replaced */
+
+static int
+gms_priv_write(gms_priv_ctx_t *c, gms_tool_privileges_counts_t *counts)
+{
+    int               same;
+    char             *key;
+    size_t            i, key_len;
+    gms_tool_t       *t;
+    redisReply       *reply;
+    gms_priv_user_t  *u;
+
+    t = c->tool;
+
+    for (i = 0; i < c->urns.n; i++) {
+        key = gms_tool_key(t, GMS_KEY_ACTOR, c->users[i].urn,
+                           strlen(c->users[i].urn), &key_len);
+        if (key == NULL) {
+            return -1;
+        }
+
+        redisAppendCommand(t->ctx, "SMEMBERS %b", key, key_len);
+        free(key);
+    }
+
+    /* every reply is read before anything is written */
+
+    for (i = 0; i < c->urns.n; i++) {
+        if (redisGetReply(t->ctx, (void **) &reply) != REDIS_OK) {
+            reply = NULL;
+        }
+
+        if (gms_tool_reply_error(t, reply, "SMEMBERS") != 0) {
+            return -1;
+        }
+
+        same = gms_priv_same(reply, &c->users[i].privileges);
+        freeReplyObject(reply);
+
+        if (same < 0) {
+            gms_tool_error(t, "redis %s: SMEMBERS: unexpected reply",
+                           t->redis);
+            return -1;
+        }
+
+        c->users[i].changed = !same;
+    }
+
+    for (i = 0; i < c->urns.n; i++) {
+        u = &c->users[i];
+
+        if (!u->changed) {
+            continue;
+        }
+
+        if (gms_priv_replace(t, u) != 0
+            || gms_tool_publish(t, u->urn, strlen(u->urn)) != 0)
+        {
+            return -1;
+        }
+
+        counts->changed++;
+    }
+
+    return 0;
+}
+
+
+/* the set replaced in one transaction: MULTI, DEL, SADD, EXEC */
+
+static int
+gms_priv_replace(gms_tool_t *t, gms_priv_user_t *u)
+{
+    int           rc;
+    char         *key;
+    size_t        i, n, key_len, *lens;
+    redisReply   *reply;
+    const char  **argv;
+
+    key = gms_tool_key(t, GMS_KEY_ACTOR, u->urn, strlen(u->urn), &key_len);
+    if (key == NULL) {
+        return -1;
+    }
+
+    n = u->privileges.n + 2;
+    argv = malloc(n * sizeof(char *));
+    lens = malloc(n * sizeof(size_t));
+
+    if (argv == NULL || lens == NULL) {
+        free(key);
+        free(argv);
+        free(lens);
+        gms_tool_error(t, "out of memory");
+        return -1;
+    }
+
+    argv[0] = "SADD";
+    lens[0] = 4;
+    argv[1] = key;
+    lens[1] = key_len;
+
+    for (i = 0; i < u->privileges.n; i++) {
+        argv[i + 2] = u->privileges.s[i];
+        lens[i + 2] = strlen(u->privileges.s[i]);
+    }
+
+    redisAppendCommand(t->ctx, "MULTI");
+    redisAppendCommand(t->ctx, "DEL %b", key, key_len);
+
+    if (u->privileges.n) {
+        redisAppendCommandArgv(t->ctx, (int) n, argv, lens);
+    }
+
+    redisAppendCommand(t->ctx, "EXEC");
+
+    free(key);
+    free(argv);
+    free(lens);
+
+    rc = 0;
+    n = u->privileges.n ? 4 : 3;
+
+    for (i = 0; i < n; i++) {
+        if (redisGetReply(t->ctx, (void **) &reply) != REDIS_OK) {
+            return gms_tool_reply_error(t, NULL, "EXEC");
+        }
+
+        if (rc == 0 && (reply->type == REDIS_REPLY_ERROR
+                        || (i == n - 1 && reply->type != REDIS_REPLY_ARRAY)))
+        {
+            gms_tool_error(t, "redis %s: %s: %s", t->redis,
+                           i == n - 1 ? "EXEC" : "MULTI",
+                           reply->type == REDIS_REPLY_ERROR
+                           ? reply->str : "the transaction was not run");
+            rc = -1;
+        }
+
+        freeReplyObject(reply);
+    }
+
+    return rc;
+}
+
+
+/* 1: the reply holds exactly these privileges, 0: not, -1: not a set */
+
+static int
+gms_priv_same(redisReply *reply, gms_priv_list_t *privileges)
+{
+    size_t  i, j;
+
+    if (reply->type != REDIS_REPLY_ARRAY) {
+        return -1;
+    }
+
+    if (reply->elements != privileges->n) {
+        return 0;
+    }
+
+    /* privileges is sorted and unique, and so is a set's members */
+    for (i = 0; i < reply->elements; i++) {
+        if (reply->element[i]->type != REDIS_REPLY_STRING) {
+            return -1;
+        }
+
+        for (j = 0; j < privileges->n; j++) {
+            if (strlen(privileges->s[j]) == reply->element[i]->len
+                && memcmp(privileges->s[j], reply->element[i]->str,
+                          reply->element[i]->len) == 0)
+            {
+                break;
+            }
+        }
+
+        if (j == privileges->n) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/*
+ * SCAN MATCH <prefix>actor:*: the sets of users no longer known are
+ * collected first, then deleted, each deletion published.
+ */
+
+static int
+gms_priv_remove(gms_priv_ctx_t *c, gms_tool_privileges_counts_t *counts)
+{
+    int               rc;
+    char             *pattern, *p, cursor[32], *urn;
+    size_t            i, base, len;
+    gms_tool_t       *t;
+    redisReply       *reply, *keys, *key, *del;
+    gms_priv_list_t   gone;
+
+    t = c->tool;
+    base = t->prefix_len + sizeof(GMS_KEY_ACTOR) - 1;
+
+    memset(&gone, 0, sizeof(gms_priv_list_t));
+
+    /* the prefix is any bytes: its glob characters must match themselves */
+    pattern = malloc(2 * t->prefix_len + sizeof(GMS_KEY_ACTOR "*"));
+    if (pattern == NULL) {
+        gms_tool_error(t, "out of memory");
+        return -1;
+    }
+
+    for (p = pattern, i = 0; i < t->prefix_len; i++) {
+        if (strchr("*?[]\\", t->prefix[i]) && t->prefix[i] != '\0') {
+            *p++ = '\\';
+        }
+
+        *p++ = t->prefix[i];
+    }
+
+    memcpy(p, GMS_KEY_ACTOR "*", sizeof(GMS_KEY_ACTOR "*") - 1);
+    len = p - pattern + sizeof(GMS_KEY_ACTOR "*") - 1;
+
+    strcpy(cursor, "0");
+    rc = -1;
+
+    do {
+        reply = redisCommand(t->ctx, "SCAN %s MATCH %b COUNT "
+                             GMS_PRIV_SCAN_COUNT, cursor, pattern, len);
+
+        if (gms_tool_reply_error(t, reply, "SCAN") != 0) {
+            goto done;
+        }
+
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2
+            || reply->element[0]->type != REDIS_REPLY_STRING
+            || reply->element[0]->len >= sizeof(cursor)
+            || reply->element[1]->type != REDIS_REPLY_ARRAY)
+        {
+            gms_tool_error(t, "redis %s: SCAN: unexpected reply", t->redis);
+            freeReplyObject(reply);
+            goto done;
+        }
+
+        memcpy(cursor, reply->element[0]->str, reply->element[0]->len + 1);
+        keys = reply->element[1];
+
+        for (i = 0; i < keys->elements; i++) {
+            key = keys->element[i];
+
+            if (key->type != REDIS_REPLY_STRING || key->len <= base) {
+                continue;
+            }
+
+            urn = key->str + base;
+
+            /* a name with a NUL in it is no URN: not a set to delete */
+            if (memchr(urn, '\0', key->len - base) != NULL
+                || bsearch(&urn, c->urns.s, c->urns.n, sizeof(char *),
+                           gms_policy_strcmp))
+            {
+                continue;
+            }
+
+            if (gms_priv_add(&gone, urn, key->len - base) != 0) {
+                freeReplyObject(reply);
+                goto done;
+            }
+        }
+
+        freeReplyObject(reply);
+
+    } while (strcmp(cursor, "0") != 0);
+
+    /* SCAN may return a key twice */
+    gms_priv_sort_unique(&gone);
+
+    for (i = 0; i < gone.n; i++) {
+        urn = gone.s[i];
+        len = strlen(urn);
+
+        p = gms_tool_key(t, GMS_KEY_ACTOR, urn, len, &base);
+        if (p == NULL) {
+            goto done;
+        }
+
+        del = redisCommand(t->ctx, "DEL %b", p, base);
+        free(p);
+
+        if (gms_tool_reply_error(t, del, "DEL") != 0) {
+            goto done;
+        }
+
+        if (del->type == REDIS_REPLY_INTEGER && del->integer > 0) {
+            counts->removed++;
+
+            if (gms_tool_publish(t, urn, len) != 0) {
+                freeReplyObject(del);
+                goto done;
+            }
+        }
+
+        freeReplyObject(del);
+    }
+
+    rc = 0;
+
+done:
+
+    free(pattern);
+    gms_priv_list_free(&gone);
+
+    return rc;
+}
+
+
+static int
+gms_priv_add(gms_priv_list_t *l, const char *s, size_t len)
+{
+    char  **p;
+
+    if (l->n == l->nalloc) {
+        l->nalloc = l->nalloc ? 2 * l->nalloc : 16;
+        p = realloc(l->s, l->nalloc * sizeof(char *));
+
+        if (p == NULL) {
+            return -1;
+        }
+
+        l->s = p;
+    }
+
+    l->s[l->n] = malloc(len + 1);
+    if (l->s[l->n] == NULL) {
+        return -1;
+    }
+
+    memcpy(l->s[l->n], s, len);
+    l->s[l->n][len] = '\0';
+    l->n++;
+
+    return 0;
+}
+
+
+static void
+gms_priv_sort_unique(gms_priv_list_t *l)
+{
+    size_t  i, k;
+
+    if (l->n == 0) {
+        return;
+    }
+
+    qsort(l->s, l->n, sizeof(char *), gms_policy_strcmp);
+
+    for (k = 1, i = 1; i < l->n; i++) {
+        if (strcmp(l->s[k - 1], l->s[i]) == 0) {
+            free(l->s[i]);
+            continue;
+        }
+
+        l->s[k++] = l->s[i];
+    }
+
+    l->n = k;
+}
+
+
+static void
+gms_priv_list_free(gms_priv_list_t *l)
+{
+    size_t  i;
+
+    for (i = 0; i < l->n; i++) {
+        free(l->s[i]);
+    }
+
+    free(l->s);
+    memset(l, 0, sizeof(gms_priv_list_t));
+}
+
+
+static void
+gms_priv_free(gms_priv_ctx_t *c)
+{
+    size_t  i;
+
+    gms_graphql_close(c->g);
+
+    for (i = 0; c->users && i < c->urns.n; i++) {
+        gms_priv_list_free(&c->users[i].groups);
+        gms_priv_list_free(&c->users[i].roles);
+        gms_priv_list_free(&c->users[i].privileges);
+    }
+
+    for (i = 0; i < c->ngroups; i++) {
+        free(c->groups[i].urn);
+        gms_priv_list_free(&c->groups[i].roles);
+    }
+
+    free(c->users);
+    free(c->groups);
+    gms_priv_list_free(&c->urns);
+    gms_policies_free(&c->policies);
 }

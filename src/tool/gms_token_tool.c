@@ -40,7 +40,8 @@
     "\nGMS options:\n"                                                        \
     "  --gms URL             GMS's base URL (GraphQL at URL/api/graphql)\n"   \
     "  --gms-token-file FILE a token of an account holding Manage All\n"      \
-    "                        Access Tokens, from a file (never an argument)\n"\
+    "                        Access Tokens (and Manage Policies for\n"       \
+    "                        --privileges), from a file (never an argument)\n"\
     "  --gms-ca-file FILE    the CAs to verify GMS's TLS certificate with\n"  \
     "                        (default: the system's)\n"                      \
     "  --gms-timeout TIME    a request's time limit (default 30s)\n"
@@ -114,6 +115,8 @@ static int gms_tool_privileges(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_tool_sync_command(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_tool_gms_options(gms_tool_t *t, gms_tool_args_t *a,
     gms_graphql_conf_t *gms);
+static int gms_tool_privileges_option(gms_tool_t *t, const char *value,
+    gms_tool_privileges_e *mode);
 
 static int gms_tool_salt(gms_tool_t *t, gms_tool_args_t *a, char **salt,
     size_t *len);
@@ -169,7 +172,9 @@ static const char  gms_tool_usage[] =
     "  deny        remove privileges from a user\n"
     "  privileges  print a user's privileges\n"
     "  sync        make the cached tokens those DataHub lists "
-    "(listAccessTokens)\n"
+    "(listAccessTokens),\n"
+    "              and with --gms users' privileges those its policies "
+    "grant\n"
     "\n"
     "'gms-token COMMAND --help' describes a command and its options.\n"
     "Exit status: 0 ok, 1 not found, 2 usage or bad input, 3 Redis error,\n"
@@ -257,15 +262,29 @@ static const gms_tool_command_t  gms_tool_commands[] = {
 
     { "sync", gms_tool_sync_command,
       GMS_OPTS_CONN | GMS_OPTS_GMS | GMS_OPT(GMS_OPT_PRUNE)
-      | GMS_OPT(GMS_OPT_PAGE_SIZE), 0, 0,
+      | GMS_OPT(GMS_OPT_PAGE_SIZE) | GMS_OPT(GMS_OPT_PRIVILEGES), 0, 0,
       "Usage: gms-token sync [--prune] [connection options] < tokens.json\n"
-      "       gms-token sync --gms URL [--prune] [--page-size N] "
+      "       gms-token sync --gms URL [--prune] [--page-size N]\n"
+      "                      [--privileges policies|graphql|off] "
       "[GMS options]\n"
       "                      [connection options]\n"
       "\n"
       "With --gms, the pages are asked of GMS itself (listAccessTokens,\n"
       "--page-size tokens a page, default 100); a failed page changes\n"
-      "nothing.  Else:\n"
+      "nothing.  Then the users' privileges are mirrored into\n"
+      "<prefix>actor:<urn>, for every user holding a token or named in a\n"
+      "platform policy (a second line of counts: users, sets changed, sets\n"
+      "of users no longer known removed):\n"
+      "\n"
+      "  --privileges policies  (the default) read listPolicies and match\n"
+      "                         the active PLATFORM policies to each user,\n"
+      "                         its groups and roles, as DataHub does\n"
+      "  --privileges graphql   ask getGrantedPrivileges for each user\n"
+      "                         (DataHub 1.0 and later)\n"
+      "  --privileges off       leave privileges alone\n"
+      "\n"
+      "A set is replaced in one transaction, only when it changed; a failed\n"
+      "or incomplete listing changes no set.  Without --gms:\n"
       "Caches every token of DataHub's GraphQL listAccessTokens answer read\n"
       "on stdin: {\"data\":{\"listAccessTokens\":{\"total\":T,\"tokens\":"
       "[{\"id\",\n"
@@ -919,19 +938,23 @@ gms_tool_privileges(gms_tool_t *t, gms_tool_args_t *a)
 static int
 gms_tool_sync_command(gms_tool_t *t, gms_tool_args_t *a)
 {
-    int                     rc;
-    char                   *end;
-    long                    page_size;
-    gms_graphql_conf_t      gms;
-    gms_tool_sync_counts_t  counts;
+    int                           rc;
+    char                         *end;
+    long                          page_size;
+    gms_graphql_conf_t            gms;
+    gms_tool_sync_counts_t        counts;
+    gms_tool_privileges_e         mode;
+    gms_tool_privileges_counts_t  privileges;
 
     memset(&counts, 0, sizeof(gms_tool_sync_counts_t));
 
     if (a->val[GMS_OPT_GMS] == NULL) {
         if (a->val[GMS_OPT_GMS_TOKEN_FILE] || a->val[GMS_OPT_GMS_CA_FILE]
-            || a->val[GMS_OPT_GMS_TIMEOUT] || a->val[GMS_OPT_PAGE_SIZE])
+            || a->val[GMS_OPT_GMS_TIMEOUT] || a->val[GMS_OPT_PAGE_SIZE]
+            || a->val[GMS_OPT_PRIVILEGES])
         {
-            gms_tool_error(t, "the GMS options and --page-size need --gms");
+            gms_tool_error(t, "the GMS options, --page-size and --privileges "
+                           "need --gms");
             return GMS_TOOL_USAGE;
         }
 
@@ -959,8 +982,34 @@ gms_tool_sync_command(gms_tool_t *t, gms_tool_args_t *a)
         }
     }
 
+    mode = GMS_TOOL_PRIVILEGES_POLICIES;
+
+    if (a->val[GMS_OPT_PRIVILEGES]
+        && gms_tool_privileges_option(t, a->val[GMS_OPT_PRIVILEGES], &mode)
+           != 0)
+    {
+        return GMS_TOOL_USAGE;
+    }
+
     rc = gms_tool_sync(t, a->val[GMS_OPT_PRUNE] != NULL, &gms, page_size,
                        &counts);
+
+    if (rc != GMS_TOOL_OK || mode == GMS_TOOL_PRIVILEGES_OFF) {
+        goto done;
+    }
+
+    gms_tool_sync_print(&counts);
+    fflush(stdout);
+
+    memset(&privileges, 0, sizeof(gms_tool_privileges_counts_t));
+
+    rc = gms_tool_privileges_mirror(t, &gms, mode, &privileges);
+
+    if (rc == GMS_TOOL_OK) {
+        gms_tool_privileges_print(&privileges);
+    }
+
+    return rc;
 
 done:
 
@@ -969,6 +1018,31 @@ done:
     }
 
     return rc;
+}
+
+
+/* --privileges policies|graphql|off */
+
+static int
+gms_tool_privileges_option(gms_tool_t *t, const char *value,
+    gms_tool_privileges_e *mode)
+{
+    if (strcmp(value, "policies") == 0) {
+        *mode = GMS_TOOL_PRIVILEGES_POLICIES;
+
+    } else if (strcmp(value, "graphql") == 0) {
+        *mode = GMS_TOOL_PRIVILEGES_GRAPHQL;
+
+    } else if (strcmp(value, "off") == 0) {
+        *mode = GMS_TOOL_PRIVILEGES_OFF;
+
+    } else {
+        gms_tool_error(t, "--privileges: '%s' is none of policies, graphql "
+                       "and off", gms_tool_shown(value));
+        return -1;
+    }
+
+    return 0;
 }
 
 

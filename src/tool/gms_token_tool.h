@@ -115,6 +115,7 @@ typedef struct {
 int gms_tool_privileges_mirror(gms_tool_t *t,
     const struct gms_graphql_conf_s *gms, gms_tool_privileges_e mode,
     gms_tool_privileges_counts_t *counts);
+void gms_tool_privileges_print(const gms_tool_privileges_counts_t *counts);
 
 
 #endif /* _GMS_TOKEN_TOOL_H_INCLUDED_ */

@@ -1,8 +1,11 @@
 package GmsTest::GraphQL;
 
 # Stands in for GMS, DataHub's metadata service, as far as gms-token sync
-# talks to it: POST /api/graphql answering listAccessTokens.  Built on
-# GmsTest::Stub.
+# talks to it: POST /api/graphql answering listAccessTokens, and for the
+# privileges listPolicies, corpUser/corpGroup relationships and
+# getGrantedPrivileges (entity.graphql at 289a484f, ListPoliciesResolver,
+# PolicyInfoPolicyMapper, GetGrantedPrivilegesResolver; see policies(),
+# memberships(), granted()).  Built on GmsTest::Stub.
 #
 #   my $gms = GmsTest::GraphQL->start(token => $pat, tokens => \@tokens);
 #   run gms-token sync --gms $gms->url ...
@@ -77,6 +80,40 @@ my %FIELDS = (
                                  ownerUrn createdAt expiresAt)],
 );
 
+# A field whose type has fields, by "Type.field" (or by the field's name
+# alone, as listAccessTokens and tokens are).
+my %CHILD;
+
+# listPolicies, relationships and getGrantedPrivileges (entity.graphql;
+# Policy.resources and the resolved* fields of ActorFilter not served)
+push @{ $FIELDS{Query} }, qw(listPolicies corpUser corpGroup
+                             getGrantedPrivileges);
+%FIELDS = (%FIELDS,
+    ListPoliciesResult        => [qw(start count total policies)],
+    Policy                    => [qw(urn type name state description
+                                     privileges actors editable)],
+    ActorFilter               => [qw(users groups roles resourceOwners
+                                     resourceOwnersTypes allUsers allGroups)],
+    CorpUser                  => [qw(urn type username relationships)],
+    CorpGroup                 => [qw(urn type name relationships)],
+    EntityRelationshipsResult => [qw(start count total relationships)],
+    EntityRelationship        => [qw(type direction entity created)],
+    Entity                    => [qw(urn type)],
+    Privileges                => [qw(privileges)],
+);
+%CHILD = (%CHILD,
+    'Query.listPolicies'                      => 'ListPoliciesResult',
+    'ListPoliciesResult.policies'             => 'Policy',
+    'Policy.actors'                           => 'ActorFilter',
+    'Query.corpUser'                          => 'CorpUser',
+    'Query.corpGroup'                         => 'CorpGroup',
+    'CorpUser.relationships'                  => 'EntityRelationshipsResult',
+    'CorpGroup.relationships'                 => 'EntityRelationshipsResult',
+    'EntityRelationshipsResult.relationships' => 'EntityRelationship',
+    'EntityRelationship.entity'               => 'Entity',
+    'Query.getGrantedPrivileges'              => 'Privileges',
+);
+
 
 # start(token => $pat, tokens => \@tokens, workers => 2)
 #
@@ -90,6 +127,9 @@ sub start {
     $self->{state_file} = "$self->{dir}/state.json";
     $self->{state} = { token => $opt{token}, tokens => $opt{tokens} // [],
                        misbehave => {} };
+    $self->{state}{policies} = [ map { _policy($_) } @{ $opt{policies} // [] } ];
+    $self->{state}{memberships} = $opt{memberships} // {};
+    $self->{state}{granted} = $opt{granted} // {};
     $self->_save;
 
     my $file = $self->{state_file};
@@ -124,6 +164,45 @@ sub tokens {
     return $self->{state}{tokens};
 }
 
+# Replaces the policies (listPolicies); returns them, as served.  Each a
+# hashref: urn, privileges, and optionally type (default PLATFORM), state
+# (ACTIVE), name, description, and actors {users, groups, roles (arrayrefs
+# or undef), allUsers, allGroups, resourceOwners (true or false)}.
+sub policies {
+    my ($self, $policies) = @_;
+    if ($policies) {
+        $self->{state}{policies} = [ map { _policy($_) } @$policies ];
+        $self->_save;
+    }
+    return $self->{state}{policies};
+}
+
+# Replaces the memberships the relationships answer from:
+#   { URN => { IsMemberOfGroup => [group...], IsMemberOfNativeGroup => [...],
+#              IsMemberOfRole => [role...] }, ... }
+# for users and groups alike; URN => undef: corpUser (corpGroup) is null,
+# as GMS answers for an entity it does not have.  Any other URN: an entity
+# with no relationships.
+sub memberships {
+    my ($self, $memberships) = @_;
+    if ($memberships) {
+        $self->{state}{memberships} = $memberships;
+        $self->_save;
+    }
+    return $self->{state}{memberships};
+}
+
+# Replaces what getGrantedPrivileges answers: { URN => [privilege...] }
+# (anyone else: []), and with only_self => URN answers as DataHub before
+# 1.0 does: any other actorUrn is refused
+# (graphql-error-getGrantedPrivileges-other-actor.json).
+sub granted {
+    my ($self, $granted, %opt) = @_;
+    $self->{state}{granted} = $granted;
+    $self->{state}{only_self} = $opt{only_self};
+    $self->_save;
+}
+
 # Replaces the misbehaviour; misbehave() alone behaves again.
 #
 #   page => N        what follows applies to the Nth page only (the request
@@ -141,6 +220,8 @@ sub tokens {
 #                    the page's first token has these fields changed
 #   delay => SECONDS the answer waits that long
 #   total => N       every page, whatever page says, has total N
+#   field => NAME    all of the above for queries of that root field only
+#                    (listAccessTokens, listPolicies, corpUser, ...)
 sub misbehave {
     my ($self, %how) = @_;
     $self->{state}{misbehave} = \%how;
@@ -235,6 +316,8 @@ sub _answer {
 
     my $page = _is_int($start) && _is_int($count) && $count > 0
                ? int($start / $count) + 1 : 0;
+    my ($root) = $body->{query} =~ /\{\s*(\w+)/;
+    $how = {} if defined $how->{field} && $how->{field} ne ($root // '');
     $how = { total => $how->{total} }
         if defined $how->{page} && $how->{page} != $page;
 
@@ -279,6 +362,13 @@ my %ROOT = (
         my $input = ref $vars->{input} eq 'HASH' ? $vars->{input} : {};
         return _list($state->{tokens}, $query, $input, $how);
     },
+);
+
+%ROOT = (%ROOT,
+    listPolicies         => \&_list_policies,
+    corpUser             => sub { _relationships('corpUser', @_) },
+    corpGroup            => sub { _relationships('corpGroup', @_) },
+    getGrantedPrivileges => \&_granted,
 );
 
 sub _root {
@@ -409,15 +499,16 @@ sub _selection_set {
 
         $$i = _skip_parens($t, $$i) if ($t->[$$i] // '') eq '(';
 
+        my $child = $CHILD{"$type.$name"} // $child{$name};
         my $sub;
         if (($t->[$$i] // '') eq '{') {
             die "Validation error (SubselectionNotAllowed\@[$where]) : "
                 . "Sub selection not allowed on leaf type of field $name\n"
-                unless $child{$name};
-            $sub = _selection_set($t, $i, $child{$name}, $where);
-        } elsif ($child{$name}) {
+                unless $child;
+            $sub = _selection_set($t, $i, $child, $where);
+        } elsif ($child) {
             die "Validation error (SubselectionRequired\@[$where]) : Sub "
-                . "selection required for type $child{$name} of field $name\n";
+                . "selection required for type $child of field $name\n";
         }
 
         push @sel, [$name, $sub];
@@ -501,6 +592,148 @@ sub _reason {
              503 => 'Service Unavailable', 404 => 'Not Found',
              403 => 'Forbidden', 400 => 'Bad Request' }->{$status}
            // 'Error';
+}
+
+# A policy as PolicyInfoPolicyMapper maps it: Boolean! fields true or false,
+# lists absent from the policy null.
+sub _policy {
+    my ($p) = @_;
+    my $a = $p->{actors} // {};
+    my $bool = sub { $_[0] ? JSON::PP::true() : JSON::PP::false() };
+    return {
+        urn         => $p->{urn},
+        type        => $p->{type} // 'PLATFORM',
+        name        => $p->{name} // $p->{urn},
+        state       => $p->{state} // 'ACTIVE',
+        description => $p->{description},
+        privileges  => $p->{privileges} // [],
+        editable    => JSON::PP::true(),
+        actors      => {
+            users               => $a->{users},
+            groups              => $a->{groups},
+            roles               => $a->{roles},
+            resourceOwners      => $bool->($a->{resourceOwners}),
+            resourceOwnersTypes => undef,
+            allUsers            => $bool->($a->{allUsers}),
+            allGroups           => $bool->($a->{allGroups}),
+            __typename          => 'ActorFilter',
+        },
+        __typename  => 'Policy',
+    };
+}
+
+# listPolicies as ListPoliciesResolver answers it: start and count as asked
+# (defaults 0 and 20), total the number of policies, policies in the order
+# given (PolicyFetcher's search order).
+sub _list_policies {
+    my ($state, $query, $vars, $how) = @_;
+
+    my $sel = eval { _selection($query) };
+    return _graphql(_validation_error($@ =~ s/\n\z//r)) unless $sel;
+
+    my $input = ref $vars->{input} eq 'HASH' ? $vars->{input} : {};
+    my $start = $input->{start} // 0;
+    my $count = $input->{count} // 20;
+    return _graphql(_error_doc('An unknown error occurred.', 500,
+                               'SERVER_ERROR'))
+        unless _is_int($start) && _is_int($count) && $start >= 0
+               && $count >= 0;
+
+    my @all = @{ $state->{policies} // [] };
+    my $last = $start + $count - 1 < $#all ? $start + $count - 1 : $#all;
+
+    return _data($sel, { start => $start, count => $count,
+                         total => $how->{total} // scalar @all,
+                         policies => [ @all[$start .. $last] ],
+                         __typename => 'ListPoliciesResult' });
+}
+
+# corpUser(urn) / corpGroup(urn) { relationships(input) }: the outgoing
+# relationships of the asked types, in the order of the types asked, paged
+# by start and count; entities typed from their URN.
+sub _relationships {
+    my ($field, $state, $query, $vars, $how) = @_;
+
+    my $sel = eval { _selection($query) };
+    return _graphql(_validation_error($@ =~ s/\n\z//r)) unless $sel;
+
+    my $urn = $vars->{urn} // '';
+    my $all = $state->{memberships} // {};
+    return _data($sel, undef) if exists $all->{$urn} && !defined $all->{$urn};
+
+    my $input = ref $vars->{input} eq 'HASH' ? $vars->{input} : {};
+    my $start = $input->{start} // 0;
+    my $count = $input->{count} // 100;
+    my $mine = $all->{$urn} // {};
+
+    my @rels;
+    if (($input->{direction} // '') eq 'OUTGOING') {
+        for my $type (@{ $input->{types} // [] }) {
+            push @rels, map {
+                my ($etype, $typename) =
+                    /^urn:li:corpGroup:/ ? ('CORP_GROUP', 'CorpGroup')
+                    : /^urn:li:dataHubRole:/ ? ('DATAHUB_ROLE', 'DataHubRole')
+                    : ('CORP_USER', 'CorpUser');
+                { type => $type, direction => 'OUTGOING', created => undef,
+                  entity => { urn => $_, type => $etype,
+                              __typename => $typename },
+                  __typename => 'EntityRelationship' }
+            } @{ $mine->{$type} // [] };
+        }
+    }
+
+    my $last = $start + $count - 1 < $#rels ? $start + $count - 1 : $#rels;
+    my $entity = {
+        urn => $urn,
+        type => $field eq 'corpUser' ? 'CORP_USER' : 'CORP_GROUP',
+        __typename => $field eq 'corpUser' ? 'CorpUser' : 'CorpGroup',
+        relationships => { start => $start, count => $count,
+                           total => $how->{total} // scalar @rels,
+                           relationships => [ @rels[$start .. $last] ],
+                           __typename => 'EntityRelationshipsResult' },
+    };
+
+    return _data($sel, $entity);
+}
+
+# getGrantedPrivileges as GetGrantedPrivilegesResolver answers it.
+sub _granted {
+    my ($state, $query, $vars, $how) = @_;
+
+    my $sel = eval { _selection($query) };
+    return _graphql(_validation_error($@ =~ s/\n\z//r)) unless $sel;
+
+    my $input = ref $vars->{input} eq 'HASH' ? $vars->{input} : {};
+    my $actor = $input->{actorUrn} // '';
+
+    if (defined $state->{only_self} && $actor ne $state->{only_self}) {
+        return _graphql(__PACKAGE__->fixture(
+            'graphql-error-getGrantedPrivileges-other-actor.json')
+            =~ s/\n\z//r);
+    }
+
+    return _data($sel, { privileges => $state->{granted}{$actor} // [],
+                         __typename => 'Privileges' });
+}
+
+# {"data":{FIELD: VALUE}} with exactly the fields selected, in their order.
+sub _data {
+    my ($sel, $value) = @_;
+    my ($field, $sub) = @{ $sel->[0] };
+    return _graphql('{"data":{"' . $field . '":' . _render($sub, $value)
+                    . '},"extensions":{}}');
+}
+
+sub _render {
+    my ($sel, $v) = @_;
+    return GmsTest::json_encode($v) unless $sel;
+    return 'null' unless defined $v;
+    return '[' . join(',', map { _render($sel, $_) } @$v) . ']'
+        if ref $v eq 'ARRAY';
+    return '{' . join(',', map {
+        my ($name, $sub) = @$_;
+        "\"$name\":" . _render($sub, $v->{$name})
+    } @$sel) . '}';
 }
 
 1;

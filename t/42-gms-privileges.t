@@ -1,0 +1,452 @@
+#!/usr/bin/perl
+
+# gms-token sync --gms --privileges: users' platform privileges mirrored
+# from DataHub into <prefix>actor:<urn>, against a real redis-server and a
+# stand-in GMS (GmsTest::GraphQL: listAccessTokens, listPolicies, corpUser
+# and corpGroup relationships, getGrantedPrivileges).  From policies: each
+# actor kind (allUsers, users, allGroups, groups, roles, roles of a group),
+# inactive and METADATA policies ignored, users named by a policy without a
+# token, paging; from getGrantedPrivileges; each set replaced in one
+# MULTI/DEL/SADD/EXEC only when it changed, the set of a user no longer
+# known deleted, each change published on <prefix>invalidate; and every
+# failure (a GraphQL error, a 401, a dead GMS, an incomplete listing, bad
+# policies, DataHub 0.13 refusing to answer about another user) changing no
+# set.
+
+use strict;
+use warnings;
+
+use Test::More;
+use Cwd qw(abs_path);
+use Digest::SHA qw(sha256);
+use File::Basename qw(dirname);
+use MIME::Base64 qw(encode_base64);
+use POSIX qw(WNOHANG);
+use Time::HiRes qw(sleep time);
+
+use GmsTest;
+use GmsTest::GraphQL;
+use GmsTest::HTTP;
+
+my $repo = abs_path(dirname(__FILE__) . '/..');
+my $bin = $ENV{GMS_TOKEN_BIN} // "$repo/build/gms-token";
+
+plan skip_all => "gms-token not built: $bin (run 'make tool')" unless -x $bin;
+GmsTest::need_redis();
+
+delete $ENV{GMS_REDIS_PASSWORD};
+
+my $redis = GmsTest::Redis->start;
+my @at = ('--redis', '127.0.0.1:' . $redis->port);
+my $dir = GmsTest::_tempdir();
+
+my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwcml2aWxlZ2VzIn0.c2VjcmV0LTQy';
+my $token_file = "$dir/gms.token";
+GmsTest::_write_file($token_file, "$SECRET\n");
+
+my $future = int(time * 1000) + 30 * 86_400_000;
+my ($alice, $bob, $carol, $dave, $erin, $gone) =
+    map { "urn:li:corpuser:$_" } qw(alice bob carol dave erin gone);
+my ($eng, $ops) = map { "urn:li:corpGroup:$_" } qw(eng ops);
+my $admin = 'urn:li:dataHubRole:Admin';
+
+my $runs = 0;
+
+sub run_tool {
+    my (@args) = @_;
+    my $base = "$dir/run" . ++$runs;
+    GmsTest::_write_file("$base.in", '');
+    my $pid = fork // die "fork: $!\n";
+    if ($pid == 0) {
+        open STDIN, '<', "$base.in" or POSIX::_exit(127);
+        open STDOUT, '>', "$base.out" or POSIX::_exit(127);
+        open STDERR, '>', "$base.err" or POSIX::_exit(127);
+        exec { $bin } $bin, @args or POSIX::_exit(127);
+    }
+    waitpid $pid, 0;
+    return { rc  => $? & 127 ? 128 + ($? & 127) : $? >> 8,
+             out => GmsTest::_slurp("$base.out"),
+             err => GmsTest::_slurp("$base.err") };
+}
+
+sub sync_from {
+    my ($gms, @args) = @_;
+    return run_tool('sync', '--gms', $gms->url, '--gms-token-file',
+                    $token_file, @args, @at);
+}
+
+sub listed {
+    my ($name, $actor) = @_;
+    my $id = encode_base64(sha256($name), '');
+    return { urn => "urn:li:dataHubAccessToken:$id", id => $id,
+             actorUrn => $actor, ownerUrn => $actor, name => $name,
+             createdAt => 1_700_000_000_000, expiresAt => $future };
+}
+
+sub tokens_line {
+    my ($n, %c) = @_;
+    return "tokens=$n added=" . ($c{added} // 0) . ' updated=0 unchanged='
+           . ($c{unchanged} // 0) . " expired=0 pruned=0 kept=0\n";
+}
+
+sub sets {
+    my %s;
+    for my $key (@{ $redis->cmd(KEYS => 'gms:actor:*') }) {
+        $s{ $key =~ s/^gms:actor://r } =
+            join ' ', sort @{ $redis->cmd(SMEMBERS => $key) };
+    }
+    return \%s;
+}
+
+# A redis-cli of its own: SUBSCRIBE (or MONITOR) until stopped; returns
+# [pid, file].  Starts once the server sees it.
+sub watch {
+    my ($what) = @_;
+    my $file = "$dir/watch" . ++$runs;
+    my $pid = fork // die "fork: $!\n";
+    if ($pid == 0) {
+        open STDOUT, '>', $file or POSIX::_exit(127);
+        open STDERR, '>', '/dev/null';
+        exec 'redis-cli', '-p', $redis->port,
+             $what eq 'monitor' ? 'MONITOR'
+                                : ('--csv', 'SUBSCRIBE', 'gms:invalidate')
+            or POSIX::_exit(127);
+    }
+    for (1 .. 200) {
+        last if $what eq 'monitor' ? -s $file
+                : $redis->cmd(PUBSUB => 'NUMSUB', 'gms:invalidate')->[1];
+        sleep 0.025;
+    }
+    return [$pid, $file];
+}
+
+# Every line it saw, once $want of them matched $re (or five seconds
+# passed).
+sub seen {
+    my ($w, $want, $re) = @_;
+    my @lines;
+    for (1 .. 200) {
+        @lines = split /\n/, GmsTest::_slurp($w->[1]);
+        last if grep({ /$re/ } @lines) >= $want;
+        sleep 0.025;
+    }
+    kill 'TERM', $w->[0];
+    waitpid $w->[0], 0;
+    return \@lines;
+}
+
+sub published {
+    my ($w, $want) = @_;
+    return [ sort map { /^"message","gms:invalidate","(.*)"\z/ ? $1 : () }
+             @{ seen($w, $want, qr/^"message"/) } ];
+}
+
+
+# --- the stand-in answers getGrantedPrivileges as the fixtures say ----------
+
+{
+    my $gms = GmsTest::GraphQL->start;
+    my $want = GmsTest::GraphQL->fixture('getGrantedPrivileges.json');
+    my $privileges = GmsTest::json_decode($want)
+                         ->{data}{getGrantedPrivileges}{privileges};
+    $gms->granted({ $alice => $privileges }, only_self => $alice);
+
+    for my $case (['getGrantedPrivileges', $want],
+                  ['graphql-error-getGrantedPrivileges-other-actor',
+                   GmsTest::GraphQL->fixture(
+                       'graphql-error-getGrantedPrivileges-other-actor.json')])
+    {
+        my ($name, $answer) = @$case;
+        my $r = GmsTest::HTTP::request($gms->port, 'POST', '/api/graphql',
+            [['Content-Type', 'application/json']],
+            GmsTest::GraphQL->fixture("$name.request.json"));
+        is("$r->{status} $r->{body}\n", "200 $answer",
+           "stand-in: $name.request.json answered as $name.json");
+    }
+    $gms->stop;
+}
+
+
+# --- privileges from policies -----------------------------------------------
+
+my @tokens = (listed('a', $alice), listed('b', $bob), listed('c', $carol),
+              listed('d', $dave), listed('a2', $alice));
+
+my @policies = (
+    { urn => 'urn:li:dataHubPolicy:all-users',
+      privileges => ['VIEW_ANALYTICS'], actors => { allUsers => 1 } },
+    { urn => 'urn:li:dataHubPolicy:alice',
+      privileges => ['MANAGE_POLICIES', 'VIEW_ANALYTICS'],
+      actors => { users => [$alice] } },
+    { urn => 'urn:li:dataHubPolicy:eng',
+      privileges => ['MANAGE_INGESTION'], actors => { groups => [$eng] } },
+    { urn => 'urn:li:dataHubPolicy:admins',
+      privileges => ['MANAGE_SECRETS'], actors => { roles => [$admin] } },
+    { urn => 'urn:li:dataHubPolicy:all-groups',
+      privileges => ['MANAGE_GLOSSARIES'], actors => { allGroups => 1 } },
+    { urn => 'urn:li:dataHubPolicy:inactive', state => 'INACTIVE',
+      privileges => ['MANAGE_USERS_AND_GROUPS'],
+      actors => { allUsers => 1, users => ['urn:li:corpuser:frank'] } },
+    { urn => 'urn:li:dataHubPolicy:metadata', type => 'METADATA',
+      privileges => ['EDIT_ENTITY'],
+      actors => { allUsers => 1, users => ['urn:li:corpuser:frank'] } },
+    { urn => 'urn:li:dataHubPolicy:owners',
+      privileges => ['MANAGE_DOMAINS'], actors => { resourceOwners => 1 } },
+    { urn => 'urn:li:dataHubPolicy:erin',
+      privileges => ['GET_ES_TASK_STATUS_PRIVILEGE'],
+      actors => { users => [$erin] } },
+);
+
+my %memberships = (
+    $bob   => { IsMemberOfGroup => [$eng] },
+    $carol => { IsMemberOfNativeGroup => [$ops] },
+    $ops   => { IsMemberOfRole => [$admin] },
+    $dave  => { IsMemberOfRole => [$admin] },
+    $erin  => undef,
+);
+
+my %want = (
+    $alice => 'MANAGE_POLICIES VIEW_ANALYTICS',
+    $bob   => 'MANAGE_GLOSSARIES MANAGE_INGESTION VIEW_ANALYTICS',
+    $carol => 'MANAGE_GLOSSARIES MANAGE_SECRETS VIEW_ANALYTICS',
+    $dave  => 'MANAGE_SECRETS VIEW_ANALYTICS',
+    $erin  => 'GET_ES_TASK_STATUS_PRIVILEGE VIEW_ANALYTICS',
+);
+
+my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
+                                  policies => \@policies,
+                                  memberships => \%memberships);
+
+{
+    $redis->cmd(SADD => "gms:actor:$gone", 'MANAGE_POLICIES');
+    $redis->cmd(SADD => "gms:actor:$dave", 'MANAGE_SECRETS', 'VIEW_ANALYTICS');
+    $redis->cmd(SADD => "gms:actor:$alice", 'MANAGE_POLICIES', 'OLD');
+
+    my $sub = watch('subscribe');
+    my $res = sync_from($gms);
+    is_deeply([@$res{qw(rc out err)}],
+              [0, tokens_line(5, added => 5)
+                  . "users=5 changed=4 removed=1\n", ''],
+              'sync: the tokens line, then users=5 (4 holders, erin named '
+              . 'by a policy) changed=4 (dave was right) removed=1')
+        or diag(explain($res));
+
+    is_deeply(sets(), \%want,
+              'allUsers, users, groups, native groups, allGroups, roles, '
+              . "a group's roles; inactive, METADATA and resourceOwners "
+              . 'policies grant nothing; a user GMS does not have (erin) '
+              . 'has no groups');
+    is_deeply(published($sub, 5), [sort $alice, $bob, $carol, $erin, $gone],
+              'each changed or removed user published on gms:invalidate');
+
+    my @asked = map { $_->{json}{query} =~ /\{\s*(\w+)/ ? $1 : '?' }
+                @{ $gms->requests };
+    is_deeply(\@asked, [qw(listAccessTokens listAccessTokens listPolicies
+                           corpUser corpUser corpGroup corpUser corpGroup
+                           corpUser corpUser)],
+              'asked: the tokens (sync, then the mirror), the policies, '
+              . "each user's relationships, after bob's and carol's their "
+              . "group's roles");
+    my ($rel) = grep { ($_->{json}{variables}{urn} // '') eq $bob }
+                @{ $gms->requests };
+    is_deeply($rel->{json}{variables}{input},
+              { types => [qw(IsMemberOfGroup IsMemberOfNativeGroup
+                             IsMemberOfRole)],
+                direction => 'OUTGOING', start => 0, count => 100 },
+              'relationships: the three types, outgoing');
+
+    my $state = $redis->dump_all;
+    $sub = watch('subscribe');
+    $gms->clear_requests;
+    $res = sync_from($gms);
+    is($res->{out}, tokens_line(5, unchanged => 5)
+                    . "users=5 changed=0 removed=0\n",
+       'again: nothing changed');
+    $redis->unchanged($state, 'again: Redis as it was');
+    $redis->cmd(PUBLISH => 'gms:invalidate', 'end');
+    is_deeply(published($sub, 1), ['end'], 'again: nothing published');
+}
+
+{
+    # bob leaves eng: only his set is replaced, in one transaction
+    $gms->memberships({ %memberships, $bob => {} });
+    my $mon = watch('monitor');
+    my $res = sync_from($gms);
+    is($res->{out}, tokens_line(5, unchanged => 5)
+                    . "users=5 changed=1 removed=0\n",
+       'bob leaves eng: one set changed');
+    is_deeply(sets(), { %want, $bob => 'VIEW_ANALYTICS' },
+              'bob: no MANAGE_INGESTION, and no group for allGroups');
+    $redis->cmd(PING => 'end');
+    my @lines = map { /^[\d.]+ \[[^\]]*\] (.*)/ ? $1 : () }
+                @{ seen($mon, 1, qr/"PING" "end"/) };
+    my ($at) = grep { $lines[$_] eq qq{"DEL" "gms:actor:$bob"} } 0 .. $#lines;
+    is_deeply([ defined $at ? @lines[$at - 1 .. $at + 2] : () ],
+              ['"MULTI"', qq{"DEL" "gms:actor:$bob"},
+               qq{"SADD" "gms:actor:$bob" "VIEW_ANALYTICS"}, '"EXEC"'],
+              "bob's set replaced by MULTI, DEL, SADD, EXEC")
+        or diag(explain(\@lines));
+    is_deeply([ grep { /^"(?:DEL|UNLINK|SADD|SREM)" "gms:actor:/ } @lines ],
+              [ @lines[$at, $at + 1] ], 'no other set written');
+
+    # a user whose privileges all go: the set goes
+    $gms->tokens([ grep { $_->{actorUrn} ne $dave } @tokens ]);
+    $gms->memberships({ %memberships, $bob => {}, $dave => {} });
+    $res = sync_from($gms, '--prune');
+    like($res->{out}, qr/\nusers=4 changed=0 removed=1\n\z/,
+         "dave's token revoked: his set removed");
+    is($redis->cmd(EXISTS => "gms:actor:$dave"), 0, 'dave: no set');
+    $gms->tokens(\@tokens);
+    $gms->memberships(\%memberships);
+    is(sync_from($gms)->{rc}, 0, 'all back');
+}
+
+# --- paging: more than a page of policies, of relationships -----------------
+
+{
+    my @many = (@policies, map {
+        { urn => "urn:li:dataHubPolicy:m$_", type => 'METADATA',
+          privileges => ['EDIT_ENTITY'], actors => { allUsers => 1 } }
+    } 1 .. 150);
+    push @many, { urn => 'urn:li:dataHubPolicy:last',
+                  privileges => ['MANAGE_TESTS'], actors => { groups => [$ops] } };
+    my @groups = map { "urn:li:corpGroup:g$_" } 1 .. 120;
+    $gms->policies(\@many);
+    $gms->memberships({ %memberships, $carol => {
+        IsMemberOfNativeGroup => [$ops], IsMemberOfGroup => \@groups } });
+    $gms->clear_requests;
+
+    my $res = sync_from($gms);
+    like($res->{out}, qr/\nusers=5 changed=1 removed=0\n\z/,
+         '160 policies, 121 groups: one set changed');
+    is(sets()->{$carol},
+       'MANAGE_GLOSSARIES MANAGE_SECRETS MANAGE_TESTS VIEW_ANALYTICS',
+       'carol: the policy on page 2, through the group past the first page');
+    my @pages = map { [ @{ $_->{json}{variables}{input} }{qw(start count)} ] }
+                grep { $_->{json}{query} =~ /listPolicies/ } @{ $gms->requests };
+    is_deeply(\@pages, [[0, 100], [100, 100]], 'listPolicies: two pages');
+    my @carol = map { $_->{json}{variables}{input}{start} }
+                grep { ($_->{json}{variables}{urn} // '') eq $carol }
+                @{ $gms->requests };
+    is_deeply(\@carol, [0, 100], "carol's relationships: two pages");
+    $gms->policies(\@policies);
+    $gms->memberships(\%memberships);
+    is(sync_from($gms)->{rc}, 0, 'all back');
+}
+
+# --- failures: no set changes -----------------------------------------------
+
+{
+    # were any of these to go through, sets would change
+    $redis->cmd(SADD => "gms:actor:$gone", 'MANAGE_POLICIES');
+    $redis->cmd(SADD => "gms:actor:$bob", 'EXTRA');
+    my $before = $redis->dump_all;
+
+    my @cases = (
+        [ 'listPolicies: a GraphQL error',
+          [field => 'listPolicies', graphql_error => 1], [],
+          qr/Unauthorized to perform this action/ ],
+        [ 'listPolicies: 401', [field => 'listPolicies', status => 401], [],
+          qr/HTTP 401/ ],
+        [ 'listPolicies: incomplete',
+          [field => 'listPolicies', total => 400], [],
+          qr/listPolicies lists 9 policies of a total of 400/ ],
+        [ 'corpUser: HTTP 500', [field => 'corpUser', status => 500], [],
+          qr/HTTP 500/ ],
+        [ 'corpGroup: a GraphQL error',
+          [field => 'corpGroup', graphql_error => 'An unknown error occurred.'],
+          [], qr/An unknown error occurred\./ ],
+        [ 'listAccessTokens: incomplete for the mirror',
+          [field => 'listAccessTokens', total => 7], [],
+          qr/listAccessTokens lists 5 tokens of a total of 7/ ],
+        [ 'graphql mode, DataHub 0.13: only oneself',
+          [], ['--privileges', 'graphql'],
+          qr/Unauthorized to get privileges for the given author\./ ],
+    );
+
+    $gms->granted({}, only_self => 'urn:li:corpuser:admin');
+
+    for my $c (@cases) {
+        my ($title, $how, $args, $re) = @$c;
+        $gms->misbehave(@$how);
+        my $res = sync_from($gms, @$args);
+        subtest "refused: $title" => sub {
+            is($res->{rc}, 4, 'exit status 4');
+            like($res->{err}, qr/^gms-token: sync: [^\n]*$re[^\n]*\n\z/,
+                 'one line on stderr');
+            like($res->{out}, qr/^tokens=5 [^\n]*\n\z/,
+                 'the tokens line only');
+            $redis->unchanged($before, 'Redis unchanged');
+        };
+    }
+    $gms->misbehave;
+
+    $gms->policies([ @policies, { urn => 'urn:li:dataHubPolicy:bad',
+                                  privileges => ['NOT A NAME'],
+                                  actors => { allUsers => 1 } } ]);
+    my $res = sync_from($gms);
+    like($res->{err}, qr/^gms-token: sync: \Q${\ $gms->url }\E: listPolicies at 0: policies\[9\]: privileges\[0\] is not a privilege name\n\z/,
+         'a bad privilege name in a policy: refused, named');
+    $redis->unchanged($before, 'a bad policy: Redis unchanged');
+    $gms->policies(\@policies);
+
+    $res = run_tool('sync', '--gms', GmsTest::GraphQL->dead_url,
+                    '--gms-token-file', $token_file, @at);
+    is_deeply([$res->{rc}, $res->{out}], [4, ''], 'GMS dead: exit 4');
+    like($res->{err}, qr/^gms-token: sync: [^\n]*connect[^\n]*\n\z/i,
+         'GMS dead: one line');
+    $redis->unchanged($before, 'GMS dead: Redis unchanged');
+
+    $res = sync_from($gms, '--privileges', 'off');
+    is($res->{out}, tokens_line(5, unchanged => 5),
+       '--privileges off: only the tokens line');
+    $redis->unchanged($before, '--privileges off: no set touched');
+
+    $res = sync_from($gms, '--privileges', 'some');
+    is_deeply([@$res{qw(rc out)}], [2, ''], '--privileges some: usage');
+    like($res->{err}, qr/none of policies, graphql and off/, '... named');
+    $res = run_tool('sync', '--privileges', 'policies', @at);
+    is($res->{rc}, 2, '--privileges without --gms: usage');
+    like($res->{err}, qr/need --gms/, '... said');
+}
+
+# --- privileges from getGrantedPrivileges -----------------------------------
+
+{
+    $gms->granted({ $alice => ['MANAGE_POLICIES', 'VIEW_ANALYTICS',
+                               'VIEW_ANALYTICS'],
+                    $bob   => ['EDIT_ENTITY'],
+                    $erin  => [] });
+    $gms->clear_requests;
+    my $res = sync_from($gms, '--privileges', 'graphql');
+    is_deeply([@$res{qw(rc out err)}],
+              [0, tokens_line(5, unchanged => 5)
+                  . "users=5 changed=4 removed=1\n", ''],
+              'graphql: the sets GMS gives, gone removed')
+        or diag(explain($res));
+    is_deeply(sets(), { $alice => 'MANAGE_POLICIES VIEW_ANALYTICS',
+                        $bob => 'EDIT_ENTITY' },
+              'graphql: each once; none for who has none');
+    my @asked = map { $_->{json}{variables}{input}{actorUrn} }
+                grep { $_->{json}{query} =~ /getGrantedPrivileges/ }
+                @{ $gms->requests };
+    is_deeply(\@asked, [sort $alice, $bob, $carol, $dave, $erin],
+              'graphql: asked for each user');
+    is(normalized(
+           (grep { $_->{json}{query} =~ /getGrantedPrivileges/ }
+            @{ $gms->requests })[0]{json}{query}),
+       normalized(GmsTest::json_decode(GmsTest::GraphQL->fixture(
+           'getGrantedPrivileges.request.json'))->{query}),
+       "graphql: the query of the fixture (datahub-web-react's)");
+
+    $gms->misbehave(field => 'getGrantedPrivileges', status => 401);
+    my $before = $redis->dump_all;
+    $res = sync_from($gms, '--privileges', 'graphql');
+    is($res->{rc}, 4, 'graphql, 401: exit 4');
+    $redis->unchanged($before, 'graphql, 401: Redis unchanged');
+    $gms->misbehave;
+}
+
+sub normalized { (my $q = $_[0]) =~ s/\s+/ /g; return $q }
+
+done_testing();
