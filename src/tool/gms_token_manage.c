@@ -471,7 +471,7 @@ gms_manage_list_fetch(gms_tool_t *t, gms_graphql_t *g, const char *actor,
 {
     size_t       i, before;
     json_t      *vars, *filters, *list, *tokens, *total;
-    json_int_t   start;
+    json_int_t   start, last;
 
     start = 0;
 
@@ -520,10 +520,11 @@ gms_manage_list_fetch(gms_tool_t *t, gms_graphql_t *g, const char *actor,
         }
 
         json_array_extend(all, tokens);
+        last = json_integer_value(total);
         json_decref(list);
 
         if (json_array_size(all) == before
-            || (json_int_t) json_array_size(all) >= json_integer_value(total))
+            || (json_int_t) json_array_size(all) >= last)
         {
             return GMS_TOOL_OK;
         }
