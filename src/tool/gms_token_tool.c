@@ -2,9 +2,10 @@
 /*
  * gms-token: the command line and the commands that edit one entry
  * (the connection and the writes are in gms_tool_redis.c, sync in
- * gms_token_sync.c).  The token id, its validation, the key layout and the lookup
- * script come from src/gms_token.c, so the tool writes and reads exactly
- * what the module reads.
+ * gms_token_sync.c, create, list, check-salt and revoke --gms in
+ * gms_token_manage.c).  The token id, its validation, the key layout
+ * and the lookup script come from src/gms_token.c, so the tool writes and
+ * reads exactly what the module reads.
  */
 
 
