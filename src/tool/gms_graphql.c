@@ -173,7 +173,8 @@ gms_graphql_open(gms_tool_t *t, const gms_graphql_conf_t *c)
 
 /*
  * The query's data.<field> (a new reference), or NULL once the failure is
- * reported.  variables is taken over.
+ * reported.  variables is taken over.  field NULL: data itself, for a
+ * field that is not an object (revokeAccessToken is a Boolean!).
  */
 
 json_t *
@@ -248,11 +249,15 @@ gms_graphql_query(gms_graphql_t *g, const char *query, json_t *variables,
         return NULL;
     }
 
-    data = json_object_get(json_object_get(doc, "data"), field);
+    data = json_object_get(doc, "data");
+
+    if (field) {
+        data = json_object_get(data, field);
+    }
 
     if (!json_is_object(data) && !(g->nullable && json_is_null(data))) {
-        gms_tool_error(g->tool, "%s: the answer has no data.%s object",
-                       g->endpoint, field);
+        gms_tool_error(g->tool, "%s: the answer has no data%s%s object",
+                       g->endpoint, field ? "." : "", field ? field : "");
         json_decref(doc);
         return NULL;
     }

@@ -2,9 +2,10 @@
 /*
  * gms-token: the command line and the commands that edit one entry
  * (the connection and the writes are in gms_tool_redis.c, sync in
- * gms_token_sync.c).  The token id, its validation, the key layout and the lookup
- * script come from src/gms_token.c, so the tool writes and reads exactly
- * what the module reads.
+ * gms_token_sync.c, create, list, check-salt and revoke --gms in
+ * gms_token_manage.c).  The token id, its validation, the key layout
+ * and the lookup script come from src/gms_token.c, so the tool writes and
+ * reads exactly what the module reads.
  */
 
 
@@ -113,6 +114,9 @@ static int gms_tool_grant(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_tool_deny(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_tool_privileges(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_tool_sync_command(gms_tool_t *t, gms_tool_args_t *a);
+static int gms_tool_create(gms_tool_t *t, gms_tool_args_t *a);
+static int gms_tool_list(gms_tool_t *t, gms_tool_args_t *a);
+static int gms_tool_check_salt(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_tool_gms_options(gms_tool_t *t, gms_tool_args_t *a,
     gms_graphql_conf_t *gms);
 static int gms_tool_privileges_option(gms_tool_t *t, const char *value,
@@ -122,6 +126,10 @@ static int gms_tool_salt(gms_tool_t *t, gms_tool_args_t *a, char **salt,
     size_t *len);
 static int gms_tool_token_stdin(gms_tool_t *t, const char *salt,
     size_t salt_len, char id[GMS_TOKEN_ID_LEN + 1]);
+static int gms_tool_token_read(gms_tool_t *t, char *buf, size_t size,
+    const char **token, size_t *token_len);
+static int gms_tool_page_size(gms_tool_t *t, gms_tool_args_t *a,
+    long *page_size);
 static int gms_tool_privileges_edit(gms_tool_t *t, gms_tool_args_t *a,
     const char *verb);
 static int gms_tool_reply_cmp(const void *one, const void *two);
@@ -175,6 +183,10 @@ static const char  gms_tool_usage[] =
     "(listAccessTokens),\n"
     "              and with --gms users' privileges those its policies "
     "grant\n"
+    "  create      have GMS make a token, cache it, print it\n"
+    "  list        print the tokens DataHub lists, marking those not "
+    "cached\n"
+    "  check-salt  tell whether the salt gives GMS's id of a token\n"
     "\n"
     "'gms-token COMMAND --help' describes a command and its options.\n"
     "Exit status: 0 ok, 1 not found, 2 usage or bad input, 3 Redis error,\n"
@@ -224,11 +236,19 @@ static const gms_tool_command_t  gms_tool_commands[] = {
       "An expiry already past is refused.\n"
       GMS_TOOL_CONN_USAGE },
 
-    { "revoke", gms_tool_revoke, GMS_OPTS_CONN, 1, 1,
-      "Usage: gms-token revoke ID [connection options]\n"
+    { "revoke", gms_tool_revoke, GMS_OPTS_CONN | GMS_OPTS_GMS, 1, 1,
+      "Usage: gms-token revoke ID [--gms URL [GMS options]] "
+      "[connection options]\n"
       "\n"
       "Deletes the cached token: the module answers 401 to it at once.\n"
       "Exit status 1 if it was not cached.\n"
+      "\n"
+      "With --gms, GMS revokes the token first (revokeAccessToken; ID is\n"
+      "the token's id, as 'gms-token list' prints it), then the cached one\n"
+      "is deleted, whether it was cached or not (exit status 0).  If GMS\n"
+      "refuses (exit status 4), the cache is left as it was; a token that\n"
+      "GMS no longer knows is taken out of the cache without --gms.\n"
+      GMS_TOOL_GMS_USAGE
       GMS_TOOL_CONN_USAGE },
 
     { "show", gms_tool_show, GMS_OPTS_CONN, 1, 1,
@@ -305,6 +325,94 @@ static const gms_tool_command_t  gms_tool_commands[] = {
       "lags)\n"
       GMS_TOOL_GMS_USAGE
       GMS_TOOL_CONN_USAGE },
+
+    { "create", gms_tool_create,
+      GMS_OPTS_GMS | GMS_OPTS_CONN | GMS_OPTS_SALT | GMS_OPT(GMS_OPT_ACTOR)
+      | GMS_OPT(GMS_OPT_NAME) | GMS_OPT(GMS_OPT_DURATION)
+      | GMS_OPT(GMS_OPT_DESCRIPTION), 0, 0,
+      "Usage: gms-token create --gms URL --actor URN --name NAME\n"
+      "                        [--duration DURATION] [--description TEXT]\n"
+      "                        [--salt STRING | --salt-file FILE]\n"
+      "                        [GMS options] [connection options]\n"
+      "\n"
+      "Has GMS make a personal access token for the user "
+      "(createAccessToken;\n"
+      "for another user than --gms-token-file's, that account needs "
+      "Manage\n"
+      "All Access Tokens), caches it as 'put' would (type PERSONAL, "
+      "DataHub's\n"
+      "expiry), tells the edges to forget any miss for its id, and only then\n"
+      "prints the token: once, on stdout, nothing else there.  The edges\n"
+      "take it at once.\n"
+      "\n"
+      "  --actor URN          the token's user: urn:li:corpuser:...\n"
+      "  --name NAME          the token's name in DataHub\n"
+      "  --description TEXT   its description\n"
+      "  --duration DURATION  ONE_HOUR, ONE_DAY, ONE_WEEK, ONE_MONTH "
+      "(default),\n"
+      "                       THREE_MONTHS, SIX_MONTHS, ONE_YEAR or "
+      "NO_EXPIRY\n"
+      "                       (DataHub's AccessTokenDuration; older "
+      "releases\n"
+      "                       lack ONE_WEEK)\n"
+      "  --salt STRING        the edge's salt, as gms_token_salt (default: "
+      "none)\n"
+      "  --salt-file FILE     the salt, from a file\n"
+      "\n"
+      "The id the salt gives the new token must be GMS's own: else the edge\n"
+      "would refuse it, and the token is revoked at GMS, not printed, and\n"
+      "the exit status is 2.  Whenever the token cannot be cached (exit\n"
+      "status 3) or GMS's answer is unusable (4), it is revoked too.\n"
+      GMS_TOOL_GMS_USAGE
+      GMS_TOOL_CONN_USAGE },
+
+    { "list", gms_tool_list,
+      GMS_OPTS_GMS | GMS_OPTS_CONN | GMS_OPT(GMS_OPT_ACTOR)
+      | GMS_OPT(GMS_OPT_PAGE_SIZE), 0, 0,
+      "Usage: gms-token list --gms URL [--actor URN] [--page-size N]\n"
+      "                      [GMS options] [connection options]\n"
+      "\n"
+      "Prints the tokens DataHub lists (listAccessTokens), in its order\n"
+      "(expiry, latest first), one a line, five fields separated by tabs:\n"
+      "\n"
+      "  ID  MARK  ACTOR  EXPIRES_AT  NAME\n"
+      "\n"
+      "MARK is what the cache has for the token: ok; missing (not cached:\n"
+      "the edge refuses it); stale (cached with another user or expiry\n"
+      "than DataHub's); expired (DataHub still lists it, nothing to "
+      "cache).\n"
+      "EXPIRES_AT is in milliseconds since the epoch, or never.  NAME is\n"
+      "the rest of the line, '\\' written \"\\\\\" and control "
+      "characters \"\\xHH\".\n"
+      "'gms-token sync --gms URL' caches the missing and mends the stale.\n"
+      "\n"
+      "  --actor URN     only the tokens of this user\n"
+      "  --page-size N   tokens asked of GMS at a time (default 100)\n"
+      GMS_TOOL_GMS_USAGE
+      GMS_TOOL_CONN_USAGE },
+
+    { "check-salt", gms_tool_check_salt,
+      GMS_OPTS_GMS | GMS_OPTS_SALT | GMS_OPT(GMS_OPT_TOKEN_STDIN), 0, 0,
+      "Usage: gms-token check-salt --gms URL --token-stdin\n"
+      "                            [--salt STRING | --salt-file FILE] "
+      "[GMS options]\n"
+      "                            < token\n"
+      "\n"
+      "Asks GMS for the metadata of a token of DataHub's "
+      "(getAccessTokenMetadata;\n"
+      "--gms-token-file's account needs Manage All Access Tokens) and tells\n"
+      "whether the salt gives the token GMS's own id: when every valid\n"
+      "token gets 401 from the edge, a wrong gms_token_salt is the usual\n"
+      "cause.  One line on stdout, \"salt right: ...\" (exit status 0) or\n"
+      "\"salt wrong: ...\" with both ids (exit status 1).  The token is "
+      "read\n"
+      "on stdin, as 'gms-token id' reads it.\n"
+      "\n"
+      "  --token-stdin     read the token on stdin (required)\n"
+      "  --salt STRING     the edge's salt, as gms_token_salt (default: "
+      "none)\n"
+      "  --salt-file FILE  the salt, from a file\n"
+      GMS_TOOL_GMS_USAGE },
 
     { NULL, NULL, 0, 0, 0, NULL }
 };
@@ -619,13 +727,21 @@ gms_tool_put(gms_tool_t *t, gms_tool_args_t *a)
 static int
 gms_tool_revoke(gms_tool_t *t, gms_tool_args_t *a)
 {
-    int          rc;
-    char        *key;
-    size_t       key_len;
-    redisReply  *reply;
+    int                 rc;
+    gms_graphql_conf_t  gms;
 
     if (gms_tool_check_id(t, a->argv[0]) != 0) {
         return GMS_TOOL_USAGE;
+    }
+
+    if (a->val[GMS_OPT_GMS_TOKEN_FILE] || a->val[GMS_OPT_GMS_CA_FILE]
+        || a->val[GMS_OPT_GMS_TIMEOUT] || a->val[GMS_OPT_GMS])
+    {
+        if (gms_tool_gms_options(t, a, &gms) != 0) {
+            return GMS_TOOL_USAGE;
+        }
+
+        return gms_tool_manage_revoke(t, &gms, a->argv[0]);
     }
 
     rc = gms_tool_connect(t);
@@ -633,35 +749,15 @@ gms_tool_revoke(gms_tool_t *t, gms_tool_args_t *a)
         return rc;
     }
 
-    key = gms_tool_key(t, GMS_KEY_TOKEN, a->argv[0], GMS_TOKEN_ID_LEN,
-                       &key_len);
-    if (key == NULL) {
-        return GMS_TOOL_REDIS;
-    }
-
-    reply = redisCommand(t->ctx, "DEL %b", key, key_len);
-    free(key);
-
-    if (gms_tool_reply_error(t, reply, "DEL") != 0) {
-        return GMS_TOOL_REDIS;
-    }
-
-    rc = GMS_TOOL_OK;
-
-    if (reply->type != REDIS_REPLY_INTEGER || reply->integer == 0) {
+    switch (gms_tool_uncache(t, a->argv[0])) {
+    case 1:
+        return GMS_TOOL_OK;
+    case 0:
         gms_tool_error(t, "token id %s is not cached", a->argv[0]);
-        rc = GMS_TOOL_NOT_FOUND;
-    }
-
-    freeReplyObject(reply);
-
-    /* an edge may hold it cached even when Redis did not */
-
-    if (gms_tool_publish(t, a->argv[0], GMS_TOKEN_ID_LEN) != 0) {
+        return GMS_TOOL_NOT_FOUND;
+    default:
         return GMS_TOOL_REDIS;
     }
-
-    return rc;
 }
 
 
@@ -1046,6 +1142,153 @@ gms_tool_privileges_option(gms_tool_t *t, const char *value,
 }
 
 
+static int
+gms_tool_create(gms_tool_t *t, gms_tool_args_t *a)
+{
+    int                 rc;
+    char               *salt;
+    size_t              salt_len;
+    gms_tool_create_t   c;
+    gms_graphql_conf_t  gms;
+
+    memset(&c, 0, sizeof(gms_tool_create_t));
+    c.actor = a->val[GMS_OPT_ACTOR];
+    c.name = a->val[GMS_OPT_NAME];
+    c.description = a->val[GMS_OPT_DESCRIPTION];
+    c.duration = a->val[GMS_OPT_DURATION] ? a->val[GMS_OPT_DURATION]
+                                          : "ONE_MONTH";
+
+    if (gms_tool_gms_options(t, a, &gms) != 0) {
+        return GMS_TOOL_USAGE;
+    }
+
+    if (c.actor == NULL || c.name == NULL) {
+        gms_tool_error(t, "--actor and --name are required; see "
+                       "'gms-token create --help'");
+        return GMS_TOOL_USAGE;
+    }
+
+    if (gms_tool_check_actor(t, c.actor) != 0) {
+        return GMS_TOOL_USAGE;
+    }
+
+    if (c.name[0] == '\0') {
+        gms_tool_error(t, "--name: a token's name cannot be empty");
+        return GMS_TOOL_USAGE;
+    }
+
+    if (!gms_tool_duration_valid(c.duration)) {
+        gms_tool_error(t, "--duration: '%s' is not one of ONE_HOUR, ONE_DAY, "
+                       "ONE_WEEK, ONE_MONTH, THREE_MONTHS, SIX_MONTHS, "
+                       "ONE_YEAR, NO_EXPIRY", gms_tool_shown(c.duration));
+        return GMS_TOOL_USAGE;
+    }
+
+    rc = gms_tool_salt(t, a, &salt, &salt_len);
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    c.salt = salt;
+    c.salt_len = salt_len;
+
+    rc = gms_tool_manage_create(t, &gms, &c);
+
+    OPENSSL_cleanse(salt, salt_len);
+    free(salt);
+
+    return rc;
+}
+
+
+static int
+gms_tool_list(gms_tool_t *t, gms_tool_args_t *a)
+{
+    long                page_size;
+    gms_graphql_conf_t  gms;
+
+    if (gms_tool_gms_options(t, a, &gms) != 0
+        || gms_tool_page_size(t, a, &page_size) != 0)
+    {
+        return GMS_TOOL_USAGE;
+    }
+
+    if (a->val[GMS_OPT_ACTOR]
+        && gms_tool_check_actor(t, a->val[GMS_OPT_ACTOR]) != 0)
+    {
+        return GMS_TOOL_USAGE;
+    }
+
+    return gms_tool_manage_list(t, &gms, a->val[GMS_OPT_ACTOR], page_size);
+}
+
+
+static int
+gms_tool_check_salt(gms_tool_t *t, gms_tool_args_t *a)
+{
+    int                 rc;
+    char                buf[sizeof("Bearer ") + GMS_TOKEN_MAX_LEN + 8];
+    char               *salt;
+    size_t              salt_len, token_len;
+    const char         *token;
+    gms_graphql_conf_t  gms;
+
+    if (gms_tool_gms_options(t, a, &gms) != 0) {
+        return GMS_TOOL_USAGE;
+    }
+
+    if (a->val[GMS_OPT_TOKEN_STDIN] == NULL) {
+        gms_tool_error(t, "--token-stdin is required: the token is read on "
+                       "stdin, never from the command line");
+        return GMS_TOOL_USAGE;
+    }
+
+    rc = gms_tool_salt(t, a, &salt, &salt_len);
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    rc = gms_tool_token_read(t, buf, sizeof(buf), &token, &token_len);
+
+    if (rc == GMS_TOOL_OK) {
+        rc = gms_tool_manage_check_salt(t, &gms, token, token_len, salt,
+                                        salt_len);
+    }
+
+    OPENSSL_cleanse(buf, sizeof(buf));
+    OPENSSL_cleanse(salt, salt_len);
+    free(salt);
+
+    return rc;
+}
+
+
+static int
+gms_tool_page_size(gms_tool_t *t, gms_tool_args_t *a, long *page_size)
+{
+    char  *end;
+
+    *page_size = 100;
+
+    if (a->val[GMS_OPT_PAGE_SIZE] == NULL) {
+        return 0;
+    }
+
+    errno = 0;
+    *page_size = strtol(a->val[GMS_OPT_PAGE_SIZE], &end, 10);
+
+    if (errno || *end != '\0' || end == a->val[GMS_OPT_PAGE_SIZE]
+        || *page_size < 1 || *page_size > 10000)
+    {
+        gms_tool_error(t, "--page-size: '%s' is not a count from 1 to 10000",
+                       gms_tool_shown(a->val[GMS_OPT_PAGE_SIZE]));
+        return -1;
+    }
+
+    return 0;
+}
+
+
 /* --gms URL and the options that go with it; a usage error is reported */
 
 static int
@@ -1141,31 +1384,57 @@ static int
 gms_tool_token_stdin(gms_tool_t *t, const char *salt, size_t salt_len,
     char id[GMS_TOKEN_ID_LEN + 1])
 {
-    int                   rc;
-    char                  buf[sizeof("Bearer ") + GMS_TOKEN_MAX_LEN + 8];
-    size_t                n, len, token_len;
-    const unsigned char  *token;
+    int          rc;
+    char         buf[sizeof("Bearer ") + GMS_TOKEN_MAX_LEN + 8];
+    size_t       token_len;
+    const char  *token;
+
+    rc = gms_tool_token_read(t, buf, sizeof(buf), &token, &token_len);
+
+    if (rc == GMS_TOOL_OK) {
+        gms_token_id((const unsigned char *) token, token_len,
+                     (const unsigned char *) salt, salt_len, id);
+
+        if (id[0] == '\0') {
+            gms_tool_error(t, "cannot compute SHA-256");
+            rc = GMS_TOOL_REDIS;
+        }
+    }
+
+    OPENSSL_cleanse(buf, sizeof(buf));
+
+    return rc;
+}
+
+
+/*
+ * The token on stdin, into buf (the caller cleanses it): its bytes at
+ * *token, not NUL-terminated.
+ */
+
+static int
+gms_tool_token_read(gms_tool_t *t, char *buf, size_t size,
+    const char **token, size_t *token_len)
+{
+    size_t                n, len;
+    const unsigned char  *p;
 
     len = sizeof("Bearer ") - 1;
     memcpy(buf, "Bearer ", len);
 
-    while (len < sizeof(buf)
-           && (n = fread(buf + len, 1, sizeof(buf) - len, stdin)) > 0)
-    {
+    while (len < size && (n = fread(buf + len, 1, size - len, stdin)) > 0) {
         len += n;
     }
 
-    rc = GMS_TOOL_USAGE;
-
     if (ferror(stdin)) {
         gms_tool_error(t, "stdin: cannot read: %s", strerror(errno));
-        goto done;
+        return GMS_TOOL_USAGE;
     }
 
-    if (len == sizeof(buf)) {
+    if (len == size) {
         gms_tool_error(t, "stdin:1: the token is longer than %d bytes",
                        GMS_TOKEN_MAX_LEN);
-        goto done;
+        return GMS_TOOL_USAGE;
     }
 
     if (len > 7 && buf[len - 1] == '\n') {
@@ -1178,40 +1447,25 @@ gms_tool_token_stdin(gms_tool_t *t, const char *salt, size_t salt_len,
 
     if (len == sizeof("Bearer ") - 1) {
         gms_tool_error(t, "stdin: no token");
-        goto done;
+        return GMS_TOOL_USAGE;
     }
 
     if (len - (sizeof("Bearer ") - 1) > GMS_TOKEN_MAX_LEN) {
         gms_tool_error(t, "stdin:1: the token is longer than %d bytes",
                        GMS_TOKEN_MAX_LEN);
-        goto done;
+        return GMS_TOOL_USAGE;
     }
 
-    if (gms_bearer_parse((unsigned char *) buf, len, &token, &token_len)
-        != 0)
-    {
+    if (gms_bearer_parse((unsigned char *) buf, len, &p, token_len) != 0) {
         gms_tool_error(t, "stdin:1: not a token: one line of letters, digits, "
                        "'-', '.', '_', '~', '+', '/' and trailing '=', "
                        "at most %d", GMS_TOKEN_MAX_LEN);
-        goto done;
+        return GMS_TOOL_USAGE;
     }
 
-    gms_token_id(token, token_len, (const unsigned char *) salt, salt_len,
-                 id);
+    *token = (const char *) p;
 
-    if (id[0] == '\0') {
-        gms_tool_error(t, "cannot compute SHA-256");
-        rc = GMS_TOOL_REDIS;
-        goto done;
-    }
-
-    rc = GMS_TOOL_OK;
-
-done:
-
-    OPENSSL_cleanse(buf, sizeof(buf));
-
-    return rc;
+    return GMS_TOOL_OK;
 }
 
 

@@ -69,6 +69,7 @@ int gms_tool_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
 int gms_tool_reply_error(gms_tool_t *t, redisReply *reply, const char *what);
 
 int gms_tool_publish(gms_tool_t *t, const char *what, size_t len);
+int gms_tool_uncache(gms_tool_t *t, const char *id);
 
 char *gms_tool_read_file(gms_tool_t *t, const char *option,
     const char *path, size_t *len);
@@ -116,6 +117,30 @@ int gms_tool_privileges_mirror(gms_tool_t *t,
     const struct gms_graphql_conf_s *gms, gms_tool_privileges_e mode,
     gms_tool_privileges_counts_t *counts);
 void gms_tool_privileges_print(const gms_tool_privileges_counts_t *counts);
+
+
+/* create: what DataHub is asked for, and the edge's salt to check it by */
+typedef struct {
+    const char            *actor;
+    const char            *name;
+    const char            *description;    /* NULL: none */
+    const char            *duration;       /* AccessTokenDuration */
+    const char            *salt;
+    size_t                 salt_len;
+} gms_tool_create_t;
+
+
+int gms_tool_duration_valid(const char *name);
+int gms_tool_manage_create(gms_tool_t *t,
+    const struct gms_graphql_conf_s *gms, const gms_tool_create_t *c);
+int gms_tool_manage_revoke(gms_tool_t *t,
+    const struct gms_graphql_conf_s *gms, const char *id);
+int gms_tool_manage_list(gms_tool_t *t,
+    const struct gms_graphql_conf_s *gms, const char *actor,
+    long page_size);
+int gms_tool_manage_check_salt(gms_tool_t *t,
+    const struct gms_graphql_conf_s *gms, const char *token,
+    size_t token_len, const char *salt, size_t salt_len);
 
 
 #endif /* _GMS_TOKEN_TOOL_H_INCLUDED_ */

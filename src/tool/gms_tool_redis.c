@@ -363,3 +363,41 @@ gms_tool_publish(gms_tool_t *t, const char *what, size_t len)
 
     return 0;
 }
+
+
+/*
+ * A token out of the cache: its key deleted, then its id published (an
+ * edge may hold it although Redis did not).  1: deleted, 0: it was not
+ * cached, -1: a failure, reported.
+ */
+
+int
+gms_tool_uncache(gms_tool_t *t, const char *id)
+{
+    int          deleted;
+    char        *key;
+    size_t       key_len;
+    redisReply  *reply;
+
+    key = gms_tool_key(t, GMS_KEY_TOKEN, id, GMS_TOKEN_ID_LEN, &key_len);
+    if (key == NULL) {
+        return -1;
+    }
+
+    reply = redisCommand(t->ctx, "DEL %b", key, key_len);
+    free(key);
+
+    if (gms_tool_reply_error(t, reply, "DEL") != 0) {
+        return -1;
+    }
+
+    deleted = reply->type == REDIS_REPLY_INTEGER && reply->integer > 0;
+
+    freeReplyObject(reply);
+
+    if (gms_tool_publish(t, id, GMS_TOKEN_ID_LEN) != 0) {
+        return -1;
+    }
+
+    return deleted;
+}

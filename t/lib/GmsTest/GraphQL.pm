@@ -62,7 +62,10 @@ use warnings;
 use sort 'stable';
 
 use Cwd qw(abs_path);
+use Digest::SHA qw(hmac_sha256);
 use File::Basename qw(dirname);
+use MIME::Base64 qw(encode_base64url);
+use Time::HiRes ();
 
 use GmsTest ();
 use GmsTest::Stub;
@@ -115,18 +118,43 @@ push @{ $FIELDS{Query} }, qw(listPolicies corpUser corpGroup
 );
 
 
-# start(token => $pat, tokens => \@tokens, workers => 2)
+# Token management (gms-token create, revoke --gms, check-salt): DataHub's
+# auth.graphql createAccessToken and revokeAccessToken (Mutation) and
+# getAccessTokenMetadata (Query).
+push @{ $FIELDS{Query} }, 'getAccessTokenMetadata';
+push @{ $FIELDS{Mutation} }, qw(createAccessToken revokeAccessToken);
+$FIELDS{AccessToken} = [qw(accessToken metadata)];
+
+# DataHub's default token salt before v1.5 (application.yml
+# authentication.tokenService.salt): the fixtures' ids are made with it
+my $DEFAULT_SALT = 'ohDVbJBvHHVJh9S/UA4BYF9COuNnqqVhr9MLKEGXk1O=';
+
+# AccessTokenUtil.mapDurationToMs; NO_EXPIRY: none
+my %DURATION_MS = (ONE_HOUR => 3_600_000, ONE_DAY => 86_400_000,
+                   ONE_WEEK => 7 * 86_400_000, ONE_MONTH => 30 * 86_400_000,
+                   THREE_MONTHS => 90 * 86_400_000,
+                   SIX_MONTHS => 180 * 86_400_000,
+                   ONE_YEAR => 365 * 86_400_000, NO_EXPIRY => undef);
+
+
+# start(token => $pat, tokens => \@tokens, workers => 2, salt => $salt,
+#       caller => $urn)
 #
 # With token, every request must carry "Authorization: Bearer $pat"
 # exactly, else 401; without (or undef), none is needed: GMS with
-# METADATA_SERVICE_AUTH_ENABLED=false.
+# METADATA_SERVICE_AUTH_ENABLED=false.  salt is GMS's token salt (default
+# DataHub's own default), with which createAccessToken and
+# getAccessTokenMetadata hash tokens; caller is the ownerUrn of the tokens
+# createAccessToken makes (default urn:li:corpuser:datahub).  Tokens made
+# or revoked by the stand-in are in tokens() at once.
 sub start {
     my ($class, %opt) = @_;
 
     my $self = bless { owner => $$, dir => GmsTest::_tempdir() }, $class;
     $self->{state_file} = "$self->{dir}/state.json";
     $self->{state} = { token => $opt{token}, tokens => $opt{tokens} // [],
-                       misbehave => {} };
+                       misbehave => {}, salt => $opt{salt} // $DEFAULT_SALT,
+                       caller => $opt{caller} // 'urn:li:corpuser:datahub' };
     $self->{state}{policies} = [ map { _policy($_) } @{ $opt{policies} // [] } ];
     $self->{state}{memberships} = $opt{memberships} // {};
     $self->{state}{granted} = $opt{granted} // {};
@@ -157,6 +185,7 @@ sub port {
 # Replaces the list of tokens; returns it.
 sub tokens {
     my ($self, $tokens) = @_;
+    $self->_load;
     if ($tokens) {
         $self->{state}{tokens} = $tokens;
         $self->_save;
@@ -224,6 +253,7 @@ sub granted {
 #                    (listAccessTokens, listPolicies, corpUser, ...)
 sub misbehave {
     my ($self, %how) = @_;
+    $self->_load;
     $self->{state}{misbehave} = \%how;
     $self->_save;
 }
@@ -265,6 +295,12 @@ sub fixture {
     return $bytes;
 }
 
+# the workers change the tokens (createAccessToken, revokeAccessToken)
+sub _load {
+    my ($self) = @_;
+    $self->{state} = GmsTest::json_decode(GmsTest::_slurp($self->{state_file}));
+}
+
 sub _save {
     my ($self) = @_;
 
@@ -292,6 +328,7 @@ sub _answer {
     my ($file, $req) = @_;
 
     my $state = GmsTest::json_decode(GmsTest::_slurp($file));
+    $state->{_file} = $file;
     my $how = $state->{misbehave};
 
     # AuthenticationFilter, before any servlet (DataHubTokenAuthenticator
@@ -362,6 +399,9 @@ my %ROOT = (
         my $input = ref $vars->{input} eq 'HASH' ? $vars->{input} : {};
         return _list($state->{tokens}, $query, $input, $how);
     },
+    createAccessToken      => \&_create,
+    revokeAccessToken      => \&_revoke,
+    getAccessTokenMetadata => \&_metadata,
 );
 
 %ROOT = (%ROOT,
@@ -466,7 +506,7 @@ sub _selection {
     }
     die "Invalid Syntax : no selection set\n" if $i >= @t;
 
-    my $sel = _selection_set(\@t, \$i, 'Query', '');
+    my $sel = _selection_set(\@t, \$i, _operation_type(\@t), '');
     die "Validation error: more than one operation\n" if $i < @t;
 
     return $sel;
@@ -476,7 +516,10 @@ sub _selection_set {
     my ($t, $i, $type, $path) = @_;
 
     my %child = (listAccessTokens => 'ListAccessTokenResult',
-                 tokens => 'AccessTokenMetadata');
+                 tokens => 'AccessTokenMetadata',
+                 createAccessToken => 'AccessToken',
+                 metadata => 'AccessTokenMetadata',
+                 getAccessTokenMetadata => 'AccessTokenMetadata');
     my @sel;
 
     $$i++;    # '{'
@@ -517,6 +560,12 @@ sub _selection_set {
     return \@sel;
 }
 
+# "mutation ..." or else a query
+sub _operation_type {
+    my ($t) = @_;
+    return @$t && $t->[0] eq 'mutation' ? 'Mutation' : 'Query';
+}
+
 sub _skip_parens {
     my ($t, $i) = @_;
     my $depth = 0;
@@ -534,9 +583,10 @@ sub _is_int {
 }
 
 sub _error_doc {
-    my ($message, $code, $type) = @_;
+    my ($message, $code, $type, $path) = @_;
+    $path //= 'listAccessTokens';
     return '{"errors":[{"message":' . GmsTest::json_encode($message)
-           . ',"locations":[{"line":2,"column":3}],"path":["listAccessTokens"],'
+           . ',"locations":[{"line":2,"column":3}],"path":["' . $path . '"],'
            . '"extensions":{"code":' . $code . ',"type":"' . $type . '",'
            . '"classification":"DataFetchingException"}}],"data":null,'
            . '"extensions":{}}';
@@ -734,6 +784,134 @@ sub _render {
         my ($name, $sub) = @$_;
         "\"$name\":" . _render($sub, $v->{$name})
     } @$sel) . '}';
+}
+
+
+
+# --- token management ---------------------------------------------------------
+
+# createAccessToken as CreateAccessTokenResolver and StatefulTokenService
+# make one: a JWT (claims actorType, actorId, type, version, jti, sub, exp,
+# iss), its id hash(token + salt), createdAt now, expiresAt createdAt plus
+# the duration (none for NO_EXPIRY), ownerUrn the caller; the metadata is
+# loaded again by its urn (GmsGraphQLEngine's AccessToken.metadata), so it
+# carries every field.  The stand-in does not check the caller's
+# privileges (MANAGE_ACCESS_TOKENS, or GENERATE_PERSONAL_ACCESS_TOKENS for
+# oneself): misbehave(graphql_error => 1) gives their refusal.
+sub _create {
+    my ($state, $query, $vars, $how) = @_;
+
+    my $sel = eval { _selection($query) };
+    return _graphql(_validation_error($@ =~ s/\n\z//r)) unless $sel;
+
+    my $in = $vars->{input};
+    return _graphql(_validation_error(
+        "Variable 'input' has an invalid value: CreateAccessTokenInput "
+        . "needs type PERSONAL, actorUrn, duration (AccessTokenDuration) "
+        . "and name"))
+        unless ref $in eq 'HASH' && ($in->{type} // '') eq 'PERSONAL'
+               && defined $in->{actorUrn} && !ref $in->{actorUrn}
+               && defined $in->{name} && !ref $in->{name}
+               && defined $in->{duration} && !ref $in->{duration}
+               && exists $DURATION_MS{ $in->{duration} };
+
+    my $now = int(Time::HiRes::time() * 1000);
+    my $ms = $DURATION_MS{ $in->{duration} };
+    my ($user) = $in->{actorUrn} =~ /^urn:li:corpuser:(.+)\z/;
+    $user //= $in->{actorUrn};
+
+    my $claims = '{"actorType":"USER","actorId":' . GmsTest::json_encode($user)
+        . ',"type":"PERSONAL","version":"2","jti":"'
+        . join('-', map { sprintf '%08x', int rand 0xffffffff } 1 .. 4)
+        . '","sub":' . GmsTest::json_encode($user)
+        . (defined $ms ? ',"exp":' . int(($now + $ms) / 1000) : '')
+        . ',"iss":"datahub-metadata-service"}';
+    my $signed = 'eyJhbGciOiJIUzI1NiJ9.' . encode_base64url($claims);
+    my $jwt = $signed . '.'
+              . encode_base64url(hmac_sha256($signed, 'gms-stand-in-key'));
+
+    my $id = GmsTest::sha256_b64($jwt . $state->{salt});
+    my $token = { urn => "urn:li:dataHubAccessToken:$id", id => $id,
+                  actorUrn => $in->{actorUrn}, ownerUrn => $state->{caller},
+                  name => $in->{name}, description => $in->{description},
+                  createdAt => $now,
+                  expiresAt => defined $ms ? $now + $ms : undef };
+
+    push @{ $state->{tokens} }, $token;
+    _store($state);
+
+    return _graphql(_answer_json($sel, { createAccessToken => {
+        accessToken => $jwt,
+        metadata => { %$token, type => 'ACCESS_TOKEN' } } }));
+}
+
+# revokeAccessToken(tokenId) as RevokeAccessTokenResolver: true, or for an
+# id GMS does not have the handler's catch-all (the fixture)
+sub _revoke {
+    my ($state, $query, $vars, $how) = @_;
+
+    my $id = $vars->{tokenId};
+    my @keep = grep { !(defined $id && $_->{id} eq $id) } @{ $state->{tokens} };
+
+    return _graphql(__PACKAGE__->fixture(
+        'graphql-error-revokeAccessToken-unknown-id.json') =~ s/\n\z//r)
+        if !defined $id || ref $id || @keep == @{ $state->{tokens} };
+
+    $state->{tokens} = \@keep;
+    _store($state);
+
+    return _graphql(__PACKAGE__->fixture('revokeAccessToken.json')
+                    =~ s/\n\z//r);
+}
+
+# getAccessTokenMetadata(token) as GetAccessTokenMetadataResolver: the token
+# hashed with GMS's salt, its entity loaded; a token GMS does not have ends
+# in the handler's catch-all (batchLoad's null, then getData())
+sub _metadata {
+    my ($state, $query, $vars, $how) = @_;
+
+    my $sel = eval { _selection($query) };
+    return _graphql(_validation_error($@ =~ s/\n\z//r)) unless $sel;
+
+    my $token = $vars->{token};
+    my $id = defined $token && !ref $token
+             ? GmsTest::sha256_b64($token . $state->{salt}) : '';
+    my ($found) = grep { $_->{id} eq $id } @{ $state->{tokens} };
+
+    return _graphql(_error_doc('An unknown error occurred.', 500,
+                               'SERVER_ERROR', 'getAccessTokenMetadata'))
+        unless $found;
+
+    return _graphql(_answer_json($sel, { getAccessTokenMetadata => {
+        %$found, type => 'ACCESS_TOKEN' } }));
+}
+
+# {"data":{...},"extensions":{}} with the selected fields, in the query's
+# order, as graphql-java writes them
+sub _answer_json {
+    my ($sel, $data) = @_;
+    return '{"data":' . _selected($data, $sel) . ',"extensions":{}}';
+}
+
+sub _selected {
+    my ($v, $sel) = @_;
+    return GmsTest::json_encode($v) unless $sel && defined $v;
+    return '[' . join(',', map { _selected($_, $sel) } @$v) . ']'
+        if ref $v eq 'ARRAY';
+    return '{' . join(',', map {
+        '"' . $_->[0] . '":' . _selected($v->{ $_->[0] }, $_->[1])
+    } @$sel) . '}';
+}
+
+# the state file, from a worker: tmp and rename, as _save
+sub _store {
+    my ($state) = @_;
+    my $file = $state->{_file};
+    my %copy = %$state;
+    delete $copy{_file};
+    GmsTest::_write_file("$file.$$.tmp", GmsTest::json_encode(\%copy));
+    rename "$file.$$.tmp", $file
+        or die "GmsTest::GraphQL: cannot rename $file.$$.tmp: $!\n";
 }
 
 1;

@@ -1,0 +1,725 @@
+
+/*
+ * gms-token create, revoke --gms, list and check-salt: DataHub's own
+ * access-token API (GraphQL, auth.graphql: createAccessToken,
+ * revokeAccessToken, listAccessTokens, getAccessTokenMetadata) with the
+ * cache kept in step.  A token made here is cached before it is printed,
+ * so the edges take it at once; one revoked here is deleted from the cache
+ * and dropped from the edges' caches (<prefix>invalidate) only once GMS
+ * has revoked it.  The token is printed once, on stdout, and nowhere else.
+ */
+
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "gms_token_tool.h"
+#include "gms_graphql.h"
+
+
+/* CreateAccessTokenResolver; the metadata is loaded by its urn */
+#define GMS_MANAGE_CREATE_QUERY                                              \
+    "mutation createAccessToken($input: CreateAccessTokenInput!) {\n"        \
+    "  createAccessToken(input: $input) {\n"                                 \
+    "    accessToken\n"                                                      \
+    "    metadata {\n      urn\n      id\n      actorUrn\n      ownerUrn\n"  \
+    "      name\n      description\n      createdAt\n      expiresAt\n"      \
+    "    }\n  }\n}"
+
+/* RevokeAccessTokenResolver: Boolean!, the argument is the token's id */
+#define GMS_MANAGE_REVOKE_QUERY                                              \
+    "mutation revokeAccessToken($tokenId: String!) {\n"                      \
+    "  revokeAccessToken(tokenId: $tokenId)\n}"
+
+/* GetAccessTokenMetadataResolver: GMS hashes the token with its own salt */
+#define GMS_MANAGE_METADATA_QUERY                                            \
+    "query getAccessTokenMetadata($token: String!) {\n"                      \
+    "  getAccessTokenMetadata(token: $token) {\n"                            \
+    "    urn\n    id\n    actorUrn\n    ownerUrn\n    name\n"                \
+    "    createdAt\n    expiresAt\n  }\n}"
+
+/* ListAccessTokensResolver, as sync asks it */
+#define GMS_MANAGE_LIST_QUERY                                                \
+    "query listAccessTokens($input: ListAccessTokenInput!) {\n"              \
+    "  listAccessTokens(input: $input) {\n"                                  \
+    "    start\n    count\n    total\n"                                      \
+    "    tokens {\n      urn\n      id\n      actorUrn\n      ownerUrn\n"    \
+    "      name\n      createdAt\n      expiresAt\n    }\n  }\n}"
+
+
+static int gms_manage_expires(json_t *v, int64_t *ms);
+static int gms_manage_revoke(gms_tool_t *t, gms_graphql_t *g,
+    const char *id);
+static void gms_manage_undo(gms_tool_t *t, gms_graphql_t *g,
+    const char *gms_url, const char *id, const char *why);
+static int gms_manage_list_fetch(gms_tool_t *t, gms_graphql_t *g,
+    const char *actor, long page_size, json_t *all);
+static int gms_manage_list_token(gms_tool_t *t, json_t *v, size_t n);
+static const char *gms_manage_mark(redisReply *reply, json_t *v,
+    int64_t now);
+static void gms_manage_print_name(const char *s);
+
+
+/* AccessTokenDuration of auth.graphql (v0.13.0 lacks ONE_WEEK) */
+static const char  *gms_manage_durations[] = {
+    "ONE_HOUR", "ONE_DAY", "ONE_WEEK", "ONE_MONTH", "THREE_MONTHS",
+    "SIX_MONTHS", "ONE_YEAR", "NO_EXPIRY", NULL
+};
+
+
+int
+gms_tool_duration_valid(const char *name)
+{
+    const char  **d;
+
+    for (d = gms_manage_durations; *d; d++) {
+        if (strcmp(*d, name) == 0) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * createAccessToken, then the token cached under the id the edge computes
+ * (with its salt), which must be GMS's own; any failure after GMS made the
+ * token revokes it there: a token nobody was given is no token to keep.
+ */
+
+int
+gms_tool_manage_create(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    const gms_tool_create_t *c)
+{
+    int                 rc;
+    char                id[GMS_TOKEN_ID_LEN + 1], why[512], *key;
+    size_t              token_len, key_len;
+    json_t             *vars, *input, *res, *meta, *v;
+    int64_t             expires;
+    const char         *token, *gms_id, *actor;
+    gms_graphql_t      *g;
+    gms_tool_token_t    tok;
+    gms_tool_put_rc_e   put_rc;
+
+    /* Redis first: a token made for a cache that cannot be written is lost */
+    rc = gms_tool_connect(t);
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    g = gms_graphql_open(t, gms);
+    if (g == NULL) {
+        return GMS_TOOL_GMS;
+    }
+
+    input = json_pack("{s:s, s:s, s:s, s:s}", "type", "PERSONAL",
+                      "actorUrn", c->actor, "duration", c->duration,
+                      "name", c->name);
+
+    if (input && c->description) {
+        json_object_set_new(input, "description",
+                            json_string(c->description));
+    }
+
+    vars = input ? json_pack("{s:o}", "input", input) : NULL;
+
+    if (vars == NULL) {
+        gms_tool_error(t, "out of memory");
+        gms_graphql_close(g);
+        return GMS_TOOL_REDIS;
+    }
+
+    res = gms_graphql_query(g, GMS_MANAGE_CREATE_QUERY, vars,
+                            "createAccessToken");
+    if (res == NULL) {
+        gms_graphql_close(g);
+        return GMS_TOOL_GMS;
+    }
+
+    rc = GMS_TOOL_GMS;
+    gms_id = NULL;
+
+    meta = json_object_get(res, "metadata");
+    v = json_object_get(meta, "id");
+
+    if (json_is_string(v)
+        && gms_token_id_valid(json_string_value(v), json_string_length(v)))
+    {
+        gms_id = json_string_value(v);
+    }
+
+    v = json_object_get(res, "accessToken");
+    token = json_string_value(v);
+    token_len = json_string_length(v);
+
+    if (token == NULL || token_len == 0 || token_len > GMS_TOKEN_MAX_LEN
+        || strcspn(token, " \t\r\n") != token_len)
+    {
+        gms_manage_undo(t, g, gms->url, gms_id,
+                        "GMS's answer has no accessToken the edge could "
+                        "take");
+        goto done;
+    }
+
+    if (gms_id == NULL) {
+        gms_manage_undo(t, g, gms->url, NULL,
+                        "GMS's answer has no metadata.id (a token id)");
+        goto done;
+    }
+
+    gms_token_id((const unsigned char *) token, token_len,
+                 (const unsigned char *) c->salt, c->salt_len, id);
+
+    if (id[0] == '\0') {
+        gms_manage_undo(t, g, gms->url, gms_id, "cannot compute SHA-256");
+        goto done;
+    }
+
+    if (strcmp(id, gms_id) != 0) {
+        snprintf(why, sizeof(why), "the salt gives the new token the id %s, "
+                 "GMS gives it %s: the edge's salt is not GMS's (see "
+                 "'gms-token check-salt --help')", id, gms_id);
+        gms_manage_undo(t, g, gms->url, gms_id, why);
+        rc = GMS_TOOL_USAGE;
+        goto done;
+    }
+
+    actor = json_string_value(json_object_get(meta, "actorUrn"));
+
+    if (actor != NULL && strcmp(actor, c->actor) != 0) {
+        snprintf(why, sizeof(why), "GMS made the token for %s, not %s",
+                 gms_tool_shown(actor), c->actor);
+        gms_manage_undo(t, g, gms->url, gms_id, why);
+        goto done;
+    }
+
+    if (gms_manage_expires(json_object_get(meta, "expiresAt"), &expires)
+        != 0)
+    {
+        gms_manage_undo(t, g, gms->url, gms_id,
+                        "GMS's metadata.expiresAt is neither milliseconds "
+                        "since the epoch nor null");
+        goto done;
+    }
+
+    /* as 'put' writes it; expiresAt is DataHub's, as sync writes it */
+    memset(&tok, 0, sizeof(gms_tool_token_t));
+    tok.actor = c->actor;
+    tok.actor_len = strlen(c->actor);
+    tok.expires_at = expires;
+    tok.created_at = gms_tool_now_ms();
+    tok.type = "PERSONAL";
+
+    key = gms_tool_key(t, GMS_KEY_TOKEN, id, GMS_TOKEN_ID_LEN, &key_len);
+    if (key == NULL) {
+        gms_manage_undo(t, g, gms->url, gms_id, "out of memory");
+        rc = GMS_TOOL_REDIS;
+        goto done;
+    }
+
+    gms_tool_put_append(t, key, key_len, &tok);
+    free(key);
+
+    /* the id published: an edge drops a miss it may have cached for it */
+    if (gms_tool_put_read(t, &tok, &put_rc) != 0
+        || gms_tool_publish(t, id, GMS_TOKEN_ID_LEN) != 0)
+    {
+        if (t->ctx->err == 0) {
+            (void) gms_tool_uncache(t, id);
+        }
+
+        gms_manage_undo(t, g, gms->url, gms_id,
+                        "the token could not be cached");
+        rc = GMS_TOOL_REDIS;
+        goto done;
+    }
+
+    fwrite(token, 1, token_len, stdout);
+    fputc('\n', stdout);
+
+    rc = GMS_TOOL_OK;
+
+done:
+
+    json_decref(res);
+    gms_graphql_close(g);
+
+    return rc;
+}
+
+
+/* GMS first: the key of a token GMS still takes is not deleted */
+
+int
+gms_tool_manage_revoke(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    const char *id)
+{
+    int             rc;
+    gms_graphql_t  *g;
+
+    /* Redis first: a token revoked at GMS but still cached would pass */
+    rc = gms_tool_connect(t);
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    g = gms_graphql_open(t, gms);
+    if (g == NULL) {
+        return GMS_TOOL_GMS;
+    }
+
+    rc = gms_manage_revoke(t, g, id);
+    gms_graphql_close(g);
+
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    if (gms_tool_uncache(t, id) < 0) {
+        gms_tool_error(t, "GMS revoked token id %s, but the cache still "
+                       "has it: run 'gms-token revoke %s'", id, id);
+        return GMS_TOOL_REDIS;
+    }
+
+    return GMS_TOOL_OK;
+}
+
+
+static int
+gms_manage_revoke(gms_tool_t *t, gms_graphql_t *g, const char *id)
+{
+    int      ok;
+    json_t  *vars, *data;
+
+    vars = json_pack("{s:s}", "tokenId", id);
+    if (vars == NULL) {
+        gms_tool_error(t, "out of memory");
+        return GMS_TOOL_REDIS;
+    }
+
+    data = gms_graphql_query(g, GMS_MANAGE_REVOKE_QUERY, vars, NULL);
+    if (data == NULL) {
+        return GMS_TOOL_GMS;
+    }
+
+    ok = json_is_true(json_object_get(data, "revokeAccessToken"));
+    json_decref(data);
+
+    if (!ok) {
+        gms_tool_error(t, "GMS did not revoke token id %s: "
+                       "revokeAccessToken is not true", id);
+        return GMS_TOOL_GMS;
+    }
+
+    return GMS_TOOL_OK;
+}
+
+
+/* a token GMS made but nobody will be given: revoked, and one line said */
+
+static void
+gms_manage_undo(gms_tool_t *t, gms_graphql_t *g, const char *gms_url,
+    const char *id, const char *why)
+{
+    if (id != NULL && gms_manage_revoke(t, g, id) == GMS_TOOL_OK) {
+        gms_tool_error(t, "%s; the new token was revoked at GMS and is not "
+                       "printed", why);
+        return;
+    }
+
+    if (id != NULL) {
+        gms_tool_error(t, "%s; the new token is not printed, and it could "
+                       "not be revoked: run 'gms-token revoke --gms %s %s'",
+                       why, gms_url, id);
+        return;
+    }
+
+    gms_tool_error(t, "%s; the new token is not printed: revoke it in "
+                   "DataHub (Settings, Access Tokens)", why);
+}
+
+
+/* DataHub's expiresAt: milliseconds since the epoch, null for never */
+
+static int
+gms_manage_expires(json_t *v, int64_t *ms)
+{
+    *ms = 0;
+
+    if (v == NULL || json_is_null(v)) {
+        return 0;
+    }
+
+    if (!json_is_integer(v) || json_integer_value(v) <= 0) {
+        return -1;
+    }
+
+    *ms = json_integer_value(v);
+
+    return 0;
+}
+
+
+/*
+ * Every token DataHub lists, one line each, in DataHub's order:
+ *
+ *   ID TAB MARK TAB ACTOR TAB EXPIRES_AT TAB NAME
+ *
+ * MARK: ok, missing, stale (the cached user or expiry is not DataHub's) or
+ * expired; EXPIRES_AT: milliseconds since the epoch or "never"; NAME with
+ * '\' as "\\" and control characters as "\xHH".
+ */
+
+int
+gms_tool_manage_list(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    const char *actor, long page_size)
+{
+    int             rc;
+    char           *key;
+    size_t          i, n, key_len;
+    json_t         *all, *v;
+    int64_t         now, expires;
+    redisReply     *reply;
+    gms_graphql_t  *g;
+
+    rc = gms_tool_connect(t);
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    g = gms_graphql_open(t, gms);
+    if (g == NULL) {
+        return GMS_TOOL_GMS;
+    }
+
+    all = json_array();
+    if (all == NULL) {
+        gms_graphql_close(g);
+        gms_tool_error(t, "out of memory");
+        return GMS_TOOL_REDIS;
+    }
+
+    rc = gms_manage_list_fetch(t, g, actor, page_size, all);
+    gms_graphql_close(g);
+
+    if (rc != GMS_TOOL_OK) {
+        json_decref(all);
+        return rc;
+    }
+
+    n = json_array_size(all);
+
+    for (i = 0; i < n; i++) {
+        v = json_object_get(json_array_get(all, i), "id");
+
+        key = gms_tool_key(t, GMS_KEY_TOKEN, json_string_value(v),
+                           GMS_TOKEN_ID_LEN, &key_len);
+        if (key == NULL) {
+            json_decref(all);
+            return GMS_TOOL_REDIS;
+        }
+
+        redisAppendCommand(t->ctx, "HMGET %b actor expiresAt", key, key_len);
+        free(key);
+    }
+
+    now = gms_tool_now_ms();
+
+    for (i = 0; i < n; i++) {
+        if (redisGetReply(t->ctx, (void **) &reply) != REDIS_OK) {
+            reply = NULL;
+        }
+
+        if (gms_tool_reply_error(t, reply, "HMGET") != 0) {
+            json_decref(all);
+            return GMS_TOOL_REDIS;
+        }
+
+        v = json_array_get(all, i);
+        (void) gms_manage_expires(json_object_get(v, "expiresAt"), &expires);
+
+        printf("%s\t%s\t%s\t", json_string_value(json_object_get(v, "id")),
+               gms_manage_mark(reply, v, now),
+               json_string_value(json_object_get(v, "actorUrn")));
+
+        if (expires) {
+            printf("%lld\t", (long long) expires);
+
+        } else {
+            fputs("never\t", stdout);
+        }
+
+        gms_manage_print_name(json_string_value(json_object_get(v, "name")));
+        fputc('\n', stdout);
+
+        freeReplyObject(reply);
+    }
+
+    json_decref(all);
+
+    return GMS_TOOL_OK;
+}
+
+
+static int
+gms_manage_list_fetch(gms_tool_t *t, gms_graphql_t *g, const char *actor,
+    long page_size, json_t *all)
+{
+    size_t       i, before;
+    json_t      *vars, *filters, *list, *tokens, *total;
+    json_int_t   start, last;
+
+    start = 0;
+
+    for ( ;; ) {
+        filters = actor ? json_pack("[{s:s, s:[s]}]", "field", "actorUrn",
+                                    "values", actor)
+                        : json_array();
+
+        vars = filters ? json_pack("{s:{s:I, s:I, s:o}}", "input",
+                                   "start", start,
+                                   "count", (json_int_t) page_size,
+                                   "filters", filters)
+                       : NULL;
+
+        if (vars == NULL) {
+            gms_tool_error(t, "out of memory");
+            return GMS_TOOL_REDIS;
+        }
+
+        list = gms_graphql_query(g, GMS_MANAGE_LIST_QUERY, vars,
+                                 "listAccessTokens");
+        if (list == NULL) {
+            return GMS_TOOL_GMS;
+        }
+
+        tokens = json_object_get(list, "tokens");
+        total = json_object_get(list, "total");
+
+        if (!json_is_array(tokens) || !json_is_integer(total)) {
+            gms_tool_error(t, "GMS's listAccessTokens at %lld has no "
+                           "tokens array or no total", (long long) start);
+            json_decref(list);
+            return GMS_TOOL_GMS;
+        }
+
+        before = json_array_size(all);
+
+        for (i = 0; i < json_array_size(tokens); i++) {
+            if (gms_manage_list_token(t, json_array_get(tokens, i),
+                                      before + i)
+                != 0)
+            {
+                json_decref(list);
+                return GMS_TOOL_GMS;
+            }
+        }
+
+        json_array_extend(all, tokens);
+        last = json_integer_value(total);
+        json_decref(list);
+
+        if (json_array_size(all) == before
+            || (json_int_t) json_array_size(all) >= last)
+        {
+            return GMS_TOOL_OK;
+        }
+
+        start += json_array_size(all) - before;
+    }
+}
+
+
+/* a listed token as sync takes it; its name may be anything, or absent */
+
+static int
+gms_manage_list_token(gms_tool_t *t, json_t *v, size_t n)
+{
+    int64_t   ms;
+    json_t   *id, *actor;
+
+    id = json_object_get(v, "id");
+    actor = json_object_get(v, "actorUrn");
+
+    if (!json_is_string(id)
+        || !gms_token_id_valid(json_string_value(id), json_string_length(id)))
+    {
+        gms_tool_error(t, "GMS's token %zu has no id (base64 of 32 bytes)",
+                       n + 1);
+        return -1;
+    }
+
+    if (!json_is_string(actor)
+        || !gms_actor_valid(json_string_value(actor),
+                            json_string_length(actor)))
+    {
+        gms_tool_error(t, "GMS's token id %s has no actorUrn (a user URN)",
+                       json_string_value(id));
+        return -1;
+    }
+
+    if (gms_manage_expires(json_object_get(v, "expiresAt"), &ms) != 0) {
+        gms_tool_error(t, "GMS's token id %s: expiresAt is neither "
+                       "milliseconds since the epoch nor null",
+                       json_string_value(id));
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* what the cache has for a listed token: HMGET actor expiresAt */
+
+static const char *
+gms_manage_mark(redisReply *reply, json_t *v, int64_t now)
+{
+    char           ms[24];
+    int64_t        expires;
+    const char    *actor;
+    redisReply    *a, *e;
+
+    (void) gms_manage_expires(json_object_get(v, "expiresAt"), &expires);
+
+    if (expires != 0 && expires <= now) {
+        return "expired";
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+        return "stale";
+    }
+
+    a = reply->element[0];
+    e = reply->element[1];
+
+    if (a->type == REDIS_REPLY_NIL) {
+        return "missing";
+    }
+
+    actor = json_string_value(json_object_get(v, "actorUrn"));
+
+    if (a->type != REDIS_REPLY_STRING || a->len != strlen(actor)
+        || memcmp(a->str, actor, a->len) != 0)
+    {
+        return "stale";
+    }
+
+    if (expires == 0) {
+        return e->type == REDIS_REPLY_NIL ? "ok" : "stale";
+    }
+
+    snprintf(ms, sizeof(ms), "%lld", (long long) expires);
+
+    if (e->type != REDIS_REPLY_STRING || e->len != strlen(ms)
+        || memcmp(e->str, ms, e->len) != 0)
+    {
+        return "stale";
+    }
+
+    return "ok";
+}
+
+
+static void
+gms_manage_print_name(const char *s)
+{
+    unsigned char  c;
+
+    if (s == NULL) {
+        return;
+    }
+
+    for ( /* void */ ; *s; s++) {
+        c = (unsigned char) *s;
+
+        if (c == '\\') {
+            fputs("\\\\", stdout);
+
+        } else if (c < 0x20 || c == 0x7f) {
+            printf("\\x%02x", c);
+
+        } else {
+            fputc(c, stdout);
+        }
+    }
+}
+
+
+/*
+ * getAccessTokenMetadata: GMS hashes the token with its own salt; the
+ * edge's salt is right when it gives the same id.  The answer is one line
+ * on stdout; exit status 1 when the salt is wrong.
+ */
+
+int
+gms_tool_manage_check_salt(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    const char *token, size_t token_len, const char *salt, size_t salt_len)
+{
+    int             rc;
+    char            id[GMS_TOKEN_ID_LEN + 1];
+    json_t         *vars, *meta, *v;
+    const char     *gms_id, *actor;
+    gms_graphql_t  *g;
+
+    gms_token_id((const unsigned char *) token, token_len,
+                 (const unsigned char *) salt, salt_len, id);
+
+    if (id[0] == '\0') {
+        gms_tool_error(t, "cannot compute SHA-256");
+        return GMS_TOOL_REDIS;
+    }
+
+    g = gms_graphql_open(t, gms);
+    if (g == NULL) {
+        return GMS_TOOL_GMS;
+    }
+
+    vars = json_pack("{s:s%}", "token", token, token_len);
+    if (vars == NULL) {
+        gms_graphql_close(g);
+        gms_tool_error(t, "out of memory");
+        return GMS_TOOL_REDIS;
+    }
+
+    meta = gms_graphql_query(g, GMS_MANAGE_METADATA_QUERY, vars,
+                             "getAccessTokenMetadata");
+    gms_graphql_close(g);
+
+    if (meta == NULL) {
+        return GMS_TOOL_GMS;
+    }
+
+    v = json_object_get(meta, "id");
+
+    if (!json_is_string(v)
+        || !gms_token_id_valid(json_string_value(v), json_string_length(v)))
+    {
+        gms_tool_error(t, "GMS's answer has no metadata id (base64 of 32 "
+                       "bytes)");
+        json_decref(meta);
+        return GMS_TOOL_GMS;
+    }
+
+    gms_id = json_string_value(v);
+    actor = json_string_value(json_object_get(meta, "actorUrn"));
+
+    if (strcmp(id, gms_id) == 0) {
+        printf("salt right: the token's id is %s, as GMS's (token of %s)\n",
+               id, actor ? gms_tool_shown(actor) : "an unnamed user");
+        rc = GMS_TOOL_OK;
+
+    } else {
+        printf("salt wrong: it gives the id %s, GMS's is %s: the edge "
+               "refuses every token; give it GMS's salt "
+               "(authentication.tokenService.salt)\n", id, gms_id);
+        rc = GMS_TOOL_NOT_FOUND;
+    }
+
+    json_decref(meta);
+
+    return rc;
+}

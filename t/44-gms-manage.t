@@ -1,0 +1,582 @@
+#!/usr/bin/perl
+
+# gms-token create, revoke --gms, list and check-salt: DataHub's own token
+# API (createAccessToken, revokeAccessToken, listAccessTokens,
+# getAccessTokenMetadata; GmsTest::GraphQL stands in for GMS, its shapes
+# from DataHub's auth.graphql and resolvers and t/fixtures/datahub) with
+# the cache kept in step, on a real redis-server.  What a user sees: the
+# token once on stdout and nowhere else, the hash the edge will read, the
+# id published on <prefix>invalidate (seen by a subscriber of the test's
+# own), the answers of check-salt and list, and every failure (GraphQL
+# errors, 401, a dead GMS, a wrong salt) as one line, a defined exit code
+# and Redis as it was.  With nginx and the module built, a created token
+# passes a real edge at once.
+
+use strict;
+use warnings;
+
+use Test::More;
+use Cwd qw(abs_path);
+use File::Basename qw(dirname);
+use IO::Select;
+use IO::Socket::INET;
+use POSIX qw(WNOHANG);
+use Time::HiRes qw(sleep time);
+
+use GmsTest;
+use GmsTest::Edge;
+use GmsTest::GraphQL;
+use GmsTest::HTTP;
+
+my $repo = abs_path(dirname(__FILE__) . '/..');
+my $bin = $ENV{GMS_TOKEN_BIN} // "$repo/build/gms-token";
+
+plan skip_all => "gms-token not built: $bin (run 'make tool')" unless -x $bin;
+GmsTest::need_redis();
+
+delete $ENV{GMS_REDIS_PASSWORD};
+
+my $redis = GmsTest::Redis->start;
+my @at = ('--redis', '127.0.0.1:' . $redis->port);
+
+my $dir = GmsTest::_tempdir();
+
+# the account's token (Manage All Access Tokens) and GMS's salt
+my $SIGNATURE = 'c2VjcmV0LWdtcy1tYW5hZ2Utc2lnbmF0dXJlLTQ0';
+my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJnbXMtdG9rZW4tNDQifQ.'
+             . $SIGNATURE;
+my $token_file = "$dir/gms.token";
+GmsTest::_write_file($token_file, "$SECRET\n");
+
+my $SALT = 'edge-and-gms-salt-44';
+my $salt_file = "$dir/salt";
+GmsTest::_write_file($salt_file, "$SALT\n");
+
+my $alice = 'urn:li:corpuser:alice';
+my $bob = 'urn:li:corpuser:bob';
+
+my $gms = GmsTest::GraphQL->start(token => $SECRET, salt => $SALT);
+my $dead = GmsTest::GraphQL->dead_url;
+
+my $runs = 0;
+my @printed;    # every token the tool printed: never on stderr, argv
+
+# Runs the tool with $in on stdin: {rc, out, err}.
+sub run_tool {
+    my ($in, @args) = @_;
+
+    my $base = "$dir/run" . ++$runs;
+    GmsTest::_write_file("$base.in", $in // '');
+
+    my $pid = fork // die "fork: $!\n";
+    if ($pid == 0) {
+        open STDIN, '<', "$base.in" or POSIX::_exit(127);
+        open STDOUT, '>', "$base.out" or POSIX::_exit(127);
+        open STDERR, '>', "$base.err" or POSIX::_exit(127);
+        exec { $bin } $bin, @args or POSIX::_exit(127);
+    }
+    waitpid($pid, 0);
+
+    return { rc  => $? & 127 ? 128 + ($? & 127) : $? >> 8,
+             out => GmsTest::_slurp("$base.out"),
+             err => GmsTest::_slurp("$base.err"),
+             args => "@args" };
+}
+
+sub gms_args {
+    my ($url) = @_;
+    return ('--gms', $url // $gms->url, '--gms-token-file', $token_file);
+}
+
+sub create {
+    my (%o) = @_;
+    my $res = run_tool('', 'create', gms_args($o{gms}),
+                       '--actor', $o{actor} // $alice,
+                       '--name', $o{name} // 'ci-pipeline',
+                       ($o{duration} ? ('--duration', $o{duration}) : ()),
+                       ($o{description}
+                        ? ('--description', $o{description}) : ()),
+                       @{ $o{salt} // ['--salt-file', $salt_file] },
+                       @{ $o{redis} // \@at });
+    push @printed, $res->{out} =~ /^(\S+)\n\z/ if $res->{rc} == 0;
+    return $res;
+}
+
+sub id_of {
+    my ($token, $salt) = @_;
+    return GmsTest::sha256_b64($token . ($salt // $SALT));
+}
+
+sub hash_of { return { @{ $redis->cmd(HGETALL => $_[0]) } } }
+
+sub graphql_asked {
+    return [ map { my ($f) = ($_->{json}{query} // '') =~ /\{\s*(\w+)/; $f }
+             @{ $gms->requests } ];
+}
+
+# One line on stderr and nothing on stdout: a refusal.
+sub refused {
+    my ($res, $rc, $like, $title) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    subtest $title => sub {
+        is($res->{rc}, $rc, "exit status $rc");
+        is($res->{out}, '', 'nothing on stdout');
+        like($res->{err}, qr/\Agms-token: [^\n]*\n\z/, 'one line on stderr');
+        like($res->{err}, $like, 'that says why');
+    };
+}
+
+# A raw subscriber of <prefix>invalidate: RESP by hand.
+sub subscriber {
+    my ($port, $channel) = @_;
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
+                                  Timeout => 5)
+        or die "subscribe: $!\n";
+    $s->autoflush(1);
+    print $s "*2\r\n\$9\r\nSUBSCRIBE\r\n\$" . length($channel) . "\r\n"
+             . "$channel\r\n";
+    my $sub = { sock => $s, buf => '' };
+    my ($kind) = _messages($sub, 1, 5);
+    die "subscribe: no confirmation\n"
+        unless $kind && $kind->[0] eq 'subscribe';
+    return $sub;
+}
+
+# The messages published since the last call: [kind, channel, payload]...
+sub _messages {
+    my ($sub, $want, $timeout) = @_;
+    my @out;
+    my $sel = IO::Select->new($sub->{sock});
+    my $end = time + $timeout;
+    while (1) {
+        while ($sub->{buf}
+               =~ s/\A\*3\r\n((?:\$(\d+)\r\n.*?\r\n|:\d+\r\n){3})//s)
+        {
+            my $body = $1;
+            my @f;
+            while ($body =~ /\G(?:\$(\d+)\r\n|:(\d+)\r\n)/gc) {
+                if (defined $1) {
+                    push @f, substr($body, pos($body), $1);
+                    pos($body) += $1 + 2;
+                } else {
+                    push @f, $2;
+                }
+            }
+            push @out, \@f;
+        }
+        last if @out >= $want;
+        my $left = $end - time;
+        last if $left <= 0 || !$sel->can_read($left);
+        my $n = sysread($sub->{sock}, my $chunk, 65536);
+        last unless $n;
+        $sub->{buf} .= $chunk;
+    }
+    return @out;
+}
+
+sub published {
+    my ($sub) = @_;
+    # a PING through the same server after the tool ended: what was
+    # published before it has arrived when PING's answer has
+    $redis->cmd('PING');
+    return [ map { $_->[2] } grep { $_->[0] eq 'message' }
+             _messages($sub, 1_000_000, 0.3) ];
+}
+
+my $sub = subscriber($redis->port, 'gms:invalidate');
+
+
+# --- usage and help ---------------------------------------------------------
+
+{
+    my $res = run_tool('', '--help');
+    like($res->{out}, qr/^  create .*^  list .*^  check-salt /ms,
+         'gms-token --help names create, list and check-salt');
+
+    for my $cmd (qw(create list check-salt revoke)) {
+        $res = run_tool('', $cmd, '--help');
+        is($res->{rc}, 0, "$cmd --help: exit 0");
+        like($res->{out}, qr/--gms URL/, "$cmd --help: names --gms");
+    }
+    like(run_tool('', 'list', '--help')->{out},
+         qr/ID  MARK  ACTOR  EXPIRES_AT  NAME/, 'list --help: the format');
+
+    my $before = $redis->dump_all;
+    $gms->clear_requests;
+
+    refused(run_tool('', 'create', gms_args(), '--actor', $alice, @at),
+            2, qr/--name/, 'create without --name');
+    refused(run_tool('', 'create', gms_args(), '--name', 'x', @at),
+            2, qr/--actor/, 'create without --actor');
+    refused(create(duration => 'TWO_WEEKS'), 2, qr/--duration: 'TWO_WEEKS'/,
+            'create with a duration DataHub does not have');
+    refused(run_tool('', 'create', '--actor', $alice, '--name', 'x', @at),
+            2, qr/--gms URL is required/, 'create without --gms');
+    refused(run_tool('', 'create', gms_args(), '--actor', 'alice',
+                     '--name', 'x', @at),
+            2, qr/not a user URN/, 'create for something not a URN');
+    refused(run_tool('', 'check-salt', gms_args()), 2, qr/--token-stdin/,
+            'check-salt without --token-stdin');
+    refused(run_tool('', 'revoke', '--gms', $gms->url, 'not-an-id', @at),
+            2, qr/not a token id/, 'revoke --gms of something not an id');
+
+    is_deeply($gms->requests, [], 'GMS was asked nothing');
+    $redis->unchanged($before, 'Redis unchanged');
+}
+
+
+# --- create -----------------------------------------------------------------
+
+my $made;
+
+{
+    $gms->clear_requests;
+    published($sub);
+
+    my $t0 = int(time * 1000);
+    my $res = create(duration => 'ONE_MONTH',
+                     description => 'Used by the nightly CI job');
+    my $t1 = int(time * 1000) + 1;
+
+    is($res->{rc}, 0, 'create: exit 0') or diag($res->{err});
+    is($res->{err}, '', 'create: nothing on stderr');
+    like($res->{out}, qr/\A[A-Za-z0-9_.-]+\n\z/,
+         'create: stdout is the token, one line, nothing else');
+
+    ($made) = $res->{out} =~ /^(\S+)/;
+    my $id = id_of($made);
+
+    my $reqs = $gms->requests;
+    is(scalar @$reqs, 1, 'create: one request to GMS');
+    is($reqs->[0]{header}{authorization}, "Bearer $SECRET",
+       "create: with the account's token");
+    like($reqs->[0]{json}{query}, qr/^mutation createAccessToken\(/,
+         'create: the createAccessToken mutation');
+    is_deeply($reqs->[0]{json}{variables},
+              { input => { type => 'PERSONAL', actorUrn => $alice,
+                           duration => 'ONE_MONTH', name => 'ci-pipeline',
+                           description => 'Used by the nightly CI job' } },
+              'create: the input of CreateAccessTokenInput');
+
+    my ($listed) = grep { $_->{id} eq $id } @{ $gms->tokens };
+    ok($listed, "create: GMS's id is the one the salt gives");
+    $listed //= {};
+
+    is_deeply(hash_of("gms:token:$id"),
+              { actor => $alice, type => 'PERSONAL',
+                expiresAt => $listed->{expiresAt},
+                createdAt => hash_of("gms:token:$id")->{createdAt} },
+              "create: cached: actor, type PERSONAL, DataHub's expiresAt");
+    my $created = hash_of("gms:token:$id")->{createdAt} // 0;
+    ok($created >= $t0 && $created <= $t1,
+       'create: createdAt is now (for sync --prune\'s grace)');
+    is($redis->cmd(PEXPIRETIME => "gms:token:$id"), $listed->{expiresAt},
+       'create: the key expires with the token');
+    is_deeply(published($sub), [$id],
+              'create: the id published on gms:invalidate');
+
+    # NO_EXPIRY, for another user
+    $res = create(actor => $bob, name => 'laptop', duration => 'NO_EXPIRY');
+    is($res->{rc}, 0, 'create NO_EXPIRY: exit 0');
+    my ($forever) = $res->{out} =~ /^(\S+)/;
+    is_deeply(hash_of('gms:token:' . id_of($forever // '')),
+              { actor => $bob, type => 'PERSONAL',
+                createdAt => hash_of('gms:token:'
+                                     . id_of($forever // ''))->{createdAt} },
+              'create NO_EXPIRY: no expiresAt');
+    is($redis->cmd(PEXPIRETIME => 'gms:token:' . id_of($forever // '')), -1,
+       'create NO_EXPIRY: the key never expires');
+    ok(!exists $gms->requests->[-1]{json}{variables}{input}{description},
+       'create: no description, none sent');
+
+    # ONE_MONTH is the default
+    $res = create(name => 'default');
+    is($gms->requests->[-1]{json}{variables}{input}{duration}, 'ONE_MONTH',
+       'create: ONE_MONTH by default');
+}
+
+
+# --- create refused: nothing printed, nothing cached, nothing left at GMS ---
+
+{
+    my $before = $redis->dump_all;
+    my $tokens = scalar @{ $gms->tokens };
+    $gms->clear_requests;
+    published($sub);
+
+    my $res = create(salt => ['--salt', 'not-the-salt']);
+    my $why = 'the salt gives the new token the id \S+, GMS gives it \S+: '
+              . "the edge's salt is not GMS's.*revoked at GMS and is not "
+              . 'printed';
+    refused($res, 2, qr/$why/, 'create with the wrong salt');
+    is_deeply(graphql_asked(), [qw(createAccessToken revokeAccessToken)],
+              'wrong salt: the new token revoked at once');
+    my $reqs = $gms->requests;
+    ok(defined $reqs->[1]{json}{variables}{tokenId}
+       && !grep({ $_->{id} eq $reqs->[1]{json}{variables}{tokenId} }
+                @{ $gms->tokens }),
+       "wrong salt: revoked by GMS's id");
+    is(scalar @{ $gms->tokens }, $tokens, 'wrong salt: GMS has no new token');
+    $redis->unchanged($before, 'wrong salt: Redis unchanged');
+    is_deeply(published($sub), [], 'wrong salt: nothing published');
+
+    my @cases = (
+        [ 'a GraphQL error (the resolver\'s 403)', { graphql_error => 1 },
+          qr/GraphQL error: Unauthorized to perform this action/ ],
+        [ 'HTTP 401', { status => 401 }, qr/HTTP 401/ ],
+        [ 'a body that is not JSON', { body => '<html>oops</html>' },
+          qr/not a JSON object/ ],
+    );
+    for my $case (@cases) {
+        my ($what, $how, $like) = @$case;
+        $gms->misbehave(%$how);
+        refused(create(), 4, $like, "create: $what");
+        $gms->misbehave;
+    }
+    refused(create(gms => $dead), 4, qr/api\/graphql: .*(?i:connect)/,
+            'create: a dead GMS');
+
+    $gms->clear_requests;
+    refused(create(redis => ['--redis', '127.0.0.1:' . GmsTest::free_port()]),
+            3, qr/cannot connect/, 'create: Redis down');
+    is_deeply($gms->requests, [], 'Redis down: GMS was not asked to make '
+              . 'a token nobody could use');
+
+    is(scalar @{ $gms->tokens }, $tokens, 'refused: GMS has no new token');
+    $redis->unchanged($before, 'refused: Redis unchanged');
+    is_deeply(published($sub), [], 'refused: nothing published');
+}
+
+
+# --- check-salt -------------------------------------------------------------
+
+{
+    my $id = id_of($made);
+    $gms->clear_requests;
+
+    my $res = run_tool("$made\n", 'check-salt', gms_args(), '--token-stdin',
+                       '--salt-file', $salt_file);
+    is($res->{rc}, 0, 'check-salt, right salt: exit 0') or diag($res->{err});
+    is($res->{out}, "salt right: the token's id is $id, as GMS's (token of "
+                    . "$alice)\n", 'check-salt, right salt: says so');
+    is($res->{err}, '', 'check-salt: nothing on stderr');
+    my $req = $gms->requests->[0];
+    like($req->{json}{query}, qr/^query getAccessTokenMetadata\(/,
+         'check-salt: asks getAccessTokenMetadata');
+    is_deeply($req->{json}{variables}, { token => $made },
+              'check-salt: of the token read on stdin');
+
+    $res = run_tool("$made\n", 'check-salt', gms_args(), '--token-stdin');
+    my $wrong = id_of($made, '');
+    is($res->{rc}, 1, 'check-salt, wrong salt: exit 1');
+    is($res->{out}, "salt wrong: it gives the id $wrong, GMS's is $id: the "
+                    . "edge refuses every token; give it GMS's salt "
+                    . "(authentication.tokenService.salt)\n",
+       'check-salt, wrong salt: both ids');
+
+    refused(run_tool("eyJub3QiOiJhIHRva2VuIn0.abc.def\n", 'check-salt',
+                     gms_args(), '--token-stdin', '--salt', $SALT),
+            4, qr/GraphQL error: An unknown error occurred\./,
+            'check-salt of a token GMS does not have');
+    refused(run_tool("$made\n", 'check-salt', gms_args($dead),
+                     '--token-stdin', '--salt', $SALT),
+            4, qr/graphql/, 'check-salt: a dead GMS');
+    refused(run_tool("not a token\n", 'check-salt', gms_args(),
+                     '--token-stdin'),
+            2, qr/not a token/, 'check-salt: not a token on stdin');
+
+    # the stand-in as the fixture says GMS answers
+    my $fx = GmsTest::GraphQL->start(
+        tokens => GmsTest::json_decode(GmsTest::GraphQL->fixture(
+            'listAccessTokens-page.json'))->{data}{listAccessTokens}{tokens});
+    for my $name ('getAccessTokenMetadata',
+                  'graphql-error-getAccessTokenMetadata-unknown-token',
+                  'revokeAccessToken',
+                  'graphql-error-revokeAccessToken-unknown-id')
+    {
+        my $r = GmsTest::HTTP::request(
+            $fx->port, 'POST', '/api/graphql',
+            [['Content-Type' => 'application/json']],
+            GmsTest::GraphQL->fixture("$name.request.json"));
+        is("$r->{status} $r->{body}\n",
+           '200 ' . GmsTest::GraphQL->fixture("$name.json"),
+           "stand-in: $name.request.json answered with $name.json");
+    }
+    $fx->stop;
+}
+
+
+# --- revoke --gms -----------------------------------------------------------
+
+{
+    my $id = id_of($made);
+    $gms->clear_requests;
+    published($sub);
+
+    my $res = run_tool('', 'revoke', gms_args(), $id, @at);
+    is($res->{rc}, 0, 'revoke --gms: exit 0') or diag($res->{err});
+    is("$res->{out}$res->{err}", '', 'revoke --gms: silent');
+    is_deeply([ map { [$_->{json}{query} =~ /^mutation (\w+)/,
+                       $_->{json}{variables}] } @{ $gms->requests } ],
+              [[ 'revokeAccessToken', { tokenId => $id } ]],
+              'revoke --gms: GMS told, revokeAccessToken(tokenId: ID)');
+    ok(!grep({ $_->{id} eq $id } @{ $gms->tokens }),
+       'revoke --gms: GMS no longer has it');
+    is($redis->cmd(EXISTS => "gms:token:$id"), 0,
+       'revoke --gms: the key deleted');
+    is_deeply(published($sub), [$id], 'revoke --gms: the id published');
+
+    # GMS no longer knows it, the cache still has it: left as it was
+    $redis->cmd(HSET => "gms:token:$id", actor => $alice);
+    my $before = $redis->dump_all;
+
+    refused(run_tool('', 'revoke', gms_args(), $id, @at), 4,
+            qr/GraphQL error: An unknown error occurred\./,
+            'revoke --gms of an id GMS does not have');
+    refused(run_tool('', 'revoke', gms_args($dead), $id, @at), 4,
+            qr/graphql/, 'revoke --gms: a dead GMS');
+    $gms->misbehave(status => 401);
+    refused(run_tool('', 'revoke', gms_args(), $id, @at), 4, qr/HTTP 401/,
+            'revoke --gms: 401');
+    $gms->misbehave;
+    $redis->unchanged($before, 'GMS refused: the key is still there');
+    is_deeply(published($sub), [], 'GMS refused: nothing published');
+
+    # without --gms: Redis only, as before
+    $gms->clear_requests;
+    $res = run_tool('', 'revoke', $id, @at);
+    is($res->{rc}, 0, 'revoke without --gms: exit 0');
+    is($redis->cmd(EXISTS => "gms:token:$id"), 0,
+       'revoke without --gms: the key deleted');
+    is_deeply(published($sub), [$id], 'revoke without --gms: published');
+    is_deeply($gms->requests, [], 'revoke without --gms: GMS not asked');
+    refused(run_tool('', 'revoke', $id, @at), 1, qr/is not cached/,
+            'revoke without --gms of a token not cached: exit 1');
+}
+
+
+# --- list -------------------------------------------------------------------
+
+{
+    my $now = int(time * 1000);
+    my $day = 86_400_000;
+
+    my $n = 0;
+    my $listed = sub {
+        my ($name, $actor, $expires) = @_;
+        my $id = id_of("token-of-$name");
+        return { urn => "urn:li:dataHubAccessToken:$id", id => $id,
+                 actorUrn => $actor, ownerUrn => $actor, name => $name,
+                 createdAt => $now - $day + $n++, expiresAt => $expires };
+    };
+
+    my %t = (
+        ok      => $listed->('ok', $alice, $now + 9 * $day),
+        missing => $listed->('missing', $bob, $now + 8 * $day),
+        stale   => $listed->('stale', $alice, $now + 7 * $day),
+        later   => $listed->('later', $alice, $now + 6 * $day),
+        expired => $listed->('expired', $bob, $now - $day),
+        never   => $listed->("never\tever \\ after", $alice, undef),
+    );
+    $gms->tokens([ values %t ]);
+
+    $redis->cmd('FLUSHALL');
+    my $cache = sub {
+        my ($t, %f) = @_;
+        $redis->cmd(HSET => "gms:token:$t->{id}",
+                    actor => $f{actor} // $t->{actorUrn},
+                    defined $t->{expiresAt}
+                    ? (expiresAt => $f{expiresAt} // $t->{expiresAt}) : ());
+    };
+    $cache->($t{ok});
+    $cache->($t{stale}, actor => $bob);
+    $cache->($t{later}, expiresAt => $now + 60 * $day);
+    $cache->($t{never});
+    my $before = $redis->dump_all;
+
+    $gms->clear_requests;
+    my $res = run_tool('', 'list', gms_args(), '--page-size', 2, @at);
+    is($res->{rc}, 0, 'list: exit 0') or diag($res->{err});
+    is($res->{err}, '', 'list: nothing on stderr');
+
+    my $line = sub {
+        my ($t, $mark, $name) = @_;
+        return join("\t", $t->{id}, $mark, $t->{actorUrn},
+                    $t->{expiresAt} // 'never', $name // $t->{name}) . "\n";
+    };
+    is($res->{out},
+       $line->($t{ok}, 'ok') . $line->($t{missing}, 'missing')
+       . $line->($t{stale}, 'stale') . $line->($t{later}, 'stale')
+       . $line->($t{expired}, 'expired')
+       . $line->($t{never}, 'ok', 'never\x09ever \\\\ after'),
+       "list: DataHub's order, each token marked; the name escaped");
+    is_deeply($gms->pages_asked, [[0, 2], [2, 2], [4, 2]],
+              'list: page after page');
+    $redis->unchanged($before, 'list: Redis unchanged');
+
+    $res = run_tool('', 'list', gms_args(), '--actor', $bob, @at);
+    is($res->{out}, $line->($t{missing}, 'missing')
+                    . $line->($t{expired}, 'expired'),
+       "list --actor: that user's tokens");
+    is_deeply($gms->requests->[-1]{json}{variables}{input}{filters},
+              [{ field => 'actorUrn', values => [$bob] }],
+              'list --actor: a filter on actorUrn');
+
+    $gms->misbehave(graphql_error => 1);
+    refused(run_tool('', 'list', gms_args(), @at), 4,
+            qr/GraphQL error: Unauthorized/, 'list: a GraphQL error');
+    $gms->misbehave(page => 2, status => 500);
+    refused(run_tool('', 'list', gms_args(), '--page-size', 2, @at), 4,
+            qr/HTTP 500/, 'list: a failed second page, nothing printed');
+    $gms->misbehave(token => { id => 'nope' });
+    refused(run_tool('', 'list', gms_args(), @at), 4, qr/has no id/,
+            'list: a token without an id');
+    $gms->misbehave;
+    refused(run_tool('', 'list', gms_args($dead), @at), 4, qr/graphql/,
+            'list: a dead GMS');
+    $redis->unchanged($before, 'list refused: Redis unchanged');
+}
+
+
+# --- the token passes a real edge at once -----------------------------------
+
+SKIP: {
+    skip 'nginx or the module not built (make module)', 4
+        unless -x GmsTest::nginx_bin() && -f GmsTest::module_path();
+
+    my $e = GmsTest::Edge->start(salt => $SALT);
+    my $to_edge = ['--redis', '127.0.0.1:' . $e->redis->port];
+
+    my $res = create(name => 'edge', redis => $to_edge);
+    is($res->{rc}, 0, 'edge: created') or diag($res->{err});
+    my ($token) = $res->{out} =~ /^(\S+)/;
+
+    my $r = $e->get('/entities/x', $token);
+    is($r->{status}, 200, 'edge: the new token passes at once');
+    is($r->{headers}{'x-gms-actor'}, $alice, 'edge: as its user');
+
+    run_tool('', 'revoke', gms_args(), id_of($token), @$to_edge);
+    is($e->get('/entities/x', $token)->{status}, 401,
+       'edge: revoked with --gms, refused at once');
+
+    $e->nginx->stop;
+}
+
+
+# --- the token is printed once, on stdout, and nowhere else -----------------
+
+{
+    my @leaks;
+    for my $i (1 .. $runs) {
+        my $err = GmsTest::_slurp("$dir/run$i.err");
+        for my $secret ($SIGNATURE, @printed) {
+            push @leaks, "run$i" if index($err, $secret) >= 0;
+        }
+    }
+    is_deeply(\@leaks, [], 'no token on any stderr');
+    ok(scalar @printed >= 3, 'tokens were printed');
+}
+
+$gms->stop;
+
+done_testing;
