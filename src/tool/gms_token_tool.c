@@ -1005,6 +1005,14 @@ gms_tool_error(gms_tool_t *t, const char *fmt, ...)
 {
     va_list  args;
 
+    va_start(args, fmt);
+    vsnprintf(t->error, sizeof(t->error), fmt, args);
+    va_end(args);
+
+    if (t->quiet) {
+        return;
+    }
+
     fputs("gms-token: ", stderr);
 
     if (t->command) {

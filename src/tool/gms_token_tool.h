@@ -35,6 +35,8 @@ typedef struct {
     size_t                 prefix_len;
     long                   db;
     redisContext          *ctx;
+    int                    quiet;          /* errors kept, not printed */
+    char                   error[256];     /* the last error message */
 } gms_tool_t;
 
 
