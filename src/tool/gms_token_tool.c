@@ -2,9 +2,10 @@
 /*
  * gms-token: the command line and the commands that edit one entry
  * (the connection and the writes are in gms_tool_redis.c, sync in
- * gms_token_sync.c).  The token id, its validation, the key layout and the lookup
- * script come from src/gms_token.c, so the tool writes and reads exactly
- * what the module reads.
+ * gms_token_sync.c, follow in gms_token_follow.c).  The token id, its
+ * validation, the key layout and the lookup script come from
+ * src/gms_token.c, so the tool writes and reads exactly what the module
+ * reads.
  */
 
 
@@ -112,8 +113,11 @@ static int gms_tool_grant(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_tool_deny(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_tool_privileges(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_tool_sync_command(gms_tool_t *t, gms_tool_args_t *a);
+static int gms_tool_follow_command(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_tool_gms_options(gms_tool_t *t, gms_tool_args_t *a,
     gms_graphql_conf_t *gms);
+static int gms_tool_page_size(gms_tool_t *t, gms_tool_args_t *a,
+    long *page_size);
 
 static int gms_tool_salt(gms_tool_t *t, gms_tool_args_t *a, char **salt,
     size_t *len);
@@ -170,6 +174,9 @@ static const char  gms_tool_usage[] =
     "  privileges  print a user's privileges\n"
     "  sync        make the cached tokens those DataHub lists "
     "(listAccessTokens)\n"
+    "  follow      sync tokens and privileges from GMS every interval, "
+    "until\n"
+    "              stopped\n"
     "\n"
     "'gms-token COMMAND --help' describes a command and its options.\n"
     "Exit status: 0 ok, 1 not found, 2 usage or bad input, 3 Redis error,\n"
@@ -284,6 +291,37 @@ static const gms_tool_command_t  gms_tool_commands[] = {
       "tokens\n"
       "           created in the last minute are kept (DataHub's index "
       "lags)\n"
+      GMS_TOOL_GMS_USAGE
+      GMS_TOOL_CONN_USAGE },
+
+    { "follow", gms_tool_follow_command,
+      GMS_OPTS_CONN | GMS_OPTS_GMS | GMS_OPT(GMS_OPT_INTERVAL)
+      | GMS_OPT(GMS_OPT_PAGE_SIZE) | GMS_OPT(GMS_OPT_PRIVILEGES), 0, 0,
+      "Usage: gms-token follow --gms URL [--interval TIME] [--page-size N]\n"
+      "                        [--privileges policies|graphql|off] "
+      "[GMS options]\n"
+      "                        [connection options]\n"
+      "\n"
+      "Runs until SIGTERM or SIGINT (then exits 0): every interval, 'sync\n"
+      "--gms URL --prune', then the users' privileges mirrored as\n"
+      "--privileges says.  The first cycle runs at once; the next one an\n"
+      "interval after the last ended, give or take 10%.  A failed cycle (GMS\n"
+      "or Redis) changes nothing it has not finished, never prunes, and is\n"
+      "retried after twice the last wait, up to 5 minutes (or the interval\n"
+      "if longer).  Each cycle is one line: on stdout with its counts, or on\n"
+      "stderr with its error.  The hash <prefix>sync holds at (the last\n"
+      "complete cycle, ms since the epoch), tokens, users, interval, and\n"
+      "error, error_at, failures (the last failure; error \"\" and failures\n"
+      "0 after a success).  Every token or user changed is published on\n"
+      "<prefix>invalidate.  The GMS token file is read again at each cycle.\n"
+      "\n"
+      "  --interval TIME     between cycles: 15s (default), 1m, 1h; at "
+      "least 1s\n"
+      "  --page-size N       tokens asked a page (default 100)\n"
+      "  --privileges MODE   policies (default): DataHub's policies, "
+      "matched here;\n"
+      "                      graphql: asked of GMS for each user; off: "
+      "tokens only\n"
       GMS_TOOL_GMS_USAGE
       GMS_TOOL_CONN_USAGE },
 
@@ -912,7 +950,6 @@ static int
 gms_tool_sync_command(gms_tool_t *t, gms_tool_args_t *a)
 {
     int                     rc;
-    char                   *end;
     long                    page_size;
     gms_graphql_conf_t      gms;
     gms_tool_sync_counts_t  counts;
@@ -932,23 +969,10 @@ gms_tool_sync_command(gms_tool_t *t, gms_tool_args_t *a)
         goto done;
     }
 
-    if (gms_tool_gms_options(t, a, &gms) != 0) {
+    if (gms_tool_gms_options(t, a, &gms) != 0
+        || gms_tool_page_size(t, a, &page_size) != 0)
+    {
         return GMS_TOOL_USAGE;
-    }
-
-    page_size = 100;
-
-    if (a->val[GMS_OPT_PAGE_SIZE]) {
-        errno = 0;
-        page_size = strtol(a->val[GMS_OPT_PAGE_SIZE], &end, 10);
-
-        if (errno || *end != '\0' || end == a->val[GMS_OPT_PAGE_SIZE]
-            || page_size < 1 || page_size > 10000)
-        {
-            gms_tool_error(t, "--page-size: '%s' is not a count from 1 to "
-                           "10000", gms_tool_shown(a->val[GMS_OPT_PAGE_SIZE]));
-            return GMS_TOOL_USAGE;
-        }
     }
 
     rc = gms_tool_sync(t, a->val[GMS_OPT_PRUNE] != NULL, &gms, page_size,
@@ -961,6 +985,86 @@ done:
     }
 
     return rc;
+}
+
+
+static int
+gms_tool_follow_command(gms_tool_t *t, gms_tool_args_t *a)
+{
+    const char              *mode;
+    gms_graphql_conf_t       gms;
+    gms_tool_follow_conf_t   conf;
+
+    memset(&conf, 0, sizeof(gms_tool_follow_conf_t));
+
+    if (gms_tool_gms_options(t, a, &gms) != 0
+        || gms_tool_page_size(t, a, &conf.page_size) != 0)
+    {
+        return GMS_TOOL_USAGE;
+    }
+
+    conf.gms = &gms;
+    conf.interval_ms = 15000;
+
+    if (a->val[GMS_OPT_INTERVAL]) {
+        if (gms_tool_parse_duration(a->val[GMS_OPT_INTERVAL],
+                                    &conf.interval_ms) != 0
+            || conf.interval_ms < 1000 || conf.interval_ms > 86400000)
+        {
+            gms_tool_error(t, "--interval: '%s' is not a time from 1s to "
+                           "1d (as 15s, 1m)",
+                           gms_tool_shown(a->val[GMS_OPT_INTERVAL]));
+            return GMS_TOOL_USAGE;
+        }
+    }
+
+    mode = a->val[GMS_OPT_PRIVILEGES] ? a->val[GMS_OPT_PRIVILEGES]
+                                      : "policies";
+
+    if (strcmp(mode, "policies") == 0) {
+        conf.privileges = GMS_TOOL_PRIVILEGES_POLICIES;
+
+    } else if (strcmp(mode, "graphql") == 0) {
+        conf.privileges = GMS_TOOL_PRIVILEGES_GRAPHQL;
+
+    } else if (strcmp(mode, "off") == 0) {
+        conf.privileges = GMS_TOOL_PRIVILEGES_OFF;
+
+    } else {
+        gms_tool_error(t, "--privileges: '%s' is none of policies, graphql "
+                       "and off", gms_tool_shown(mode));
+        return GMS_TOOL_USAGE;
+    }
+
+    return gms_tool_follow(t, &conf);
+}
+
+
+/* --page-size N, 100 if not given; a usage error is reported */
+
+static int
+gms_tool_page_size(gms_tool_t *t, gms_tool_args_t *a, long *page_size)
+{
+    char  *end;
+
+    *page_size = 100;
+
+    if (a->val[GMS_OPT_PAGE_SIZE] == NULL) {
+        return 0;
+    }
+
+    errno = 0;
+    *page_size = strtol(a->val[GMS_OPT_PAGE_SIZE], &end, 10);
+
+    if (errno || *end != '\0' || end == a->val[GMS_OPT_PAGE_SIZE]
+        || *page_size < 1 || *page_size > 10000)
+    {
+        gms_tool_error(t, "--page-size: '%s' is not a count from 1 to 10000",
+                       gms_tool_shown(a->val[GMS_OPT_PAGE_SIZE]));
+        return -1;
+    }
+
+    return 0;
 }
 
 

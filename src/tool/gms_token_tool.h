@@ -119,4 +119,16 @@ int gms_tool_privileges_mirror(gms_tool_t *t,
     gms_tool_privileges_counts_t *counts);
 
 
+/* gms-token follow: sync and the mirror, every interval, until a signal */
+typedef struct {
+    const struct gms_graphql_conf_s  *gms;
+    long                              page_size;
+    gms_tool_privileges_e             privileges;
+    int64_t                           interval_ms;
+} gms_tool_follow_conf_t;
+
+
+int gms_tool_follow(gms_tool_t *t, const gms_tool_follow_conf_t *conf);
+
+
 #endif /* _GMS_TOKEN_TOOL_H_INCLUDED_ */
