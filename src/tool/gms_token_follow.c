@@ -10,7 +10,8 @@
  *
  * Each cycle is one line: on stdout when it succeeded, on stderr when it
  * failed, with the error the cycle stopped at.  Its outcome is kept in
- * the hash <prefix>sync (gms_token.h), for monitoring.  SIGTERM and SIGINT
+ * the hash <prefix>sync (gms_token.h), for monitoring.  SIGTERM, SIGINT
+ * and SIGQUIT (the container image's STOPSIGNAL, nginx's graceful stop)
  * end the wait at once, abandon a GMS request under way, and exit 0.
  */
 
@@ -146,7 +147,8 @@ gms_tool_follow(gms_tool_t *t, const gms_tool_follow_conf_t *conf)
 
     printf("gms-token follow: %s stopped by %s\n",
            gms_follow_time(now, sizeof(now)),
-           gms_follow_signal == SIGINT ? "SIGINT" : "SIGTERM");
+           gms_follow_signal == SIGINT ? "SIGINT"
+           : gms_follow_signal == SIGQUIT ? "SIGQUIT" : "SIGTERM");
 
     t->quiet = 0;
 
@@ -179,7 +181,8 @@ gms_follow_signals(void)
     sa.sa_handler = gms_follow_handler;
 
     if (sigaction(SIGTERM, &sa, NULL) != 0
-        || sigaction(SIGINT, &sa, NULL) != 0)
+        || sigaction(SIGINT, &sa, NULL) != 0
+        || sigaction(SIGQUIT, &sa, NULL) != 0)
     {
         return -1;
     }
@@ -193,6 +196,7 @@ gms_follow_signals(void)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGQUIT);
 
     return sigprocmask(SIG_UNBLOCK, &set, NULL);
 }
@@ -320,6 +324,7 @@ gms_follow_wait(int64_t ms)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGQUIT);
 
     end = gms_follow_monotonic() + ms;
 
