@@ -118,13 +118,12 @@ sub stop_follow {
     return undef;
 }
 
-my $OK_LINE = qr/^gms-token follow: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ ok
-                 \ tokens=(\d+)\ added=(\d+)\ updated=(\d+)\ unchanged=(\d+)
-                 \ expired=(\d+)\ pruned=(\d+)\ kept=(\d+)\ users=0
-                 \ changed=0\ removed=0\ in\ \d+ms\z/x;
-my $FAILED_LINE = qr/^gms-token follow: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ
-                     \ failed\ \((GMS|Redis)\):\ (.+);
-                     \ next\ try\ in\ (\d+\.\d)s\z/x;
+my $TIME = qr/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/;
+my $OK_LINE = qr/^gms-token follow: $TIME ok tokens=(\d+) added=(\d+) (?x:
+                 )updated=(\d+) unchanged=(\d+) expired=(\d+) pruned=(\d+) (?x:
+                 )kept=(\d+) users=0 changed=0 removed=0 in \d+ms\z/;
+my $FAILED_LINE = qr/^gms-token follow: $TIME failed \((GMS|Redis)\): (.+); (?x:
+                     )next try in (\d+\.\d)s\z/;
 
 my $gms = GmsTest::GraphQL->start(token => $SECRET);
 my @gms = ('--gms', $gms->url, '--gms-token-file', $token_file);
@@ -147,7 +146,6 @@ my @gms = ('--gms', $gms->url, '--gms-token-file', $token_file);
     $redis->cmd(HSET => key_of('revoked'), actor => $alice,
                 createdAt => $now - 86_400_000);
     $redis->cmd(HSET => 'gms:token:not-an-id', actor => $alice);
-    $redis->cmd(SET => 'gms:sync-unrelated', 'x');
 
     my $res = run_tool('', 'sync', @gms, '--prune', @at);
     is_deeply([@$res{qw(rc out err)}],
@@ -191,6 +189,7 @@ my @gms = ('--gms', $gms->url, '--gms-token-file', $token_file);
 # --- usage errors --------------------------------------------------------------
 
 {
+    $gms->clear_requests;
     my $before = $redis->dump_all;
     my @cases = (
         [ [@gms, '--interval', '0s'], qr/--interval: '0s'/ ],
@@ -205,11 +204,23 @@ my @gms = ('--gms', $gms->url, '--gms-token-file', $token_file);
     );
     for my $c (@cases) {
         my ($args, $re) = @$c;
+        my $shown = join ' ', 'follow', grep { $_ ne $gms->url
+                                               && $_ ne $token_file } @$args;
         my $res = run_tool('', 'follow', @$args, @at);
         is_deeply([$res->{rc}, $res->{out}], [2, ''],
-                  "follow @$args[2 .. $#$args]: exit 2, nothing on stdout");
+                  "$shown: exit 2, nothing on stdout");
         like($res->{err}, qr/^gms-token: follow: [^\n]*$re[^\n]*\n\z/,
-             "follow @$args[2 .. $#$args]: one line naming the fault");
+             "$shown: one line naming the fault");
+    }
+    for my $c ([ ['--redis', 'nowhere'], qr/--redis: 'nowhere' is neither/ ],
+               [ ['--password-file', "$dir/missing"],
+                 qr/--password-file: cannot open \S*missing/ ]) {
+        my ($args, $re) = @$c;
+        my $res = run_tool('', 'follow', @gms, @at, @$args);
+        is_deeply([$res->{rc}, $res->{out}], [2, ''],
+                  "follow $args->[0] $args->[1]: exit 2 at once");
+        like($res->{err}, qr/^gms-token: follow: $re[^\n]*\n\z/,
+             "follow $args->[0]: one line naming the fault");
     }
     is($redis->dump_all, $before, 'usage errors: Redis untouched');
     is_deeply($gms->requests, [], 'usage errors: GMS not asked');
@@ -343,6 +354,12 @@ my @tokens = map { listed("follow-$_") } 1 .. 5;
                                                            . 'waiting 1h');
     is(stop_follow($f, 'TERM', 5), 0, 'SIGTERM in the wait: exit 0 at once');
 
+    # docker stop: the image's STOPSIGNAL
+    $f = start_follow(@gms, '--interval', '1h', '--privileges', 'off', @at);
+    ok(GmsTest::wait_until(sub { ok_lines($f) >= 1 }, 10), 'another one');
+    is(stop_follow($f, 'QUIT', 5), 0, 'SIGQUIT: exit 0 at once');
+    like((out_lines($f))[-1], qr/ stopped by SIGQUIT\z/, 'stopped by SIGQUIT');
+
     $gms->misbehave(delay => 30);
     $gms->clear_requests;
     my $before = $redis->dump_all;
@@ -360,7 +377,7 @@ my @tokens = map { listed("follow-$_") } 1 .. 5;
 
 # --- the systemd unit example and the container ---------------------------------
 
-my %follow_options = map { ($_ => 1) }
+my %follow_options = map { ($_ => 1) } '--help',
                      run_tool('', 'follow', '--help')->{out} =~ /(--[a-z-]+)/g;
 
 # the options of every 'gms-token follow' command line in $text
@@ -377,7 +394,7 @@ sub follow_options_in {
 
 {
     my $unit = GmsTest::_slurp("$repo/conf-examples/gms-token-follow.service");
-    my ($exec) = $unit =~ /^ExecStart=(.*(?:\\\n.*)*)$/m;
+    my ($exec) = $unit =~ /^ExecStart=((?:[^\n]*\\\n)*[^\n]*)/m;
     ok(defined $exec, 'the unit has an ExecStart');
     my @lines = follow_options_in($exec // '');
     is(scalar @lines, 1, 'ExecStart runs gms-token follow');

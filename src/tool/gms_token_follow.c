@@ -58,7 +58,7 @@ int
 gms_tool_follow(gms_tool_t *t, const gms_tool_follow_conf_t *conf)
 {
     int                           rc;
-    char                          now[32];
+    char                          now[32], error[sizeof(t->error)];
     int64_t                       start, took, wait;
     unsigned                      failures;
     gms_graphql_conf_t            gms;
@@ -82,6 +82,20 @@ gms_tool_follow(gms_tool_t *t, const gms_tool_follow_conf_t *conf)
     /* a cycle's errors go into its one line, not on lines of their own */
     t->quiet = 1;
     failures = 0;
+
+    /* a bad --redis or --password-file is a usage error, not an outage */
+    rc = gms_tool_connect(t);
+
+    if (rc == GMS_TOOL_USAGE) {
+        memcpy(error, t->error, sizeof(error));
+        t->quiet = 0;
+        gms_tool_error(t, "%s", error);
+        return GMS_TOOL_USAGE;
+    }
+
+    if (rc != GMS_TOOL_OK) {
+        gms_follow_drop(t);
+    }
 
     while (!gms_follow_signal) {
         memset(&counts, 0, sizeof(gms_tool_sync_counts_t));
@@ -218,10 +232,12 @@ gms_follow_health_ok(gms_tool_t *t, const gms_tool_follow_conf_t *conf,
         return GMS_TOOL_REDIS;
     }
 
-    reply = redisCommand(t->ctx, "HSET %b at %lld tokens %zu users %zu "
+    /* hiredis's format knows no %zu */
+    reply = redisCommand(t->ctx, "HSET %b at %lld tokens %llu users %llu "
                          "error %s failures 0 interval %lld", key, key_len,
-                         (long long) gms_tool_now_ms(), sync->tokens,
-                         privileges->users, "",
+                         (long long) gms_tool_now_ms(),
+                         (unsigned long long) sync->tokens,
+                         (unsigned long long) privileges->users, "",
                          (long long) conf->interval_ms);
     free(key);
 
