@@ -6,6 +6,13 @@
 #       -e SEARCH_UPSTREAM=elasticsearch:9200 -e REDIS_ADDRESS=redis:6379 \
 #       gms-edge
 #
+# and, from the same image, the process that keeps Redis equal to DataHub
+# (README.md, "Following GMS"):
+#
+#   docker run -d --no-healthcheck -v /srv/gms-token:/run/secrets:ro \
+#       gms-edge gms-token follow --gms http://gms:8080 \
+#       --gms-token-file /run/secrets/gms.token --redis redis:6379
+#
 # Plain Dockerfile syntax (no BuildKit-only features); only Debian's apt is
 # used over the network.  The module must match the nginx it loads into:
 # both stages install from the same bookworm archive, and the final stage
@@ -25,7 +32,7 @@ RUN set -eux; \
     apt-get update; \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         nginx-dev libhiredis-dev libjansson-dev libssl-dev \
-        gcc libc6-dev make; \
+        libcurl4-openssl-dev gcc libc6-dev make; \
     rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -45,7 +52,8 @@ RUN set -eux; \
     chmod 0755 /usr/sbin/policy-rc.d; \
     apt-get update; \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        nginx libhiredis0.14 libjansson4 gettext-base; \
+        nginx libhiredis0.14 libjansson4 libcurl4 ca-certificates \
+        gettext-base; \
     rm -rf /var/lib/apt/lists/*; \
     mkdir -p /etc/gms-edge/http.d /etc/gms-edge/server.d; \
     install -d -m 0755 /run/gms-edge

@@ -29,9 +29,10 @@
 #define GMS_KEY_INVALIDATE     "invalidate"
 #define GMS_INVALIDATE_ALL     "*"
 /*
- * <prefix>sync: the hash gms-token sync and follow keep their health in:
- * at (ms since the epoch of the last complete sync), tokens, users,
- * error (the last failure, "" after a success), error_at.
+ * <prefix>sync: the hash gms-token follow keeps its health in: at (ms
+ * since the epoch of the last complete sync), tokens, users, interval
+ * (ms), error (the last failure, "" after a success), error_at, failures
+ * (in a row, 0 after a success).
  */
 #define GMS_KEY_SYNC           "sync"
 

@@ -269,7 +269,8 @@ ngx_http_gms_metrics_handler(ngx_http_request_t *r)
     /* a sync never seen is infinitely old: "> N" alerts fire on it too */
 
     p = ngx_http_gms_metric_head(p, "gms_token_sync_age_seconds", "gauge",
-                         "Seconds since the last complete gms-token sync.");
+                         "Seconds since gms-token follow last completed a "
+                         "cycle.");
 
     sync_at = (int64_t) m->sync_at;
     now = ngx_http_gms_now_ms();

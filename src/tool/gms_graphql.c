@@ -33,12 +33,15 @@ struct gms_graphql_s {
     size_t                 size;
     int                    too_big;
     int                    nullable;       /* data.<field> may be null */
+    volatile sig_atomic_t *stop;
     char                   error[CURL_ERROR_SIZE];
 };
 
 
 static size_t gms_graphql_write(char *data, size_t size, size_t n,
     void *userdata);
+static int gms_graphql_progress(void *userdata, curl_off_t dltotal,
+    curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow);
 
 
 gms_graphql_t *
@@ -68,6 +71,7 @@ gms_graphql_open(gms_tool_t *t, const gms_graphql_conf_t *c)
     }
 
     g->tool = t;
+    g->stop = c->stop;
 
     len = strlen(c->url);
 
@@ -160,7 +164,14 @@ gms_graphql_open(gms_tool_t *t, const gms_graphql_conf_t *c)
            != CURLE_OK
         || curl_easy_setopt(g->curl, CURLOPT_WRITEDATA, g) != CURLE_OK
         || curl_easy_setopt(g->curl, CURLOPT_USERAGENT, "gms-token")
-           != CURLE_OK)
+           != CURLE_OK
+        || (c->stop
+            && (curl_easy_setopt(g->curl, CURLOPT_XFERINFOFUNCTION,
+                                 gms_graphql_progress) != CURLE_OK
+                || curl_easy_setopt(g->curl, CURLOPT_XFERINFODATA, g)
+                   != CURLE_OK
+                || curl_easy_setopt(g->curl, CURLOPT_NOPROGRESS, 0L)
+                   != CURLE_OK)))
     {
         gms_tool_error(t, "cannot set up libcurl");
         gms_graphql_close(g);
@@ -213,6 +224,7 @@ gms_graphql_query(gms_graphql_t *g, const char *query, json_t *variables,
     if (rc != CURLE_OK) {
         gms_tool_error(g->tool, "%s: %s", g->endpoint,
                        g->too_big ? "answer larger than 64 MB"
+                       : rc == CURLE_ABORTED_BY_CALLBACK ? "stopped"
                        : g->error[0] ? g->error : curl_easy_strerror(rc));
         return NULL;
     }
@@ -338,4 +350,24 @@ gms_graphql_write(char *data, size_t size, size_t n, void *userdata)
     g->len += len;
 
     return len;
+}
+
+
+/*
+ * follow's SIGTERM: a request under way is abandoned (curl calls this at
+ * least once a second, and as data comes).
+ */
+
+static int
+gms_graphql_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow,
+    curl_off_t ultotal, curl_off_t ulnow)
+{
+    gms_graphql_t *g = userdata;
+
+    (void) dltotal;
+    (void) dlnow;
+    (void) ultotal;
+    (void) ulnow;
+
+    return *g->stop != 0;
 }

@@ -8,6 +8,8 @@
 #define _GMS_GRAPHQL_H_INCLUDED_
 
 
+#include <signal.h>
+
 #include <jansson.h>
 
 #include "gms_token_tool.h"
@@ -22,6 +24,7 @@ typedef struct gms_graphql_conf_s {
     const char            *token_file;     /* NULL: no Authorization */
     const char            *ca_file;
     long                   timeout_ms;
+    volatile sig_atomic_t *stop;           /* set: abandon the request */
 } gms_graphql_conf_t;
 
 

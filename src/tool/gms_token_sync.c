@@ -7,6 +7,9 @@
  * as 'put' writes it, in pipelined batches; --prune then walks the cached
  * tokens with SCAN and deletes those the list does not have, except those
  * created in the last minute (DataHub's search index lags behind).
+ * Every token added, changed, deleted as expired or pruned is published
+ * on <prefix>invalidate: an edge drops what it cached for it, the "no such
+ * token" of a token tried before it was listed included.
  */
 
 
@@ -36,11 +39,21 @@
     "    tokens {\n      urn\n      id\n      actorUrn\n      ownerUrn\n"    \
     "      name\n      createdAt\n      expiresAt\n    }\n  }\n}"
 
-/* deletes a token's key unless it was created after ARGV[1]: -1 kept */
-static const char  gms_sync_prune_script[] =
-    "local c = tonumber(redis.call('HGET', KEYS[1], 'createdAt'))\n"
+/*
+ * Deletes a token's key unless it was created after ARGV[1] (-1: kept);
+ * what it deleted is published on ARGV[2] as ARGV[3], in the same step,
+ * unless ARGV[3] is empty (a key that holds no token id).  An expired
+ * token is deleted with an ARGV[1] of the end of time.  A key that is no
+ * hash has no createdAt (pcall) and is deleted, as DEL alone would.
+ */
+static const char  gms_sync_delete_script[] =
+    "local c = tonumber(redis.pcall('HGET', KEYS[1], 'createdAt'))\n"
     "if c and c > tonumber(ARGV[1]) then return -1 end\n"
-    "return redis.call('DEL', KEYS[1])\n";
+    "if redis.call('DEL', KEYS[1]) == 0 then return 0 end\n"
+    "if ARGV[3] ~= '' then redis.call('PUBLISH', ARGV[2], ARGV[3]) end\n"
+    "return 1\n";
+
+#define GMS_SYNC_FOREVER       "9007199254740992"
 
 
 typedef struct {
@@ -50,6 +63,7 @@ typedef struct {
     int64_t                expires_at;     /* ms since the epoch, 0: never */
     int64_t                created_at;     /* ms since the epoch, 0: unknown */
     size_t                 seq;            /* input order */
+    unsigned               changed;        /* written: added or updated */
     size_t                 index;          /* in its page's tokens[] */
     unsigned               line;
 } gms_sync_token_t;
@@ -62,6 +76,8 @@ typedef struct {
     size_t                 pages;
     int64_t                total;          /* the largest total of a page */
     const char            *where;          /* "stdin:" or "page " */
+    char                  *channel;        /* <prefix>invalidate */
+    size_t                 channel_len;
 } gms_sync_input_t;
 
 
@@ -80,6 +96,8 @@ static int gms_sync_token(gms_tool_t *t, json_t *v, unsigned line,
 static int gms_sync_unique(gms_tool_t *t, gms_sync_input_t *in);
 static int gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
     gms_tool_sync_counts_t *counts);
+static int gms_sync_publish(gms_tool_t *t, gms_sync_input_t *in,
+    size_t from, size_t to);
 static int gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
     gms_tool_sync_counts_t *counts);
 static unsigned gms_sync_error_line(const char *buf, size_t len,
@@ -136,6 +154,12 @@ gms_tool_sync(gms_tool_t *t, int prune, const struct gms_graphql_conf_s *gms,
     }
 
     rc = GMS_TOOL_REDIS;
+
+    in.channel = gms_tool_key(t, GMS_KEY_INVALIDATE, "", 0,
+                              &in.channel_len);
+    if (in.channel == NULL) {
+        goto done;
+    }
 
     counts->tokens = in.ntokens;
 
@@ -628,13 +652,15 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
             }
 
             if (s->expires_at != 0 && s->expires_at <= now) {
-                redisAppendCommand(t->ctx, "DEL %b", key, key_len);
+                redisAppendCommand(t->ctx, "EVAL %s 1 %b %s %b %s",
+                                   gms_sync_delete_script, key, key_len,
+                                   GMS_SYNC_FOREVER, in->channel,
+                                   in->channel_len, s->id);
 
             } else {
                 tok.actor = s->actor;
                 tok.actor_len = s->actor_len;
                 tok.expires_at = s->expires_at;
-            tok.created_at = s->created_at;
                 tok.created_at = s->created_at;
                 gms_tool_put_append(t, key, key_len, &tok);
             }
@@ -650,7 +676,7 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
                     reply = NULL;
                 }
 
-                if (gms_tool_reply_error(t, reply, "DEL") != 0) {
+                if (gms_tool_reply_error(t, reply, "EVAL") != 0) {
                     return -1;
                 }
 
@@ -671,14 +697,58 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
             switch (rc) {
             case GMS_TOOL_ADDED:
                 counts->added++;
+                s->changed = 1;
                 break;
             case GMS_TOOL_UPDATED:
                 counts->updated++;
+                s->changed = 1;
                 break;
             default:
                 counts->unchanged++;
             }
         }
+
+        if (gms_sync_publish(t, in, i, end) != 0) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * The ids of a batch's added and changed tokens, pipelined.  After the
+ * writes, not with them: only their replies tell what changed.
+ */
+
+static int
+gms_sync_publish(gms_tool_t *t, gms_sync_input_t *in, size_t from,
+    size_t to)
+{
+    size_t       i, n;
+    redisReply  *reply;
+
+    n = 0;
+
+    for (i = from; i < to; i++) {
+        if (in->tokens[i].changed) {
+            redisAppendCommand(t->ctx, "PUBLISH %b %s", in->channel,
+                               in->channel_len, in->tokens[i].id);
+            n++;
+        }
+    }
+
+    for (i = 0; i < n; i++) {
+        if (redisGetReply(t->ctx, (void **) &reply) != REDIS_OK) {
+            reply = NULL;
+        }
+
+        if (gms_tool_reply_error(t, reply, "PUBLISH") != 0) {
+            return -1;
+        }
+
+        freeReplyObject(reply);
     }
 
     return 0;
@@ -692,8 +762,8 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
     gms_tool_sync_counts_t *counts)
 {
     int          rc;
-    char        *pattern, *p, cursor[32];
-    size_t       i, n, base, len;
+    char        *pattern, *p, cursor[32], *id;
+    size_t       i, n, base, len, id_len;
     int64_t      cutoff;
     redisReply  *reply, *keys, *key, *del;
 
@@ -757,9 +827,17 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
                 continue;
             }
 
-            redisAppendCommand(t->ctx, "EVAL %s 1 %b %lld",
-                               gms_sync_prune_script, key->str, key->len,
-                               (long long) cutoff);
+            id = key->str + base;
+            id_len = key->len - base;
+
+            if (!gms_token_id_valid(id, id_len)) {
+                id_len = 0;
+            }
+
+            redisAppendCommand(t->ctx, "EVAL %s 1 %b %lld %b %b",
+                               gms_sync_delete_script, key->str, key->len,
+                               (long long) cutoff, in->channel,
+                               in->channel_len, id, id_len);
             n++;
         }
 
@@ -770,7 +848,7 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
                 del = NULL;
             }
 
-            if (gms_tool_reply_error(t, del, "DEL") != 0) {
+            if (gms_tool_reply_error(t, del, "EVAL") != 0) {
                 goto done;
             }
 
@@ -895,4 +973,5 @@ gms_sync_free(gms_sync_input_t *in)
     }
 
     free(in->tokens);
+    free(in->channel);
 }

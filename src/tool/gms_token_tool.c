@@ -2,10 +2,11 @@
 /*
  * gms-token: the command line and the commands that edit one entry
  * (the connection and the writes are in gms_tool_redis.c, sync in
- * gms_token_sync.c, create, list, check-salt and revoke --gms in
- * gms_token_manage.c).  The token id, its validation, the key layout
- * and the lookup script come from src/gms_token.c, so the tool writes and
- * reads exactly what the module reads.
+ * gms_token_sync.c, follow in gms_token_follow.c, create, list,
+ * check-salt and revoke --gms in gms_token_manage.c).  The token id, its
+ * validation, the key layout and the lookup script come from
+ * src/gms_token.c, so the tool writes and reads exactly what the module
+ * reads.
  */
 
 
@@ -121,6 +122,9 @@ static int gms_tool_gms_options(gms_tool_t *t, gms_tool_args_t *a,
     gms_graphql_conf_t *gms);
 static int gms_tool_privileges_option(gms_tool_t *t, const char *value,
     gms_tool_privileges_e *mode);
+static int gms_tool_follow_command(gms_tool_t *t, gms_tool_args_t *a);
+static int gms_tool_page_size(gms_tool_t *t, gms_tool_args_t *a,
+    long *page_size);
 
 static int gms_tool_salt(gms_tool_t *t, gms_tool_args_t *a, char **salt,
     size_t *len);
@@ -187,6 +191,9 @@ static const char  gms_tool_usage[] =
     "  list        print the tokens DataHub lists, marking those not "
     "cached\n"
     "  check-salt  tell whether the salt gives GMS's id of a token\n"
+    "  follow      sync tokens and privileges from GMS every interval, "
+    "until\n"
+    "              stopped\n"
     "\n"
     "'gms-token COMMAND --help' describes a command and its options.\n"
     "Exit status: 0 ok, 1 not found, 2 usage or bad input, 3 Redis error,\n"
@@ -413,6 +420,37 @@ static const gms_tool_command_t  gms_tool_commands[] = {
       "none)\n"
       "  --salt-file FILE  the salt, from a file\n"
       GMS_TOOL_GMS_USAGE },
+
+    { "follow", gms_tool_follow_command,
+      GMS_OPTS_CONN | GMS_OPTS_GMS | GMS_OPT(GMS_OPT_INTERVAL)
+      | GMS_OPT(GMS_OPT_PAGE_SIZE) | GMS_OPT(GMS_OPT_PRIVILEGES), 0, 0,
+      "Usage: gms-token follow --gms URL [--interval TIME] [--page-size N]\n"
+      "                        [--privileges policies|graphql|off] "
+      "[GMS options]\n"
+      "                        [connection options]\n"
+      "\n"
+      "Runs until SIGTERM, SIGINT or SIGQUIT, then exits 0.  Every interval:\n"
+      "'sync --gms URL --prune', then the users' privileges mirrored as\n"
+      "--privileges says.  The first cycle runs at once, the next one an\n"
+      "interval after the last ended, give or take 10%.  A failed cycle (GMS\n"
+      "or Redis) never prunes, and is retried after twice the last wait, up\n"
+      "to 5 minutes (or the interval if longer).  Each cycle is one line: on\n"
+      "stdout with its counts, or on stderr with its error.  The hash\n"
+      "<prefix>sync holds at (the last complete cycle, ms since the epoch),\n"
+      "tokens, users, interval, and error, error_at, failures (of the last\n"
+      "failure; error \"\" and failures 0 after a success).  Every token\n"
+      "or user changed is published on <prefix>invalidate.  The GMS token\n"
+      "file is read again at each cycle.\n"
+      "\n"
+      "  --interval TIME     between cycles: 15s (default), 1m, 1h; at "
+      "least 1s\n"
+      "  --page-size N       tokens asked a page (default 100)\n"
+      "  --privileges MODE   policies (default): DataHub's policies, "
+      "matched here;\n"
+      "                      graphql: asked of GMS for each user; off: "
+      "tokens only\n"
+      GMS_TOOL_GMS_USAGE
+      GMS_TOOL_CONN_USAGE },
 
     { NULL, NULL, 0, 0, 0, NULL }
 };
@@ -1035,7 +1073,6 @@ static int
 gms_tool_sync_command(gms_tool_t *t, gms_tool_args_t *a)
 {
     int                           rc;
-    char                         *end;
     long                          page_size;
     gms_graphql_conf_t            gms;
     gms_tool_sync_counts_t        counts;
@@ -1059,23 +1096,14 @@ gms_tool_sync_command(gms_tool_t *t, gms_tool_args_t *a)
         goto done;
     }
 
-    if (gms_tool_gms_options(t, a, &gms) != 0) {
+    if (gms_tool_gms_options(t, a, &gms) != 0
+        || gms_tool_page_size(t, a, &page_size) != 0)
+    {
         return GMS_TOOL_USAGE;
     }
 
-    page_size = 100;
-
-    if (a->val[GMS_OPT_PAGE_SIZE]) {
-        errno = 0;
-        page_size = strtol(a->val[GMS_OPT_PAGE_SIZE], &end, 10);
-
-        if (errno || *end != '\0' || end == a->val[GMS_OPT_PAGE_SIZE]
-            || page_size < 1 || page_size > 10000)
-        {
-            gms_tool_error(t, "--page-size: '%s' is not a count from 1 to "
-                           "10000", gms_tool_shown(a->val[GMS_OPT_PAGE_SIZE]));
-            return GMS_TOOL_USAGE;
-        }
+    if (gms_tool_page_size(t, a, &page_size) != 0) {
+        return GMS_TOOL_USAGE;
     }
 
     mode = GMS_TOOL_PRIVILEGES_POLICIES;
@@ -1264,6 +1292,49 @@ gms_tool_check_salt(gms_tool_t *t, gms_tool_args_t *a)
 
 
 static int
+gms_tool_follow_command(gms_tool_t *t, gms_tool_args_t *a)
+{
+    gms_graphql_conf_t       gms;
+    gms_tool_follow_conf_t   conf;
+
+    memset(&conf, 0, sizeof(gms_tool_follow_conf_t));
+
+    if (gms_tool_gms_options(t, a, &gms) != 0
+        || gms_tool_page_size(t, a, &conf.page_size) != 0)
+    {
+        return GMS_TOOL_USAGE;
+    }
+
+    conf.gms = &gms;
+    conf.interval_ms = 15000;
+
+    if (a->val[GMS_OPT_INTERVAL]) {
+        if (gms_tool_parse_duration(a->val[GMS_OPT_INTERVAL],
+                                    &conf.interval_ms) != 0
+            || conf.interval_ms < 1000 || conf.interval_ms > 86400000)
+        {
+            gms_tool_error(t, "--interval: '%s' is not a time from 1s to "
+                           "1d (as 15s, 1m)",
+                           gms_tool_shown(a->val[GMS_OPT_INTERVAL]));
+            return GMS_TOOL_USAGE;
+        }
+    }
+
+    conf.privileges = GMS_TOOL_PRIVILEGES_POLICIES;
+
+    if (a->val[GMS_OPT_PRIVILEGES]
+        && gms_tool_privileges_option(t, a->val[GMS_OPT_PRIVILEGES],
+                                      &conf.privileges)
+           != 0)
+    {
+        return GMS_TOOL_USAGE;
+    }
+
+    return gms_tool_follow(t, &conf);
+}
+
+
+static int
 gms_tool_page_size(gms_tool_t *t, gms_tool_args_t *a, long *page_size)
 {
     char  *end;
@@ -1329,6 +1400,14 @@ void
 gms_tool_error(gms_tool_t *t, const char *fmt, ...)
 {
     va_list  args;
+
+    va_start(args, fmt);
+    vsnprintf(t->error, sizeof(t->error), fmt, args);
+    va_end(args);
+
+    if (t->quiet) {
+        return;
+    }
 
     fputs("gms-token: ", stderr);
 

@@ -35,6 +35,8 @@ typedef struct {
     size_t                 prefix_len;
     long                   db;
     redisContext          *ctx;
+    int                    quiet;          /* errors kept, not printed */
+    char                   error[256];     /* the last error message */
 } gms_tool_t;
 
 
@@ -141,6 +143,18 @@ int gms_tool_manage_list(gms_tool_t *t,
 int gms_tool_manage_check_salt(gms_tool_t *t,
     const struct gms_graphql_conf_s *gms, const char *token,
     size_t token_len, const char *salt, size_t salt_len);
+
+
+/* gms-token follow: sync and the mirror, every interval, until a signal */
+typedef struct {
+    const struct gms_graphql_conf_s  *gms;
+    long                              page_size;
+    gms_tool_privileges_e             privileges;
+    int64_t                           interval_ms;
+} gms_tool_follow_conf_t;
+
+
+int gms_tool_follow(gms_tool_t *t, const gms_tool_follow_conf_t *conf);
 
 
 #endif /* _GMS_TOKEN_TOOL_H_INCLUDED_ */

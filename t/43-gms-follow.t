@@ -1,0 +1,440 @@
+#!/usr/bin/perl
+
+# gms-token follow: sync --prune from GMS every --interval, against a real
+# redis-server and the stand-in GMS (GmsTest::GraphQL).  A token DataHub
+# starts listing is cached, one it stops listing (revoked) is deleted, and
+# each is published on <prefix>invalidate; a cycle is one line with its
+# counts; <prefix>sync holds the last success and the last error; a failed
+# listing prunes nothing and is retried later and later (fewer requests to
+# GMS); a Redis outage is survived; SIGTERM and SIGINT end it with exit 0,
+# in its wait or in a slow GMS request; bad options are usage errors.
+# Also what one 'sync' publishes, the systemd unit example and the
+# container's way of running follow, checked against 'follow --help'.
+
+use strict;
+use warnings;
+
+use Test::More;
+use Cwd qw(abs_path);
+use Digest::SHA qw(sha256);
+use File::Basename qw(dirname);
+use MIME::Base64 qw(encode_base64);
+use POSIX qw(WNOHANG);
+use Time::HiRes qw(sleep time);
+
+use GmsTest;
+use GmsTest::GraphQL;
+use GmsTest::Subscriber;
+
+my $repo = abs_path(dirname(__FILE__) . '/..');
+my $bin = $ENV{GMS_TOKEN_BIN} // "$repo/build/gms-token";
+
+plan skip_all => "gms-token not built: $bin (run 'make tool')" unless -x $bin;
+GmsTest::need_redis();
+
+delete $ENV{GMS_REDIS_PASSWORD};
+
+my $redis = GmsTest::Redis->start;
+my @at = ('--redis', '127.0.0.1:' . $redis->port);
+
+my $dir = GmsTest::_tempdir();
+
+my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJmb2xsb3cifQ.'
+             . 'c2VjcmV0LWdtcy1mb2xsb3ctc2lnbmF0dXJlLTQz';
+my $token_file = "$dir/gms.token";
+GmsTest::_write_file($token_file, "$SECRET\n");
+
+my $now = int(time * 1000);
+my $future = $now + 30 * 86_400_000;
+my $alice = 'urn:li:corpuser:alice';
+
+# DataHub's StatefulTokenService.hash() with no salt.
+sub datahub_id { return encode_base64(sha256($_[0]), '') }
+
+# A token as listAccessTokens lists it, created a day ago.
+sub listed {
+    my ($name, %o) = @_;
+    my $id = datahub_id($name);
+    return { urn => "urn:li:dataHubAccessToken:$id", id => $id,
+             actorUrn => $o{actor} // $alice, ownerUrn => $alice,
+             name => $name, createdAt => $now - 86_400_000,
+             expiresAt => exists $o{expires} ? $o{expires} : $future };
+}
+
+sub key_of { return "gms:token:" . datahub_id($_[0]) }
+sub cached { return $redis->cmd(EXISTS => key_of($_[0])) }
+sub health { return { @{ $redis->cmd(HGETALL => 'gms:sync') } } }
+
+my $runs = 0;
+
+# A run to its end: {rc, out, err}.
+sub run_tool {
+    my ($stdin, @args) = @_;
+    my $base = "$dir/run" . ++$runs;
+    GmsTest::_write_file("$base.in", $stdin);
+    my $pid = fork // die "fork: $!\n";
+    if ($pid == 0) {
+        open STDIN, '<', "$base.in" or POSIX::_exit(127);
+        open STDOUT, '>', "$base.out" or POSIX::_exit(127);
+        open STDERR, '>', "$base.err" or POSIX::_exit(127);
+        exec { $bin } $bin, @args or POSIX::_exit(127);
+    }
+    waitpid $pid, 0;
+    return { rc  => $? & 127 ? 128 + ($? & 127) : $? >> 8,
+             out => GmsTest::_slurp("$base.out"),
+             err => GmsTest::_slurp("$base.err") };
+}
+
+# A follower in the background: {pid, out, err} (the files).
+sub start_follow {
+    my (@args) = @_;
+    my $base = "$dir/follow" . ++$runs;
+    my $pid = fork // die "fork: $!\n";
+    if ($pid == 0) {
+        open STDIN, '<', '/dev/null' or POSIX::_exit(127);
+        open STDOUT, '>', "$base.out" or POSIX::_exit(127);
+        open STDERR, '>', "$base.err" or POSIX::_exit(127);
+        exec { $bin } $bin, 'follow', @args or POSIX::_exit(127);
+    }
+    return { pid => $pid, out => "$base.out", err => "$base.err" };
+}
+
+sub out_lines { return split /\n/, GmsTest::_slurp($_[0]{out}) }
+sub err_lines { return split /\n/, GmsTest::_slurp($_[0]{err}) }
+sub ok_lines  { return grep { / ok tokens=/ } out_lines($_[0]) }
+
+# Sends the signal; the exit status, or undef if it is still running after
+# $within seconds (a hang guard, then it is killed).
+sub stop_follow {
+    my ($f, $signal, $within) = @_;
+    kill $signal, $f->{pid};
+    if (GmsTest::wait_until(sub { waitpid($f->{pid}, WNOHANG) != 0 },
+                            $within // 5))
+    {
+        return $? & 127 ? 128 + ($? & 127) : $? >> 8;
+    }
+    kill 'KILL', $f->{pid};
+    waitpid $f->{pid}, 0;
+    return undef;
+}
+
+my $TIME = qr/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/;
+my $OK_LINE = qr/^gms-token follow: $TIME ok tokens=(\d+) added=(\d+) (?x:
+                 )updated=(\d+) unchanged=(\d+) expired=(\d+) pruned=(\d+) (?x:
+                 )kept=(\d+) users=0 changed=0 removed=0 in \d+ms\z/;
+my $FAILED_LINE = qr/^gms-token follow: $TIME failed \((GMS|Redis)\): (.+); (?x:
+                     )next try in (\d+\.\d)s\z/;
+
+my $gms = GmsTest::GraphQL->start(token => $SECRET);
+my @gms = ('--gms', $gms->url, '--gms-token-file', $token_file);
+
+
+# --- sync publishes what it changes -------------------------------------------
+
+{
+    my $sub = GmsTest::Subscriber->new($redis, 'gms:invalidate');
+
+    $gms->tokens([ listed('new'), listed('same'), listed('moved'),
+                   listed('expired-cached', expires => $now - 1000),
+                   listed('expired-not-cached', expires => $now - 1000) ]);
+
+    $redis->cmd(HSET => key_of('same'), actor => $alice,
+                expiresAt => $future, createdAt => $now - 86_400_000);
+    $redis->cmd(HSET => key_of('moved'), actor => 'urn:li:corpuser:bob',
+                expiresAt => $future);
+    $redis->cmd(HSET => key_of('expired-cached'), actor => $alice);
+    $redis->cmd(HSET => key_of('revoked'), actor => $alice,
+                createdAt => $now - 86_400_000);
+    $redis->cmd(HSET => 'gms:token:not-an-id', actor => $alice);
+
+    my $res = run_tool('', 'sync', @gms, '--prune', @at);
+    is_deeply([@$res{qw(rc out err)}],
+              [0, "tokens=5 added=1 updated=1 unchanged=1 expired=2 "
+                  . "pruned=2 kept=0\n", ''],
+              'sync --prune: its line as before');
+    is_deeply([sort $sub->messages],
+              [sort map { datahub_id($_) }
+                        qw(new moved expired-cached revoked)],
+              'published: the ids of the token added, the one changed, the '
+              . 'expired one deleted and the one pruned; not the unchanged '
+              . 'one, the expired one that was not cached, nor a key that '
+              . 'holds no id');
+    is($redis->cmd(EXISTS => 'gms:token:not-an-id'), 0,
+       'the key that holds no id: pruned all the same');
+
+    $res = run_tool('', 'sync', @gms, '--prune', @at);
+    is($res->{rc}, 0, 'again');
+    is_deeply([$sub->messages], [], 'again: nothing changed, nothing '
+                                    . 'published');
+
+    my $page = GmsTest::json_encode({ data => { listAccessTokens => {
+        total => 1, tokens => [ listed('from-stdin') ] } } });
+    $res = run_tool("$page\n", 'sync', @at);
+    is($res->{rc}, 0, 'sync from stdin');
+    is_deeply([$sub->messages], [datahub_id('from-stdin')],
+              'sync from stdin publishes as well');
+
+    my $other = GmsTest::Subscriber->new($redis, 'edge/7:invalidate');
+    $res = run_tool('', 'sync', @gms, '--prefix', 'edge/7:', @at);
+    is($res->{rc}, 0, '--prefix edge/7:');
+    is_deeply([sort $other->messages],
+              [sort map { datahub_id($_) } qw(new same moved)],
+              "--prefix: published on the prefix's channel");
+    is_deeply([$sub->messages], [], '--prefix: nothing on gms:invalidate');
+
+    $redis->cmd('FLUSHALL');
+}
+
+
+# --- usage errors --------------------------------------------------------------
+
+{
+    $gms->clear_requests;
+    my $before = $redis->dump_all;
+    my @cases = (
+        [ [@gms, '--interval', '0s'], qr/--interval: '0s'/ ],
+        [ [@gms, '--interval', '500ms'], qr/--interval: '500ms'/ ],
+        [ [@gms, '--interval', 'soon'], qr/--interval: 'soon'/ ],
+        [ [@gms, '--interval', '2d'], qr/--interval: '2d'/ ],
+        [ [@gms, '--privileges', 'all'], qr/--privileges: 'all'/ ],
+        [ [@gms, '--page-size', '0'], qr/--page-size: '0'/ ],
+        [ [@gms, '--prune'], qr/--prune is not an option of follow/ ],
+        [ ['--interval', '1s'], qr/--gms URL is required/ ],
+        [ [@gms, 'extra'], qr/too many arguments/ ],
+    );
+    for my $c (@cases) {
+        my ($args, $re) = @$c;
+        my $shown = join ' ', 'follow', grep { $_ ne $gms->url
+                                               && $_ ne $token_file } @$args;
+        my $res = run_tool('', 'follow', @$args, @at);
+        is_deeply([$res->{rc}, $res->{out}], [2, ''],
+                  "$shown: exit 2, nothing on stdout");
+        like($res->{err}, qr/^gms-token: follow: [^\n]*$re[^\n]*\n\z/,
+             "$shown: one line naming the fault");
+    }
+    for my $c ([ ['--redis', 'nowhere'], qr/--redis: 'nowhere' is neither/ ],
+               [ ['--password-file', "$dir/missing"],
+                 qr/--password-file: cannot open \S*missing/ ]) {
+        my ($args, $re) = @$c;
+        my $res = run_tool('', 'follow', @gms, @at, @$args);
+        is_deeply([$res->{rc}, $res->{out}], [2, ''],
+                  "follow $args->[0] $args->[1]: exit 2 at once");
+        like($res->{err}, qr/^gms-token: follow: $re[^\n]*\n\z/,
+             "follow $args->[0]: one line naming the fault");
+    }
+    is($redis->dump_all, $before, 'usage errors: Redis untouched');
+    is_deeply($gms->requests, [], 'usage errors: GMS not asked');
+
+    my $help = run_tool('', 'follow', '--help');
+    like($help->{out}, qr/--interval TIME.*--privileges MODE/s,
+         'follow --help names --interval and --privileges');
+    like(run_tool('', '--help')->{out}, qr/^  follow  /m,
+         'gms-token --help lists follow');
+}
+
+
+# --- a follower: new tokens, revocations, health ------------------------------
+
+my @tokens = map { listed("follow-$_") } 1 .. 5;
+
+{
+    $gms->tokens([@tokens[0 .. 2]]);
+    my $sub = GmsTest::Subscriber->new($redis, 'gms:invalidate');
+
+    my $t0 = int(time * 1000);
+    my $f = start_follow(@gms, '--interval', '1s', '--privileges', 'off',
+                         '--page-size', '2', @at);
+
+    ok(GmsTest::wait_until(sub { ok_lines($f) >= 1 }, 10),
+       'the first cycle at once: an ok line');
+    my ($first) = out_lines($f);
+    like($first // '', $OK_LINE, 'the line: time, counts, duration');
+    my @n = ($first // '') =~ $OK_LINE;
+    is_deeply([@n[0 .. 6]], [3, 3, 0, 0, 0, 0, 0],
+              'first cycle: 3 tokens, 3 added');
+    is_deeply([ grep { $_ } map { cached("follow-$_") } 1 .. 3 ], [1, 1, 1],
+              'the three tokens cached');
+
+    my $h = health();
+    ok($h->{at} >= $t0 && $h->{at} <= int(time * 1000),
+       'gms:sync at: the time of the sync') or diag(explain($h));
+    is_deeply([@$h{qw(tokens users error failures interval)}],
+              [3, 0, '', 0, 1000],
+              'gms:sync: tokens 3, users 0, error "", failures 0, '
+              . 'interval 1000');
+    is_deeply([sort $sub->messages],
+              [sort map { $_->{id} } @tokens[0 .. 2]],
+              'the new tokens published');
+
+    # DataHub lists a new token; it stops listing a revoked one
+    $gms->tokens([@tokens[1 .. 3]]);
+    ok(GmsTest::wait_until(sub { cached('follow-4') && !cached('follow-1') },
+                           10),
+       'a token DataHub now lists is cached, a revoked one deleted');
+    is_deeply([sort $sub->messages],
+              [sort map { $_->{id} } @tokens[0, 3]],
+              'both published: the new one and the revoked one');
+    my $at = health()->{at};
+    ok(GmsTest::wait_until(sub { health()->{at} > $at }, 10),
+       'gms:sync at moves on with each cycle');
+    is_deeply([$sub->messages], [], 'a cycle that changes nothing '
+                                    . 'publishes nothing');
+
+    # the listing fails on its second page: nothing pruned, nothing written
+    $gms->tokens([@tokens[2 .. 4]]);
+    $gms->misbehave(page => 2, status => 500);
+    ok(GmsTest::wait_until(sub { health()->{error} }, 10),
+       'GMS failing: the error recorded');
+    my $failed = health();
+    like($failed->{error}, qr/HTTP 500/, 'gms:sync error: the HTTP 500');
+    ok($failed->{error_at} >= $failed->{at}, 'gms:sync error_at');
+    is($failed->{tokens}, 3, 'gms:sync tokens: the last success');
+    ok(cached('follow-2') && cached('follow-3') && !cached('follow-5'),
+       'no prune after a failed listing, and nothing of page 1 written');
+
+    ok(GmsTest::wait_until(sub {
+        (grep { $_ =~ $FAILED_LINE } err_lines($f)) >= 2
+    }, 10), 'two failed cycles');
+    $gms->clear_requests;
+    my @failed = grep { $_ =~ $FAILED_LINE } err_lines($f);
+    my @waits = map { ($_ =~ $FAILED_LINE)[2] } @failed;
+    like($failed[0], qr/failed \(GMS\): \S+: HTTP 500; next try/,
+         'a failed line: GMS, and what it said');
+    ok($waits[0] >= 1.8 && $waits[0] <= 2.2 && $waits[1] >= 3.6
+       && $waits[1] <= 4.4, "waits after failures double: @waits[0, 1] s");
+    is(health()->{failures}, 2, 'gms:sync failures: 2 in a row');
+    sleep 3;
+    my $asked = @{ $gms->requests };
+    ok($asked <= 1, "backing off: $asked request(s) in 3 s at an interval "
+                    . 'of 1 s');
+    is_deeply([$sub->messages], [], 'the failures published nothing');
+
+    $gms->misbehave;
+    my $oks = ok_lines($f);
+    ok(GmsTest::wait_until(sub { ok_lines($f) > $oks }, 10),
+       'GMS back: a cycle succeeds');
+    ok(!cached('follow-2') && cached('follow-5'), 'then pruned and added');
+    is_deeply([@{ health() }{qw(error failures)}], ['', 0],
+              'gms:sync: error "" and failures 0 again');
+    is_deeply([sort $sub->messages],
+              [sort map { $_->{id} } @tokens[1, 4]], 'and published');
+
+    # Redis goes away (losing its data) and comes back
+    $redis->stop;
+    ok(GmsTest::wait_until(sub {
+        grep { /failed \(Redis\): .*redis 127\.0\.0\.1:\d+/ } err_lines($f)
+    }, 10), 'Redis down: a failed (Redis) line');
+    $redis->start_again;
+    $oks = ok_lines($f);
+    ok(GmsTest::wait_until(sub { ok_lines($f) > $oks }, 15),
+       'Redis back: a cycle succeeds on a new connection');
+    ok(cached('follow-3') && cached('follow-4') && cached('follow-5'),
+       'the tokens cached again');
+    is(health()->{tokens}, 3, 'gms:sync written again');
+
+    is(stop_follow($f, 'TERM'), 0, 'SIGTERM: exit 0');
+    my @out = out_lines($f);
+    like($out[-1], qr/^gms-token follow: \S+ stopped by SIGTERM\z/,
+         'the last line says so');
+    is_deeply([ grep { $_ !~ $OK_LINE } @out[0 .. $#out - 1] ], [],
+              'every other line on stdout is a cycle');
+    is_deeply([ grep { $_ !~ $FAILED_LINE } err_lines($f) ], [],
+              'every line on stderr is a failed cycle');
+    ok(index(GmsTest::_slurp($f->{out}) . GmsTest::_slurp($f->{err}),
+             $SECRET) < 0, 'the GMS token never shown');
+}
+
+
+# --- stopping: in the wait, and in a slow request -----------------------------
+
+{
+    my $f = start_follow(@gms, '--interval', '1h', '--privileges', 'off',
+                         @at);
+    ok(GmsTest::wait_until(sub { ok_lines($f) >= 1 }, 10), 'a follower '
+                                                           . 'waiting 1h');
+    is(stop_follow($f, 'TERM', 5), 0, 'SIGTERM in the wait: exit 0 at once');
+
+    # docker stop: the image's STOPSIGNAL
+    $f = start_follow(@gms, '--interval', '1h', '--privileges', 'off', @at);
+    ok(GmsTest::wait_until(sub { ok_lines($f) >= 1 }, 10), 'another one');
+    is(stop_follow($f, 'QUIT', 5), 0, 'SIGQUIT: exit 0 at once');
+    like((out_lines($f))[-1], qr/ stopped by SIGQUIT\z/, 'stopped by SIGQUIT');
+
+    $gms->misbehave(delay => 30);
+    $gms->clear_requests;
+    my $before = $redis->dump_all;
+    $f = start_follow(@gms, '--interval', '1s', '--privileges', 'off',
+                      '--gms-timeout', '1m', @at);
+    ok(GmsTest::wait_until(sub { @{ $gms->requests } >= 1 }, 10),
+       'a follower waiting for a slow GMS');
+    is(stop_follow($f, 'INT', 5), 0, 'SIGINT in a request: exit 0 at once');
+    is_deeply([err_lines($f)], [], 'the abandoned cycle is no failure');
+    like((out_lines($f))[-1], qr/ stopped by SIGINT\z/, 'stopped by SIGINT');
+    is($redis->dump_all, $before, 'Redis untouched');
+    $gms->misbehave;
+}
+
+
+# --- the systemd unit example and the container ---------------------------------
+
+my %follow_options = map { ($_ => 1) } '--help',
+                     run_tool('', 'follow', '--help')->{out} =~ /(--[a-z-]+)/g;
+
+# the options of every 'gms-token follow' command line in $text
+sub follow_options_in {
+    my ($text) = @_;
+    my @lines;
+    (my $joined = $text) =~ s/\\\n\s*/ /g;
+    for my $line (split /\n/, $joined) {
+        next unless $line =~ /gms-token follow\b(.*)/;
+        push @lines, [ $1 =~ /(--[a-z-]+)/g ];
+    }
+    return @lines;
+}
+
+{
+    my $unit = GmsTest::_slurp("$repo/conf-examples/gms-token-follow.service");
+    my ($exec) = $unit =~ /^ExecStart=((?:[^\n]*\\\n)*[^\n]*)/m;
+    ok(defined $exec, 'the unit has an ExecStart');
+    my @lines = follow_options_in($exec // '');
+    is(scalar @lines, 1, 'ExecStart runs gms-token follow');
+    is_deeply([ grep { !$follow_options{$_} } map { @$_ } @lines ], [],
+              "ExecStart's options are follow's");
+    like($unit, qr/^Restart=on-failure$/m, 'Restart=on-failure');
+    like($unit, qr/^LoadCredential=gms-token:/m,
+         'the GMS token as a credential');
+    like($exec // '', qr/--gms-token-file \$\{CREDENTIALS_DIRECTORY\}\//,
+         'read from the credentials directory');
+
+  SKIP: {
+        skip 'systemd-analyze not found', 1
+            unless grep { -x "$_/systemd-analyze" } split /:/, $ENV{PATH};
+        # the unit as installed, with the tool where 'make install' puts it
+        (my $copy = $unit) =~ s{/usr/local/bin/gms-token}{$bin}g;
+        GmsTest::_write_file("$dir/gms-token-follow.service", $copy);
+        my $out = `systemd-analyze verify $dir/gms-token-follow.service 2>&1`;
+        my @complaints = grep { /gms-token-follow\.service/ }
+                         split /\n/, $out;
+        is_deeply(\@complaints, [], 'systemd-analyze verify: no complaint '
+                                    . 'about the unit');
+    }
+
+    my $readme = GmsTest::_slurp("$repo/README.md");
+    my @readme = follow_options_in($readme);
+    ok(@readme >= 2, 'README shows gms-token follow command lines');
+    is_deeply([ grep { !$follow_options{$_} } map { @$_ } @readme ], [],
+              "README's follow command lines use follow's options");
+    like($readme, qr/docker run[^\n]*(?:\\\n[^\n]*)*gms-token follow/,
+         'README: follow as a container of the image');
+
+    # the image's entry point runs anything else as given
+    local $ENV{PATH} = dirname($bin) . ":$ENV{PATH}";
+    my $res = `sh $repo/docker/entrypoint.sh gms-token follow --help`;
+    like($res, qr/^Usage: gms-token follow/,
+         "the entry point runs 'gms-token follow' as given");
+    like(GmsTest::_slurp("$repo/Dockerfile"),
+         qr/^\s+nginx libhiredis\S* libjansson\S* libcurl4 /m,
+         'the image has libcurl, which gms-token links');
+}
+
+done_testing();
