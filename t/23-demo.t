@@ -1,9 +1,11 @@
 #!/usr/bin/perl
 
 # make demo (tools/demo.sh) as a new user meets it: it comes up and its
-# printed token works; and with a port already taken it stops at once,
-# saying which, before starting anything (it used to report "demo is up"
-# with curl lines for the other instance and write into its Redis).
+# printed token works; the printed revocation in the stand-in GMS reaches
+# the edge through gms-token follow, which logs its cycles; and with a
+# port already taken it stops at once, saying which, before starting
+# anything (it used to report "demo is up" with curl lines for the other
+# instance and write into its Redis).
 
 use strict;
 use warnings;
@@ -51,7 +53,7 @@ sub slurp {
 }
 
 my %ports = map { $_ => GmsTest::free_port() }
-            qw(PORT REDIS_PORT GMS_PORT SEARCH_PORT);
+            qw(PORT REDIS_PORT GMS_PORT SEARCH_PORT GRAPHQL_PORT);
 
 subtest 'a port in use: refused at once' => sub {
     my $taken = IO::Socket::INET->new(Listen => 5, LocalAddr => '127.0.0.1',
@@ -76,7 +78,7 @@ subtest 'the demo comes up and its token works' => sub {
     ok($up, 'demo is up') or diag(slurp($err));
 
     SKIP: {
-        skip 'not up', 7 unless $up;
+        skip 'not up', 12 unless $up;
 
         my $printed = slurp($out);
         my ($token, $session) =
@@ -115,6 +117,37 @@ subtest 'the demo comes up and its token works' => sub {
             GET => '/entities/urn%3Ali%3Acorpuser%3Adatahub',
             { Authorization => 'Bearer ' . ($token =~ s/[^.]+$/forged/r) });
         is($res->{status}, 401, 'a forged token: 401');
+
+        # the printed revocation, as printed: a POST to the stand-in GMS
+        my ($auth, $query, $port) = $printed =~
+            m{^\s*curl\s-s\s-H\s'Authorization:\s(Bearer\s[^']+)'
+              \s+-H\s'Content-Type:\sapplication/json'
+              \s+-d\s'(\{"query":"mutation[^']+)'
+              \s+'http://127\.0\.0\.1:(\d+)/api/graphql'$}mx;
+        ok($query, 'a revocation in the stand-in GMS printed')
+            or diag($printed);
+        is($port, $ports{GRAPHQL_PORT}, 'on DEMO_GRAPHQL_PORT');
+        $res = GmsTest::HTTP::request($port // $ports{GRAPHQL_PORT},
+            POST => '/api/graphql',
+            { Authorization => $auth // '',
+              'Content-Type' => 'application/json' },
+            $query // '');
+        is($res->{body}, '{"data":{"revokeAccessToken":true},'
+                         . '"extensions":{}}', 'the stand-in revokes it');
+
+        ok(GmsTest::wait_until(sub {
+               GmsTest::HTTP::request($ports{PORT},
+                   GET => '/entities/urn%3Ali%3Acorpuser%3Adatahub',
+                   { Authorization => "Bearer $token" })->{status} == 401
+           }, 10), 'the edge refuses the revoked token: 401')
+            or diag(slurp($err));
+
+        my ($log) = $printed =~ m{^\s*# .*?(/\S+/follow\.log)$}m;
+        like(slurp($log // ''),
+             qr/^gms-token\ follow:\ \S+\ ok\ tokens=1\ .*\n
+                (?:.*\n)*
+                gms-token\ follow:\ \S+\ ok\ tokens=0\ .*\bpruned=1\b/mx,
+             'follow.log: the cycles, the last one pruning it');
     }
 
     kill 'INT', $pid;

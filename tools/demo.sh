@@ -1,7 +1,9 @@
 #!/bin/sh
 # make demo: a real redis-server and nginx (conf-examples/gms-edge.conf)
-# on localhost, with stand-ins for GMS and the search cluster, a demo user
-# and token; prints curl lines and runs until Ctrl-C, then cleans up.
+# on localhost, with stand-ins for GMS (its REST API in nginx, its GraphQL
+# endpoint in tools/demo-gms.pl) and the search cluster, a demo user and
+# token that 'gms-token follow' copies from the stand-in into Redis; prints
+# curl lines and runs until Ctrl-C, then cleans up.
 set -eu
 
 module=${1:?usage: demo.sh path/to/ngx_http_gms_module.so}
@@ -12,6 +14,7 @@ port=${DEMO_PORT:-18000}
 redis_port=${DEMO_REDIS_PORT:-16379}
 gms_port=${DEMO_GMS_PORT:-18080}
 search_port=${DEMO_SEARCH_PORT:-19200}
+graphql_port=${DEMO_GRAPHQL_PORT:-18081}
 
 if [ ! -x "$tool" ]; then
     echo "demo: $tool is not built: run 'make tool'" >&2
@@ -22,9 +25,13 @@ dir=$(mktemp -d /tmp/gms-demo.XXXXXX)
 chmod 755 "$dir"
 redis_pid=
 nginx_pid=
+graphql_pid=
+follow_pid=
 
 cleanup() {
     trap - EXIT INT TERM
+    [ -n "$follow_pid" ] && kill "$follow_pid" 2>/dev/null || true
+    [ -n "$graphql_pid" ] && kill "$graphql_pid" 2>/dev/null || true
     [ -n "$nginx_pid" ] && kill -QUIT "$nginx_pid" 2>/dev/null || true
     [ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null || true
     wait 2>/dev/null || true
@@ -37,13 +44,13 @@ trap 'exit 0' INT TERM
 
 # before anything starts: a port in use would mean another instance's
 # Redis written to and curl lines for it (sh has no /dev/tcp: Perl asks)
-for p in "$port" "$redis_port" "$gms_port" "$search_port"; do
+for p in "$port" "$redis_port" "$gms_port" "$search_port" "$graphql_port"; do
     if perl -MIO::Socket::INET -e \
            'exit(IO::Socket::INET->new(PeerAddr => "127.0.0.1:$ARGV[0]",
                                        Timeout => 1) ? 0 : 1)' "$p"
     then
         echo "demo: port $p is in use; set DEMO_PORT, DEMO_REDIS_PORT," \
-             "DEMO_GMS_PORT or DEMO_SEARCH_PORT" >&2
+             "DEMO_GMS_PORT, DEMO_GRAPHQL_PORT or DEMO_SEARCH_PORT" >&2
         exit 1
     fi
 done
@@ -67,27 +74,35 @@ umask 022
 key=$(cat "$dir/gms-signing-key")
 system_secret=$(cat "$dir/gms-system-client-secret")
 
+# the demo's tokens were made an hour ago, for a day: follow's prune spares
+# a token created in the last minute (DataHub's search index lags behind),
+# and the demo's revocation is meant to show at once
+created=$(($(date +%s) - 3600))
+exp=$((created + 86400))
+
 # DataHub's tokens, minted as GMS's StatelessTokenService does: an HS256
 # JWT, base64url parts, keyed with the signing key's bytes
 b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
-mint() {    # mint TYPE VERSION: a token of the user "datahub", for a day
+mint() {    # mint TYPE VERSION: a token of the user "datahub", until exp
     h=$(printf '{"alg":"HS256"}' | b64url)
     p=$(printf '{"actorType":"USER","actorId":"datahub","type":"%s",'\
 '"version":"%s","jti":"%s","sub":"datahub","exp":%s,'\
 '"iss":"datahub-metadata-service"}' "$1" "$2" "$(openssl rand -hex 16)" \
-               "$(($(date +%s) + 86400))" | b64url)
+               "$exp" | b64url)
     s=$(printf '%s' "$h.$p" | openssl dgst -sha256 -hmac "$key" -binary \
             | b64url)
     printf '%s.%s.%s' "$h" "$p" "$s"
 }
 
-# a demo user whose personal token is valid for a day, with the privilege
-# that getEsTaskStatus needs, seeded as a filler would: by gms-token, the
-# token on stdin, the key its id (what GMS itself would store); and a
-# session token, as DataHub's frontend holds, which is in no Redis
+# a demo user and its personal token (in a file of mode 0600: follow reads
+# it from there); and a session token, as DataHub's frontend holds, which
+# is in no Redis
 token=$(mint PERSONAL 2)
 session=$(mint SESSION 1)
 actor=urn:li:corpuser:datahub
+umask 077
+printf '%s\n' "$token" > "$dir/demo-token"
+umask 022
 gms_token() { "$tool" "$@" --redis "127.0.0.1:$redis_port"; }
 
 # the id is hashed with GMS's salt: the one conf-examples/gms-edge.conf
@@ -96,10 +111,38 @@ salt=$(sed -n 's/^ *gms_token_salt "\(.*\)";$/\1/p' \
            "$repo/conf-examples/gms-edge.conf")
 [ -n "$salt" ] || { echo "demo: no gms_token_salt in gms-edge.conf" >&2; exit 1; }
 
-id=$(printf '%s' "$token" | gms_token put --token-stdin --salt "$salt" \
-         --actor "$actor" --expires-in 1d --type PERSONAL)
-gms_token grant "$actor" GET_ES_TASK_STATUS_PRIVILEGE \
-    GENERATE_PERSONAL_ACCESS_TOKENS
+id=$("$tool" id --salt "$salt" < "$dir/demo-token")
+
+# the stand-in GMS GraphQL endpoint knows the token (its id, hashed with
+# the same salt) and a policy granting the demo user the privilege that
+# getEsTaskStatus needs and GENERATE_PERSONAL_ACCESS_TOKENS; its temporary
+# files in $dir
+TMPDIR=$dir perl -I "$repo/t/lib" "$repo/tools/demo-gms.pl" \
+    --port "$graphql_port" --salt "$salt" --token-file "$dir/demo-token" \
+    --id "$id" --actor "$actor" --created-at "$((created * 1000))" \
+    --expires-at "$((exp * 1000))" > "$dir/gms-graphql.log" 2>&1 &
+graphql_pid=$!
+
+i=0
+until curl -s -o /dev/null "http://127.0.0.1:$graphql_port/api/graphql"; do
+    i=$((i + 1))
+    [ $i -gt 50 ] && { echo "the stand-in GMS did not start:" >&2; cat "$dir/gms-graphql.log" >&2; exit 1; }
+    sleep 0.1
+done
+
+# gms-token follow fills Redis from it, as in production: the token, then
+# its user's privileges from the policy, again every 2 seconds
+"$tool" follow --gms "http://127.0.0.1:$graphql_port" \
+    --gms-token-file "$dir/demo-token" --redis "127.0.0.1:$redis_port" \
+    --interval 2s > "$dir/follow.log" 2>&1 &
+follow_pid=$!
+
+i=0
+until gms_token show "$id" >/dev/null 2>&1; do
+    i=$((i + 1))
+    [ $i -gt 100 ] && { echo "follow did not fill Redis:" >&2; cat "$dir/follow.log" >&2; exit 1; }
+    sleep 0.1
+done
 
 cat > "$dir/stand-ins.conf" <<CONF
     # Stand-in GMS: echoes what it received (method, URI, actor header).
@@ -154,7 +197,9 @@ url="http://127.0.0.1:$port"
 cat <<MSG
 
 GMS edge demo is up: nginx $url -> stand-in GMS 127.0.0.1:$gms_port,
-tokens in redis-server 127.0.0.1:$redis_port, logs in $dir.
+tokens in redis-server 127.0.0.1:$redis_port, copied there by gms-token
+follow from the stand-in GMS GraphQL endpoint 127.0.0.1:$graphql_port,
+logs in $dir.
 
   # 200: a valid token, proxied to GMS with the actor set by the edge
   curl -i -H 'Authorization: Bearer $token' '$url/entities/urn%3Ali%3Adataset%3A%28urn%3Ali%3AdataPlatform%3Ahive%2Cdb.table%2CPROD%29'
@@ -175,10 +220,14 @@ tokens in redis-server 127.0.0.1:$redis_port, logs in $dir.
   # getEsTaskStatus answered by nginx from the search cluster
   curl -i -H 'Authorization: Bearer $token' -H 'Content-Type: application/json' -d '{"task":"oTUltX4IQMOUUVeiohTt8A:124"}' '$url/operations?action=getEsTaskStatus'
 
-  # the cached token as the module reads it; revoking it means 401 once
-  # nginx's own cache entry is over (ttl=30s in gms-edge.conf)
+  # the cached token as the module reads it (follow put it there)
   $tool show '$id' --redis 127.0.0.1:$redis_port
-  $tool revoke '$id' --redis 127.0.0.1:$redis_port
+
+  # revoke the token in the stand-in GMS; within follow's interval (2s) it
+  # is gone from Redis, nginx's cache drops it, and the edge answers 401
+  curl -s -H 'Authorization: Bearer $token' -H 'Content-Type: application/json' -d '{"query":"mutation revoke(\$tokenId: String!) { revokeAccessToken(tokenId: \$tokenId) }","variables":{"tokenId":"$id"}}' 'http://127.0.0.1:$graphql_port/api/graphql'
+  curl -i -H 'Authorization: Bearer $token' '$url/entities/urn%3Ali%3Acorpuser%3Adatahub'
+  # what follow did, a line a cycle: $dir/follow.log
 
 Ctrl-C stops everything.
 MSG

@@ -10,6 +10,7 @@ package GmsTest::Stub;
 #       return [200, ['Content-Type' => 'application/json'], $body, $delay];
 #   });
 #
+# port: the port to listen on (default: one the kernel picks; $s->port).
 # $req: method, uri (the raw request target), version, path, query,
 # headers ([name, value] pairs as received), header (lowercase name =>
 # value, last wins), body.  Content-Length is added to the response unless
@@ -55,7 +56,7 @@ sub start {
     # binding port 0 right here leaves no window for another process
     my $listen = IO::Socket::INET->new(
         LocalAddr => '127.0.0.1',
-        LocalPort => 0,
+        LocalPort => $opt{port} // 0,
         Listen    => 1024,
         ReuseAddr => 1,
         Proto     => 'tcp',
