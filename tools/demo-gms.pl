@@ -54,19 +54,10 @@ my %policy = (
     actors     => { users => [ $o{actor} ] },
 );
 
-my $gms;
-{
-    # GmsTest::GraphQL->start has no port option: its stub is given ours
-    my $stub_start = \&GmsTest::Stub::start;
-    no warnings 'redefine';
-    local *GmsTest::Stub::start = sub {
-        my ($class, %opt) = @_;
-        return $stub_start->($class, %opt, port => $o{port});
-    };
-    $gms = GmsTest::GraphQL->start(token => $token, tokens => [ \%metadata ],
-                                   policies => [ \%policy ],
-                                   salt => $o{salt}, caller => $o{actor});
-}
+my $gms = GmsTest::GraphQL->start(token => $token, port => $o{port},
+                                  tokens => [ \%metadata ],
+                                  policies => [ \%policy ],
+                                  salt => $o{salt}, caller => $o{actor});
 
 # exit runs the harness's END, which stops the stub's workers
 my $stop = 0;

@@ -163,6 +163,7 @@ sub start {
     my $file = $self->{state_file};
     $self->{stub} = GmsTest::Stub->start(
         workers => $opt{workers} // 2,
+        port    => $opt{port},
         handler => sub { _answer($file, $_[0]) },
     );
 
