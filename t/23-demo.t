@@ -143,10 +143,13 @@ subtest 'the demo comes up and its token works' => sub {
             or diag(slurp($err));
 
         my ($log) = $printed =~ m{^\s*# .*?(/\S+/follow\.log)$}m;
-        like(slurp($log // ''),
-             qr/^gms-token\ follow:\ \S+\ ok\ tokens=1\ .*\n
-                (?:.*\n)*
-                gms-token\ follow:\ \S+\ ok\ tokens=0\ .*\bpruned=1\b/mx,
+        # the cycle publishes before it writes its line: wait for the line
+        my $cycles = qr/^gms-token\ follow:\ \S+\ ok\ tokens=1\ .*\n
+                        (?:.*\n)*
+                        gms-token\ follow:\ \S+\ ok\ tokens=0\ .*
+                        \bpruned=1\b/mx;
+        GmsTest::wait_until(sub { slurp($log // '') =~ $cycles }, 5);
+        like(slurp($log // ''), $cycles,
              'follow.log: the cycles, the last one pruning it');
     }
 
