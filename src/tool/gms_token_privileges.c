@@ -39,7 +39,6 @@
 
 /* items asked a page, and keys asked of each SCAN step */
 #define GMS_PRIV_PAGE          100
-#define GMS_PRIV_SCAN_COUNT    "1000"
 
 /* DataHub's ListAccessTokensResolver (auth.graphql): who holds a token */
 #define GMS_PRIV_TOKENS_QUERY                                                \
@@ -919,58 +918,29 @@ static int
 gms_priv_remove(gms_priv_ctx_t *c, gms_tool_privileges_counts_t *counts)
 {
     int               rc;
-    char             *pattern, *p, cursor[32], *urn;
+    char             *p, *urn;
     size_t            i, base, len;
     gms_tool_t       *t;
-    redisReply       *reply, *keys, *key, *del;
+    redisReply       *keys, *key, *del;
     gms_priv_list_t   gone;
+    gms_tool_scan_t   scan;
 
     t = c->tool;
     base = t->prefix_len + sizeof(GMS_KEY_ACTOR) - 1;
 
     memset(&gone, 0, sizeof(gms_priv_list_t));
 
-    /* the prefix is any bytes: its glob characters must match themselves */
-    pattern = malloc(2 * t->prefix_len + sizeof(GMS_KEY_ACTOR "*"));
-    if (pattern == NULL) {
-        gms_tool_error(t, "out of memory");
+    if (gms_tool_scan_open(t, &scan, GMS_KEY_ACTOR) != 0) {
         return -1;
     }
 
-    for (p = pattern, i = 0; i < t->prefix_len; i++) {
-        if (strchr("*?[]\\", t->prefix[i]) && t->prefix[i] != '\0') {
-            *p++ = '\\';
-        }
-
-        *p++ = t->prefix[i];
-    }
-
-    memcpy(p, GMS_KEY_ACTOR "*", sizeof(GMS_KEY_ACTOR "*") - 1);
-    len = p - pattern + sizeof(GMS_KEY_ACTOR "*") - 1;
-
-    strcpy(cursor, "0");
     rc = -1;
 
     do {
-        reply = redisCommand(t->ctx, "SCAN %s MATCH %b COUNT "
-                             GMS_PRIV_SCAN_COUNT, cursor, pattern, len);
-
-        if (gms_tool_reply_error(t, reply, "SCAN") != 0) {
+        keys = gms_tool_scan_next(t, &scan);
+        if (keys == NULL) {
             goto done;
         }
-
-        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2
-            || reply->element[0]->type != REDIS_REPLY_STRING
-            || reply->element[0]->len >= sizeof(cursor)
-            || reply->element[1]->type != REDIS_REPLY_ARRAY)
-        {
-            gms_tool_error(t, "redis %s: SCAN: unexpected reply", t->redis);
-            freeReplyObject(reply);
-            goto done;
-        }
-
-        memcpy(cursor, reply->element[0]->str, reply->element[0]->len + 1);
-        keys = reply->element[1];
 
         for (i = 0; i < keys->elements; i++) {
             key = keys->element[i];
@@ -990,14 +960,11 @@ gms_priv_remove(gms_priv_ctx_t *c, gms_tool_privileges_counts_t *counts)
             }
 
             if (gms_priv_add(&gone, urn, key->len - base) != 0) {
-                freeReplyObject(reply);
                 goto done;
             }
         }
 
-        freeReplyObject(reply);
-
-    } while (strcmp(cursor, "0") != 0);
+    } while (!scan.done);
 
     /* SCAN may return a key twice */
     gms_priv_sort_unique(&gone);
@@ -1034,7 +1001,7 @@ gms_priv_remove(gms_priv_ctx_t *c, gms_tool_privileges_counts_t *counts)
 
 done:
 
-    free(pattern);
+    gms_tool_scan_close(&scan);
     gms_priv_list_free(&gone);
 
     return rc;

@@ -26,7 +26,6 @@
 
 /* tokens per pipelined batch, and keys asked of each SCAN step */
 #define GMS_SYNC_BATCH         1000
-#define GMS_SYNC_SCAN_COUNT    "1000"
 
 /* a token created this recently may be missing from DataHub's list */
 #define GMS_SYNC_PRUNE_GRACE   60000
@@ -761,56 +760,28 @@ static int
 gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
     gms_tool_sync_counts_t *counts)
 {
-    int          rc;
-    char        *pattern, *p, cursor[32], *id;
-    size_t       i, n, base, len, id_len;
-    int64_t      cutoff;
-    redisReply  *reply, *keys, *key, *del;
+    int               rc;
+    char             *id;
+    size_t            i, n, base, id_len;
+    int64_t           cutoff;
+    redisReply       *keys, *key, *del;
+    gms_tool_scan_t   scan;
 
     base = t->prefix_len + sizeof(GMS_KEY_TOKEN) - 1;
     cutoff = gms_tool_now_ms() - GMS_SYNC_PRUNE_GRACE;
 
-    /* the prefix is any bytes: its glob characters must match themselves */
-    pattern = malloc(2 * t->prefix_len + sizeof(GMS_KEY_TOKEN "*"));
-    if (pattern == NULL) {
-        gms_tool_error(t, "out of memory");
+    if (gms_tool_scan_open(t, &scan, GMS_KEY_TOKEN) != 0) {
         return -1;
     }
 
-    for (p = pattern, i = 0; i < t->prefix_len; i++) {
-        if (strchr("*?[]\\", t->prefix[i]) && t->prefix[i] != '\0') {
-            *p++ = '\\';
-        }
-
-        *p++ = t->prefix[i];
-    }
-
-    memcpy(p, GMS_KEY_TOKEN "*", sizeof(GMS_KEY_TOKEN "*") - 1);
-    len = p - pattern + sizeof(GMS_KEY_TOKEN "*") - 1;
-
-    strcpy(cursor, "0");
     rc = -1;
 
     do {
-        reply = redisCommand(t->ctx, "SCAN %s MATCH %b COUNT "
-                             GMS_SYNC_SCAN_COUNT, cursor, pattern, len);
-
-        if (gms_tool_reply_error(t, reply, "SCAN") != 0) {
+        keys = gms_tool_scan_next(t, &scan);
+        if (keys == NULL) {
             goto done;
         }
 
-        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2
-            || reply->element[0]->type != REDIS_REPLY_STRING
-            || reply->element[0]->len >= sizeof(cursor)
-            || reply->element[1]->type != REDIS_REPLY_ARRAY)
-        {
-            gms_tool_error(t, "redis %s: SCAN: unexpected reply", t->redis);
-            freeReplyObject(reply);
-            goto done;
-        }
-
-        memcpy(cursor, reply->element[0]->str, reply->element[0]->len + 1);
-        keys = reply->element[1];
         n = 0;
 
         for (i = 0; i < keys->elements; i++) {
@@ -841,8 +812,6 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
             n++;
         }
 
-        freeReplyObject(reply);
-
         for (i = 0; i < n; i++) {
             if (redisGetReply(t->ctx, (void **) &del) != REDIS_OK) {
                 del = NULL;
@@ -865,13 +834,13 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
             freeReplyObject(del);
         }
 
-    } while (strcmp(cursor, "0") != 0);
+    } while (!scan.done);
 
     rc = 0;
 
 done:
 
-    free(pattern);
+    gms_tool_scan_close(&scan);
 
     return rc;
 }

@@ -71,6 +71,21 @@ int gms_tool_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
 int gms_tool_reply_error(gms_tool_t *t, redisReply *reply, const char *what);
 
 int gms_tool_publish(gms_tool_t *t, const char *what, size_t len);
+
+
+/* SCAN MATCH <prefix><kind>*, a batch at a time, never KEYS */
+typedef struct {
+    char                  *pattern;
+    size_t                 len;
+    char                   cursor[32];
+    unsigned               done:1;
+    redisReply            *reply;          /* the last batch's */
+} gms_tool_scan_t;
+
+
+int gms_tool_scan_open(gms_tool_t *t, gms_tool_scan_t *s, const char *kind);
+redisReply *gms_tool_scan_next(gms_tool_t *t, gms_tool_scan_t *s);
+void gms_tool_scan_close(gms_tool_scan_t *s);
 int gms_tool_uncache(gms_tool_t *t, const char *id);
 
 char *gms_tool_read_file(gms_tool_t *t, const char *option,

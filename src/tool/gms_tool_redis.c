@@ -401,3 +401,92 @@ gms_tool_uncache(gms_tool_t *t, const char *id)
 
     return deleted;
 }
+
+
+/* the prefix is any bytes: its glob characters must match themselves */
+
+int
+gms_tool_scan_open(gms_tool_t *t, gms_tool_scan_t *s, const char *kind)
+{
+    char    *p;
+    size_t   i, kind_len;
+
+    memset(s, 0, sizeof(gms_tool_scan_t));
+
+    kind_len = strlen(kind);
+
+    s->pattern = malloc(2 * t->prefix_len + kind_len + 2);
+    if (s->pattern == NULL) {
+        gms_tool_error(t, "out of memory");
+        return -1;
+    }
+
+    for (p = s->pattern, i = 0; i < t->prefix_len; i++) {
+        if (strchr("*?[]\\", t->prefix[i]) && t->prefix[i] != '\0') {
+            *p++ = '\\';
+        }
+
+        *p++ = t->prefix[i];
+    }
+
+    memcpy(p, kind, kind_len);
+    p += kind_len;
+    *p++ = '*';
+
+    s->len = p - s->pattern;
+    strcpy(s->cursor, "0");
+
+    return 0;
+}
+
+
+/*
+ * The keys of the next batch (an array of replies to check one by one),
+ * valid until the next call; NULL: reported.  s->done once SCAN's cursor
+ * is back to 0.
+ */
+
+redisReply *
+gms_tool_scan_next(gms_tool_t *t, gms_tool_scan_t *s)
+{
+    redisReply  *reply;
+
+    if (s->reply) {
+        freeReplyObject(s->reply);
+        s->reply = NULL;
+    }
+
+    reply = redisCommand(t->ctx, "SCAN %s MATCH %b COUNT 1000", s->cursor,
+                         s->pattern, s->len);
+
+    if (gms_tool_reply_error(t, reply, "SCAN") != 0) {
+        return NULL;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2
+        || reply->element[0]->type != REDIS_REPLY_STRING
+        || reply->element[0]->len >= sizeof(s->cursor)
+        || reply->element[1]->type != REDIS_REPLY_ARRAY)
+    {
+        gms_tool_error(t, "redis %s: SCAN: unexpected reply", t->redis);
+        freeReplyObject(reply);
+        return NULL;
+    }
+
+    memcpy(s->cursor, reply->element[0]->str, reply->element[0]->len + 1);
+    s->done = (strcmp(s->cursor, "0") == 0);
+    s->reply = reply;
+
+    return reply->element[1];
+}
+
+
+void
+gms_tool_scan_close(gms_tool_scan_t *s)
+{
+    if (s->reply) {
+        freeReplyObject(s->reply);
+    }
+
+    free(s->pattern);
+}
