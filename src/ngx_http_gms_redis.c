@@ -522,7 +522,12 @@ ngx_http_gms_redis_connect(ngx_http_gms_rconn_t *rc)
         }
     }
 
-    if (gmcf->sentinels) {
+    /*
+     * not on the subscription: its replies are held to the shape of
+     * messages, and a replica delivers what is published on the master
+     */
+
+    if (gmcf->sentinels && rc != &ngx_http_gms_redis_sub) {
         argv[0] = "ROLE";
         lens[0] = 4;
 
