@@ -232,9 +232,7 @@ ngx_http_gms_rconn_resolved(ngx_resolver_ctx_t *ctx)
 {
     ngx_http_gms_rconn_t *rc = ctx->data;
 
-    u_char              text[NGX_SOCKADDR_STRLEN];
-    ngx_uint_t          i;
-    ngx_resolver_addr_t *ra;
+    ngx_resolver_addr_t  *ra;
 
     rc->resolving = NULL;
 
@@ -248,10 +246,9 @@ ngx_http_gms_rconn_resolved(ngx_resolver_ctx_t *ctx)
         return;
     }
 
-    /* the addresses rotate in the resolver's answers: take the first */
+    /* the resolver rotates the addresses of its answers: the first */
 
-    i = 0;
-    ra = &ctx->addrs[i];
+    ra = &ctx->addrs[0];
 
     ngx_memcpy(&rc->sockaddr, ra->sockaddr, ra->socklen);
     rc->socklen = ra->socklen;
@@ -259,10 +256,8 @@ ngx_http_gms_rconn_resolved(ngx_resolver_ctx_t *ctx)
 
     rc->peer = rc->addr->name;
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
-                   "gms: redis \"%V\" resolved to %s", &ctx->name,
-                   (ngx_sock_ntop(&rc->sockaddr.sockaddr, rc->socklen, text,
-                                  NGX_SOCKADDR_STRLEN, 1), text));
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: redis \"%V\" resolved", &ctx->name);
 
     ngx_resolve_name_done(ctx);
 
@@ -674,9 +669,7 @@ ngx_http_gms_rconn_flush(ngx_http_gms_rconn_t *rc)
 
     while (rc->out_pos < rc->out_len) {
 
-        if (!c->write->ready) {
-            break;
-        }
+        /* tried whether ready or not: NGX_AGAIN says to wait */
 
         n = c->send(c, rc->out + rc->out_pos, rc->out_len - rc->out_pos);
 
