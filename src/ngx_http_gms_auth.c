@@ -76,6 +76,10 @@ static void ngx_http_gms_lookup_done(void *data, redisReply *reply,
     const char *error);
 static ngx_uint_t ngx_http_gms_outage_log(ngx_uint_t *suppressed);
 static void ngx_http_gms_log_bad_entry(u_char *id, const char *error);
+static ngx_int_t ngx_http_gms_check(ngx_http_request_t *r,
+    ngx_http_gms_loc_conf_t *glcf);
+static ngx_int_t ngx_http_gms_passed(ngx_http_request_t *r,
+    ngx_http_gms_loc_conf_t *glcf, ngx_int_t rc);
 static ngx_int_t ngx_http_gms_drop_actor_header(ngx_http_request_t *r);
 static ngx_int_t ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight,
     redisReply *reply, ngx_http_gms_cache_entry_t *entry);
@@ -113,22 +117,96 @@ static ngx_str_t  ngx_http_gms_deny_forbidden_403;
 ngx_int_t
 ngx_http_gms_access_handler(ngx_http_request_t *r)
 {
-    size_t                       len;
-    ngx_uint_t                   bad_basic;
-    const u_char                *token;
-    ngx_table_elt_t             *h;
-    ngx_http_gms_ctx_t          *ctx;
-    ngx_http_gms_loc_conf_t     *glcf;
-    ngx_http_gms_main_conf_t    *gmcf;
-    ngx_http_gms_cache_entry_t   entry;
+    ngx_http_gms_loc_conf_t  *glcf;
 
     glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
 
-    if (!glcf->enable) {
+    if (!glcf->enable || glcf->phase == NGX_HTTP_GMS_PHASE_PREACCESS) {
         return NGX_DECLINED;
     }
 
+    return ngx_http_gms_passed(r, glcf, ngx_http_gms_check(r, glcf));
+}
+
+
+/*
+ * gms_token_phase preaccess: the same check, before limit_req and
+ * limit_conn (this module's handler is added after theirs, so it runs
+ * first), so that they can key on $gms_token_actor or $gms_token_id.
+ * A pass must not end the phase (NGX_OK would skip limit_req): it
+ * declines.  Subrequests are left to the precontent check, as the access
+ * phase leaves them.
+ */
+
+ngx_int_t
+ngx_http_gms_preaccess_handler(ngx_http_request_t *r)
+{
+    ngx_int_t                 rc;
+    ngx_http_gms_loc_conf_t  *glcf;
+
+    glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
+
+    if (!glcf->enable || glcf->phase != NGX_HTTP_GMS_PHASE_PREACCESS
+        || r != r->main)
+    {
+        return NGX_DECLINED;
+    }
+
+    rc = ngx_http_gms_passed(r, glcf, ngx_http_gms_check(r, glcf));
+
+    return rc == NGX_OK ? NGX_DECLINED : rc;
+}
+
+
+/* a token taken from gms_token_source goes on to GMS as GMS reads one */
+
+static ngx_int_t
+ngx_http_gms_passed(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf,
+    ngx_int_t rc)
+{
+    ngx_http_gms_ctx_t  *ctx;
+
+    if (rc != NGX_OK || glcf->source == NULL) {
+        return rc;
+    }
+
     ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
+
+    if (ctx == NULL || ctx->credential.data == NULL
+        || ngx_http_gms_forward_token(r, &ctx->credential) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_gms_check(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf)
+{
+    size_t                       len;
+    ngx_str_t                    credential;
+    ngx_uint_t                   bad_basic;
+    const u_char                *token;
+    ngx_http_gms_ctx_t          *ctx;
+    ngx_http_gms_main_conf_t    *gmcf;
+    ngx_http_gms_cache_entry_t   entry;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
+
+    if (ctx == NULL && glcf->preflight && ngx_http_gms_is_preflight(r)) {
+        /* no token to check: what it asks of GMS is answered by GMS */
+
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "gms: CORS preflight let through");
+
+        if (ngx_http_gms_drop_actor_header(r) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        return NGX_DECLINED;
+    }
 
     if (ctx != NULL) {
         if (ctx->pending) {
@@ -159,12 +237,20 @@ ngx_http_gms_access_handler(ngx_http_request_t *r)
     ngx_http_set_ctx(r, ctx, ngx_http_gms_module);
 
     gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
-    h = r->headers_in.authorization;
     bad_basic = 0;
 
-    if (h != NULL && gmcf->system_client) {
+    if (ngx_http_gms_credential(r, glcf, &credential) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
 
-        switch (gms_basic_parse(h->value.data, h->value.len, &token, &len)) {
+    ctx->credential = credential;
+
+    if (credential.data != NULL && gmcf->system_client
+        && glcf->source == NULL)
+    {
+        switch (gms_basic_parse(credential.data, credential.len, &token,
+                                &len))
+        {
 
         case 0:
             return ngx_http_gms_system(r, ctx, token, len);
@@ -183,7 +269,7 @@ ngx_http_gms_access_handler(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (h == NULL) {
+    if (credential.data == NULL) {
         ctx->result = NGX_HTTP_GMS_MISSING;
         return ngx_http_gms_decide(r, ctx);
     }
@@ -193,7 +279,8 @@ ngx_http_gms_access_handler(ngx_http_request_t *r)
         return ngx_http_gms_decide(r, ctx);
     }
 
-    if (gms_bearer_parse(h->value.data, h->value.len, &token, &len) != 0) {
+    if (gms_bearer_parse(credential.data, credential.len, &token, &len) != 0)
+    {
         ctx->result = NGX_HTTP_GMS_MALFORMED;
         return ngx_http_gms_decide(r, ctx);
     }
@@ -1223,76 +1310,12 @@ ngx_http_gms_subrequest_handler(ngx_http_request_t *r)
 }
 
 
-/*
- * Only the module says who the user is: a client's own X-DataHub-Actor is
- * taken out of the request, whatever proxy_set_header says (a location
- * with a proxy_set_header of its own inherits none of the server's).
- * nginx's header lists cannot drop an element: the list is made anew
- * without it, which only a request carrying the header pays for.
- */
-
 static ngx_int_t
 ngx_http_gms_drop_actor_header(ngx_http_request_t *r)
 {
-    ngx_uint_t        i, n, found;
-    ngx_list_t        headers;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h, *copy;
-
     static ngx_str_t  actor = ngx_string("X-DataHub-Actor");
 
-    found = 0;
-    n = 0;
-
-    for (part = &r->headers_in.headers.part; part; part = part->next) {
-        h = part->elts;
-
-        for (i = 0; i < part->nelts; i++, n++) {
-            if (h[i].key.len == actor.len
-                && ngx_strncasecmp(h[i].key.data, actor.data, actor.len) == 0)
-            {
-                found++;
-            }
-        }
-    }
-
-    if (found == 0) {
-        return NGX_OK;
-    }
-
-    if (ngx_list_init(&headers, r->pool, n - found + 1,
-                      sizeof(ngx_table_elt_t))
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    for (part = &r->headers_in.headers.part; part; part = part->next) {
-        h = part->elts;
-
-        for (i = 0; i < part->nelts; i++) {
-            if (h[i].key.len == actor.len
-                && ngx_strncasecmp(h[i].key.data, actor.data, actor.len) == 0)
-            {
-                continue;
-            }
-
-            copy = ngx_list_push(&headers);
-            if (copy == NULL) {
-                return NGX_ERROR;
-            }
-
-            *copy = h[i];
-        }
-    }
-
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "gms: %ui client X-DataHub-Actor header(s) dropped",
-                   found);
-
-    r->headers_in.headers = headers;
-
-    return NGX_OK;
+    return ngx_http_gms_drop_header(r, &actor);
 }
 
 

@@ -71,6 +71,20 @@ static ngx_str_t  ngx_http_gms_es_default_privileges =
     ngx_string("GET_ES_TASK_STATUS_PRIVILEGE,MANAGE_SYSTEM_OPERATIONS");
 
 
+static ngx_conf_enum_t  ngx_http_gms_phases[] = {
+    { ngx_string("access"), NGX_HTTP_GMS_PHASE_ACCESS },
+    { ngx_string("preaccess"), NGX_HTTP_GMS_PHASE_PREACCESS },
+    { ngx_null_string, 0 }
+};
+
+
+static ngx_conf_enum_t  ngx_http_gms_preflights[] = {
+    { ngx_string("check"), 0 },
+    { ngx_string("pass"), 1 },
+    { ngx_null_string, 0 }
+};
+
+
 static ngx_command_t  ngx_http_gms_commands[] = {
 
     { ngx_string("gms_token_auth"),
@@ -78,6 +92,27 @@ static ngx_command_t  ngx_http_gms_commands[] = {
       ngx_conf_set_flag_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_gms_loc_conf_t, enable),
+      NULL },
+
+    { ngx_string("gms_token_phase"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_gms_loc_conf_t, phase),
+      &ngx_http_gms_phases },
+
+    { ngx_string("gms_token_preflight"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_gms_loc_conf_t, preflight),
+      &ngx_http_gms_preflights },
+
+    { ngx_string("gms_token_source"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_set_complex_value_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_gms_loc_conf_t, source),
       NULL },
 
     { ngx_string("gms_token_redis"),
@@ -1156,6 +1191,9 @@ ngx_http_gms_create_loc_conf(ngx_conf_t *cf)
      */
 
     conf->enable = NGX_CONF_UNSET;
+    conf->phase = NGX_CONF_UNSET_UINT;
+    conf->preflight = NGX_CONF_UNSET_UINT;
+    conf->source = NGX_CONF_UNSET_PTR;
     conf->privileges = NGX_CONF_UNSET_PTR;
     conf->forbidden_status = NGX_CONF_UNSET_UINT;
     conf->es_privileges = NGX_CONF_UNSET_PTR;
@@ -1187,6 +1225,10 @@ ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     *slot = &clcf->error_log;
 
     ngx_conf_merge_value(conf->enable, prev->enable, 0);
+    ngx_conf_merge_uint_value(conf->phase, prev->phase,
+                              NGX_HTTP_GMS_PHASE_ACCESS);
+    ngx_conf_merge_uint_value(conf->preflight, prev->preflight, 0);
+    ngx_conf_merge_ptr_value(conf->source, prev->source, NULL);
     ngx_conf_merge_str_value(conf->realm, prev->realm, "DataHub");
     ngx_conf_merge_ptr_value(conf->privileges, prev->privileges, NULL);
     ngx_conf_merge_uint_value(conf->forbidden_status, prev->forbidden_status,
@@ -1413,6 +1455,21 @@ ngx_http_gms_init(ngx_conf_t *cf)
     }
 
     *h = ngx_http_gms_access_handler;
+
+    /*
+     * gms_token_phase preaccess: handlers of a phase run in the reverse of
+     * the order they were added, and this module's postconfiguration comes
+     * after limit_req's and limit_conn's (a dynamic module is loaded after
+     * the static ones; a static build must list it after them): so this
+     * handler runs before theirs
+     */
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_gms_preaccess_handler;
 
     h = ngx_array_push(&cmcf->phases[NGX_HTTP_PRECONTENT_PHASE].handlers);
     if (h == NULL) {

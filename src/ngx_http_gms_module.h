@@ -127,8 +127,15 @@ typedef struct {
 } ngx_http_gms_main_conf_t;
 
 
+#define NGX_HTTP_GMS_PHASE_ACCESS     0
+#define NGX_HTTP_GMS_PHASE_PREACCESS  1
+
+
 typedef struct {
     ngx_flag_t                 enable;
+    ngx_uint_t                 phase;          /* gms_token_phase */
+    ngx_uint_t                 preflight;      /* 1: pass */
+    ngx_http_complex_value_t  *source;         /* NULL: Authorization */
     ngx_str_t                  realm;
     ngx_array_t               *privileges;     /* of ngx_str_t */
     ngx_uint_t                 forbidden_status;
@@ -152,6 +159,7 @@ typedef struct {
 
     ngx_http_gms_result_e      result;
     gms_token_type_e           type;
+    ngx_str_t                  credential;     /* as a header carries it */
     unsigned                   pending:1;
     unsigned                   no_privileges:1; /* a session's, not read */
     unsigned                   done:1;
@@ -201,6 +209,13 @@ ngx_int_t ngx_http_gms_error_body(ngx_conf_t *cf, ngx_uint_t status,
     const char *message, ngx_str_t *out);
 ngx_int_t ngx_http_gms_auth_init_bodies(ngx_conf_t *cf);
 ngx_int_t ngx_http_gms_access_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_gms_preaccess_handler(ngx_http_request_t *r);
+ngx_uint_t ngx_http_gms_is_preflight(ngx_http_request_t *r);
+ngx_int_t ngx_http_gms_credential(ngx_http_request_t *r,
+    ngx_http_gms_loc_conf_t *glcf, ngx_str_t *value);
+ngx_int_t ngx_http_gms_forward_token(ngx_http_request_t *r,
+    ngx_str_t *credential);
+ngx_int_t ngx_http_gms_drop_header(ngx_http_request_t *r, ngx_str_t *name);
 ngx_int_t ngx_http_gms_subrequest_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_gms_has_any_privilege(ngx_http_gms_ctx_t *ctx,
     ngx_array_t *names);

@@ -1,0 +1,211 @@
+
+/*
+ * Where the credential comes from and what the request carries on to GMS:
+ * the Authorization header or gms_token_source's variable, CORS
+ * preflights let through with gms_token_preflight pass, and the request
+ * headers the module removes or sets.
+ */
+
+
+#include "ngx_http_gms_module.h"
+
+
+static ngx_table_elt_t *ngx_http_gms_find_header(ngx_http_request_t *r,
+    ngx_str_t *name);
+
+
+/*
+ * A CORS preflight (Fetch standard, "CORS-preflight request"): OPTIONS
+ * with Origin and Access-Control-Request-Method.  A browser sends it
+ * without credentials, so it cannot carry a token.
+ */
+
+ngx_uint_t
+ngx_http_gms_is_preflight(ngx_http_request_t *r)
+{
+    static ngx_str_t  origin = ngx_string("Origin");
+    static ngx_str_t  method = ngx_string("Access-Control-Request-Method");
+
+    return r->method == NGX_HTTP_OPTIONS
+           && ngx_http_gms_find_header(r, &origin) != NULL
+           && ngx_http_gms_find_header(r, &method) != NULL;
+}
+
+
+/*
+ * The credential as a header value would carry it: the Authorization
+ * header, or with gms_token_source the variable's value ("" when there
+ * is none), taken as a bearer token whether or not it says "Bearer ".
+ * value->data is NULL when there is no credential at all.
+ */
+
+ngx_int_t
+ngx_http_gms_credential(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf,
+    ngx_str_t *value)
+{
+    u_char     *p;
+    ngx_str_t   v;
+
+    if (glcf->source == NULL) {
+        if (r->headers_in.authorization == NULL) {
+            ngx_str_null(value);
+
+        } else {
+            *value = r->headers_in.authorization->value;
+        }
+
+        return NGX_OK;
+    }
+
+    if (ngx_http_complex_value(r, glcf->source, &v) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (v.len == 0) {
+        ngx_str_null(value);
+        return NGX_OK;
+    }
+
+    if (v.len > sizeof("Bearer ") - 1
+        && ngx_strncasecmp(v.data, (u_char *) "Bearer ", 7) == 0)
+    {
+        *value = v;
+        return NGX_OK;
+    }
+
+    /* a bare token (a cookie's value, say): checked as "Bearer <token>" */
+
+    p = ngx_pnalloc(r->pool, sizeof("Bearer ") - 1 + v.len);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    value->data = p;
+    value->len = ngx_cpymem(ngx_cpymem(p, "Bearer ", 7), v.data, v.len) - p;
+
+    return NGX_OK;
+}
+
+
+/*
+ * With gms_token_source, GMS must see the token the edge checked, as GMS
+ * reads credentials: "Authorization: Bearer <token>", in place of any
+ * Authorization header the client sent.
+ */
+
+ngx_int_t
+ngx_http_gms_forward_token(ngx_http_request_t *r, ngx_str_t *credential)
+{
+    ngx_table_elt_t  *h;
+
+    static ngx_str_t  authorization = ngx_string("Authorization");
+
+    if (ngx_http_gms_drop_header(r, &authorization) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    h = ngx_list_push(&r->headers_in.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "Authorization");
+    h->lowcase_key = (u_char *) "authorization";
+    h->value = *credential;
+
+    r->headers_in.authorization = h;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Every header of that name out of the request, so that no proxy_pass
+ * forwards one; the list is made anew (nginx's lists cannot drop an
+ * element), only when there is something to drop.
+ */
+
+ngx_int_t
+ngx_http_gms_drop_header(ngx_http_request_t *r, ngx_str_t *name)
+{
+    ngx_uint_t        i, n, found;
+    ngx_list_t        headers;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h, *copy;
+
+    found = 0;
+    n = 0;
+
+    for (part = &r->headers_in.headers.part; part; part = part->next) {
+        h = part->elts;
+
+        for (i = 0; i < part->nelts; i++, n++) {
+            if (h[i].key.len == name->len
+                && ngx_strncasecmp(h[i].key.data, name->data, name->len) == 0)
+            {
+                found++;
+            }
+        }
+    }
+
+    if (found == 0) {
+        return NGX_OK;
+    }
+
+    if (ngx_list_init(&headers, r->pool, n - found + 1,
+                      sizeof(ngx_table_elt_t))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    for (part = &r->headers_in.headers.part; part; part = part->next) {
+        h = part->elts;
+
+        for (i = 0; i < part->nelts; i++) {
+            if (h[i].key.len == name->len
+                && ngx_strncasecmp(h[i].key.data, name->data, name->len) == 0)
+            {
+                continue;
+            }
+
+            copy = ngx_list_push(&headers);
+            if (copy == NULL) {
+                return NGX_ERROR;
+            }
+
+            *copy = h[i];
+        }
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "gms: %ui client %V header(s) dropped", found, name);
+
+    r->headers_in.headers = headers;
+
+    return NGX_OK;
+}
+
+
+static ngx_table_elt_t *
+ngx_http_gms_find_header(ngx_http_request_t *r, ngx_str_t *name)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    for (part = &r->headers_in.headers.part; part; part = part->next) {
+        h = part->elts;
+
+        for (i = 0; i < part->nelts; i++) {
+            if (h[i].key.len == name->len
+                && ngx_strncasecmp(h[i].key.data, name->data, name->len) == 0)
+            {
+                return &h[i];
+            }
+        }
+    }
+
+    return NULL;
+}
