@@ -63,6 +63,7 @@ struct gms_tool_conn_s {
     size_t                 out_size;
     unsigned               failed:1;
     unsigned               capped:1;       /* the reader refused a size */
+    unsigned               cert_asked:1;   /* and none was given */
     char                   error[200];
 };
 
@@ -80,6 +81,7 @@ static int gms_conn_tls(gms_tool_conn_t *c, gms_tool_t *t,
     const char *host, int64_t deadline);
 static int gms_conn_no_passphrase(char *buf, int size, int rwflag,
     void *data);
+static int gms_conn_cert_asked(SSL *ssl, X509 **x509, EVP_PKEY **pkey);
 static const char *gms_conn_ssl_reason(void);
 static int gms_conn_wait(gms_tool_conn_t *c, int ssl_rc, short events,
     int64_t deadline);
@@ -281,7 +283,7 @@ gms_conn_tcp(gms_tool_conn_t *c, const char *host, const char *port,
     rc = getaddrinfo(host, port, &hints, &res);
 
     if (rc != 0) {
-        gms_conn_fail(c, "cannot resolve %s: %s", host,
+        gms_conn_fail(c, "no address for %s: %s", host,
                       rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
         return -1;
     }
@@ -294,7 +296,7 @@ gms_conn_tcp(gms_tool_conn_t *c, const char *host, const char *port,
                        ai->ai_protocol);
 
         if (c->fd == -1) {
-            gms_conn_fail(c, "cannot connect: socket(): %s", strerror(errno));
+            gms_conn_fail(c, "socket(): %s", strerror(errno));
             continue;
         }
 
@@ -304,7 +306,7 @@ gms_conn_tcp(gms_tool_conn_t *c, const char *host, const char *port,
         if (connect(c->fd, ai->ai_addr, ai->ai_addrlen) != 0
             && errno != EINPROGRESS)
         {
-            gms_conn_fail(c, "cannot connect: %s", strerror(errno));
+            gms_conn_fail(c, "%s", strerror(errno));
 
         } else if (gms_conn_finish(c, deadline) == 0) {
             rc = 0;
@@ -338,7 +340,7 @@ gms_conn_unix(gms_tool_conn_t *c, const char *path, int64_t deadline)
     c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
     if (c->fd == -1) {
-        gms_conn_fail(c, "cannot connect: socket(): %s", strerror(errno));
+        gms_conn_fail(c, "socket(): %s", strerror(errno));
         return -1;
     }
 
@@ -346,7 +348,7 @@ gms_conn_unix(gms_tool_conn_t *c, const char *path, int64_t deadline)
         != 0
         && errno != EINPROGRESS && errno != EAGAIN)
     {
-        gms_conn_fail(c, "cannot connect: %s", strerror(errno));
+        gms_conn_fail(c, "%s", strerror(errno));
         return -1;
     }
 
@@ -363,7 +365,7 @@ gms_conn_finish(gms_tool_conn_t *c, int64_t deadline)
     socklen_t  len;
 
     if (gms_conn_wait(c, 0, POLLOUT, deadline) != 0) {
-        gms_conn_fail(c, "cannot connect: %s", strerror(errno));
+        gms_conn_fail(c, "%s", strerror(errno));
         return -1;
     }
 
@@ -375,7 +377,7 @@ gms_conn_finish(gms_tool_conn_t *c, int64_t deadline)
     }
 
     if (error) {
-        gms_conn_fail(c, "cannot connect: %s", strerror(error));
+        gms_conn_fail(c, "%s", strerror(error));
         return -1;
     }
 
@@ -423,6 +425,7 @@ gms_conn_tls_context(gms_tool_conn_t *c, gms_tool_t *t, char *err,
     }
 
     if (t->tls_cert == NULL) {
+        SSL_CTX_set_client_cert_cb(c->ssl_ctx, gms_conn_cert_asked);
         return GMS_TOOL_OK;
     }
 
@@ -434,7 +437,8 @@ gms_conn_tls_context(gms_tool_conn_t *c, gms_tool_t *t, char *err,
 
     if (SSL_CTX_use_PrivateKey_file(c->ssl_ctx, t->tls_key,
                                     SSL_FILETYPE_PEM)
-        != 1)
+        != 1
+        && ERR_GET_REASON(ERR_peek_last_error()) != X509_R_KEY_VALUES_MISMATCH)
     {
         snprintf(err, size, "--tls-key: cannot load %s: %s",
                  gms_tool_shown(t->tls_key), gms_conn_ssl_reason());
@@ -471,7 +475,9 @@ gms_conn_tls(gms_tool_conn_t *c, gms_tool_t *t, const char *host,
 
     c->ssl = SSL_new(c->ssl_ctx);
 
-    if (c->ssl == NULL || SSL_set_fd(c->ssl, c->fd) != 1) {
+    if (c->ssl == NULL || SSL_set_fd(c->ssl, c->fd) != 1
+        || SSL_set_app_data(c->ssl, c) != 1)
+    {
         gms_conn_fail(c, "TLS: %s", gms_conn_ssl_reason());
         return -1;
     }
@@ -546,6 +552,28 @@ gms_conn_no_passphrase(char *buf, int size, int rwflag, void *data)
     (void) size;
     (void) rwflag;
     (void) data;
+
+    return 0;
+}
+
+
+/*
+ * The server asks for a client certificate and none was given: with TLS
+ * 1.3 a server that requires one says so after the handshake, and the
+ * client sees the connection reset at its first command; the messages
+ * then say why.
+ */
+
+static int
+gms_conn_cert_asked(SSL *ssl, X509 **x509, EVP_PKEY **pkey)
+{
+    gms_tool_conn_t  *c;
+
+    (void) x509;
+    (void) pkey;
+
+    c = SSL_get_app_data(ssl);
+    c->cert_asked = 1;
 
     return 0;
 }
@@ -967,11 +995,18 @@ gms_tool_conn_close(gms_tool_conn_t *c)
 static void
 gms_conn_fail(gms_tool_conn_t *c, const char *fmt, ...)
 {
+    size_t   len;
     va_list  args;
 
     va_start(args, fmt);
     vsnprintf(c->error, sizeof(c->error), fmt, args);
     va_end(args);
+
+    if (c->cert_asked) {
+        len = strlen(c->error);
+        snprintf(c->error + len, sizeof(c->error) - len, " (the server asked "
+                 "for a client certificate: --tls-cert, --tls-key)");
+    }
 
     c->failed = 1;
 }

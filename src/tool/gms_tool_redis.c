@@ -107,7 +107,7 @@ gms_tool_open(gms_tool_t *t, const char *option, const char *addr,
     rc = gms_tool_conn_open(t, option, addr, conn, reason, sizeof(reason));
 
     if (rc != GMS_TOOL_OK) {
-        if (rc == GMS_TOOL_REDIS && strncmp(reason, "cannot ", 7) != 0) {
+        if (rc == GMS_TOOL_REDIS) {
             snprintf(err, size, "cannot connect: %s", reason);
 
         } else {
