@@ -1,7 +1,8 @@
 
 /*
  * gms-token: the command line and the commands that edit one entry
- * (the connection and the writes are in gms_tool_redis.c, sync in
+ * (connecting and the writes are in gms_tool_redis.c, the connection
+ * itself in gms_tool_conn.c, --sentinel in gms_tool_sentinel.c, sync in
  * gms_token_sync.c, follow in gms_token_follow.c, create, list,
  * check-salt and revoke --gms in gms_token_manage.c).  The token id, its
  * validation, the key layout and the lookup script come from

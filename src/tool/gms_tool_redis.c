@@ -1,8 +1,9 @@
 
 /*
- * gms-token's Redis room: the connection (as the module makes it), the
- * key layout's names, the transaction that writes a token, and the
- * invalidation message every edge listens for.
+ * gms-token's Redis room: connecting (AUTH and SELECT as the module
+ * does; the socket and TLS are gms_tool_conn.c's), the key layout's
+ * names, the transaction that writes a token, and the invalidation
+ * message every edge listens for.
  */
 
 
