@@ -396,6 +396,49 @@ my @sentinel = ('--sentinel', join(',', $sentinels->addresses),
 }
 
 
+# Sentinels over TLS (GmsTest::Sentinel speaks plain TCP): one Sentinel on
+# a TLS port only, talking TLS to a TLS master too
+{
+    my $m = GmsTest::Redis->start(tls => $certs);
+    my $port = GmsTest::free_port();
+    my $sdir = GmsTest::_tempdir();
+    GmsTest::_write_file("$sdir/sentinel.conf", <<"CONF");
+port 0
+tls-port $port
+tls-cert-file $certs->{server_cert}
+tls-key-file $certs->{server_key}
+tls-ca-cert-file $certs->{ca}
+tls-auth-clients no
+tls-replication yes
+bind 127.0.0.1
+daemonize no
+dir $sdir
+sentinel monitor tls 127.0.0.1 @{[ $m->tls_port ]} 1
+CONF
+    my $pid = GmsTest::_spawn(['redis-sentinel', "$sdir/sentinel.conf"],
+                              "$sdir/sentinel.out");
+    my @s = ('--sentinel', "127.0.0.1:$port", '--master', 'tls');
+    my @tls = ('--tls', '--tls-ca-file', $certs->{ca});
+
+    my $res;
+    ok(GmsTest::wait_until(sub {
+        $res = put('tls-sentinel', @s, @tls);
+        $res->{rc} == 0 }, 10),
+       '--sentinel with --tls: the Sentinel and the master over TLS')
+        or diag($res->{err});
+    ok($m->cmd(EXISTS => key_of('tls-sentinel')), 'the token is on the master');
+
+    my $before = $m->dump_all;
+    refused_redis(put('tls-sentinel-ca', @s, '--tls', '--tls-ca-file',
+                      $certs->{wrong_ca}),
+                  qr/no sentinel named a master for tls .*certificate (?x:
+                     )does not verify/,
+                  $m, $before, 'a Sentinel whose certificate does not verify');
+    kill 'TERM', $pid;
+    waitpid $pid, 0;
+}
+
+
 # --- follow through Sentinel, across a failover ---------------------------------
 
 my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ0cmFuc3BvcnQifQ.'
