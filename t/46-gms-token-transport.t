@@ -109,7 +109,7 @@ sub refused_usage {
 }
 
 
-# --- addresses: [ipv6]:port, a host name --------------------------------------
+# --- addresses: [ipv6]:port, a host name -------------------------------------
 
 SKIP: {
     my $v6 = eval { GmsTest::Redis->start(bind => '::1') };
@@ -156,7 +156,7 @@ my $redis = GmsTest::Redis->start;
 }
 
 
-# --- TLS ------------------------------------------------------------------------
+# --- TLS ---------------------------------------------------------------------
 
 my $certs = GmsTest::Certs->new;
 
@@ -214,7 +214,8 @@ my $UNTRUSTED = qr/(?:unable to get local issuer certificate|self-signed (?x:
 
     $res = put('system-ca', '--redis', "127.0.0.1:$port", '--tls');
     refused_redis($res, qr/certificate does not verify: $UNTRUSTED/,
-                  $tls, $before, 'the system CAs, which do not hold the test CA');
+                  $tls, $before,
+                  'the system CAs, which do not hold the test CA');
 
     $res = put('wrong-name', '--redis', "127.0.0.1:$port", @tls,
                '--tls-name', 'other.test');
@@ -237,7 +238,8 @@ my $UNTRUSTED = qr/(?:unable to get local issuer certificate|self-signed (?x:
 
     refused_usage(put('x', '--redis', "127.0.0.1:$port", '--tls-ca-file',
                       $certs->{ca}),
-                  qr/--tls-ca-file goes with --tls/, 'a CA file without --tls');
+                  qr/--tls-ca-file goes with --tls/,
+                  'a CA file without --tls');
     refused_usage(put('x', '--redis', "127.0.0.1:$port", @tls,
                       '--tls-cert', $certs->{client_cert}),
                   qr/give --tls-cert and --tls-key together/,
@@ -253,7 +255,7 @@ my $UNTRUSTED = qr/(?:unable to get local issuer certificate|self-signed (?x:
 }
 
 
-# --- mutual TLS -----------------------------------------------------------------
+# --- mutual TLS --------------------------------------------------------------
 
 {
     my $tls = GmsTest::Redis->start(tls => $certs,
@@ -281,17 +283,17 @@ my $UNTRUSTED = qr/(?:unable to get local issuer certificate|self-signed (?x:
 }
 
 
-# --- a peer that is no Redis ----------------------------------------------------
+# --- a peer that is no Redis -------------------------------------------------
 
 {
     for my $case ([HUGE_ARRAY => GmsTest::FakeRedis::HUGE_ARRAY,
-                   qr/redis protocol error: an array of more than \d+ elements/],
+                   qr/redis protocol error: an array of more than \d+ (?x:
+                      )elements/],
                   [GARBAGE => GmsTest::FakeRedis::GARBAGE,
                    qr/redis protocol error: /])
     {
         my ($what, $reply, $re) = @$case;
         my $fake = GmsTest::FakeRedis->start(on => { EVAL => $reply });
-        my $t0 = time;
         my $res = show('fake', '--redis', '127.0.0.1:' . $fake->port);
         is($res->{rc}, 3, "$what to show's lookup: exit code 3, no crash");
         like($res->{err}, qr/^gms-token: show: redis 127\.0\.0\.1:\d+: (?x:
@@ -302,7 +304,7 @@ my $UNTRUSTED = qr/(?:unable to get local issuer certificate|self-signed (?x:
 }
 
 
-# --- Sentinel -------------------------------------------------------------------
+# --- Sentinel ----------------------------------------------------------------
 
 my $master = GmsTest::Redis->start;
 my $replica = GmsTest::Redis->start(replicaof => ['127.0.0.1', $master->port]);
@@ -338,8 +340,9 @@ my @sentinel = ('--sentinel', join(',', $sentinels->addresses),
 
     my @dead = map { '127.0.0.1:' . GmsTest::free_port() } 1 .. 2;
     $res = put('none', '--sentinel', join(',', @dead), '--master', 'gms');
-    refused_redis($res, qr/redis sentinel \Q$dead[0],$dead[1]\E: no sentinel (?x:
-                           )named a master for gms .*cannot connect/,
+    refused_redis($res, qr/redis sentinel \Q$dead[0],$dead[1]\E: (?x:
+                           )no sentinel named a master for gms (?x:
+                           ).*cannot connect/,
                   $master, $before, 'no Sentinel reachable');
 
     # a replica named as the master (a Sentinel that lags): ROLE refuses it
@@ -426,7 +429,8 @@ CONF
         $res->{rc} == 0 }, 10),
        '--sentinel with --tls: the Sentinel and the master over TLS')
         or diag($res->{err});
-    ok($m->cmd(EXISTS => key_of('tls-sentinel')), 'the token is on the master');
+    ok($m->cmd(EXISTS => key_of('tls-sentinel')),
+       'the token is on the master');
 
     my $before = $m->dump_all;
     refused_redis(put('tls-sentinel-ca', @s, '--tls', '--tls-ca-file',
@@ -439,7 +443,7 @@ CONF
 }
 
 
-# --- follow through Sentinel, across a failover ---------------------------------
+# --- follow through Sentinel, across a failover ------------------------------
 
 my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ0cmFuc3BvcnQifQ.'
              . 'c2VjcmV0LWdtcy10cmFuc3BvcnQtc2lnbmF0dXJlLTQ2';
