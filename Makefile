@@ -102,7 +102,7 @@ tool: $(TOOL)
 
 $(TOOL): $(TOOL_DEPS)
 	@mkdir -p $(BUILD)
-	$(CC) $(CFLAGS_TOOL) -o $@ $(TOOL_SRCS) $(LIBS_UNIT) -lcurl
+	$(CC) $(CFLAGS_TOOL) -o $@ $(TOOL_SRCS) $(LIBS_UNIT) -lssl -lcurl
 
 install: module tool
 	install -D -m 0644 $(MODULE) \

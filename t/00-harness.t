@@ -7,11 +7,16 @@ use strict;
 use warnings;
 
 use Digest::SHA qw(sha256_base64);
+use IO::Select;
 use IO::Socket::INET;
 use Test::More;
 use Time::HiRes qw(time);
 
 use GmsTest;
+use GmsTest::Certs;
+use GmsTest::DNS;
+use GmsTest::FakeRedis;
+use GmsTest::Sentinel;
 
 GmsTest::need_nginx();
 
@@ -366,6 +371,260 @@ EOF
     ($rc, $out) = GmsTest::nginx_t("events {}\nhttp { bogus; }\n");
     is($rc, 1, 'nginx_t failure');
     like($out, qr/unknown directive "bogus"/, 'nginx_t error output');
+};
+
+
+subtest 'certificates' => sub {
+    my $c = GmsTest::Certs->new;
+    ok(-s $c->{$_}, "$_ made") for qw(ca ca_key server_cert server_key
+                                      client_cert client_key wrong_ca);
+    is(GmsTest::Certs->new, $c, 'one set per test file');
+
+    my $out = GmsTest::_scratch_dir() . '/verify.out';
+    is(GmsTest::_run(['openssl', 'verify', '-CAfile', $c->{ca},
+                      $c->{server_cert}, $c->{client_cert}], $out), 0,
+       'server and client certificates signed by the CA');
+    isnt(GmsTest::_run(['openssl', 'verify', '-CAfile', $c->{wrong_ca},
+                        $c->{server_cert}], $out), 0,
+         'not by the wrong CA');
+
+    unlink $out;
+    GmsTest::_run(['openssl', 'x509', '-in', $c->{server_cert}, '-noout',
+                   '-ext', 'subjectAltName'], $out);
+    like(GmsTest::_slurp($out),
+         qr/DNS:localhost,\ DNS:redis\.test,\ IP\ Address:127\.0\.0\.1,
+            \ IP\ Address:0:0:0:0:0:0:0:1/x,
+         'server names');
+};
+
+
+subtest 'redis: TLS, IPv6, replica' => sub {
+    GmsTest::need_redis();
+
+    my $c = GmsTest::Certs->new;
+    my $r = GmsTest::Redis->start(tls => $c);
+    ok($r->tls_port && $r->port, 'TLS and plain ports');
+    is($r->cmd(SET => 'k', 'v'), 'OK', 'seeded over the plain port');
+    is($r->cli('--tls', 'GET', 'k'), 'v', 'read over TLS (redis-cli --tls)');
+    is($r->address(tls => 1), '127.0.0.1:' . $r->tls_port, 'address tls');
+
+    my $out = GmsTest::_scratch_dir() . '/cli.out';
+    unlink $out;
+    GmsTest::_run(['redis-cli', '-p', $r->tls_port, '--tls',
+                   '--cacert', $c->{wrong_ca}, 'PING'], $out);
+    unlike(GmsTest::_slurp($out), qr/PONG/, 'wrong CA refused');
+    $r->stop;
+
+    my $m = GmsTest::Redis->start(tls => $c, plain => 0,
+                                  tls_auth_clients => 'yes');
+    is($m->port, 0, 'plain => 0: no plain port');
+    is($m->cmd('PING'), 'PONG', 'cmd through TLS with a client certificate');
+    unlink $out;
+    GmsTest::_run(['redis-cli', '-p', $m->tls_port, '--tls',
+                   '--cacert', $c->{ca}, 'PING'], $out);
+    unlike(GmsTest::_slurp($out), qr/PONG/, 'no client certificate: refused');
+    $m->stop;
+
+    my $v6 = GmsTest::Redis->start(bind => '::1', password => 'pw');
+    is($v6->address, '[::1]:' . $v6->port, 'IPv6 address');
+    is($v6->cmd(SET => 'six', 'x'), 'OK', 'cmd over IPv6');
+    is($v6->cmd(CONFIG => 'GET', 'bind')->[1], '::1', 'bound to ::1');
+
+    my $r2 = GmsTest::Redis->start(bind => '127.0.0.2');
+    is($r2->cmd('PING'), 'PONG', 'bound to 127.0.0.2');
+
+    my $replica = GmsTest::Redis->start(replicaof => ['::1', $v6->port],
+                                        password => 'pw');
+    is($replica->cmd(GET => 'six'), 'x', 'replica synced before start returns');
+    is($replica->cmd('ROLE')->[0], 'slave', 'replica role');
+
+    $replica->pause;
+    my $answered = eval {
+        local $SIG{ALRM} = sub { die "alarm\n" };
+        alarm 1;
+        $replica->cmd('PING');
+        alarm 0;
+        1;
+    };
+    alarm 0;
+    ok(!$answered, 'pause: no answer');
+    delete $replica->{sock};
+    $replica->resume;
+    is($replica->cmd('PING'), 'PONG', 'resume');
+
+    my $pid = $replica->pid;
+    $replica->kill;
+    ok(!kill(0, $pid), 'kill');
+};
+
+
+subtest 'sentinel' => sub {
+    GmsTest::need_redis();
+
+    my $m = GmsTest::Redis->start(password => 'pw');
+    my $r = GmsTest::Redis->start(replicaof => ['127.0.0.1', $m->port],
+                                  password => 'pw');
+    my $s = GmsTest::Sentinel->start(master => $m, name => 'gms',
+                                     sentinel_password => 'spw');
+
+    is(scalar(my @p = $s->ports), 3, 'three sentinels');
+    is_deeply([$s->addresses], [ map { "127.0.0.1:$_" } $s->ports ],
+              'addresses');
+    is_deeply($s->master_addr, ['127.0.0.1', $m->port], 'master_addr');
+    is_deeply($s->cmd(1, SENTINEL => 'get-master-addr-by-name', 'gms'),
+              ['127.0.0.1', $m->port], 'each sentinel knows the master');
+    my $replicas = { @{ $s->cmd(2, SENTINEL => 'replicas', 'gms')->[0] } };
+    is("$replicas->{ip}:$replicas->{port}", '127.0.0.1:' . $r->port,
+       'replica announced as 127.0.0.1');
+
+    $m->cmd(SET => 'k', 'before');
+    my $old = $m->port;
+    $m->kill;
+    is($s->wait_failover($old, 20), $r->port, 'failover to the replica');
+    is($r->cmd('ROLE')->[0], 'master', 'replica promoted');
+    is($r->cmd(GET => 'k'), 'before', 'with the data');
+};
+
+
+# A DNS query for $name of $type (1: A, 28: AAAA) to 127.0.0.1:$port;
+# returns (rcode, addresses).
+sub dns_query {
+    my ($port, $name, $type) = @_;
+
+    my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                     PeerPort => $port, Proto => 'udp')
+        or die "udp: $!\n";
+    my $q = pack('n n n n n n', 4242, 0x0100, 1, 0, 0, 0)
+            . join('', map { chr(length) . $_ } split /\./, $name)
+            . "\0" . pack('n n', $type, 1);
+    $sock->send($q);
+    IO::Select->new($sock)->can_read(2) or return ('timeout');
+    $sock->recv(my $a, 512);
+    my ($id, $flags, $qd, $an) = unpack 'n n n n', $a;
+    my @addrs;
+    my $pos = length $q;
+    for (1 .. $an) {
+        my ($ptr, $t, $c, $ttl, $len) = unpack 'n n n N n', substr $a, $pos, 12;
+        push @addrs, join '.', unpack 'C4', substr $a, $pos + 12, 4 if $t == 1;
+        $pos += 12 + $len;
+    }
+    return ($flags & 0xf, @addrs);
+}
+
+subtest 'dns' => sub {
+    my $dns = GmsTest::DNS->start(names => { 'redis.test' => '127.0.0.1' });
+
+    is_deeply([dns_query($dns->port, 'redis.test', 1)], [0, '127.0.0.1'],
+              'A record');
+    is_deeply([dns_query($dns->port, 'REDIS.Test', 1)], [0, '127.0.0.1'],
+              'case does not matter');
+    is_deeply([dns_query($dns->port, 'redis.test', 28)], [0],
+              'AAAA: NOERROR, no answer');
+    is_deeply([dns_query($dns->port, 'other.test', 1)], [3], 'NXDOMAIN');
+    is($dns->queries('redis.test'), 2, 'A queries counted');
+    is($dns->queries('redis.test', 'AAAA'), 1, 'AAAA queries counted');
+
+    $dns->set('redis.test' => '127.0.0.2', 'new.test' => '127.0.0.3');
+    is_deeply([dns_query($dns->port, 'redis.test', 1)], [0, '127.0.0.2'],
+              'set changes an answer');
+    is_deeply([dns_query($dns->port, 'new.test', 1)], [0, '127.0.0.3'],
+              'set adds a name');
+    $dns->set('new.test' => undef);
+    is_deeply([dns_query($dns->port, 'new.test', 1)], [3], 'set removes one');
+
+    # nginx's own resolver, as the module's will use it
+    my $stub = GmsTest::Stub->start(workers => 1,
+                                    handler => sub { [200, [], 'hello'] });
+    $dns->set('redis.test' => '127.0.0.1');
+    my $n = GmsTest::Nginx->new(no_module => 1);
+    $n->start(<<'EOF', vars => { DNS => $dns->port, STUB => $stub->port });
+    resolver 127.0.0.1:%%DNS%% valid=1s ipv6=off;
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location / {
+            set $name redis.test;
+            proxy_pass http://$name:%%STUB%%;
+        }
+        location /nx {
+            set $name nowhere.test;
+            proxy_pass http://$name:%%STUB%%;
+        }
+    }
+EOF
+    my $before = $dns->queries('redis.test');
+    is($n->http(GET => '/')->{body}, 'hello', 'nginx resolves through it');
+    cmp_ok($dns->queries('redis.test'), '>', $before, 'and asked it');
+    is($n->http(GET => '/nx')->{status}, 502, 'unknown name: 502');
+    like($n->error_log,
+         qr/nowhere\.test could not be resolved \(3: Host not found\)/,
+         'nginx saw NXDOMAIN');
+    $n->stop;
+};
+
+
+subtest 'fake redis' => sub {
+    my $f = GmsTest::FakeRedis->start(
+        greeting => "+HELLO\r\n",
+        on => {
+            EVALSHA => GmsTest::FakeRedis::HUGE_ARRAY,
+            GET     => sub {
+                my ($c, @cmd) = @_;
+                return "\$" . length($cmd[1]) . "\r\n$cmd[1]\r\n";
+            },
+        },
+    );
+    is($f->connections, 0, 'no connections yet');
+
+    my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                     PeerPort => $f->port) or die;
+    my $read = sub {
+        my $buf = '';
+        while (IO::Select->new($sock)->can_read(0.3)) {
+            sysread($sock, $buf, 65536, length $buf) or last;
+        }
+        return $buf;
+    };
+    is($read->(), "+HELLO\r\n", 'greeting on connect');
+    print $sock "*2\r\n\$4\r\nAUTH\r\n\$2\r\npw\r\n";
+    is($read->(), "+OK\r\n", 'AUTH: OK');
+    my $lua = 'return 1';
+    print $sock "*3\r\n\$6\r\nSCRIPT\r\n\$4\r\nLOAD\r\n\$8\r\n$lua\r\n";
+    is($read->(), "\$40\r\n" . Digest::SHA::sha1_hex($lua) . "\r\n",
+       'SCRIPT LOAD: the real SHA1');
+    print $sock "*3\r\n\$7\r\nEVALSHA\r\n\$1\r\nx\r\n\$1\r\n0\r\n";
+    is($read->(), "*2147483647\r\n", 'EVALSHA: scripted reply');
+    print $sock "GET abc\r\n";
+    is($read->(), "\$3\r\nabc\r\n", 'inline command, reply from a sub');
+    print $sock "*1\r\n\$4\r\nNOPE\r\n";
+    like($read->(), qr/^-ERR unknown command/, 'unknown command');
+    is($f->connections, 1, 'one connection');
+    is_deeply([$f->commands], ['AUTH pw', 'SCRIPT LOAD return_1',
+              'EVALSHA x 0', 'GET abc', 'NOPE'], 'commands logged');
+    close $sock;
+
+    my $g = GmsTest::FakeRedis->start(bind => '::1', extra => ":7\r\n");
+    is($g->address, '[::1]:' . $g->port, 'IPv6 address');
+    my $client = GmsTest::Redis->client(host => '::1', port => $g->port);
+    is($client->cmd('PING'), 'PONG', 'default reply');
+    is($client->_read_reply, 7, 'then the extra one');
+    delete $client->{sock};
+
+    my $h = GmsTest::FakeRedis->start(script => sub {
+        my ($c) = @_;
+        $c->send('-ERR number ' . $c->number . "\r\n");
+        $c->wait_closed(5);
+    });
+    for my $i (1 .. 2) {
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                      PeerPort => $h->port) or die;
+        is(scalar <$s>, "-ERR number $i\r\n", "script, connection $i");
+    }
+    ok(GmsTest::wait_until(sub { $h->connections == 2 }, 2), 'counted');
+
+    my $port = $h->port;
+    $h->stop;
+    ok(!IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port),
+       'stop closes the port');
 };
 
 

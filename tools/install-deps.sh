@@ -3,7 +3,7 @@
 # and only those that are missing.  Run as root on Debian bookworm.
 set -eu
 
-packages="nginx nginx-dev redis-server libhiredis-dev libjansson-dev \
+packages="nginx nginx-dev redis-server redis-sentinel libhiredis-dev libjansson-dev \
 libssl-dev libcurl4-openssl-dev gcc make perl openssl curl gettext-base"
 
 [ "$#" -gt 0 ] && packages="$packages $*"

@@ -179,9 +179,9 @@ gms_follow_handler(int signo)
 
 /*
  * No SA_RESTART: a signal ends the wait.  A Redis command under way is
- * finished (hiredis reads again after EINTR); it is short.  SIGPIPE is
- * ignored: a connection Redis closed is an error to report and retry,
- * not the end of the process.
+ * finished (gms_tool_conn.c waits again after EINTR); it is short.
+ * SIGPIPE is ignored: a connection Redis closed is an error to report
+ * and retry, not the end of the process.
  */
 
 static int
@@ -233,12 +233,12 @@ gms_follow_health_ok(gms_tool_t *t, const gms_tool_follow_conf_t *conf,
     }
 
     /* hiredis's format knows no %zu */
-    reply = redisCommand(t->ctx, "HSET %b at %lld tokens %llu users %llu "
-                         "error %s failures 0 interval %lld", key, key_len,
-                         (long long) gms_tool_now_ms(),
-                         (unsigned long long) sync->tokens,
-                         (unsigned long long) privileges->users, "",
-                         (long long) conf->interval_ms);
+    reply = gms_tool_command(t, "HSET %b at %lld tokens %llu users %llu "
+                             "error %s failures 0 interval %lld", key, key_len,
+                             (long long) gms_tool_now_ms(),
+                             (unsigned long long) sync->tokens,
+                             (unsigned long long) privileges->users, "",
+                             (long long) conf->interval_ms);
     free(key);
 
     if (gms_tool_reply_error(t, reply, "HSET") != 0) {
@@ -266,7 +266,7 @@ gms_follow_health_failed(gms_tool_t *t, unsigned failures)
     /* the cycle's error is the one to log, not this one's */
     memcpy(error, t->error, sizeof(error));
 
-    if (t->ctx == NULL && gms_tool_connect(t) != GMS_TOOL_OK) {
+    if (t->conn == NULL && gms_tool_connect(t) != GMS_TOOL_OK) {
         gms_follow_drop(t);
         goto done;
     }
@@ -276,9 +276,9 @@ gms_follow_health_failed(gms_tool_t *t, unsigned failures)
         goto done;
     }
 
-    reply = redisCommand(t->ctx, "HSET %b error %s error_at %lld "
-                         "failures %u", key, key_len, error,
-                         (long long) gms_tool_now_ms(), failures);
+    reply = gms_tool_command(t, "HSET %b error %s error_at %lld "
+                             "failures %u", key, key_len, error,
+                             (long long) gms_tool_now_ms(), failures);
     free(key);
 
     if (gms_tool_reply_error(t, reply, "HSET") != 0) {
@@ -363,15 +363,15 @@ gms_follow_wait(int64_t ms)
 }
 
 
-/* after a Redis failure the next cycle connects afresh */
+/*
+ * After a Redis failure the next cycle connects afresh: the name is
+ * resolved again, and with --sentinel the master is asked for again.
+ */
 
 static void
 gms_follow_drop(gms_tool_t *t)
 {
-    if (t->ctx) {
-        redisFree(t->ctx);
-        t->ctx = NULL;
-    }
+    gms_tool_close(t);
 }
 
 

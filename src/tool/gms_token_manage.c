@@ -228,7 +228,7 @@ gms_tool_manage_create(gms_tool_t *t, const gms_graphql_conf_t *gms,
     if (gms_tool_put_read(t, &tok, &put_rc) != 0
         || gms_tool_publish(t, id, GMS_TOKEN_ID_LEN) != 0)
     {
-        if (t->ctx->err == 0) {
+        if (gms_tool_conn_error(t->conn) == NULL) {
             (void) gms_tool_uncache(t, id);
         }
 
@@ -423,16 +423,14 @@ gms_tool_manage_list(gms_tool_t *t, const gms_graphql_conf_t *gms,
             return GMS_TOOL_REDIS;
         }
 
-        redisAppendCommand(t->ctx, "HMGET %b actor expiresAt", key, key_len);
+        gms_tool_append(t, "HMGET %b actor expiresAt", key, key_len);
         free(key);
     }
 
     now = gms_tool_now_ms();
 
     for (i = 0; i < n; i++) {
-        if (redisGetReply(t->ctx, (void **) &reply) != REDIS_OK) {
-            reply = NULL;
-        }
+        (void) gms_tool_get_reply(t, &reply);
 
         if (gms_tool_reply_error(t, reply, "HMGET") != 0) {
             json_decref(all);

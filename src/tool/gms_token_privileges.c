@@ -194,7 +194,7 @@ gms_tool_privileges_mirror(gms_tool_t *t, const struct gms_graphql_conf_s *gms,
     gms_graphql_close(c.g);
     c.g = NULL;
 
-    if (t->ctx == NULL) {
+    if (t->conn == NULL) {
         rc = gms_tool_connect(t);
         if (rc != GMS_TOOL_OK) {
             goto done;
@@ -747,16 +747,14 @@ gms_priv_write(gms_priv_ctx_t *c, gms_tool_privileges_counts_t *counts)
             return -1;
         }
 
-        redisAppendCommand(t->ctx, "SMEMBERS %b", key, key_len);
+        gms_tool_append(t, "SMEMBERS %b", key, key_len);
         free(key);
     }
 
     /* every reply is read before anything is written */
 
     for (i = 0; i < c->urns.n; i++) {
-        if (redisGetReply(t->ctx, (void **) &reply) != REDIS_OK) {
-            reply = NULL;
-        }
+        (void) gms_tool_get_reply(t, &reply);
 
         if (gms_tool_reply_error(t, reply, "SMEMBERS") != 0) {
             return -1;
@@ -832,14 +830,14 @@ gms_priv_replace(gms_tool_t *t, gms_priv_user_t *u)
         lens[i + 2] = strlen(u->privileges.s[i]);
     }
 
-    redisAppendCommand(t->ctx, "MULTI");
-    redisAppendCommand(t->ctx, "DEL %b", key, key_len);
+    gms_tool_append(t, "MULTI");
+    gms_tool_append(t, "DEL %b", key, key_len);
 
     if (u->privileges.n) {
-        redisAppendCommandArgv(t->ctx, (int) n, argv, lens);
+        gms_tool_append_argv(t, (int) n, argv, lens);
     }
 
-    redisAppendCommand(t->ctx, "EXEC");
+    gms_tool_append(t, "EXEC");
 
     free(key);
     free(argv);
@@ -849,7 +847,7 @@ gms_priv_replace(gms_tool_t *t, gms_priv_user_t *u)
     n = u->privileges.n ? 4 : 3;
 
     for (i = 0; i < n; i++) {
-        if (redisGetReply(t->ctx, (void **) &reply) != REDIS_OK) {
+        if (gms_tool_get_reply(t, &reply) != 0) {
             return gms_tool_reply_error(t, NULL, "EXEC");
         }
 
@@ -978,7 +976,7 @@ gms_priv_remove(gms_priv_ctx_t *c, gms_tool_privileges_counts_t *counts)
             goto done;
         }
 
-        del = redisCommand(t->ctx, "DEL %b", p, base);
+        del = gms_tool_command(t, "DEL %b", p, base);
         free(p);
 
         if (gms_tool_reply_error(t, del, "DEL") != 0) {

@@ -145,7 +145,7 @@ gms_tool_sync(gms_tool_t *t, int prune, const struct gms_graphql_conf_s *gms,
         goto done;
     }
 
-    if (t->ctx == NULL) {
+    if (t->conn == NULL) {
         rc = gms_tool_connect(t);
         if (rc != GMS_TOOL_OK) {
             goto done;
@@ -651,10 +651,10 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
             }
 
             if (s->expires_at != 0 && s->expires_at <= now) {
-                redisAppendCommand(t->ctx, "EVAL %s 1 %b %s %b %s",
-                                   gms_sync_delete_script, key, key_len,
-                                   GMS_SYNC_FOREVER, in->channel,
-                                   in->channel_len, s->id);
+                gms_tool_append(t, "EVAL %s 1 %b %s %b %s",
+                                gms_sync_delete_script, key, key_len,
+                                GMS_SYNC_FOREVER, in->channel,
+                                in->channel_len, s->id);
 
             } else {
                 tok.actor = s->actor;
@@ -671,9 +671,7 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
             s = &in->tokens[j];
 
             if (s->expires_at != 0 && s->expires_at <= now) {
-                if (redisGetReply(t->ctx, (void **) &reply) != REDIS_OK) {
-                    reply = NULL;
-                }
+                (void) gms_tool_get_reply(t, &reply);
 
                 if (gms_tool_reply_error(t, reply, "EVAL") != 0) {
                     return -1;
@@ -732,16 +730,14 @@ gms_sync_publish(gms_tool_t *t, gms_sync_input_t *in, size_t from,
 
     for (i = from; i < to; i++) {
         if (in->tokens[i].changed) {
-            redisAppendCommand(t->ctx, "PUBLISH %b %s", in->channel,
-                               in->channel_len, in->tokens[i].id);
+            gms_tool_append(t, "PUBLISH %b %s", in->channel,
+                            in->channel_len, in->tokens[i].id);
             n++;
         }
     }
 
     for (i = 0; i < n; i++) {
-        if (redisGetReply(t->ctx, (void **) &reply) != REDIS_OK) {
-            reply = NULL;
-        }
+        (void) gms_tool_get_reply(t, &reply);
 
         if (gms_tool_reply_error(t, reply, "PUBLISH") != 0) {
             return -1;
@@ -805,17 +801,15 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
                 id_len = 0;
             }
 
-            redisAppendCommand(t->ctx, "EVAL %s 1 %b %lld %b %b",
-                               gms_sync_delete_script, key->str, key->len,
-                               (long long) cutoff, in->channel,
-                               in->channel_len, id, id_len);
+            gms_tool_append(t, "EVAL %s 1 %b %lld %b %b",
+                            gms_sync_delete_script, key->str, key->len,
+                            (long long) cutoff, in->channel,
+                            in->channel_len, id, id_len);
             n++;
         }
 
         for (i = 0; i < n; i++) {
-            if (redisGetReply(t->ctx, (void **) &del) != REDIS_OK) {
-                del = NULL;
-            }
+            (void) gms_tool_get_reply(t, &del);
 
             if (gms_tool_reply_error(t, del, "EVAL") != 0) {
                 goto done;

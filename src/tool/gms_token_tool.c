@@ -1,7 +1,8 @@
 
 /*
  * gms-token: the command line and the commands that edit one entry
- * (the connection and the writes are in gms_tool_redis.c, sync in
+ * (connecting and the writes are in gms_tool_redis.c, the connection
+ * itself in gms_tool_conn.c, --sentinel in gms_tool_sentinel.c, sync in
  * gms_token_sync.c, follow in gms_token_follow.c, create, list,
  * check-salt and revoke --gms in gms_token_manage.c).  The token id, its
  * validation, the key layout and the lookup script come from
@@ -29,13 +30,28 @@
 
 #define GMS_TOOL_CONN_USAGE                                                   \
     "\nConnection options:\n"                                                 \
-    "  --redis ADDR          host:port or unix:/path "                        \
-    "(default 127.0.0.1:6379)\n"                                              \
+    "  --redis ADDR          host:port, [ipv6]:port or unix:/path "           \
+    "(default\n"                                                              \
+    "                        127.0.0.1:6379); a name is resolved at each\n"   \
+    "                        connect\n"                                       \
     "  --password-file FILE  the Redis password, from a file; else the\n"     \
     "                        environment variable GMS_REDIS_PASSWORD\n"       \
     "  --db N                the Redis database (default 0)\n"                \
     "  --prefix STRING       the key prefix (default gms:), as\n"             \
-    "                        gms_token_key_prefix\n"
+    "                        gms_token_key_prefix\n"                          \
+    "  --tls                 TLS to Redis (and to the Sentinels); the\n"      \
+    "                        certificate is always verified\n"                \
+    "  --tls-ca-file FILE    the CAs to verify it with (default: the\n"       \
+    "                        system's)\n"                                     \
+    "  --tls-name NAME       the name it must hold, sent as SNI (default:\n"  \
+    "                        the host of the address)\n"                      \
+    "  --tls-cert FILE       a client certificate, PEM, for mutual TLS\n"     \
+    "  --tls-key FILE        its key, PEM, not encrypted\n"                   \
+    "  --sentinel ADDR,...   instead of --redis: ask these Sentinels, in\n"   \
+    "                        order, for the master, and write there\n"        \
+    "  --master NAME         the master's name at the Sentinels\n"           \
+    "  --sentinel-password-file FILE\n"                                       \
+    "                        the Sentinels' password, from a file\n"
 
 
 #define GMS_TOOL_GMS_USAGE                                                    \
@@ -73,15 +89,31 @@ typedef enum {
     GMS_OPT_NAME,
     GMS_OPT_DURATION,
     GMS_OPT_DESCRIPTION,
+    GMS_OPT_TLS,
+    GMS_OPT_TLS_CA_FILE,
+    GMS_OPT_TLS_CERT,
+    GMS_OPT_TLS_KEY,
+    GMS_OPT_TLS_NAME,
+    GMS_OPT_SENTINEL,
+    GMS_OPT_MASTER,
+    GMS_OPT_SENTINEL_PASSWORD_FILE,
     GMS_OPT_HELP,
     GMS_OPT_N
 } gms_tool_opt_e;
 
-#define GMS_OPT(o)             (1u << (o))
+#define GMS_OPT(o)             ((uint64_t) 1 << (o))
 #define GMS_OPTS_CONN          (GMS_OPT(GMS_OPT_REDIS)                        \
                                 | GMS_OPT(GMS_OPT_PASSWORD_FILE)              \
                                 | GMS_OPT(GMS_OPT_DB)                         \
-                                | GMS_OPT(GMS_OPT_PREFIX))
+                                | GMS_OPT(GMS_OPT_PREFIX)                     \
+                                | GMS_OPT(GMS_OPT_TLS)                        \
+                                | GMS_OPT(GMS_OPT_TLS_CA_FILE)                \
+                                | GMS_OPT(GMS_OPT_TLS_CERT)                   \
+                                | GMS_OPT(GMS_OPT_TLS_KEY)                    \
+                                | GMS_OPT(GMS_OPT_TLS_NAME)                   \
+                                | GMS_OPT(GMS_OPT_SENTINEL)                   \
+                                | GMS_OPT(GMS_OPT_MASTER)                     \
+                                | GMS_OPT(GMS_OPT_SENTINEL_PASSWORD_FILE))
 #define GMS_OPTS_SALT          (GMS_OPT(GMS_OPT_SALT)                         \
                                 | GMS_OPT(GMS_OPT_SALT_FILE))
 #define GMS_OPTS_GMS           (GMS_OPT(GMS_OPT_GMS)                          \
@@ -100,7 +132,7 @@ typedef struct {
 typedef struct {
     const char            *name;
     int                  (*handler)(gms_tool_t *t, gms_tool_args_t *a);
-    unsigned               options;
+    uint64_t               options;
     int                    min_args;
     int                    max_args;           /* -1: no limit */
     const char            *usage;
@@ -125,6 +157,7 @@ static int gms_tool_privileges_option(gms_tool_t *t, const char *value,
 static int gms_tool_follow_command(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_tool_page_size(gms_tool_t *t, gms_tool_args_t *a,
     long *page_size);
+static int gms_tool_conn_options(gms_tool_t *t, gms_tool_args_t *a);
 
 static int gms_tool_salt(gms_tool_t *t, gms_tool_args_t *a, char **salt,
     size_t *len);
@@ -164,6 +197,15 @@ static const struct option  gms_tool_long_options[] = {
     { "name",          required_argument, NULL, 256 + GMS_OPT_NAME },
     { "duration",      required_argument, NULL, 256 + GMS_OPT_DURATION },
     { "description",   required_argument, NULL, 256 + GMS_OPT_DESCRIPTION },
+    { "tls",           no_argument,       NULL, 256 + GMS_OPT_TLS },
+    { "tls-ca-file",   required_argument, NULL, 256 + GMS_OPT_TLS_CA_FILE },
+    { "tls-cert",      required_argument, NULL, 256 + GMS_OPT_TLS_CERT },
+    { "tls-key",       required_argument, NULL, 256 + GMS_OPT_TLS_KEY },
+    { "tls-name",      required_argument, NULL, 256 + GMS_OPT_TLS_NAME },
+    { "sentinel",      required_argument, NULL, 256 + GMS_OPT_SENTINEL },
+    { "master",        required_argument, NULL, 256 + GMS_OPT_MASTER },
+    { "sentinel-password-file", required_argument, NULL,
+      256 + GMS_OPT_SENTINEL_PASSWORD_FILE },
     { "help",          no_argument,       NULL, 256 + GMS_OPT_HELP },
     { NULL, 0, NULL, 0 }
 };
@@ -460,7 +502,7 @@ int
 main(int argc, char **argv)
 {
     int                        c, nargs, rc;
-    char                      *end, **args;
+    char                     **args;
     gms_tool_t                 t;
     gms_tool_args_t            a;
     const gms_tool_command_t  *cmd;
@@ -556,29 +598,13 @@ main(int argc, char **argv)
         return GMS_TOOL_USAGE;
     }
 
-    t.redis = a.val[GMS_OPT_REDIS] ? a.val[GMS_OPT_REDIS] : "127.0.0.1:6379";
-    t.password_file = a.val[GMS_OPT_PASSWORD_FILE];
-    t.prefix = a.val[GMS_OPT_PREFIX] ? a.val[GMS_OPT_PREFIX] : "gms:";
-    t.prefix_len = strlen(t.prefix);
-
-    if (a.val[GMS_OPT_DB]) {
-        errno = 0;
-        t.db = strtol(a.val[GMS_OPT_DB], &end, 10);
-
-        if (errno || *end != '\0' || end == a.val[GMS_OPT_DB]
-            || a.val[GMS_OPT_DB][0] == '-' || t.db > 1000000)
-        {
-            gms_tool_error(&t, "--db: '%s' is not a database number",
-                           gms_tool_shown(a.val[GMS_OPT_DB]));
-            return GMS_TOOL_USAGE;
-        }
+    if (gms_tool_conn_options(&t, &a) != 0) {
+        return GMS_TOOL_USAGE;
     }
 
     rc = cmd->handler(&t, &a);
 
-    if (t.ctx) {
-        redisFree(t.ctx);
-    }
+    gms_tool_close(&t);
 
     free(args);
 
@@ -829,9 +855,9 @@ gms_tool_show(gms_tool_t *t, gms_tool_args_t *a)
     }
 
     /* the module's own lookup: what is shown is what the module sees */
-    reply = redisCommand(t->ctx, "EVAL %b 1 %b %b", gms_lookup_script,
-                         gms_lookup_script_len, key, key_len, actor_key,
-                         actor_key_len);
+    reply = gms_tool_command(t, "EVAL %b 1 %b %b", gms_lookup_script,
+                             gms_lookup_script_len, key, key_len, actor_key,
+                             actor_key_len);
     free(key);
     free(actor_key);
 
@@ -998,7 +1024,7 @@ gms_tool_privileges_edit(gms_tool_t *t, gms_tool_args_t *a, const char *verb)
         lens[i + 1] = strlen(a->argv[i]);
     }
 
-    reply = redisCommandArgv(t->ctx, n, argv, lens);
+    reply = gms_tool_command_argv(t, n, argv, lens);
 
     free(key);
     free(argv);
@@ -1041,7 +1067,7 @@ gms_tool_privileges(gms_tool_t *t, gms_tool_args_t *a)
         return GMS_TOOL_REDIS;
     }
 
-    reply = redisCommand(t->ctx, "SMEMBERS %b", key, key_len);
+    reply = gms_tool_command(t, "SMEMBERS %b", key, key_len);
     free(key);
 
     if (gms_tool_reply_error(t, reply, "SMEMBERS") != 0) {
@@ -1355,6 +1381,100 @@ gms_tool_page_size(gms_tool_t *t, gms_tool_args_t *a, long *page_size)
                        gms_tool_shown(a->val[GMS_OPT_PAGE_SIZE]));
         return -1;
     }
+
+    return 0;
+}
+
+
+/*
+ * The connection options: --redis or --sentinel and --master, --tls and
+ * its files, --db, --prefix; a usage error is reported.
+ */
+
+static int
+gms_tool_conn_options(gms_tool_t *t, gms_tool_args_t *a)
+{
+    int          i;
+    char        *end;
+    static int   tls_opts[] = { GMS_OPT_TLS_CA_FILE, GMS_OPT_TLS_CERT,
+                                GMS_OPT_TLS_KEY, GMS_OPT_TLS_NAME };
+
+    t->redis = a->val[GMS_OPT_REDIS] ? a->val[GMS_OPT_REDIS]
+                                     : "127.0.0.1:6379";
+    t->password_file = a->val[GMS_OPT_PASSWORD_FILE];
+    t->prefix = a->val[GMS_OPT_PREFIX] ? a->val[GMS_OPT_PREFIX] : "gms:";
+    t->prefix_len = strlen(t->prefix);
+
+    if (a->val[GMS_OPT_DB]) {
+        errno = 0;
+        t->db = strtol(a->val[GMS_OPT_DB], &end, 10);
+
+        if (errno || *end != '\0' || end == a->val[GMS_OPT_DB]
+            || a->val[GMS_OPT_DB][0] == '-' || t->db > 1000000)
+        {
+            gms_tool_error(t, "--db: '%s' is not a database number",
+                           gms_tool_shown(a->val[GMS_OPT_DB]));
+            return -1;
+        }
+    }
+
+    t->tls = a->val[GMS_OPT_TLS] != NULL;
+    t->tls_ca_file = a->val[GMS_OPT_TLS_CA_FILE];
+    t->tls_cert = a->val[GMS_OPT_TLS_CERT];
+    t->tls_key = a->val[GMS_OPT_TLS_KEY];
+    t->tls_name = a->val[GMS_OPT_TLS_NAME];
+
+    /* a file given without --tls would leave the connection in clear */
+    for (i = 0; !t->tls && i < (int) (sizeof(tls_opts) / sizeof(int)); i++) {
+        if (a->val[tls_opts[i]]) {
+            gms_tool_error(t, "--%s goes with --tls",
+                           gms_tool_long_options[tls_opts[i]].name);
+            return -1;
+        }
+    }
+
+    if ((t->tls_cert == NULL) != (t->tls_key == NULL)) {
+        gms_tool_error(t, "give --tls-cert and --tls-key together");
+        return -1;
+    }
+
+    if (t->tls_name && t->tls_name[0] == '\0') {
+        gms_tool_error(t, "--tls-name: the name cannot be empty");
+        return -1;
+    }
+
+    t->sentinel = a->val[GMS_OPT_SENTINEL];
+    t->master = a->val[GMS_OPT_MASTER];
+    t->sentinel_password_file = a->val[GMS_OPT_SENTINEL_PASSWORD_FILE];
+
+    if (t->sentinel == NULL) {
+        if (t->master || t->sentinel_password_file) {
+            gms_tool_error(t, "--%s goes with --sentinel",
+                           t->master ? "master" : "sentinel-password-file");
+            return -1;
+        }
+
+        return 0;
+    }
+
+    if (a->val[GMS_OPT_REDIS]) {
+        gms_tool_error(t, "give --redis or --sentinel, not both");
+        return -1;
+    }
+
+    if (t->sentinel[0] == '\0') {
+        gms_tool_error(t, "--sentinel: no address");
+        return -1;
+    }
+
+    if (t->master == NULL || t->master[0] == '\0') {
+        gms_tool_error(t, "--sentinel needs --master NAME, the master's name "
+                       "at the Sentinels");
+        return -1;
+    }
+
+    /* for messages until a Sentinel names the master */
+    t->redis = t->sentinel;
 
     return 0;
 }

@@ -10,6 +10,7 @@
 #define _GMS_TOKEN_TOOL_H_INCLUDED_
 
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,14 +28,30 @@
 /* the longest actor URN accepted; DataHub's own URNs are far shorter */
 
 
+/* a connection to Redis or a Sentinel: gms_tool_conn.c */
+typedef struct gms_tool_conn_s  gms_tool_conn_t;
+
+
 typedef struct {
     const char            *command;        /* for messages */
-    const char            *redis;          /* host:port or unix:/path */
+    const char            *redis;          /* the address connected to */
     const char            *password_file;
     const char            *prefix;
     size_t                 prefix_len;
     long                   db;
-    redisContext          *ctx;
+    gms_tool_conn_t       *conn;           /* NULL: not connected */
+
+    unsigned               tls:1;          /* --tls, for Sentinels too */
+    const char            *tls_ca_file;    /* NULL: the system's CAs */
+    const char            *tls_cert;       /* with tls_key: mutual TLS */
+    const char            *tls_key;
+    const char            *tls_name;       /* NULL: the host connected to */
+
+    const char            *sentinel;       /* ADDR,ADDR,...: NULL, --redis */
+    const char            *master;         /* the master's Sentinel name */
+    const char            *sentinel_password_file;
+    char                   master_addr[300];   /* the one last named */
+
     int                    quiet;          /* errors kept, not printed */
     char                   error[256];     /* the last error message */
 } gms_tool_t;
@@ -60,6 +77,41 @@ typedef enum {
 void gms_tool_error(gms_tool_t *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 int gms_tool_connect(gms_tool_t *t);
+int gms_tool_open(gms_tool_t *t, const char *option, const char *addr,
+    const char *password, size_t password_len, gms_tool_conn_t **conn,
+    char *err, size_t size);
+int gms_tool_sentinel_connect(gms_tool_t *t, const char *password,
+    size_t password_len);
+
+
+/*
+ * The connection: commands in hiredis's format ("%s", "%b" ...), replies
+ * as hiredis's redisReply (freeReplyObject); appended commands are
+ * written at the next get_reply, as with hiredis's redisAppendCommand.
+ * A failure leaves the reply NULL and the reason in gms_tool_conn_error.
+ */
+int gms_tool_conn_open(gms_tool_t *t, const char *option, const char *addr,
+    gms_tool_conn_t **conn, char *err, size_t size);
+void gms_tool_conn_append(gms_tool_conn_t *c, const char *fmt, ...);
+void gms_tool_conn_vappend(gms_tool_conn_t *c, const char *fmt,
+    va_list args);
+void gms_tool_conn_append_argv(gms_tool_conn_t *c, int argc,
+    const char **argv, const size_t *lens);
+int gms_tool_conn_get_reply(gms_tool_conn_t *c, redisReply **reply);
+redisReply *gms_tool_conn_command(gms_tool_conn_t *c, const char *fmt, ...);
+const char *gms_tool_conn_error(gms_tool_conn_t *c);
+void gms_tool_conn_close(gms_tool_conn_t *c);
+
+/* the same on t->conn */
+redisReply *gms_tool_command(gms_tool_t *t, const char *fmt, ...);
+redisReply *gms_tool_command_argv(gms_tool_t *t, int argc, const char **argv,
+    const size_t *lens);
+void gms_tool_append(gms_tool_t *t, const char *fmt, ...);
+void gms_tool_append_argv(gms_tool_t *t, int argc, const char **argv,
+    const size_t *lens);
+int gms_tool_get_reply(gms_tool_t *t, redisReply **reply);
+void gms_tool_close(gms_tool_t *t);
+
 char *gms_tool_key(gms_tool_t *t, const char *kind, const char *name,
     size_t len, size_t *key_len);
 int64_t gms_tool_now_ms(void);

@@ -1,16 +1,15 @@
 
 /*
- * gms-token's Redis room: the connection (as the module makes it), the
- * key layout's names, the transaction that writes a token, and the
- * invalidation message every edge listens for.
+ * gms-token's Redis room: connecting (AUTH and SELECT as the module
+ * does; the socket and TLS are gms_tool_conn.c's), the key layout's
+ * names, the transaction that writes a token, and the invalidation
+ * message every edge listens for.
  */
 
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <time.h>
 
 #include <openssl/crypto.h>
@@ -18,14 +17,19 @@
 #include "gms_token_tool.h"
 
 
+/*
+ * The connection the commands use, t->conn: to --redis, or to the master
+ * the Sentinels name; AUTH and SELECT as the module does.  Returns an
+ * exit code: a bad option is a usage error, not Redis's.
+ */
+
 int
 gms_tool_connect(gms_tool_t *t)
 {
-    long             port;
-    char            *host, *colon, *end, *password;
-    size_t           len, password_len;
-    redisReply      *reply;
-    struct timeval   connect_tv = { 5, 0 }, io_tv = { 60, 0 };
+    int          rc;
+    char        *password, err[256];
+    size_t       password_len;
+    redisReply  *reply;
 
     password = NULL;
     password_len = 0;
@@ -48,70 +52,32 @@ gms_tool_connect(gms_tool_t *t)
         password_len = strlen(password);
     }
 
-    if (strncmp(t->redis, "unix:", 5) == 0 && t->redis[5] != '\0') {
-        t->ctx = redisConnectUnixWithTimeout(t->redis + 5, connect_tv);
+    if (t->sentinel) {
+        rc = gms_tool_sentinel_connect(t, password, password_len);
 
     } else {
-        len = strlen(t->redis);
-        host = strdup(t->redis);
-        colon = host ? strrchr(host, ':') : NULL;
+        rc = gms_tool_open(t, "--redis", t->redis, password, password_len,
+                           &t->conn, err, sizeof(err));
 
-        if (colon == NULL || colon == host) {
-            free(host);
-            free(password);
-            gms_tool_error(t, "--redis: '%s' is neither host:port nor "
-                           "unix:/path", gms_tool_shown(t->redis));
-            return GMS_TOOL_USAGE;
+        if (rc == GMS_TOOL_USAGE) {
+            gms_tool_error(t, "%s", err);
+
+        } else if (rc != GMS_TOOL_OK) {
+            gms_tool_error(t, "redis %s: %s", t->redis, err);
         }
-
-        *colon = '\0';
-        errno = 0;
-        port = strtol(colon + 1, &end, 10);
-
-        if (errno || *end != '\0' || end == colon + 1 || port < 1
-            || port > 65535)
-        {
-            free(host);
-            free(password);
-            gms_tool_error(t, "--redis: bad port in '%s'",
-                           gms_tool_shown(t->redis));
-            return GMS_TOOL_USAGE;
-        }
-
-        if (host[0] == '[' && colon[-1] == ']' && len > 3) {
-            colon[-1] = '\0';
-            t->ctx = redisConnectWithTimeout(host + 1, (int) port,
-                                             connect_tv);
-        } else {
-            t->ctx = redisConnectWithTimeout(host, (int) port, connect_tv);
-        }
-
-        free(host);
     }
-
-    if (t->ctx == NULL || t->ctx->err) {
-        gms_tool_error(t, "redis %s: cannot connect: %s", t->redis,
-                       t->ctx ? t->ctx->errstr : "out of memory");
-        free(password);
-        return GMS_TOOL_REDIS;
-    }
-
-    redisSetTimeout(t->ctx, io_tv);
 
     if (password) {
-        reply = redisCommand(t->ctx, "AUTH %b", password, password_len);
         OPENSSL_cleanse(password, password_len);
         free(password);
+    }
 
-        if (gms_tool_reply_error(t, reply, "AUTH") != 0) {
-            return GMS_TOOL_REDIS;
-        }
-
-        freeReplyObject(reply);
+    if (rc != GMS_TOOL_OK) {
+        return rc;
     }
 
     if (t->db) {
-        reply = redisCommand(t->ctx, "SELECT %ld", t->db);
+        reply = gms_tool_command(t, "SELECT %ld", t->db);
 
         if (gms_tool_reply_error(t, reply, "SELECT") != 0) {
             return GMS_TOOL_REDIS;
@@ -119,6 +85,62 @@ gms_tool_connect(gms_tool_t *t)
 
         freeReplyObject(reply);
     }
+
+    return GMS_TOOL_OK;
+}
+
+
+/*
+ * A connection to a Redis or a Sentinel, authenticated when a password is
+ * given; the reason of a failure in err, as gms_tool_conn_open's.
+ */
+
+int
+gms_tool_open(gms_tool_t *t, const char *option, const char *addr,
+    const char *password, size_t password_len, gms_tool_conn_t **conn,
+    char *err, size_t size)
+{
+    int               rc;
+    char              reason[200];
+    redisReply       *reply;
+    gms_tool_conn_t  *c;
+
+    rc = gms_tool_conn_open(t, option, addr, conn, reason, sizeof(reason));
+
+    if (rc != GMS_TOOL_OK) {
+        if (rc == GMS_TOOL_REDIS) {
+            snprintf(err, size, "cannot connect: %s", reason);
+
+        } else {
+            snprintf(err, size, "%s", reason);
+        }
+
+        return rc;
+    }
+
+    if (password == NULL) {
+        return GMS_TOOL_OK;
+    }
+
+    c = *conn;
+
+    reply = gms_tool_conn_command(c, "AUTH %b", password, password_len);
+
+    if (reply == NULL || reply->type == REDIS_REPLY_ERROR) {
+        snprintf(err, size, "AUTH: %s",
+                 reply ? reply->str : gms_tool_conn_error(c));
+
+        if (reply) {
+            freeReplyObject(reply);
+        }
+
+        gms_tool_conn_close(c);
+        *conn = NULL;
+
+        return GMS_TOOL_REDIS;
+    }
+
+    freeReplyObject(reply);
 
     return GMS_TOOL_OK;
 }
@@ -179,9 +201,9 @@ gms_tool_put_append(gms_tool_t *t, const char *key, size_t key_len,
 
     snprintf(ms, sizeof(ms), "%lld", (long long) tok->expires_at);
 
-    redisAppendCommand(t->ctx, "MULTI");
-    redisAppendCommand(t->ctx, "HMGET %b actor expiresAt type", key, key_len);
-    redisAppendCommand(t->ctx, "DEL %b", key, key_len);
+    gms_tool_append(t, "MULTI");
+    gms_tool_append(t, "HMGET %b actor expiresAt type", key, key_len);
+    gms_tool_append(t, "DEL %b", key, key_len);
 
     n = 0;
     argv[n] = "HSET";
@@ -216,13 +238,13 @@ gms_tool_put_append(gms_tool_t *t, const char *key, size_t key_len,
         lens[n++] = strlen(created);
     }
 
-    redisAppendCommandArgv(t->ctx, n, argv, lens);
+    gms_tool_append_argv(t, n, argv, lens);
 
     if (tok->expires_at) {
-        redisAppendCommand(t->ctx, "PEXPIREAT %b %s", key, key_len, ms);
+        gms_tool_append(t, "PEXPIREAT %b %s", key, key_len, ms);
     }
 
-    redisAppendCommand(t->ctx, "EXEC");
+    gms_tool_append(t, "EXEC");
 }
 
 
@@ -250,9 +272,7 @@ gms_tool_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
 
     /* MULTI's +OK and a +QUEUED for each command */
     for (i = 0; i < 1 + queued; i++) {
-        if (redisGetReply(t->ctx, (void **) &reply) != REDIS_OK) {
-            reply = NULL;
-        }
+        (void) gms_tool_get_reply(t, &reply);
 
         if (gms_tool_reply_error(t, reply, "MULTI") != 0) {
             return -1;
@@ -261,9 +281,7 @@ gms_tool_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
         freeReplyObject(reply);
     }
 
-    if (redisGetReply(t->ctx, (void **) &reply) != REDIS_OK) {
-        reply = NULL;
-    }
+    (void) gms_tool_get_reply(t, &reply);
 
     if (gms_tool_reply_error(t, reply, "EXEC") != 0) {
         return -1;
@@ -318,7 +336,8 @@ gms_tool_reply_error(gms_tool_t *t, redisReply *reply, const char *what)
 {
     if (reply == NULL) {
         gms_tool_error(t, "redis %s: %s: %s", t->redis, what,
-                       t->ctx->err ? t->ctx->errstr : "no reply");
+                       gms_tool_conn_error(t->conn)
+                       ? gms_tool_conn_error(t->conn) : "no reply");
         return -1;
     }
 
@@ -351,8 +370,8 @@ gms_tool_publish(gms_tool_t *t, const char *what, size_t len)
         return -1;
     }
 
-    reply = redisCommand(t->ctx, "PUBLISH %b %b", channel, channel_len,
-                         what, len);
+    reply = gms_tool_command(t, "PUBLISH %b %b", channel, channel_len,
+                             what, len);
     free(channel);
 
     if (gms_tool_reply_error(t, reply, "PUBLISH") != 0) {
@@ -384,7 +403,7 @@ gms_tool_uncache(gms_tool_t *t, const char *id)
         return -1;
     }
 
-    reply = redisCommand(t->ctx, "DEL %b", key, key_len);
+    reply = gms_tool_command(t, "DEL %b", key, key_len);
     free(key);
 
     if (gms_tool_reply_error(t, reply, "DEL") != 0) {
@@ -456,8 +475,8 @@ gms_tool_scan_next(gms_tool_t *t, gms_tool_scan_t *s)
         s->reply = NULL;
     }
 
-    reply = redisCommand(t->ctx, "SCAN %s MATCH %b COUNT 1000", s->cursor,
-                         s->pattern, s->len);
+    reply = gms_tool_command(t, "SCAN %s MATCH %b COUNT 1000", s->cursor,
+                             s->pattern, s->len);
 
     if (gms_tool_reply_error(t, reply, "SCAN") != 0) {
         return NULL;

@@ -6,6 +6,14 @@ package GmsTest::Redis;
 #   my $r = GmsTest::Redis->start(password => 'secret');
 #   $r->cmd(SET => 'token:abc', '{"user":"u1"}');
 #
+# Options: password, persist (the data survives a kill and start_again),
+# bind (the address to listen on and to talk to: '127.0.0.1' by default,
+# '::1', '127.0.0.2'), tls (a GmsTest::Certs: a TLS port as well, ->tls_port,
+# with the CA's server certificate), tls_auth_clients ('no' by default,
+# 'yes' or 'optional': client certificates signed by the CA), plain (0: no
+# plain port, ->port is 0 and cmd() goes through redis-cli --tls), replicaof
+# ([host, port]: a replica, waited for until its link to the master is up).
+#
 # cmd() returns simple and bulk strings as scalars, integers as numbers, nil
 # as undef, arrays as arrayrefs (recursively) and error replies as
 # GmsTest::Redis::Error objects.
@@ -18,7 +26,7 @@ use POSIX ();
 use GmsTest ();
 use Test::More ();
 use IO::Select;
-use IO::Socket::INET;
+use IO::Socket::IP;
 
 my $REPLY_TIMEOUT = 10;
 
@@ -26,11 +34,16 @@ my $REPLY_TIMEOUT = 10;
 sub start {
     my ($class, %opt) = @_;
 
+    my $plain = $opt{plain} // 1;
+    die "GmsTest::Redis: plain => 0 needs tls\n" unless $plain || $opt{tls};
+
     my $self = bless {
-        owner => $$,
-        opt   => \%opt,
-        dir   => GmsTest::_tempdir(),
-        port  => GmsTest::free_port(),
+        owner    => $$,
+        opt      => \%opt,
+        dir      => GmsTest::_tempdir(),
+        host     => $opt{bind} // '127.0.0.1',
+        port     => $plain ? GmsTest::free_port() : 0,
+        tls_port => $opt{tls} ? GmsTest::free_port() : 0,
     }, $class;
 
     GmsTest::_track($self);
@@ -43,12 +56,43 @@ sub port {
     return $_[0]{port};
 }
 
+# A client for a server this object does not run (a Sentinel, a server
+# started elsewhere): cmd() only, stop() does nothing.
+sub client {
+    my ($class, %opt) = @_;
+    return bless {
+        owner => $$,
+        opt   => { password => $opt{password} },
+        dir   => GmsTest::_tempdir(),
+        host  => $opt{host} // '127.0.0.1',
+        port  => $opt{port},
+    }, $class;
+}
+
+sub tls_port {
+    return $_[0]{tls_port};
+}
+
+sub host {
+    return $_[0]{host};
+}
+
+# "host:port" as the module's directives take it: [::1]:port for IPv6,
+# the TLS port with tls => 1
+sub address {
+    my ($self, %opt) = @_;
+    my $host = $self->{host} =~ /:/ ? "[$self->{host}]" : $self->{host};
+    return "$host:" . ($opt{tls} ? $self->{tls_port} : $self->{port});
+}
+
 sub pid {
     return $_[0]{pid};
 }
 
 sub cmd {
     my ($self, @args) = @_;
+
+    return $self->cli(@args) unless $self->{port};
 
     my $reused = defined $self->{sock};
 
@@ -113,15 +157,69 @@ sub unchanged {
                      . "\n  after:  " . ($a[$i] // '(none)'));
 }
 
+# Runs redis-cli against this server, over TLS (with the client
+# certificate) when it has no plain port or when the first argument is
+# '--tls'; returns its output without the last newline.  For commands whose
+# reply is one line (PING, SET, GET of a plain value, INFO as text).
+sub cli {
+    my ($self, @args) = @_;
+
+    my $tls = !$self->{port};
+    $tls = shift @args if @args && $args[0] eq '--tls';
+
+    my @cmd = ('redis-cli', '-h', $self->{host});
+    if ($tls) {
+        my $c = $self->{opt}{tls} or die "GmsTest::Redis: no TLS port\n";
+        push @cmd, '-p', $self->{tls_port}, '--tls', '--cacert', $c->{ca},
+                   '--cert', $c->{client_cert}, '--key', $c->{client_key};
+    } else {
+        push @cmd, '-p', $self->{port};
+    }
+    # not on the command line
+    local $ENV{REDISCLI_AUTH} = $self->{opt}{password}
+        if defined $self->{opt}{password};
+
+    my $out = "$self->{dir}/cli.out";
+    unlink $out;
+    my $rc = GmsTest::_run([@cmd, @args], $out);
+    my $text = GmsTest::_slurp($out);
+    die "redis-cli failed ($rc): $text" if $rc;
+    $text =~ s/\n\z//;
+    return $text;
+}
+
+# SIGKILL: no goodbye to replicas or clients
+sub kill {
+    my ($self) = @_;
+
+    delete $self->{sock};
+    my $pid = delete $self->{pid} or return;
+
+    CORE::kill 'KILL', $pid;
+    waitpid $pid, 0;
+}
+
+# SIGSTOP / SIGCONT: the server holds its connections but answers nothing
+sub pause {
+    my ($self) = @_;
+    CORE::kill 'STOP', $self->{pid} if $self->{pid};
+}
+
+sub resume {
+    my ($self) = @_;
+    CORE::kill 'CONT', $self->{pid} if $self->{pid};
+}
+
 sub stop {
     my ($self) = @_;
 
     delete $self->{sock};
     my $pid = delete $self->{pid} or return;
 
-    kill 'TERM', $pid;
+    CORE::kill 'CONT', $pid;
+    CORE::kill 'TERM', $pid;
     return if GmsTest::_wait_gone($pid, 1, 5);
-    kill 'KILL', $pid;
+    CORE::kill 'KILL', $pid;
     waitpid $pid, 0;
 }
 
@@ -157,15 +255,32 @@ sub _launch {
     my ($self) = @_;
 
     my $dir = $self->{dir};
-    my @cmd = ('redis-server', '--port', $self->{port}, '--bind', '127.0.0.1',
+    my %opt = %{ $self->{opt} };
+    my @cmd = ('redis-server', '--port', $self->{port},
+               '--bind', $self->{host},
                '--save', '', '--daemonize', 'no',
                # persist => 1: the data survives a kill and start_again
                '--appendonly', $self->{opt}{persist} ? ('yes',
                    '--appendfsync', 'always') : 'no',
                '--dir', $dir, '--logfile', "$dir/redis.log",
-               '--enable-debug-command', 'local');
-    push @cmd, '--requirepass', $self->{opt}{password}
-        if defined $self->{opt}{password};
+               '--enable-debug-command', 'local',
+               # a replica gets its first sync at once, not after 5 s
+               '--repl-diskless-sync-delay', 0);
+    push @cmd, '--requirepass', $opt{password}, '--masterauth', $opt{password}
+        if defined $opt{password};
+
+    if (my $c = $opt{tls}) {
+        push @cmd, '--tls-port', $self->{tls_port},
+                   '--tls-cert-file', $c->{server_cert},
+                   '--tls-key-file', $c->{server_key},
+                   '--tls-ca-cert-file', $c->{ca},
+                   '--tls-auth-clients', $opt{tls_auth_clients} // 'no';
+    }
+
+    # replicas are announced to Sentinels as the tests reach them
+    push @cmd, '--replicaof', @{ $opt{replicaof} },
+               '--replica-announce-ip', $self->{host}
+        if $opt{replicaof};
 
     $self->{pid} = GmsTest::_spawn(\@cmd, "$dir/redis.out");
 
@@ -175,6 +290,13 @@ sub _launch {
         my $pong = eval { $self->cmd('PING') };
         return defined $pong && $pong eq 'PONG';
     }, 5);
+
+    # a replica is ready once it has the master's data
+    $up &&= GmsTest::wait_until(sub {
+        $exited = GmsTest::_process_gone($self->{pid}, 1) and return 1;
+        return (eval { $self->cmd(INFO => 'replication') } // '')
+               =~ /^master_link_status:up/m;
+    }, 10) if $opt{replicaof};
 
     return if $up && !$exited;
 
@@ -204,8 +326,8 @@ sub _roundtrip {
 sub _connect {
     my ($self) = @_;
 
-    $self->{sock} = IO::Socket::INET->new(
-        PeerAddr => '127.0.0.1',
+    $self->{sock} = IO::Socket::IP->new(
+        PeerHost => $self->{host},
         PeerPort => $self->{port},
         Proto    => 'tcp',
         Timeout  => 5,
