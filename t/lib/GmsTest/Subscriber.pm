@@ -20,7 +20,7 @@ use GmsTest::Redis;
 sub new {
     my ($class, $redis, $channel) = @_;
 
-    my $conn = bless { owner => $$, port => $redis->port,
+    my $conn = bless { owner => $$, port => $redis->port, host => $redis->host,
                        opt => $redis->{opt} }, 'GmsTest::Redis';
     $conn->_connect;
 
