@@ -184,6 +184,12 @@ ngx_http_gms_drop_header(ngx_http_request_t *r, ngx_str_t *name)
 
     r->headers_in.headers = headers;
 
+    /* a list of one part points at it: here, not at the copy on the stack */
+
+    if (headers.last == &headers.part) {
+        r->headers_in.headers.last = &r->headers_in.headers.part;
+    }
+
     return NGX_OK;
 }
 
