@@ -473,9 +473,9 @@ ngx_http_gms_redis_set_replica(struct sockaddr *sa, socklen_t socklen)
 static ngx_int_t
 ngx_http_gms_redis_connect(ngx_http_gms_rconn_t *rc)
 {
-    size_t                     lens[2];
+    size_t                     lens[3];
     ngx_int_t                  rv;
-    const char                *argv[2];
+    const char                *argv[3];
     ngx_http_gms_main_conf_t  *gmcf;
 
     gmcf = rc->gmcf;
@@ -567,24 +567,14 @@ ngx_http_gms_redis_connect(ngx_http_gms_rconn_t *rc)
     lens[0] = 6;
     argv[1] = "LOAD";
     lens[1] = 4;
+    argv[2] = gms_lookup_script;
+    lens[2] = gms_lookup_script_len;
 
+    if (ngx_http_gms_rconn_setup(rc, 3, argv, lens,
+                                 ngx_http_gms_redis_loaded)
+        != NGX_OK)
     {
-        const char  *argv3[3];
-        size_t       lens3[3];
-
-        argv3[0] = argv[0];
-        lens3[0] = lens[0];
-        argv3[1] = argv[1];
-        lens3[1] = lens[1];
-        argv3[2] = gms_lookup_script;
-        lens3[2] = gms_lookup_script_len;
-
-        if (ngx_http_gms_rconn_setup(rc, 3, argv3, lens3,
-                                     ngx_http_gms_redis_loaded)
-            != NGX_OK)
-        {
-            goto failed;
-        }
+        goto failed;
     }
 
     return NGX_OK;

@@ -64,6 +64,9 @@ static void ngx_http_gms_rconn_handshaked(ngx_connection_t *c);
 static ngx_int_t ngx_http_gms_rconn_check_name(ngx_connection_t *c,
     ngx_str_t *name);
 #endif
+static ngx_int_t ngx_http_gms_rconn_format(ngx_http_gms_rconn_t *rc,
+    int argc, const char **argv, const size_t *lens,
+    ngx_http_gms_rconn_reply_pt handler, void *data, ngx_uint_t setup);
 static ngx_int_t ngx_http_gms_rconn_queue(ngx_http_gms_rconn_t *rc,
     u_char *cmd, size_t len, ngx_http_gms_rconn_reply_pt handler,
     void *data, ngx_uint_t setup);
@@ -573,20 +576,7 @@ ngx_http_gms_rconn_argv(ngx_http_gms_rconn_t *rc, int argc,
     const char **argv, const size_t *lens,
     ngx_http_gms_rconn_reply_pt handler, void *data)
 {
-    int        len;
-    char      *cmd;
-    ngx_int_t  rv;
-
-    len = redisFormatCommandArgv(&cmd, argc, argv, lens);
-    if (len < 0) {
-        return NGX_ERROR;
-    }
-
-    rv = ngx_http_gms_rconn_queue(rc, (u_char *) cmd, len, handler, data, 0);
-
-    free(cmd);
-
-    return rv;
+    return ngx_http_gms_rconn_format(rc, argc, argv, lens, handler, data, 0);
 }
 
 
@@ -601,6 +591,23 @@ ngx_http_gms_rconn_setup(ngx_http_gms_rconn_t *rc, int argc,
     const char **argv, const size_t *lens,
     ngx_http_gms_rconn_reply_pt handler)
 {
+    if (ngx_http_gms_rconn_format(rc, argc, argv, lens, handler, NULL, 1)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    rc->setup++;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_gms_rconn_format(ngx_http_gms_rconn_t *rc, int argc,
+    const char **argv, const size_t *lens,
+    ngx_http_gms_rconn_reply_pt handler, void *data, ngx_uint_t setup)
+{
     int        len;
     char      *cmd;
     ngx_int_t  rv;
@@ -610,13 +617,10 @@ ngx_http_gms_rconn_setup(ngx_http_gms_rconn_t *rc, int argc,
         return NGX_ERROR;
     }
 
-    rv = ngx_http_gms_rconn_queue(rc, (u_char *) cmd, len, handler, NULL, 1);
+    rv = ngx_http_gms_rconn_queue(rc, (u_char *) cmd, len, handler, data,
+                                  setup);
 
     free(cmd);
-
-    if (rv == NGX_OK) {
-        rc->setup++;
-    }
 
     return rv;
 }
