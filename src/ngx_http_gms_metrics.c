@@ -36,6 +36,10 @@ static const char  *ngx_http_gms_error_names[NGX_HTTP_GMS_NERRORS] = {
     "timeout", "connect", "reply"
 };
 
+static const char  *ngx_http_gms_target_names[NGX_HTTP_GMS_NTARGETS] = {
+    "master", "replica", "sentinel"
+};
+
 static const char  *ngx_http_gms_es_task_names[NGX_HTTP_GMS_ES_NOUTCOMES] = {
     "status", "error", "refused", "cluster_error"
 };
@@ -218,6 +222,30 @@ ngx_http_gms_metrics_handler(ngx_http_request_t *r)
     p = ngx_http_gms_metric_head(p, "gms_redis_connections", "gauge",
                          "Workers' open Redis connections.");
     p = ngx_sprintf(p, "gms_redis_connections %uA\n", m->connections);
+
+    p = ngx_http_gms_metric_head(p, "gms_redis_connected", "gauge",
+                         "Workers' Redis connections that are up, by target.");
+    for (i = 0; i < NGX_HTTP_GMS_NTARGETS; i++) {
+        p = ngx_sprintf(p, "gms_redis_connected{target=\"%s\"} %uA\n",
+                        ngx_http_gms_target_names[i], m->connected[i]);
+    }
+
+    p = ngx_http_gms_metric_head(p, "gms_redis_tls_handshake_failures_total",
+                         "counter", "TLS handshakes with Redis or a Sentinel "
+                         "that failed or did not verify.");
+    p = ngx_sprintf(p, "gms_redis_tls_handshake_failures_total %uA\n",
+                    m->tls_failures);
+
+    p = ngx_http_gms_metric_head(p, "gms_redis_failovers_total", "counter",
+                         "Changes of master followed, as Sentinels named "
+                         "them (per worker).");
+    p = ngx_sprintf(p, "gms_redis_failovers_total %uA\n", m->failovers);
+
+    p = ngx_http_gms_metric_head(p, "gms_redis_protocol_errors_total",
+                         "counter", "Redis connections dropped for a reply "
+                         "that was unasked for, malformed or over the caps.");
+    p = ngx_sprintf(p, "gms_redis_protocol_errors_total %uA\n",
+                    m->protocol_errors);
 
     p = ngx_http_gms_metric_head(p, "gms_redis_lookup_duration_seconds",
                          "histogram", "Time from sending a lookup to its reply.");

@@ -53,6 +53,10 @@ typedef struct {
     ngx_atomic_t               errors[NGX_HTTP_GMS_NERRORS];
     ngx_atomic_t               reconnects;
     ngx_atomic_t               connections;
+    ngx_atomic_t               connected[NGX_HTTP_GMS_NTARGETS];
+    ngx_atomic_t               tls_failures;
+    ngx_atomic_t               failovers;
+    ngx_atomic_t               protocol_errors;
     ngx_atomic_t               latency[NGX_HTTP_GMS_LATENCY_BUCKETS + 1];
     ngx_atomic_t               latency_sum_us;
     ngx_atomic_t               es_tasks[NGX_HTTP_GMS_ES_NOUTCOMES];

@@ -18,8 +18,6 @@ static ngx_int_t ngx_http_gms_variable(ngx_http_request_t *r,
 static ngx_int_t ngx_http_gms_result_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 
-static char *ngx_http_gms_redis_directive(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
 static char *ngx_http_gms_privileges(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_gms_salt_file(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -83,10 +81,52 @@ static ngx_command_t  ngx_http_gms_commands[] = {
       NULL },
 
     { ngx_string("gms_token_redis"),
-      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE123,
+      NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
       ngx_http_gms_redis_directive,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
+      NULL },
+
+    { ngx_string("gms_token_redis_sentinel"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_2MORE,
+      ngx_http_gms_redis_sentinel_directive,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("gms_token_redis_ssl_trusted_certificate"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_gms_main_conf_t, ssl_trusted_certificate),
+      NULL },
+
+    { ngx_string("gms_token_redis_ssl_verify"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_gms_main_conf_t, ssl_verify),
+      NULL },
+
+    { ngx_string("gms_token_redis_ssl_name"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_gms_main_conf_t, ssl_name),
+      NULL },
+
+    { ngx_string("gms_token_redis_ssl_certificate"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_gms_main_conf_t, ssl_certificate),
+      NULL },
+
+    { ngx_string("gms_token_redis_ssl_certificate_key"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_gms_main_conf_t, ssl_certificate_key),
       NULL },
 
     { ngx_string("gms_token_redis_timeout"),
@@ -486,105 +526,6 @@ ngx_http_gms_type_variable(ngx_http_request_t *r,
     v->len = ngx_strlen(name);
 
     return NGX_OK;
-}
-
-
-/* gms_token_redis ADDRESS [password=STRING] [db=N]; */
-
-static char *
-ngx_http_gms_redis_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_gms_main_conf_t *gmcf = conf;
-
-    u_char     *colon;
-    ngx_str_t  *value, addr;
-    ngx_uint_t  i;
-
-    if (gmcf->host.data != NULL) {
-        return "is duplicate";
-    }
-
-    value = cf->args->elts;
-    addr = value[1];
-
-    if (addr.len > 5 && ngx_strncmp(addr.data, "unix:", 5) == 0) {
-        gmcf->host.len = addr.len - 5;
-        gmcf->host.data = ngx_pnalloc(cf->pool, gmcf->host.len + 1);
-        if (gmcf->host.data == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        ngx_cpystrn(gmcf->host.data, addr.data + 5, gmcf->host.len + 1);
-        gmcf->port = 0;
-
-    } else {
-        colon = ngx_strlchr(addr.data, addr.data + addr.len, ':');
-
-        if (colon == NULL || colon == addr.data) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid redis address \"%V\": expected "
-                               "\"host:port\" or \"unix:/path\"", &addr);
-            return NGX_CONF_ERROR;
-        }
-
-        gmcf->port = ngx_atoi(colon + 1, addr.data + addr.len - colon - 1);
-
-        if (gmcf->port < 1 || gmcf->port > 65535) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid port in redis address \"%V\"", &addr);
-            return NGX_CONF_ERROR;
-        }
-
-        /*
-         * hiredis would resolve a name with a blocking getaddrinfo() in
-         * the worker, on every reconnect: an address only, until the
-         * connection is nginx's own and its resolver can be used
-         */
-
-        if (ngx_inet_addr(addr.data, colon - addr.data) == INADDR_NONE) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid redis address \"%V\": a host name "
-                               "would be resolved with a blocking "
-                               "getaddrinfo() in the workers; give an IPv4 "
-                               "address or \"unix:/path\"", &addr);
-            return NGX_CONF_ERROR;
-        }
-
-        gmcf->host.len = colon - addr.data;
-        gmcf->host.data = ngx_pnalloc(cf->pool, gmcf->host.len + 1);
-        if (gmcf->host.data == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        ngx_cpystrn(gmcf->host.data, addr.data, gmcf->host.len + 1);
-    }
-
-    for (i = 2; i < cf->args->nelts; i++) {
-
-        if (ngx_strncmp(value[i].data, "password=", 9) == 0) {
-            gmcf->password.data = value[i].data + 9;
-            gmcf->password.len = value[i].len - 9;
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "db=", 3) == 0) {
-            gmcf->db = ngx_atoi(value[i].data + 3, value[i].len - 3);
-
-            if (gmcf->db == NGX_ERROR) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid redis db \"%V\"", &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid parameter \"%V\"", &value[i]);
-        return NGX_CONF_ERROR;
-    }
-
-    return NGX_CONF_OK;
 }
 
 
@@ -1045,8 +986,10 @@ ngx_http_gms_create_main_conf(ngx_conf_t *cf)
     /*
      * set by ngx_pcalloc():
      *
-     *     gmcf->host = { 0, NULL };
-     *     gmcf->port = 0;
+     *     gmcf->redis = { 0 };
+     *     gmcf->sentinels = NULL;
+     *     gmcf->tls = 0;
+     *     gmcf->ssl_* = { 0, NULL };
      *     gmcf->password = { 0, NULL };
      *     gmcf->db = 0;
      *     gmcf->salt = { 0, NULL };
@@ -1075,6 +1018,7 @@ ngx_http_gms_create_main_conf(ngx_conf_t *cf)
     }
 
     gmcf->timeout = NGX_CONF_UNSET_MSEC;
+    gmcf->ssl_verify = NGX_CONF_UNSET;
     gmcf->jwt_leeway = NGX_CONF_UNSET_MSEC;
     gmcf->prefix.len = NGX_CONF_UNSET_SIZE;
 
@@ -1093,9 +1037,8 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
     unsigned char   md[SHA_DIGEST_LENGTH];
     unsigned char   key_md[SHA256_DIGEST_LENGTH];
 
-    if (gmcf->host.data == NULL) {
-        ngx_str_set(&gmcf->host, "127.0.0.1");
-        gmcf->port = 6379;
+    if (ngx_http_gms_redis_init_conf(cf, gmcf) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
     }
 
     ngx_conf_init_msec_value(gmcf->timeout, 250);
@@ -1150,8 +1093,9 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
 
     if (gmcf->cache) {
         ngx_crc32_init(crc);
-        ngx_crc32_update(&crc, gmcf->host.data, gmcf->host.len);
-        ngx_crc32_update(&crc, (u_char *) &gmcf->port, sizeof(gmcf->port));
+        ngx_crc32_update(&crc, gmcf->redis.name.data, gmcf->redis.name.len);
+        ngx_crc32_update(&crc, gmcf->master_name.data,
+                         gmcf->master_name.len);
         ngx_crc32_update(&crc, (u_char *) &gmcf->db, sizeof(gmcf->db));
         ngx_crc32_update(&crc, (u_char *) &gmcf->prefix.len,
                          sizeof(gmcf->prefix.len));

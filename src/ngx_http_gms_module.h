@@ -57,11 +57,51 @@ typedef struct {
 } ngx_http_gms_cache_t;
 
 
+/* what a Redis connection is for: the metrics' target label */
+typedef enum {
+    NGX_HTTP_GMS_TARGET_MASTER = 0,
+    NGX_HTTP_GMS_TARGET_REPLICA,
+    NGX_HTTP_GMS_TARGET_SENTINEL,
+    NGX_HTTP_GMS_NTARGETS
+} ngx_http_gms_target_e;
+
+
+/* host:port, [ipv6]:port or unix:/path, as gms_token_redis* take it */
 typedef struct {
-    ngx_str_t                  host;           /* or the unix socket path */
-    ngx_int_t                  port;           /* 0: unix socket */
+    ngx_str_t                  name;           /* as configured */
+    ngx_str_t                  host;           /* resolved; the TLS name */
+    in_port_t                  port;
+    ngx_addr_t                *addrs;          /* NULL: host to resolve */
+    ngx_uint_t                 naddrs;
+} ngx_http_gms_redis_addr_t;
+
+
+typedef struct {
+    ngx_http_gms_redis_addr_t  redis;          /* gms_token_redis */
     ngx_str_t                  password;
     ngx_int_t                  db;
+    ngx_str_t                  db_text;        /* for SELECT */
+
+    /* gms_token_redis_sentinel */
+    ngx_array_t               *sentinels;      /* of addresses */
+    ngx_str_t                  master_name;
+    ngx_str_t                  sentinel_password;
+    ngx_flag_t                 replica;        /* replica=prefer */
+
+    ngx_resolver_t            *resolver;       /* http's, for host names */
+    ngx_msec_t                 resolver_timeout;
+
+    /* gms_token_redis ... tls, and gms_token_redis_ssl_* */
+    ngx_flag_t                 tls;
+    ngx_flag_t                 ssl_verify;
+    ngx_str_t                  ssl_name;
+    ngx_str_t                  ssl_trusted_certificate;
+    ngx_str_t                  ssl_certificate;
+    ngx_str_t                  ssl_certificate_key;
+#if (NGX_SSL)
+    ngx_ssl_t                 *ssl;
+#endif
+
     ngx_msec_t                 timeout;
     ngx_str_t                  prefix;
     ngx_str_t                  token_prefix;   /* <prefix>token: */
@@ -167,6 +207,12 @@ ngx_int_t ngx_http_gms_has_any_privilege(ngx_http_gms_ctx_t *ctx,
 ngx_int_t ngx_http_gms_es_task_precontent(ngx_http_request_t *r);
 ngx_uint_t ngx_http_gms_es_task_action(ngx_http_request_t *r);
 ngx_int_t ngx_http_gms_es_task_filter_init(ngx_conf_t *cf);
+char *ngx_http_gms_redis_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_gms_redis_sentinel_directive(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+char *ngx_http_gms_redis_init_conf(ngx_conf_t *cf,
+    ngx_http_gms_main_conf_t *gmcf);
 
 
 extern ngx_module_t  ngx_http_gms_module;

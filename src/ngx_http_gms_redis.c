@@ -1,16 +1,22 @@
 
 /*
- * hiredis on nginx's event loop.
+ * The worker's use of Redis.
  *
- * Each worker keeps one connection, made on first use.  hiredis asks for
- * read and write interest through its ev hooks; they map to level-
- * triggered nginx events on a connection taken from the worker's pool,
- * so a reply larger than hiredis's read chunk is never left unread.
+ * Each worker keeps one connection for lookups (ngx_http_gms_redis_conn.c:
+ * nginx's own, plain or TLS), made on first use, lookups pipelined on it.
  * Deadlines belong to the requests (nginx timers in the module); when one
  * fires the connection is dropped, since every lookup pipelined behind
  * the late one would be late too.  After a failure, connecting again is
  * refused for a short, growing, jittered while, so that a Redis outage
- * costs the requests nothing but a fast 503.
+ * costs the requests nothing but a fast 503.  An idle connection is
+ * PINGed, so a dead one is found before a lookup needs it.
+ *
+ * With Sentinel, the connections go where ngx_http_gms_sentinel.c says
+ * the master is, and each confirms it with ROLE; a connection lost, a
+ * replica where the master should be, or -READONLY / -LOADING make the
+ * worker ask the Sentinels again.  With replica=prefer, lookups (reads
+ * only: EVALSHA_RO, SMEMBERS) go to a replica while its connection is up,
+ * and to the master otherwise.
  *
  * With a cache, each worker also keeps a second connection, subscribed to
  * <prefix>invalidate: gms-token publishes there the token ids and users
@@ -22,27 +28,14 @@
 
 
 #include "ngx_http_gms_redis.h"
+#include "ngx_http_gms_redis_conn.h"
+#include "ngx_http_gms_sentinel.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
 
 
-#define NGX_HTTP_GMS_BACKOFF_MIN   50
-#define NGX_HTTP_GMS_BACKOFF_MAX   1000
-
 /* an idle connection is checked this often, so a dead one is noticed */
 #define NGX_HTTP_GMS_PING_EVERY    10000
-
-/*
- * What a reply may make hiredis allocate.  A lookup's reply is 4
- * elements, strings of at most a few hundred bytes and up to 256
- * privileges; hiredis 0.14 allocates what a header announces (an array
- * of a billion elements, say) and buffers a bulk string whole.  Beyond
- * these the connection is dropped: 503, never an allocation the size a
- * peer chose.
- */
-#define NGX_HTTP_GMS_REPLY_STRING_MAX    65536
-#define NGX_HTTP_GMS_REPLY_ELEMENTS_MAX  1024
-#define NGX_HTTP_GMS_REPLY_BUFFER_MAX    (1024 * 1024)
 
 /* how often the time of the last complete sync is read */
 #define NGX_HTTP_GMS_SYNC_EVERY    1000
@@ -52,45 +45,60 @@ struct ngx_http_gms_lookup_s {
     ngx_queue_t                queue;          /* in the free list */
     ngx_http_gms_lookup_pt     handler;
     void                      *data;
+    ngx_http_gms_rconn_t      *rc;             /* where it was sent */
     u_char                     id[GMS_TOKEN_ID_LEN];
     unsigned                   evaluated:1;    /* sent with EVAL */
 };
 
 
 typedef struct {
-    redisAsyncContext         *ac;
     ngx_http_gms_main_conf_t  *gmcf;
-    ngx_msec_t                 backoff;
-    ngx_msec_t                 retry_at;
-    ngx_msec_t                 last_used;
     ngx_queue_t                free;
     u_char                    *key;            /* <prefix>token:<id> */
     u_char                    *members_key;    /* <prefix>actor:<urn> */
     u_char                    *evalsha;        /* the lookup, formatted */
     size_t                     evalsha_len;
     size_t                     evalsha_id;     /* where its id goes */
-    ngx_event_t                connect_timer;
+    u_char                    *evalsha_ro;     /* the same, for replicas */
+    size_t                     evalsha_ro_len;
+    size_t                     evalsha_ro_id;
+    ngx_msec_t                 last_used;
     ngx_event_t                ping_timer;
     ngx_event_t                retry_timer;    /* the subscriber's */
-    ngx_event_t                sync_timer;     /* the lookups' */
-    unsigned                   connected:1;
+    ngx_event_t                sync_timer;
     unsigned                   ping_pending:1;
-    unsigned                   subscriber:1;
     unsigned                   subscribed:1;
+    unsigned                   exiting:1;
 } ngx_http_gms_redis_t;
 
 
 static ngx_int_t ngx_http_gms_redis_init(ngx_http_gms_main_conf_t *gmcf);
-static ngx_int_t ngx_http_gms_redis_connect(ngx_http_gms_redis_t *rd);
-static void ngx_http_gms_redis_close(ngx_http_gms_redis_t *rd,
-    const char *reason);
-static void ngx_http_gms_redis_subscribe(ngx_http_gms_redis_t *rd);
+static ngx_int_t ngx_http_gms_redis_format(u_char **cmd, size_t *len,
+    size_t *id_offset, const char *name, ngx_http_gms_main_conf_t *gmcf);
+static ngx_int_t ngx_http_gms_redis_connect(ngx_http_gms_rconn_t *rc);
+static void ngx_http_gms_redis_ok(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error);
+static void ngx_http_gms_redis_role(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error);
+static void ngx_http_gms_redis_loaded(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error);
+static void ngx_http_gms_redis_up(ngx_http_gms_rconn_t *rc);
+static void ngx_http_gms_redis_closed(ngx_http_gms_rconn_t *rc);
+static ngx_int_t ngx_http_gms_redis_send(ngx_http_gms_lookup_t *lk);
+static ngx_int_t ngx_http_gms_redis_members(ngx_http_gms_lookup_t *lk,
+    ngx_str_t *actor);
+static void ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error);
+static ngx_int_t ngx_http_gms_redis_unavailable(ngx_http_gms_rconn_t *rc,
+    redisReply *reply);
+static void ngx_http_gms_redis_ping(ngx_event_t *ev);
+static void ngx_http_gms_redis_pong(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error);
+static void ngx_http_gms_redis_subscribe(void);
 static void ngx_http_gms_redis_retry(ngx_event_t *ev);
-static void ngx_http_gms_redis_message(redisAsyncContext *ac, void *r,
-    void *privdata);
-static void ngx_http_gms_redis_sync_age(ngx_event_t *ev);
-static void ngx_http_gms_redis_sync_reply(redisAsyncContext *ac, void *r,
-    void *privdata);
+static void ngx_http_gms_redis_sub_closed(ngx_http_gms_rconn_t *rc);
+static void ngx_http_gms_redis_message(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error);
 static void *ngx_http_gms_redis_sub_string(const redisReadTask *task,
     char *str, size_t len);
 static void *ngx_http_gms_redis_sub_array(const redisReadTask *task,
@@ -98,95 +106,75 @@ static void *ngx_http_gms_redis_sub_array(const redisReadTask *task,
 static void *ngx_http_gms_redis_sub_integer(const redisReadTask *task,
     long long value);
 static void *ngx_http_gms_redis_sub_nil(const redisReadTask *task);
-static void *ngx_http_gms_redis_string(const redisReadTask *task, char *str,
-    size_t len);
-static void *ngx_http_gms_redis_array(const redisReadTask *task,
-    int elements);
-static void ngx_http_gms_redis_failed(ngx_http_gms_redis_t *rd);
-static ngx_int_t ngx_http_gms_redis_members(ngx_http_gms_lookup_t *lk,
-    ngx_str_t *actor);
-static ngx_int_t ngx_http_gms_redis_send(ngx_http_gms_lookup_t *lk);
-static ngx_int_t ngx_http_gms_redis_format(ngx_http_gms_redis_t *rd);
-static void ngx_http_gms_redis_reply(redisAsyncContext *ac, void *r,
-    void *privdata);
-static void ngx_http_gms_redis_setup_reply(redisAsyncContext *ac, void *r,
-    void *privdata);
-static void ngx_http_gms_redis_connected(const redisAsyncContext *ac,
-    int status);
-static void ngx_http_gms_redis_disconnected(const redisAsyncContext *ac,
-    int status);
-static void ngx_http_gms_redis_connect_timeout(ngx_event_t *ev);
-static void ngx_http_gms_redis_ping(ngx_event_t *ev);
-static void ngx_http_gms_redis_pong(redisAsyncContext *ac, void *r,
-    void *privdata);
-static void ngx_http_gms_redis_read_handler(ngx_event_t *ev);
-static void ngx_http_gms_redis_write_handler(ngx_event_t *ev);
-static void ngx_http_gms_redis_add_read(void *privdata);
-static void ngx_http_gms_redis_del_read(void *privdata);
-static void ngx_http_gms_redis_add_write(void *privdata);
-static void ngx_http_gms_redis_del_write(void *privdata);
-static void ngx_http_gms_redis_cleanup(void *privdata);
+static void ngx_http_gms_redis_sync_age(ngx_event_t *ev);
+static void ngx_http_gms_redis_sync_reply(ngx_http_gms_rconn_t *rc,
+    void *data, redisReply *reply, const char *error);
 
 
 /* one of each per worker process */
 static ngx_http_gms_redis_t  ngx_http_gms_redis;
-static ngx_http_gms_redis_t  ngx_http_gms_redis_sub;
+static ngx_http_gms_rconn_t  ngx_http_gms_redis_master;
+static ngx_http_gms_rconn_t  ngx_http_gms_redis_replica;
+static ngx_http_gms_rconn_t  ngx_http_gms_redis_sub;
 
-static redisReplyObjectFunctions  *ngx_http_gms_redis_builders;
-static redisReplyObjectFunctions   ngx_http_gms_redis_capped;
-static redisReplyObjectFunctions   ngx_http_gms_redis_sub_capped;
+extern redisReplyObjectFunctions   *ngx_http_gms_rconn_hiredis;
+static redisReplyObjectFunctions    ngx_http_gms_redis_sub_capped = {
+    ngx_http_gms_redis_sub_string,
+    ngx_http_gms_redis_sub_array,
+    ngx_http_gms_redis_sub_integer,
+    ngx_http_gms_redis_sub_nil,
+    NULL
+};
 
-static ngx_uint_t  ngx_http_gms_redis_exiting;
-
-
-/* in a worker: the subscription and the sync-age timer, with a cache */
 
 ngx_int_t
 ngx_http_gms_redis_init_process(ngx_cycle_t *cycle,
     ngx_http_gms_main_conf_t *gmcf)
 {
-    ngx_http_gms_redis_t  *sub;
+    ngx_http_gms_redis_t  *rd;
+
+    rd = &ngx_http_gms_redis;
+
+    if (ngx_http_gms_redis_init(gmcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (gmcf->sentinels
+        && ngx_http_gms_sentinel_init_process(cycle, gmcf) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
 
     if (gmcf->cache == NULL) {
         return NGX_OK;
     }
 
-    if (ngx_http_gms_redis.gmcf != gmcf
-        && ngx_http_gms_redis_init(gmcf) != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
+    /* the sync-age metric and the invalidations: with a cache only */
 
-    ngx_http_gms_redis.sync_timer.handler = ngx_http_gms_redis_sync_age;
-    ngx_http_gms_redis.sync_timer.log = cycle->log;
-    ngx_http_gms_redis.sync_timer.data = &ngx_http_gms_redis;
-    ngx_http_gms_redis.sync_timer.cancelable = 1;
-    ngx_add_timer(&ngx_http_gms_redis.sync_timer,
+    rd->sync_timer.handler = ngx_http_gms_redis_sync_age;
+    rd->sync_timer.log = cycle->log;
+    rd->sync_timer.data = rd;
+    rd->sync_timer.cancelable = 1;
+    ngx_add_timer(&rd->sync_timer,
                   (ngx_msec_t) ngx_random() % NGX_HTTP_GMS_SYNC_EVERY + 1);
 
-    sub = &ngx_http_gms_redis_sub;
-    sub->gmcf = gmcf;
-    sub->subscriber = 1;
+    rd->retry_timer.handler = ngx_http_gms_redis_retry;
+    rd->retry_timer.log = cycle->log;
+    rd->retry_timer.data = rd;
+    rd->retry_timer.cancelable = 1;
 
-    sub->connect_timer.handler = ngx_http_gms_redis_connect_timeout;
-    sub->connect_timer.log = cycle->log;
-
-    sub->retry_timer.handler = ngx_http_gms_redis_retry;
-    sub->retry_timer.log = cycle->log;
-    sub->retry_timer.data = sub;
-    sub->retry_timer.cancelable = 1;
-
-    ngx_http_gms_redis_subscribe(sub);
+    ngx_http_gms_redis_subscribe();
 
     return NGX_OK;
 }
 
 
-/* the lookups' connection: its keys and the EVALSHA, made once */
+/* the connections, their keys and the EVALSHAs, made once per worker */
 
 static ngx_int_t
 ngx_http_gms_redis_init(ngx_http_gms_main_conf_t *gmcf)
 {
+    ngx_http_gms_rconn_t  *rc;
     ngx_http_gms_redis_t  *rd;
 
     rd = &ngx_http_gms_redis;
@@ -196,35 +184,96 @@ ngx_http_gms_redis_init(ngx_http_gms_main_conf_t *gmcf)
 
     rd->key = ngx_alloc(gmcf->token_prefix.len + GMS_TOKEN_ID_LEN,
                         ngx_cycle->log);
-    if (rd->key == NULL) {
-        rd->gmcf = NULL;
+    rd->members_key = ngx_alloc(gmcf->actor_prefix.len + GMS_ACTOR_MAX,
+                                ngx_cycle->log);
+
+    if (rd->key == NULL || rd->members_key == NULL) {
         return NGX_ERROR;
     }
 
     ngx_memcpy(rd->key, gmcf->token_prefix.data, gmcf->token_prefix.len);
-
-    rd->members_key = ngx_alloc(gmcf->actor_prefix.len + GMS_ACTOR_MAX,
-                                ngx_cycle->log);
-    if (rd->members_key == NULL) {
-        ngx_free(rd->key);
-        rd->gmcf = NULL;
-        return NGX_ERROR;
-    }
-
     ngx_memcpy(rd->members_key, gmcf->actor_prefix.data,
                gmcf->actor_prefix.len);
 
-    if (ngx_http_gms_redis_format(rd) != NGX_OK) {
-        rd->gmcf = NULL;
+    if (ngx_http_gms_redis_format(&rd->evalsha, &rd->evalsha_len,
+                                  &rd->evalsha_id, "EVALSHA", gmcf)
+        != NGX_OK
+        || ngx_http_gms_redis_format(&rd->evalsha_ro, &rd->evalsha_ro_len,
+                                     &rd->evalsha_ro_id, "EVALSHA_RO", gmcf)
+           != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
-    rd->connect_timer.handler = ngx_http_gms_redis_connect_timeout;
-    rd->connect_timer.log = ngx_cycle->log;
-
     rd->ping_timer.handler = ngx_http_gms_redis_ping;
     rd->ping_timer.log = ngx_cycle->log;
+    rd->ping_timer.data = rd;
     rd->ping_timer.cancelable = 1;
+
+    rc = &ngx_http_gms_redis_master;
+    ngx_http_gms_rconn_init(rc, gmcf, "lookup", NGX_HTTP_GMS_TARGET_MASTER);
+    rc->ready = ngx_http_gms_redis_up;
+    rc->closed = ngx_http_gms_redis_closed;
+
+    rc = &ngx_http_gms_redis_replica;
+    ngx_http_gms_rconn_init(rc, gmcf, "replica lookup",
+                            NGX_HTTP_GMS_TARGET_REPLICA);
+    rc->ready = ngx_http_gms_redis_up;
+    rc->closed = ngx_http_gms_redis_closed;
+
+    rc = &ngx_http_gms_redis_sub;
+    ngx_http_gms_rconn_init(rc, gmcf, "subscription",
+                            NGX_HTTP_GMS_TARGET_MASTER);
+    rc->builders = &ngx_http_gms_redis_sub_capped;
+    rc->push = ngx_http_gms_redis_message;
+    rc->closed = ngx_http_gms_redis_sub_closed;
+    rc->keepalive = 1;
+
+    if (gmcf->sentinels == NULL) {
+        ngx_http_gms_redis_master.addr = &gmcf->redis;
+        ngx_http_gms_redis_sub.addr = &gmcf->redis;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * EVALSHA <sha> 1 <prefix>token:<id> <prefix>actor: in the protocol's
+ * form, made once per worker; a lookup only copies its id in at id_offset.
+ */
+
+static ngx_int_t
+ngx_http_gms_redis_format(u_char **cmd, size_t *len, size_t *id_offset,
+    const char *name, ngx_http_gms_main_conf_t *gmcf)
+{
+    u_char  *p;
+    size_t   key_len, name_len, size;
+
+    key_len = gmcf->token_prefix.len + GMS_TOKEN_ID_LEN;
+    name_len = ngx_strlen(name);
+
+    size = sizeof("*5\r\n$\r\n\r\n$40\r\n\r\n$1\r\n1\r\n") - 1
+           + NGX_SIZE_T_LEN + name_len + 40
+           + 2 * (sizeof("$\r\n\r\n") - 1 + NGX_SIZE_T_LEN)
+           + key_len + gmcf->actor_prefix.len;
+
+    *cmd = ngx_alloc(size, ngx_cycle->log);
+    if (*cmd == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_sprintf(*cmd, "*5\r\n$%uz\r\n%s\r\n$40\r\n%s\r\n"
+                    "$1\r\n1\r\n$%uz\r\n%V", name_len, name,
+                    gmcf->script_sha, key_len, &gmcf->token_prefix);
+
+    *id_offset = p - *cmd;
+    p += GMS_TOKEN_ID_LEN;
+
+    p = ngx_sprintf(p, "\r\n$%uz\r\n%V\r\n", gmcf->actor_prefix.len,
+                    &gmcf->actor_prefix);
+
+    *len = p - *cmd;
 
     return NGX_OK;
 }
@@ -235,18 +284,33 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
     ngx_str_t *actor, ngx_http_gms_lookup_pt handler, void *data)
 {
     ngx_queue_t            *q;
+    ngx_http_gms_rconn_t   *rc, *replica;
     ngx_http_gms_lookup_t  *lk;
     ngx_http_gms_redis_t   *rd;
 
     rd = &ngx_http_gms_redis;
+    rc = &ngx_http_gms_redis_master;
 
-    /* first use in this worker: without a cache, no init_process did it */
-
-    if (rd->gmcf != gmcf && ngx_http_gms_redis_init(gmcf) != NGX_OK) {
+    if (rd->gmcf != gmcf) {
         return NGX_ERROR;
     }
 
-    if (rd->ac == NULL && ngx_http_gms_redis_connect(rd) != NGX_OK) {
+    replica = &ngx_http_gms_redis_replica;
+
+    if (gmcf->replica && replica->socklen) {
+
+        if (ngx_http_gms_rconn_ready(replica)) {
+            rc = replica;
+
+        } else if (!ngx_http_gms_rconn_open(replica)) {
+            /* for the next lookups; this one goes to the master */
+            (void) ngx_http_gms_redis_connect(replica);
+        }
+    }
+
+    if (!ngx_http_gms_rconn_open(rc)
+        && ngx_http_gms_redis_connect(rc) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
@@ -264,6 +328,7 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
 
     lk->handler = handler;
     lk->data = data;
+    lk->rc = rc;
     lk->evaluated = (actor != NULL);
     ngx_memcpy(lk->id, id, GMS_TOKEN_ID_LEN);
 
@@ -281,217 +346,376 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
 }
 
 
+/* a lookup timed out: every lookup pipelined behind it would be late too */
+
 void
 ngx_http_gms_redis_drop(const char *reason)
 {
-    ngx_http_gms_redis_close(&ngx_http_gms_redis, reason);
-}
-
-
-static void
-ngx_http_gms_redis_close(ngx_http_gms_redis_t *rd, const char *reason)
-{
-    redisAsyncContext  *ac;
-
-    ac = rd->ac;
-
-    if (ac == NULL) {
-        return;
-    }
-
-    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                  "gms: closing redis %sconnection: %s",
-                  rd->subscriber ? "subscription " : "", reason);
-
-    ngx_http_gms_redis_failed(rd);
-
-    /* runs the pending callbacks with NULL, then the cleanup hook */
-    redisAsyncFree(ac);
+    ngx_http_gms_rconn_close(&ngx_http_gms_redis_master, NGX_LOG_ERR,
+                             reason);
+    ngx_http_gms_rconn_close(&ngx_http_gms_redis_replica, NGX_LOG_ERR,
+                             reason);
 }
 
 
 void
 ngx_http_gms_redis_exit_process(ngx_cycle_t *cycle)
 {
-    ngx_http_gms_redis_exiting = 1;
+    ngx_http_gms_redis.exiting = 1;
 
-    if (ngx_http_gms_redis.ac != NULL) {
-        redisAsyncFree(ngx_http_gms_redis.ac);
+    if (ngx_http_gms_redis.gmcf == NULL) {
+        return;
     }
 
-    if (ngx_http_gms_redis_sub.ac != NULL) {
-        redisAsyncFree(ngx_http_gms_redis_sub.ac);
+    if (ngx_http_gms_redis.gmcf->sentinels) {
+        ngx_http_gms_sentinel_exit_process();
     }
+
+    ngx_http_gms_rconn_close(&ngx_http_gms_redis_master, NGX_LOG_DEBUG,
+                             "exiting");
+    ngx_http_gms_rconn_close(&ngx_http_gms_redis_replica, NGX_LOG_DEBUG,
+                             "exiting");
+    ngx_http_gms_rconn_close(&ngx_http_gms_redis_sub, NGX_LOG_DEBUG,
+                             "exiting");
 }
 
 
-static ngx_int_t
-ngx_http_gms_redis_connect(ngx_http_gms_redis_t *rd)
+/* the master (or replica) moved: the next connect goes there */
+
+void
+ngx_http_gms_redis_set_master(struct sockaddr *sa, socklen_t socklen)
 {
-    int                        on;
-    redisAsyncContext         *ac;
-    ngx_connection_t          *c;
+    ngx_http_gms_rconn_t  *rc;
+    ngx_http_gms_redis_t  *rd;
+
+    rc = &ngx_http_gms_redis_master;
+
+    if (rc->socklen
+        && ngx_cmp_sockaddr(sa, socklen, &rc->sockaddr.sockaddr,
+                            rc->socklen, 1)
+           == NGX_OK)
+    {
+        return;
+    }
+
+    if (rc->socklen) {
+        ngx_http_gms_count(failovers);
+    }
+
+    ngx_http_gms_rconn_set_peer(rc, sa, socklen);
+
+    ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                  "gms: sentinel: master \"%V\" is at %V",
+                  &rc->gmcf->master_name, &rc->peer);
+
+    ngx_http_gms_rconn_close(rc, NGX_LOG_NOTICE, "the master moved");
+    rc->backoff = 0;
+
+    rc = &ngx_http_gms_redis_sub;
+    ngx_http_gms_rconn_set_peer(rc, sa, socklen);
+
+    if (ngx_http_gms_rconn_open(rc)) {
+        ngx_http_gms_rconn_close(rc, NGX_LOG_NOTICE, "the master moved");
+    }
+
+    rc->backoff = 0;
+
+    /* a subscriber waiting for a master connects now */
+
+    rd = &ngx_http_gms_redis;
+
+    if (rd->retry_timer.timer_set) {
+        ngx_del_timer(&rd->retry_timer);
+    }
+
+    ngx_http_gms_redis_subscribe();
+}
+
+
+void
+ngx_http_gms_redis_set_replica(struct sockaddr *sa, socklen_t socklen)
+{
+    ngx_http_gms_rconn_t  *rc;
+
+    rc = &ngx_http_gms_redis_replica;
+
+    if (sa == NULL) {
+        rc->socklen = 0;
+        ngx_http_gms_rconn_close(rc, NGX_LOG_NOTICE, "no replica to read");
+        return;
+    }
+
+    if (rc->socklen
+        && ngx_cmp_sockaddr(sa, socklen, &rc->sockaddr.sockaddr,
+                            rc->socklen, 1)
+           == NGX_OK)
+    {
+        return;
+    }
+
+    ngx_http_gms_rconn_set_peer(rc, sa, socklen);
+    ngx_http_gms_rconn_close(rc, NGX_LOG_NOTICE, "the replica changed");
+    rc->backoff = 0;
+}
+
+
+/*
+ * A connection's setup: AUTH, SELECT, with Sentinel ROLE (the server must
+ * be what the Sentinels said), and for lookups SCRIPT LOAD, all pipelined
+ * ahead of whatever waits.
+ */
+
+static ngx_int_t
+ngx_http_gms_redis_connect(ngx_http_gms_rconn_t *rc)
+{
+    size_t                     lens[2];
+    ngx_int_t                  rv;
+    const char                *argv[2];
     ngx_http_gms_main_conf_t  *gmcf;
 
-    gmcf = rd->gmcf;
+    gmcf = rc->gmcf;
 
-    if (rd->backoff && (ngx_msec_int_t) (rd->retry_at - ngx_current_msec) > 0)
-    {
-        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
-                       "gms: redis connect in backoff");
+    if (gmcf->sentinels && rc->socklen == 0) {
+        /* the Sentinels have not named a master yet */
         return NGX_DECLINED;
     }
 
-    if (rd->backoff && !rd->subscriber) {
+    if (rc->backoff && rc->target == NGX_HTTP_GMS_TARGET_MASTER
+        && rc != &ngx_http_gms_redis_sub
+        && !ngx_http_gms_rconn_in_backoff(rc))
+    {
         ngx_http_gms_count(reconnects);
     }
 
-    if (gmcf->port) {
-        ac = redisAsyncConnect((char *) gmcf->host.data, (int) gmcf->port);
+    rc->tls = gmcf->tls;
 
-    } else {
-        ac = redisAsyncConnectUnix((char *) gmcf->host.data);
+    rv = ngx_http_gms_rconn_connect(rc);
+    if (rv != NGX_OK) {
+        return rv;
     }
 
-    if (ac == NULL) {
-        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                      "gms: cannot allocate a redis context");
-        ngx_http_gms_redis_failed(rd);
-        return NGX_ERROR;
+    if (gmcf->password.len) {
+        argv[0] = "AUTH";
+        lens[0] = 4;
+        argv[1] = (const char *) gmcf->password.data;
+        lens[1] = gmcf->password.len;
+
+        if (ngx_http_gms_rconn_setup(rc, 2, argv, lens,
+                                     ngx_http_gms_redis_ok)
+            != NGX_OK)
+        {
+            goto failed;
+        }
     }
 
-    if (ac->err) {
-        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                      "gms: redis connect to \"%V\" failed: %s",
-                      &gmcf->host, ac->errstr);
-        redisAsyncFree(ac);
-        ngx_http_gms_redis_failed(rd);
-        return NGX_ERROR;
+    if (gmcf->db) {
+        argv[0] = "SELECT";
+        lens[0] = 6;
+        argv[1] = (const char *) gmcf->db_text.data;
+        lens[1] = gmcf->db_text.len;
+
+        if (ngx_http_gms_rconn_setup(rc, 2, argv, lens,
+                                     ngx_http_gms_redis_ok)
+            != NGX_OK)
+        {
+            goto failed;
+        }
     }
 
-    /* hiredis's reply builders, with the caps in front */
+    if (gmcf->sentinels) {
+        argv[0] = "ROLE";
+        lens[0] = 4;
 
-    if (ngx_http_gms_redis_builders == NULL) {
-        ngx_http_gms_redis_builders = ac->c.reader->fn;
-        ngx_http_gms_redis_capped = *ac->c.reader->fn;
-        ngx_http_gms_redis_capped.createString = ngx_http_gms_redis_string;
-        ngx_http_gms_redis_capped.createArray = ngx_http_gms_redis_array;
-
-        ngx_http_gms_redis_sub_capped = *ac->c.reader->fn;
-        ngx_http_gms_redis_sub_capped.createString =
-                                             ngx_http_gms_redis_sub_string;
-        ngx_http_gms_redis_sub_capped.createArray =
-                                             ngx_http_gms_redis_sub_array;
-        ngx_http_gms_redis_sub_capped.createInteger =
-                                             ngx_http_gms_redis_sub_integer;
-        ngx_http_gms_redis_sub_capped.createNil = ngx_http_gms_redis_sub_nil;
+        if (ngx_http_gms_rconn_setup(rc, 1, argv, lens,
+                                     ngx_http_gms_redis_role)
+            != NGX_OK)
+        {
+            goto failed;
+        }
     }
 
-    ac->c.reader->fn = rd->subscriber ? &ngx_http_gms_redis_sub_capped
-                                      : &ngx_http_gms_redis_capped;
-    ac->data = rd;
+    if (rc == &ngx_http_gms_redis_sub) {
+        argv[0] = "SUBSCRIBE";
+        lens[0] = sizeof("SUBSCRIBE") - 1;
+        argv[1] = (const char *) gmcf->invalidate.data;
+        lens[1] = gmcf->invalidate.len;
 
-    c = ngx_get_connection(ac->c.fd, ngx_cycle->log);
-    if (c == NULL) {
-        redisAsyncFree(ac);
-        ngx_http_gms_redis_failed(rd);
-        return NGX_ERROR;
-    }
-
-    if (rd->subscriber) {
-        /* no PING on a subscription: a dead peer is found by the kernel */
-        on = 1;
-        (void) setsockopt(ac->c.fd, SOL_SOCKET, SO_KEEPALIVE,
-                          (const void *) &on, sizeof(int));
-    }
-
-    c->data = ac;
-    c->read->handler = ngx_http_gms_redis_read_handler;
-
-    /* the timers' handlers use rd; debug logs want a connection here */
-    rd->connect_timer.data = c;
-    rd->ping_timer.data = c;
-    c->write->handler = ngx_http_gms_redis_write_handler;
-    c->read->log = c->log;
-    c->write->log = c->log;
-
-    ac->ev.data = c;
-    ac->ev.addRead = ngx_http_gms_redis_add_read;
-    ac->ev.delRead = ngx_http_gms_redis_del_read;
-    ac->ev.addWrite = ngx_http_gms_redis_add_write;
-    ac->ev.delWrite = ngx_http_gms_redis_del_write;
-    ac->ev.cleanup = ngx_http_gms_redis_cleanup;
-
-    redisAsyncSetConnectCallback(ac, ngx_http_gms_redis_connected);
-    redisAsyncSetDisconnectCallback(ac, ngx_http_gms_redis_disconnected);
-
-    rd->ac = ac;
-
-    /* queued now, sent in order as soon as the connection is up */
-
-    if (gmcf->password.len
-        && redisAsyncCommand(ac, ngx_http_gms_redis_setup_reply, "AUTH",
-                             "AUTH %b", gmcf->password.data,
-                             gmcf->password.len)
-           != REDIS_OK)
-    {
-        goto failed;
-    }
-
-    if (gmcf->db
-        && redisAsyncCommand(ac, ngx_http_gms_redis_setup_reply, "SELECT",
-                             "SELECT %d", (int) gmcf->db)
-           != REDIS_OK)
-    {
-        goto failed;
-    }
-
-    if (rd->subscriber) {
-        if (redisAsyncCommand(ac, ngx_http_gms_redis_message, NULL,
-                              "SUBSCRIBE %b", gmcf->invalidate.data,
-                              gmcf->invalidate.len)
-            != REDIS_OK)
+        if (ngx_http_gms_rconn_argv(rc, 2, argv, lens,
+                                    ngx_http_gms_redis_message, NULL)
+            != NGX_OK)
         {
             goto failed;
         }
 
-    } else if (redisAsyncCommand(ac, ngx_http_gms_redis_setup_reply,
-                                 "SCRIPT LOAD", "SCRIPT LOAD %s",
-                                 gms_lookup_script)
-               != REDIS_OK)
-    {
-        goto failed;
+        /* what comes after the confirmation is messages */
+        rc->subscribed = 1;
+
+        return NGX_OK;
     }
 
-    ngx_add_timer(&rd->connect_timer, gmcf->timeout);
+    argv[0] = "SCRIPT";
+    lens[0] = 6;
+    argv[1] = "LOAD";
+    lens[1] = 4;
 
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
-                   "gms: redis connecting to \"%V\"", &gmcf->host);
+    {
+        const char  *argv3[3];
+        size_t       lens3[3];
+
+        argv3[0] = argv[0];
+        lens3[0] = lens[0];
+        argv3[1] = argv[1];
+        lens3[1] = lens[1];
+        argv3[2] = gms_lookup_script;
+        lens3[2] = gms_lookup_script_len;
+
+        if (ngx_http_gms_rconn_setup(rc, 3, argv3, lens3,
+                                     ngx_http_gms_redis_loaded)
+            != NGX_OK)
+        {
+            goto failed;
+        }
+    }
 
     return NGX_OK;
 
 failed:
 
-    ngx_http_gms_redis_close(rd, "cannot queue the connection setup");
+    ngx_http_gms_rconn_close(rc, NGX_LOG_ERR,
+                             "cannot queue the connection setup");
     return NGX_ERROR;
 }
 
 
+/* AUTH's and SELECT's +OK */
+
 static void
-ngx_http_gms_redis_failed(ngx_http_gms_redis_t *rd)
+ngx_http_gms_redis_ok(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error)
 {
-    ngx_msec_t  jitter;
-
-    if (rd->backoff == 0) {
-        rd->backoff = NGX_HTTP_GMS_BACKOFF_MIN;
-
-    } else {
-        rd->backoff = ngx_min(rd->backoff * 2, NGX_HTTP_GMS_BACKOFF_MAX);
+    if (reply == NULL) {
+        return;
     }
 
-    /* between half and all of the backoff: workers do not retry in step */
-    jitter = (ngx_msec_t) ngx_random() % (rd->backoff / 2 + 1);
-    rd->retry_at = ngx_current_msec + rd->backoff / 2 + jitter;
+    if (reply->type == REDIS_REPLY_STATUS && reply->len == 2
+        && ngx_strncmp(reply->str, "OK", 2) == 0)
+    {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                  "gms: redis at %V refused the connection's setup: %*s",
+                  &rc->peer,
+                  (size_t) (reply->type == REDIS_REPLY_ERROR
+                            ? ngx_min(reply->len, 256) : 0),
+                  reply->str);
+
+    ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "setup refused");
+}
+
+
+/*
+ * ROLE: ["master", offset, replicas] or ["slave", host, port, state,
+ * offset]; what the Sentinels said this server is, or they are asked
+ * again.
+ */
+
+static void
+ngx_http_gms_redis_role(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error)
+{
+    redisReply  *role;
+    const char  *expect;
+
+    if (reply == NULL) {
+        return;
+    }
+
+    expect = (rc->target == NGX_HTTP_GMS_TARGET_REPLICA) ? "slave" : "master";
+
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1) {
+        role = reply->element[0];
+
+        if (role->type == REDIS_REPLY_STRING
+            && role->len == ngx_strlen(expect)
+            && ngx_strncmp(role->str, expect, role->len) == 0)
+        {
+            return;
+        }
+    }
+
+    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                  "gms: redis at %V is not a %s (ROLE): asking the "
+                  "Sentinels again", &rc->peer,
+                  rc->target == NGX_HTTP_GMS_TARGET_REPLICA ? "replica"
+                                                             : "master");
+
+    ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "wrong role");
+    ngx_http_gms_sentinel_ask("a server of the wrong role");
+}
+
+
+static void
+ngx_http_gms_redis_loaded(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error)
+{
+    if (reply == NULL) {
+        return;
+    }
+
+    if (reply->type == REDIS_REPLY_STRING && reply->len == 40
+        && ngx_strncmp(reply->str, rc->gmcf->script_sha, 40) == 0)
+    {
+        return;
+    }
+
+    if (ngx_http_gms_redis_unavailable(rc, reply) == NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: redis at %V: unexpected answer to SCRIPT LOAD",
+                      &rc->peer);
+        ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "SCRIPT LOAD failed");
+    }
+}
+
+
+static void
+ngx_http_gms_redis_up(ngx_http_gms_rconn_t *rc)
+{
+    ngx_http_gms_redis_t  *rd;
+
+    rd = &ngx_http_gms_redis;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: redis %s connection up", rc->what);
+
+    if (rc == &ngx_http_gms_redis_master) {
+        ngx_http_gms_count(connections);
+    }
+
+    if (!rd->ping_timer.timer_set) {
+        ngx_add_timer(&rd->ping_timer, NGX_HTTP_GMS_PING_EVERY);
+    }
+}
+
+
+static void
+ngx_http_gms_redis_closed(ngx_http_gms_rconn_t *rc)
+{
+    ngx_http_gms_redis_t  *rd;
+
+    rd = &ngx_http_gms_redis;
+
+    if (rc == &ngx_http_gms_redis_master && rc->was_ready) {
+        ngx_http_gms_count_down(connections);
+    }
+
+    rd->ping_pending = 0;
+
+    if (rc->gmcf->sentinels && !rd->exiting
+        && rc == &ngx_http_gms_redis_master)
+    {
+        ngx_http_gms_sentinel_ask("the master's connection failed");
+    }
 }
 
 
@@ -508,18 +732,33 @@ ngx_http_gms_redis_send(ngx_http_gms_lookup_t *lk)
 
     if (!lk->evaluated) {
         /* the usual case: the command made once, with this id in place */
+
+        if (lk->rc == &ngx_http_gms_redis_replica) {
+            ngx_memcpy(rd->evalsha_ro + rd->evalsha_ro_id, lk->id,
+                       GMS_TOKEN_ID_LEN);
+
+            return ngx_http_gms_rconn_send(lk->rc, rd->evalsha_ro,
+                                           rd->evalsha_ro_len,
+                                           ngx_http_gms_redis_reply, lk);
+        }
+
         ngx_memcpy(rd->evalsha + rd->evalsha_id, lk->id, GMS_TOKEN_ID_LEN);
 
-        return redisAsyncFormattedCommand(rd->ac, ngx_http_gms_redis_reply,
-                                          lk, (char *) rd->evalsha,
-                                          rd->evalsha_len)
-               == REDIS_OK ? NGX_OK : NGX_ERROR;
+        return ngx_http_gms_rconn_send(lk->rc, rd->evalsha, rd->evalsha_len,
+                                       ngx_http_gms_redis_reply, lk);
     }
 
     ngx_memcpy(rd->key + gmcf->token_prefix.len, lk->id, GMS_TOKEN_ID_LEN);
 
-    argv[0] = "EVAL";
-    len[0] = sizeof("EVAL") - 1;
+    if (lk->rc == &ngx_http_gms_redis_replica) {
+        argv[0] = "EVAL_RO";
+        len[0] = sizeof("EVAL_RO") - 1;
+
+    } else {
+        argv[0] = "EVAL";
+        len[0] = sizeof("EVAL") - 1;
+    }
+
     argv[1] = gms_lookup_script;
     len[1] = gms_lookup_script_len;
     argv[2] = "1";
@@ -529,14 +768,8 @@ ngx_http_gms_redis_send(ngx_http_gms_lookup_t *lk)
     argv[4] = (const char *) gmcf->actor_prefix.data;
     len[4] = gmcf->actor_prefix.len;
 
-    if (redisAsyncCommandArgv(rd->ac, ngx_http_gms_redis_reply, lk, 5, argv,
-                              len)
-        != REDIS_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    return NGX_OK;
+    return ngx_http_gms_rconn_argv(lk->rc, 5, argv, len,
+                                   ngx_http_gms_redis_reply, lk);
 }
 
 
@@ -565,59 +798,18 @@ ngx_http_gms_redis_members(ngx_http_gms_lookup_t *lk, ngx_str_t *actor)
     argv[1] = (const char *) rd->members_key;
     len[1] = gmcf->actor_prefix.len + actor->len;
 
-    return redisAsyncCommandArgv(rd->ac, ngx_http_gms_redis_reply, lk, 2,
-                                 argv, len)
-           == REDIS_OK ? NGX_OK : NGX_ERROR;
-}
-
-
-/*
- * EVALSHA <sha> 1 <prefix>token:<id> <prefix>actor: in the protocol's
- * form, made once per worker; a lookup only copies its id in at id_offset.
- */
-
-static ngx_int_t
-ngx_http_gms_redis_format(ngx_http_gms_redis_t *rd)
-{
-    u_char                    *p;
-    size_t                     key_len, len;
-    ngx_http_gms_main_conf_t  *gmcf;
-
-    gmcf = rd->gmcf;
-    key_len = gmcf->token_prefix.len + GMS_TOKEN_ID_LEN;
-
-    len = sizeof("*5\r\n$7\r\nEVALSHA\r\n$40\r\n\r\n$1\r\n1\r\n") - 1 + 40
-          + 2 * (sizeof("$\r\n\r\n") - 1 + NGX_SIZE_T_LEN)
-          + key_len + gmcf->actor_prefix.len;
-
-    rd->evalsha = ngx_alloc(len, ngx_cycle->log);
-    if (rd->evalsha == NULL) {
-        return NGX_ERROR;
-    }
-
-    p = ngx_sprintf(rd->evalsha, "*5\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n"
-                    "$1\r\n1\r\n$%uz\r\n%V", gmcf->script_sha, key_len,
-                    &gmcf->token_prefix);
-
-    rd->evalsha_id = p - rd->evalsha;
-    p += GMS_TOKEN_ID_LEN;
-
-    p = ngx_sprintf(p, "\r\n$%uz\r\n%V\r\n", gmcf->actor_prefix.len,
-                    &gmcf->actor_prefix);
-
-    rd->evalsha_len = p - rd->evalsha;
-
-    return NGX_OK;
+    return ngx_http_gms_rconn_argv(lk->rc, 2, argv, len,
+                                   ngx_http_gms_redis_reply, lk);
 }
 
 
 static void
-ngx_http_gms_redis_reply(redisAsyncContext *ac, void *r, void *privdata)
+ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error)
 {
-    redisReply              *reply = r;
-    ngx_http_gms_lookup_t   *lk = privdata;
+    ngx_http_gms_lookup_t *lk = data;
 
-    const char              *error;
+    void                    *r;
     ngx_http_gms_lookup_pt   handler;
 
     if (reply != NULL && reply->type == REDIS_REPLY_ERROR
@@ -631,100 +823,66 @@ ngx_http_gms_redis_reply(redisAsyncContext *ac, void *r, void *privdata)
         }
     }
 
-    error = NULL;
-
-    if (reply == NULL) {
-        error = (ac->err && ac->errstr[0]) ? ac->errstr : "connection closed";
-
-    } else if (reply->type != REDIS_REPLY_ERROR) {
-        ngx_http_gms_redis.backoff = 0;
-    }
-
     handler = lk->handler;
     r = lk->data;
 
     ngx_queue_insert_head(&ngx_http_gms_redis.free, &lk->queue);
 
+    if (reply != NULL && ngx_http_gms_redis_unavailable(rc, reply) != NGX_OK)
+    {
+        /* the connection is closed, and will be answered below */
+        handler(r, NULL, "redis cannot serve the lookup now");
+        return;
+    }
+
     handler(r, reply, error);
 }
 
 
-static void
-ngx_http_gms_redis_setup_reply(redisAsyncContext *ac, void *r,
-    void *privdata)
-{
-    redisReply  *reply = r;
+/*
+ * -READONLY (a master turned replica), -LOADING, -MASTERDOWN: no answer
+ * from this server for now.  The connection is closed (and, with
+ * Sentinel, the Sentinels asked again): NGX_DECLINED.
+ */
 
-    if (reply == NULL || reply->type != REDIS_REPLY_ERROR) {
-        return;
+static ngx_int_t
+ngx_http_gms_redis_unavailable(ngx_http_gms_rconn_t *rc, redisReply *reply)
+{
+    static ngx_str_t  errors[] = {
+        ngx_string("READONLY"),
+        ngx_string("LOADING"),
+        ngx_string("MASTERDOWN"),
+        ngx_null_string
+    };
+
+    ngx_str_t  *e;
+
+    if (reply->type != REDIS_REPLY_ERROR) {
+        return NGX_OK;
     }
 
-    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                  "gms: redis %s failed: %s", (char *) privdata, reply->str);
-
-    ngx_http_gms_redis_failed(ac->data);
-
-    /* freed by hiredis once this callback returns */
-    redisAsyncFree(ac);
-}
-
-
-static void
-ngx_http_gms_redis_connected(const redisAsyncContext *ac, int status)
-{
-    ngx_http_gms_redis_t  *rd = ac->data;
-
-    if (rd->connect_timer.timer_set) {
-        ngx_del_timer(&rd->connect_timer);
-    }
-
-    if (status == REDIS_OK) {
-        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
-                       "gms: redis connected");
-
-        rd->connected = 1;
-
-        if (!rd->subscriber) {
-            ngx_http_gms_count(connections);
-            ngx_add_timer(&rd->ping_timer, NGX_HTTP_GMS_PING_EVERY);
+    for (e = errors; e->len; e++) {
+        if (reply->len >= e->len
+            && ngx_strncmp(reply->str, e->data, e->len) == 0)
+        {
+            break;
         }
+    }
 
-        return;
+    if (e->len == 0) {
+        return NGX_OK;
     }
 
     ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                  "gms: redis %sconnect to \"%V\" failed: %s",
-                  rd->subscriber ? "subscription " : "", &rd->gmcf->host,
-                  ac->errstr);
+                  "gms: redis at %V answered -%V", &rc->peer, e);
 
-    ngx_http_gms_redis_failed(rd);
-}
+    ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "server unavailable");
 
-
-static void
-ngx_http_gms_redis_disconnected(const redisAsyncContext *ac, int status)
-{
-    ngx_http_gms_redis_t  *rd = ac->data;
-
-    if (status == REDIS_OK) {
-        return;
+    if (rc->gmcf->sentinels) {
+        ngx_http_gms_sentinel_ask("the server is unavailable");
     }
 
-    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                  "gms: redis %sconnection lost: %s",
-                  rd->subscriber ? "subscription " : "", ac->errstr);
-
-    ngx_http_gms_redis_failed(rd);
-}
-
-
-static void
-ngx_http_gms_redis_connect_timeout(ngx_event_t *ev)
-{
-    ngx_connection_t  *c = ev->data;
-
-    ngx_http_gms_redis_close(((redisAsyncContext *) c->data)->data,
-                             "connect timed out");
+    return NGX_DECLINED;
 }
 
 
@@ -736,24 +894,32 @@ ngx_http_gms_redis_connect_timeout(ngx_event_t *ev)
 static void
 ngx_http_gms_redis_ping(ngx_event_t *ev)
 {
-    ngx_http_gms_redis_t  *rd;
+    ngx_http_gms_redis_t  *rd = ev->data;
 
-    rd = &ngx_http_gms_redis;
+    ngx_http_gms_rconn_t  *rc;
+    const char            *argv[1];
+    size_t                 lens[1];
 
-    if (rd->ac == NULL) {
+    rc = &ngx_http_gms_redis_master;
+
+    if (!ngx_http_gms_rconn_ready(rc)) {
         return;
     }
 
     if (rd->ping_pending) {
-        ngx_http_gms_redis_drop("no answer to PING");
+        ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "no answer to PING");
         return;
     }
 
     if (ngx_current_msec - rd->last_used >= NGX_HTTP_GMS_PING_EVERY) {
-        if (redisAsyncCommand(rd->ac, ngx_http_gms_redis_pong, NULL, "PING")
-            != REDIS_OK)
+        argv[0] = "PING";
+        lens[0] = 4;
+
+        if (ngx_http_gms_rconn_argv(rc, 1, argv, lens,
+                                    ngx_http_gms_redis_pong, NULL)
+            != NGX_OK)
         {
-            ngx_http_gms_redis_drop("cannot send PING");
+            ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "cannot send PING");
             return;
         }
 
@@ -765,220 +931,53 @@ ngx_http_gms_redis_ping(ngx_event_t *ev)
 
 
 static void
-ngx_http_gms_redis_pong(redisAsyncContext *ac, void *r, void *privdata)
+ngx_http_gms_redis_pong(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error)
 {
-    redisReply  *reply = r;
-
     ngx_http_gms_redis.ping_pending = 0;
 
-    if (reply != NULL && reply->type == REDIS_REPLY_ERROR) {
-        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                      "gms: redis PING failed: %s", reply->str);
-        ngx_http_gms_redis_failed(&ngx_http_gms_redis);
-        redisAsyncFree(ac);
-    }
-}
-
-
-static void
-ngx_http_gms_redis_read_handler(ngx_event_t *ev)
-{
-    ngx_connection_t  *c = ev->data;
-
-    redisReader           *reader;
-    redisAsyncContext     *ac;
-    ngx_http_gms_redis_t  *rd;
-
-    ac = c->data;
-    rd = ac->data;
-
-    redisAsyncHandleRead(ac);
-
-    /* hiredis may have closed the connection: then ac is gone */
-
-    if (rd->ac == NULL || rd->ac != ac) {
+    if (reply == NULL) {
         return;
     }
 
-    reader = ac->c.reader;
-
-    if (reader->len - reader->pos > NGX_HTTP_GMS_REPLY_BUFFER_MAX) {
-        ngx_http_gms_redis_close(rd, "reply larger than 1 MB");
+    if (reply->type != REDIS_REPLY_STATUS || reply->len != 4
+        || ngx_strncmp(reply->str, "PONG", 4) != 0)
+    {
+        if (ngx_http_gms_redis_unavailable(rc, reply) == NGX_OK) {
+            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                          "gms: redis at %V: unexpected answer to PING",
+                          &rc->peer);
+            ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "bad PONG");
+        }
     }
 }
 
 
 /*
- * Over a cap, the builder says why and returns NULL: hiredis then fails
- * the reply ("Out of memory") and closes the connection.
+ * The subscriber connects from a timer: at once the first time, then
+ * after the backoff of the failure.
  */
 
-static void *
-ngx_http_gms_redis_string(const redisReadTask *task, char *str, size_t len)
-{
-    if (len > NGX_HTTP_GMS_REPLY_STRING_MAX) {
-        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                      "gms: redis reply over the module's limits: "
-                      "a string of %uz bytes", len);
-        return NULL;
-    }
-
-    return ngx_http_gms_redis_builders->createString(task, str, len);
-}
-
-
-static void *
-ngx_http_gms_redis_array(const redisReadTask *task, int elements)
-{
-    if (elements < 0 || elements > NGX_HTTP_GMS_REPLY_ELEMENTS_MAX) {
-        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                      "gms: redis reply over the module's limits: "
-                      "an array of %d elements", elements);
-        return NULL;
-    }
-
-    return ngx_http_gms_redis_builders->createArray(task, elements);
-}
-
-
 static void
-ngx_http_gms_redis_write_handler(ngx_event_t *ev)
+ngx_http_gms_redis_subscribe(void)
 {
-    ngx_connection_t  *c = ev->data;
-
-    redisAsyncHandleWrite(c->data);
-}
-
-
-static void
-ngx_http_gms_redis_add_read(void *privdata)
-{
-    ngx_connection_t  *c = privdata;
-
-    if (!c->read->active
-        && ngx_add_event(c->read, NGX_READ_EVENT, NGX_LEVEL_EVENT) != NGX_OK)
-    {
-        ngx_log_error(NGX_LOG_ALERT, c->log, 0,
-                      "gms: cannot add redis read event");
-    }
-}
-
-
-static void
-ngx_http_gms_redis_del_read(void *privdata)
-{
-    ngx_connection_t  *c = privdata;
-
-    if (c->read->active) {
-        (void) ngx_del_event(c->read, NGX_READ_EVENT, 0);
-    }
-}
-
-
-static void
-ngx_http_gms_redis_add_write(void *privdata)
-{
-    ngx_connection_t  *c = privdata;
-
-    if (!c->write->active
-        && ngx_add_event(c->write, NGX_WRITE_EVENT, NGX_LEVEL_EVENT)
-           != NGX_OK)
-    {
-        ngx_log_error(NGX_LOG_ALERT, c->log, 0,
-                      "gms: cannot add redis write event");
-    }
-}
-
-
-static void
-ngx_http_gms_redis_del_write(void *privdata)
-{
-    ngx_connection_t  *c = privdata;
-
-    if (c->write->active) {
-        (void) ngx_del_event(c->write, NGX_WRITE_EVENT, 0);
-    }
-}
-
-
-/* hiredis closes the socket right after this hook returns */
-
-static void
-ngx_http_gms_redis_cleanup(void *privdata)
-{
-    ngx_connection_t  *c = privdata;
-
+    ngx_msec_t             delay;
+    ngx_http_gms_rconn_t  *rc;
     ngx_http_gms_redis_t  *rd;
 
-    if (c->read->active) {
-        (void) ngx_del_event(c->read, NGX_READ_EVENT, NGX_CLOSE_EVENT);
-    }
+    rd = &ngx_http_gms_redis;
+    rc = &ngx_http_gms_redis_sub;
 
-    if (c->write->active) {
-        (void) ngx_del_event(c->write, NGX_WRITE_EVENT, NGX_CLOSE_EVENT);
-    }
-
-    if (c->read->posted) {
-        ngx_delete_posted_event(c->read);
-    }
-
-    if (c->write->posted) {
-        ngx_delete_posted_event(c->write);
-    }
-
-    rd = ((redisAsyncContext *) c->data)->data;
-
-    ngx_free_connection(c);
-    c->fd = (ngx_socket_t) -1;
-
-    if (rd->connected && !rd->subscriber) {
-        ngx_http_gms_count_down(connections);
-    }
-
-    if (rd->subscribed) {
-        ngx_http_gms_count_down(subscriptions);
-    }
-
-    if (rd->connect_timer.timer_set) {
-        ngx_del_timer(&rd->connect_timer);
-    }
-
-    if (rd->ping_timer.timer_set) {
-        ngx_del_timer(&rd->ping_timer);
-    }
-
-    rd->ac = NULL;
-    rd->connected = 0;
-    rd->ping_pending = 0;
-    rd->subscribed = 0;
-
-    if (rd->subscriber && !ngx_http_gms_redis_exiting) {
-        ngx_http_gms_redis_subscribe(rd);
-    }
-}
-
-
-/*
- * The subscriber connects from a timer, never from inside hiredis (its
- * cleanup hook runs while the old context is being freed): at once the
- * first time, then after the backoff of the failure.
- */
-
-static void
-ngx_http_gms_redis_subscribe(ngx_http_gms_redis_t *rd)
-{
-    ngx_msec_t  delay;
-
-    if (rd->retry_timer.timer_set || ngx_http_gms_redis_exiting) {
+    if (rd->retry_timer.timer_set || rd->exiting
+        || rd->retry_timer.handler == NULL)
+    {
         return;
     }
 
     delay = 1;
 
-    if (rd->backoff
-        && (ngx_msec_int_t) (rd->retry_at - ngx_current_msec) > 0)
-    {
-        delay = rd->retry_at - ngx_current_msec;
+    if (ngx_http_gms_rconn_in_backoff(rc)) {
+        delay = rc->retry_at - ngx_current_msec;
     }
 
     ngx_add_timer(&rd->retry_timer, delay);
@@ -988,42 +987,72 @@ ngx_http_gms_redis_subscribe(ngx_http_gms_redis_t *rd)
 static void
 ngx_http_gms_redis_retry(ngx_event_t *ev)
 {
-    ngx_http_gms_redis_t  *rd = ev->data;
+    ngx_http_gms_rconn_t  *rc;
 
-    if (rd->ac != NULL || ngx_http_gms_redis_exiting) {
+    rc = &ngx_http_gms_redis_sub;
+
+    if (ngx_http_gms_rconn_open(rc) || ngx_http_gms_redis.exiting) {
         return;
     }
 
-    if (ngx_http_gms_redis_connect(rd) != NGX_OK && rd->ac == NULL) {
-        ngx_http_gms_redis_subscribe(rd);
+    if (ngx_http_gms_redis_connect(rc) != NGX_OK
+        && !ngx_http_gms_rconn_open(rc))
+    {
+        /* no master named yet, or a failure: try again later */
+        if (rc->backoff == 0) {
+            ngx_http_gms_rconn_failed(rc);
+        }
+
+        ngx_http_gms_redis_subscribe();
     }
 }
 
 
+static void
+ngx_http_gms_redis_sub_closed(ngx_http_gms_rconn_t *rc)
+{
+    ngx_http_gms_redis_t  *rd;
+
+    rd = &ngx_http_gms_redis;
+
+    if (rd->subscribed) {
+        rd->subscribed = 0;
+        ngx_http_gms_count_down(subscriptions);
+    }
+
+    ngx_http_gms_redis_subscribe();
+}
+
+
 /*
- * SUBSCRIBE's confirmation and each message, as hiredis hands them over:
- * ["subscribe", channel, count] and ["message", channel, payload] (the
- * subscriber's reply builders have made sure of the shape).
+ * SUBSCRIBE's confirmation and each message: ["subscribe", channel,
+ * count] and ["message", channel, payload] (the subscriber's reply
+ * builders have made sure of the shape).
  */
 
 static void
-ngx_http_gms_redis_message(redisAsyncContext *ac, void *r, void *privdata)
+ngx_http_gms_redis_message(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error)
 {
-    redisReply  *reply = r;
-
     ngx_uint_t             n;
     redisReply            *kind, *payload;
     ngx_http_gms_redis_t  *rd;
 
-    rd = ac->data;
+    rd = &ngx_http_gms_redis;
 
     if (reply == NULL) {
-        /* the connection is going: its cleanup hook says why */
+        /* the connection is going: the close says why */
         return;
     }
 
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) {
-        ngx_http_gms_redis_close(rd, "unexpected reply to SUBSCRIBE");
+        if (ngx_http_gms_redis_unavailable(rc, reply) == NGX_OK) {
+            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                          "gms: redis at %V: unexpected reply to SUBSCRIBE",
+                          &rc->peer);
+            ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "bad subscription");
+        }
+
         return;
     }
 
@@ -1033,18 +1062,19 @@ ngx_http_gms_redis_message(redisAsyncContext *ac, void *r, void *privdata)
     if (kind->len == sizeof("subscribe") - 1
         && ngx_strncmp(kind->str, "subscribe", kind->len) == 0)
     {
-        rd->subscribed = 1;
-        rd->backoff = 0;
-        ngx_http_gms_count(subscriptions);
+        if (!rd->subscribed) {
+            rd->subscribed = 1;
+            ngx_http_gms_count(subscriptions);
+        }
 
         /* whatever was published while nobody listened is lost */
 
-        n = ngx_http_gms_cache_drop(rd->gmcf->cache, (u_char *) "*", 1);
+        n = ngx_http_gms_cache_drop(rc->gmcf->cache, (u_char *) "*", 1);
         ngx_http_gms_count(invalidation_flushes);
 
         ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
-                      "gms: subscribed to \"%V\", %ui cached entries "
-                      "dropped", &rd->gmcf->invalidate, n);
+                      "gms: subscribed to \"%V\" at %V, %ui cached entries "
+                      "dropped", &rc->gmcf->invalidate, &rc->peer, n);
         return;
     }
 
@@ -1052,14 +1082,16 @@ ngx_http_gms_redis_message(redisAsyncContext *ac, void *r, void *privdata)
         || ngx_strncmp(kind->str, "message", kind->len) != 0
         || payload->type != REDIS_REPLY_STRING)
     {
-        ngx_http_gms_redis_close(rd, "unexpected message on the "
-                                     "subscription");
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: redis at %V: unexpected message on the "
+                      "subscription", &rc->peer);
+        ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "bad message");
         return;
     }
 
     ngx_http_gms_count(invalidations);
 
-    n = ngx_http_gms_cache_drop(rd->gmcf->cache, (u_char *) payload->str,
+    n = ngx_http_gms_cache_drop(rc->gmcf->cache, (u_char *) payload->str,
                                 payload->len);
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
@@ -1071,21 +1103,24 @@ ngx_http_gms_redis_message(redisAsyncContext *ac, void *r, void *privdata)
 /*
  * What a subscription may receive is small and of one shape: arrays of 3,
  * whose elements are strings (the third may be SUBSCRIBE's count), no
- * nesting.  hiredis 0.14 asserts on other shapes in subscribed mode, so
- * they are refused here, before it sees them: the connection is dropped.
+ * nesting; besides, the status and error replies of AUTH and SELECT.
+ * Anything else is refused before it is built: the connection is dropped.
  */
 
 static void *
 ngx_http_gms_redis_sub_string(const redisReadTask *task, char *str,
     size_t len)
 {
-    if (task->parent == NULL || len > GMS_ACTOR_MAX + 64) {
+    if ((task->parent == NULL && task->type != REDIS_REPLY_STATUS
+         && task->type != REDIS_REPLY_ERROR)
+        || len > GMS_ACTOR_MAX + 64)
+    {
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                       "gms: redis subscription: unexpected string");
         return NULL;
     }
 
-    return ngx_http_gms_redis_builders->createString(task, str, len);
+    return ngx_http_gms_rconn_hiredis->createString(task, str, len);
 }
 
 
@@ -1098,7 +1133,7 @@ ngx_http_gms_redis_sub_array(const redisReadTask *task, int elements)
         return NULL;
     }
 
-    return ngx_http_gms_redis_builders->createArray(task, elements);
+    return ngx_http_gms_rconn_hiredis->createArray(task, elements);
 }
 
 
@@ -1111,7 +1146,7 @@ ngx_http_gms_redis_sub_integer(const redisReadTask *task, long long value)
         return NULL;
     }
 
-    return ngx_http_gms_redis_builders->createInteger(task, value);
+    return ngx_http_gms_rconn_hiredis->createInteger(task, value);
 }
 
 
@@ -1135,7 +1170,10 @@ ngx_http_gms_redis_sync_age(ngx_event_t *ev)
 {
     ngx_http_gms_redis_t    *rd = ev->data;
 
+    size_t                   lens[3];
+    const char              *argv[3];
     ngx_atomic_uint_t        asked, now;
+    ngx_http_gms_rconn_t    *rc;
     ngx_http_gms_metrics_t  *m;
 
     ngx_add_timer(ev, NGX_HTTP_GMS_SYNC_EVERY);
@@ -1153,25 +1191,34 @@ ngx_http_gms_redis_sync_age(ngx_event_t *ev)
         return;
     }
 
-    if (rd->ac == NULL && ngx_http_gms_redis_connect(rd) != NGX_OK) {
+    rc = &ngx_http_gms_redis_master;
+
+    if (!ngx_http_gms_rconn_open(rc)
+        && ngx_http_gms_redis_connect(rc) != NGX_OK)
+    {
         return;
     }
 
-    if (redisAsyncCommand(rd->ac, ngx_http_gms_redis_sync_reply, NULL,
-                          "HGET %b at", rd->gmcf->sync_key.data,
-                          rd->gmcf->sync_key.len)
-        != REDIS_OK)
+    argv[0] = "HGET";
+    lens[0] = 4;
+    argv[1] = (const char *) rd->gmcf->sync_key.data;
+    lens[1] = rd->gmcf->sync_key.len;
+    argv[2] = "at";
+    lens[2] = 2;
+
+    if (ngx_http_gms_rconn_argv(rc, 3, argv, lens,
+                                ngx_http_gms_redis_sync_reply, NULL)
+        != NGX_OK)
     {
-        ngx_http_gms_redis_close(rd, "cannot send HGET");
+        ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "cannot send HGET");
     }
 }
 
 
 static void
-ngx_http_gms_redis_sync_reply(redisAsyncContext *ac, void *r, void *privdata)
+ngx_http_gms_redis_sync_reply(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error)
 {
-    redisReply  *reply = r;
-
     int64_t                  at;
     ngx_http_gms_metrics_t  *m;
 
@@ -1189,9 +1236,13 @@ ngx_http_gms_redis_sync_reply(redisAsyncContext *ac, void *r, void *privdata)
     if (reply->type != REDIS_REPLY_STRING || reply->len == 0
         || gms_parse_ms(reply->str, reply->len, &at) != 0 || at <= 0)
     {
+        if (ngx_http_gms_redis_unavailable(rc, reply) != NGX_OK) {
+            return;
+        }
+
         ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
                       "gms: \"%V\" field \"at\" is not a time in ms",
-                      &ngx_http_gms_redis.gmcf->sync_key);
+                      &rc->gmcf->sync_key);
         m->sync_at = 0;
         return;
     }

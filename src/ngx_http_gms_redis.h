@@ -1,7 +1,10 @@
 
 /*
- * The per-worker Redis connection: hiredis's async API driven by nginx's
- * event loop, lookups pipelined on one connection.
+ * The worker's Redis: lookups pipelined on one connection to the master
+ * (or to a replica, with replica=prefer), the invalidation subscription,
+ * and the sync-age reads.  The connections themselves are in
+ * ngx_http_gms_redis_conn.c; where the master is, with Sentinel, in
+ * ngx_http_gms_sentinel.c.
  */
 
 
@@ -11,13 +14,12 @@
 
 #include "ngx_http_gms_module.h"
 
-#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
 
 
 /*
- * Called exactly once per lookup: with the reply (which hiredis frees on
- * return) or with NULL and the reason.  It must not call back into this
- * file: it runs inside a hiredis callback.
+ * Called exactly once per lookup, never from inside the call that made
+ * it: with the reply (freed on return) or with NULL and the reason.
  */
 typedef void (*ngx_http_gms_lookup_pt)(void *data, redisReply *reply,
     const char *error);
@@ -31,6 +33,10 @@ void ngx_http_gms_redis_drop(const char *reason);
 ngx_int_t ngx_http_gms_redis_init_process(ngx_cycle_t *cycle,
     ngx_http_gms_main_conf_t *gmcf);
 void ngx_http_gms_redis_exit_process(ngx_cycle_t *cycle);
+
+/* where a Sentinel says the master and a good replica are (NULL: none) */
+void ngx_http_gms_redis_set_master(struct sockaddr *sa, socklen_t socklen);
+void ngx_http_gms_redis_set_replica(struct sockaddr *sa, socklen_t socklen);
 
 
 #endif /* _NGX_HTTP_GMS_REDIS_H_INCLUDED_ */

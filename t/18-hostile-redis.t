@@ -92,7 +92,7 @@ CONF
         is($res->{status}, 503, 'status 503');
         like($n->error_log,
              qr/\[error\].*gms:\ (?:redis\ reply\ over\ the\ module's\ limits
-                                  |closing\ redis\ connection:\ reply\ larger)/x,
+                                  |redis\ protocol\ error\ .*larger\ than)/x,
              "refused by the module's caps, not by the lookup deadline");
 
         my $again = $n->http(GET => '/entities/x',

@@ -186,7 +186,7 @@ ok(defined $calls && $calls >= 2 && $calls <= 4,
    "3 s, 2 workers: one HGET a second (@{[ $calls // 0 ]})");
 
 $e->nginx->stop;
-is_deeply([ grep { !/is neither a token id|is not a time|closing redis subscription|subscription connection lost|subscription: unexpected string/ }
+is_deeply([ grep { !/is neither a token id|is not a time|closing redis subscription|closing the redis subscription|subscription connection lost|subscription: unexpected string/ }
             $e->nginx->bad_log_lines ], [], 'no other alerts or errors');
 
 done_testing;

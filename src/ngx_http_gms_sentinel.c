@@ -1,0 +1,549 @@
+
+/*
+ * Redis Sentinel (https://redis.io/docs/management/sentinel/, "Sentinel
+ * clients implementation guidelines").
+ *
+ * Each worker keeps one connection to one Sentinel of the list: on it,
+ * pipelined, SENTINEL get-master-addr-by-name NAME, with replica=prefer
+ * SENTINEL replicas NAME, and SUBSCRIBE +switch-master, after which the
+ * connection only listens.  The master it names goes to
+ * ngx_http_gms_redis.c, whose connections confirm it with ROLE.  A
+ * +switch-master for NAME moves them at once; a connection to the master
+ * that fails or finds a replica there makes the worker ask again (at most
+ * once a second), by opening the Sentinel connection anew.  A Sentinel
+ * that fails, or does not know NAME, gives way to the next in the list.
+ */
+
+
+#include "ngx_http_gms_sentinel.h"
+#include "ngx_http_gms_redis.h"
+#include "ngx_http_gms_redis_conn.h"
+#include "ngx_http_gms_metrics.h"
+
+
+/* the Sentinels are asked again at most this often */
+#define NGX_HTTP_GMS_SENTINEL_ASK_EVERY  1000
+
+
+typedef struct {
+    ngx_http_gms_rconn_t       rc;
+    ngx_http_gms_main_conf_t  *gmcf;
+    ngx_uint_t                 current;        /* in gmcf->sentinels */
+    ngx_event_t                retry;
+    ngx_msec_t                 asked;
+    unsigned                   asking:1;       /* the same one, again */
+    unsigned                   exiting:1;
+} ngx_http_gms_sentinel_t;
+
+
+static void ngx_http_gms_sentinel_connect(ngx_event_t *ev);
+static void ngx_http_gms_sentinel_ok(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error);
+static void ngx_http_gms_sentinel_master(ngx_http_gms_rconn_t *rc,
+    void *data, redisReply *reply, const char *error);
+static void ngx_http_gms_sentinel_replicas(ngx_http_gms_rconn_t *rc,
+    void *data, redisReply *reply, const char *error);
+static ngx_int_t ngx_http_gms_sentinel_addr(ngx_str_t *ip, ngx_str_t *port,
+    ngx_sockaddr_t *sa, socklen_t *socklen);
+static void ngx_http_gms_sentinel_message(ngx_http_gms_rconn_t *rc,
+    void *data, redisReply *reply, const char *error);
+static void ngx_http_gms_sentinel_closed(ngx_http_gms_rconn_t *rc);
+static ngx_int_t ngx_http_gms_sentinel_is(redisReply *r, const char *s);
+
+
+static ngx_http_gms_sentinel_t  ngx_http_gms_sentinel;
+
+
+ngx_int_t
+ngx_http_gms_sentinel_init_process(ngx_cycle_t *cycle,
+    ngx_http_gms_main_conf_t *gmcf)
+{
+    ngx_http_gms_rconn_t     *rc;
+    ngx_http_gms_sentinel_t  *st;
+
+    st = &ngx_http_gms_sentinel;
+    st->gmcf = gmcf;
+
+    rc = &st->rc;
+    ngx_http_gms_rconn_init(rc, gmcf, "sentinel",
+                            NGX_HTTP_GMS_TARGET_SENTINEL);
+    rc->push = ngx_http_gms_sentinel_message;
+    rc->closed = ngx_http_gms_sentinel_closed;
+    rc->keepalive = 1;
+
+    /* workers start at different Sentinels: the load spreads */
+    st->current = ngx_random() % gmcf->sentinels->nelts;
+
+    st->retry.handler = ngx_http_gms_sentinel_connect;
+    st->retry.log = cycle->log;
+    st->retry.data = st;
+    st->retry.cancelable = 1;
+
+    ngx_add_timer(&st->retry, 1);
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_gms_sentinel_exit_process(void)
+{
+    ngx_http_gms_sentinel.exiting = 1;
+
+    if (ngx_http_gms_sentinel.gmcf) {
+        ngx_http_gms_rconn_close(&ngx_http_gms_sentinel.rc, NGX_LOG_DEBUG,
+                                 "exiting");
+    }
+}
+
+
+void
+ngx_http_gms_sentinel_ask(const char *why)
+{
+    ngx_http_gms_sentinel_t  *st;
+
+    st = &ngx_http_gms_sentinel;
+
+    if (st->gmcf == NULL || st->exiting
+        || ngx_current_msec - st->asked < NGX_HTTP_GMS_SENTINEL_ASK_EVERY)
+    {
+        return;
+    }
+
+    st->asked = ngx_current_msec;
+
+    if (ngx_http_gms_rconn_open(&st->rc)) {
+        ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                      "gms: sentinel: asking again for master \"%V\": %s",
+                      &st->gmcf->master_name, why);
+
+        st->asking = 1;
+        ngx_http_gms_rconn_close(&st->rc, NGX_LOG_DEBUG, why);
+    }
+}
+
+
+static void
+ngx_http_gms_sentinel_connect(ngx_event_t *ev)
+{
+    ngx_http_gms_sentinel_t *st = ev->data;
+
+    size_t                      lens[3];
+    ngx_int_t                   rv;
+    const char                 *argv[3];
+    ngx_http_gms_rconn_t       *rc;
+    ngx_http_gms_main_conf_t   *gmcf;
+    ngx_http_gms_redis_addr_t  *addrs;
+
+    rc = &st->rc;
+    gmcf = st->gmcf;
+
+    if (ngx_http_gms_rconn_open(rc) || st->exiting) {
+        return;
+    }
+
+    addrs = gmcf->sentinels->elts;
+    rc->addr = &addrs[st->current];
+    rc->tls = gmcf->tls;
+
+    rv = ngx_http_gms_rconn_connect(rc);
+
+    if (rv == NGX_DECLINED) {
+        ngx_add_timer(&st->retry, ngx_max(rc->retry_at - ngx_current_msec,
+                                          1));
+        return;
+    }
+
+    if (rv != NGX_OK) {
+        /* closed: the hook has moved on and set the timer */
+        return;
+    }
+
+    if (gmcf->sentinel_password.len) {
+        argv[0] = "AUTH";
+        lens[0] = 4;
+        argv[1] = (const char *) gmcf->sentinel_password.data;
+        lens[1] = gmcf->sentinel_password.len;
+
+        if (ngx_http_gms_rconn_setup(rc, 2, argv, lens,
+                                     ngx_http_gms_sentinel_ok)
+            != NGX_OK)
+        {
+            goto failed;
+        }
+    }
+
+    argv[0] = "SENTINEL";
+    lens[0] = sizeof("SENTINEL") - 1;
+    argv[1] = "get-master-addr-by-name";
+    lens[1] = sizeof("get-master-addr-by-name") - 1;
+    argv[2] = (const char *) gmcf->master_name.data;
+    lens[2] = gmcf->master_name.len;
+
+    if (ngx_http_gms_rconn_argv(rc, 3, argv, lens,
+                                ngx_http_gms_sentinel_master, NULL)
+        != NGX_OK)
+    {
+        goto failed;
+    }
+
+    if (gmcf->replica) {
+        argv[1] = "replicas";
+        lens[1] = sizeof("replicas") - 1;
+
+        if (ngx_http_gms_rconn_argv(rc, 3, argv, lens,
+                                    ngx_http_gms_sentinel_replicas, NULL)
+            != NGX_OK)
+        {
+            goto failed;
+        }
+    }
+
+    argv[0] = "SUBSCRIBE";
+    lens[0] = sizeof("SUBSCRIBE") - 1;
+    argv[1] = "+switch-master";
+    lens[1] = sizeof("+switch-master") - 1;
+
+    if (ngx_http_gms_rconn_argv(rc, 2, argv, lens,
+                                ngx_http_gms_sentinel_message, NULL)
+        != NGX_OK)
+    {
+        goto failed;
+    }
+
+    rc->subscribed = 1;
+
+    return;
+
+failed:
+
+    ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "cannot queue the questions");
+}
+
+
+static void
+ngx_http_gms_sentinel_ok(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error)
+{
+    if (reply == NULL || ngx_http_gms_sentinel_is(reply, "OK") == NGX_OK) {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                  "gms: sentinel at %V refused AUTH", &rc->peer);
+
+    ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "AUTH refused");
+}
+
+
+/* SENTINEL get-master-addr-by-name: [ip, port], or nil when unknown */
+
+static void
+ngx_http_gms_sentinel_master(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error)
+{
+    ngx_str_t   ip, port;
+    socklen_t       socklen;
+    ngx_sockaddr_t  sa;
+
+    if (reply == NULL) {
+        return;
+    }
+
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2
+        && reply->element[0]->type == REDIS_REPLY_STRING
+        && reply->element[1]->type == REDIS_REPLY_STRING)
+    {
+        ip.data = (u_char *) reply->element[0]->str;
+        ip.len = reply->element[0]->len;
+        port.data = (u_char *) reply->element[1]->str;
+        port.len = reply->element[1]->len;
+
+        if (ngx_http_gms_sentinel_addr(&ip, &port, &sa, &socklen)
+            == NGX_OK)
+        {
+            ngx_http_gms_redis_set_master(&sa.sockaddr, socklen);
+            return;
+        }
+    }
+
+    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                  "gms: sentinel at %V %s master \"%V\"", &rc->peer,
+                  reply->type == REDIS_REPLY_NIL ? "does not know"
+                                                : "gave no usable address for",
+                  &rc->gmcf->master_name);
+
+    ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "no master");
+}
+
+
+/*
+ * SENTINEL replicas: an array of flat field/value arrays; the first
+ * replica whose flags are just "slave" and whose link to the master is
+ * up is read from.
+ */
+
+static void
+ngx_http_gms_sentinel_replicas(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error)
+{
+    size_t       i, j;
+    ngx_str_t    ip, port;
+    socklen_t       socklen;
+    ngx_uint_t      good;
+    redisReply     *r, *k, *v;
+    ngx_sockaddr_t  sa;
+
+    if (reply == NULL) {
+        return;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY) {
+        ngx_http_gms_redis_set_replica(NULL, 0);
+        return;
+    }
+
+    for (i = 0; i < reply->elements; i++) {
+        r = reply->element[i];
+
+        if (r->type != REDIS_REPLY_ARRAY) {
+            continue;
+        }
+
+        ngx_str_null(&ip);
+        ngx_str_null(&port);
+        good = 0;
+
+        for (j = 0; j + 1 < r->elements; j += 2) {
+            k = r->element[j];
+            v = r->element[j + 1];
+
+            if (k->type != REDIS_REPLY_STRING
+                || v->type != REDIS_REPLY_STRING)
+            {
+                continue;
+            }
+
+            if (ngx_http_gms_sentinel_is(k, "ip") == NGX_OK) {
+                ip.data = (u_char *) v->str;
+                ip.len = v->len;
+
+            } else if (ngx_http_gms_sentinel_is(k, "port") == NGX_OK) {
+                port.data = (u_char *) v->str;
+                port.len = v->len;
+
+            } else if (ngx_http_gms_sentinel_is(k, "flags") == NGX_OK) {
+                good |= (ngx_http_gms_sentinel_is(v, "slave") == NGX_OK);
+
+            } else if (ngx_http_gms_sentinel_is(k, "master-link-status")
+                       == NGX_OK)
+            {
+                good |= (ngx_http_gms_sentinel_is(v, "ok") == NGX_OK) << 1;
+            }
+        }
+
+        if (good == 3 && ip.len && port.len
+            && ngx_http_gms_sentinel_addr(&ip, &port, &sa, &socklen)
+               == NGX_OK)
+        {
+            ngx_http_gms_redis_set_replica(&sa.sockaddr, socklen);
+            return;
+        }
+    }
+
+    ngx_http_gms_redis_set_replica(NULL, 0);
+}
+
+
+/* an address as a Sentinel gives it: an IP address and a port */
+
+static ngx_int_t
+ngx_http_gms_sentinel_addr(ngx_str_t *ip, ngx_str_t *port,
+    ngx_sockaddr_t *sa, socklen_t *socklen)
+{
+    ngx_int_t  n;
+    in_addr_t  inaddr;
+
+    n = ngx_atoi(port->data, port->len);
+
+    if (n < 1 || n > 65535 || ip->len == 0) {
+        return NGX_ERROR;
+    }
+
+    ngx_memzero(sa, sizeof(ngx_sockaddr_t));
+
+    inaddr = ngx_inet_addr(ip->data, ip->len);
+
+    if (inaddr != INADDR_NONE) {
+        sa->sockaddr_in.sin_family = AF_INET;
+        sa->sockaddr_in.sin_addr.s_addr = inaddr;
+        *socklen = sizeof(struct sockaddr_in);
+
+#if (NGX_HAVE_INET6)
+    } else if (ngx_inet6_addr(ip->data, ip->len,
+                              sa->sockaddr_in6.sin6_addr.s6_addr)
+               == NGX_OK)
+    {
+        sa->sockaddr_in6.sin6_family = AF_INET6;
+        *socklen = sizeof(struct sockaddr_in6);
+#endif
+
+    } else {
+        /* a host name (resolve-hostnames yes): not followed */
+        return NGX_ERROR;
+    }
+
+    ngx_inet_set_port(&sa->sockaddr, (in_port_t) n);
+
+    return NGX_OK;
+}
+
+
+/*
+ * The confirmation of SUBSCRIBE, then the announcements:
+ * ["message", "+switch-master", "<name> <old ip> <old port> <ip> <port>"].
+ */
+
+static void
+ngx_http_gms_sentinel_message(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error)
+{
+    u_char          *p, *last, *f[5];
+    ngx_str_t        ip, port;
+    socklen_t        socklen;
+    ngx_uint_t       n;
+    redisReply      *payload;
+    ngx_sockaddr_t   sa;
+
+    if (reply == NULL) {
+        return;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3
+        || reply->element[0]->type != REDIS_REPLY_STRING)
+    {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: sentinel at %V: unexpected reply to SUBSCRIBE",
+                      &rc->peer);
+        ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "bad subscription");
+        return;
+    }
+
+    if (ngx_http_gms_sentinel_is(reply->element[0], "subscribe") == NGX_OK) {
+        return;
+    }
+
+    payload = reply->element[2];
+
+    if (ngx_http_gms_sentinel_is(reply->element[0], "message") != NGX_OK
+        || payload->type != REDIS_REPLY_STRING)
+    {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: sentinel at %V: unexpected message", &rc->peer);
+        ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "bad message");
+        return;
+    }
+
+    /* five fields separated by spaces */
+
+    p = (u_char *) payload->str;
+    last = p + payload->len;
+
+    for (n = 0; n < 5 && p < last; n++) {
+        f[n] = p;
+
+        while (p < last && *p != ' ') {
+            p++;
+        }
+
+        p++;
+    }
+
+    if (n != 5 || p != last + 1) {
+        goto bad;
+    }
+
+    if ((size_t) (f[1] - f[0] - 1) != rc->gmcf->master_name.len
+        || ngx_strncmp(f[0], rc->gmcf->master_name.data,
+                       rc->gmcf->master_name.len)
+           != 0)
+    {
+        /* another master of these Sentinels */
+        return;
+    }
+
+    ip.data = f[3];
+    ip.len = f[4] - f[3] - 1;
+    port.data = f[4];
+    port.len = last - f[4];
+
+    if (ngx_http_gms_sentinel_addr(&ip, &port, &sa, &socklen) != NGX_OK) {
+        goto bad;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                  "gms: sentinel at %V: +switch-master %*s", &rc->peer,
+                  payload->len, payload->str);
+
+    ngx_http_gms_redis_set_master(&sa.sockaddr, socklen);
+
+    return;
+
+bad:
+
+    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                  "gms: sentinel at %V: malformed +switch-master",
+                  &rc->peer);
+}
+
+
+static void
+ngx_http_gms_sentinel_closed(ngx_http_gms_rconn_t *rc)
+{
+    ngx_msec_t                delay;
+    ngx_http_gms_sentinel_t  *st;
+
+    st = &ngx_http_gms_sentinel;
+
+    if (st->exiting) {
+        return;
+    }
+
+    delay = 1;
+
+    if (st->asking) {
+        /* asking again: the same Sentinel, at once */
+        st->asking = 0;
+        rc->backoff = 0;
+
+    } else {
+        st->current = (st->current + 1) % st->gmcf->sentinels->nelts;
+
+        if (ngx_http_gms_rconn_in_backoff(rc)) {
+            delay = rc->retry_at - ngx_current_msec;
+        }
+    }
+
+    if (st->retry.timer_set) {
+        ngx_del_timer(&st->retry);
+    }
+
+    ngx_add_timer(&st->retry, delay);
+}
+
+
+static ngx_int_t
+ngx_http_gms_sentinel_is(redisReply *r, const char *s)
+{
+    size_t  len;
+
+    len = ngx_strlen(s);
+
+    if ((r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
+        && r->len == len && ngx_strncmp(r->str, s, len) == 0)
+    {
+        return NGX_OK;
+    }
+
+    return NGX_DECLINED;
+}
