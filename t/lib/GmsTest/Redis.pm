@@ -327,8 +327,9 @@ sub _roundtrip {
 sub _connect {
     my ($self) = @_;
 
+    # objects made by hand (GmsTest::Subscriber) have no host
     $self->{sock} = IO::Socket::IP->new(
-        PeerHost => $self->{host},
+        PeerHost => $self->{host} // '127.0.0.1',
         PeerPort => $self->{port},
         Proto    => 'tcp',
         Timeout  => 5,
