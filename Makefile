@@ -193,7 +193,7 @@ docker-test:
 
 # --- bench: the module under load, beside its alternatives (issue 7) -------
 #
-#   make bench       wrk against eight front ends (bench/run.pl); not part of
+#   make bench       wrk against nine front ends (A..I) (bench/run.pl); not part of
 #                    make test.  BENCH_ROUNDS, BENCH_DURATION, ...: see there
 
 .PHONY: bench

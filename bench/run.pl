@@ -25,12 +25,16 @@
 #          pays no HMAC
 #       H  as D, with the key and signed tokens: an HMAC verification and
 #          a Redis lookup per request (a fourth nginx)
+#       I  as D, over TLS to Redis: the same redis-server's TLS port
+#          (--tls-port, a CA and a server certificate made here with the
+#          openssl command line), verified against that CA (a fifth nginx)
 #
 # checks that each front answers what it should (G and H: that a token
 # signed with another key is refused without a Redis lookup), then drives
 # each with wrk (50 connections, one thread, valid tokens) in interleaved
-# rounds, A B C D E F G H A B C D E F G H ..., after a warm-up run of each.
-# A to D cycle through BENCH_TOKENS valid tokens (bench/tokens.lua): with
+# rounds, A B C D E F G H I A B C D E F G H I ..., after a warm-up run of
+# each.  Only the nginx instances the chosen fronts need are started.
+# A to D and I cycle through BENCH_TOKENS valid tokens (bench/tokens.lua): with
 # one token, concurrent requests without a cache would share one Redis
 # lookup (the module coalesces them) and D would not measure a lookup per
 # request.  G and H cycle through as many signed tokens (DataHub's personal
@@ -50,13 +54,14 @@
 # Environment: BENCH_ROUNDS (5), BENCH_DURATION (seconds per run, 4),
 # BENCH_WARMUP (seconds per front before the rounds, 2), BENCH_CONNECTIONS
 # (50), BENCH_THREADS (wrk threads, 1), BENCH_TOKENS (distinct valid tokens
-# for A to D, and signed ones for G and H, 1000), BENCH_FRONTS (the fronts
-# to run, "A B C D E F G H"),
+# for A to D and I, and signed ones for G and H, 1000), BENCH_FRONTS (the
+# fronts to run, "A B C D E F G H I"),
 # BENCH_PIN (1; 0: no taskset), BENCH_KEEP (1: keep the temporary directory),
 # BENCH_RESULTS (bench/results), NGINX_BIN (/usr/sbin/nginx), WRK (wrk),
 # BENCH_NGINX_PREFIX (a command the measured nginx runs under, for profiling:
 # "valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p"),
-# REDIS_SERVER (redis-server), REDIS_CLI (redis-cli).
+# REDIS_SERVER (redis-server, built with TLS for front I), REDIS_CLI
+# (redis-cli), OPENSSL (openssl, for front I's certificates).
 #
 # Core Perl only.
 
@@ -98,12 +103,9 @@ my $nginx_bin = $ENV{NGINX_BIN} // '/usr/sbin/nginx';
 my $wrk_bin = $ENV{WRK} // 'wrk';
 my $redis_server = $ENV{REDIS_SERVER} // 'redis-server';
 my $redis_cli = $ENV{REDIS_CLI} // 'redis-cli';
+my $openssl = $ENV{OPENSSL} // 'openssl';
 my $results = $ENV{BENCH_RESULTS} // "$bench/results";
 my @nginx_prefix = split ' ', $ENV{BENCH_NGINX_PREFIX} // '';
-
-for my $bin ($nginx_bin, $wrk_bin, $redis_server, $redis_cli) {
-    which($bin) or die "bench: $bin not found (sh tools/install-deps.sh wrk)\n";
-}
 
 my $TASK = 'HI4YEIRMRuSdwsE4bCK7Bg:192';
 my $FIXTURE = "$repo/t/fixtures/search-cluster/running-reindex-es6.json";
@@ -122,21 +124,33 @@ my %FRONT = (
     F => ['proxy_pass of the same _tasks answer',  'cache',   'F', $OPS, 'post-task.lua', undef],
     G => ['module, signed tokens, cache warm',     'signed',  'C', $PATH, 'tokens.lua', 'A'],
     H => ['module, signed, no cache (HMAC+Redis)', 'signed-nocache', 'C', $PATH, 'tokens.lua', 'A'],
+    I => ['module, no cache, TLS to Redis',        'nocache-tls', 'C', $PATH, 'tokens.lua', 'A'],
 );
 
 # the measured nginx instances, one per value of the http-level directives:
-# instance => [gms_token_cache, gms_token_signing_key_file, tokens.lua's file]
+# instance => [gms_token_cache, gms_token_signing_key_file, tokens.lua's
+#              file, gms_token_redis ... tls]
 my %INSTANCE = (
-    cache            => [1, 0, 'tokens.txt'],
-    nocache          => [0, 0, 'tokens.txt'],
-    signed           => [1, 1, 'signed-tokens.txt'],
-    'signed-nocache' => [0, 1, 'signed-tokens.txt'],
+    cache            => [1, 0, 'tokens.txt', 0],
+    nocache          => [0, 0, 'tokens.txt', 0],
+    signed           => [1, 1, 'signed-tokens.txt', 0],
+    'signed-nocache' => [0, 1, 'signed-tokens.txt', 0],
+    'nocache-tls'    => [0, 0, 'tokens.txt', 1],
 );
-my @INSTANCES = qw(cache nocache signed signed-nocache);
 
-my @FRONTS = split ' ', uc($ENV{BENCH_FRONTS} // 'A B C D E F G H');
+my @FRONTS = split ' ', uc($ENV{BENCH_FRONTS} // 'A B C D E F G H I');
 !@FRONTS || grep { !$FRONT{$_} } @FRONTS
-    and die "bench: BENCH_FRONTS takes letters among A B C D E F G H\n";
+    and die "bench: BENCH_FRONTS takes letters among A B C D E F G H I\n";
+
+# the instances the chosen fronts need, and whether Redis needs its TLS port
+my @INSTANCES = grep { my $i = $_; grep { $FRONT{$_}[1] eq $i } @FRONTS }
+                qw(cache nocache signed signed-nocache nocache-tls);
+my $tls = grep { $INSTANCE{$_}[3] } @INSTANCES;
+
+for my $bin ($nginx_bin, $wrk_bin, $redis_server, $redis_cli,
+             $tls ? $openssl : ()) {
+    which($bin) or die "bench: $bin not found (sh tools/install-deps.sh wrk)\n";
+}
 
 
 # --- processes, and their end whatever happens ------------------------------
@@ -221,15 +235,25 @@ sub pinned {
 }
 
 my %port;
-$port{$_} = free_port() for qw(redis gms auth search);
+$port{$_} = free_port() for qw(redis gms auth search), $tls ? 'redis_tls' : ();
 for my $instance (@INSTANCES) {
     $port{"${instance}_$_"} = free_port() for qw(A B C E F METRICS);
 }
 
+# front I: the same redis-server on a TLS port too (the plain one stays, for
+# the other fronts and for seeding), its certificate signed by a CA of ours
+certificates() if $tls;
+
 my $redis_pid = spawn('redis', 'TERM', pinned($rig_cpus, $redis_server,
       '--port', $port{redis}, '--bind', '127.0.0.1', '--save', '',
-      '--appendonly', 'no', '--dir', $dir, '--logfile', "$dir/redis.log"));
+      '--appendonly', 'no', '--dir', $dir, '--logfile', "$dir/redis.log",
+      $tls ? ('--tls-port', $port{redis_tls},
+              '--tls-cert-file', "$dir/redis.crt",
+              '--tls-key-file', "$dir/redis.key",
+              '--tls-ca-cert-file', "$dir/ca.crt",
+              '--tls-auth-clients', 'no') : ()));
 wait_port($port{redis}, 'redis-server', "$dir/redis.log");
+wait_port($port{redis_tls}, 'redis-server (TLS)', "$dir/redis.log") if $tls;
 
 # the tokens, as GMS would store them: the id is base64(SHA-256(token)),
 # no salt; one user, who may get ES task status
@@ -285,21 +309,31 @@ wait_port($port{$_}, 'stand-in nginx', "$dir/stand-ins.error.log")
     for qw(gms auth search);
 
 # the measured nginx: with the cache (A B C E F), without it (D), with the
-# cache and the signing key (G), with the key and no cache (H)
+# cache and the signing key (G), with the key and no cache (H), without the
+# cache and over TLS to Redis (I)
 my %master;
 for my $instance (@INSTANCES) {
-    my ($with_cache, $with_key) = @{ $INSTANCE{$instance} };
+    my ($with_cache, $with_key, undef, $with_tls) = @{ $INSTANCE{$instance} };
     my $cache = $with_cache
         ? 'gms_token_cache zone=gms_tokens:16m ttl=30s negative_ttl=5s stale=60s;'
         : '';
     my $signing_key_file = $with_key
         ? "gms_token_signing_key_file $dir/signing.key;" : '';
+    # the name the certificate is checked against (and sent as SNI), as a
+    # managed Redis is reached by its name
+    my $redis = $with_tls ? "127.0.0.1:$port{redis_tls} tls"
+                          : "127.0.0.1:$port{redis}";
+    my $redis_ssl = $with_tls
+        ? "gms_token_redis_ssl_trusted_certificate $dir/ca.crt;\n"
+        . "    gms_token_redis_ssl_verify on;\n"
+        . "    gms_token_redis_ssl_name localhost;"
+        : '';
 
     write_conf("$bench/front.conf", "$dir/front-$instance.conf",
                MODULE => $module, DIR => $dir, USER => $user,
                INSTANCE => $instance, CACHE => $cache,
                SIGNING_KEY => $signing_key_file,
-               REDIS => $port{redis}, GMS => $port{gms},
+               REDIS => $redis, REDIS_SSL => $redis_ssl, GMS => $port{gms},
                AUTH => $port{auth}, SEARCH => $port{search},
                map { $_ => $port{"${instance}_$_"} } qw(A B C E F METRICS));
 
@@ -384,7 +418,7 @@ for my $f (@FRONTS) {
         rounds      => $r,
     );
 
-    if ($f =~ /^[CDGH]$/) {
+    if ($f =~ /^[CDGHI]$/) {
         $s{lookups_per_request} =
             median(grep { defined } map { $_->{lookups_per_request} } @$r);
     }
@@ -461,6 +495,14 @@ for my $t (@targets) {
            $t->{value}, $t->{met} ? 'met' : 'NOT met';
 }
 
+# what TLS to Redis costs: I against D, round by round (no target)
+if ($runs{I} && $runs{D}) {
+    printf "I (TLS) to D: req/s %s, \x{b5}s/req %s (median per-round "
+         . "ratios)\n", map { my $v = ratio_between('I', 'D', $_);
+                              defined $v ? sprintf('%.3f', $v) : '-' }
+                        qw(rps cpu_us);
+}
+
 my $errors = 0;
 for my $f (@FRONTS) {
     my $s = $sum{$f};
@@ -523,7 +565,7 @@ sub measure {
 
     my $stand_in = worker_pid($stand_ins);
 
-    my $m0 = $f =~ /^[CDEGH]$/ ? metrics($instance) : undef;
+    my $m0 = $f =~ /^[CDEGHI]$/ ? metrics($instance) : undef;
     my $c0 = cpu_ticks($worker);
     my $s0 = rig_ticks();
     my %p0 = (stand_ins => cpu_ticks($stand_in), redis => cpu_ticks($redis_pid),
@@ -535,7 +577,7 @@ sub measure {
     my $s1 = rig_ticks();
     my %p1 = (stand_ins => cpu_ticks($stand_in), redis => cpu_ticks($redis_pid),
               wrk => children_ticks());
-    my $m1 = $f =~ /^[CDEGH]$/ ? metrics($instance) : undef;
+    my $m1 = $f =~ /^[CDEGHI]$/ ? metrics($instance) : undef;
 
     # the rig's processes, each as a share of one CPU
     for my $p (keys %p0) {
@@ -647,14 +689,14 @@ sub preflight {
                                      [$auth], $body);
 
         my $ok = $status == 200;
-        $ok &&= $answer =~ /"standIn":"GMS"/ if $f =~ /^[ABCDGH]$/;
+        $ok &&= $answer =~ /"standIn":"GMS"/ if $f =~ /^[ABCDGHI]$/;
         $ok &&= $answer eq $fixture if $f eq 'F';
         $ok &&= $answer =~ /^\{"value":"\{\\"completed\\":false,\\"taskId\\":\\"\Q$TASK\E\\"/
             if $f eq 'E';
 
         $ok or die "bench: front $f answered $status:\n$answer\n";
 
-        if ($f =~ /^[CDGH]$/) {
+        if ($f =~ /^[CDGHI]$/) {
             my ($s) = http($port, 'GET', $path, []);
             $s == 401 or die "bench: front $f answered $s without a token\n";
         }
@@ -720,6 +762,39 @@ sub http {
     my ($status) = ($head // '') =~ /^HTTP\/1\.\d (\d+)/;
 
     return ($status // 0, $content // '');
+}
+
+# front I's certificates, with the openssl command line: a CA, and a
+# certificate it signs for the bench's redis-server, good for localhost and
+# 127.0.0.1; EC P-256 keys, the cheapest handshake and signatures
+sub certificates {
+    open my $ext, '>', "$dir/redis.ext" or die "bench: $dir/redis.ext: $!\n";
+    print $ext "basicConstraints = critical, CA:FALSE\n",
+               "keyUsage = critical, digitalSignature\n",
+               "extendedKeyUsage = serverAuth\n",
+               "subjectAltName = DNS:localhost, IP:127.0.0.1\n";
+    close $ext;
+
+    my @ec = ('-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes');
+
+    for my $cmd (
+        [ 'req', '-x509', @ec, '-keyout', "$dir/ca.key", '-out', "$dir/ca.crt",
+          '-subj', '/CN=gms bench CA', '-days', '2',
+          '-addext', 'basicConstraints = critical, CA:TRUE',
+          '-addext', 'keyUsage = critical, keyCertSign' ],
+        [ 'req', '-new', @ec, '-keyout', "$dir/redis.key",
+          '-out', "$dir/redis.csr", '-subj', '/CN=localhost' ],
+        [ 'x509', '-req', '-in', "$dir/redis.csr", '-CA', "$dir/ca.crt",
+          '-CAkey', "$dir/ca.key", '-set_serial', '1', '-days', '2',
+          '-extfile', "$dir/redis.ext", '-out', "$dir/redis.crt" ],
+    ) {
+        my $pid = spawn('openssl', 'TERM', $openssl, @$cmd);
+        waitpid $pid, 0;
+        my $rc = $?;
+        @children = grep { $_->{pid} != $pid } @children;
+        $rc == 0 or die "bench: $openssl @$cmd[0, 1] failed:\n"
+                        . slurp("$dir/openssl.out");
+    }
 }
 
 # redis-cli runs each line of the file as a command

@@ -198,14 +198,15 @@ render() {
     upstream_servers SEARCH_UPSTREAM "$SEARCH_UPSTREAM"
     NGX_SEARCH_SERVERS=$servers
 
-    # Redis: an IPv4 address or a unix socket; a name is resolved here, once
+    # Redis: an address ([ipv6]:port too) or a unix socket; a name is
+    # resolved here, once (nginx's resolver reads no /etc/hosts)
     redis=$REDIS_ADDRESS
     check_address "$redis" \
         || die "REDIS_ADDRESS: '$redis' is neither host:port nor unix:/path"
 
     case $redis in
         unix:*) ;;
-        \[*) die "REDIS_ADDRESS: IPv6 is not supported: '$redis'" ;;
+        \[*) ;;
         *)
             host=${redis%:*}
             if ! is_ipv4 "$host"; then

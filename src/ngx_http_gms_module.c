@@ -88,7 +88,7 @@ static ngx_command_t  ngx_http_gms_commands[] = {
       NULL },
 
     { ngx_string("gms_token_redis_sentinel"),
-      NGX_HTTP_MAIN_CONF|NGX_CONF_2MORE,
+      NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
       ngx_http_gms_redis_sentinel_directive,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,

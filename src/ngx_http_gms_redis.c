@@ -68,6 +68,7 @@ typedef struct {
     ngx_event_t                sync_timer;
     unsigned                   ping_pending:1;
     unsigned                   subscribed:1;
+    unsigned                   moving:1;       /* following a failover */
     unsigned                   exiting:1;
 } ngx_http_gms_redis_t;
 
@@ -408,6 +409,11 @@ ngx_http_gms_redis_set_master(struct sockaddr *sa, socklen_t socklen)
                   "gms: sentinel: master \"%V\" is at %V",
                   &rc->gmcf->master_name, &rc->peer);
 
+    /* the Sentinels have just said where: no need to ask them again */
+
+    rd = &ngx_http_gms_redis;
+    rd->moving = 1;
+
     ngx_http_gms_rconn_close(rc, NGX_LOG_NOTICE, "the master moved");
     rc->backoff = 0;
 
@@ -419,10 +425,9 @@ ngx_http_gms_redis_set_master(struct sockaddr *sa, socklen_t socklen)
     }
 
     rc->backoff = 0;
+    rd->moving = 0;
 
     /* a subscriber waiting for a master connects now */
-
-    rd = &ngx_http_gms_redis;
 
     if (rd->retry_timer.timer_set) {
         ngx_del_timer(&rd->retry_timer);
@@ -522,7 +527,12 @@ ngx_http_gms_redis_connect(ngx_http_gms_rconn_t *rc)
         }
     }
 
-    if (gmcf->sentinels) {
+    /*
+     * not on the subscription: its replies are held to the shape of
+     * messages, and a replica delivers what is published on the master
+     */
+
+    if (gmcf->sentinels && rc != &ngx_http_gms_redis_sub) {
         argv[0] = "ROLE";
         lens[0] = 4;
 
@@ -711,7 +721,7 @@ ngx_http_gms_redis_closed(ngx_http_gms_rconn_t *rc)
 
     rd->ping_pending = 0;
 
-    if (rc->gmcf->sentinels && !rd->exiting
+    if (rc->gmcf->sentinels && !rd->exiting && !rd->moving
         && rc == &ngx_http_gms_redis_master)
     {
         ngx_http_gms_sentinel_ask("the master's connection failed");

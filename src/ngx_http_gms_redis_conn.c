@@ -61,6 +61,8 @@ static void ngx_http_gms_rconn_up(ngx_http_gms_rconn_t *rc);
 #if (NGX_SSL)
 static void ngx_http_gms_rconn_handshake(ngx_http_gms_rconn_t *rc);
 static void ngx_http_gms_rconn_handshaked(ngx_connection_t *c);
+static ngx_int_t ngx_http_gms_rconn_check_name(ngx_connection_t *c,
+    ngx_str_t *name);
 #endif
 static ngx_int_t ngx_http_gms_rconn_queue(ngx_http_gms_rconn_t *rc,
     u_char *cmd, size_t len, ngx_http_gms_rconn_reply_pt handler,
@@ -232,9 +234,7 @@ ngx_http_gms_rconn_resolved(ngx_resolver_ctx_t *ctx)
 {
     ngx_http_gms_rconn_t *rc = ctx->data;
 
-    u_char              text[NGX_SOCKADDR_STRLEN];
-    ngx_uint_t          i;
-    ngx_resolver_addr_t *ra;
+    ngx_resolver_addr_t  *ra;
 
     rc->resolving = NULL;
 
@@ -248,10 +248,9 @@ ngx_http_gms_rconn_resolved(ngx_resolver_ctx_t *ctx)
         return;
     }
 
-    /* the addresses rotate in the resolver's answers: take the first */
+    /* the resolver rotates the addresses of its answers: the first */
 
-    i = 0;
-    ra = &ctx->addrs[i];
+    ra = &ctx->addrs[0];
 
     ngx_memcpy(&rc->sockaddr, ra->sockaddr, ra->socklen);
     rc->socklen = ra->socklen;
@@ -259,10 +258,8 @@ ngx_http_gms_rconn_resolved(ngx_resolver_ctx_t *ctx)
 
     rc->peer = rc->addr->name;
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
-                   "gms: redis \"%V\" resolved to %s", &ctx->name,
-                   (ngx_sock_ntop(&rc->sockaddr.sockaddr, rc->socklen, text,
-                                  NGX_SOCKADDR_STRLEN, 1), text));
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: redis \"%V\" resolved", &ctx->name);
 
     ngx_resolve_name_done(ctx);
 
@@ -498,7 +495,7 @@ ngx_http_gms_rconn_handshaked(ngx_connection_t *c)
             return;
         }
 
-        if (ngx_ssl_check_host(c, name) != NGX_OK) {
+        if (ngx_http_gms_rconn_check_name(c, name) != NGX_OK) {
             ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                           "gms: redis %s at %V: the certificate does not "
                           "match \"%V\"", rc->what, &rc->peer, name);
@@ -512,6 +509,52 @@ ngx_http_gms_rconn_handshaked(ngx_connection_t *c)
     c->write->handler = ngx_http_gms_rconn_write_handler;
 
     ngx_http_gms_rconn_established(rc);
+}
+
+
+/*
+ * The certificate against the name: a host name as nginx checks one, an
+ * address (Redis is often reached by one) against the certificate's IP
+ * address entries, which ngx_ssl_check_host() does not read.
+ */
+
+static ngx_int_t
+ngx_http_gms_rconn_check_name(ngx_connection_t *c, ngx_str_t *name)
+{
+    int         rv;
+    X509       *cert;
+    ngx_str_t   ip;
+    u_char      text[NGX_INET6_ADDRSTRLEN + 1];
+
+    ip = *name;
+
+    if (ip.len > 2 && ip.data[0] == '[' && ip.data[ip.len - 1] == ']') {
+        ip.data++;
+        ip.len -= 2;
+    }
+
+    if (ngx_inet_addr(ip.data, ip.len) == INADDR_NONE
+        && ngx_strlchr(ip.data, ip.data + ip.len, ':') == NULL)
+    {
+        return ngx_ssl_check_host(c, name);
+    }
+
+    if (ip.len >= sizeof(text)) {
+        return NGX_ERROR;
+    }
+
+    ngx_cpystrn(text, ip.data, ip.len + 1);
+
+    cert = SSL_get_peer_certificate(c->ssl->connection);
+    if (cert == NULL) {
+        return NGX_ERROR;
+    }
+
+    rv = X509_check_ip_asc(cert, (const char *) text, 0);
+
+    X509_free(cert);
+
+    return rv == 1 ? NGX_OK : NGX_ERROR;
 }
 
 #endif
@@ -674,9 +717,7 @@ ngx_http_gms_rconn_flush(ngx_http_gms_rconn_t *rc)
 
     while (rc->out_pos < rc->out_len) {
 
-        if (!c->write->ready) {
-            break;
-        }
+        /* tried whether ready or not: NGX_AGAIN says to wait */
 
         n = c->send(c, rc->out + rc->out_pos, rc->out_len - rc->out_pos);
 

@@ -131,6 +131,7 @@ ngx_http_gms_sentinel_connect(ngx_event_t *ev)
     size_t                      lens[3];
     ngx_int_t                   rv;
     const char                 *argv[3];
+    ngx_msec_int_t              delay;
     ngx_http_gms_rconn_t       *rc;
     ngx_http_gms_main_conf_t   *gmcf;
     ngx_http_gms_redis_addr_t  *addrs;
@@ -149,8 +150,8 @@ ngx_http_gms_sentinel_connect(ngx_event_t *ev)
     rv = ngx_http_gms_rconn_connect(rc);
 
     if (rv == NGX_DECLINED) {
-        ngx_add_timer(&st->retry, ngx_max(rc->retry_at - ngx_current_msec,
-                                          1));
+        delay = (ngx_msec_int_t) (rc->retry_at - ngx_current_msec);
+        ngx_add_timer(&st->retry, (ngx_msec_t) ngx_max(delay, 1));
         return;
     }
 

@@ -51,10 +51,30 @@ CONF
 my @bad = (
     [ 'gms_token_redis localhost;', '', qr/invalid redis address "localhost"/ ],
     [ 'gms_token_redis localhost:6379;', '',
-      qr/invalid redis address "localhost:6379": a host name would be resolved with a blocking getaddrinfo\(\)/ ],
+      qr/the redis address "localhost:6379" is a host name: it needs a "resolver" at the http level/ ],
     [ 'gms_token_redis redis.example.com:6379;', '',
-      qr/"redis\.example\.com:6379": a host name/ ],
-    [ 'gms_token_redis 10.0.0.256:6379;', '', qr/"10\.0\.0\.256:6379": a host name/ ],
+      qr/"redis\.example\.com:6379" is a host name: it needs a "resolver"/ ],
+    [ 'gms_token_redis 10.0.0.256:6379;', '', qr/"10\.0\.0\.256:6379" is a host name/ ],
+    [ 'server { listen 127.0.0.1:2; resolver 127.0.0.2; }
+      gms_token_redis_sentinel redis.example.com:26379 master=gms;', '',
+      qr/"redis\.example\.com:26379" is a host name: it needs a "resolver"/ ],
+    [ 'gms_token_redis [::1];', '', qr/invalid redis address "\[::1\]": a port is required/ ],
+    [ 'gms_token_redis [::1:6379;', '', qr/invalid redis address "\[::1:6379"/ ],
+    [ 'gms_token_redis 127.0.0.1:6379 tls;
+      gms_token_redis_ssl_certificate /nonexistent.crt;', '',
+      qr/no "gms_token_redis_ssl_certificate_key" for "gms_token_redis_ssl_certificate"/ ],
+    [ 'gms_token_redis 127.0.0.1:6379 tls;
+      gms_token_redis_ssl_trusted_certificate /nonexistent/ca.pem;', '',
+      qr{/nonexistent/ca\.pem} ],
+    [ 'gms_token_redis_sentinel 127.0.0.1:26379;', '',
+      qr/"gms_token_redis_sentinel" directive needs "master=NAME"/ ],
+    [ 'gms_token_redis_sentinel master=gms;', '',
+      qr/"gms_token_redis_sentinel" directive needs at least one Sentinel address/ ],
+    [ 'gms_token_redis_sentinel 127.0.0.1:26379 master=gms replica=always;', '',
+      qr/invalid parameter "replica=always"/ ],
+    [ 'gms_token_redis 127.0.0.1:6379;
+      gms_token_redis_sentinel 127.0.0.1:26379 master=gms;', '',
+      qr/"gms_token_redis_sentinel" directive cannot be used with "gms_token_redis"/ ],
     [ 'gms_token_redis 127.0.0.1:99999;', '', qr/invalid port/ ],
     [ 'gms_token_redis 127.0.0.1:6379 db=x;', '', qr/invalid redis db "db=x"/ ],
     [ 'gms_token_redis 127.0.0.1:6379 pass=x;', '',

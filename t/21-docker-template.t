@@ -278,6 +278,12 @@ my $credentials_conf = '';
     like($c, qr/^\s*\Q$redis_line\E$/m,
          'REDIS_ADDRESS, password quoted for nginx, db');
     like($c, qr/^\s*gms_token_redis_timeout 1s;$/m, 'REDIS_TIMEOUT');
+
+    my ($rc6, $err6, $path6) = render({ %required,
+                                        REDIS_ADDRESS => '[::1]:6380' });
+    is($rc6, 0, 'REDIS_ADDRESS as [ipv6]:port') or diag($err6);
+    like(slurp($path6) // '', qr/^\s*gms_token_redis \[::1\]:6380;$/m,
+         'passed to the module as it is');
     like($c, qr/^\s*gms_token_key_prefix "edge:";$/m, 'GMS_TOKEN_KEY_PREFIX');
     unlike($c, qr/^\s*gms_token_cache /m, 'GMS_TOKEN_CACHE=off');
     like($c, qr/^worker_processes 3;$/m, 'WORKER_PROCESSES');
@@ -310,7 +316,7 @@ my $credentials_conf = '';
         [ SEARCH_UPSTREAM => 'search', qr/SEARCH_UPSTREAM: 'search' is neither/ ],
         [ REDIS_ADDRESS => 'redis.invalid:6379',
           qr/REDIS_ADDRESS: cannot resolve 'redis\.invalid'/ ],
-        [ REDIS_ADDRESS => '[::1]:6379', qr/REDIS_ADDRESS: IPv6 is not supported/ ],
+        [ REDIS_ADDRESS => '[::1', qr/REDIS_ADDRESS: '\[::1' is neither/ ],
         [ REDIS_ADDRESS => '127.0.0.1:0', qr/REDIS_ADDRESS: '127\.0\.0\.1:0' is neither/ ],
         [ REDIS_DB => 'one', qr/REDIS_DB: 'one' is not a number/ ],
         [ REDIS_TIMEOUT => '1s;', qr/REDIS_TIMEOUT: '1s;' is not a time/ ],
