@@ -296,6 +296,27 @@ CONF
     no_crash($n);
 };
 
+subtest 'TLS, an address as the name: the certificate\'s IP entries' => sub {
+    my $n = edge(<<"CONF");
+    gms_token_redis 127.0.0.1:$tls_port tls;
+    gms_token_redis_ssl_trusted_certificate $certs->{ca};
+CONF
+
+    is(status($n, 'secure'), 200, '127.0.0.1 is in the certificate: 200');
+    no_crash($n);
+
+    $n = edge(<<"CONF");
+    gms_token_redis 127.0.0.1:$tls_port tls;
+    gms_token_redis_ssl_trusted_certificate $certs->{ca};
+    gms_token_redis_ssl_name 127.0.0.2;
+CONF
+
+    is(status($n, 'secure'), 503, '127.0.0.2 is not: 503');
+    like($n->error_log, qr/\[error\].*does not match "127\.0\.0\.2"/,
+         'logged: does not match "127.0.0.2"');
+    no_crash($n);
+};
+
 subtest 'TLS, the wrong CA: 503, logged, counted' => sub {
     my $n = edge(<<"CONF");
     gms_token_redis 127.0.0.1:$tls_port tls;
