@@ -389,7 +389,7 @@ CONF
 # Redis refusing the client's certificate sends a TLS alert; with TLS 1.3
 # it arrives on the first read, and nginx's ngx_ssl_connection_error()
 # logs alerts it does not list (certificate required, unknown CA) at crit
-my $peer_alert = qr/\[crit\].*SSL_(?:read|do_handshake)\(\) failed
+my $peer_alert = qr/\[crit\].*SSL_(?:read|do_handshake)\(\)\ failed
                    \ \(SSL:.*SSL\ alert\ number\ \d+\)/x;
 
 subtest 'mutual TLS' => sub {
