@@ -478,6 +478,7 @@ subtest 'sentinel' => sub {
        'replica announced as 127.0.0.1');
 
     $m->cmd(SET => 'k', 'before');
+    is($m->cmd(WAIT => 1, 5000), 1, 'replicated');
     my $old = $m->port;
     $m->kill;
     is($s->wait_failover($old, 20), $r->port, 'failover to the replica');

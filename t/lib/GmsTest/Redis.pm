@@ -8,7 +8,8 @@ package GmsTest::Redis;
 #
 # Options: password, persist (the data survives a kill and start_again),
 # bind (the address to listen on and to talk to: '127.0.0.1' by default,
-# '::1', '127.0.0.2'), tls (a GmsTest::Certs: a TLS port as well, ->tls_port,
+# '::1', '127.0.0.2'), port (the plain port: the same port as another
+# server's on another address), tls (a GmsTest::Certs: a TLS port as well, ->tls_port,
 # with the CA's server certificate), tls_auth_clients ('no' by default,
 # 'yes' or 'optional': client certificates signed by the CA), plain (0: no
 # plain port, ->port is 0 and cmd() goes through redis-cli --tls), replicaof
@@ -42,7 +43,7 @@ sub start {
         opt      => \%opt,
         dir      => GmsTest::_tempdir(),
         host     => $opt{bind} // '127.0.0.1',
-        port     => $plain ? GmsTest::free_port() : 0,
+        port     => $plain ? $opt{port} // GmsTest::free_port() : 0,
         tls_port => $opt{tls} ? GmsTest::free_port() : 0,
     }, $class;
 
@@ -326,8 +327,9 @@ sub _roundtrip {
 sub _connect {
     my ($self) = @_;
 
+    # objects made by hand (GmsTest::Subscriber) have no host
     $self->{sock} = IO::Socket::IP->new(
-        PeerHost => $self->{host},
+        PeerHost => $self->{host} // '127.0.0.1',
         PeerPort => $self->{port},
         Proto    => 'tcp',
         Timeout  => 5,

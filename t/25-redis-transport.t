@@ -1,0 +1,433 @@
+#!/usr/bin/perl
+
+# The Redis transport (issue 15): nginx owns the connection, hiredis only
+# formats commands and parses replies.
+#
+#   - a hostile peer on the Redis address (a greeting nobody asked for, a
+#     reply more than asked for, a header announcing 2^31-1 elements, a
+#     bulk string of 2^31 bytes, garbage) gets the lookup a 503, logged,
+#     while the one worker lives on and answers other requests;
+#   - addresses: [::1]:PORT, a host name through nginx's resolver that is
+#     looked up again on every reconnect, and no name without a resolver;
+#   - TLS: verified against a CA, refused with the wrong CA or the wrong
+#     name (503, logged with the reason), verification off, client
+#     certificates.
+
+use strict;
+use warnings;
+
+use Test::More;
+
+use GmsTest;
+use GmsTest::Certs;
+use GmsTest::DNS;
+use GmsTest::FakeRedis;
+use GmsTest::Nginx;
+
+GmsTest::need_module();
+GmsTest::need_redis();
+
+my $certs = GmsTest::Certs->new;
+
+# An edge with one worker and the given gms_token_redis* directives:
+# /ok needs a token (a file behind the check), /open does not, /metrics.
+sub edge {
+    my ($redis_conf, %opt) = @_;
+
+    my $n = GmsTest::Nginx->new(log_level => 'info');
+    GmsTest::_write_file($n->dir . '/ok', "ok\n");
+
+    my $timeout = $opt{timeout} // '2s';
+    my $r = $n->start(<<"CONF", expect_fail => $opt{expect_fail});
+    $redis_conf
+    gms_token_redis_timeout $timeout;
+    gms_token_key_prefix gms:;
+    gms_token_salt "";
+
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        gms_token_auth on;
+
+        location / { root %%TESTDIR%%; }
+        location /open { gms_token_auth off; return 200 "open\\n"; }
+        location = /metrics { gms_token_auth off; gms_token_metrics; }
+    }
+CONF
+
+    return $opt{expect_fail} ? $r : $n;
+}
+
+# Seeds a token on $redis's plain port; the key is the id (salt "").
+sub seed {
+    my ($redis, $token, $actor) = @_;
+    my $id = GmsTest::sha256_b64($token);
+    $redis->cmd(HSET => "gms:token:$id",
+                actor => $actor // 'urn:li:corpuser:alice');
+    return $id;
+}
+
+sub status {
+    my ($n, $token) = @_;
+    my $res = $n->http(GET => '/ok', { Authorization => "Bearer $token" },
+                       undef, timeout => 5);
+    return $res->{status} // 'none';
+}
+
+sub metric {
+    my ($n, $name) = @_;
+    my $text = $n->http(GET => '/metrics')->{body} // '';
+    return $text =~ /^\Q$name\E (\S+)$/m ? $1 : undef;
+}
+
+# $allow: bad lines that are expected (nginx's own classification)
+sub no_crash {
+    my ($n, $allow) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    $n->stop;
+    my @bad = $n->bad_log_lines;
+    @bad = grep { !/$allow/ } @bad if $allow;
+    is_deeply(\@bad, [], 'no alerts or crashes');
+}
+
+
+# --- a hostile peer ----------------------------------------------------------
+
+my %lookup = map { $_ => undef } qw(EVALSHA EVALSHA_RO EVAL);
+
+my $MB2 = 'x' x (2 * 1024 * 1024);
+
+# [title, FakeRedis options, what the log says, the module's deadline]
+my @hostile = (
+    ['a greeting on connect, nothing asked',
+     [greeting => "+HELLO\r\n"],
+     qr/redis protocol error|unexpected answer/],
+    ['one reply more than asked for, every time',
+     [extra => "+EXTRA\r\n"],
+     qr/redis protocol error|unexpected/],
+    ['an array header of 2^31-1 elements',
+     [on => { map { $_ => GmsTest::FakeRedis::HUGE_ARRAY } keys %lookup }],
+     qr/redis protocol error/],
+    ['a bulk string of 2^31 bytes, coming',
+     [on => { map { $_ => GmsTest::FakeRedis::HUGE_BULK . $MB2 }
+              keys %lookup }],
+     qr/redis protocol error/],
+    ['a bulk string of 2^31 bytes inside the lookup\'s array',
+     [on => { map { $_ => "*4\r\n" . GmsTest::FakeRedis::HUGE_BULK . $MB2 }
+              keys %lookup }],
+     qr/redis protocol error/],
+    ['garbage',
+     [on => { map { $_ => GmsTest::FakeRedis::GARBAGE } keys %lookup }],
+     qr/redis protocol error/],
+    # nothing to refuse yet: the lookup's deadline answers it
+    ['a bulk string of 2^31 bytes announced, nothing more',
+     [on => { map { $_ => GmsTest::FakeRedis::HUGE_BULK } keys %lookup }],
+     qr/\[error\].*gms: /, '1s'],
+);
+
+for my $case (@hostile) {
+    my ($title, $fake_opt, $logged, $timeout) = @$case;
+
+    subtest "hostile peer: $title" => sub {
+        my $fake = GmsTest::FakeRedis->start(@$fake_opt);
+        # unless said otherwise, a deadline far beyond the client's: a
+        # 503 is the module refusing the reply, not the deadline firing
+        my $n = edge('gms_token_redis ' . $fake->address . ';',
+                     timeout => $timeout // '30s');
+        my ($worker) = $n->worker_pids;
+
+        my $all = $n->parallel([
+            [GET => '/ok', { Authorization => 'Bearer hostile' }],
+            map { [GET => "/open?$_"] } 1 .. 5,
+        ], timeout => 10);
+
+        is($all->[0]{status}, 503, 'the lookup: 503');
+        is(scalar(grep { ($_->{status} // 0) == 200 && $_->{body} eq "open\n" }
+                  @$all[1 .. 5]), 5,
+           'the other requests on the worker answered meanwhile');
+        cmp_ok($fake->connections, '>=', 1, 'the module did connect');
+        like($n->error_log, $logged, 'logged');
+
+        is(status($n, 'hostile'), 503, 'again: 503');
+        is(($n->http(GET => '/open')->{status} // 0), 200, 'and /open: 200');
+        is_deeply([$n->worker_pids], [$worker], 'the same worker');
+        unlike($n->error_log, qr/exited on signal/, 'no worker lost');
+
+        no_crash($n);
+    };
+}
+
+subtest 'hostile peer: a reply nothing asked for, on a quiet connection' => sub {
+    # the lookup is answered (not found), then a reply follows when no
+    # command is pending: only a protocol error can explain it
+    my $fake = GmsTest::FakeRedis->start(on => {
+        map {
+            my $name = $_;
+            $name => sub {
+                my ($c) = @_;
+                $c->send("\$-1\r\n");
+                select undef, undef, undef, 0.3;
+                return "+SURPRISE\r\n";
+            }
+        } keys %lookup
+    });
+    my $n = edge('gms_token_redis ' . $fake->address . ';');
+    my ($worker) = $n->worker_pids;
+
+    is(status($n, 'unknown'), 401, 'the lookup answered: not found, 401');
+    ok(GmsTest::wait_until(sub {
+           $n->error_log =~ /redis protocol error.*a reply nothing asked for/ }, 5),
+       'the surprise is a protocol error');
+    cmp_ok(metric($n, 'gms_redis_protocol_errors_total') // 0, '>=', 1,
+           'counted in gms_redis_protocol_errors_total');
+
+    # the connection was dropped: the next lookup makes a new one
+    ok(GmsTest::wait_until(sub {
+           status($n, 'unknown') == 401 && $fake->connections >= 2 }, 5),
+       'connection dropped, a new one answers');
+    is_deeply([$n->worker_pids], [$worker], 'the same worker');
+
+    no_crash($n);
+};
+
+
+# --- addresses ---------------------------------------------------------------
+
+subtest 'an IPv6 address: [::1]:PORT' => sub {
+    my $r = GmsTest::Redis->start(bind => '::1');
+    seed($r, 'six');
+
+    my $n = edge('gms_token_redis ' . $r->address . ';');
+    like($r->address, qr/^\[::1\]:\d+$/, 'the address');
+    is(status($n, 'six'), 200, 'a seeded token: 200');
+    is(status($n, 'nope'), 401, 'an unknown one: 401');
+
+    no_crash($n);
+};
+
+subtest 'a host name through nginx\'s resolver, again on every reconnect' => sub {
+    my $one = GmsTest::Redis->start;
+    my $two = GmsTest::Redis->start(bind => '127.0.0.2', port => $one->port);
+    seed($one, 'token-one');
+    seed($two, 'token-two');
+
+    my $dns = GmsTest::DNS->start(names => { 'redis.test' => '127.0.0.1' });
+    my $port = $one->port;
+
+    my $n = edge(<<"CONF");
+    resolver 127.0.0.1:@{[ $dns->port ]} valid=1s ipv6=off;
+    gms_token_redis redis.test:$port;
+CONF
+
+    is(status($n, 'token-one'), 200, 'the first Redis answers: 200');
+    is(status($n, 'token-two'), 401, 'the second one\'s token: 401');
+    cmp_ok($dns->queries('redis.test'), '>=', 1, 'the name was asked for');
+
+    # the name moves, the old server dies: the reconnect follows the name
+    $dns->set('redis.test' => '127.0.0.2');
+    my $asked = $dns->queries('redis.test');
+    $one->kill;
+
+    ok(GmsTest::wait_until(sub { status($n, 'token-two') == 200 }, 10),
+       'requests follow the name to 127.0.0.2');
+    is(status($n, 'token-one'), 401, 'with its data');
+    cmp_ok($dns->queries('redis.test'), '>', $asked, 'asked again');
+
+    no_crash($n);
+};
+
+subtest 'a name without a resolver: nginx -t fails' => sub {
+    my ($rc, $out) = GmsTest::nginx_t(<<'CONF');
+load_module %%MODULE%%;
+error_log %%TESTDIR%%/error.log;
+events {}
+http {
+    gms_token_redis redis.test:6379;
+    gms_token_salt "";
+}
+CONF
+    isnt($rc, 0, 'nginx -t fails');
+    like($out, qr/needs a "resolver"/, 'saying why');
+
+    ($rc, $out) = GmsTest::nginx_t(<<'CONF');
+load_module %%MODULE%%;
+error_log %%TESTDIR%%/error.log;
+events {}
+http {
+    resolver 127.0.0.1:53 ipv6=off;
+    gms_token_redis redis.test:6379;
+    gms_token_salt "";
+}
+CONF
+    is($rc, 0, 'with a resolver: ok') or diag $out;
+};
+
+
+# --- TLS ---------------------------------------------------------------------
+
+my $tls = GmsTest::Redis->start(tls => $certs);
+seed($tls, 'secure');
+my $tls_port = $tls->tls_port;
+my $dns = GmsTest::DNS->start(names => { 'redis.test' => '127.0.0.1' });
+my $resolver = 'resolver 127.0.0.1:' . $dns->port . ' valid=1s ipv6=off;';
+
+subtest 'TLS, verified against the CA, the name from the address' => sub {
+    my $n = edge(<<"CONF");
+    $resolver
+    gms_token_redis redis.test:$tls_port tls;
+    gms_token_redis_ssl_trusted_certificate $certs->{ca};
+CONF
+
+    is(status($n, 'secure'), 200, 'a seeded token: 200');
+    is(status($n, 'nope'), 401, 'an unknown one: 401');
+    is(metric($n, 'gms_redis_tls_handshake_failures_total'), 0,
+       'no handshake failures');
+
+    no_crash($n);
+};
+
+subtest 'TLS, the CA named by gms_token_redis_ssl_name' => sub {
+    my $n = edge(<<"CONF");
+    gms_token_redis 127.0.0.1:$tls_port tls;
+    gms_token_redis_ssl_trusted_certificate $certs->{ca};
+    gms_token_redis_ssl_name localhost;
+CONF
+
+    is(status($n, 'secure'), 200, 'a seeded token: 200');
+    no_crash($n);
+};
+
+subtest 'TLS, an address as the name: the certificate\'s IP entries' => sub {
+    my $n = edge(<<"CONF");
+    gms_token_redis 127.0.0.1:$tls_port tls;
+    gms_token_redis_ssl_trusted_certificate $certs->{ca};
+CONF
+
+    is(status($n, 'secure'), 200, '127.0.0.1 is in the certificate: 200');
+    no_crash($n);
+
+    $n = edge(<<"CONF");
+    gms_token_redis 127.0.0.1:$tls_port tls;
+    gms_token_redis_ssl_trusted_certificate $certs->{ca};
+    gms_token_redis_ssl_name 127.0.0.2;
+CONF
+
+    is(status($n, 'secure'), 503, '127.0.0.2 is not: 503');
+    like($n->error_log, qr/\[error\].*does not match "127\.0\.0\.2"/,
+         'logged: does not match "127.0.0.2"');
+    no_crash($n);
+};
+
+subtest 'TLS, the wrong CA: 503, logged, counted' => sub {
+    my $n = edge(<<"CONF");
+    gms_token_redis 127.0.0.1:$tls_port tls;
+    gms_token_redis_ssl_trusted_certificate $certs->{wrong_ca};
+    gms_token_redis_ssl_name localhost;
+CONF
+
+    is(status($n, 'secure'), 503, 'a seeded token: 503, never a downgrade');
+    # Redis sends its CA along with its certificate: OpenSSL's reason is
+    # then that CA, self-signed and not trusted
+    like($n->error_log,
+         qr/\[error\].*certificate.*(?:unable\ to\ get\ local\ issuer
+            |self-signed\ certificate\ in\ certificate\ chain)/x,
+         'logged with the reason');
+    cmp_ok(metric($n, 'gms_redis_tls_handshake_failures_total') // 0, '>=', 1,
+           'gms_redis_tls_handshake_failures_total');
+
+    my $before = metric($n, 'gms_redis_tls_handshake_failures_total') // 0;
+    ok(GmsTest::wait_until(sub {
+           status($n, 'secure') == 503
+           && (metric($n, 'gms_redis_tls_handshake_failures_total') // 0)
+              > $before }, 5),
+       'every attempt fails again and is counted');
+
+    no_crash($n);
+};
+
+subtest 'TLS, the wrong name: 503, logged' => sub {
+    my $n = edge(<<"CONF");
+    gms_token_redis 127.0.0.1:$tls_port tls;
+    gms_token_redis_ssl_trusted_certificate $certs->{ca};
+    gms_token_redis_ssl_name wrong.test;
+CONF
+
+    is(status($n, 'secure'), 503, 'a seeded token: 503');
+    like($n->error_log, qr/\[error\].*does not match "wrong\.test"/,
+         'logged: does not match "wrong.test"');
+    cmp_ok(metric($n, 'gms_redis_tls_handshake_failures_total') // 0, '>=', 1,
+           'counted');
+
+    no_crash($n);
+};
+
+subtest 'TLS, verification off: the wrong CA does not matter' => sub {
+    my $n = edge(<<"CONF");
+    gms_token_redis 127.0.0.1:$tls_port tls;
+    gms_token_redis_ssl_trusted_certificate $certs->{wrong_ca};
+    gms_token_redis_ssl_verify off;
+CONF
+
+    is(status($n, 'secure'), 200, 'a seeded token: 200');
+    no_crash($n);
+};
+
+subtest 'TLS to a plain port: 503, the worker lives' => sub {
+    my $plain_port = $tls->port;
+    my $n = edge(<<"CONF");
+    gms_token_redis 127.0.0.1:$plain_port tls;
+    gms_token_redis_ssl_trusted_certificate $certs->{ca};
+    gms_token_redis_ssl_name localhost;
+CONF
+    my ($worker) = $n->worker_pids;
+
+    is(status($n, 'secure'), 503, 'a seeded token: 503');
+    is(status($n, 'secure'), 503, 'again');
+    is_deeply([$n->worker_pids], [$worker], 'the same worker');
+    no_crash($n);
+};
+
+# Redis refusing the client's certificate sends a TLS alert; with TLS 1.3
+# it arrives on the first read, and nginx's ngx_ssl_connection_error()
+# logs alerts it does not list (certificate required, unknown CA) at crit
+my $peer_alert = qr/\[crit\].*SSL_(?:read|do_handshake)\(\)\ failed
+                   \ \(SSL:.*SSL\ alert\ number\ \d+\)/x;
+
+subtest 'mutual TLS' => sub {
+    my $m = GmsTest::Redis->start(tls => $certs, tls_auth_clients => 'yes');
+    seed($m, 'mutual');
+    my $port = $m->tls_port;
+
+    my $n = edge(<<"CONF");
+    gms_token_redis 127.0.0.1:$port tls;
+    gms_token_redis_ssl_trusted_certificate $certs->{ca};
+    gms_token_redis_ssl_name redis.test;
+CONF
+    is(status($n, 'mutual'), 503, 'without a client certificate: 503');
+    is(status($n, 'mutual'), 503, 'again');
+    no_crash($n, $peer_alert);
+
+    $n = edge(<<"CONF");
+    gms_token_redis 127.0.0.1:$port tls;
+    gms_token_redis_ssl_trusted_certificate $certs->{ca};
+    gms_token_redis_ssl_name redis.test;
+    gms_token_redis_ssl_certificate $certs->{client_cert};
+    gms_token_redis_ssl_certificate_key $certs->{client_key};
+CONF
+    is(status($n, 'mutual'), 200, 'with the client certificate: 200');
+    is(status($n, 'nope'), 401, 'an unknown token: 401');
+    no_crash($n);
+
+    # a client certificate from another CA is refused by Redis
+    my $other = GmsTest::Certs->new(fresh => 1);
+    $n = edge(<<"CONF");
+    gms_token_redis 127.0.0.1:$port tls;
+    gms_token_redis_ssl_trusted_certificate $certs->{ca};
+    gms_token_redis_ssl_name redis.test;
+    gms_token_redis_ssl_certificate $other->{client_cert};
+    gms_token_redis_ssl_certificate_key $other->{client_key};
+CONF
+    is(status($n, 'mutual'), 503, 'a client certificate Redis does not trust: 503');
+    no_crash($n, $peer_alert);
+};
+
+done_testing();

@@ -1,0 +1,262 @@
+#!/usr/bin/perl
+
+# Redis Sentinel (issue 15): a master, a replica and three redis-sentinel
+# processes.
+#
+#   - gms_token_redis_sentinel finds the master through the Sentinels;
+#   - replica=prefer sends lookups (EVALSHA_RO) to the replica, which
+#     answers them while the master is stopped;
+#   - the master killed under a steady request loop: Sentinel promotes the
+#     replica, the edge follows within seconds without a reload, and no
+#     request gets anything but 200, 401 or 503 meanwhile;
+#   - the push invalidation arrives from the new master.
+
+use strict;
+use warnings;
+
+use POSIX ();
+use Test::More;
+use Time::HiRes qw(sleep time);
+
+use GmsTest;
+use GmsTest::Nginx;
+use GmsTest::Sentinel;
+
+GmsTest::need_module();
+GmsTest::need_redis();
+GmsTest::Sentinel::_need_sentinel();
+
+# An edge with one worker on the Sentinels of $s; $extra: more http-level
+# directives (a cache).  /ok needs a token, /metrics does not.
+sub edge {
+    my ($s, $options, $extra) = @_;
+    $extra //= '';
+
+    my $n = GmsTest::Nginx->new(log_level => 'info');
+    GmsTest::_write_file($n->dir . '/ok', "ok\n");
+
+    my $addresses = join ' ', $s->addresses;
+    $n->start(<<"CONF");
+    gms_token_redis_sentinel $addresses master=@{[ $s->name ]} $options;
+    gms_token_redis_timeout 500ms;
+    gms_token_key_prefix gms:;
+    gms_token_salt "";
+    $extra
+
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        gms_token_auth on;
+
+        location / { root %%TESTDIR%%; }
+        location = /metrics { gms_token_auth off; gms_token_metrics; }
+    }
+CONF
+
+    return $n;
+}
+
+sub seed {
+    my ($redis, $token) = @_;
+    my $id = GmsTest::sha256_b64($token);
+    $redis->cmd(HSET => "gms:token:$id", actor => 'urn:li:corpuser:alice');
+    return $id;
+}
+
+# Waits until the replica has what the master was given.
+sub synced {
+    my ($replica, $id) = @_;
+    return GmsTest::wait_until(sub { $replica->cmd(EXISTS => "gms:token:$id") },
+                               5);
+}
+
+sub status {
+    my ($n, $token) = @_;
+    my $res = $n->http(GET => '/ok', { Authorization => "Bearer $token" },
+                       undef, timeout => 5);
+    return $res->{status} // 'none';
+}
+
+sub metric {
+    my ($n, $name) = @_;
+    my $text = $n->http(GET => '/metrics')->{body} // '';
+    return $text =~ /^\Q$name\E (\S+)$/m ? $1 : undef;
+}
+
+# Calls of a command (lower case) Redis has counted.
+sub calls {
+    my ($redis, $command) = @_;
+    my $info = $redis->cmd(INFO => 'commandstats');
+    return $info =~ /^cmdstat_\Q$command\E:calls=(\d+)/m ? $1 : 0;
+}
+
+# The module's first error lines, for a diagnosis.
+sub gms_lines {
+    my ($n) = @_;
+    my @lines = grep { /\[error\].*gms: / } split /\n/, $n->error_log;
+    return join "\n", @lines[0 .. ($#lines < 5 ? $#lines : 5)];
+}
+
+sub no_crash {
+    my ($n) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    $n->stop;
+    is_deeply([$n->bad_log_lines], [], 'no alerts or crashes');
+}
+
+
+# --- discovery and replica reads ----------------------------------------------
+
+subtest 'discovery, and replica=prefer reads from the replica' => sub {
+    my $m = GmsTest::Redis->start;
+    my $r = GmsTest::Redis->start(replicaof => ['127.0.0.1', $m->port]);
+    # no failover in this part, even with the master stopped
+    my $s = GmsTest::Sentinel->start(master => $m, down_after => 60_000);
+
+    synced($r, seed($m, "token-$_")) for 1 .. 20;
+
+    my $n = edge($s, '');
+    is(status($n, 'token-1'), 200, 'a token on the master: 200');
+    is(status($n, 'nope'), 401, 'an unknown one: 401');
+    cmp_ok(calls($m, 'evalsha'), '>=', 2, 'looked up on the master');
+    is(calls($r, 'evalsha_ro'), 0, 'replica=off: nothing on the replica');
+    is(metric($n, 'gms_redis_connected{target="master"}'), 1,
+       'gms_redis_connected{target="master"} 1');
+    is(metric($n, 'gms_redis_connected{target="sentinel"}'), 1,
+       'gms_redis_connected{target="sentinel"} 1');
+    no_crash($n);
+
+    $n = edge($s, 'replica=prefer');
+    my $i = 1;
+    ok(GmsTest::wait_until(sub {
+           status($n, 'token-' . $i++) == 200 && calls($r, 'evalsha_ro') > 0
+       }, 5),
+       'replica=prefer: lookups go to the replica (EVALSHA_RO)');
+    is(metric($n, 'gms_redis_connected{target="replica"}'), 1,
+       'gms_redis_connected{target="replica"} 1');
+
+    # the master stopped: the replica alone answers
+    $m->pause;
+    my $ro = calls($r, 'evalsha_ro');
+    my @got = map { status($n, "token-$_") } 15 .. 20;
+    is_deeply(\@got, [(200) x 6], 'the master stopped: 200 for every token');
+    is(status($n, 'nope'), 401, 'and 401 for an unknown one');
+    is(calls($r, 'evalsha_ro') - $ro, 7, 'each one answered by the replica');
+    $m->resume;
+
+    no_crash($n);
+};
+
+
+# --- failover -----------------------------------------------------------------
+
+# Requests with $token from a child process until stop() is called;
+# stop() returns [[time, status], ...].
+sub request_loop {
+    my ($n, $token) = @_;
+
+    my $file = $n->dir . "/loop-$$";
+    my $stop = "$file.stop";
+    my $pid = fork // die "fork: $!\n";
+
+    if ($pid == 0) {
+        open my $out, '>', $file or POSIX::_exit(1);
+        $out->autoflush(1);
+        my $end = time + 30;
+        while (!-e $stop && time < $end) {
+            my $res = GmsTest::HTTP::request($n->port, GET => '/ok',
+                { Authorization => "Bearer $token" }, undef, timeout => 5);
+            printf $out "%.3f %s\n", time, $res->{status} // 'none';
+            sleep 0.05;
+        }
+        close $out;
+        POSIX::_exit(0);
+    }
+
+    return {
+        count => sub { scalar split /\n/, GmsTest::_slurp($file) },
+        stop  => sub {
+            GmsTest::_write_file($stop, '');
+            waitpid $pid, 0;
+            return [ map { [split ' '] } split /\n/, GmsTest::_slurp($file) ];
+        },
+    };
+}
+
+subtest 'failover under a request loop; invalidation from the new master' => sub {
+    my $m = GmsTest::Redis->start;
+    my $r = GmsTest::Redis->start(replicaof => ['127.0.0.1', $m->port]);
+    my $s = GmsTest::Sentinel->start(master => $m);
+
+    synced($r, seed($m, 'steady'));
+    my $kept = seed($m, 'kept');
+    synced($r, $kept);
+
+    my $n = edge($s, '');
+    my $cached = edge($s, '', 'gms_token_cache zone=tokens:1m ttl=300s;');
+
+    is(status($n, 'steady'), 200, 'before: 200');
+    is(status($cached, 'kept'), 200, 'before, with a cache: 200');
+    ok(GmsTest::wait_until(sub {
+           $m->cmd(PUBSUB => 'NUMSUB', 'gms:invalidate')->[1] == 1 }, 5),
+       'the cache subscribed on the master')
+        or diag gms_lines($cached);
+
+    my $loop = request_loop($n, 'steady');
+    ok(GmsTest::wait_until(sub { $loop->{count}->() >= 10 }, 5),
+       'the loop runs');
+
+    my $old = $m->port;
+    $m->kill;
+    my $t0 = time;
+    is($s->wait_failover($old, 20), $r->port,
+       'Sentinel promoted the replica');
+    my $promoted = time;
+
+    ok(GmsTest::wait_until(sub { status($n, 'steady') == 200 }, 5),
+       'the edge follows within 5 s of the promotion');
+    my $followed = time;
+    # a second more of the loop on the new master
+    my $settled = $followed + 1;
+    sleep 0.05 while time < $settled;
+    my $seen = $loop->{stop}->();
+
+    my %count;
+    $count{ $_->[1] }++ for @$seen;
+    is_deeply([ grep { !/^(?:200|401|503)$/ } sort keys %count ], [],
+              'no answer but 200, 401, 503 meanwhile')
+        or diag explain \%count;
+    ok(scalar(grep { $_->[0] < $t0 && $_->[1] == 200 } @$seen),
+       '200s before the kill');
+    my @after = grep { $_->[0] > $followed } @$seen;
+    ok(@after && !grep({ $_->[1] != 200 } @after),
+       'only 200s once the edge followed')
+        or diag explain \@after;
+    note sprintf 'promotion %.1f s after the kill, followed %.1f s later; %s',
+                 $promoted - $t0, $followed - $promoted,
+                 join ', ', map { "$_: $count{$_}" } sort keys %count;
+
+    cmp_ok(metric($n, 'gms_redis_failovers_total') // 0, '>=', 1,
+           'gms_redis_failovers_total');
+    is(metric($n, 'gms_redis_connected{target="master"}'), 1,
+       'connected to the new master');
+    like($n->error_log, qr/127\.0\.0\.1:@{[ $r->port ]}/,
+         'the new master named in the log');
+
+    # the cache's subscription moved to the new master: what is published
+    # there drops the entry (and nothing else does: the ttl is 300 s)
+    ok(GmsTest::wait_until(sub {
+           $r->cmd(PUBSUB => 'NUMSUB', 'gms:invalidate')->[1] == 1 }, 10),
+       'the cache subscribed on the new master');
+    is(status($cached, 'kept'), 200, 'kept: 200, cached again');
+    $r->cmd(DEL => "gms:token:$kept");
+    is(status($cached, 'kept'), 200, 'deleted without a message: still cached');
+    $r->cmd(PUBLISH => 'gms:invalidate', $kept);
+    ok(GmsTest::wait_until(sub { status($cached, 'kept') == 401 }, 2),
+       'published on the new master: dropped, 401')
+        or diag gms_lines($cached);
+
+    no_crash($n);
+    no_crash($cached);
+};
+
+done_testing();
