@@ -9,9 +9,11 @@
 #   anything else             run as given: gms-token ..., sh
 #
 # Rendering: the template (conf-examples/gms-edge.conf.template, in the
-# image /etc/gms-edge/nginx.conf.template) goes through envsubst with only
-# the ${NGX_...} names computed below, so nginx's own $variables are never
-# touched.  Every setting is checked first, so that a mistake is reported
+# image /etc/gms-edge/nginx.conf.template) loses the blocks that are not
+# for this layout ('#@with FRONTEND_UPSTREAM' ... '#@end' without the
+# variable, '#@without FRONTEND_UPSTREAM' ... '#@end' with it), then goes
+# through envsubst with only the ${NGX_...} names computed below, so
+# nginx's own $variables are never touched.  Every setting is checked first, so that a mistake is reported
 # by the variable's name before nginx starts.  The variables are described
 # in README.md, "Container".
 #
@@ -198,6 +200,21 @@ render() {
     upstream_servers SEARCH_UPSTREAM "$SEARCH_UPSTREAM"
     NGX_SEARCH_SERVERS=$servers
 
+    # DataHub's frontend for every path outside /api/gms/: the template's
+    # '#@with FRONTEND_UPSTREAM' blocks are kept, its '#@without ...' ones
+    # dropped (or the other way round, without it)
+    NGX_FRONTEND_SERVERS=
+    if [ -n "${FRONTEND_UPSTREAM:-}" ]; then
+        upstream_servers FRONTEND_UPSTREAM "$FRONTEND_UPSTREAM"
+        NGX_FRONTEND_SERVERS=$servers
+        grep -qx '#@with FRONTEND_UPSTREAM' "$template" \
+            || die "FRONTEND_UPSTREAM is set, but $template has no" \
+                   "'#@with FRONTEND_UPSTREAM' block"
+        keep=with drop=without
+    else
+        keep=without drop=with
+    fi
+
     # Redis: an address ([ipv6]:port too) or a unix socket; a name is
     # resolved here, once (nginx's resolver reads no /etc/hosts)
     redis=$REDIS_ADDRESS
@@ -303,22 +320,31 @@ render() {
         export NGX_CONF_DIR NGX_RUN_DIR NGX_LISTEN_PORT NGX_WORKER_PROCESSES \
                NGX_USER NGX_GMS_SERVERS NGX_SEARCH_SERVERS NGX_REDIS \
                NGX_REDIS_TIMEOUT NGX_KEY_PREFIX NGX_SALT NGX_CACHE \
-               NGX_METRICS_ALLOW NGX_CREDENTIALS
+               NGX_METRICS_ALLOW NGX_CREDENTIALS NGX_FRONTEND_SERVERS
 
+        layout=$(mktemp "$run_dir/nginx.conf.XXXXXX")
         tmp=$(mktemp "$run_dir/nginx.conf.XXXXXX")
+        sed -e "/^#@$drop FRONTEND_UPSTREAM\$/,/^#@end\$/d" \
+            -e "/^#@$keep FRONTEND_UPSTREAM\$/d" \
+            -e '/^#@end$/d' \
+            < "$template" > "$layout" \
+            || { rm -f "$layout" "$tmp"; exit 1; }
         # shellcheck disable=SC2016  # the names are for envsubst, not sh
         envsubst '${NGX_CONF_DIR} ${NGX_RUN_DIR} ${NGX_LISTEN_PORT}
                   ${NGX_WORKER_PROCESSES} ${NGX_USER} ${NGX_GMS_SERVERS}
                   ${NGX_SEARCH_SERVERS} ${NGX_REDIS} ${NGX_REDIS_TIMEOUT}
                   ${NGX_KEY_PREFIX} ${NGX_SALT} ${NGX_CACHE}
-                  ${NGX_METRICS_ALLOW} ${NGX_CREDENTIALS}' \
-            < "$template" > "$tmp" \
-            || { rm -f "$tmp"; exit 1; }
+                  ${NGX_METRICS_ALLOW} ${NGX_CREDENTIALS}
+                  ${NGX_FRONTEND_SERVERS}' \
+            < "$layout" > "$tmp" \
+            || { rm -f "$layout" "$tmp"; exit 1; }
+        rm -f "$layout"
         mv -f "$tmp" "$conf"
     ) || die "cannot write $conf"
 
     echo "gms-edge: port $NGX_LISTEN_PORT; GMS $GMS_UPSTREAM;" \
-         "search $SEARCH_UPSTREAM; Redis $redis" >&2
+         "search $SEARCH_UPSTREAM;" \
+         "Redis $redis${FRONTEND_UPSTREAM:+; frontend $FRONTEND_UPSTREAM}" >&2
 }
 
 

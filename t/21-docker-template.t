@@ -293,6 +293,80 @@ my $credentials_conf = '';
     like($c, qr/^\s*include \Q$conf\E\/server\.d\/\*\.conf;$/m, 'server.d');
 }
 
+# FRONTEND_UPSTREAM: the layout of datahub-one-hostname.conf (served by
+# t/28-one-hostname.t); without it, none of it
+{
+    my $example = slurp("$REPO/conf-examples/datahub-one-hostname.conf");
+    my ($rc, $err, $path) = render({
+        %required,
+        FRONTEND_UPSTREAM => 'localhost:9002 10.0.0.3:9002',
+    });
+    is($rc, 0, 'rendered with FRONTEND_UPSTREAM') or diag($err);
+    like($err, qr/; frontend localhost:9002 10\.0\.0\.3:9002$/m,
+         'saying so');
+
+    my $c = slurp($path) // '';
+    like($c, qr/^\s*upstream\ frontend\ \{\n\s*server\ localhost:9002;
+                \ server\ 10\.0\.0\.3:9002;\ \n\s*keepalive\ 32;/mx,
+         'FRONTEND_UPSTREAM: two servers');
+    unlike($c, qr/^#@/m, 'no block markers left');
+    unlike($c =~ s/^\s*#.*$//mgr, qr/\$\{/, 'every ${...} substituted');
+
+    # the same locations as datahub-one-hostname.conf, and the container's
+    # /healthz; the frontend's location the same directives
+    my @locations = sort grep { $_ ne 'location = /healthz' }
+                    $c =~ /^\s*(location\s+[^{]+?)\s*\{/mg;
+    is_deeply(\@locations, [sort $example =~ /^\s*(location\s+[^{]+?)\s*\{/mg],
+              "datahub-one-hostname.conf's locations");
+    my ($fe) = $c =~ /^(\s*)location \/ \{\n(.*?)^\1\}/ms ? ($2) : ('');
+    my ($ex) = $example =~ /^(\s*)location \/ \{\n(.*?)^\1\}/ms ? ($2) : ('');
+    my $directives = sub {
+        return [ grep { /\S/ && !/^#/ } map { s/^\s+|\s+$//gr }
+                 split /\n/, $_[0] ];
+    };
+    ok(@{ $directives->($ex) } > 5, "the example's frontend location read");
+    is_deeply($directives->($fe), $directives->($ex),
+              "the frontend's location as datahub-one-hostname.conf's");
+    like($c, qr/^\s*large_client_header_buffers 4 32k;$/m,
+         "the frontend's header size");
+
+    $c =~ s{^load_module\s+\S+;}{load_module %%MODULE%%;}m;
+    my ($t_rc, $t_out) = GmsTest::nginx_t($c);
+    is($t_rc, 0, 'nginx -t on it') or diag($t_out);
+
+    unlike($default_conf, qr/^#@/m, 'without it: no block markers left');
+    unlike($default_conf =~ s/^\s*#.*$//mgr, qr/frontend|large_client/,
+           'and nothing of the frontend');
+    like($default_conf, qr/^\s*proxy_pass http:\/\/gms;$/m,
+         'GMS at the root');
+
+    my ($empty_rc, $empty_err, $empty_path) = render({ %required,
+                                                       FRONTEND_UPSTREAM => '' });
+    is($empty_rc, 0, 'FRONTEND_UPSTREAM set and empty') or diag($empty_err);
+    # the same file but for the run and conf directories
+    my $dirs = sub {
+        my ($conf) = @_;
+        my ($run) = $conf =~ m{^pid (\S+)/nginx\.pid;$}m;
+        my ($etc) = $conf =~ m{^\s*include (\S+)/http\.d/}m;
+        return '' unless defined $run && defined $etc;
+        return $conf =~ s/\Q$run\E/RUN/gr =~ s/\Q$etc\E/ETC/gr;
+    };
+    is($dirs->(slurp($empty_path) // ''), $dirs->($default_conf),
+       'is the same as unset');
+
+    # a template of one's own without the blocks: refused, not ignored
+    my $old = conf_dir();
+    my $text = slurp("$old/nginx.conf.template");
+    $text =~ s/^#@.*\n//mg;
+    spew("$old/nginx.conf.template", $text);
+    my ($old_rc, $old_err, $old_path) = render({ %required,
+        FRONTEND_UPSTREAM => 'fe:9002' }, conf_dir => $old);
+    isnt($old_rc, 0, 'FRONTEND_UPSTREAM with a template that has no blocks');
+    like($old_err, qr/FRONTEND_UPSTREAM is set, but .* has no '#\@with FRONTEND_UPSTREAM' block/,
+         'refused, naming the variable');
+    ok(!-e $old_path, 'and nothing written');
+}
+
 {
     my ($rc, $err) = render({});
     isnt($rc, 0, 'refused without the addresses');
@@ -314,6 +388,10 @@ my $credentials_conf = '';
         [ GMS_UPSTREAM => 'gms:8080; include /etc/passwd',
           qr/GMS_UPSTREAM: 'gms:8080;' is neither host:port/ ],
         [ SEARCH_UPSTREAM => 'search', qr/SEARCH_UPSTREAM: 'search' is neither/ ],
+        [ FRONTEND_UPSTREAM => 'datahub-frontend-react',
+          qr/FRONTEND_UPSTREAM: 'datahub-frontend-react' is neither/ ],
+        [ FRONTEND_UPSTREAM => 'fe:9002; include /etc/passwd',
+          qr/FRONTEND_UPSTREAM: 'fe:9002;' is neither host:port/ ],
         [ REDIS_ADDRESS => 'redis.invalid:6379',
           qr/REDIS_ADDRESS: cannot resolve 'redis\.invalid'/ ],
         [ REDIS_ADDRESS => '[::1', qr/REDIS_ADDRESS: '\[::1' is neither/ ],
