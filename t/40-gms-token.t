@@ -9,65 +9,24 @@ use strict;
 use warnings;
 
 use Test::More;
-use Cwd qw(abs_path);
 use Digest::SHA qw(sha256);
-use File::Basename qw(dirname);
-use MIME::Base64 qw(encode_base64);
-use POSIX ();
 use Time::HiRes qw(time);
 
 use GmsTest;
 use GmsTest::Edge;
+use GmsTest::Tool qw(run_tool datahub_id);
 
-my $repo = abs_path(dirname(__FILE__) . '/..');
-my $bin = $ENV{GMS_TOKEN_BIN} // "$repo/build/gms-token";
-
-plan skip_all => "gms-token not built: $bin (run 'make tool')" unless -x $bin;
-
-delete $ENV{GMS_REDIS_PASSWORD};
+GmsTest::Tool::need_tool();
 
 my $e = GmsTest::Edge->start;
 my $redis = $e->redis;
 my @at = ('--redis', '127.0.0.1:' . $redis->port);
 
 my $dir = GmsTest::_tempdir();
-my $runs = 0;
-
-# Runs the tool with $stdin on its standard input: {rc, out, err}.
-sub run_tool {
-    my ($stdin, @args) = @_;
-
-    my $base = "$dir/run" . ++$runs;
-    GmsTest::_write_file("$base.in", $stdin // '');
-
-    my $pid = fork // die "fork: $!\n";
-    if ($pid == 0) {
-        open STDIN, '<', "$base.in" or POSIX::_exit(127);
-        open STDOUT, '>', "$base.out" or POSIX::_exit(127);
-        open STDERR, '>', "$base.err" or POSIX::_exit(127);
-        exec { $bin } $bin, @args or POSIX::_exit(127);
-    }
-    waitpid $pid, 0;
-
-    return { rc  => $? & 127 ? 128 + ($? & 127) : $? >> 8,
-             out => GmsTest::_slurp("$base.out"),
-             err => GmsTest::_slurp("$base.err") };
-}
 
 # The tool on the test's redis-server.
 sub gms    { run_tool(undef, @_, @at) }
 sub gms_in { my $stdin = shift; run_tool($stdin, @_, @at) }
-
-# DataHub's StatefulTokenService.hash(), line for line: the token's bytes,
-# then the salt's, SHA-256, java.util.Base64's standard encoder (padded).
-sub datahub_id {
-    my ($token, $salt) = @_;
-    return encode_base64(sha256($token . ($salt // '')), '');
-}
-
-# the whole dataset, and a test that it did not change (GmsTest::Redis)
-sub dump_redis { return $redis->dump_all }
-sub unchanged { return $redis->unchanged(@_) }
 
 # A token's hash without createdAt (which 'put' sets to the time of the put).
 sub fields {
@@ -85,7 +44,7 @@ sub refused {
         like($res->{err}, qr/^gms-token: [^\n]*$re[^\n]*\n\z/,
              'one line on stderr naming the fault');
         is($res->{out}, '', 'nothing on stdout');
-        unchanged($before, 'Redis unchanged');
+        $redis->unchanged($before, 'Redis unchanged');
     };
 }
 
@@ -129,7 +88,7 @@ my $bob = 'urn:li:corpuser:bob';
     is(run_tool("$jwt\r\n", 'id')->{out}, datahub_id($jwt) . "\n",
        'a CRLF line end is dropped');
 
-    my $before = dump_redis();
+    my $before = $redis->dump_all;
     refused(run_tool('', 'id'), 'stdin: no token', $before, 'empty stdin');
     refused(run_tool("two words\n", 'id'), 'stdin:1: not a token', $before,
             'a token with a space');
@@ -257,7 +216,7 @@ my $now = int(time * 1000);
 {
     gms_in('kept-token', 'put', '--token-stdin', '--actor', $alice);
     my $id = datahub_id('kept-token');
-    my $before = dump_redis();
+    my $before = $redis->dump_all;
 
     for my $cmd (qw(id put revoke show grant deny privileges sync)) {
         my $res = run_tool(undef, $cmd, '--help');
@@ -414,14 +373,14 @@ sub token_keys {
         is($r->{headers}{'x-gms-actor'}, $want{actor}, "token $i: its actor");
     }
 
-    my $state = dump_redis();
+    my $state = $redis->dump_all;
     $t0 = time;
     $res = gms_in(page(\@all), 'sync');
     diag(sprintf 'gms-token sync of the same %d tokens again: %.3f s', $N,
          time - $t0);
     is($res->{out}, "tokens=$N added=0 updated=0 unchanged=$N expired=0 "
                     . "pruned=0 kept=0\n", 'again: every token unchanged');
-    unchanged($state, 'again: Redis as it was (idempotent)');
+    $redis->unchanged($state, 'again: Redis as it was (idempotent)');
 }
 
 # several pages, one a line, a token listed twice, an update, an expired one
@@ -463,7 +422,7 @@ sub token_keys {
     ok(@recent >= 1, scalar(@recent) . ' of them created in the last minute');
     my $stale = @stale - @recent;
 
-    my $before = dump_redis();
+    my $before = $redis->dump_all;
     my @pages = map { [ @kept[$_ * 1000 .. ($_ * 1000 + 999 < $#kept
                                             ? $_ * 1000 + 999 : $#kept)] ] }
                 0 .. 9;
@@ -491,18 +450,18 @@ sub token_keys {
     is(gms('privileges', $alice)->{out}, "GET_ES_TASK_STATUS_PRIVILEGE\n",
        'privileges are not pruned');
 
-    $before = dump_redis();
+    $before = $redis->dump_all;
     is(gms_in($input, 'sync', '--prune')->{out}, 'tokens=9001 added=0 '
        . "updated=0 unchanged=9001 expired=0 pruned=0 kept=" . @recent . "\n",
        'again: nothing');
-    unchanged($before, 'again: Redis as it was');
+    $redis->unchanged($before, 'again: Redis as it was');
 }
 
 # bad input: the line, and nothing written, not even the good pages before
 {
     my $good = page([ listed('fresh-1', $alice, undef),
                       listed('fresh-2', $alice, $future) ]);
-    my $before = dump_redis();
+    my $before = $redis->dump_all;
 
     my $t = sub {
         my %o = @_;
@@ -669,7 +628,7 @@ SKIP: {
     unlike($res->{err}, qr/nope|pass word/, 'the password is never printed');
 
     refused(run_tool(undef, 'show', datahub_id('u'), @u, '--password-file',
-                     "$dir/missing"), 'cannot open', dump_redis(),
+                     "$dir/missing"), 'cannot open', $redis->dump_all,
             'a missing password file');
 
     kill 'TERM', $pid;

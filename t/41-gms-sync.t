@@ -16,24 +16,15 @@ use strict;
 use warnings;
 
 use Test::More;
-use Cwd qw(abs_path);
-use Digest::SHA qw(sha256);
-use File::Basename qw(dirname);
-use MIME::Base64 qw(encode_base64);
-use POSIX qw(WNOHANG);
-use Time::HiRes qw(sleep time);
+use Time::HiRes qw(time);
 
 use GmsTest;
 use GmsTest::GraphQL;
 use GmsTest::HTTP;
+use GmsTest::Tool qw(datahub_id listed now_ms hash_of normalized);
 
-my $repo = abs_path(dirname(__FILE__) . '/..');
-my $bin = $ENV{GMS_TOKEN_BIN} // "$repo/build/gms-token";
-
-plan skip_all => "gms-token not built: $bin (run 'make tool')" unless -x $bin;
+GmsTest::Tool::need_tool();
 GmsTest::need_redis();
-
-delete $ENV{GMS_REDIS_PASSWORD};
 
 my $redis = GmsTest::Redis->start;
 my @at = ('--redis', '127.0.0.1:' . $redis->port);
@@ -48,40 +39,19 @@ my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJnbXMtdG9rZW4tc3luYyJ9.'
 my $token_file = "$dir/gms.token";
 GmsTest::_write_file($token_file, "$SECRET\n");
 
-my $now = int(time * 1000);
+my $now = now_ms();
 my $future = $now + 30 * 86_400_000;
 my $alice = 'urn:li:corpuser:alice';
 my $bob = 'urn:li:corpuser:bob';
-
-my $runs = 0;
-my @results;
 
 # Runs the tool (stdin empty: with --gms nothing is read there); $watch, if
 # given, is called with the tool's pid while it runs.  {rc, out, err, took}.
 sub run_tool {
     my ($watch, @args) = @_;
-
-    my $base = "$dir/run" . ++$runs;
-    GmsTest::_write_file("$base.in", '');
-
     my $t0 = time;
-    my $pid = fork // die "fork: $!\n";
-    if ($pid == 0) {
-        open STDIN, '<', "$base.in" or POSIX::_exit(127);
-        open STDOUT, '>', "$base.out" or POSIX::_exit(127);
-        open STDERR, '>', "$base.err" or POSIX::_exit(127);
-        exec { $bin } $bin, @args or POSIX::_exit(127);
-    }
-    while (waitpid($pid, WNOHANG) == 0) {
-        $watch->($pid) if $watch;
-        sleep 0.05;
-    }
-
-    my $res = { rc   => $? & 127 ? 128 + ($? & 127) : $? >> 8,
-                out  => GmsTest::_slurp("$base.out"),
-                err  => GmsTest::_slurp("$base.err"),
-                took => time - $t0 };
-    push @results, [ "@args", $res ];
+    my $res = GmsTest::Tool::finish_tool(GmsTest::Tool::start_tool('', @args),
+                                         $watch);
+    $res->{took} = time - $t0;
     return $res;
 }
 
@@ -102,23 +72,6 @@ sub counts {
            . "\n";
 }
 
-# DataHub's StatefulTokenService.hash() with no salt.
-sub datahub_id {
-    my ($token) = @_;
-    return encode_base64(sha256($token), '');
-}
-
-# A token as listAccessTokens lists it; expires => undef: never.
-sub listed {
-    my ($name, %o) = @_;
-    my $id = datahub_id($name);
-    my $actor = $o{actor} // $alice;
-    return { urn => "urn:li:dataHubAccessToken:$id", id => $id,
-             actorUrn => $actor, ownerUrn => $o{owner} // $actor,
-             name => $name, createdAt => $o{created} // $now - 86_400_000,
-             expiresAt => exists $o{expires} ? $o{expires} : $future };
-}
-
 sub key_of { return "gms:token:$_[0]{id}" }
 
 # The hash a listed token is cached as.
@@ -128,12 +81,6 @@ sub cached_as {
     $h{expiresAt} = $t->{expiresAt} if defined $t->{expiresAt};
     return \%h;
 }
-
-sub hash_of { return { @{ $redis->cmd(HGETALL => $_[0]) } } }
-
-# the whole dataset, and a test that it did not change (GmsTest::Redis)
-sub dump_redis { return $redis->dump_all }
-sub unchanged { return $redis->unchanged(@_) }
 
 # Every key as DUMP has it, to put the dataset back as it was between
 # cases, so that one case's damage does not hide the next one's.
@@ -170,11 +117,9 @@ sub refused {
              'one line on stderr naming the fault');
         is($res->{out}, '', 'nothing on stdout');
         no_secret($res, 'the GMS token not shown');
-        unchanged($before, 'Redis unchanged');
+        $redis->unchanged($before, 'Redis unchanged');
     };
 }
-
-sub normalized { (my $q = $_[0]) =~ s/\s+/ /g; return $q }
 
 my $fixture_request =
     GmsTest::json_decode(GmsTest::GraphQL->fixture(
@@ -288,7 +233,7 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => $fixture_tokens);
                                                 . 'not cached');
             next;
         }
-        is_deeply(hash_of($key), cached_as($t),
+        is_deeply(hash_of($redis, $key), cached_as($t),
                   "$t->{name}: actor, createdAt, expiresAt; no type");
         is($redis->cmd(PEXPIRETIME => $key), $t->{expiresAt} // -1,
            "$t->{name}: the key expires with the token");
@@ -325,7 +270,7 @@ my @all = map {
 
     my (%got, %want);
     for my $t (@all[0 .. 248]) {
-        $got{$t->{name}} = [ hash_of(key_of($t)),
+        $got{$t->{name}} = [ hash_of($redis, key_of($t)),
                              $redis->cmd(PEXPIRETIME => key_of($t)) ];
         $want{$t->{name}} = [ cached_as($t), $t->{expiresAt} // -1 ];
     }
@@ -334,12 +279,12 @@ my @all = map {
     is($redis->cmd(EXISTS => key_of($all[249])), 0, 'the expired one not');
     is($redis->cmd('DBSIZE'), 250, '249 tokens and one privilege set');
 
-    my $state = dump_redis();
+    my $state = $redis->dump_all;
     $gms->clear_requests;
     $res = sync_from($gms);
     is($res->{out}, counts(tokens => 250, unchanged => 249, expired => 1),
        'again: every token unchanged');
-    unchanged($state, 'again: Redis as it was');
+    $redis->unchanged($state, 'again: Redis as it was');
 
     $gms->clear_requests;
     $res = sync_from($gms, '--page-size', 60);
@@ -347,7 +292,7 @@ my @all = map {
        '--page-size 60: the same tokens');
     received($gms, [ map { [$_ * 60, 60] } 0 .. 4 ], "Bearer $SECRET",
              '--page-size 60: five pages');
-    unchanged($state, '--page-size 60: Redis as it was');
+    $redis->unchanged($state, '--page-size 60: Redis as it was');
 
     GmsTest::_write_file("$dir/no-newline.token", $SECRET);
     $gms->clear_requests;
@@ -378,7 +323,7 @@ my $put_id = datahub_id('put-just-now');
     my $res = run_tool(undef, 'put', '--id', $put_id, '--actor', $bob, @at);
     my $t1 = int(time * 1000) + 1;
     is($res->{rc}, 0, 'put');
-    my $h = hash_of("gms:token:$put_id");
+    my $h = hash_of($redis, "gms:token:$put_id");
     ok(defined $h->{createdAt} && $h->{createdAt} =~ /^\d+\z/
        && $h->{createdAt} >= $t0 && $h->{createdAt} <= $t1,
        'put: createdAt is the time of the put, in ms')
@@ -404,7 +349,7 @@ my $put_id = datahub_id('put-just-now');
     $redis->cmd(PEXPIREAT => 'gms:token:' . datahub_id('no-createdAt'),
                 $future);
 
-    my %before = map { ($_ => hash_of("gms:token:$_")) }
+    my %before = map { ($_ => hash_of($redis, "gms:token:$_")) }
                  $put_id, datahub_id('ten-seconds');
 
     my $res = sync_from($gms, '--prune');
@@ -415,7 +360,7 @@ my $put_id = datahub_id('put-just-now');
               . '2 younger than a minute kept')
         or diag(explain($res));
 
-    is_deeply({ map { ($_ => hash_of("gms:token:$_")) } keys %before },
+    is_deeply({ map { ($_ => hash_of($redis, "gms:token:$_")) } keys %before },
               \%before, 'the tokens put 10 s ago and just now: kept as '
                         . 'they were');
     is($redis->cmd(EXISTS => 'gms:token:' . datahub_id('two-minutes')), 0,
@@ -424,16 +369,16 @@ my $put_id = datahub_id('put-just-now');
        'a token without createdAt, not listed: pruned');
     is($redis->cmd(EXISTS => key_of($all[$_])), 0,
        "sync-$_, no longer listed: pruned") for 0 .. 4;
-    is_deeply(hash_of(key_of($kept[-1])), cached_as($kept[-1]),
+    is_deeply(hash_of($redis, key_of($kept[-1])), cached_as($kept[-1]),
               'a new listed token: added');
     is_deeply($redis->cmd(SMEMBERS => "gms:actor:$alice"),
               ['MANAGE_ACCESS_TOKENS'], 'privileges are not pruned');
 
-    my $state = dump_redis();
+    my $state = $redis->dump_all;
     $res = sync_from($gms, '--prune');
     is($res->{out}, counts(tokens => 246, unchanged => 245, expired => 1,
                            kept => 2), 'again: nothing pruned, 2 kept');
-    unchanged($state, 'again: Redis as it was');
+    $redis->unchanged($state, 'again: Redis as it was');
 }
 
 
@@ -518,7 +463,7 @@ my $put_id = datahub_id('put-just-now');
     GmsTest::_write_file("$dir/empty.token", "\n");
 
     my $snap = snapshot();
-    my $before = dump_redis();
+    my $before = $redis->dump_all;
 
     for my $c (@cases) {
         my ($title, $args, $how, $re, $pages) = @$c;
@@ -559,7 +504,7 @@ my $put_id = datahub_id('put-just-now');
 
     # without --prune an incomplete list is still a sync
     restore($snap);
-    unchanged($before, 'the dataset put back as it was');
+    $redis->unchanged($before, 'the dataset put back as it was');
     $gms->misbehave(total => 400);
     my $res = sync_from($gms);
     is_deeply([@$res{qw(rc out err)}],
@@ -580,9 +525,10 @@ my $put_id = datahub_id('put-just-now');
 {
     my @leaks = grep {
         index($_->[1]{out} . $_->[1]{err}, $SIGNATURE) >= 0
-    } @results;
+    } GmsTest::Tool::runs();
     is_deeply([ map { $_->[0] } @leaks ], [],
-              'no run printed the GMS token (' . scalar(@results) . ' runs)');
+              'no run printed the GMS token ('
+              . scalar(GmsTest::Tool::runs()) . ' runs)');
 }
 
 done_testing();

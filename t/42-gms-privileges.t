@@ -17,24 +17,16 @@ use strict;
 use warnings;
 
 use Test::More;
-use Cwd qw(abs_path);
-use Digest::SHA qw(sha256);
-use File::Basename qw(dirname);
-use MIME::Base64 qw(encode_base64);
-use POSIX qw(WNOHANG);
+use POSIX ();
 use Time::HiRes qw(sleep time);
 
 use GmsTest;
 use GmsTest::GraphQL;
 use GmsTest::HTTP;
+use GmsTest::Tool qw(run_tool normalized);
 
-my $repo = abs_path(dirname(__FILE__) . '/..');
-my $bin = $ENV{GMS_TOKEN_BIN} // "$repo/build/gms-token";
-
-plan skip_all => "gms-token not built: $bin (run 'make tool')" unless -x $bin;
+GmsTest::Tool::need_tool();
 GmsTest::need_redis();
-
-delete $ENV{GMS_REDIS_PASSWORD};
 
 my $redis = GmsTest::Redis->start;
 my @at = ('--redis', '127.0.0.1:' . $redis->port);
@@ -50,37 +42,18 @@ my ($alice, $bob, $carol, $dave, $erin, $gone) =
 my ($eng, $ops) = map { "urn:li:corpGroup:$_" } qw(eng ops);
 my $admin = 'urn:li:dataHubRole:Admin';
 
-my $runs = 0;
-
-sub run_tool {
-    my (@args) = @_;
-    my $base = "$dir/run" . ++$runs;
-    GmsTest::_write_file("$base.in", '');
-    my $pid = fork // die "fork: $!\n";
-    if ($pid == 0) {
-        open STDIN, '<', "$base.in" or POSIX::_exit(127);
-        open STDOUT, '>', "$base.out" or POSIX::_exit(127);
-        open STDERR, '>', "$base.err" or POSIX::_exit(127);
-        exec { $bin } $bin, @args or POSIX::_exit(127);
-    }
-    waitpid $pid, 0;
-    return { rc  => $? & 127 ? 128 + ($? & 127) : $? >> 8,
-             out => GmsTest::_slurp("$base.out"),
-             err => GmsTest::_slurp("$base.err") };
-}
+my $watches = 0;
 
 sub sync_from {
     my ($gms, @args) = @_;
-    return run_tool('sync', '--gms', $gms->url, '--gms-token-file',
+    return run_tool(undef, 'sync', '--gms', $gms->url, '--gms-token-file',
                     $token_file, @args, @at);
 }
 
 sub listed {
     my ($name, $actor) = @_;
-    my $id = encode_base64(sha256($name), '');
-    return { urn => "urn:li:dataHubAccessToken:$id", id => $id,
-             actorUrn => $actor, ownerUrn => $actor, name => $name,
-             createdAt => 1_700_000_000_000, expiresAt => $future };
+    return GmsTest::Tool::listed($name, actor => $actor, expires => $future,
+                                 created => 1_700_000_000_000);
 }
 
 sub tokens_line {
@@ -102,7 +75,7 @@ sub sets {
 # [pid, file].  Starts once the server sees it.
 sub watch {
     my ($what) = @_;
-    my $file = "$dir/watch" . ++$runs;
+    my $file = "$dir/watch" . ++$watches;
     my $pid = fork // die "fork: $!\n";
     if ($pid == 0) {
         open STDOUT, '>', $file or POSIX::_exit(127);
@@ -393,7 +366,7 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
     $redis->unchanged($before, 'a bad policy: Redis unchanged');
     $gms->policies(\@policies);
 
-    $res = run_tool('sync', '--gms', GmsTest::GraphQL->dead_url,
+    $res = run_tool(undef, 'sync', '--gms', GmsTest::GraphQL->dead_url,
                     '--gms-token-file', $token_file, @at);
     is_deeply([$res->{rc}, $res->{out}], [4, ''], 'GMS dead: exit 4');
     like($res->{err}, qr/^gms-token: sync: [^\n]*connect[^\n]*\n\z/i,
@@ -408,7 +381,7 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
     $res = sync_from($gms, '--privileges', 'some');
     is_deeply([@$res{qw(rc out)}], [2, ''], '--privileges some: usage');
     like($res->{err}, qr/none of policies, graphql and off/, '... named');
-    $res = run_tool('sync', '--privileges', 'policies', @at);
+    $res = run_tool(undef, 'sync', '--privileges', 'policies', @at);
     is($res->{rc}, 2, '--privileges without --gms: usage');
     like($res->{err}, qr/need --gms/, '... said');
 }
@@ -449,7 +422,5 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
     $redis->unchanged($before, 'graphql, 401: Redis unchanged');
     $gms->misbehave;
 }
-
-sub normalized { (my $q = $_[0]) =~ s/\s+/ /g; return $q }
 
 done_testing();

@@ -16,23 +16,21 @@ use warnings;
 
 use Test::More;
 use Cwd qw(abs_path);
-use Digest::SHA qw(sha256);
 use File::Basename qw(dirname);
-use MIME::Base64 qw(encode_base64);
 use POSIX qw(WNOHANG);
 use Time::HiRes qw(sleep time);
 
 use GmsTest;
 use GmsTest::GraphQL;
 use GmsTest::Subscriber;
+use GmsTest::Tool qw(run_tool start_follow out_lines err_lines ok_lines
+                     datahub_id key_of listed now_ms);
 
 my $repo = abs_path(dirname(__FILE__) . '/..');
-my $bin = $ENV{GMS_TOKEN_BIN} // "$repo/build/gms-token";
+my $bin = GmsTest::Tool::bin();
 
-plan skip_all => "gms-token not built: $bin (run 'make tool')" unless -x $bin;
+GmsTest::Tool::need_tool();
 GmsTest::need_redis();
-
-delete $ENV{GMS_REDIS_PASSWORD};
 
 my $redis = GmsTest::Redis->start;
 my @at = ('--redis', '127.0.0.1:' . $redis->port);
@@ -44,64 +42,12 @@ my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJmb2xsb3cifQ.'
 my $token_file = "$dir/gms.token";
 GmsTest::_write_file($token_file, "$SECRET\n");
 
-my $now = int(time * 1000);
+my $now = now_ms();
 my $future = $now + 30 * 86_400_000;
 my $alice = 'urn:li:corpuser:alice';
 
-# DataHub's StatefulTokenService.hash() with no salt.
-sub datahub_id { return encode_base64(sha256($_[0]), '') }
-
-# A token as listAccessTokens lists it, created a day ago.
-sub listed {
-    my ($name, %o) = @_;
-    my $id = datahub_id($name);
-    return { urn => "urn:li:dataHubAccessToken:$id", id => $id,
-             actorUrn => $o{actor} // $alice, ownerUrn => $alice,
-             name => $name, createdAt => $now - 86_400_000,
-             expiresAt => exists $o{expires} ? $o{expires} : $future };
-}
-
-sub key_of { return "gms:token:" . datahub_id($_[0]) }
 sub cached { return $redis->cmd(EXISTS => key_of($_[0])) }
 sub health { return { @{ $redis->cmd(HGETALL => 'gms:sync') } } }
-
-my $runs = 0;
-
-# A run to its end: {rc, out, err}.
-sub run_tool {
-    my ($stdin, @args) = @_;
-    my $base = "$dir/run" . ++$runs;
-    GmsTest::_write_file("$base.in", $stdin);
-    my $pid = fork // die "fork: $!\n";
-    if ($pid == 0) {
-        open STDIN, '<', "$base.in" or POSIX::_exit(127);
-        open STDOUT, '>', "$base.out" or POSIX::_exit(127);
-        open STDERR, '>', "$base.err" or POSIX::_exit(127);
-        exec { $bin } $bin, @args or POSIX::_exit(127);
-    }
-    waitpid $pid, 0;
-    return { rc  => $? & 127 ? 128 + ($? & 127) : $? >> 8,
-             out => GmsTest::_slurp("$base.out"),
-             err => GmsTest::_slurp("$base.err") };
-}
-
-# A follower in the background: {pid, out, err} (the files).
-sub start_follow {
-    my (@args) = @_;
-    my $base = "$dir/follow" . ++$runs;
-    my $pid = fork // die "fork: $!\n";
-    if ($pid == 0) {
-        open STDIN, '<', '/dev/null' or POSIX::_exit(127);
-        open STDOUT, '>', "$base.out" or POSIX::_exit(127);
-        open STDERR, '>', "$base.err" or POSIX::_exit(127);
-        exec { $bin } $bin, 'follow', @args or POSIX::_exit(127);
-    }
-    return { pid => $pid, out => "$base.out", err => "$base.err" };
-}
-
-sub out_lines { return split /\n/, GmsTest::_slurp($_[0]{out}) }
-sub err_lines { return split /\n/, GmsTest::_slurp($_[0]{err}) }
-sub ok_lines  { return grep { / ok tokens=/ } out_lines($_[0]) }
 
 # Sends the signal; the exit status, or undef if it is still running after
 # $within seconds (a hang guard, then it is killed).

@@ -16,25 +16,18 @@ use strict;
 use warnings;
 
 use Test::More;
-use Cwd qw(abs_path);
-use File::Basename qw(dirname);
 use IO::Select;
 use IO::Socket::INET;
-use POSIX qw(WNOHANG);
 use Time::HiRes qw(sleep time);
 
 use GmsTest;
 use GmsTest::Edge;
 use GmsTest::GraphQL;
 use GmsTest::HTTP;
+use GmsTest::Tool qw(run_tool hash_of);
 
-my $repo = abs_path(dirname(__FILE__) . '/..');
-my $bin = $ENV{GMS_TOKEN_BIN} // "$repo/build/gms-token";
-
-plan skip_all => "gms-token not built: $bin (run 'make tool')" unless -x $bin;
+GmsTest::Tool::need_tool();
 GmsTest::need_redis();
-
-delete $ENV{GMS_REDIS_PASSWORD};
 
 my $redis = GmsTest::Redis->start;
 my @at = ('--redis', '127.0.0.1:' . $redis->port);
@@ -58,30 +51,7 @@ my $bob = 'urn:li:corpuser:bob';
 my $gms = GmsTest::GraphQL->start(token => $SECRET, salt => $SALT);
 my $dead = GmsTest::GraphQL->dead_url;
 
-my $runs = 0;
 my @printed;    # every token the tool printed: never on stderr, argv
-
-# Runs the tool with $in on stdin: {rc, out, err}.
-sub run_tool {
-    my ($in, @args) = @_;
-
-    my $base = "$dir/run" . ++$runs;
-    GmsTest::_write_file("$base.in", $in // '');
-
-    my $pid = fork // die "fork: $!\n";
-    if ($pid == 0) {
-        open STDIN, '<', "$base.in" or POSIX::_exit(127);
-        open STDOUT, '>', "$base.out" or POSIX::_exit(127);
-        open STDERR, '>', "$base.err" or POSIX::_exit(127);
-        exec { $bin } $bin, @args or POSIX::_exit(127);
-    }
-    waitpid($pid, 0);
-
-    return { rc  => $? & 127 ? 128 + ($? & 127) : $? >> 8,
-             out => GmsTest::_slurp("$base.out"),
-             err => GmsTest::_slurp("$base.err"),
-             args => "@args" };
-}
 
 sub gms_args {
     my ($url) = @_;
@@ -106,8 +76,6 @@ sub id_of {
     my ($token, $salt) = @_;
     return GmsTest::sha256_b64($token . ($salt // $SALT));
 }
-
-sub hash_of { return { @{ $redis->cmd(HGETALL => $_[0]) } } }
 
 sub graphql_asked {
     return [ map { my ($f) = ($_->{json}{query} // '') =~ /\{\s*(\w+)/; $f }
@@ -262,12 +230,12 @@ my $made;
     ok($listed, "create: GMS's id is the one the salt gives");
     $listed //= {};
 
-    is_deeply(hash_of("gms:token:$id"),
+    is_deeply(hash_of($redis, "gms:token:$id"),
               { actor => $alice, type => 'PERSONAL',
                 expiresAt => $listed->{expiresAt},
-                createdAt => hash_of("gms:token:$id")->{createdAt} },
+                createdAt => hash_of($redis, "gms:token:$id")->{createdAt} },
               "create: cached: actor, type PERSONAL, DataHub's expiresAt");
-    my $created = hash_of("gms:token:$id")->{createdAt} // 0;
+    my $created = hash_of($redis, "gms:token:$id")->{createdAt} // 0;
     ok($created >= $t0 && $created <= $t1,
        'create: createdAt is now (for sync --prune\'s grace)');
     is($redis->cmd(PEXPIRETIME => "gms:token:$id"), $listed->{expiresAt},
@@ -279,9 +247,9 @@ my $made;
     $res = create(actor => $bob, name => 'laptop', duration => 'NO_EXPIRY');
     is($res->{rc}, 0, 'create NO_EXPIRY: exit 0');
     my ($forever) = $res->{out} =~ /^(\S+)/;
-    is_deeply(hash_of('gms:token:' . id_of($forever // '')),
+    is_deeply(hash_of($redis, 'gms:token:' . id_of($forever // '')),
               { actor => $bob, type => 'PERSONAL',
-                createdAt => hash_of('gms:token:'
+                createdAt => hash_of($redis, 'gms:token:'
                                      . id_of($forever // ''))->{createdAt} },
               'create NO_EXPIRY: no expiresAt');
     is($redis->cmd(PEXPIRETIME => 'gms:token:' . id_of($forever // '')), -1,
@@ -567,10 +535,10 @@ SKIP: {
 
 {
     my @leaks;
-    for my $i (1 .. $runs) {
-        my $err = GmsTest::_slurp("$dir/run$i.err");
+    for my $run (GmsTest::Tool::runs()) {
+        my ($args, $res) = @$run;
         for my $secret ($SIGNATURE, @printed) {
-            push @leaks, "run$i" if index($err, $secret) >= 0;
+            push @leaks, $args if index($res->{err}, $secret) >= 0;
         }
     }
     is_deeply(\@leaks, [], 'no token on any stderr');

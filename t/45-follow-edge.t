@@ -10,8 +10,6 @@
 use strict;
 use warnings;
 
-use Cwd qw(abs_path);
-use File::Basename qw(dirname);
 use POSIX qw(WNOHANG);
 use Test::More;
 use Time::HiRes qw(sleep time);
@@ -19,13 +17,11 @@ use Time::HiRes qw(sleep time);
 use GmsTest;
 use GmsTest::Edge;
 use GmsTest::GraphQL;
+use GmsTest::Tool ();
 
-my $repo = abs_path(dirname(__FILE__) . '/..');
-my $bin = $ENV{GMS_TOKEN_BIN} // "$repo/build/gms-token";
+my $bin = GmsTest::Tool::bin();
 
-plan skip_all => "gms-token not built: $bin (run 'make tool')" unless -x $bin;
-
-delete $ENV{GMS_REDIS_PASSWORD};
+GmsTest::Tool::need_tool();
 
 my $alice = 'urn:li:corpuser:alice';
 my $bob = 'urn:li:corpuser:bob';
@@ -34,10 +30,9 @@ my $now = int(time() * 1000);
 # a token as listAccessTokens lists it; made a day ago (no prune grace)
 sub listed {
     my ($token, $actor) = @_;
-    my $id = GmsTest::sha256_b64($token);
-    return { urn => "urn:li:dataHubAccessToken:$id", id => $id,
-             actorUrn => $actor, ownerUrn => $actor, name => $token,
-             createdAt => $now - 86_400_000, expiresAt => $now + 86_400_000 };
+    return GmsTest::Tool::listed($token, actor => $actor,
+                                 created => $now - 86_400_000,
+                                 expires => $now + 86_400_000);
 }
 
 my $admin = { urn => 'urn:li:dataHubPolicy:admins', type => 'PLATFORM',

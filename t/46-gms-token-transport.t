@@ -13,65 +13,23 @@ use strict;
 use warnings;
 
 use Test::More;
-use Cwd qw(abs_path);
-use Digest::SHA qw(sha256);
-use File::Basename qw(dirname);
-use MIME::Base64 qw(encode_base64);
 use POSIX qw(WNOHANG);
-use Time::HiRes qw(sleep time);
 
 use GmsTest;
 use GmsTest::Certs;
 use GmsTest::FakeRedis;
 use GmsTest::GraphQL;
 use GmsTest::Sentinel;
+use GmsTest::Tool qw(run_tool start_follow ok_lines datahub_id key_of listed
+                     now_ms);
 
-my $repo = abs_path(dirname(__FILE__) . '/..');
-my $bin = $ENV{GMS_TOKEN_BIN} // "$repo/build/gms-token";
-
-plan skip_all => "gms-token not built: $bin (run 'make tool')" unless -x $bin;
+GmsTest::Tool::need_tool();
 GmsTest::need_redis();
 
-delete $ENV{GMS_REDIS_PASSWORD};
-
 my $dir = GmsTest::_tempdir();
-my $now = int(time * 1000);
+my $now = now_ms();
 my $future = $now + 30 * 86_400_000;
 my $alice = 'urn:li:corpuser:alice';
-
-# DataHub's StatefulTokenService.hash() with no salt.
-sub datahub_id { return encode_base64(sha256($_[0]), '') }
-
-sub key_of { return 'gms:token:' . datahub_id($_[0]) }
-
-# A token as listAccessTokens lists it, created a day ago.
-sub listed {
-    my ($name) = @_;
-    my $id = datahub_id($name);
-    return { urn => "urn:li:dataHubAccessToken:$id", id => $id,
-             actorUrn => $alice, ownerUrn => $alice, name => $name,
-             createdAt => $now - 86_400_000, expiresAt => $future };
-}
-
-my $runs = 0;
-
-# A run to its end: {rc, out, err}; rc 128 + N for a signal.
-sub run_tool {
-    my ($stdin, @args) = @_;
-    my $base = "$dir/run" . ++$runs;
-    GmsTest::_write_file("$base.in", $stdin // '');
-    my $pid = fork // die "fork: $!\n";
-    if ($pid == 0) {
-        open STDIN, '<', "$base.in" or POSIX::_exit(127);
-        open STDOUT, '>', "$base.out" or POSIX::_exit(127);
-        open STDERR, '>', "$base.err" or POSIX::_exit(127);
-        exec { $bin } $bin, @args or POSIX::_exit(127);
-    }
-    waitpid $pid, 0;
-    return { rc  => $? & 127 ? 128 + ($? & 127) : $? >> 8,
-             out => GmsTest::_slurp("$base.out"),
-             err => GmsTest::_slurp("$base.err") };
-}
 
 sub put {
     my ($name, @conn) = @_;
@@ -451,23 +409,6 @@ my $token_file = "$dir/gms.token";
 GmsTest::_write_file($token_file, "$SECRET\n");
 
 my $gms = GmsTest::GraphQL->start(token => $SECRET);
-
-# A follower in the background: {pid, out, err} (the files).
-sub start_follow {
-    my (@args) = @_;
-    my $base = "$dir/follow" . ++$runs;
-    my $pid = fork // die "fork: $!\n";
-    if ($pid == 0) {
-        open STDIN, '<', '/dev/null' or POSIX::_exit(127);
-        open STDOUT, '>', "$base.out" or POSIX::_exit(127);
-        open STDERR, '>', "$base.err" or POSIX::_exit(127);
-        exec { $bin } $bin, 'follow', @args or POSIX::_exit(127);
-    }
-    return { pid => $pid, out => "$base.out", err => "$base.err" };
-}
-
-sub ok_lines { return grep { / ok tokens=/ }
-                      split /\n/, GmsTest::_slurp($_[0]{out}) }
 
 {
     $gms->tokens([ listed('before-failover') ]);
