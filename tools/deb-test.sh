@@ -44,10 +44,13 @@ command -v debootstrap > /dev/null \
     || skip "no Docker daemon answers, and debootstrap is not installed"
 
 # the mirror this machine's apt uses, for the chroot too
-mirror=${DEB_MIRROR:-$(cat /etc/apt/sources.list \
-    /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources \
-    2>/dev/null | grep -v '^ *#' \
-    | grep -Eo 'https?://[^ ]+/debian/?( |$)' | head -n 1 | tr -d ' ')}
+host_mirror() {
+    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
+        /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v '^ *#' \
+        | grep -Eo 'https?://[^ ]+/debian/?( |$)' | head -n 1 | tr -d ' '
+}
+
+mirror=${DEB_MIRROR:-$(host_mirror || true)}
 mirror=${mirror:-http://deb.debian.org/debian}
 mirror=${mirror%/}
 security=${mirror%/debian}/debian-security

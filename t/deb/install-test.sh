@@ -27,6 +27,16 @@ available=/usr/share/nginx/modules-available/mod-http-gms.conf
 export DEBIAN_FRONTEND=noninteractive
 failed=0
 
+# apt's output goes to a log, shown when it fails; no pty (a chroot may
+# have no /dev/pts)
+apt_get() {
+    local log=$1
+
+    shift
+    apt-get -y -qq -o Dpkg::Use-Pty=0 "$@" > "/tmp/apt-$log.log" 2>&1 \
+        || { cat "/tmp/apt-$log.log" >&2; return 1; }
+}
+
 check() {
     local name=$1
     shift
@@ -121,12 +131,11 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
     chmod 0755 /usr/sbin/policy-rc.d
 fi
 
-apt-get update -qq
+apt_get update update
 if ! dpkg-query -W -f '${Status}' nginx redis-server 2>/dev/null \
      | grep -q '^install ok installed.*install ok installed$'
 then
-    apt-get install -y -qq --no-install-recommends nginx redis-server \
-        > /tmp/apt-base.log
+    apt_get base install --no-install-recommends nginx redis-server
 fi
 
 # the default site listens on port 80: not here
@@ -135,9 +144,8 @@ rm -f /etc/nginx/sites-enabled/default
 
 echo "# install"
 
-apt-get install -y -qq --no-install-recommends \
-    "$dir"/libnginx-mod-http-gms_*.deb "$dir"/gms-token_*.deb \
-    > /tmp/apt-install.log || { cat /tmp/apt-install.log; exit 1; }
+apt_get install install --no-install-recommends \
+    "$dir"/libnginx-mod-http-gms_*.deb "$dir"/gms-token_*.deb
 
 check "the module is in nginx's modules directory" \
     test -f /usr/lib/nginx/modules/ngx_http_gms_module.so
@@ -220,7 +228,7 @@ echo "# removal"
 
 # the administrator's own configuration that uses the module goes first
 rm /etc/nginx/conf.d/deb-test-gms.conf
-apt-get remove -y -qq libnginx-mod-http-gms > /tmp/apt-remove.log
+apt_get remove remove libnginx-mod-http-gms
 
 check "the module is gone" \
     test ! -e /usr/lib/nginx/modules/ngx_http_gms_module.so
@@ -235,12 +243,12 @@ get "$backend_port" /
 check "nginx starts and serves without it" status_is 200
 stop_nginx
 
-apt-get install -y -qq --no-install-recommends \
-    "$dir"/libnginx-mod-http-gms_*.deb > /tmp/apt-reinstall.log
+apt_get reinstall install --no-install-recommends \
+    "$dir"/libnginx-mod-http-gms_*.deb
 check "reinstalled, it is enabled again" link_is "$enabled" "$available"
 check "nginx -t with it again" nginx_t
 
-apt-get purge -y -qq libnginx-mod-http-gms > /tmp/apt-purge.log
+apt_get purge purge libnginx-mod-http-gms
 check "purged, no link is left" \
     test ! -e "$enabled" -a ! -L "$enabled.removed"
 check "nginx -t after the purge" nginx_t
