@@ -102,7 +102,7 @@ tool: $(TOOL)
 
 $(TOOL): $(TOOL_DEPS)
 	@mkdir -p $(BUILD)
-	$(CC) $(CFLAGS_TOOL) -o $@ $(TOOL_SRCS) $(LIBS_UNIT) -lssl -lcurl
+	$(CC) $(CFLAGS_TOOL) $(LDFLAGS) -o $@ $(TOOL_SRCS) $(LIBS_UNIT) -lssl -lcurl
 
 install: module tool
 	install -D -m 0644 $(MODULE) \
@@ -204,3 +204,39 @@ bench:
 	NGINX_BIN=$(NGINX_BIN) perl bench/run.pl $(MODULE)
 
 # --- end of bench -----------------------------------------------------------
+
+
+# --- Debian packages (issue 16) ----------------------------------------------
+#
+#   make deb        libnginx-mod-http-gms and gms-token .debs in build/deb/,
+#                   built by dpkg-buildpackage (debian/) from a copy of the
+#                   tree in build/deb/src, then checked by lintian
+#   make deb-test   installs them into a clean bookworm (a debootstrap
+#                   chroot cached in build/deb-chroot, or debian:bookworm
+#                   under Docker) and runs t/deb/install-test.sh there;
+#                   skipped, with the reason, where neither is possible
+
+DEB_DIR          := $(BUILD)/deb
+DEB_SRC          := $(DEB_DIR)/src/ngx-http-gms-module
+
+.PHONY: deb deb-deps deb-test
+
+deb-deps:
+	@sh tools/install-deps.sh debhelper dpkg-dev fakeroot lintian help2man
+
+deb: deps deb-deps
+	rm -rf $(DEB_DIR)
+	mkdir -p $(DEB_SRC)
+	tar -C $(CURDIR) --exclude=./build --exclude=./.git -cf - . \
+	    | tar -C $(DEB_SRC) -xf -
+	cd $(DEB_SRC) && dpkg-buildpackage -us -uc -b > $(DEB_DIR)/build.log \
+	    2>&1 || { tail -40 $(DEB_DIR)/build.log; exit 1; }
+	mv $(DEB_DIR)/src/*.deb $(DEB_DIR)/src/*.changes \
+	    $(DEB_DIR)/src/*.buildinfo $(DEB_DIR)/
+	lintian --fail-on error,warning --display-info $(DEB_DIR)/*.changes
+	@ls -1 $(DEB_DIR)/*.deb
+
+deb-test: deb
+	@bash tools/deb-test.sh $(DEB_DIR)
+
+# --- end of Debian packages ----------------------------------------------------

@@ -1,0 +1,259 @@
+#!/bin/bash
+# The Debian packages installed into a clean bookworm with Debian's nginx:
+# run as root inside that system (a debootstrap chroot or a
+# debian:bookworm container, see tools/deb-test.sh), never on a machine
+# of value: it installs, starts and removes things.
+#
+#   install-test.sh DIR    DIR holds libnginx-mod-http-gms_*.deb and
+#                          gms-token_*.deb
+#
+# Ports on 127.0.0.1 from DEB_TEST_PORT (default 28480): the edge, the
+# backend behind it, redis-server.  Prints "ok"/"not ok" lines; exits 1
+# when a check failed.
+
+set -euo pipefail
+
+dir=$1
+port=${DEB_TEST_PORT:-28480}
+edge_port=$port
+backend_port=$((port + 1))
+redis_port=$((port + 2))
+salt=deb-test-salt
+token=deb-test-token
+actor=urn:li:corpuser:debtest
+enabled=/etc/nginx/modules-enabled/50-mod-http-gms.conf
+available=/usr/share/nginx/modules-available/mod-http-gms.conf
+
+export DEBIAN_FRONTEND=noninteractive
+failed=0
+
+# apt's output goes to a log, shown when it fails; no pty (a chroot may
+# have no /dev/pts)
+apt_get() {
+    local log=$1
+
+    shift
+    apt-get -y -qq -o Dpkg::Use-Pty=0 "$@" > "/tmp/apt-$log.log" 2>&1 \
+        || { cat "/tmp/apt-$log.log" >&2; return 1; }
+}
+
+check() {
+    local name=$1
+    shift
+    if "$@"; then
+        echo "ok - $name"
+    else
+        echo "not ok - $name"
+        failed=1
+    fi
+}
+
+# nginx is started by hand on loopback ports, never by the packages
+stop_nginx() {
+    local pid
+
+    [ -s /run/nginx.pid ] || return 0
+    pid=$(cat /run/nginx.pid)
+    kill "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+    rm -f /run/nginx.pid
+}
+
+stop_redis() {
+    [ -s /run/deb-test-redis.pid ] || return 0
+    kill "$(cat /run/deb-test-redis.pid)" 2>/dev/null || true
+    rm -f /run/deb-test-redis.pid
+}
+
+trap 'stop_nginx; stop_redis' EXIT
+
+# true once something accepts connections on 127.0.0.1:$1
+listening() {
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+wait_listening() {
+    local i
+
+    for i in $(seq 100); do
+        listening "$1" && return 0
+        sleep 0.1
+    done
+    echo "# nothing listens on 127.0.0.1:$1" >&2
+    return 1
+}
+
+# GET $2 from 127.0.0.1:$1 with the optional Authorization $3: sets
+# $status and $body.  bash's /dev/tcp, so that this system holds nothing
+# but Debian's nginx, redis-server and what the packages pull in.
+get() {
+    local auth="" response
+
+    [ -n "${3:-}" ] && auth="Authorization: $3"$'\r\n'
+    exec 3<>"/dev/tcp/127.0.0.1/$1"
+    printf 'GET %s HTTP/1.0\r\nHost: localhost\r\n%s\r\n' "$2" "$auth" >&3
+    response=$(cat <&3)
+    exec 3<&-
+    status=$(head -n 1 <<< "$response" | cut -d ' ' -f 2)
+    body=${response#*$'\r\n\r\n'}
+}
+
+status_is() {
+    [ "$status" = "$1" ] || { echo "# status $status, body: $body" >&2; return 1; }
+}
+
+body_is() {
+    [ "$body" = "$1" ] || { echo "# body: $body" >&2; return 1; }
+}
+
+depends_on() {
+    dpkg-query -W -f '${Depends}' "$1" | grep -Eq "(^|, )$2( |,|$)"
+}
+
+link_is() {
+    [ "$(readlink "$1")" = "$2" ]
+}
+
+nginx_t() {
+    nginx -q -t 2> /tmp/nginx-t.log || { cat /tmp/nginx-t.log >&2; return 1; }
+}
+
+for p in $edge_port $backend_port $redis_port; do
+    if listening "$p"; then
+        echo "deb-test: 127.0.0.1:$p is taken; set DEB_TEST_PORT" >&2
+        exit 1
+    fi
+done
+
+# no service starts by itself (the chroot's is already there)
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+    chmod 0755 /usr/sbin/policy-rc.d
+fi
+
+apt_get update update
+if ! dpkg-query -W -f '${Status}' nginx redis-server 2>/dev/null \
+     | grep -q '^install ok installed.*install ok installed$'
+then
+    apt_get base install --no-install-recommends nginx redis-server
+fi
+
+# the default site listens on port 80: not here
+rm -f /etc/nginx/sites-enabled/default
+
+
+echo "# install"
+
+apt_get install install --no-install-recommends \
+    "$dir"/libnginx-mod-http-gms_*.deb "$dir"/gms-token_*.deb
+
+check "the module is in nginx's modules directory" \
+    test -f /usr/lib/nginx/modules/ngx_http_gms_module.so
+check "mod-http-gms.conf loads it" \
+    grep -qx 'load_module modules/ngx_http_gms_module.so;' "$available"
+check "it is enabled through /etc/nginx/modules-enabled" \
+    link_is "$enabled" "$available"
+check "the module depends on nginx's ABI" \
+    depends_on libnginx-mod-http-gms 'nginx-abi-[0-9.]+-[0-9]+'
+for lib in libhiredis0.14 libjansson4 libssl3; do
+    check "the module depends on $lib" depends_on libnginx-mod-http-gms $lib
+done
+for lib in libhiredis0.14 libjansson4 libcurl4 libssl3; do
+    check "gms-token depends on $lib" depends_on gms-token $lib
+done
+check "nginx -t with the module enabled" nginx_t
+
+check "gms-token --help" sh -c 'gms-token --help | grep -q "^Usage: gms-token"'
+check "gms-token's man page" test -f /usr/share/man/man1/gms-token.1.gz
+check "the follow unit is an example, for /usr/bin/gms-token" \
+    grep -q '^ExecStart=/usr/bin/gms-token follow' \
+    /usr/share/doc/gms-token/examples/gms-token-follow.service
+check "and is not installed as a service" \
+    test ! -e /lib/systemd/system/gms-token-follow.service \
+      -a ! -e /etc/systemd/system/gms-token-follow.service
+
+
+echo "# a token checked at the edge"
+
+cat > /etc/nginx/conf.d/deb-test-backend.conf <<CONF
+server {
+    listen 127.0.0.1:$backend_port;
+    return 200 "actor=\$http_x_datahub_actor\n";
+}
+CONF
+
+cat > /etc/nginx/conf.d/deb-test-gms.conf <<CONF
+gms_token_redis 127.0.0.1:$redis_port;
+gms_token_salt "$salt";
+
+server {
+    listen 127.0.0.1:$edge_port;
+
+    location / {
+        gms_token_auth on;
+        proxy_set_header X-DataHub-Actor \$gms_token_actor;
+        proxy_pass http://127.0.0.1:$backend_port;
+    }
+}
+CONF
+
+check "nginx -t with gms_token_auth on" nginx_t
+
+redis-server --bind 127.0.0.1 --port "$redis_port" --daemonize yes \
+    --pidfile /run/deb-test-redis.pid --dir /tmp --save '' \
+    --appendonly no --logfile /tmp/deb-test-redis.log
+wait_listening "$redis_port"
+
+check "gms-token put seeds the token" sh -c \
+    "printf %s '$token' | gms-token put --token-stdin --salt '$salt' \
+        --actor '$actor' --redis 127.0.0.1:$redis_port > /dev/null"
+
+nginx
+wait_listening "$edge_port"
+
+get "$edge_port" /entities/x
+check "no token: 401" status_is 401
+get "$edge_port" /entities/x "Bearer not-$token"
+check "an unknown token: 401" status_is 401
+get "$edge_port" /entities/x "Bearer $token"
+check "the seeded token: 200" status_is 200
+check "and the backend is told its user" body_is "actor=$actor"
+
+stop_nginx
+check "no alert or crash in nginx's error log" \
+    sh -c '! grep -E "\[(alert|emerg)\]|signal [0-9]+" /var/log/nginx/error.log'
+
+
+echo "# removal"
+
+# the administrator's own configuration that uses the module goes first
+rm /etc/nginx/conf.d/deb-test-gms.conf
+apt_get remove remove libnginx-mod-http-gms
+
+check "the module is gone" \
+    test ! -e /usr/lib/nginx/modules/ngx_http_gms_module.so
+check "its modules-enabled link is gone" test ! -e "$enabled"
+check "kept as .removed, as Debian's module packages do" \
+    test -L "$enabled.removed"
+check "nginx -t without the module" nginx_t
+
+nginx
+wait_listening "$backend_port"
+get "$backend_port" /
+check "nginx starts and serves without it" status_is 200
+stop_nginx
+
+apt_get reinstall install --no-install-recommends \
+    "$dir"/libnginx-mod-http-gms_*.deb
+check "reinstalled, it is enabled again" link_is "$enabled" "$available"
+check "nginx -t with it again" nginx_t
+
+apt_get purge purge libnginx-mod-http-gms
+check "purged, no link is left" \
+    test ! -e "$enabled" -a ! -L "$enabled.removed"
+check "nginx -t after the purge" nginx_t
+
+if [ "$failed" = 0 ]; then
+    echo "deb-test: all checks passed"
+fi
+exit "$failed"

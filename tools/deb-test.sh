@@ -1,0 +1,148 @@
+#!/bin/bash
+# make deb-test: t/deb/install-test.sh run in a clean Debian bookworm with
+# Debian's nginx, into which the packages of 'make deb' are installed.
+#
+#   deb-test.sh DEB_DIR
+#
+# Under a Docker daemon: a debian:bookworm container.  Else, as root: a
+# debootstrap chroot.  Its base (minbase, nginx, redis-server, nothing
+# else) is made once and kept in build/deb-chroot/bookworm; each run
+# works in a fresh copy of it, so the base stays clean and a second run
+# takes seconds.  Neither: it says why and exits 0.  DEB_MIRROR: the
+# Debian mirror (default: the one this machine's apt uses).
+
+set -euo pipefail
+
+debs=$(cd "$1" && pwd)
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cache=$repo/build/deb-chroot
+base=$cache/bookworm
+run=$cache/run
+
+skip() {
+    echo "deb-test: skipped: $*"
+    exit 0
+}
+
+for p in libnginx-mod-http-gms gms-token; do
+    if ! ls "$debs"/${p}_*.deb > /dev/null 2>&1; then
+        echo "deb-test: no ${p}_*.deb in $debs: run make deb" >&2
+        exit 1
+    fi
+done
+
+if command -v docker > /dev/null && docker info > /dev/null 2>&1; then
+    echo "deb-test: in a debian:bookworm container"
+    exec docker run --rm -v "$debs:/debs:ro" -v "$repo/t/deb:/t:ro" \
+        -e DEB_TEST_PORT debian:bookworm bash /t/install-test.sh /debs
+fi
+
+[ "$(id -u)" = 0 ] \
+    || skip "no Docker daemon answers, and a debootstrap chroot needs root"
+command -v debootstrap > /dev/null \
+    || sh "$repo/tools/install-deps.sh" debootstrap \
+    || skip "no Docker daemon answers, and debootstrap is not installed"
+
+# the mirror this machine's apt uses, for the chroot too
+host_mirror() {
+    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
+        /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v '^ *#' \
+        | grep -Eo 'https?://[^ ]+/debian/?( |$)' | head -n 1 | tr -d ' '
+}
+
+mirror=${DEB_MIRROR:-$(host_mirror || true)}
+mirror=${mirror:-http://deb.debian.org/debian}
+mirror=${mirror%/}
+security=${mirror%/debian}/debian-security
+
+# the mounts made here, undone before anything is deleted
+mounted=()
+
+unmount_all() {
+    local i
+
+    for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
+        umount "${mounted[i]}" 2>/dev/null || umount -l "${mounted[i]}"
+    done
+    mounted=()
+}
+
+mount_proc() {
+    mount -t proc proc "$1/proc" \
+        || skip "cannot mount /proc in a chroot here (not privileged enough)"
+    mounted+=("$1/proc")
+}
+
+# processes still running inside a chroot (what install-test.sh started
+# and failed to stop), ended by their id
+end_processes_in() {
+    local link pid root
+
+    for link in /proc/[0-9]*/root; do
+        pid=${link#/proc/}
+        pid=${pid%/root}
+        root=$(readlink "$link" 2>/dev/null) || continue
+        [ "$root" = "$1" ] && kill "$pid" 2>/dev/null || true
+    done
+}
+
+remove_tree() {
+    if mountpoint -q "$1/proc" 2>/dev/null; then
+        echo "deb-test: $1/proc still mounted, not deleting $1" >&2
+        return 1
+    fi
+    rm -rf --one-file-system "$1"
+}
+
+cleanup() {
+    [ -d "$run" ] && end_processes_in "$run"
+    unmount_all
+    [ -d "$run" ] && remove_tree "$run"
+    [ -d "$base.tmp" ] && remove_tree "$base.tmp"
+    return 0
+}
+
+trap cleanup EXIT
+
+make_base() {
+    local tmp=$base.tmp
+
+    echo "deb-test: making a bookworm chroot from $mirror (once, a few minutes)"
+    remove_tree "$tmp" 2>/dev/null || true
+    mkdir -p "$cache"
+    debootstrap --variant=minbase bookworm "$tmp" "$mirror" \
+        > "$cache/debootstrap.log" 2>&1 \
+        || { tail -20 "$cache/debootstrap.log"; exit 1; }
+
+    cat > "$tmp/etc/apt/sources.list" <<LIST
+deb $mirror bookworm main
+deb $mirror bookworm-updates main
+deb $security bookworm-security main
+LIST
+    printf '#!/bin/sh\nexit 101\n' > "$tmp/usr/sbin/policy-rc.d"
+    chmod 0755 "$tmp/usr/sbin/policy-rc.d"
+
+    mount_proc "$tmp"
+    chroot "$tmp" sh -c 'export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq && apt-get install -y -qq \
+            --no-install-recommends nginx redis-server && apt-get clean' \
+        > "$cache/base-install.log" 2>&1 \
+        || { tail -20 "$cache/base-install.log"; exit 1; }
+    unmount_all
+    mv "$tmp" "$base"
+}
+
+[ -d "$base" ] || make_base
+
+echo "deb-test: in a copy of $base"
+remove_tree "$run" 2>/dev/null || true
+cp -a "$base" "$run"
+cp /etc/resolv.conf "$run/etc/resolv.conf"
+mkdir -p "$run/tmp/deb-test"
+cp "$debs"/libnginx-mod-http-gms_*.deb "$debs"/gms-token_*.deb \
+    "$repo/t/deb/install-test.sh" "$run/tmp/deb-test/"
+mount_proc "$run"
+
+chroot "$run" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+    DEB_TEST_PORT="${DEB_TEST_PORT:-}" \
+    bash /tmp/deb-test/install-test.sh /tmp/deb-test
