@@ -139,6 +139,7 @@ typedef struct {
 } gms_tool_command_t;
 
 
+static int gms_tool_main(int argc, char **argv, char **args);
 static int gms_tool_id(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_tool_put(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_tool_revoke(gms_tool_t *t, gms_tool_args_t *a);
@@ -501,20 +502,35 @@ static const gms_tool_command_t  gms_tool_commands[] = {
 int
 main(int argc, char **argv)
 {
+    int     rc;
+    char  **args;
+
+    /* the operands, in order: freed whichever way the command ends */
+
+    args = calloc(argc + 1, sizeof(char *));
+    if (args == NULL) {
+        fputs("gms-token: out of memory\n", stderr);
+        return GMS_TOOL_REDIS;
+    }
+
+    rc = gms_tool_main(argc, argv, args);
+
+    free(args);
+
+    return rc;
+}
+
+
+static int
+gms_tool_main(int argc, char **argv, char **args)
+{
     int                        c, nargs, rc;
-    char                     **args;
     gms_tool_t                 t;
     gms_tool_args_t            a;
     const gms_tool_command_t  *cmd;
 
     memset(&t, 0, sizeof(gms_tool_t));
     memset(&a, 0, sizeof(gms_tool_args_t));
-
-    args = calloc(argc + 1, sizeof(char *));
-    if (args == NULL) {
-        gms_tool_error(&t, "out of memory");
-        return GMS_TOOL_REDIS;
-    }
 
     nargs = 0;
     opterr = 0;
@@ -605,8 +621,6 @@ main(int argc, char **argv)
     rc = cmd->handler(&t, &a);
 
     gms_tool_close(&t);
-
-    free(args);
 
     if (rc == GMS_TOOL_OK && (fflush(stdout) != 0 || ferror(stdout))) {
         gms_tool_error(&t, "cannot write to stdout: %s", strerror(errno));
