@@ -15,7 +15,7 @@ use Test::More;
 use GmsTest;
 use GmsTest::Stub;
 use GmsTest::Redis;
-use GmsTest::Nginx;
+use GmsTest::Shipped;
 use GmsTest::JWT;
 
 GmsTest::need_module();
@@ -23,14 +23,7 @@ GmsTest::need_redis();
 
 my $FILE = 'conf-examples/gms-edge.conf';
 
-open my $fh, '<', $FILE or die "$FILE: $!\n";
-my $shipped = do { local $/; <$fh> };
-close $fh;
-
-my ($http) = $shipped =~ /^http \{\n(.*)^\}\s*\z/ms
-    or BAIL_OUT("$FILE: no http block");
-my ($salt) = $http =~ /^\s*gms_token_salt "([^"]*)";$/m
-    or BAIL_OUT("$FILE: no gms_token_salt");
+my $shipped = GmsTest::Shipped->load($FILE);
 
 # GMS's signing key and the system client's secret, mounted as files
 my $secrets = GmsTest::_scratch_dir();
@@ -48,31 +41,12 @@ my $search = GmsTest::Stub->start(handler => sub {
             . '"status":{"total":1},"running_time_in_nanos":3}}'];
 });
 
-my %replace = (
-    qr/gms_token_redis 127\.0\.0\.1:6379;/
-        => 'gms_token_redis 127.0.0.1:' . $redis->port . ';',
-    qr/server 127\.0\.0\.1:8080;/ => 'server 127.0.0.1:' . $gms->port . ';',
-    qr/server 127\.0\.0\.1:9200;/ => 'server 127.0.0.1:' . $search->port . ';',
-    qr/listen 8000;/              => 'listen 127.0.0.1:%%PORT%%;',
-    qr{access_log /var/log/nginx/access\.log gms;}
-        => 'access_log %%TESTDIR%%/shipped-access.log gms;',
-    qr{/etc/nginx/secrets/gms-signing-key;}
-        => "$secrets/gms-signing-key;",
-    qr{secret_file=/etc/nginx/secrets/gms-system-client-secret;}
-        => "secret_file=$secrets/gms-system-client-secret;",
-);
-for my $re (keys %replace) {
-    $http =~ s/$re/$replace{$re}/ or BAIL_OUT("$FILE: no match for $re");
-}
-
-my $n = GmsTest::Nginx->new;
-$n->start($http);
+my $n = $shipped->start(
+    redis => $redis->port, gms => $gms->port, search => $search->port,
+    access_log => 'shipped-access.log', secrets => $secrets);
 
 my $actor = 'urn:li:corpuser:alice';
-my $pat = GmsTest::JWT::personal($key, 'alice');
-my $id = GmsTest::sha256_b64("$pat$salt");
-$redis->cmd(HSET => "gms:token:$id", actor => $actor, type => 'PERSONAL');
-$redis->cmd(SADD => "gms:actor:$actor", 'GET_ES_TASK_STATUS_PRIVILEGE');
+my $pat = $shipped->personal_token($redis, $key, 'alice');
 
 sub gms_saw {
     my @uris = map { $_->{uri} =~ s/\?.*//r } @{ $gms->requests };

@@ -20,6 +20,7 @@ use Test::More;
 
 use GmsTest;
 use GmsTest::Certs;
+use GmsTest::Checks qw(status metric no_crash);
 use GmsTest::DNS;
 use GmsTest::FakeRedis;
 use GmsTest::Nginx;
@@ -64,29 +65,6 @@ sub seed {
     $redis->cmd(HSET => "gms:token:$id",
                 actor => $actor // 'urn:li:corpuser:alice');
     return $id;
-}
-
-sub status {
-    my ($n, $token) = @_;
-    my $res = $n->http(GET => '/ok', { Authorization => "Bearer $token" },
-                       undef, timeout => 5);
-    return $res->{status} // 'none';
-}
-
-sub metric {
-    my ($n, $name) = @_;
-    my $text = $n->http(GET => '/metrics')->{body} // '';
-    return $text =~ /^\Q$name\E (\S+)$/m ? $1 : undef;
-}
-
-# $allow: bad lines that are expected (nginx's own classification)
-sub no_crash {
-    my ($n, $allow) = @_;
-    local $Test::Builder::Level = $Test::Builder::Level + 1;
-    $n->stop;
-    my @bad = $n->bad_log_lines;
-    @bad = grep { !/$allow/ } @bad if $allow;
-    is_deeply(\@bad, [], 'no alerts or crashes');
 }
 
 
@@ -270,12 +248,23 @@ my $tls_port = $tls->tls_port;
 my $dns = GmsTest::DNS->start(names => { 'redis.test' => '127.0.0.1' });
 my $resolver = 'resolver 127.0.0.1:' . $dns->port . ' valid=1s ipv6=off;';
 
+# gms_token_redis $address with TLS; @ssl: gms_token_redis_ssl_*
+# directives in order, each as the name's end and its value.
+sub tls {
+    my ($address, @ssl) = @_;
+    my $conf = "gms_token_redis $address tls;\n";
+    while (my ($name, $value) = splice @ssl, 0, 2) {
+        $conf .= "    gms_token_redis_ssl_$name $value;\n";
+    }
+    return $conf;
+}
+
+my $local = "127.0.0.1:$tls_port";
+
 subtest 'TLS, verified against the CA, the name from the address' => sub {
-    my $n = edge(<<"CONF");
-    $resolver
-    gms_token_redis redis.test:$tls_port tls;
-    gms_token_redis_ssl_trusted_certificate $certs->{ca};
-CONF
+    my $n = edge("$resolver\n"
+                 . tls("redis.test:$tls_port",
+                       trusted_certificate => $certs->{ca}));
 
     is(status($n, 'secure'), 200, 'a seeded token: 200');
     is(status($n, 'nope'), 401, 'an unknown one: 401');
@@ -285,31 +274,30 @@ CONF
     no_crash($n);
 };
 
-subtest 'TLS, the CA named by gms_token_redis_ssl_name' => sub {
-    my $n = edge(<<"CONF");
-    gms_token_redis 127.0.0.1:$tls_port tls;
-    gms_token_redis_ssl_trusted_certificate $certs->{ca};
-    gms_token_redis_ssl_name localhost;
-CONF
+# A subtest: with these gms_token_redis_ssl_* directives, a seeded token
+# gets a 200.
+sub tls_ok {
+    my ($title, @ssl) = @_;
 
-    is(status($n, 'secure'), 200, 'a seeded token: 200');
-    no_crash($n);
-};
+    subtest $title => sub {
+        my $n = edge(tls($local, @ssl));
+
+        is(status($n, 'secure'), 200, 'a seeded token: 200');
+        no_crash($n);
+    };
+}
+
+tls_ok('TLS, the CA named by gms_token_redis_ssl_name',
+       trusted_certificate => $certs->{ca}, name => 'localhost');
 
 subtest 'TLS, an address as the name: the certificate\'s IP entries' => sub {
-    my $n = edge(<<"CONF");
-    gms_token_redis 127.0.0.1:$tls_port tls;
-    gms_token_redis_ssl_trusted_certificate $certs->{ca};
-CONF
+    my $n = edge(tls($local, trusted_certificate => $certs->{ca}));
 
     is(status($n, 'secure'), 200, '127.0.0.1 is in the certificate: 200');
     no_crash($n);
 
-    $n = edge(<<"CONF");
-    gms_token_redis 127.0.0.1:$tls_port tls;
-    gms_token_redis_ssl_trusted_certificate $certs->{ca};
-    gms_token_redis_ssl_name 127.0.0.2;
-CONF
+    $n = edge(tls($local, trusted_certificate => $certs->{ca},
+                  name => '127.0.0.2'));
 
     is(status($n, 'secure'), 503, '127.0.0.2 is not: 503');
     like($n->error_log, qr/\[error\].*does not match "127\.0\.0\.2"/,
@@ -317,12 +305,15 @@ CONF
     no_crash($n);
 };
 
+# The handshake failures counted so far.
+sub handshake_failures {
+    my ($n) = @_;
+    return metric($n, 'gms_redis_tls_handshake_failures_total') // 0;
+}
+
 subtest 'TLS, the wrong CA: 503, logged, counted' => sub {
-    my $n = edge(<<"CONF");
-    gms_token_redis 127.0.0.1:$tls_port tls;
-    gms_token_redis_ssl_trusted_certificate $certs->{wrong_ca};
-    gms_token_redis_ssl_name localhost;
-CONF
+    my $n = edge(tls($local, trusted_certificate => $certs->{wrong_ca},
+                     name => 'localhost'));
 
     is(status($n, 'secure'), 503, 'a seeded token: 503, never a downgrade');
     # Redis sends its CA along with its certificate: OpenSSL's reason is
@@ -331,53 +322,37 @@ CONF
          qr/\[error\].*certificate.*(?:unable\ to\ get\ local\ issuer
             |self-signed\ certificate\ in\ certificate\ chain)/x,
          'logged with the reason');
-    cmp_ok(metric($n, 'gms_redis_tls_handshake_failures_total') // 0, '>=', 1,
+    cmp_ok(handshake_failures($n), '>=', 1,
            'gms_redis_tls_handshake_failures_total');
 
-    my $before = metric($n, 'gms_redis_tls_handshake_failures_total') // 0;
+    my $before = handshake_failures($n);
     ok(GmsTest::wait_until(sub {
-           status($n, 'secure') == 503
-           && (metric($n, 'gms_redis_tls_handshake_failures_total') // 0)
-              > $before }, 5),
+           status($n, 'secure') == 503 && handshake_failures($n) > $before
+       }, 5),
        'every attempt fails again and is counted');
 
     no_crash($n);
 };
 
 subtest 'TLS, the wrong name: 503, logged' => sub {
-    my $n = edge(<<"CONF");
-    gms_token_redis 127.0.0.1:$tls_port tls;
-    gms_token_redis_ssl_trusted_certificate $certs->{ca};
-    gms_token_redis_ssl_name wrong.test;
-CONF
+    my $n = edge(tls($local, trusted_certificate => $certs->{ca},
+                     name => 'wrong.test'));
 
     is(status($n, 'secure'), 503, 'a seeded token: 503');
     like($n->error_log, qr/\[error\].*does not match "wrong\.test"/,
          'logged: does not match "wrong.test"');
-    cmp_ok(metric($n, 'gms_redis_tls_handshake_failures_total') // 0, '>=', 1,
-           'counted');
+    cmp_ok(handshake_failures($n), '>=', 1, 'counted');
 
     no_crash($n);
 };
 
-subtest 'TLS, verification off: the wrong CA does not matter' => sub {
-    my $n = edge(<<"CONF");
-    gms_token_redis 127.0.0.1:$tls_port tls;
-    gms_token_redis_ssl_trusted_certificate $certs->{wrong_ca};
-    gms_token_redis_ssl_verify off;
-CONF
-
-    is(status($n, 'secure'), 200, 'a seeded token: 200');
-    no_crash($n);
-};
+tls_ok('TLS, verification off: the wrong CA does not matter',
+       trusted_certificate => $certs->{wrong_ca}, verify => 'off');
 
 subtest 'TLS to a plain port: 503, the worker lives' => sub {
-    my $plain_port = $tls->port;
-    my $n = edge(<<"CONF");
-    gms_token_redis 127.0.0.1:$plain_port tls;
-    gms_token_redis_ssl_trusted_certificate $certs->{ca};
-    gms_token_redis_ssl_name localhost;
-CONF
+    my $n = edge(tls('127.0.0.1:' . $tls->port,
+                     trusted_certificate => $certs->{ca},
+                     name => 'localhost'));
     my ($worker) = $n->worker_pids;
 
     is(status($n, 'secure'), 503, 'a seeded token: 503');
@@ -395,37 +370,27 @@ my $peer_alert = qr/\[crit\].*SSL_(?:read|do_handshake)\(\)\ failed
 subtest 'mutual TLS' => sub {
     my $m = GmsTest::Redis->start(tls => $certs, tls_auth_clients => 'yes');
     seed($m, 'mutual');
-    my $port = $m->tls_port;
+    my @verified = (trusted_certificate => $certs->{ca},
+                    name => 'redis.test');
+    my $mutual = '127.0.0.1:' . $m->tls_port;
 
-    my $n = edge(<<"CONF");
-    gms_token_redis 127.0.0.1:$port tls;
-    gms_token_redis_ssl_trusted_certificate $certs->{ca};
-    gms_token_redis_ssl_name redis.test;
-CONF
+    my $n = edge(tls($mutual, @verified));
     is(status($n, 'mutual'), 503, 'without a client certificate: 503');
     is(status($n, 'mutual'), 503, 'again');
     no_crash($n, $peer_alert);
 
-    $n = edge(<<"CONF");
-    gms_token_redis 127.0.0.1:$port tls;
-    gms_token_redis_ssl_trusted_certificate $certs->{ca};
-    gms_token_redis_ssl_name redis.test;
-    gms_token_redis_ssl_certificate $certs->{client_cert};
-    gms_token_redis_ssl_certificate_key $certs->{client_key};
-CONF
+    $n = edge(tls($mutual, @verified,
+                  certificate => $certs->{client_cert},
+                  certificate_key => $certs->{client_key}));
     is(status($n, 'mutual'), 200, 'with the client certificate: 200');
     is(status($n, 'nope'), 401, 'an unknown token: 401');
     no_crash($n);
 
     # a client certificate from another CA is refused by Redis
     my $other = GmsTest::Certs->new(fresh => 1);
-    $n = edge(<<"CONF");
-    gms_token_redis 127.0.0.1:$port tls;
-    gms_token_redis_ssl_trusted_certificate $certs->{ca};
-    gms_token_redis_ssl_name redis.test;
-    gms_token_redis_ssl_certificate $other->{client_cert};
-    gms_token_redis_ssl_certificate_key $other->{client_key};
-CONF
+    $n = edge(tls($mutual, @verified,
+                  certificate => $other->{client_cert},
+                  certificate_key => $other->{client_key}));
     is(status($n, 'mutual'), 503, 'a client certificate Redis does not trust: 503');
     no_crash($n, $peer_alert);
 };

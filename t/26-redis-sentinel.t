@@ -19,6 +19,7 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 
 use GmsTest;
+use GmsTest::Checks qw(status metric no_crash);
 use GmsTest::Nginx;
 use GmsTest::Sentinel;
 
@@ -69,19 +70,6 @@ sub synced {
                                5);
 }
 
-sub status {
-    my ($n, $token) = @_;
-    my $res = $n->http(GET => '/ok', { Authorization => "Bearer $token" },
-                       undef, timeout => 5);
-    return $res->{status} // 'none';
-}
-
-sub metric {
-    my ($n, $name) = @_;
-    my $text = $n->http(GET => '/metrics')->{body} // '';
-    return $text =~ /^\Q$name\E (\S+)$/m ? $1 : undef;
-}
-
 # Calls of a command (lower case) Redis has counted.
 sub calls {
     my ($redis, $command) = @_;
@@ -94,13 +82,6 @@ sub gms_lines {
     my ($n) = @_;
     my @lines = grep { /\[error\].*gms: / } split /\n/, $n->error_log;
     return join "\n", @lines[0 .. ($#lines < 5 ? $#lines : 5)];
-}
-
-sub no_crash {
-    my ($n) = @_;
-    local $Test::Builder::Level = $Test::Builder::Level + 1;
-    $n->stop;
-    is_deeply([$n->bad_log_lines], [], 'no alerts or crashes');
 }
 
 

@@ -26,8 +26,7 @@ use Test::More;
 
 use GmsTest;
 use GmsTest::HTTP;
-use GmsTest::JWT;
-use GmsTest::Nginx;
+use GmsTest::Shipped;
 use GmsTest::Redis;
 use GmsTest::Stub;
 
@@ -39,11 +38,8 @@ my $FILE = "$REPO/conf-examples/datahub-one-hostname.conf";
 my $ENTRY = "$REPO/docker/entrypoint.sh";
 my $TEMPLATE = "$REPO/conf-examples/gms-edge.conf.template";
 
-my $shipped = GmsTest::_slurp($FILE);
-my ($http) = $shipped =~ /^http \{\n(.*)^\}\s*\z/ms
-    or BAIL_OUT("$FILE: no http block");
-my ($salt) = $http =~ /^\s*gms_token_salt "([^"]*)";$/m
-    or BAIL_OUT("$FILE: no gms_token_salt");
+my $shipped = GmsTest::Shipped->load($FILE);
+my $salt = $shipped->salt;
 
 # GMS's signing key and the system client's secret, mounted as files
 my $secrets = GmsTest::_tempdir();
@@ -54,7 +50,7 @@ GmsTest::_write_file("$secrets/gms-system-client-secret", "sys-secret\n");
 
 {
     # the whole file, as shipped but for the module's and secrets' paths
-    my $conf = $shipped;
+    my $conf = GmsTest::_slurp($FILE);
     $conf =~ s{^load_module\s+\S+;}{load_module %%MODULE%%;}m;
     $conf =~ s{/etc/nginx/secrets/}{$secrets/}g;
     my ($rc, $out) = GmsTest::nginx_t($conf);
@@ -71,10 +67,7 @@ my $search = GmsTest::Stub->start(handler => sub {
 });
 
 my $actor = 'urn:li:corpuser:alice';
-my $pat = GmsTest::JWT::personal($key, 'alice');
-my $id = GmsTest::sha256_b64("$pat$salt");
-$redis->cmd(HSET => "gms:token:$id", actor => $actor, type => 'PERSONAL');
-$redis->cmd(SADD => "gms:actor:$actor", 'GET_ES_TASK_STATUS_PRIVILEGE');
+my $pat = $shipped->personal_token($redis, $key, 'alice');
 
 # what each stand-in received since the last call
 sub saw {
@@ -238,27 +231,11 @@ sub check_edge {
 
 # --- the shipped file ------------------------------------------------------
 
-my %replace = (
-    qr/gms_token_redis 127\.0\.0\.1:6379;/
-        => 'gms_token_redis 127.0.0.1:' . $redis->port . ';',
-    qr/server 127\.0\.0\.1:8080;/ => 'server 127.0.0.1:' . $gms->port . ';',
-    qr/server 127\.0\.0\.1:9200;/ => 'server 127.0.0.1:' . $search->port . ';',
-    qr/server 127\.0\.0\.1:9002;/
-        => 'server 127.0.0.1:' . $frontend->port . ';',
-    qr/listen 8000;/              => 'listen 127.0.0.1:%%PORT%%;',
-    qr{access_log /var/log/nginx/access\.log gms;}
-        => 'access_log %%TESTDIR%%/one-access.log gms;',
-    qr{/etc/nginx/secrets/gms-signing-key;}
-        => "$secrets/gms-signing-key;",
-    qr{secret_file=/etc/nginx/secrets/gms-system-client-secret;}
-        => "secret_file=$secrets/gms-system-client-secret;",
-);
-for my $re (keys %replace) {
-    $http =~ s/$re/$replace{$re}/ or BAIL_OUT("$FILE: no match for $re");
-}
-
-my $n = GmsTest::Nginx->new;
-$n->start($http);
+my $n = $shipped->start(
+    redis => $redis->port, gms => $gms->port, search => $search->port,
+    access_log => 'one-access.log', secrets => $secrets,
+    replace => { qr/server 127\.0\.0\.1:9002;/
+                     => 'server 127.0.0.1:' . $frontend->port . ';' });
 
 check_edge('shipped', $n->port);
 
