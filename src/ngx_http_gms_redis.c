@@ -485,8 +485,7 @@ ngx_http_gms_redis_connect(ngx_http_gms_rconn_t *rc)
         return NGX_DECLINED;
     }
 
-    if (rc->backoff && rc->target == NGX_HTTP_GMS_TARGET_MASTER
-        && rc != &ngx_http_gms_redis_sub
+    if (rc == &ngx_http_gms_redis_master && rc->backoff
         && !ngx_http_gms_rconn_in_backoff(rc))
     {
         ngx_http_gms_count(reconnects);
@@ -597,9 +596,7 @@ ngx_http_gms_redis_ok(ngx_http_gms_rconn_t *rc, void *data,
         return;
     }
 
-    if (reply->type == REDIS_REPLY_STATUS && reply->len == 2
-        && ngx_strncmp(reply->str, "OK", 2) == 0)
-    {
+    if (ngx_http_gms_rconn_says(reply, "OK")) {
         return;
     }
 
@@ -624,7 +621,6 @@ static void
 ngx_http_gms_redis_role(ngx_http_gms_rconn_t *rc, void *data,
     redisReply *reply, const char *error)
 {
-    redisReply  *role;
     const char  *expect;
 
     if (reply == NULL) {
@@ -633,15 +629,10 @@ ngx_http_gms_redis_role(ngx_http_gms_rconn_t *rc, void *data,
 
     expect = (rc->target == NGX_HTTP_GMS_TARGET_REPLICA) ? "slave" : "master";
 
-    if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1) {
-        role = reply->element[0];
-
-        if (role->type == REDIS_REPLY_STRING
-            && role->len == ngx_strlen(expect)
-            && ngx_strncmp(role->str, expect, role->len) == 0)
-        {
-            return;
-        }
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1
+        && ngx_http_gms_rconn_says(reply->element[0], expect))
+    {
+        return;
     }
 
     ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
@@ -940,9 +931,7 @@ ngx_http_gms_redis_pong(ngx_http_gms_rconn_t *rc, void *data,
         return;
     }
 
-    if (reply->type != REDIS_REPLY_STATUS || reply->len != 4
-        || ngx_strncmp(reply->str, "PONG", 4) != 0)
-    {
+    if (!ngx_http_gms_rconn_says(reply, "PONG")) {
         if (ngx_http_gms_redis_unavailable(rc, reply) == NGX_OK) {
             ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                           "gms: redis at %V: unexpected answer to PING",
@@ -1059,9 +1048,7 @@ ngx_http_gms_redis_message(ngx_http_gms_rconn_t *rc, void *data,
     kind = reply->element[0];
     payload = reply->element[2];
 
-    if (kind->len == sizeof("subscribe") - 1
-        && ngx_strncmp(kind->str, "subscribe", kind->len) == 0)
-    {
+    if (ngx_http_gms_rconn_says(kind, "subscribe")) {
         if (!rd->subscribed) {
             rd->subscribed = 1;
             ngx_http_gms_count(subscriptions);
@@ -1078,8 +1065,7 @@ ngx_http_gms_redis_message(ngx_http_gms_rconn_t *rc, void *data,
         return;
     }
 
-    if (kind->len != sizeof("message") - 1
-        || ngx_strncmp(kind->str, "message", kind->len) != 0
+    if (!ngx_http_gms_rconn_says(kind, "message")
         || payload->type != REDIS_REPLY_STRING)
     {
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,

@@ -795,7 +795,6 @@ ngx_http_gms_rconn_read_handler(ngx_event_t *ev)
     ngx_connection_t *c = ev->data;
 
     ssize_t                n;
-    ngx_uint_t             generation;
     ngx_http_gms_rconn_t  *rc;
     u_char                 buf[16384];
 
@@ -807,8 +806,6 @@ ngx_http_gms_rconn_read_handler(ngx_event_t *ev)
         /* the write handler and the handshake see to these */
         return;
     }
-
-    generation = rc->generation;
 
     for ( ;; ) {
         n = c->recv(c, buf, sizeof(buf));
@@ -833,9 +830,9 @@ ngx_http_gms_rconn_read_handler(ngx_event_t *ev)
             return;
         }
 
-        if (ngx_http_gms_rconn_dispatch(rc) != NGX_OK
-            || rc->generation != generation)
-        {
+        /* not NGX_OK: the connection was closed while replies were read */
+
+        if (ngx_http_gms_rconn_dispatch(rc) != NGX_OK) {
             return;
         }
 
@@ -1105,4 +1102,18 @@ ngx_http_gms_rconn_array(const redisReadTask *task, int elements)
     }
 
     return ngx_http_gms_rconn_hiredis->createArray(task, elements);
+}
+
+
+/* a status or string reply that says exactly s ("OK", "PONG", "master") */
+
+ngx_uint_t
+ngx_http_gms_rconn_says(redisReply *r, const char *s)
+{
+    size_t  len;
+
+    len = ngx_strlen(s);
+
+    return (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
+           && r->len == len && ngx_strncmp(r->str, s, len) == 0;
 }

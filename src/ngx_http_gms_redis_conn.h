@@ -102,6 +102,7 @@ void ngx_http_gms_rconn_close(ngx_http_gms_rconn_t *rc, ngx_uint_t level,
     const char *reason);
 void ngx_http_gms_rconn_failed(ngx_http_gms_rconn_t *rc);
 ngx_int_t ngx_http_gms_rconn_in_backoff(ngx_http_gms_rconn_t *rc);
+ngx_uint_t ngx_http_gms_rconn_says(redisReply *r, const char *s);
 void ngx_http_gms_rconn_set_peer(ngx_http_gms_rconn_t *rc,
     struct sockaddr *sa, socklen_t socklen);
 

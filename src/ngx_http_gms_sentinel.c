@@ -48,7 +48,6 @@ static ngx_int_t ngx_http_gms_sentinel_addr(ngx_str_t *ip, ngx_str_t *port,
 static void ngx_http_gms_sentinel_message(ngx_http_gms_rconn_t *rc,
     void *data, redisReply *reply, const char *error);
 static void ngx_http_gms_sentinel_closed(ngx_http_gms_rconn_t *rc);
-static ngx_int_t ngx_http_gms_sentinel_is(redisReply *r, const char *s);
 
 
 static ngx_http_gms_sentinel_t  ngx_http_gms_sentinel;
@@ -226,7 +225,7 @@ static void
 ngx_http_gms_sentinel_ok(ngx_http_gms_rconn_t *rc, void *data,
     redisReply *reply, const char *error)
 {
-    if (reply == NULL || ngx_http_gms_sentinel_is(reply, "OK") == NGX_OK) {
+    if (reply == NULL || ngx_http_gms_rconn_says(reply, "OK")) {
         return;
     }
 
@@ -325,21 +324,19 @@ ngx_http_gms_sentinel_replicas(ngx_http_gms_rconn_t *rc, void *data,
                 continue;
             }
 
-            if (ngx_http_gms_sentinel_is(k, "ip") == NGX_OK) {
+            if (ngx_http_gms_rconn_says(k, "ip")) {
                 ip.data = (u_char *) v->str;
                 ip.len = v->len;
 
-            } else if (ngx_http_gms_sentinel_is(k, "port") == NGX_OK) {
+            } else if (ngx_http_gms_rconn_says(k, "port")) {
                 port.data = (u_char *) v->str;
                 port.len = v->len;
 
-            } else if (ngx_http_gms_sentinel_is(k, "flags") == NGX_OK) {
-                good |= (ngx_http_gms_sentinel_is(v, "slave") == NGX_OK);
+            } else if (ngx_http_gms_rconn_says(k, "flags")) {
+                good |= ngx_http_gms_rconn_says(v, "slave");
 
-            } else if (ngx_http_gms_sentinel_is(k, "master-link-status")
-                       == NGX_OK)
-            {
-                good |= (ngx_http_gms_sentinel_is(v, "ok") == NGX_OK) << 1;
+            } else if (ngx_http_gms_rconn_says(k, "master-link-status")) {
+                good |= ngx_http_gms_rconn_says(v, "ok") << 1;
             }
         }
 
@@ -430,13 +427,13 @@ ngx_http_gms_sentinel_message(ngx_http_gms_rconn_t *rc, void *data,
         return;
     }
 
-    if (ngx_http_gms_sentinel_is(reply->element[0], "subscribe") == NGX_OK) {
+    if (ngx_http_gms_rconn_says(reply->element[0], "subscribe")) {
         return;
     }
 
     payload = reply->element[2];
 
-    if (ngx_http_gms_sentinel_is(reply->element[0], "message") != NGX_OK
+    if (!ngx_http_gms_rconn_says(reply->element[0], "message")
         || payload->type != REDIS_REPLY_STRING)
     {
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
@@ -532,19 +529,3 @@ ngx_http_gms_sentinel_closed(ngx_http_gms_rconn_t *rc)
     ngx_add_timer(&st->retry, delay);
 }
 
-
-static ngx_int_t
-ngx_http_gms_sentinel_is(redisReply *r, const char *s)
-{
-    size_t  len;
-
-    len = ngx_strlen(s);
-
-    if ((r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
-        && r->len == len && ngx_strncmp(r->str, s, len) == 0)
-    {
-        return NGX_OK;
-    }
-
-    return NGX_DECLINED;
-}

@@ -50,6 +50,8 @@
     "      name\n      createdAt\n      expiresAt\n    }\n  }\n}"
 
 
+static int gms_manage_open(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    gms_graphql_t **g);
 static int gms_manage_expires(json_t *v, int64_t *ms);
 static int gms_manage_revoke(gms_tool_t *t, gms_graphql_t *g,
     const char *id);
@@ -91,6 +93,25 @@ gms_tool_duration_valid(const char *name)
  * token revokes it there: a token nobody was given is no token to keep.
  */
 
+/* both ends a command needs: Redis, then GMS's GraphQL */
+
+static int
+gms_manage_open(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    gms_graphql_t **g)
+{
+    int  rc;
+
+    rc = gms_tool_connect(t);
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    *g = gms_graphql_open(t, gms);
+
+    return *g ? GMS_TOOL_OK : GMS_TOOL_GMS;
+}
+
+
 int
 gms_tool_manage_create(gms_tool_t *t, const gms_graphql_conf_t *gms,
     const gms_tool_create_t *c)
@@ -106,14 +127,9 @@ gms_tool_manage_create(gms_tool_t *t, const gms_graphql_conf_t *gms,
     gms_tool_put_rc_e   put_rc;
 
     /* Redis first: a token made for a cache that cannot be written is lost */
-    rc = gms_tool_connect(t);
+    rc = gms_manage_open(t, gms, &g);
     if (rc != GMS_TOOL_OK) {
         return rc;
-    }
-
-    g = gms_graphql_open(t, gms);
-    if (g == NULL) {
-        return GMS_TOOL_GMS;
     }
 
     input = json_pack("{s:s, s:s, s:s, s:s}", "type", "PERSONAL",
@@ -262,14 +278,9 @@ gms_tool_manage_revoke(gms_tool_t *t, const gms_graphql_conf_t *gms,
     gms_graphql_t  *g;
 
     /* Redis first: a token revoked at GMS but still cached would pass */
-    rc = gms_tool_connect(t);
+    rc = gms_manage_open(t, gms, &g);
     if (rc != GMS_TOOL_OK) {
         return rc;
-    }
-
-    g = gms_graphql_open(t, gms);
-    if (g == NULL) {
-        return GMS_TOOL_GMS;
     }
 
     rc = gms_manage_revoke(t, g, id);
@@ -386,14 +397,9 @@ gms_tool_manage_list(gms_tool_t *t, const gms_graphql_conf_t *gms,
     redisReply     *reply;
     gms_graphql_t  *g;
 
-    rc = gms_tool_connect(t);
+    rc = gms_manage_open(t, gms, &g);
     if (rc != GMS_TOOL_OK) {
         return rc;
-    }
-
-    g = gms_graphql_open(t, gms);
-    if (g == NULL) {
-        return GMS_TOOL_GMS;
     }
 
     all = json_array();
