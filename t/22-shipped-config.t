@@ -6,7 +6,8 @@
 # secrets' paths (GMS's signing key, the system client's secret) replaced
 # by the test's.  Crafted targets that nginx maps to an open location
 # reach GMS only as that location's pinned path; a token is still needed
-# everywhere else; the cluster's X-Accel-Redirect is ignored.
+# everywhere else; the cluster's X-Accel-Redirect is ignored.  The open
+# paths of conf-examples/redis-unix-socket.conf are checked the same way.
 
 use strict;
 use warnings;
@@ -166,6 +167,43 @@ is_deeply([@types[-6 .. -1]], ['SESSION', 'PERSONAL', 'SYSTEM', 'SYSTEM',
           '$gms_token_type in the shipped access log');
 
 is_deeply([$n->bad_log_lines], [], 'no alerts or crashes');
+
+# --- conf-examples/redis-unix-socket.conf: the same open paths, pinned -----
+
+{
+    my $unix = GmsTest::Shipped->load('conf-examples/redis-unix-socket.conf');
+    GmsTest::_write_file("$secrets/gms-token-salt", "unix-salt\n");
+    my $u = $unix->start(
+        gms => $gms->port, access_log => 'unix-access.log',
+        replace => {
+            qr{gms_token_redis unix:/run/redis/redis-server\.sock }
+                => 'gms_token_redis 127.0.0.1:' . $redis->port . ' ',
+            qr{/etc/nginx/secrets/gms-token-salt;}
+                => "$secrets/gms-token-salt;",
+        });
+
+    for my $case (@open) {
+        my ($method, $target, $path) = @$case;
+        gms_saw();
+        my $res = $u->http($method => $target,
+                           { 'Content-Type' => 'application/json' },
+                           $method eq 'GET' ? undef : '{"proposal":{}}');
+        if (defined $path) {
+            is($res->{status}, 200, "unix example: $method $target: open");
+            is_deeply(gms_saw(), [$path], "GMS saw only $path");
+        } else {
+            is($res->{status}, 403, "unix example: $method $target: refused");
+            is_deeply(gms_saw(), [], 'GMS saw nothing');
+        }
+    }
+
+    my $res = $u->http(GET => '/entities/x');
+    is($res->{status}, 401, 'unix example: elsewhere a token is needed');
+    is_deeply(gms_saw(), [], 'GMS saw nothing');
+
+    $u->stop;
+    is_deeply([$u->bad_log_lines], [], 'unix example: no alerts or crashes');
+}
 
 # Lookups Redis answered: EVALSHA/EVAL (tokens), SMEMBERS (sessions)
 sub lookups {

@@ -33,7 +33,10 @@ sub load {
 
     my ($http) = $text =~ /^http \{\n(.*)^\}\s*\z/ms
         or Test::More::BAIL_OUT("$file: no http block");
-    my ($salt) = $http =~ /^\s*gms_token_salt "([^"]*)";$/m
+    # the salt, when the file gives it (a gms_token_salt_file is the
+    # test's to replace)
+    my ($salt) = $http =~ /^\s*gms_token_salt "([^"]*)";$/m;
+    $http =~ /^\s*gms_token_salt(?:_file)? /m
         or Test::More::BAIL_OUT("$file: no gms_token_salt");
 
     return bless { file => $file, http => $http, salt => $salt }, $class;
@@ -58,24 +61,32 @@ sub personal_token {
 
 # The http block with the test's ports (redis, gms, search), access log
 # (a file name in nginx's directory) and secrets (a directory holding
-# gms-signing-key and gms-system-client-secret); replace: more patterns.
+# gms-signing-key and gms-system-client-secret), each replaced only when
+# given; listen always; replace: more patterns.
 sub http {
     my ($self, %opt) = @_;
 
     my %replace = (
-        qr/gms_token_redis 127\.0\.0\.1:6379;/
-            => "gms_token_redis 127.0.0.1:$opt{redis};",
-        qr/server 127\.0\.0\.1:8080;/  => "server 127.0.0.1:$opt{gms};",
-        qr/server 127\.0\.0\.1:9200;/  => "server 127.0.0.1:$opt{search};",
-        qr/listen 8000;/               => 'listen 127.0.0.1:%%PORT%%;',
-        qr{access_log /var/log/nginx/access\.log gms;}
-            => "access_log %%TESTDIR%%/$opt{access_log} gms;",
-        qr{/etc/nginx/secrets/gms-signing-key;}
-            => "$opt{secrets}/gms-signing-key;",
-        qr{secret_file=/etc/nginx/secrets/gms-system-client-secret;}
-            => "secret_file=$opt{secrets}/gms-system-client-secret;",
+        qr/listen 8000;/ => 'listen 127.0.0.1:%%PORT%%;',
         %{ $opt{replace} // {} },
     );
+
+    $replace{qr/gms_token_redis 127\.0\.0\.1:6379;/}
+        = "gms_token_redis 127.0.0.1:$opt{redis};" if defined $opt{redis};
+    $replace{qr/server 127\.0\.0\.1:8080;/}
+        = "server 127.0.0.1:$opt{gms};" if defined $opt{gms};
+    $replace{qr/server 127\.0\.0\.1:9200;/}
+        = "server 127.0.0.1:$opt{search};" if defined $opt{search};
+    $replace{qr{access_log /var/log/nginx/access\.log}}
+        = "access_log %%TESTDIR%%/$opt{access_log}"
+        if defined $opt{access_log};
+
+    if (defined $opt{secrets}) {
+        $replace{qr{/etc/nginx/secrets/gms-signing-key;}}
+            = "$opt{secrets}/gms-signing-key;";
+        $replace{qr{secret_file=/etc/nginx/secrets/gms-system-client-secret;}}
+            = "secret_file=$opt{secrets}/gms-system-client-secret;";
+    }
 
     my $http = $self->{http};
     for my $re (keys %replace) {
