@@ -121,10 +121,13 @@ answered:
 
 /*
  * The operations resource's getEsTaskStatus action, as Rest.li routes it:
- * a path whose last segment is "operations" (/operations,
- * /api/gms/operations), and a query parameter named exactly "action"
- * (case-sensitive, the first one) whose value is exactly getEsTaskStatus.
- * Anything else goes to GMS, which answers it itself.
+ * the path exactly /operations, or /api/gms/operations as the frontend's
+ * proxy has it (nginx's normalised path, after any rewrite: a location
+ * that strips a prefix answers once its path is one of these), and a
+ * query parameter named exactly "action" (case-sensitive, the first one)
+ * whose value is exactly getEsTaskStatus.  Anything else goes to GMS,
+ * which answers it itself: /entities/operations is the entities
+ * resource's key "operations" there.
  */
 
 ngx_uint_t
@@ -132,13 +135,14 @@ ngx_http_gms_es_task_action(ngx_http_request_t *r)
 {
     u_char  *p, *last, *amp;
 
-    static const char  resource[] = "/operations";
+    static ngx_str_t   resource = ngx_string("/operations");
+    static ngx_str_t   proxied = ngx_string("/api/gms/operations");
     static const char  action[] = "action=getEsTaskStatus";
 
-    if (r->uri.len < sizeof(resource) - 1
-        || ngx_strncmp(r->uri.data + r->uri.len - (sizeof(resource) - 1),
-                       resource, sizeof(resource) - 1)
-           != 0)
+    if ((r->uri.len != resource.len
+         || ngx_strncmp(r->uri.data, resource.data, resource.len) != 0)
+        && (r->uri.len != proxied.len
+            || ngx_strncmp(r->uri.data, proxied.data, proxied.len) != 0))
     {
         return 0;
     }
