@@ -1192,6 +1192,14 @@ subtest 'privilege rules by release' => sub {
                 rewrite ^/outer/inner(/operations)$ $1 break;
                 proxy_pass http://gms;
             }
+
+            # its own directive without privilege=: the default pair, not
+            # the enclosing location's privilege=off
+            location /outer/own/ {
+                rewrite ^/outer/own(/operations)$ $1 break;
+                gms_es_task_status /_es_tasks/;
+                proxy_pass http://gms;
+            }
         }
 S
 
@@ -1217,6 +1225,9 @@ S
         ['/rel1', 'sysops', 1],
         ['/rel1', 'nobody', 403],
         ['/outer/inner', 'nobody', 1],
+        ['/outer/own', 'nobody', 401],
+        ['/outer/own', 'analyst', 401],
+        ['/outer/own', 'sysops', 1],
     );
 
     for my $case (@cases) {
