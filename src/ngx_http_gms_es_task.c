@@ -18,8 +18,6 @@ static void ngx_http_gms_es_task_parse(ngx_http_request_t *r,
     ngx_http_gms_ctx_t *ctx);
 static ngx_int_t ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
     ngx_http_gms_ctx_t *ctx);
-static ngx_uint_t ngx_http_gms_es_task_incomplete(ngx_http_upstream_t *u,
-    ngx_http_gms_ctx_t *ctx);
 static ngx_int_t ngx_http_gms_es_task_done(ngx_http_request_t *r,
     void *data, ngx_int_t rc);
 static void ngx_http_gms_es_task_respond(ngx_http_request_t *r);
@@ -121,10 +119,13 @@ answered:
 
 /*
  * The operations resource's getEsTaskStatus action, as Rest.li routes it:
- * a path whose last segment is "operations" (/operations,
- * /api/gms/operations), and a query parameter named exactly "action"
- * (case-sensitive, the first one) whose value is exactly getEsTaskStatus.
- * Anything else goes to GMS, which answers it itself.
+ * the path exactly /operations, or /api/gms/operations as the frontend's
+ * proxy has it (nginx's normalised path, after any rewrite: a location
+ * that strips a prefix answers once its path is one of these), and a
+ * query parameter named exactly "action" (case-sensitive, the first one)
+ * whose value is exactly getEsTaskStatus.  Anything else goes to GMS,
+ * which answers it itself: /entities/operations is the entities
+ * resource's key "operations" there.
  */
 
 ngx_uint_t
@@ -132,13 +133,14 @@ ngx_http_gms_es_task_action(ngx_http_request_t *r)
 {
     u_char  *p, *last, *amp;
 
-    static const char  resource[] = "/operations";
+    static ngx_str_t   resource = ngx_string("/operations");
+    static ngx_str_t   proxied = ngx_string("/api/gms/operations");
     static const char  action[] = "action=getEsTaskStatus";
 
-    if (r->uri.len < sizeof(resource) - 1
-        || ngx_strncmp(r->uri.data + r->uri.len - (sizeof(resource) - 1),
-                       resource, sizeof(resource) - 1)
-           != 0)
+    if ((r->uri.len != resource.len
+         || ngx_strncmp(r->uri.data, resource.data, resource.len) != 0)
+        && (r->uri.len != proxied.len
+            || ngx_strncmp(r->uri.data, proxied.data, proxied.len) != 0))
     {
         return 0;
     }
@@ -472,10 +474,20 @@ ngx_http_gms_es_task_done(ngx_http_request_t *r, void *data, ngx_int_t rc)
         ctx->es_unreachable = 1;
     }
 
-    if (r->upstream && !ctx->es_too_big
+    /*
+     * The answer's end not reached: the connection closed (or timed out)
+     * before the Content-Length was met or before a chunked answer's last
+     * chunk, "Connection: close" or not.  nginx's upstream then still
+     * ends an in-memory subrequest with its status, 200, and what it got;
+     * only an answer read to its end is followed by the last buffer
+     * (ngx_http_upstream_finalize_request sends NGX_HTTP_LAST only with
+     * rc 0, else NGX_HTTP_FLUSH).  An incomplete answer is no answer,
+     * whatever JSON it seems to hold.
+     */
+
+    if (r->upstream && !ctx->es_too_big && !ctx->es_ended
         && ctx->es_status >= NGX_HTTP_OK
-        && ctx->es_status < NGX_HTTP_SPECIAL_RESPONSE
-        && ngx_http_gms_es_task_incomplete(r->upstream, ctx))
+        && ctx->es_status < NGX_HTTP_SPECIAL_RESPONSE)
     {
         ctx->es_incomplete = 1;
     }
@@ -504,31 +516,6 @@ ngx_http_gms_es_task_done(ngx_http_request_t *r, void *data, ngx_int_t rc)
  * cannot parse, which becomes the failure value; any other error status
  * is thrown through, and Rest.li answers 500.
  */
-
-/*
- * The answer's end not reached: the connection closed before the
- * Content-Length was met, or before a chunked answer's last chunk.
- * nginx's upstream hands an in-memory subrequest what it got as if it
- * were all (for a chunked answer that arrived in one read, without even
- * looking for the last chunk).  An incomplete answer is no answer,
- * whatever JSON it seems to hold.  The proxy module's chunked parser
- * lets the connection be kept alive only after the last chunk; with
- * "Connection: close" from the cluster, that sign is missing and the
- * answer is taken as it is.
- */
-
-static ngx_uint_t
-ngx_http_gms_es_task_incomplete(ngx_http_upstream_t *u,
-    ngx_http_gms_ctx_t *ctx)
-{
-    if (u->headers_in.chunked) {
-        return !u->keepalive && !u->headers_in.connection_close;
-    }
-
-    return u->headers_in.content_length_n >= 0
-           && ctx->es_received < u->headers_in.content_length_n;
-}
-
 
 static void
 ngx_http_gms_es_task_respond(ngx_http_request_t *r)
@@ -692,6 +679,12 @@ ngx_http_gms_es_task_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
     if (ctx == NULL || ctx->es_subrequest != r) {
         return ngx_http_next_body_filter(r, in);
+    }
+
+    for (cl = in; cl; cl = cl->next) {
+        if (cl->buf->last_in_chain) {
+            ctx->es_ended = 1;
+        }
     }
 
     if (!ctx->es_too_big) {

@@ -887,14 +887,19 @@ ngx_http_gms_jwt_leeway(ngx_conf_t *cf, void *post, void *data)
 }
 
 
-/* gms_es_task_status URI [privilege=NAME[,NAME...] | privilege=off]; */
+/*
+ * gms_es_task_status URI [privilege=NAME[,NAME...] | privilege=off];
+ * without privilege= the default pair, not what an enclosing location's
+ * directive set
+ */
 
 static char *
 ngx_http_gms_es_task_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_gms_loc_conf_t *glcf = conf;
 
-    ngx_str_t  *value, list;
+    ngx_str_t                 *value, list;
+    ngx_http_gms_main_conf_t  *gmcf;
 
     if (glcf->es_task_uri.data != NULL) {
         return "is duplicate";
@@ -911,6 +916,8 @@ ngx_http_gms_es_task_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     glcf->es_task_uri = value[1];
 
     if (cf->args->nelts == 2) {
+        gmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_gms_module);
+        glcf->es_privileges = &gmcf->es_privileges;
         return NGX_CONF_OK;
     }
 

@@ -192,6 +192,7 @@ typedef struct {
     unsigned                   es_started:1;
     unsigned                   es_redirected:1;
     unsigned                   es_incomplete:1;
+    unsigned                   es_ended:1;      /* upstream's last buffer */
 } ngx_http_gms_ctx_t;
 
 

@@ -1160,16 +1160,21 @@ subtest 'token and privilege' => sub {
 # authorisation off), or a list of the operator's; a refusal is 401 or,
 # with gms_token_forbidden_status 403, 403 as later releases answer.
 subtest 'privilege rules by release' => sub {
+    # each location strips its prefix: the edge answers on GMS's own
+    # path only
     my $p = GmsTest::Edge->start(search => \&search_cluster, server => <<'S');
         location /rel013/ {
+            rewrite ^/rel013(/operations)$ $1 break;
             gms_es_task_status /_es_tasks/ privilege=off;
             proxy_pass http://gms;
         }
         location /custom/ {
+            rewrite ^/custom(/operations)$ $1 break;
             gms_es_task_status /_es_tasks/ privilege=VIEW_ANALYTICS,MANAGE_INGESTION;
             proxy_pass http://gms;
         }
         location /rel1/ {
+            rewrite ^/rel1(/operations)$ $1 break;
             gms_token_forbidden_status 403;
             gms_es_task_status /_es_tasks/;
             proxy_pass http://gms;
@@ -1184,6 +1189,15 @@ subtest 'privilege rules by release' => sub {
             proxy_pass http://gms;
 
             location /outer/inner/ {
+                rewrite ^/outer/inner(/operations)$ $1 break;
+                proxy_pass http://gms;
+            }
+
+            # its own directive without privilege=: the default pair, not
+            # the enclosing location's privilege=off
+            location /outer/own/ {
+                rewrite ^/outer/own(/operations)$ $1 break;
+                gms_es_task_status /_es_tasks/;
                 proxy_pass http://gms;
             }
         }
@@ -1211,6 +1225,9 @@ S
         ['/rel1', 'sysops', 1],
         ['/rel1', 'nobody', 403],
         ['/outer/inner', 'nobody', 1],
+        ['/outer/own', 'nobody', 401],
+        ['/outer/own', 'analyst', 401],
+        ['/outer/own', 'sysops', 1],
     );
 
     for my $case (@cases) {
@@ -1327,6 +1344,18 @@ my @PASSED = (
     ['/operations?action=restoreIndices&action=getEsTaskStatus',
      task_body($KNOWN),
      '/operations?action=restoreIndices&action=getEsTaskStatus'],
+
+    # a last segment "operations" is not the resource: GMS routes these to
+    # the entities resource (key "operations") and the operations
+    # resource's key "x"
+    ['/api/gms/entities/operations?action=getEsTaskStatus', task_body($KNOWN),
+     '/entities/operations?action=getEsTaskStatus'],
+    ['/operations/x/operations?action=getEsTaskStatus', task_body($KNOWN),
+     '/operations/x/operations?action=getEsTaskStatus'],
+    ['/api/gms/operations/x/operations?action=getEsTaskStatus',
+     task_body($KNOWN), '/operations/x/operations?action=getEsTaskStatus'],
+    ['/operations/?action=getEsTaskStatus', task_body($KNOWN),
+     '/operations/?action=getEsTaskStatus'],
 );
 
 subtest 'other actions go to GMS' => sub {
@@ -1348,8 +1377,16 @@ subtest 'other actions go to GMS' => sub {
     subtest 'on the open location' => sub {
         my $res = ask($e, '/open/operations?action=restoreIndices', $RESTORE);
         my $echo = eval { GmsTest::json_decode($res->{body}) } // {};
-        is($echo->{uri}, '/open/operations?action=restoreIndices', 'uri');
+        is($echo->{uri}, '/operations?action=restoreIndices',
+           'uri, its prefix stripped');
         is($echo->{body}, $RESTORE, 'body unchanged');
+
+        # not stripped: not GMS's operations resource
+        $res = ask($e, '/open/x/operations?action=getEsTaskStatus',
+                   task_body($KNOWN));
+        $echo = eval { GmsTest::json_decode($res->{body}) } // {};
+        is($echo->{uri}, '/open/x/operations?action=getEsTaskStatus',
+           'a deeper path: to GMS');
         $e->gms->clear_requests;
         cluster_saw($e);
     };

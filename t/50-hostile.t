@@ -511,6 +511,12 @@ sub answer_case {
                        'Connection' => 'close'],
                  chunked(task_answer('wireF', 3), 10)],
                 status_of('wireF:3'));
+    # the cluster closes the connection after it: the close is no end
+    answer_case('chunked, a whole task, Connection: close, no last chunk',
+                'wireF:4',
+                [200, [@$JSON_TYPE, 'Transfer-Encoding' => 'chunked',
+                       'Connection' => 'close'],
+                 chunked(task_answer('wireF', 4), 10) =~ s/0\r\n\r\n\z//r]);
     answer_case('chunked, a whole task, last chunk cut', 'wireF:2',
                 [200, [@$JSON_TYPE, 'Transfer-Encoding' => 'chunked'],
                  chunked(task_answer('wireF', 2), 10) =~ s/\r\n\z//r]);

@@ -71,6 +71,9 @@ my $CONF = <<'CONF';
 
         location /open/ {
             gms_token_auth off;
+            # getEsTaskStatus is answered on GMS's own path only: a prefix
+            # stripped by rewrite, as for GMS mounted elsewhere
+            rewrite ^/open(/operations)$ $1 break;
             gms_es_task_status /_es_tasks/;
             proxy_pass http://gms;
         }

@@ -14,7 +14,8 @@ package GmsTest::Stub;
 # $req: method, uri (the raw request target), version, path, query,
 # headers ([name, value] pairs as received), header (lowercase name =>
 # value, last wins), body.  Content-Length is added to the response unless
-# the handler sets it; $delay (seconds, optional) postpones the answer.
+# the handler sets it; one with "Connection: close" closes the connection
+# once written; $delay (seconds, optional) postpones the answer.
 # A handler that dies gets a 500 response.
 #
 # Every request is logged, before the handler runs, as a JSON line of
@@ -234,6 +235,12 @@ sub _answer {
     my $close = $req->{version} eq '1.0' ? $connection !~ /keep-alive/
                                          : $connection =~ /close/;
 
+    # an answer saying "Connection: close" is the last on its connection
+    my @own = @{ $res->[1] // [] };
+    while (my ($name, $value) = splice @own, 0, 2) {
+        $close = 1 if lc $name eq 'connection' && $value =~ /close/i;
+    }
+
     push @{ $conn->{pending} },
         [time + ($res->[3] // 0), _response_bytes($res, $req->{method}, $close)];
     $conn->{closing} = 1 if $close;
@@ -247,15 +254,16 @@ sub _response_bytes {
     $body //= '';
 
     my $out = "HTTP/1.1 $status " . ($REASON{$status} // 'Unknown') . "\r\n";
-    my $has_length;
+    my ($has_length, $has_connection);
 
     while (my ($name, $value) = splice @headers, 0, 2) {
         $out .= "$name: $value\r\n";
         $has_length = 1 if lc $name eq 'content-length';
+        $has_connection = 1 if lc $name eq 'connection';
     }
 
     $out .= 'Content-Length: ' . length($body) . "\r\n" unless $has_length;
-    $out .= "Connection: close\r\n" if $close;
+    $out .= "Connection: close\r\n" if $close && !$has_connection;
 
     return "$out\r\n" . ($method eq 'HEAD' ? '' : $body);
 }
