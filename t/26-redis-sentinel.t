@@ -14,6 +14,7 @@
 #   - the master killed under a steady request loop: Sentinel promotes the
 #     replica, the edge follows within seconds without a reload, and no
 #     request gets anything but 200, 401 or 503 meanwhile;
+#   - replica=prefer reads from the new master's replica;
 #   - the push invalidation arrives from the new master.
 
 use strict;
@@ -308,16 +309,25 @@ sub request_loop {
 subtest 'failover under a request loop; invalidation from the new master' => sub {
     my $m = GmsTest::Redis->start;
     my $r = GmsTest::Redis->start(replicaof => ['127.0.0.1', $m->port]);
+    # the replica's own replica: the Sentinels learn of it once $r is the
+    # master, so it is the one replica=prefer must read from afterwards
+    my $r2 = GmsTest::Redis->start(replicaof => ['127.0.0.1', $r->port]);
     my $s = GmsTest::Sentinel->start(master => $m);
 
     synced($r, seed($m, 'steady'));
     my $kept = seed($m, 'kept');
     synced($r, $kept);
+    synced($r2, $kept);
 
     my $n = edge($s, '');
     my $cached = edge($s, '', 'gms_token_cache zone=tokens:1m ttl=300s;');
+    my $prefer = edge($s, 'replica=prefer');
 
     is(status($n, 'steady'), 200, 'before: 200');
+    ok(GmsTest::wait_until(sub {
+           status($prefer, 'steady') == 200 && calls($r, 'evalsha_ro') > 0
+       }, 5),
+       'before, replica=prefer reads from the replica');
     is(status($cached, 'kept'), 200, 'before, with a cache: 200');
     ok(GmsTest::wait_until(sub {
            $m->cmd(PUBSUB => 'NUMSUB', 'gms:invalidate')->[1] == 1 }, 5),
@@ -360,6 +370,17 @@ subtest 'failover under a request loop; invalidation from the new master' => sub
 
     cmp_ok(metric($n, 'gms_redis_failovers_total') // 0, '>=', 1,
            'gms_redis_failovers_total');
+
+    # the Sentinels list the new master's replicas once they have reached
+    # them, after +switch-master
+    ok(GmsTest::wait_until(sub {
+           status($prefer, 'steady') == 200 && calls($r2, 'evalsha_ro') > 0
+       }, 10),
+       'replica=prefer reads from the new master\'s replica')
+        or diag gms_lines($prefer);
+    my $ro = calls($r, 'evalsha_ro');
+    is(status($prefer, 'steady'), 200, 'replica=prefer: 200');
+    is(calls($r, 'evalsha_ro'), $ro, 'and nothing read from the new master');
     is(metric($n, 'gms_redis_connected{target="master"}'), 1,
        'connected to the new master');
     like($n->error_log, qr/127\.0\.0\.1:@{[ $r->port ]}/,
@@ -380,6 +401,7 @@ subtest 'failover under a request loop; invalidation from the new master' => sub
 
     no_crash($n);
     no_crash($cached);
+    no_crash($prefer);
 };
 
 done_testing();
