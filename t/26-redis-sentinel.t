@@ -375,7 +375,7 @@ subtest 'failover under a request loop; invalidation from the new master' => sub
     # them, after +switch-master
     ok(GmsTest::wait_until(sub {
            status($prefer, 'steady') == 200 && calls($r2, 'evalsha_ro') > 0
-       }, 10),
+       }, 15),
        'replica=prefer reads from the new master\'s replica')
         or diag gms_lines($prefer);
     my $ro = calls($r, 'evalsha_ro');
