@@ -16,7 +16,8 @@
  * replica where the master should be, or -READONLY / -LOADING make the
  * worker ask the Sentinels again.  With replica=prefer, lookups (reads
  * only: EVALSHA_RO, SMEMBERS) go to a replica while its connection is up,
- * and to the master otherwise.
+ * and to the master otherwise, or when the replica answers an error or
+ * its connection fails before the answer.
  *
  * With a cache, each worker also keeps a second connection, subscribed to
  * <prefix>invalidate: gms-token publishes there the token ids and users
@@ -46,6 +47,7 @@ struct ngx_http_gms_lookup_s {
     ngx_http_gms_lookup_pt     handler;
     void                      *data;
     ngx_http_gms_rconn_t      *rc;             /* where it was sent */
+    ngx_str_t                  actor;          /* SMEMBERS; or data NULL */
     u_char                     id[GMS_TOKEN_ID_LEN];
     unsigned                   evaluated:1;    /* sent with EVAL */
 };
@@ -66,7 +68,9 @@ typedef struct {
     ngx_event_t                ping_timer;
     ngx_event_t                retry_timer;    /* the subscriber's */
     ngx_event_t                sync_timer;
+    time_t                     replica_logged;
     unsigned                   ping_pending:1;
+    unsigned                   replica_old:1;  /* no EVALSHA_RO */
     unsigned                   subscribed:1;
     unsigned                   moving:1;       /* following a failover */
     unsigned                   exiting:1;
@@ -85,11 +89,14 @@ static void ngx_http_gms_redis_loaded(ngx_http_gms_rconn_t *rc, void *data,
     redisReply *reply, const char *error);
 static void ngx_http_gms_redis_up(ngx_http_gms_rconn_t *rc);
 static void ngx_http_gms_redis_closed(ngx_http_gms_rconn_t *rc);
+static ngx_int_t ngx_http_gms_redis_ask(ngx_http_gms_lookup_t *lk);
 static ngx_int_t ngx_http_gms_redis_send(ngx_http_gms_lookup_t *lk);
-static ngx_int_t ngx_http_gms_redis_members(ngx_http_gms_lookup_t *lk,
-    ngx_str_t *actor);
+static ngx_int_t ngx_http_gms_redis_members(ngx_http_gms_lookup_t *lk);
 static void ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
     redisReply *reply, const char *error);
+static void ngx_http_gms_redis_replica_error(ngx_http_gms_rconn_t *rc,
+    ngx_http_gms_lookup_t *lk, redisReply *reply);
+static ngx_int_t ngx_http_gms_redis_resend(ngx_http_gms_lookup_t *lk);
 static ngx_int_t ngx_http_gms_redis_unavailable(ngx_http_gms_rconn_t *rc,
     redisReply *reply);
 static void ngx_http_gms_redis_ping(ngx_event_t *ev);
@@ -298,7 +305,7 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
 
     replica = &ngx_http_gms_redis_replica;
 
-    if (gmcf->replica && replica->socklen) {
+    if (gmcf->replica && replica->socklen && !rd->replica_old) {
 
         if (ngx_http_gms_rconn_ready(replica)) {
             rc = replica;
@@ -333,10 +340,15 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
     lk->evaluated = (actor != NULL);
     ngx_memcpy(lk->id, id, GMS_TOKEN_ID_LEN);
 
-    if ((actor ? ngx_http_gms_redis_members(lk, actor)
-               : ngx_http_gms_redis_send(lk))
-        != NGX_OK)
-    {
+    if (actor) {
+        /* the caller keeps the bytes until the handler is called */
+        lk->actor = *actor;
+
+    } else {
+        ngx_str_null(&lk->actor);
+    }
+
+    if (ngx_http_gms_redis_ask(lk) != NGX_OK) {
         ngx_queue_insert_head(&rd->free, &lk->queue);
         return NGX_ERROR;
     }
@@ -461,6 +473,9 @@ ngx_http_gms_redis_set_replica(struct sockaddr *sa, socklen_t socklen)
     ngx_http_gms_rconn_set_peer(rc, sa, socklen);
     ngx_http_gms_rconn_close(rc, NGX_LOG_NOTICE, "the replica changed");
     rc->backoff = 0;
+
+    /* another server: it may know EVALSHA_RO */
+    ngx_http_gms_redis.replica_old = 0;
 }
 
 
@@ -711,6 +726,14 @@ ngx_http_gms_redis_closed(ngx_http_gms_rconn_t *rc)
 
 
 static ngx_int_t
+ngx_http_gms_redis_ask(ngx_http_gms_lookup_t *lk)
+{
+    return lk->actor.data ? ngx_http_gms_redis_members(lk)
+                          : ngx_http_gms_redis_send(lk);
+}
+
+
+static ngx_int_t
 ngx_http_gms_redis_send(ngx_http_gms_lookup_t *lk)
 {
     size_t                     len[5];
@@ -767,15 +790,17 @@ ngx_http_gms_redis_send(ngx_http_gms_lookup_t *lk)
 /* SMEMBERS <prefix>actor:<urn>: the privileges of a session token's user */
 
 static ngx_int_t
-ngx_http_gms_redis_members(ngx_http_gms_lookup_t *lk, ngx_str_t *actor)
+ngx_http_gms_redis_members(ngx_http_gms_lookup_t *lk)
 {
     size_t                     len[2];
+    ngx_str_t                 *actor;
     const char                *argv[2];
     ngx_http_gms_redis_t      *rd;
     ngx_http_gms_main_conf_t  *gmcf;
 
     rd = &ngx_http_gms_redis;
     gmcf = rd->gmcf;
+    actor = &lk->actor;
 
     if (actor->len > GMS_ACTOR_MAX) {
         return NGX_ERROR;
@@ -814,6 +839,19 @@ ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
         }
     }
 
+    if (rc == &ngx_http_gms_redis_replica
+        && (reply == NULL || reply->type == REDIS_REPLY_ERROR))
+    {
+        ngx_http_gms_redis_replica_error(rc, lk, reply);
+
+        if (ngx_http_gms_redis_resend(lk) == NGX_OK) {
+            return;
+        }
+
+        reply = NULL;
+        error = "neither the replica nor the master can serve the lookup";
+    }
+
     handler = lk->handler;
     r = lk->data;
 
@@ -827,6 +865,84 @@ ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
     }
 
     handler(r, reply, error);
+}
+
+
+/*
+ * A replica that cannot answer a lookup leaves it to the master
+ * (replica=prefer is "falling back to the master").  One that does not
+ * know EVALSHA_RO is older than Redis 7.0: the worker stops reading from
+ * it.  Other errors are logged at most once a second: they cost nothing
+ * but a round trip.
+ */
+
+static void
+ngx_http_gms_redis_replica_error(ngx_http_gms_rconn_t *rc,
+    ngx_http_gms_lookup_t *lk, redisReply *reply)
+{
+    ngx_http_gms_redis_t  *rd;
+
+    rd = &ngx_http_gms_redis;
+
+    if (reply == NULL) {
+        /* the connection went: its close was logged */
+        return;
+    }
+
+    if (lk->actor.data == NULL
+        && reply->len >= sizeof("ERR unknown command") - 1
+        && ngx_strncmp(reply->str, "ERR unknown command",
+                       sizeof("ERR unknown command") - 1)
+           == 0)
+    {
+        rd->replica_old = 1;
+
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "gms: redis replica at %V does not know %s (Redis "
+                      "7.0 or later): lookups go to the master",
+                      &rc->peer, lk->evaluated ? "EVAL_RO" : "EVALSHA_RO");
+
+        ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "no EVALSHA_RO");
+        return;
+    }
+
+    if (ngx_http_gms_redis_unavailable(rc, reply) != NGX_OK) {
+        return;
+    }
+
+    if (rd->replica_logged != ngx_time()) {
+        rd->replica_logged = ngx_time();
+
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: redis replica at %V answered \"%*s\": the "
+                      "lookup goes to the master", &rc->peer,
+                      (size_t) ngx_min(reply->len, 256), reply->str);
+    }
+}
+
+
+/* a lookup the replica did not answer, sent to the master: once */
+
+static ngx_int_t
+ngx_http_gms_redis_resend(ngx_http_gms_lookup_t *lk)
+{
+    ngx_http_gms_rconn_t  *rc;
+
+    rc = &ngx_http_gms_redis_master;
+
+    if (ngx_http_gms_redis.exiting) {
+        return NGX_DECLINED;
+    }
+
+    if (!ngx_http_gms_rconn_open(rc)
+        && ngx_http_gms_redis_connect(rc) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    lk->rc = rc;
+
+    return ngx_http_gms_redis_ask(lk);
 }
 
 
@@ -867,11 +983,13 @@ ngx_http_gms_redis_unavailable(ngx_http_gms_rconn_t *rc, redisReply *reply)
     ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                   "gms: redis at %V answered -%V", &rc->peer, e);
 
-    ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "server unavailable");
+    /* before the close, whose hook would ask with a vaguer reason */
 
     if (rc->gmcf->sentinels) {
         ngx_http_gms_sentinel_ask("the server is unavailable");
     }
+
+    ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "server unavailable");
 
     return NGX_DECLINED;
 }

@@ -12,6 +12,12 @@
  * that fails or finds a replica there makes the worker ask again (at most
  * once a second), by opening the Sentinel connection anew.  A Sentinel
  * that fails, or does not know NAME, gives way to the next in the list.
+ *
+ * With replica=prefer the replicas are asked for again after
+ * +switch-master (the same way: a subscribed connection takes no other
+ * command), and while none is usable, after 1 s, 2 s, ... up to a minute:
+ * a Sentinel announces the switch before it has reached the new master's
+ * replicas, so they are not usable yet when it is asked at once.
  */
 
 
@@ -24,6 +30,10 @@
 /* the Sentinels are asked again at most this often */
 #define NGX_HTTP_GMS_SENTINEL_ASK_EVERY  1000
 
+/* with no usable replica, asked again after this, doubled up to the max */
+#define NGX_HTTP_GMS_REPLICAS_AGAIN_MIN  1000
+#define NGX_HTTP_GMS_REPLICAS_AGAIN_MAX  60000
+
 
 typedef struct {
     ngx_http_gms_rconn_t       rc;
@@ -31,6 +41,8 @@ typedef struct {
     ngx_uint_t                 current;        /* in gmcf->sentinels */
     ngx_event_t                retry;
     ngx_msec_t                 asked;
+    ngx_event_t                again;          /* for the replicas */
+    ngx_msec_t                 again_after;
     unsigned                   asking:1;       /* the same one, again */
     unsigned                   exiting:1;
 } ngx_http_gms_sentinel_t;
@@ -48,6 +60,9 @@ static ngx_int_t ngx_http_gms_sentinel_addr(ngx_str_t *ip, ngx_str_t *port,
 static void ngx_http_gms_sentinel_message(ngx_http_gms_rconn_t *rc,
     void *data, redisReply *reply, const char *error);
 static void ngx_http_gms_sentinel_closed(ngx_http_gms_rconn_t *rc);
+static void ngx_http_gms_sentinel_again(ngx_event_t *ev);
+static void ngx_http_gms_sentinel_reopen(ngx_http_gms_sentinel_t *st,
+    const char *why);
 
 
 static ngx_http_gms_sentinel_t  ngx_http_gms_sentinel;
@@ -77,6 +92,11 @@ ngx_http_gms_sentinel_init_process(ngx_cycle_t *cycle,
     st->retry.log = cycle->log;
     st->retry.data = st;
     st->retry.cancelable = 1;
+
+    st->again.handler = ngx_http_gms_sentinel_again;
+    st->again.log = cycle->log;
+    st->again.data = st;
+    st->again.cancelable = 1;
 
     ngx_add_timer(&st->retry, 1);
 
@@ -116,9 +136,18 @@ ngx_http_gms_sentinel_ask(const char *why)
                       "gms: sentinel: asking again for master \"%V\": %s",
                       &st->gmcf->master_name, why);
 
-        st->asking = 1;
-        ngx_http_gms_rconn_close(&st->rc, NGX_LOG_DEBUG, why);
+        ngx_http_gms_sentinel_reopen(st, why);
     }
+}
+
+
+/* the same Sentinel, at once: its answers come with the new connection */
+
+static void
+ngx_http_gms_sentinel_reopen(ngx_http_gms_sentinel_t *st, const char *why)
+{
+    st->asking = 1;
+    ngx_http_gms_rconn_close(&st->rc, NGX_LOG_DEBUG, why);
 }
 
 
@@ -287,20 +316,22 @@ static void
 ngx_http_gms_sentinel_replicas(ngx_http_gms_rconn_t *rc, void *data,
     redisReply *reply, const char *error)
 {
-    size_t       i, j;
-    ngx_str_t    ip, port;
-    socklen_t       socklen;
-    ngx_uint_t      good;
-    redisReply     *r, *k, *v;
-    ngx_sockaddr_t  sa;
+    size_t                    i, j;
+    ngx_str_t                 ip, port;
+    socklen_t                 socklen;
+    ngx_uint_t                good;
+    redisReply               *r, *k, *v;
+    ngx_sockaddr_t            sa;
+    ngx_http_gms_sentinel_t  *st;
 
     if (reply == NULL) {
         return;
     }
 
+    st = &ngx_http_gms_sentinel;
+
     if (reply->type != REDIS_REPLY_ARRAY) {
-        ngx_http_gms_redis_set_replica(NULL, 0);
-        return;
+        goto none;
     }
 
     for (i = 0; i < reply->elements; i++) {
@@ -345,11 +376,29 @@ ngx_http_gms_sentinel_replicas(ngx_http_gms_rconn_t *rc, void *data,
                == NGX_OK)
         {
             ngx_http_gms_redis_set_replica(&sa.sockaddr, socklen);
+
+            st->again_after = 0;
+
+            if (st->again.timer_set) {
+                ngx_del_timer(&st->again);
+            }
+
             return;
         }
     }
 
+none:
+
     ngx_http_gms_redis_set_replica(NULL, 0);
+
+    if (!st->again.timer_set) {
+        st->again_after = st->again_after
+                          ? ngx_min(st->again_after * 2,
+                                    NGX_HTTP_GMS_REPLICAS_AGAIN_MAX)
+                          : NGX_HTTP_GMS_REPLICAS_AGAIN_MIN;
+
+        ngx_add_timer(&st->again, st->again_after);
+    }
 }
 
 
@@ -485,6 +534,13 @@ ngx_http_gms_sentinel_message(ngx_http_gms_rconn_t *rc, void *data,
 
     ngx_http_gms_redis_set_master(&sa.sockaddr, socklen);
 
+    if (rc->gmcf->replica) {
+        /* the old replicas may be gone, or one of them is the master */
+        ngx_http_gms_sentinel.again_after = 0;
+        ngx_http_gms_sentinel_reopen(&ngx_http_gms_sentinel,
+                                     "replicas after +switch-master");
+    }
+
     return;
 
 bad:
@@ -529,3 +585,18 @@ ngx_http_gms_sentinel_closed(ngx_http_gms_rconn_t *rc)
     ngx_add_timer(&st->retry, delay);
 }
 
+
+static void
+ngx_http_gms_sentinel_again(ngx_event_t *ev)
+{
+    ngx_http_gms_sentinel_t *st = ev->data;
+
+    /* closed: the next connection asks anyway */
+
+    if (ngx_http_gms_rconn_open(&st->rc) && !st->exiting) {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, ev->log, 0,
+                       "gms: sentinel: asking again for replicas");
+
+        ngx_http_gms_sentinel_reopen(st, "no usable replica");
+    }
+}

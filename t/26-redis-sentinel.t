@@ -5,10 +5,16 @@
 #
 #   - gms_token_redis_sentinel finds the master through the Sentinels;
 #   - replica=prefer sends lookups (EVALSHA_RO) to the replica, which
-#     answers them while the master is stopped;
+#     answers them while the master is stopped; what the replica does not
+#     answer (an error, a lost connection, a Redis without EVALSHA_RO)
+#     the master does;
+#   - password= on master and replicas;
+#   - a master answering -LOADING: 503, the Sentinels asked again, and the
+#     master they name next answers;
 #   - the master killed under a steady request loop: Sentinel promotes the
 #     replica, the edge follows within seconds without a reload, and no
 #     request gets anything but 200, 401 or 503 meanwhile;
+#   - replica=prefer reads from the new master's replica;
 #   - the push invalidation arrives from the new master.
 
 use strict;
@@ -20,6 +26,7 @@ use Time::HiRes qw(sleep time);
 
 use GmsTest;
 use GmsTest::Checks qw(status metric no_crash);
+use GmsTest::FakeRedis;
 use GmsTest::Nginx;
 use GmsTest::Sentinel;
 
@@ -77,6 +84,24 @@ sub calls {
     return $info =~ /^cmdstat_\Q$command\E:calls=(\d+)/m ? $1 : 0;
 }
 
+# A FakeRedis standing in for a replica: ROLE says slave, and $reply
+# (bytes, or a sub as GmsTest::FakeRedis takes them) answers the lookups.
+sub fake_replica {
+    my ($reply) = @_;
+    return GmsTest::FakeRedis->start(on => {
+        ROLE       => "*5\r\n\$5\r\nslave\r\n\$9\r\n127.0.0.1\r\n:6379\r\n"
+                      . "\$9\r\nconnected\r\n:0\r\n",
+        EVALSHA_RO => $reply,
+        EVAL_RO    => $reply,
+    });
+}
+
+# How often a FakeRedis was sent $command.
+sub sent {
+    my ($fake, $command) = @_;
+    return scalar grep { /^\Q$command\E(?: |$)/ } $fake->commands;
+}
+
 # The module's first error lines, for a diagnosis.
 sub gms_lines {
     my ($n) = @_;
@@ -128,6 +153,124 @@ subtest 'discovery, and replica=prefer reads from the replica' => sub {
 };
 
 
+subtest 'replica=prefer: the master answers what the replica cannot' => sub {
+    my $m = GmsTest::Redis->start;
+    seed($m, "token-$_") for 1 .. 3;
+
+    my %replies = (
+        'an error'          => "-ERR something went wrong\r\n",
+        '-LOADING'          => "-LOADING Redis is loading the dataset\r\n",
+        'a lost connection' => sub { $_[0]->close; POSIX::_exit(0) },
+        # Redis 6: no EVALSHA_RO
+        'no EVALSHA_RO'     => "-ERR unknown command `EVALSHA_RO`, with "
+                               . "args beginning with: \r\n",
+    );
+
+    for my $what (sort keys %replies) {
+        my $replica = fake_replica($replies{$what});
+        my $s = GmsTest::Sentinel->fake(master => $m->port,
+                                        replicas => [$replica->port]);
+        my $n = edge($s, 'replica=prefer');
+
+        ok(GmsTest::wait_until(sub { status($n, 'token-1') == 200 }, 5),
+           "$what: 200 from the master")
+            or diag gms_lines($n);
+
+        # lookups go to the master until the replica's connection, which
+        # they open, is up; then one goes to the replica first
+        my $evalsha = calls($m, 'evalsha');
+        my @got;
+        ok(GmsTest::wait_until(sub {
+               push @got, status($n, 'token-2');
+               sent($replica, 'EVALSHA_RO') > 0
+           }, 5),
+           "$what: the replica asked")
+            or diag gms_lines($n);
+        is_deeply([ grep { $_ != 200 } @got ], [], "$what: 200 every time")
+            or diag gms_lines($n);
+        is(calls($m, 'evalsha') - $evalsha, scalar @got,
+           "$what: every lookup answered by the master");
+
+        if ($what eq 'no EVALSHA_RO') {
+            is(status($n, 'token-3'), 200, 'and 200 again');
+            is(sent($replica, 'EVALSHA_RO'), 1, 'the replica not asked again');
+            my @warn = $n->error_log
+                =~ /\[warn\].*gms: redis replica at \S+ does not know (?x:
+                   )EVALSHA_RO \(Redis 7\.0 or later\)/g;
+            is(scalar @warn, 1, 'said once, at warn');
+        }
+
+        if ($what eq 'an error') {
+            like($n->error_log, qr/gms: redis replica at 127\.0\.0\.1:\d+ (?x:
+                                   )answered "ERR something went wrong": (?x:
+                                   )the lookup goes to the master/,
+                 'the error logged');
+        }
+
+        no_crash($n);
+    }
+};
+
+
+subtest 'password= on the master and its replica' => sub {
+    my $m = GmsTest::Redis->start(password => 'secret');
+    my $r = GmsTest::Redis->start(password => 'secret',
+                                  replicaof => ['127.0.0.1', $m->port]);
+    my $s = GmsTest::Sentinel->start(master => $m, down_after => 60_000);
+
+    synced($r, seed($m, 'token-1'));
+
+    my $n = edge($s, 'password=secret replica=prefer');
+    ok(GmsTest::wait_until(sub {
+           status($n, 'token-1') == 200 && calls($r, 'evalsha_ro') > 0
+       }, 5),
+       '200, and read from the replica')
+        or diag gms_lines($n);
+    cmp_ok(calls($m, 'evalsha'), '>=', 1, 'and from the master');
+    no_crash($n);
+
+    $n = edge($s, 'password=wrong');
+    is(status($n, 'token-1'), 503, 'a wrong password: 503');
+    like($n->error_log, qr/refused the connection's setup: WRONGPASS/,
+         'the refusal logged');
+    no_crash($n);
+};
+
+
+subtest 'a master answering -LOADING: 503, the Sentinels asked again' => sub {
+    my $m = GmsTest::Redis->start;
+    seed($m, 'token-1');
+
+    my $loading = GmsTest::FakeRedis->start(on => {
+        EVALSHA => "-LOADING Redis is loading the dataset in memory\r\n",
+        EVAL    => "-LOADING Redis is loading the dataset in memory\r\n",
+    });
+    my $s = GmsTest::Sentinel->fake(master => $loading->port);
+    my $n = edge($s, '');
+
+    ok(GmsTest::wait_until(sub {
+           sent($s, 'SENTINEL get-master-addr-by-name') == 1 }, 5),
+       'the Sentinel asked for the master');
+    is(status($n, 'token-1'), 503, '-LOADING: 503');
+    my $port = $loading->port;
+    like($n->error_log, qr/redis at 127\.0\.0\.1:$port answered -LOADING/,
+         'the answer logged');
+    like($n->error_log, qr/gms: sentinel: asking again for master "gms": (?x:
+                           )the server is unavailable/,
+         'the Sentinels asked again');
+    ok(GmsTest::wait_until(sub {
+           sent($s, 'SENTINEL get-master-addr-by-name') >= 2 }, 5),
+       'the Sentinel asked for the master a second time');
+
+    # the Sentinel names a master that answers: the next ask follows it
+    $s->move($m->port);
+    ok(GmsTest::wait_until(sub { status($n, 'token-1') == 200 }, 10),
+       'then a master that answers: 200')
+        or diag gms_lines($n);
+    no_crash($n);
+};
+
+
 # --- failover -----------------------------------------------------------------
 
 # Requests with $token from a child process until stop() is called;
@@ -166,16 +309,25 @@ sub request_loop {
 subtest 'failover under a request loop; invalidation from the new master' => sub {
     my $m = GmsTest::Redis->start;
     my $r = GmsTest::Redis->start(replicaof => ['127.0.0.1', $m->port]);
+    # the replica's own replica: the Sentinels learn of it once $r is the
+    # master, so it is the one replica=prefer must read from afterwards
+    my $r2 = GmsTest::Redis->start(replicaof => ['127.0.0.1', $r->port]);
     my $s = GmsTest::Sentinel->start(master => $m);
 
     synced($r, seed($m, 'steady'));
     my $kept = seed($m, 'kept');
     synced($r, $kept);
+    synced($r2, $kept);
 
     my $n = edge($s, '');
     my $cached = edge($s, '', 'gms_token_cache zone=tokens:1m ttl=300s;');
+    my $prefer = edge($s, 'replica=prefer');
 
     is(status($n, 'steady'), 200, 'before: 200');
+    ok(GmsTest::wait_until(sub {
+           status($prefer, 'steady') == 200 && calls($r, 'evalsha_ro') > 0
+       }, 5),
+       'before, replica=prefer reads from the replica');
     is(status($cached, 'kept'), 200, 'before, with a cache: 200');
     ok(GmsTest::wait_until(sub {
            $m->cmd(PUBSUB => 'NUMSUB', 'gms:invalidate')->[1] == 1 }, 5),
@@ -218,6 +370,17 @@ subtest 'failover under a request loop; invalidation from the new master' => sub
 
     cmp_ok(metric($n, 'gms_redis_failovers_total') // 0, '>=', 1,
            'gms_redis_failovers_total');
+
+    # the Sentinels list the new master's replicas once they have reached
+    # them, after +switch-master
+    ok(GmsTest::wait_until(sub {
+           status($prefer, 'steady') == 200 && calls($r2, 'evalsha_ro') > 0
+       }, 15),
+       'replica=prefer reads from the new master\'s replica')
+        or diag gms_lines($prefer);
+    my $ro = calls($r, 'evalsha_ro');
+    is(status($prefer, 'steady'), 200, 'replica=prefer: 200');
+    is(calls($r, 'evalsha_ro'), $ro, 'and nothing read from the new master');
     is(metric($n, 'gms_redis_connected{target="master"}'), 1,
        'connected to the new master');
     like($n->error_log, qr/127\.0\.0\.1:@{[ $r->port ]}/,
@@ -238,6 +401,7 @@ subtest 'failover under a request loop; invalidation from the new master' => sub
 
     no_crash($n);
     no_crash($cached);
+    no_crash($prefer);
 };
 
 done_testing();

@@ -20,11 +20,20 @@ package GmsTest::Sentinel;
 #
 # start() returns once every Sentinel answers, knows all the others (a
 # failover needs a majority that knows each other) and knows the replicas.
+#
+# A scripted stand-in for one Sentinel (a GmsTest::FakeRedis), naming the
+# master on port $port of 127.0.0.1 and, to SENTINEL replicas, the given
+# ports as replicas with their link up; move() names another master from
+# then on:
+#
+#   my $s = GmsTest::Sentinel->fake(master => $port, replicas => [$p2]);
+#   $s->addresses; $s->name; $s->commands; $s->move($other_port);
 
 use strict;
 use warnings;
 
 use GmsTest ();
+use GmsTest::FakeRedis;
 use GmsTest::Redis;
 
 sub start {
@@ -187,6 +196,12 @@ sub DESTROY {
 }
 
 
+sub fake {
+    my ($class, %opt) = @_;
+    return GmsTest::Sentinel::Fake->start(%opt);
+}
+
+
 sub _need_sentinel {
     GmsTest::_skip_all('redis-sentinel not found in PATH')
         unless GmsTest::_in_path('redis-sentinel');
@@ -207,6 +222,69 @@ sub _master_info {
     my $reply = $self->cmd($i, SENTINEL => 'MASTER', $self->{name});
     die "$reply\n" unless ref $reply eq 'ARRAY';
     return { @$reply };
+}
+
+
+
+package GmsTest::Sentinel::Fake;
+
+# the master's port is in a file: the fake answers from processes of its
+# own, forked before move() is called
+
+sub start {
+    my ($class, %opt) = @_;
+
+    my $self = bless { dir => GmsTest::_tempdir() }, $class;
+    $self->{file} = "$self->{dir}/master-port";
+    $self->move($opt{master});
+
+    my $file = $self->{file};
+    my @replicas = map {
+        [ ip => '127.0.0.1', port => $_, flags => 'slave',
+          'master-link-status' => 'ok' ]
+    } @{ $opt{replicas} // [] };
+
+    $self->{fake} = GmsTest::FakeRedis->start(on => { SENTINEL => sub {
+        my ($c, undef, $what) = @_;
+        $what = lc($what // '');
+        return _resp([ '127.0.0.1', GmsTest::_slurp($file) ])
+            if $what eq 'get-master-addr-by-name';
+        return _resp(\@replicas) if $what eq 'replicas';
+        return undef;
+    } });
+
+    return $self;
+}
+
+sub name {
+    return 'gms';
+}
+
+sub addresses {
+    return $_[0]{fake}->address;
+}
+
+# what the fake was asked, as GmsTest::FakeRedis::commands gives it
+sub commands {
+    return $_[0]{fake}->commands;
+}
+
+sub move {
+    my ($self, $port) = @_;
+    GmsTest::_write_file($self->{file}, $port);
+}
+
+sub stop {
+    my ($self) = @_;
+    $self->{fake}->stop if $self->{fake};
+}
+
+# strings and arrays of them (nested), as RESP
+sub _resp {
+    my ($v) = @_;
+    return '*' . @$v . "\r\n" . join '', map { _resp($_) } @$v
+        if ref $v eq 'ARRAY';
+    return '$' . length($v) . "\r\n$v\r\n";
 }
 
 1;
