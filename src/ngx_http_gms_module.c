@@ -523,15 +523,33 @@ static ngx_int_t
 ngx_http_gms_result_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data)
 {
-    ngx_http_gms_ctx_t  *ctx;
+    ngx_str_t                *s;
+    ngx_http_gms_ctx_t       *ctx;
+    ngx_http_gms_loc_conf_t  *glcf;
+
+    static ngx_str_t  preflight = ngx_string("preflight");
 
     ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
+    glcf = ngx_http_get_module_loc_conf(r->main, ngx_http_gms_module);
+
+    if (ctx) {
+        s = &ngx_http_gms_results[ctx->result];
+
+    } else if (glcf->enable && glcf->preflight
+               && ngx_http_gms_is_preflight(r->main))
+    {
+        /* let through unchecked: the check makes no context for it */
+        s = &preflight;
+
+    } else {
+        s = &ngx_http_gms_results[NGX_HTTP_GMS_OFF];
+    }
 
     v->valid = 1;
     v->no_cacheable = 1;
     v->not_found = 0;
-    v->data = ngx_http_gms_results[ctx ? ctx->result : NGX_HTTP_GMS_OFF].data;
-    v->len = ngx_http_gms_results[ctx ? ctx->result : NGX_HTTP_GMS_OFF].len;
+    v->data = s->data;
+    v->len = s->len;
 
     return NGX_OK;
 }
