@@ -13,6 +13,7 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
     size_t                len, i;
     char                  id[GMS_TOKEN_ID_LEN + 1];
+    const char           *headers[] = { "x_gms_token" };
     unsigned char        *line;
     const unsigned char  *token;
 
@@ -21,7 +22,7 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     if (line != NULL) {
         memcpy(line, data, size);
         line[size] = 0xa5;
-        gms_mask_bearer(line, size);
+        gms_mask_credentials(line, size, headers, 1);
 
         if (line[size] != 0xa5) {
             abort();

@@ -92,7 +92,8 @@ int gms_parse_ms(const char *s, size_t len, int64_t *ms);
 int gms_privilege_valid(const char *name, size_t len);
 int gms_actor_valid(const char *urn, size_t len);
 
-void gms_mask_bearer(unsigned char *buf, size_t len);
+void gms_mask_credentials(unsigned char *buf, size_t len,
+    const char *const *headers, size_t nheaders);
 
 gms_lookup_rc_e gms_lookup_reply_parse(const redisReply *reply,
     gms_lookup_t *lookup);

@@ -31,6 +31,10 @@
 #include <openssl/sha.h>
 
 
+/* the token ids of bad entries a worker remembers having logged */
+#define NGX_HTTP_GMS_BAD_LOGGED  64
+
+
 struct ngx_http_gms_flight_s {
     ngx_str_node_t             sn;             /* key: the token id */
     ngx_queue_t                waiters;        /* of ngx_http_gms_ctx_t */
@@ -780,23 +784,41 @@ ngx_http_gms_outage_log(ngx_uint_t *suppressed)
 
 /*
  * A bad entry (or an error reply) for an id: 503, not cached, and logged
- * once a minute per id, not once a request.
+ * once a minute per id, not once a request.  The ids logged in the last
+ * minute are remembered in a small table per worker; when more are bad,
+ * the one logged longest ago makes room.
  */
 
 static void
 ngx_http_gms_log_bad_entry(u_char *id, const char *error)
 {
-    static time_t  last;
-    static u_char  last_id[GMS_TOKEN_ID_LEN];
+    ngx_uint_t  i, oldest;
 
-    if (ngx_memcmp(last_id, id, GMS_TOKEN_ID_LEN) == 0
-        && ngx_time() - last < 60)
-    {
-        return;
+    static struct {
+        time_t  time;
+        u_char  id[GMS_TOKEN_ID_LEN];
+    }  logged[NGX_HTTP_GMS_BAD_LOGGED];
+
+    oldest = 0;
+
+    for (i = 0; i < NGX_HTTP_GMS_BAD_LOGGED; i++) {
+
+        if (ngx_memcmp(logged[i].id, id, GMS_TOKEN_ID_LEN) == 0) {
+            if (ngx_time() - logged[i].time < 60) {
+                return;
+            }
+
+            oldest = i;
+            break;
+        }
+
+        if (logged[i].time < logged[oldest].time) {
+            oldest = i;
+        }
     }
 
-    ngx_memcpy(last_id, id, GMS_TOKEN_ID_LEN);
-    last = ngx_time();
+    ngx_memcpy(logged[oldest].id, id, GMS_TOKEN_ID_LEN);
+    logged[oldest].time = ngx_time();
 
     ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                   "gms: redis lookup of token id \"%*s\" failed: %s "

@@ -46,6 +46,9 @@ static char *ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf);
 static void *ngx_http_gms_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
+static ngx_int_t ngx_http_gms_source_conf(ngx_conf_t *cf,
+    ngx_http_gms_loc_conf_t *conf, ngx_http_gms_main_conf_t *gmcf);
+static u_char *ngx_http_gms_name_end(u_char *p, u_char *last);
 static ngx_int_t ngx_http_gms_init_module(ngx_cycle_t *cycle);
 static ngx_log_t *ngx_http_gms_masked_log(ngx_cycle_t *cycle, ngx_log_t *log,
     ngx_array_t *copies);
@@ -520,15 +523,33 @@ static ngx_int_t
 ngx_http_gms_result_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data)
 {
-    ngx_http_gms_ctx_t  *ctx;
+    ngx_str_t                *s;
+    ngx_http_gms_ctx_t       *ctx;
+    ngx_http_gms_loc_conf_t  *glcf;
+
+    static ngx_str_t  preflight = ngx_string("preflight");
 
     ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
+    glcf = ngx_http_get_module_loc_conf(r->main, ngx_http_gms_module);
+
+    if (ctx) {
+        s = &ngx_http_gms_results[ctx->result];
+
+    } else if (glcf->enable && glcf->preflight
+               && ngx_http_gms_is_preflight(r->main))
+    {
+        /* let through unchecked: the check makes no context for it */
+        s = &preflight;
+
+    } else {
+        s = &ngx_http_gms_results[NGX_HTTP_GMS_OFF];
+    }
 
     v->valid = 1;
     v->no_cacheable = 1;
     v->not_found = 0;
-    v->data = ngx_http_gms_results[ctx ? ctx->result : NGX_HTTP_GMS_OFF].data;
-    v->len = ngx_http_gms_results[ctx ? ctx->result : NGX_HTTP_GMS_OFF].len;
+    v->data = s->data;
+    v->len = s->len;
 
     return NGX_OK;
 }
@@ -1045,7 +1066,9 @@ ngx_http_gms_create_main_conf(ngx_conf_t *cf)
      */
 
     if (ngx_array_init(&gmcf->error_logs, cf->pool, 16, sizeof(ngx_log_t **))
-        != NGX_OK)
+        != NGX_OK
+        || ngx_array_init(&gmcf->mask_headers, cf->pool, 2, sizeof(char *))
+           != NGX_OK)
     {
         return NULL;
     }
@@ -1236,6 +1259,11 @@ ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                               NGX_HTTP_GMS_PHASE_ACCESS);
     ngx_conf_merge_uint_value(conf->preflight, prev->preflight, 0);
     ngx_conf_merge_ptr_value(conf->source, prev->source, NULL);
+
+    if (conf->source && ngx_http_gms_source_conf(cf, conf, gmcf) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
     ngx_conf_merge_str_value(conf->realm, prev->realm, "DataHub");
     ngx_conf_merge_ptr_value(conf->privileges, prev->privileges, NULL);
     ngx_conf_merge_uint_value(conf->forbidden_status, prev->forbidden_status,
@@ -1280,12 +1308,119 @@ ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
 
 /*
+ * gms_token_source: nginx's debug lines quote the request headers a source
+ * reads ($http_x_gms_token: X-Gms-Token) as they quote Authorization, so
+ * the log writer masks those too; a cookie's value is masked whatever the
+ * source.  A source of one variable ($cookie_gms_token) is read as that
+ * variable, not through the script engine, whose debug lines quote every
+ * value it copies.
+ */
+
+static ngx_int_t
+ngx_http_gms_source_conf(ngx_conf_t *cf, ngx_http_gms_loc_conf_t *conf,
+    ngx_http_gms_main_conf_t *gmcf)
+{
+    u_char      *p, *last, *name;
+    char       **header;
+    size_t       len;
+    ngx_str_t    var, *value;
+    ngx_uint_t   i, brace;
+
+    value = &conf->source->value;
+    last = value->data + value->len;
+
+    for (p = value->data; p < last; p++) {
+
+        if (*p != '$') {
+            continue;
+        }
+
+        p += (p + 1 < last && p[1] == '{') ? 2 : 1;
+
+        if (last - p <= 5 || ngx_strncasecmp(p, (u_char *) "http_", 5) != 0) {
+            p--;
+            continue;
+        }
+
+        name = p + 5;
+        p = ngx_http_gms_name_end(name, last);
+        len = p-- - name;
+
+        header = gmcf->mask_headers.elts;
+
+        for (i = 0; i < gmcf->mask_headers.nelts; i++) {
+            if (ngx_strlen(header[i]) == len
+                && ngx_strncasecmp((u_char *) header[i], name, len) == 0)
+            {
+                break;
+            }
+        }
+
+        if (len == 0 || i < gmcf->mask_headers.nelts) {
+            continue;
+        }
+
+        header = ngx_array_push(&gmcf->mask_headers);
+        if (header == NULL) {
+            return NGX_ERROR;
+        }
+
+        *header = ngx_pnalloc(cf->pool, len + 1);
+        if (*header == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_strlow((u_char *) *header, name, len);
+        (*header)[len] = '\0';
+    }
+
+    /* "$name" or "${name}", and nothing else */
+
+    conf->source_index = NGX_ERROR;
+
+    if (value->len < 2 || value->data[0] != '$') {
+        return NGX_OK;
+    }
+
+    brace = (value->data[1] == '{');
+    var.data = value->data + 1 + brace;
+    p = ngx_http_gms_name_end(var.data, last);
+    var.len = p - var.data;
+
+    if (var.len == 0 || p + brace != last || (brace && *p != '}')) {
+        return NGX_OK;
+    }
+
+    conf->source_index = ngx_http_get_variable_index(cf, &var);
+
+    return conf->source_index == NGX_ERROR ? NGX_ERROR : NGX_OK;
+}
+
+
+/* the end of a variable's name: letters, digits and '_' */
+
+static u_char *
+ngx_http_gms_name_end(u_char *p, u_char *last)
+{
+    while (p < last
+           && (*p == '_' || (*p >= '0' && *p <= '9')
+               || ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z')))
+    {
+        p++;
+    }
+
+    return p;
+}
+
+
+/*
  * nginx logs every request header at debug level, the Authorization
  * header included.  Each HTTP location's error log (and the listening
  * sockets' copies of it) becomes a copy whose file logs have a writer that
- * masks bearer tokens before writing.  Copies, not the logs themselves:
- * nginx expects the cycle's own log chain to have a file log without a
- * writer.  Done here, once every log file of the cycle is known.
+ * masks credentials before writing (log->wdata: the main configuration,
+ * which names the headers gms_token_source reads).  Copies, not the logs
+ * themselves: nginx expects the cycle's own log chain to have a file log
+ * without a writer.  Done here, once every log file of the cycle is known.
  */
 
 static ngx_int_t
@@ -1325,6 +1460,7 @@ ngx_http_gms_init_module(ngx_cycle_t *cycle)
     for (i = 0; i < cycle->listening.nelts; i++) {
         if (ls[i].log.writer == NULL) {
             ls[i].log.writer = ngx_http_gms_log_writer;
+            ls[i].log.wdata = gmcf;
         }
     }
 
@@ -1360,6 +1496,8 @@ ngx_http_gms_masked_log(ngx_cycle_t *cycle, ngx_log_t *log,
 
     if (copy->writer == NULL) {
         copy->writer = ngx_http_gms_log_writer;
+        copy->wdata = ngx_http_cycle_get_module_main_conf(cycle,
+                                                          ngx_http_gms_module);
     }
 
     if (log->next) {
@@ -1386,9 +1524,13 @@ static void
 ngx_http_gms_log_writer(ngx_log_t *log, ngx_uint_t level, u_char *buf,
     size_t len)
 {
-    ssize_t  n;
+    ssize_t                    n;
+    ngx_http_gms_main_conf_t  *gmcf;
 
-    gms_mask_bearer(buf, len);
+    gmcf = log->wdata;
+
+    gms_mask_credentials(buf, len, gmcf->mask_headers.elts,
+                         gmcf->mask_headers.nelts);
 
     /* as ngx_log_error_core() writes a file log */
 

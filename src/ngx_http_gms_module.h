@@ -124,6 +124,7 @@ typedef struct {
     u_char                     script_sha[41];
     ngx_http_gms_cache_t      *cache;
     ngx_array_t                error_logs;     /* of ngx_log_t ** */
+    ngx_array_t                mask_headers;   /* of char *, lower case */
 } ngx_http_gms_main_conf_t;
 
 
@@ -136,6 +137,7 @@ typedef struct {
     ngx_uint_t                 phase;          /* gms_token_phase */
     ngx_uint_t                 preflight;      /* 1: pass */
     ngx_http_complex_value_t  *source;         /* NULL: Authorization */
+    ngx_int_t                  source_index;   /* its one variable, or -1 */
     ngx_str_t                  realm;
     ngx_array_t               *privileges;     /* of ngx_str_t */
     ngx_uint_t                 forbidden_status;

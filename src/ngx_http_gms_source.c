@@ -43,8 +43,9 @@ ngx_int_t
 ngx_http_gms_credential(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf,
     ngx_str_t *value)
 {
-    u_char     *p;
-    ngx_str_t   v;
+    u_char                     *p;
+    ngx_str_t                   v;
+    ngx_http_variable_value_t  *vv;
 
     if (glcf->source == NULL) {
         if (r->headers_in.authorization == NULL) {
@@ -57,8 +58,21 @@ ngx_http_gms_credential(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf,
         return NGX_OK;
     }
 
-    if (ngx_http_complex_value(r, glcf->source, &v) != NGX_OK) {
-        return NGX_ERROR;
+    if (glcf->source_index == NGX_ERROR) {
+        if (ngx_http_complex_value(r, glcf->source, &v) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+    } else {
+        /* not through the script engine: its debug lines quote the value */
+
+        vv = ngx_http_get_flushed_variable(r, glcf->source_index);
+        if (vv == NULL) {
+            return NGX_ERROR;
+        }
+
+        v.data = vv->data;
+        v.len = vv->not_found ? 0 : vv->len;
     }
 
     if (v.len == 0) {

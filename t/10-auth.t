@@ -290,6 +290,9 @@ is($connected, 2, 'one Redis connection for the worker (and the test\'s)');
 $e->get('/entities/x', undef,
         Authorization => 'Bearer "quoted-secret-1\\" quoted-secret-2');
 $e->get('/entities/x', undef, Authorization => 'Basic \\"quoted-secret-3');
+# a browser's cookies (DataHub's frontend session, say): values masked too
+$e->get('/entities/x', 'alice-token',
+        Cookie => 'PLAY_SESSION=cookie-secret-1; actor=cookie-secret-2');
 
 my $log = $n->error_log;
 unlike($log, qr/quoted-secret/, 'a quoted token is masked whole');
@@ -297,6 +300,9 @@ like($log, qr/http header: "Authorization: \*{19}$/m,
      "nginx's header line is there, masked to its end");
 unlike($log, qr/alice-token|no-such-token|token-\d|unknown-\d/,
        'no raw token anywhere in the debug log');
+unlike($log, qr/cookie-secret/, 'no cookie value either');
+like($log, qr/http header: "Cookie: PLAY_SESSION=\*+; actor=\*+$/m,
+     'the Cookie line is there, its names kept');
 my @module_lines = grep { /gms: / } split /\n/, $log;
 ok((grep { /\Q$id\E/ } @module_lines), 'the module logs the id instead');
 

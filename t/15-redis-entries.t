@@ -3,7 +3,8 @@
 # What Redis says is checked before it is used: an entry whose actor or
 # privileges break the rules gms-token writes by (src/gms_token.c:
 # gms_actor_valid, gms_privilege_valid) is a 503, never forwarded to GMS,
-# never cached, and logged once per entry rather than once per request.
+# never cached, and logged once a minute per token id rather than once per
+# request, however many ids are bad at once.
 
 use strict;
 use warnings;
@@ -87,6 +88,25 @@ for my $i (0 .. $#bad) {
         $e->gms->clear_requests;
     };
 }
+
+subtest 'two bad entries in turn: one line each' => sub {
+    entry('bad-one', 'not-a-urn-1');
+    entry('bad-two', 'not-a-urn-2');
+    my $mark = length $n->error_log;
+
+    for (1 .. 5) {
+        for my $token ('bad-one', 'bad-two') {
+            is($e->get('/entities/x', $token)->{status}, 503, "$token: 503");
+        }
+    }
+
+    my @lines = grep { /\[error\].*gms: redis lookup of token id/ }
+                split /\n/, substr($n->error_log, $mark);
+    is(scalar @lines, 2, 'logged once per id for ten requests')
+        or diag(explain(\@lines));
+    my %ids = map { /token id "([^"]+)"/ ? ($1 => 1) : () } @lines;
+    is(scalar keys %ids, 2, 'one for each id');
+};
 
 subtest 'the limits themselves are accepted' => sub {
     my $actor = 'urn:li:corpuser:' . ('a' x 496);          # 512 bytes

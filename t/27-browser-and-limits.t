@@ -6,7 +6,8 @@
 # gms_token_phase preaccess checks the token before limit_req, so a
 # limit keyed on $gms_token_actor limits each user; gms_token_source takes
 # the token from a cookie or another header, and GMS gets it as
-# "Authorization: Bearer <token>", the only Authorization it sees.
+# "Authorization: Bearer <token>", the only Authorization it sees; such a
+# token reaches no log line either, at debug level.
 
 use strict;
 use warnings;
@@ -14,20 +15,45 @@ use warnings;
 use Test::More;
 use GmsTest;
 use GmsTest::Edge;
+use GmsTest::HTTP;
 
-my $e = GmsTest::Edge->start(http => <<'H', server => <<'S');
-    limit_req_zone $gms_token_actor zone=per_user:1m rate=1r/m;
+# a second server: gms_token_preflight pass at server level, inherited
+my $browser_port = GmsTest::free_port();
+
+my $e = GmsTest::Edge->start(http => <<"H", server => <<'S');
+    limit_req_zone \$gms_token_actor zone=per_user:1m rate=1r/m;
+    limit_req_zone \$binary_remote_addr zone=per_ip:1m rate=1r/m;
+
+    server {
+        listen 127.0.0.1:$browser_port;
+
+        gms_token_auth on;
+        gms_token_preflight pass;
+        add_header X-Gms-Result \$gms_token_result always;
+
+        location / {
+            proxy_pass http://gms;
+        }
+    }
 H
         location /cors/ {
             gms_token_preflight pass;
             add_header Access-Control-Allow-Origin $http_origin always;
             add_header Vary Origin always;
+            add_header X-Gms-Result $gms_token_result always;
             proxy_pass http://gms;
         }
 
         location /limited/ {
             gms_token_phase preaccess;
             limit_req zone=per_user nodelay;
+            limit_req_status 429;
+            proxy_pass http://gms;
+        }
+
+        location /per-ip/ {
+            gms_token_phase preaccess;
+            limit_req zone=per_ip nodelay;
             limit_req_status 429;
             proxy_pass http://gms;
         }
@@ -49,9 +75,13 @@ H
         }
 S
 
-for my $user (qw(alice bob carol dave)) {
+for my $user (qw(alice bob carol dave erin)) {
     $e->token("$user-token", actor => "urn:li:corpuser:$user");
 }
+
+# only ever sent in a cookie or in X-Gms-Token, never after "Bearer "
+$e->token('cookie-only-token', actor => 'urn:li:corpuser:frank');
+$e->token('header-only-token', actor => 'urn:li:corpuser:grace');
 
 sub at_gms {
     my ($res, $name) = @_;
@@ -80,11 +110,14 @@ subtest 'gms_token_preflight pass' => sub {
               "the client's X-DataHub-Actor dropped all the same");
     is($res->{headers}{'access-control-allow-origin'},
        'https://datahub.example.com', 'with the CORS header');
+    is($res->{headers}{'x-gms-result'}, 'preflight',
+       '$gms_token_result: preflight');
 
     $res = $e->nginx->http(OPTIONS => '/cors/entities/x',
                            { Origin => 'https://datahub.example.com' });
     is($res->{status}, 401, 'OPTIONS without Access-Control-Request-Method: '
                             . 'not a preflight, 401');
+    is($res->{headers}{'x-gms-result'}, 'missing', 'as missing');
 
     $res = $e->nginx->http(OPTIONS => '/cors/entities/x',
                            { 'Access-Control-Request-Method' => 'POST' });
@@ -107,6 +140,20 @@ subtest 'gms_token_preflight pass' => sub {
     is($res->{status}, 200, 'with a token: 200');
     is($res->{headers}{'access-control-allow-origin'},
        'https://datahub.example.com', 'with the CORS header');
+    is($res->{headers}{'x-gms-result'}, 'ok', 'as ok');
+};
+
+subtest 'gms_token_preflight pass at server level' => sub {
+    my $res = GmsTest::HTTP::request($browser_port, OPTIONS => '/entities/x',
+                                     \%preflight);
+    is($res->{status}, 200, "a location inherits the server's pass");
+    is(gms_method($res), 'OPTIONS', 'GMS answered it');
+    is($res->{headers}{'x-gms-result'}, 'preflight',
+       '$gms_token_result: preflight');
+
+    $res = GmsTest::HTTP::request($browser_port, GET => '/entities/x', {});
+    is($res->{status}, 401, 'a GET without a token: 401');
+    is($res->{headers}{'x-gms-result'}, 'missing', 'as missing');
 };
 
 subtest 'gms_token_phase preaccess: limit_req by user' => sub {
@@ -130,6 +177,16 @@ subtest 'gms_token_phase preaccess: limit_req by user' => sub {
 
     $res = $e->get('/limited/x', 'carol-token');
     is($res->{status}, 200, "and it used nobody's budget");
+
+    # keyed on the client's address, which the flood shares with erin:
+    # were limit_req first, the second request would be a 429
+    %seen = ();
+    $seen{ $e->get('/per-ip/x')->{status} }++ for 1 .. 5;
+    is_deeply(\%seen, { 401 => 5 },
+              'limit_req by address: requests without a token, all 401');
+
+    $res = $e->get('/per-ip/x', 'erin-token');
+    is($res->{status}, 200, "and it did not use the address's budget");
 
     $res = $e->get('/limited-late/x', 'dave-token');
     is($res->{status}, 200, "gms_token_phase access (default): dave's first");
@@ -182,6 +239,27 @@ subtest 'gms_token_source' => sub {
     $res = $e->nginx->http(GET => '/header/entities/x',
                            { 'X-Gms-Token' => 'bob-token' });
     is($res->{status}, 200, 'a bare token in the header: 200');
+};
+
+subtest 'a token from gms_token_source reaches no log line' => sub {
+    my $res = $e->nginx->http(
+        GET => '/cookie/entities/x',
+        { Cookie => 'other=1; gms_token=cookie-only-token' });
+    is($res->{status}, 200, 'from a cookie: 200');
+    is($res->{headers}{'x-gms-actor'}, 'urn:li:corpuser:frank', 'its user');
+
+    $res = $e->nginx->http(GET => '/header/entities/x',
+                           { 'X-Gms-Token' => 'header-only-token' });
+    is($res->{status}, 200, 'from X-Gms-Token: 200');
+    is($res->{headers}{'x-gms-actor'}, 'urn:li:corpuser:grace', 'its user');
+
+    my $log = $e->nginx->error_log;
+    like($log, qr/http header: "Cookie: other=\*; gms_token=\*+/,
+         'the Cookie header is logged at debug, its values masked');
+    like($log, qr/http header: "X-Gms-Token: \*+/,
+         'X-Gms-Token too');
+    unlike($log, qr/cookie-only-token/, 'the cookie token in no log line');
+    unlike($log, qr/header-only-token/, 'the header token in no log line');
 };
 
 $e->nginx->stop;
