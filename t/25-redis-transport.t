@@ -74,6 +74,12 @@ my %lookup = map { $_ => undef } qw(EVALSHA EVALSHA_RO EVAL);
 
 my $MB2 = 'x' x (2 * 1024 * 1024);
 
+# replies hiredis would build, over the module's caps on a whole reply
+my $deep = "*1\r\n" x 4 . ":1\r\n";
+my $many = "*5\r\n" . ("*1024\r\n" . ":1\r\n" x 1024) x 5;
+my $KB64 = 'x' x 65536;
+my $bytes = "*20\r\n" . "\$65536\r\n$KB64\r\n" x 20;
+
 # [title, FakeRedis options, what the log says, the module's deadline]
 my @hostile = (
     ['a greeting on connect, nothing asked',
@@ -93,6 +99,15 @@ my @hostile = (
      [on => { map { $_ => "*4\r\n" . GmsTest::FakeRedis::HUGE_BULK . $MB2 }
               keys %lookup }],
      qr/redis protocol error/],
+    ['arrays in arrays in arrays in an array',
+     [on => { map { $_ => $deep } keys %lookup }],
+     qr/redis protocol error.*over the module's limits/],
+    ['5 arrays of 1024 integers: more objects than any reply needs',
+     [on => { map { $_ => $many } keys %lookup }],
+     qr/redis protocol error.*over the module's limits/],
+    ['20 strings of 64 KB: more bytes than any reply needs',
+     [on => { map { $_ => $bytes } keys %lookup }],
+     qr/redis protocol error.*over the module's limits/],
     ['garbage',
      [on => { map { $_ => GmsTest::FakeRedis::GARBAGE } keys %lookup }],
      qr/redis protocol error/],
