@@ -146,18 +146,18 @@ ngx_http_gms_redis_init_process(ngx_cycle_t *cycle,
         return NGX_ERROR;
     }
 
-    if (gmcf->cache == NULL) {
-        return NGX_OK;
-    }
-
-    /* the sync-age metric and the invalidations: with a cache only */
-
     rd->sync_timer.handler = ngx_http_gms_redis_sync_age;
     rd->sync_timer.log = cycle->log;
     rd->sync_timer.data = rd;
     rd->sync_timer.cancelable = 1;
     ngx_add_timer(&rd->sync_timer,
                   (ngx_msec_t) ngx_random() % NGX_HTTP_GMS_SYNC_EVERY + 1);
+
+    if (gmcf->cache == NULL) {
+        return NGX_OK;
+    }
+
+    /* the invalidations: with a cache only */
 
     rd->retry_timer.handler = ngx_http_gms_redis_retry;
     rd->retry_timer.log = cycle->log;
