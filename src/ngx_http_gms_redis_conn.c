@@ -331,7 +331,7 @@ ngx_http_gms_rconn_peer(ngx_http_gms_rconn_t *rc)
     }
 
     if (rc->keepalive) {
-        /* no PING on a subscription: a dead peer is found by the kernel */
+        /* a connection that mostly listens: the kernel checks it too */
         on = 1;
         (void) setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE,
                           (const void *) &on, sizeof(int));

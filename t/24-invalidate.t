@@ -5,7 +5,7 @@
 # the ttl (a token id, a user's URN, "*", anything else: everything); a
 # subscription that was down drops the whole cache when it comes back; the
 # metrics count it all, and gms_token_sync_age_seconds follows <prefix>sync
-# (with or without a cache).
+# (with or without a cache); a quiet subscription is PINGed and kept.
 
 use strict;
 use warnings;
@@ -185,6 +185,28 @@ my ($calls) = $redis->cmd(INFO => 'commandstats')
               =~ /^cmdstat_hget:calls=(\d+)/m;
 ok(defined $calls && $calls >= 2 && $calls <= 4,
    "3 s, 2 workers: one HGET a second (@{[ $calls // 0 ]})");
+
+# --- a quiet subscription -----------------------------------------------------
+
+# the last subscription began with the CLIENT KILL above: quiet since
+sub subscribers {
+    return grep { /\bsub=1\b/ } split /\n/, $redis->cmd(CLIENT => 'LIST');
+}
+
+my $flushes_now = metric('gms_token_invalidation_flushes_total');
+ok(GmsTest::wait_until(sub {
+       my @subs = subscribers();
+       @subs == 2 && !grep { !/\bcmd=ping\b/ } @subs }, 25),
+   'each worker PINGs its quiet subscription (CLIENT LIST: cmd=ping)');
+is(metric('gms_token_invalidation_flushes_total'), $flushes_now,
+   'and takes Redis\'s ["pong", ""]: not subscribed again');
+
+$e->token('grace-token', actor => 'urn:li:corpuser:grace');
+is(status(undef, 'grace-token'), 200, 'grace cached');
+$redis->cmd(DEL => 'gms:token:' . GmsTest::sha256_b64('grace-token'));
+$redis->cmd(PUBLISH => 'gms:invalidate', GmsTest::sha256_b64('grace-token'));
+ok(GmsTest::wait_until(sub { status(undef, 'grace-token') == 401 }, 2),
+   'invalidations still arrive after the PINGs');
 
 $e->nginx->stop;
 is_deeply([ grep { !/is neither a token id|is not a time|closing redis subscription|closing the redis subscription|subscription connection lost|subscription: unexpected string/ }

@@ -255,6 +255,43 @@ CONF
 };
 
 
+# --- an idle connection ------------------------------------------------------
+
+subtest 'a peer gone silent: the idle PING finds it, on both connections' => sub {
+    # answers everything until the first PING, then nothing more on that
+    # connection: a host gone, a firewall that forgot the connection
+    my $fake = GmsTest::FakeRedis->start(on => {
+        PING => sub { my ($c) = @_; 1 while $c->read_command; return '' },
+    });
+    my $n = edge("gms_token_cache zone=tokens:1m ttl=60s;\n"
+                 . '    gms_token_redis ' . $fake->address . ';');
+    my ($worker) = $n->worker_pids;
+
+    is(status($n, 'before'), 401, 'the lookup connection answers: 401');
+    ok(GmsTest::wait_until(sub {
+           (metric($n, 'gms_token_invalidation_subscriptions') // 0) == 1 },
+           5),
+       'subscribed');
+
+    # PINGed after 10 s of quiet, dropped 10 s later without an answer
+    ok(GmsTest::wait_until(sub {
+           my $log = $n->error_log;
+           $log =~ /closing the redis lookup connection to \S+: no answer to PING/
+           && $log =~ /closing the redis subscription connection to \S+: no answer to PING/
+       }, 40),
+       'both connections dropped: "no answer to PING"');
+    ok(GmsTest::wait_until(sub {
+           (grep { /^SUBSCRIBE / } $fake->commands) >= 2
+           && (metric($n, 'gms_token_invalidation_flushes_total') // 0) >= 2
+       }, 5),
+       'subscribed again, dropping the cache');
+    is(status($n, 'after'), 401, 'a new lookup connection answers: 401');
+    is_deeply([$n->worker_pids], [$worker], 'the same worker');
+
+    no_crash($n);
+};
+
+
 # --- TLS ---------------------------------------------------------------------
 
 my $tls = GmsTest::Redis->start(tls => $certs);
