@@ -5,10 +5,15 @@
 #
 #   - a hostile peer on the Redis address (a greeting nobody asked for, a
 #     reply more than asked for, a header announcing 2^31-1 elements, a
-#     bulk string of 2^31 bytes, garbage) gets the lookup a 503, logged,
-#     while the one worker lives on and answers other requests;
-#   - addresses: [::1]:PORT, a host name through nginx's resolver that is
-#     looked up again on every reconnect, and no name without a resolver;
+#     bulk string of 2^31 bytes, garbage, a reply nested deeper or with
+#     more objects or bytes than any the module reads) gets the lookup a
+#     503, logged, while the one worker lives on and answers other
+#     requests;
+#   - addresses: [::1]:PORT, unix:/path, localhost:PORT and a host name
+#     through nginx's resolver, looked up again on every reconnect, and no
+#     name without a resolver;
+#   - an idle connection is PINGed: a peer gone silent is found, on the
+#     lookup connection and on the subscription;
 #   - TLS: verified against a CA, refused with the wrong CA or the wrong
 #     name (503, logged with the reason), verification off, client
 #     certificates.
@@ -197,19 +202,38 @@ subtest 'an IPv6 address: [::1]:PORT' => sub {
     no_crash($n);
 };
 
+subtest 'a unix socket: unix:/path' => sub {
+    my $r = GmsTest::Redis->start(unixsocket => 1);
+    seed($r, 'local');
+
+    my $n = edge('gms_token_redis unix:' . $r->unixsocket . ';');
+    is(status($n, 'local'), 200, 'a seeded token: 200');
+    is(status($n, 'nope'), 401, 'an unknown one: 401');
+    like(scalar($r->cmd(CLIENT => 'LIST')), qr/addr=\S*redis\.sock/,
+         'over the socket');
+
+    no_crash($n);
+};
+
 subtest 'a host name through nginx\'s resolver, again on every reconnect' => sub {
     my $one = GmsTest::Redis->start;
     my $two = GmsTest::Redis->start(bind => '127.0.0.2', port => $one->port);
     seed($one, 'token-one');
     seed($two, 'token-two');
 
-    my $dns = GmsTest::DNS->start(names => { 'redis.test' => '127.0.0.1' });
+    my $dns = GmsTest::DNS->start(names => { 'redis.test' => '127.0.0.1',
+                                             'localhost'  => '127.0.0.1' });
     my $port = $one->port;
+    my $resolver = 'resolver 127.0.0.1:' . $dns->port . ' valid=1s ipv6=off;';
 
-    my $n = edge(<<"CONF");
-    resolver 127.0.0.1:@{[ $dns->port ]} valid=1s ipv6=off;
-    gms_token_redis redis.test:$port;
-CONF
+    # "localhost" too is a name like any other: nginx's resolver, never
+    # a blocking getaddrinfo() (or /etc/hosts) in the worker
+    my $n = edge("$resolver\n    gms_token_redis localhost:$port;");
+    is(status($n, 'token-one'), 200, 'localhost:PORT: 200');
+    cmp_ok($dns->queries('localhost'), '>=', 1, 'localhost was asked for');
+    no_crash($n);
+
+    $n = edge("$resolver\n    gms_token_redis redis.test:$port;");
 
     is(status($n, 'token-one'), 200, 'the first Redis answers: 200');
     is(status($n, 'token-two'), 401, 'the second one\'s token: 401');
