@@ -23,7 +23,8 @@
  * <prefix>invalidate: gms-token publishes there the token ids and users
  * whose entries changed, and the worker drops them from the shared cache
  * at once.  Messages published while a subscription is down are lost, so
- * every (re)subscription drops the whole cache.  Once a second, one
+ * every (re)subscription drops the whole cache; a quiet one is PINGed like
+ * the lookups' connection.  Once a second, with a cache or without, one
  * worker of the edge reads <prefix>sync's "at" for the sync-age metric.
  */
 
@@ -68,8 +69,11 @@ typedef struct {
     ngx_event_t                ping_timer;
     ngx_event_t                retry_timer;    /* the subscriber's */
     ngx_event_t                sync_timer;
+    ngx_event_t                sub_ping_timer;
+    ngx_msec_t                 sub_heard;      /* its last reply */
     time_t                     replica_logged;
     unsigned                   ping_pending:1;
+    unsigned                   sub_ping_pending:1;
     unsigned                   replica_old:1;  /* no EVALSHA_RO */
     unsigned                   subscribed:1;
     unsigned                   moving:1;       /* following a failover */
@@ -105,6 +109,7 @@ static void ngx_http_gms_redis_pong(ngx_http_gms_rconn_t *rc, void *data,
 static void ngx_http_gms_redis_subscribe(void);
 static void ngx_http_gms_redis_retry(ngx_event_t *ev);
 static void ngx_http_gms_redis_sub_closed(ngx_http_gms_rconn_t *rc);
+static void ngx_http_gms_redis_sub_ping(ngx_event_t *ev);
 static void ngx_http_gms_redis_message(ngx_http_gms_rconn_t *rc, void *data,
     redisReply *reply, const char *error);
 static void *ngx_http_gms_redis_sub_string(const redisReadTask *task,
@@ -153,12 +158,6 @@ ngx_http_gms_redis_init_process(ngx_cycle_t *cycle,
         return NGX_ERROR;
     }
 
-    if (gmcf->cache == NULL) {
-        return NGX_OK;
-    }
-
-    /* the sync-age metric and the invalidations: with a cache only */
-
     rd->sync_timer.handler = ngx_http_gms_redis_sync_age;
     rd->sync_timer.log = cycle->log;
     rd->sync_timer.data = rd;
@@ -166,10 +165,21 @@ ngx_http_gms_redis_init_process(ngx_cycle_t *cycle,
     ngx_add_timer(&rd->sync_timer,
                   (ngx_msec_t) ngx_random() % NGX_HTTP_GMS_SYNC_EVERY + 1);
 
+    if (gmcf->cache == NULL) {
+        return NGX_OK;
+    }
+
+    /* the invalidations: with a cache only */
+
     rd->retry_timer.handler = ngx_http_gms_redis_retry;
     rd->retry_timer.log = cycle->log;
     rd->retry_timer.data = rd;
     rd->retry_timer.cancelable = 1;
+
+    rd->sub_ping_timer.handler = ngx_http_gms_redis_sub_ping;
+    rd->sub_ping_timer.log = cycle->log;
+    rd->sub_ping_timer.data = rd;
+    rd->sub_ping_timer.cancelable = 1;
 
     ngx_http_gms_redis_subscribe();
 
@@ -1127,14 +1137,68 @@ ngx_http_gms_redis_sub_closed(ngx_http_gms_rconn_t *rc)
         ngx_http_gms_count_down(subscriptions);
     }
 
+    rd->sub_ping_pending = 0;
+
+    if (rd->sub_ping_timer.timer_set) {
+        ngx_del_timer(&rd->sub_ping_timer);
+    }
+
     ngx_http_gms_redis_subscribe();
 }
 
 
 /*
- * SUBSCRIBE's confirmation and each message: ["subscribe", channel,
- * count] and ["message", channel, payload] (the subscriber's reply
- * builders have made sure of the shape).
+ * The subscription, quiet for a while, is asked for a PING like the
+ * lookups' connection: a peer gone silently (a host down, a firewall's
+ * dropped state) would otherwise keep the cache from hearing of
+ * revocations until TCP keepalive noticed, hours later.  Subscribed,
+ * Redis answers ["pong", ""]; messages may come before it, and every
+ * reply goes to ngx_http_gms_redis_message() whatever it answers.
+ */
+
+static void
+ngx_http_gms_redis_sub_ping(ngx_event_t *ev)
+{
+    ngx_http_gms_redis_t  *rd = ev->data;
+
+    ngx_http_gms_rconn_t  *rc;
+    const char            *argv[1];
+    size_t                 lens[1];
+
+    rc = &ngx_http_gms_redis_sub;
+
+    if (!rd->subscribed) {
+        return;
+    }
+
+    if (rd->sub_ping_pending) {
+        ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "no answer to PING");
+        return;
+    }
+
+    if (ngx_current_msec - rd->sub_heard >= NGX_HTTP_GMS_PING_EVERY) {
+        argv[0] = "PING";
+        lens[0] = 4;
+
+        if (ngx_http_gms_rconn_argv(rc, 1, argv, lens,
+                                    ngx_http_gms_redis_message, NULL)
+            != NGX_OK)
+        {
+            ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "cannot send PING");
+            return;
+        }
+
+        rd->sub_ping_pending = 1;
+    }
+
+    ngx_add_timer(&rd->sub_ping_timer, NGX_HTTP_GMS_PING_EVERY);
+}
+
+
+/*
+ * SUBSCRIBE's confirmation, each message and PING's answer: ["subscribe",
+ * channel, count], ["message", channel, payload] and ["pong", ""] (the
+ * subscriber's reply builders have made sure of the shape).
  */
 
 static void
@@ -1149,6 +1213,15 @@ ngx_http_gms_redis_message(ngx_http_gms_rconn_t *rc, void *data,
 
     if (reply == NULL) {
         /* the connection is going: the close says why */
+        return;
+    }
+
+    rd->sub_heard = ngx_current_msec;
+
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2
+        && ngx_http_gms_rconn_says(reply->element[0], "pong"))
+    {
+        rd->sub_ping_pending = 0;
         return;
     }
 
@@ -1170,6 +1243,10 @@ ngx_http_gms_redis_message(ngx_http_gms_rconn_t *rc, void *data,
         if (!rd->subscribed) {
             rd->subscribed = 1;
             ngx_http_gms_count(subscriptions);
+        }
+
+        if (!rd->sub_ping_timer.timer_set) {
+            ngx_add_timer(&rd->sub_ping_timer, NGX_HTTP_GMS_PING_EVERY);
         }
 
         /* whatever was published while nobody listened is lost */
@@ -1205,9 +1282,10 @@ ngx_http_gms_redis_message(ngx_http_gms_rconn_t *rc, void *data,
 
 
 /*
- * What a subscription may receive is small and of one shape: arrays of 3,
- * whose elements are strings (the third may be SUBSCRIBE's count), no
- * nesting; besides, the status and error replies of AUTH and SELECT.
+ * What a subscription may receive is small and of one shape: arrays of 3
+ * (2: PING's answer), whose elements are strings (the third may be
+ * SUBSCRIBE's count), no nesting; besides, the status and error replies
+ * of AUTH and SELECT.
  * Anything else is refused before it is built: the connection is dropped.
  */
 
@@ -1231,7 +1309,7 @@ ngx_http_gms_redis_sub_string(const redisReadTask *task, char *str,
 static void *
 ngx_http_gms_redis_sub_array(const redisReadTask *task, int elements)
 {
-    if (task->parent != NULL || elements != 3) {
+    if (task->parent != NULL || (elements != 3 && elements != 2)) {
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                       "gms: redis subscription: unexpected array");
         return NULL;

@@ -30,14 +30,22 @@
 
 /*
  * What a reply may make hiredis allocate: a lookup's reply is 4 elements,
- * strings of at most a few hundred bytes and up to 256 privileges; a
- * Sentinel's list of replicas is a few arrays of some 40 strings.  Beyond
- * these the connection is dropped: 503, never an allocation the size a
- * peer chose.  Unparsed input is capped too (a bulk string announced as
- * 2 GB is refused once 1 MB of it has come).
+ * strings of at most a few hundred bytes and up to 256 privileges in an
+ * array of their own; a Sentinel's list of replicas is a few arrays of
+ * some 40 strings; a master's ROLE lists its replicas as arrays in an
+ * array, the deepest nesting any reply needs (an array at depth 2, the
+ * root being 0).  Beyond these the connection is dropped: 503, never an
+ * allocation the size a peer chose.  The whole reply is capped as well as
+ * each part (a peer streaming arrays of 1024 arrays of 1024 integers
+ * would make the worker allocate some 16 times what it sent), and so is
+ * unparsed input (a bulk string announced as 2 GB is refused once 1 MB of
+ * it has come).
  */
 #define NGX_HTTP_GMS_REPLY_STRING_MAX    65536
 #define NGX_HTTP_GMS_REPLY_ELEMENTS_MAX  1024
+#define NGX_HTTP_GMS_REPLY_DEPTH_MAX     2
+#define NGX_HTTP_GMS_REPLY_OBJECTS_MAX   4096
+#define NGX_HTTP_GMS_REPLY_BYTES_MAX     (1024 * 1024)
 #define NGX_HTTP_GMS_REPLY_BUFFER_MAX    (1024 * 1024)
 
 /* unsent commands a connection may hold (while connecting, say) */
@@ -81,6 +89,11 @@ static void *ngx_http_gms_rconn_string(const redisReadTask *task, char *str,
     size_t len);
 static void *ngx_http_gms_rconn_array(const redisReadTask *task,
     int elements);
+static void *ngx_http_gms_rconn_integer(const redisReadTask *task,
+    long long value);
+static void *ngx_http_gms_rconn_nil(const redisReadTask *task);
+static ngx_int_t ngx_http_gms_rconn_count(const redisReadTask *task,
+    size_t len);
 
 
 /* hiredis's own reply builders, behind the caps */
@@ -168,9 +181,13 @@ ngx_http_gms_rconn_connect(ngx_http_gms_rconn_t *rc)
             ngx_http_gms_rconn_capped.createString =
                                                  ngx_http_gms_rconn_string;
             ngx_http_gms_rconn_capped.createArray = ngx_http_gms_rconn_array;
+            ngx_http_gms_rconn_capped.createInteger =
+                                                ngx_http_gms_rconn_integer;
+            ngx_http_gms_rconn_capped.createNil = ngx_http_gms_rconn_nil;
         }
 
         rc->reader->fn = rc->builders;
+        rc->reader->privdata = rc;           /* the builders' task->privdata */
     }
 
     rc->setup = 0;
@@ -314,7 +331,7 @@ ngx_http_gms_rconn_peer(ngx_http_gms_rconn_t *rc)
     }
 
     if (rc->keepalive) {
-        /* no PING on a subscription: a dead peer is found by the kernel */
+        /* a connection that mostly listens: the kernel checks it too */
         on = 1;
         (void) setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE,
                           (const void *) &on, sizeof(int));
@@ -1087,6 +1104,10 @@ ngx_http_gms_rconn_string(const redisReadTask *task, char *str, size_t len)
         return NULL;
     }
 
+    if (ngx_http_gms_rconn_count(task, len) != NGX_OK) {
+        return NULL;
+    }
+
     return ngx_http_gms_rconn_hiredis->createString(task, str, len);
 }
 
@@ -1094,6 +1115,9 @@ ngx_http_gms_rconn_string(const redisReadTask *task, char *str, size_t len)
 static void *
 ngx_http_gms_rconn_array(const redisReadTask *task, int elements)
 {
+    ngx_uint_t            depth;
+    const redisReadTask  *t;
+
     if (elements < 0 || elements > NGX_HTTP_GMS_REPLY_ELEMENTS_MAX) {
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                       "gms: redis reply over the module's limits: "
@@ -1101,7 +1125,79 @@ ngx_http_gms_rconn_array(const redisReadTask *task, int elements)
         return NULL;
     }
 
+    depth = 0;
+
+    for (t = task->parent; t; t = t->parent) {
+        depth++;
+    }
+
+    if (depth > NGX_HTTP_GMS_REPLY_DEPTH_MAX) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: redis reply over the module's limits: "
+                      "an array nested %ui deep", depth);
+        return NULL;
+    }
+
+    if (ngx_http_gms_rconn_count(task, 0) != NGX_OK) {
+        return NULL;
+    }
+
     return ngx_http_gms_rconn_hiredis->createArray(task, elements);
+}
+
+
+static void *
+ngx_http_gms_rconn_integer(const redisReadTask *task, long long value)
+{
+    if (ngx_http_gms_rconn_count(task, 0) != NGX_OK) {
+        return NULL;
+    }
+
+    return ngx_http_gms_rconn_hiredis->createInteger(task, value);
+}
+
+
+static void *
+ngx_http_gms_rconn_nil(const redisReadTask *task)
+{
+    if (ngx_http_gms_rconn_count(task, 0) != NGX_OK) {
+        return NULL;
+    }
+
+    return ngx_http_gms_rconn_hiredis->createNil(task);
+}
+
+
+/*
+ * The objects and string bytes of the reply being built: a root object
+ * (built first) starts the count of a new reply.
+ */
+
+static ngx_int_t
+ngx_http_gms_rconn_count(const redisReadTask *task, size_t len)
+{
+    ngx_http_gms_rconn_t *rc = task->privdata;
+
+    if (task->parent == NULL) {
+        rc->reply_objects = 0;
+        rc->reply_bytes = 0;
+    }
+
+    rc->reply_objects++;
+    rc->reply_bytes += len;
+
+    if (rc->reply_objects > NGX_HTTP_GMS_REPLY_OBJECTS_MAX
+        || rc->reply_bytes > NGX_HTTP_GMS_REPLY_BYTES_MAX)
+    {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: redis reply over the module's limits: "
+                      "more than %d objects or %d bytes of strings",
+                      NGX_HTTP_GMS_REPLY_OBJECTS_MAX,
+                      NGX_HTTP_GMS_REPLY_BYTES_MAX);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
 }
 
 

@@ -56,6 +56,8 @@ struct ngx_http_gms_rconn_s {
 
     redisReader                   *reader;
     redisReplyObjectFunctions     *builders;       /* the caps */
+    ngx_uint_t                     reply_objects;  /* in the one building */
+    size_t                         reply_bytes;
 
     u_char                        *out;            /* formatted, unsent */
     size_t                         out_pos;

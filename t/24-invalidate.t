@@ -4,7 +4,8 @@
 # the matching entries from every worker's shared cache at once, whatever
 # the ttl (a token id, a user's URN, "*", anything else: everything); a
 # subscription that was down drops the whole cache when it comes back; the
-# metrics count it all, and gms_token_sync_age_seconds follows <prefix>sync.
+# metrics count it all, and gms_token_sync_age_seconds follows <prefix>sync
+# (with or without a cache); a quiet subscription is PINGed and kept.
 
 use strict;
 use warnings;
@@ -185,8 +186,51 @@ my ($calls) = $redis->cmd(INFO => 'commandstats')
 ok(defined $calls && $calls >= 2 && $calls <= 4,
    "3 s, 2 workers: one HGET a second (@{[ $calls // 0 ]})");
 
+# --- a quiet subscription -----------------------------------------------------
+
+# the last subscription began with the CLIENT KILL above: quiet since
+sub subscribers {
+    return grep { /\bsub=1\b/ } split /\n/, $redis->cmd(CLIENT => 'LIST');
+}
+
+my $flushes_now = metric('gms_token_invalidation_flushes_total');
+ok(GmsTest::wait_until(sub {
+       my @subs = subscribers();
+       @subs == 2 && !grep { !/\bcmd=ping\b/ } @subs }, 25),
+   'each worker PINGs its quiet subscription (CLIENT LIST: cmd=ping)');
+is(metric('gms_token_invalidation_flushes_total'), $flushes_now,
+   'and takes Redis\'s ["pong", ""]: not subscribed again');
+
+$e->token('grace-token', actor => 'urn:li:corpuser:grace');
+is(status(undef, 'grace-token'), 200, 'grace cached');
+$redis->cmd(DEL => 'gms:token:' . GmsTest::sha256_b64('grace-token'));
+$redis->cmd(PUBLISH => 'gms:invalidate', GmsTest::sha256_b64('grace-token'));
+ok(GmsTest::wait_until(sub { status(undef, 'grace-token') == 401 }, 2),
+   'invalidations still arrive after the PINGs');
+
 $e->nginx->stop;
 is_deeply([ grep { !/is neither a token id|is not a time|closing redis subscription|closing the redis subscription|subscription connection lost|subscription: unexpected string/ }
             $e->nginx->bad_log_lines ], [], 'no other alerts or errors');
+
+
+# --- gms_token_sync_age_seconds without a cache ------------------------------
+
+my $plain = GmsTest::Edge->start(
+    server => 'location = /metrics { gms_token_auth off; '
+              . 'gms_token_metrics; }',
+);
+
+sub plain_age {
+    my $text = $plain->nginx->http(GET => '/metrics')->{body} // '';
+    return $text =~ /^gms_token_sync_age_seconds (\S+)$/m ? $1 : '';
+}
+
+is(plain_age(), '+Inf', 'no cache, no sync yet: +Inf');
+$plain->redis->cmd(HSET => 'gms:sync',
+                   at => int(Time::HiRes::time() * 1000) - 5000);
+ok(GmsTest::wait_until(sub {
+       my $age = plain_age();
+       $age ne '+Inf' && $age >= 5 && $age < 30 }, 4),
+   'without gms_token_cache too: the age of the last sync');
 
 done_testing;

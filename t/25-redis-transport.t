@@ -5,10 +5,15 @@
 #
 #   - a hostile peer on the Redis address (a greeting nobody asked for, a
 #     reply more than asked for, a header announcing 2^31-1 elements, a
-#     bulk string of 2^31 bytes, garbage) gets the lookup a 503, logged,
-#     while the one worker lives on and answers other requests;
-#   - addresses: [::1]:PORT, a host name through nginx's resolver that is
-#     looked up again on every reconnect, and no name without a resolver;
+#     bulk string of 2^31 bytes, garbage, a reply nested deeper or with
+#     more objects or bytes than any the module reads) gets the lookup a
+#     503, logged, while the one worker lives on and answers other
+#     requests;
+#   - addresses: [::1]:PORT, unix:/path, localhost:PORT and a host name
+#     through nginx's resolver, looked up again on every reconnect, and no
+#     name without a resolver;
+#   - an idle connection is PINGed: a peer gone silent is found, on the
+#     lookup connection and on the subscription;
 #   - TLS: verified against a CA, refused with the wrong CA or the wrong
 #     name (503, logged with the reason), verification off, client
 #     certificates.
@@ -74,6 +79,12 @@ my %lookup = map { $_ => undef } qw(EVALSHA EVALSHA_RO EVAL);
 
 my $MB2 = 'x' x (2 * 1024 * 1024);
 
+# replies hiredis would build, over the module's caps on a whole reply
+my $deep = "*1\r\n" x 4 . ":1\r\n";
+my $many = "*5\r\n" . ("*1024\r\n" . ":1\r\n" x 1024) x 5;
+my $KB64 = 'x' x 65536;
+my $bytes = "*20\r\n" . "\$65536\r\n$KB64\r\n" x 20;
+
 # [title, FakeRedis options, what the log says, the module's deadline]
 my @hostile = (
     ['a greeting on connect, nothing asked',
@@ -93,6 +104,15 @@ my @hostile = (
      [on => { map { $_ => "*4\r\n" . GmsTest::FakeRedis::HUGE_BULK . $MB2 }
               keys %lookup }],
      qr/redis protocol error/],
+    ['arrays in arrays in arrays in an array',
+     [on => { map { $_ => $deep } keys %lookup }],
+     qr/redis protocol error.*over the module's limits/],
+    ['5 arrays of 1024 integers: more objects than any reply needs',
+     [on => { map { $_ => $many } keys %lookup }],
+     qr/redis protocol error.*over the module's limits/],
+    ['20 strings of 64 KB: more bytes than any reply needs',
+     [on => { map { $_ => $bytes } keys %lookup }],
+     qr/redis protocol error.*over the module's limits/],
     ['garbage',
      [on => { map { $_ => GmsTest::FakeRedis::GARBAGE } keys %lookup }],
      qr/redis protocol error/],
@@ -182,19 +202,38 @@ subtest 'an IPv6 address: [::1]:PORT' => sub {
     no_crash($n);
 };
 
+subtest 'a unix socket: unix:/path' => sub {
+    my $r = GmsTest::Redis->start(unixsocket => 1);
+    seed($r, 'local');
+
+    my $n = edge('gms_token_redis unix:' . $r->unixsocket . ';');
+    is(status($n, 'local'), 200, 'a seeded token: 200');
+    is(status($n, 'nope'), 401, 'an unknown one: 401');
+    like(scalar($r->cmd(CLIENT => 'LIST')), qr/addr=\S*redis\.sock/,
+         'over the socket');
+
+    no_crash($n);
+};
+
 subtest 'a host name through nginx\'s resolver, again on every reconnect' => sub {
     my $one = GmsTest::Redis->start;
     my $two = GmsTest::Redis->start(bind => '127.0.0.2', port => $one->port);
     seed($one, 'token-one');
     seed($two, 'token-two');
 
-    my $dns = GmsTest::DNS->start(names => { 'redis.test' => '127.0.0.1' });
+    my $dns = GmsTest::DNS->start(names => { 'redis.test' => '127.0.0.1',
+                                             'localhost'  => '127.0.0.1' });
     my $port = $one->port;
+    my $resolver = 'resolver 127.0.0.1:' . $dns->port . ' valid=1s ipv6=off;';
 
-    my $n = edge(<<"CONF");
-    resolver 127.0.0.1:@{[ $dns->port ]} valid=1s ipv6=off;
-    gms_token_redis redis.test:$port;
-CONF
+    # "localhost" too is a name like any other: nginx's resolver, never
+    # a blocking getaddrinfo() (or /etc/hosts) in the worker
+    my $n = edge("$resolver\n    gms_token_redis localhost:$port;");
+    is(status($n, 'token-one'), 200, 'localhost:PORT: 200');
+    cmp_ok($dns->queries('localhost'), '>=', 1, 'localhost was asked for');
+    no_crash($n);
+
+    $n = edge("$resolver\n    gms_token_redis redis.test:$port;");
 
     is(status($n, 'token-one'), 200, 'the first Redis answers: 200');
     is(status($n, 'token-two'), 401, 'the second one\'s token: 401');
@@ -237,6 +276,43 @@ http {
 }
 CONF
     is($rc, 0, 'with a resolver: ok') or diag $out;
+};
+
+
+# --- an idle connection ------------------------------------------------------
+
+subtest 'a peer gone silent: the idle PING finds it, on both connections' => sub {
+    # answers everything until the first PING, then nothing more on that
+    # connection: a host gone, a firewall that forgot the connection
+    my $fake = GmsTest::FakeRedis->start(on => {
+        PING => sub { my ($c) = @_; 1 while $c->read_command; return '' },
+    });
+    my $n = edge("gms_token_cache zone=tokens:1m ttl=60s;\n"
+                 . '    gms_token_redis ' . $fake->address . ';');
+    my ($worker) = $n->worker_pids;
+
+    is(status($n, 'before'), 401, 'the lookup connection answers: 401');
+    ok(GmsTest::wait_until(sub {
+           (metric($n, 'gms_token_invalidation_subscriptions') // 0) == 1 },
+           5),
+       'subscribed');
+
+    # PINGed after 10 s of quiet, dropped 10 s later without an answer
+    ok(GmsTest::wait_until(sub {
+           my $log = $n->error_log;
+           $log =~ /closing the redis lookup connection to \S+: no answer to PING/
+           && $log =~ /closing the redis subscription connection to \S+: no answer to PING/
+       }, 40),
+       'both connections dropped: "no answer to PING"');
+    ok(GmsTest::wait_until(sub {
+           (grep { /^SUBSCRIBE / } $fake->commands) >= 2
+           && (metric($n, 'gms_token_invalidation_flushes_total') // 0) >= 2
+       }, 5),
+       'subscribed again, dropping the cache');
+    is(status($n, 'after'), 401, 'a new lookup connection answers: 401');
+    is_deeply([$n->worker_pids], [$worker], 'the same worker');
+
+    no_crash($n);
 };
 
 

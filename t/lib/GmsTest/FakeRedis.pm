@@ -25,10 +25,11 @@ package GmsTest::FakeRedis;
 #   });
 #
 # Commands without an entry in `on` get what a real Redis would answer:
-# +OK to AUTH, SELECT, CLIENT, READONLY; +PONG to PING; the real SHA1 to
+# +OK to AUTH, SELECT, CLIENT, READONLY; +PONG to PING (["pong", ""] once
+# subscribed, as RESP2 answers on a subscribed connection); the real SHA1 to
 # SCRIPT LOAD; subscribe confirmations to SUBSCRIBE; a master's ROLE; nil
-# to EVAL, EVALSHA and EVALSHA_RO (no such token); an empty array to
-# SMEMBERS; -ERR to anything else.  A reply given as a sub gets the
+# to EVAL, EVALSHA and EVALSHA_RO (no such token) and to HGET; an empty
+# array to SMEMBERS; -ERR to anything else.  A reply given as a sub gets the
 # connection and the command's words and returns the bytes to send (undef:
 # the default reply).  Options: bind ('127.0.0.1'; '::1' for IPv6), port.
 #
@@ -247,6 +248,8 @@ sub default_reply {
     $name = uc($name // '');
 
     return "+OK\r\n" if $name =~ /^(?:AUTH|SELECT|CLIENT|READONLY|QUIT)$/;
+    return "*2\r\n\$4\r\npong\r\n\$0\r\n\r\n"
+        if $name eq 'PING' && $self->{subscribed};
     return "+PONG\r\n" if $name eq 'PING';
 
     if ($name eq 'SCRIPT' && uc($args[0] // '') eq 'LOAD') {
@@ -254,6 +257,7 @@ sub default_reply {
     }
 
     if ($name eq 'SUBSCRIBE') {
+        $self->{subscribed} = 1;
         my ($out, $i) = ('', 0);
         for my $ch (@args) {
             $i++;
@@ -264,7 +268,7 @@ sub default_reply {
     }
 
     return "*3\r\n\$6\r\nmaster\r\n:0\r\n*0\r\n" if $name eq 'ROLE';
-    return "\$-1\r\n" if $name =~ /^(?:EVAL|EVALSHA|EVALSHA_RO)$/;
+    return "\$-1\r\n" if $name =~ /^(?:EVAL|EVALSHA|EVALSHA_RO|HGET)$/;
     return "*0\r\n" if $name eq 'SMEMBERS';
 
     return "-ERR unknown command '$name'\r\n";

@@ -13,7 +13,8 @@ package GmsTest::Redis;
 # with the CA's server certificate), tls_auth_clients ('no' by default,
 # 'yes' or 'optional': client certificates signed by the CA), plain (0: no
 # plain port, ->port is 0 and cmd() goes through redis-cli --tls), replicaof
-# ([host, port]: a replica, waited for until its link to the master is up).
+# ([host, port]: a replica, waited for until its link to the master is up),
+# unixsocket (1: a unix socket as well, ->unixsocket is its path).
 #
 # cmd() returns simple and bulk strings as scalars, integers as numbers, nil
 # as undef, arrays as arrayrefs (recursively) and error replies as
@@ -72,6 +73,11 @@ sub client {
 
 sub tls_port {
     return $_[0]{tls_port};
+}
+
+sub unixsocket {
+    my ($self) = @_;
+    return $self->{opt}{unixsocket} ? "$self->{dir}/redis.sock" : undef;
 }
 
 sub host {
@@ -269,6 +275,8 @@ sub _launch {
                '--repl-diskless-sync-delay', 0);
     push @cmd, '--requirepass', $opt{password}, '--masterauth', $opt{password}
         if defined $opt{password};
+    push @cmd, '--unixsocket', $self->unixsocket, '--unixsocketperm', 777
+        if $opt{unixsocket};
 
     if (my $c = $opt{tls}) {
         push @cmd, '--tls-port', $self->{tls_port},
