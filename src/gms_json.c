@@ -397,10 +397,23 @@ typedef struct {
 } gms_scan_t;
 
 
+/* the JSON type a member must have when it is there */
+
+typedef enum {
+    GMS_JSON_ANY = 0,
+    GMS_JSON_STRING,
+    GMS_JSON_INTEGER,
+    GMS_JSON_BOOLEAN,
+    GMS_JSON_OBJECT
+} gms_json_type_e;
+
+
 typedef struct {
-    const char  *name;
-    const char  *value;        /* NULL: absent */
-    size_t       len;
+    const char       *name;
+    gms_json_type_e   type;
+    unsigned          required:1;
+    const char       *value;   /* NULL: absent */
+    size_t            len;
 } gms_member_t;
 
 
@@ -933,6 +946,67 @@ gms_member_integer(gms_member_t *m, json_int_t *out)
 }
 
 
+static const char  *gms_json_type_names[] = {
+    "any value", "a string", "an integer", "a boolean", "an object"
+};
+
+
+/*
+ * The first member of want[] that is required and absent, or there with
+ * another type; NULL when all are as wanted.
+ */
+
+static gms_member_t *
+gms_member_mismatch(gms_member_t *want)
+{
+    json_int_t     n;
+    gms_member_t  *m;
+
+    for (m = want; m->name; m++) {
+
+        if (m->value == NULL) {
+            if (m->required) {
+                return m;
+            }
+
+            continue;
+        }
+
+        switch (m->type) {
+
+        case GMS_JSON_STRING:
+            if (*m->value != '"') {
+                return m;
+            }
+            break;
+
+        case GMS_JSON_INTEGER:
+            if (gms_member_integer(m, &n) != 0) {
+                return m;
+            }
+            break;
+
+        case GMS_JSON_BOOLEAN:
+            if (*m->value != 't' && *m->value != 'f') {
+                return m;
+            }
+            break;
+
+        case GMS_JSON_OBJECT:
+            if (*m->value != '{') {
+                return m;
+            }
+            break;
+
+        default:
+            break;
+        }
+    }
+
+    return NULL;
+}
+
+
 /*
  * A _tasks/<node>:<number> answer (Elasticsearch 6-8, OpenSearch 1-2) to
  * the metadata service's value, the text OperationsResource.getTaskStatus
@@ -940,10 +1014,23 @@ gms_member_integer(gms_member_t *m, json_int_t *out)
  * runTimeNanos, status, where "status" is a string holding the cluster's
  * status object as compact JSON (the search client keeps it as raw bytes,
  * RawTaskStatus, and org.json writes it through toString()), its numbers
- * as the cluster wrote them.  A null or absent status leaves the member
- * out, as JSONObject.put(key, null) does.  The cluster's "response" and
- * "error" are not carried over.  Returns NULL, with the reason, for
- * anything that is not a task.
+ * as the cluster wrote them.  An absent status leaves the member out, as
+ * JSONObject.put(key, null) does.  The cluster's "response" and "error"
+ * are not carried over.  Returns NULL, with the reason, for anything that
+ * is not a task.
+ *
+ * What a task is, is what GMS's search client parses: GetTaskResponse's
+ * and TaskInfo's ConstructingObjectParsers (client/rest-high-level/.../
+ * tasks/GetTaskResponse.java and server/.../tasks/TaskInfo.java in
+ * opensearch-project/OpenSearch, the same in Elasticsearch 7's client).
+ * Their constructor arguments are required; declareString takes only a
+ * string (not null), declareRawObject only an object (not null).  A
+ * parse failure is an IOException (RestHighLevelClient's
+ * performRequestAndParseOptionalEntity) to DataHub's getTaskStatus in
+ * metadata-io/.../systemmetadata/ESSystemMetadataDAO.java, hence an
+ * empty Optional, which OperationsResource answers as the error value.
+ * The client also takes "1" and "true" for a long and a boolean; no
+ * cluster writes them, and they are refused here.
  */
 
 char *
@@ -952,15 +1039,28 @@ gms_es_task_value(const char *answer, size_t len, char *reason,
 {
     char          *out, *p;
     size_t         size;
-    json_t        *node;
+    json_t        *node_text;
+    const char    *where;
     json_int_t     id, nanos;
     gms_scan_t     scan;
-    gms_member_t   top[] = { { "completed", NULL, 0 }, { "task", NULL, 0 },
-                             { NULL, NULL, 0 } };
-    gms_member_t   task[] = { { "node", NULL, 0 }, { "id", NULL, 0 },
-                              { "running_time_in_nanos", NULL, 0 },
-                              { "status", NULL, 0 }, { NULL, NULL, 0 } };
-    gms_member_t  *completed, *status;
+    gms_member_t  *completed, *node, *status, *bad;
+    gms_member_t   top[] = {
+        { "completed", GMS_JSON_BOOLEAN, 1, NULL, 0 },
+        { "task", GMS_JSON_OBJECT, 1, NULL, 0 },
+        { NULL, GMS_JSON_ANY, 0, NULL, 0 }
+    };
+    gms_member_t   task[] = {
+        { "node", GMS_JSON_STRING, 1, NULL, 0 },
+        { "id", GMS_JSON_INTEGER, 1, NULL, 0 },
+        { "type", GMS_JSON_STRING, 1, NULL, 0 },
+        { "action", GMS_JSON_STRING, 1, NULL, 0 },
+        { "description", GMS_JSON_STRING, 0, NULL, 0 },
+        { "status", GMS_JSON_OBJECT, 0, NULL, 0 },
+        { "start_time_in_millis", GMS_JSON_INTEGER, 1, NULL, 0 },
+        { "running_time_in_nanos", GMS_JSON_INTEGER, 1, NULL, 0 },
+        { "cancellable", GMS_JSON_BOOLEAN, 1, NULL, 0 },
+        { NULL, GMS_JSON_ANY, 0, NULL, 0 }
+    };
 
     if (answer == NULL) {
         /* no output from the subrequest: no arithmetic on NULL */
@@ -989,7 +1089,10 @@ gms_es_task_value(const char *answer, size_t len, char *reason,
         goto not_json;
     }
 
-    if (top[1].value == NULL || *top[1].value != '{') {
+    where = "";
+    bad = gms_member_mismatch(top);
+
+    if (bad != NULL) {
         goto not_task;
     }
 
@@ -998,38 +1101,40 @@ gms_es_task_value(const char *answer, size_t len, char *reason,
     scan.end = top[1].value + top[1].len;
     (void) gms_scan_container(&scan, '}', task);
 
-    completed = &top[0];
-    status = &task[3];
-    nanos = 0;
+    where = "task.";
+    bad = gms_member_mismatch(task);
 
-    if (completed->value == NULL
-        || (*completed->value != 't' && *completed->value != 'f')
-        || gms_member_integer(&task[1], &id) != 0
-        || (task[2].value != NULL
-            && gms_member_integer(&task[2], &nanos) != 0)
-        || (status->value != NULL && *status->value != '{'
-            && *status->value != 'n'))
-    {
+    if (bad != NULL) {
         goto not_task;
     }
 
-    node = gms_member_load(&task[0]);
+    completed = &top[0];
+    node = &task[0];
+    status = &task[5];
 
-    if (!json_is_string(node)
-        || json_string_length(node) > GMS_ES_NODE_MAX)
+    /* both checked as integers above */
+    (void) gms_member_integer(&task[1], &id);
+    (void) gms_member_integer(&task[7], &nanos);
+
+    node_text = gms_member_load(node);
+
+    if (!json_is_string(node_text)
+        || json_string_length(node_text) > GMS_ES_NODE_MAX)
     {
-        json_decref(node);
-        goto not_task;
+        json_decref(node_text);
+        snprintf(reason, reason_size, "answer is not a task: \"task.node\" "
+                 "longer than %d bytes", GMS_ES_NODE_MAX);
+        return NULL;
     }
 
     size = sizeof("{\"completed\":false,\"taskId\":\"\",\"runTimeNanos\":"
                   ",\"status\":\"\"}")
-           + 6 * json_string_length(node) + 2 * 21
+           + 6 * json_string_length(node_text) + 2 * 21
            + ((status->value != NULL) ? 6 * status->len : 0);
 
     out = malloc(size);
     if (out == NULL) {
-        json_decref(node);
+        json_decref(node_text);
         snprintf(reason, reason_size, "%s", "out of memory");
         return NULL;
     }
@@ -1037,12 +1142,12 @@ gms_es_task_value(const char *answer, size_t len, char *reason,
     p = out;
     p += sprintf(p, "{\"completed\":%s,\"taskId\":\"",
                  (*completed->value == 't') ? "true" : "false");
-    p = gms_orgjson_quote(p, json_string_value(node),
-                          json_string_length(node), 0);
+    p = gms_orgjson_quote(p, json_string_value(node_text),
+                          json_string_length(node_text), 0);
     p += sprintf(p, ":%" JSON_INTEGER_FORMAT "\",\"runTimeNanos\":%"
                  JSON_INTEGER_FORMAT, id, nanos);
 
-    if (status->value != NULL && *status->value == '{') {
+    if (status->value != NULL) {
         p = (char *) memcpy(p, ",\"status\":\"", 11) + 11;
         p = gms_orgjson_quote(p, status->value, status->len, 1);
         *p++ = '"';
@@ -1051,13 +1156,16 @@ gms_es_task_value(const char *answer, size_t len, char *reason,
     *p++ = '}';
     *p = '\0';
 
-    json_decref(node);
+    json_decref(node_text);
 
     return out;
 
 not_task:
 
-    snprintf(reason, reason_size, "%s", "answer is not a task");
+    snprintf(reason, reason_size, "answer is not a task: \"%s%s\" %s %s",
+             where, bad->name,
+             (bad->value == NULL) ? "absent, wanted" : "not",
+             gms_json_type_names[bad->type]);
 
     return NULL;
 

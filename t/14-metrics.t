@@ -17,6 +17,8 @@ my $e = GmsTest::Edge->start(
         my ($req) = @_;
         return [200, ['Content-Type' => 'application/json'],
                 '{"completed":true,"task":{"node":"known","id":1,'
+                . '"type":"transport","action":"indices:data/write/reindex",'
+                . '"start_time_in_millis":1,"cancellable":true,'
                 . '"status":{"total":1},"running_time_in_nanos":5}}']
             if $req->{path} eq '/_tasks/known:1';
         return [503, ['Content-Type' => 'application/json'],

@@ -155,6 +155,8 @@ sub search_cluster {
     my ($req) = @_;
     return [200, ['Content-Type' => 'application/json'],
             '{"completed":true,"task":{"node":"known","id":1,'
+            . '"type":"transport","action":"indices:data/write/reindex",'
+            . '"start_time_in_millis":1,"cancellable":true,'
             . '"status":{"total":1},"running_time_in_nanos":5}}']
         if $req->{path} eq '/_tasks/known:1';
     return [404, ['Content-Type' => 'application/json'],

@@ -437,12 +437,16 @@ my $search = GmsTest::Stub->start(handler => sub {
     return [200, ['Content-Type' => 'application/json',
                   'X-Accel-Redirect' => '/entities/urn:li:corpuser:x'],
             '{"completed":false,"task":{"node":"redirecting","id":1,'
+            . '"type":"transport","action":"indices:data/write/reindex",'
+            . '"start_time_in_millis":1,"cancellable":true,'
             . '"running_time_in_nanos":1}}']
         if $req->{path} eq '/_tasks/redirecting:1';
     return [404, ['Content-Type' => 'application/json'], '{"status":404}']
         unless $req->{path} eq '/_tasks/edgeNode:42';
     return [200, ['Content-Type' => 'application/json'],
             '{"completed":true,"task":{"node":"edgeNode","id":42,'
+            . '"type":"transport","action":"indices:data/write/reindex",'
+            . '"start_time_in_millis":1,"cancellable":true,'
             . '"status":{"total":3},"running_time_in_nanos":9}}'];
 });
 

@@ -39,6 +39,8 @@ my $search = GmsTest::Stub->start(handler => sub {
     return [200, ['Content-Type' => 'application/json',
                   'X-Accel-Redirect' => '/entities/urn:li:corpuser:x'],
             '{"completed":true,"task":{"node":"shipped","id":1,'
+            . '"type":"transport","action":"indices:data/write/reindex",'
+            . '"start_time_in_millis":1,"cancellable":true,'
             . '"status":{"total":1},"running_time_in_nanos":3}}'];
 });
 

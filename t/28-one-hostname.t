@@ -63,6 +63,8 @@ my $frontend = GmsTest::Stub->echo;
 my $search = GmsTest::Stub->start(handler => sub {
     return [200, ['Content-Type' => 'application/json'],
             '{"completed":true,"task":{"node":"one","id":7,'
+            . '"type":"transport","action":"indices:data/write/reindex",'
+            . '"start_time_in_millis":1,"cancellable":true,'
             . '"status":{"total":1},"running_time_in_nanos":3}}'];
 });
 

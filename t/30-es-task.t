@@ -21,7 +21,9 @@
 # cancelled, parent_task_id and headers, OpenSearch 2's resource_stats, a
 # sliced status (slices of objects and null), 64-bit integers, a failed
 # task's "error", a task without status; and broken answers: 500, not
-# JSON, truncated JSON, JSON that is no task, larger than the edge's
+# JSON, truncated JSON, JSON that is no task (each member GMS's search
+# client requires left out, a null status or description, members of
+# the wrong type: all "no task" to GMS), larger than the edge's
 # subrequest_output_buffer_size (8m) and slower than its
 # proxy_read_timeout (1s).
 
@@ -146,6 +148,7 @@ my $FAILED_WITH_ERROR = <<'JSON';
   "version_conflicts":0,"noops":0,"retries":{"bulk":0,"search":0},
   "throttled_millis":0,"requests_per_second":-1.0,
   "throttled_until_millis":0},
+ "start_time_in_millis":1700000000000,
  "running_time_in_nanos":1179458,"cancellable":true,"cancelled":false,
  "headers":{}},
  "error":{"type":"index_not_found_exception","reason":"no such index [x]",
@@ -162,6 +165,46 @@ JSON
 
 (my $NULL_STATUS = $NO_STATUS)
     =~ s/"noStatusNode","id":5,/"nullStatusNode","id":6,"status":null,/;
+
+# A task with every member GMS's search client requires (TaskInfo.PARSER
+# and GetTaskResponse.PARSER in OpenSearch's high-level REST client), as
+# a running reindex has them; %change replaces members, undef leaves one
+# out.  "completed" is the answer's, the others the task's.
+my @TASK_MEMBERS = qw(node id type action status description
+                      start_time_in_millis running_time_in_nanos cancellable);
+
+sub task_answer {
+    my ($node, %change) = @_;
+
+    my %member = (node => qq("$node"), id => 1, type => '"transport"',
+                  action => '"indices:data/write/reindex"',
+                  status => '{"total":2,"created":1}',
+                  description => '"reindex from [a] to [b]"',
+                  start_time_in_millis => 1700000000000,
+                  running_time_in_nanos => 5000, cancellable => 'true',
+                  completed => 'false', %change);
+
+    my $task = join ',', map { qq("$_":$member{$_}) }
+                         grep { defined $member{$_} } @TASK_MEMBERS;
+    my $completed = defined $member{completed}
+                    ? qq("completed":$member{completed},) : '';
+
+    return qq({$completed"task":{$task}});
+}
+
+# Each member the client requires, left out: GMS has no task status.
+my @MISSING = map { ["no_$_", $_] }
+              qw(completed node id type action start_time_in_millis
+                 running_time_in_nanos cancellable);
+
+# Members of a type the client's parser does not take.
+my @MISTYPED = (
+    ['nullDescription', description => 'null', 'a string'],
+    ['nullType', type => 'null', 'a string'],
+    ['numberAction', action => '7', 'a string'],
+    ['nullStart', start_time_in_millis => 'null', 'an integer'],
+    ['stringCancellable', cancellable => '"true"', 'a boolean'],
+);
 
 # DataHub's published sample (docs/api/restli/get-elastic-task-status.md),
 # as the cluster would have sent it: pretty-printed, with a description
@@ -209,9 +252,12 @@ JSON
 # Strings in a status, whitespace inside them kept, characters org.json
 # escapes ("</", U+0080-U+009F, U+2000-U+20FF) and one it does not (é).
 my $STRINGS = qq({"completed":false,"task":{"node":"stringsNode","id":8,)
+    . qq("type":"transport","action":"indices:data/write/reindex",)
     . qq("status":{ "phase" : "copying { \\"a\\" : 1 }",)
     . qq( "note":"</script> caf\xc3\xa9 \xc2\x85 \xe2\x80\xa8 tab\\t end",)
-    . qq( "n" : [ 1 , 2.50 , -0.0, 1e+3 ] },"running_time_in_nanos":1}});
+    . qq( "n" : [ 1 , 2.50 , -0.0, 1e+3 ] },)
+    . qq("start_time_in_millis":1,"running_time_in_nanos":1,)
+    . qq("cancellable":true}});
 
 my $SERVER_ERROR = '{"error":{"root_cause":[{"type":"null_pointer_exception",'
                    . '"reason":null}],"type":"null_pointer_exception",'
@@ -230,8 +276,10 @@ sub with_failures {
     my $count = int($size / (length($failure) + 1)) + 1;
 
     return qq({"completed":true,"task":{"node":"$node","id":1,)
+           . qq("type":"transport","action":"indices:data/write/reindex",)
            . qq("status":{"total":1,"created":0},)
-           . qq("running_time_in_nanos":7},"response":{"failures":[)
+           . qq("start_time_in_millis":1,"running_time_in_nanos":7,)
+           . qq("cancellable":true},"response":{"failures":[)
            . join(',', ($failure) x $count) . ']}}';
 }
 
@@ -288,12 +336,22 @@ my %CLUSTER = (
     'array:1'                           => [200, $JSON_TYPE,
                                             '[' . $RUNNING_ES6 . ']'],
     'idString:1'                        => [200, $JSON_TYPE,
-        '{"completed":true,"task":{"node":"idString","id":"1"}}'],
+        task_answer('idString', id => '"1"')],
     'statusString:1'                    => [200, $JSON_TYPE,
-        '{"completed":true,"task":{"node":"statusString","id":1,'
-        . '"status":"running"}}'],
+        task_answer('statusString', status => '"running"')],
     'completedString:1'                 => [200, $JSON_TYPE,
-        '{"completed":"true","task":{"node":"completedString","id":1}}'],
+        task_answer('completedString', completed => '"true"')],
+    'withDescription:1'                 => [200, $JSON_TYPE,
+        task_answer('withDescription')],
+    'noDescription:1'                   => [200, $JSON_TYPE,
+        task_answer('noDescription', description => undef,
+                    status => undef)],
+    (map { ("$_->[0]:1" => [200, $JSON_TYPE,
+                            task_answer($_->[0], $_->[1] => undef)]) }
+         @MISSING),
+    (map { ("$_->[0]:1" => [200, $JSON_TYPE,
+                            task_answer($_->[0], $_->[1] => $_->[2])]) }
+         @MISTYPED),
     'oversized:1'                       => [200, $JSON_TYPE, $OVERSIZED],
     # a cluster that tries to send the edge elsewhere: to GMS, token-less
     'redirectGms:1'                     => [200, [@$JSON_TYPE,
@@ -543,10 +601,16 @@ my @FOUND = (
       value => { completed => JSON::PP::true, taskId => 'noStatusNode:5',
                  runTimeNanos => 1000 } },
 
-    { title => 'task with a null status',
-      task => 'nullStatusNode:6',
-      value => { completed => JSON::PP::true, taskId => 'nullStatusNode:6',
-                 runTimeNanos => 1000 } },
+    { title => 'every member the client requires, and a description',
+      task => 'withDescription:1',
+      value => { completed => JSON::PP::false, taskId => 'withDescription:1',
+                 runTimeNanos => 5000,
+                 status => { total => 2, created => 1 } } },
+
+    { title => 'only the members the client requires: no status',
+      task => 'noDescription:1',
+      value => { completed => JSON::PP::false, taskId => 'noDescription:1',
+                 runTimeNanos => 5000 } },
 
     { title => "DataHub's published sample, pretty-printed by the cluster",
       task => 'qhxGdzytQS-pQek8CwBCZg:54654',
@@ -665,9 +729,21 @@ my @NOT_FOUND = (
     ['200, truncated JSON', 'truncated:1', qr/JSON/],
     ['200, JSON but no task', 'acknowledged:1', qr/not a task/],
     ['200, an array holding a task', 'array:1', qr/not a task/],
-    ['200, task id a string', 'idString:1', qr/not a task/],
-    ['200, status a string', 'statusString:1', qr/not a task/],
-    ['200, completed a string', 'completedString:1', qr/not a task/],
+    ['200, task id a string', 'idString:1',
+     qr/not a task: "task\.id" not an integer/],
+    ['200, status a string', 'statusString:1',
+     qr/not a task: "task\.status" not an object/],
+    ['200, status null', 'nullStatusNode:6',
+     qr/not a task: "task\.status" not an object/],
+    ['200, completed a string', 'completedString:1',
+     qr/not a task: "completed" not a boolean/],
+    (map { my ($node, $member) = @$_;
+           my $where = $member eq 'completed' ? '' : 'task\.';
+           ["200, no $member", "$node:1",
+            qr/not a task: "$where$member" absent/] } @MISSING),
+    (map { my ($node, $member, $value, $type) = @$_;
+           ["200, $member $value", "$node:1",
+            qr/not a task: "task\.$member" not \Q$type\E/] } @MISTYPED),
     ['9.5 MB answer, over the 8m subrequest buffer', 'oversized:1',
      qr/larger than subrequest_output_buffer_size/],
     ['2 s answer, over the 1 s proxy_read_timeout', 'slow:1',

@@ -85,12 +85,16 @@ sub hex_byte { sprintf '0x%02x', $_[0] }
 
 # --- the stand-in search cluster --------------------------------------------
 
+# The members of a task GMS's search client requires besides node, id and
+# running_time_in_nanos (TaskInfo.PARSER), a comma after them.
+my $TASK_INFO = '"type":"transport","action":"indices:data/write/reindex",'
+                . '"start_time_in_millis":1,"cancellable":true,';
+
 # A well-formed running task, and the value the module makes of it.
 sub task_answer {
     my ($node, $number) = @_;
     return qq({"completed":false,"task":{"node":"$node","id":$number,)
-           . qq("type":"transport","action":"indices:data/write/reindex",)
-           . qq("status":{"total":10,"updated":3},)
+           . $TASK_INFO . qq("status":{"total":10,"updated":3},)
            . qq("running_time_in_nanos":42}});
 }
 
@@ -583,6 +587,8 @@ sub answer_case {
     my $task_with = sub {
         my (%f) = @_;
         my %t = (node => '"shape"', id => 1, type => '"transport"',
+                 action => '"indices:data/write/reindex"',
+                 start_time_in_millis => 1, cancellable => 'true',
                  status => '{"total":1}', running_time_in_nanos => 7, %f);
         return '{' . join(',', map { qq("$_":$t{$_}) }
                                 grep { defined $t{$_} } sort keys %t) . '}';
@@ -619,13 +625,23 @@ sub answer_case {
          ['of 10,000 digits', '9' x 10_000]),
         (map { ["running_time_in_nanos $_->[0]", '{"completed":false,"task":'
                 . $task_with->(running_time_in_nanos => $_->[1]) . '}'] }
+         ['missing', undef], ['null', 'null'],
          ['a string', '"7"'], ['a fraction', '7.5'], ['true', 'true'],
          ['an array', '[7]'], ['an object', '{}'], ['1e400', '1e400'],
          ['beyond int64', '18446744073709551616']),
         (map { ["status $_->[0]", '{"completed":false,"task":'
                 . $task_with->(status => $_->[1]) . '}'] }
+         ['null', 'null'],
          ['a string', '"running"'], ['a number', '1'], ['true', 'true'],
          ['an array', '[{"total":1}]']),
+        (map { my $member = $_;
+               map { ["$member $_->[0]", '{"completed":false,"task":'
+                      . $task_with->($member => $_->[1]) . '}'] }
+               ['missing', undef], ['null', 'null'], ['an object', '{}']
+             } qw(type action start_time_in_millis cancellable)),
+        (map { ["description $_->[0]", '{"completed":false,"task":'
+                . $task_with->(description => $_->[1]) . '}'] }
+         ['null', 'null'], ['a number', '1'], ['an array', '["d"]']),
     );
     $k = 0;
     answer_case("wrong shape: $_->[0]", 'shape:' . ++$k,
@@ -640,14 +656,15 @@ sub answer_case {
                 status_of('other:99'));
     answer_case('unknown fields everywhere', 'shapeOk:3',
                 [200, $JSON_TYPE, '{"x":[{}],"completed":false,"task":'
-                 . '{"node":"shapeOk","id":3,"y":null,'
+                 . '{"node":"shapeOk","id":3,"y":null,' . $TASK_INFO
                  . '"status":{"total":10,"updated":3},'
                  . '"running_time_in_nanos":42},"response":"z"}'],
                 status_of('shapeOk:3'));
     answer_case('a status 2000 levels deep (jansson stops at 2048)',
                 'deepOk:1',
                 [200, $JSON_TYPE, '{"completed":true,"task":{"node":"deepOk",'
-                 . '"id":1,"running_time_in_nanos":7,"status":{"d":'
+                 . '"id":1,' . $TASK_INFO
+                 . '"running_time_in_nanos":7,"status":{"d":'
                  . ('[' x 2000) . (']' x 2000) . '}}}'],
                 value_is('{"completed":true,"taskId":"deepOk:1",'
                          . '"runTimeNanos":7,"status":"{\\"d\\":'
@@ -717,7 +734,8 @@ sub answer_case {
                 [200, $JSON_TYPE, $head . (' ' x ($limit + 1 - length $head))]);
     answer_case('9.5 MB of status', 'bigC:1',
                 [200, $JSON_TYPE, '{"completed":false,"task":{"node":"bigC",'
-                 . '"id":1,"status":{"s":"' . ('x' x (9.5 * (1 << 20)))
+                 . '"id":1,' . $TASK_INFO . '"running_time_in_nanos":1,'
+                 . '"status":{"s":"' . ('x' x (9.5 * (1 << 20)))
                  . '"}}}']);
     answer_case('Content-Length of a terabyte, a task sent', 'bigD:1',
                 [200, [@$JSON_TYPE, 'Content-Length' => 1 << 40],
@@ -727,20 +745,23 @@ sub answer_case {
                  task_answer('bigE', 1)]);
     answer_case('status nested 10,000 deep', 'bigF:1',
                 [200, $JSON_TYPE, '{"completed":false,"task":{"node":"bigF",'
-                 . '"id":1,"status":{"d":' . ('[' x 10_000) . (']' x 10_000)
+                 . '"id":1,' . $TASK_INFO . '"running_time_in_nanos":1,'
+                 . '"status":{"d":' . ('[' x 10_000) . (']' x 10_000)
                  . '}}}']);
     answer_case('10,000 levels, unclosed', 'bigG:1',
                 [200, $JSON_TYPE, '[' x 10_000]);
     answer_case('a 1 MB string in the status', 'bigH:1',
                 [200, $JSON_TYPE, '{"completed":false,"task":{"node":"bigH",'
-                 . '"id":1,"running_time_in_nanos":1,"status":{"s":"'
+                 . '"id":1,' . $TASK_INFO
+                 . '"running_time_in_nanos":1,"status":{"s":"'
                  . ('y' x (1 << 20)) . '"}}}'],
                 value_is({ completed => JSON::PP::false, taskId => 'bigH:1',
                            runTimeNanos => 1,
                            status => { s => 'y' x (1 << 20) } }));
     answer_case('20,000 keys in the status', 'bigI:1',
                 [200, $JSON_TYPE, '{"completed":false,"task":{"node":"bigI",'
-                 . '"id":1,"running_time_in_nanos":1,"status":{'
+                 . '"id":1,' . $TASK_INFO
+                 . '"running_time_in_nanos":1,"status":{'
                  . join(',', map { qq("k$_":$_) } 1 .. 20_000) . '}}}'],
                 value_is({ completed => JSON::PP::false, taskId => 'bigI:1',
                            runTimeNanos => 1,

@@ -159,7 +159,7 @@ cat > "$dir/stand-ins.conf" <<CONF
         listen 127.0.0.1:$search_port;
         default_type application/json;
         location = /_tasks/oTUltX4IQMOUUVeiohTt8A:124 {
-            return 200 '{"completed":false,"task":{"node":"oTUltX4IQMOUUVeiohTt8A","id":124,"type":"transport","action":"indices:data/write/reindex","status":{"total":6154,"updated":3500,"created":0,"deleted":0,"batches":4,"version_conflicts":0,"noops":0,"retries":{"bulk":0,"search":0},"throttled_millis":0,"requests_per_second":-1.0,"throttled_until_millis":0},"running_time_in_nanos":2113617447,"cancellable":true,"headers":{}}}';
+            return 200 '{"completed":false,"task":{"node":"oTUltX4IQMOUUVeiohTt8A","id":124,"type":"transport","action":"indices:data/write/reindex","status":{"total":6154,"updated":3500,"created":0,"deleted":0,"batches":4,"version_conflicts":0,"noops":0,"retries":{"bulk":0,"search":0},"throttled_millis":0,"requests_per_second":-1.0,"throttled_until_millis":0},"start_time_in_millis":1700000000000,"running_time_in_nanos":2113617447,"cancellable":true,"headers":{}}}';
         }
         location / {
             return 404 '{"error":{"type":"resource_not_found_exception","reason":"task isn\'t running and hasn\'t stored its results"},"status":404}';

@@ -140,7 +140,7 @@ http {
     server {
         listen 127.0.0.1:$search_port;
         location = /_tasks/smokeNode:7 {
-            return 200 '{"completed":true,"task":{"node":"smokeNode","id":7,"status":{"total":1},"running_time_in_nanos":5}}';
+            return 200 '{"completed":true,"task":{"node":"smokeNode","id":7,"type":"transport","action":"indices:data/write/reindex","status":{"total":1},"start_time_in_millis":1,"running_time_in_nanos":5,"cancellable":true}}';
         }
         location / {
             return 404 '{"status":404}';

@@ -178,6 +178,12 @@ json_same(const char *a, const char *b)
 }
 
 
+/* the members every task has, besides node, id and running time */
+#define TASK_INFO                                                            \
+    "\"type\":\"transport\",\"action\":\"indices:data/write/reindex\","      \
+    "\"start_time_in_millis\":1700000000000,\"cancellable\":true"
+
+
 static void
 test_answer(void)
 {
@@ -206,12 +212,15 @@ test_answer(void)
     ok(answer != NULL, "fixture datahub-getEsTaskStatus-completed.value.json");
     pretty =
         "{ \"completed\" : true,\n \"task\" : { \"node\" : "
-        "\"qhxGdzytQS-pQek8CwBCZg\", \"id\" : 54654, \"status\" : {\n"
+        "\"qhxGdzytQS-pQek8CwBCZg\", \"id\" : 54654,\n"
+        " \"type\" : \"transport\", \"action\" : "
+        "\"indices:data/write/delete/byquery\", \"status\" : {\n"
         "  \"total\" : 0, \"updated\" : 0, \"created\" : 0, \"deleted\" : 0,"
         " \"batches\" : 0, \"version_conflicts\" : 0, \"noops\" : 0,\n"
         "  \"retries\" : { \"bulk\" : 0, \"search\" : 0 },"
         " \"throttled_millis\" : 0, \"requests_per_second\" : -1.0,"
         " \"throttled_until_millis\" : 0 },\n"
+        " \"start_time_in_millis\" : 1700000000000,\n"
         " \"running_time_in_nanos\" : 1179458, \"cancellable\" : true } }\n";
     value = gms_es_task_value(pretty, strlen(pretty), reason, sizeof(reason));
     ok(value != NULL && answer != NULL
@@ -222,6 +231,7 @@ test_answer(void)
     free(answer);
 
     answer = "{\"completed\":true,\"task\":{\"node\":\"n\",\"id\":1,"
+             TASK_INFO ",\"running_time_in_nanos\":0,"
              "\"status\":{\"s\":\"</a> \xc2\x85 \xe2\x80\xa8 \xc3\xa9 "
              "\\\"x\\\" \\\\ \\n\"}}}";
     value = gms_es_task_value(answer, strlen(answer), reason, sizeof(reason));
@@ -248,13 +258,13 @@ test_answer(void)
 
     value = gms_es_task_value(
         "{\"completed\":true,\"task\":{\"node\":\"n\",\"id\":9223372036854775807,"
-        "\"running_time_in_nanos\":9223372036854775806,\"status\":"
+        TASK_INFO ",\"running_time_in_nanos\":9223372036854775806,\"status\":"
         "{\"total\":9007199254740993,\"slices\":[{\"slice_id\":0,\"total\":1},"
         "null]}}}", 0, reason, sizeof(reason));
     ok(value == NULL, "length is honoured (0 bytes is no JSON)");
 
     answer = "{\"completed\":true,\"task\":{\"node\":\"n\",\"id\":"
-             "9223372036854775807,\"running_time_in_nanos\":"
+             "9223372036854775807," TASK_INFO ",\"running_time_in_nanos\":"
              "9223372036854775806,\"status\":{\"total\":9007199254740993,"
              "\"slices\":[{\"slice_id\":0,\"total\":1},null]}}}";
     value = gms_es_task_value(answer, strlen(answer), reason, sizeof(reason));
@@ -268,14 +278,14 @@ test_answer(void)
     free(value);
 
     answer = "{\"completed\":false,\"task\":{\"node\":\"n\",\"id\":2,"
-             "\"status\":null,\"running_time_in_nanos\":5}}";
-    value = gms_es_task_value(answer, strlen(answer), reason, sizeof(reason));
-    is_str(value, "{\"completed\":false,\"taskId\":\"n:2\",\"runTimeNanos\":5}",
-           "a null status is left out, as org.json's put(key, null)");
-    free(value);
+             TASK_INFO ",\"status\":null,\"running_time_in_nanos\":5}}";
+    ok(gms_es_task_value(answer, strlen(answer), reason, sizeof(reason))
+       == NULL, "a null status is not a task: the client takes objects only");
+    is_str(reason, "answer is not a task: \"task.status\" not an object",
+           "reason names the status");
 
     answer = "{\"completed\":false,\"task\":{\"node\":\"n\",\"id\":1,"
-             "\"running_time_in_nanos\":5}}";
+             TASK_INFO ",\"running_time_in_nanos\":5}}";
     value = gms_es_task_value(answer, strlen(answer), reason, sizeof(reason));
     is_str(value, "{\"completed\":false,\"taskId\":\"n:1\",\"runTimeNanos\":5}",
            "a task without status omits it");
@@ -284,8 +294,8 @@ test_answer(void)
     /* the status is sliced, not re-parsed: the scanner is as strict as
      * jansson, or a client would get invalid JSON text in status */
 #define TASK_WITH_STATUS(st)                                                 \
-    "{\"completed\":true,\"task\":{\"node\":\"n\",\"id\":1,\"status\":"      \
-    st "}}"
+    "{\"completed\":true,\"task\":{\"node\":\"n\",\"id\":1," TASK_INFO       \
+    ",\"running_time_in_nanos\":1,\"status\":" st "}}"
 
     answer = TASK_WITH_STATUS("{\"a\":01}");
     ok(gms_es_task_value(answer, strlen(answer), reason, sizeof(reason))
@@ -305,6 +315,7 @@ test_answer(void)
     free(value);
 
     answer = "{\"completed\":true,\"task\":{\"node\":\"n\",\"id\":1,"
+             TASK_INFO ",\"running_time_in_nanos\":1,"
              "\"status\":{\"a\":\"\\ud83d\\ude00\",\"z\":-0.0e+1}}}";
     value = gms_es_task_value(answer, strlen(answer), reason, sizeof(reason));
     ok(value != NULL && strstr(value, "\\\"\\\\ud83d\\\\ude00\\\"")
@@ -317,7 +328,8 @@ test_answer(void)
     answer = slurp("not-found-404.constructed.json", &len);
     ok(gms_es_task_value(answer, len, reason, sizeof(reason)) == NULL,
        "404 body is not a task");
-    is_str(reason, "answer is not a task", "reason given");
+    is_str(reason, "answer is not a task: \"completed\" absent, wanted a "
+           "boolean", "reason given");
     free(answer);
 
     ok(gms_es_task_value("{\"completed\":true,\"task\":{\"node\":\"n\","
@@ -356,11 +368,115 @@ test_answer(void)
 }
 
 
+/*
+ * What GMS's search client requires of a task (TaskInfo.PARSER and
+ * GetTaskResponse.PARSER): each required member absent, and members of a
+ * type its parser does not take, make an answer that is not a task.
+ */
+
+static void
+test_answer_members(void)
+{
+    char         answer[512], reason[128], *value;
+    size_t       i, j;
+    const char  *want;
+
+    static const char  *members[][2] = {
+        { "node", "\"node\":\"n\"" },
+        { "id", "\"id\":7" },
+        { "type", "\"type\":\"transport\"" },
+        { "action", "\"action\":\"indices:data/write/reindex\"" },
+        { "start_time_in_millis", "\"start_time_in_millis\":1" },
+        { "running_time_in_nanos", "\"running_time_in_nanos\":5" },
+        { "cancellable", "\"cancellable\":false" }
+    };
+
+    static const char  *wrong[][3] = {
+        { "\"description\":null", "task.description", "a string" },
+        { "\"description\":1", "task.description", "a string" },
+        { "\"type\":null", "task.type", "a string" },
+        { "\"action\":[\"a\"]", "task.action", "a string" },
+        { "\"status\":[]", "task.status", "an object" },
+        { "\"start_time_in_millis\":1.5", "task.start_time_in_millis",
+          "an integer" },
+        { "\"running_time_in_nanos\":null", "task.running_time_in_nanos",
+          "an integer" },
+        { "\"cancellable\":\"true\"", "task.cancellable", "a boolean" },
+        { "\"cancellable\":null", "task.cancellable", "a boolean" }
+    };
+
+    for (i = 0; i < sizeof(members) / sizeof(members[0]); i++) {
+        strcpy(answer, "{\"completed\":true,\"task\":{");
+
+        for (j = 0; j < sizeof(members) / sizeof(members[0]); j++) {
+            if (j != i) {
+                strcat(answer, members[j][1]);
+                strcat(answer, ",");
+            }
+        }
+
+        strcat(answer, "\"description\":\"d\"}}");
+
+        ok(gms_es_task_value(answer, strlen(answer), reason, sizeof(reason))
+           == NULL, "task without %s is not a task", members[i][0]);
+        ok(strstr(reason, members[i][0]) != NULL
+           && strstr(reason, "absent") != NULL, "reason names %s: %s",
+           members[i][0], reason);
+    }
+
+    for (i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++) {
+        strcpy(answer, "{\"completed\":true,\"task\":{");
+
+        for (j = 0; j < sizeof(members) / sizeof(members[0]); j++) {
+            strcat(answer, members[j][1]);
+            strcat(answer, ",");
+        }
+
+        /* the last of a repeated name counts, as in jansson */
+        strcat(answer, wrong[i][0]);
+        strcat(answer, "}}");
+
+        ok(gms_es_task_value(answer, strlen(answer), reason, sizeof(reason))
+           == NULL, "%s is not a task", wrong[i][0]);
+        ok(strstr(reason, wrong[i][1]) != NULL
+           && strstr(reason, wrong[i][2]) != NULL, "reason: %s", reason);
+    }
+
+    want = "{\"completed\":true,\"taskId\":\"n:7\",\"runTimeNanos\":5}";
+
+    strcpy(answer, "{\"task\":{");
+
+    for (j = 0; j < sizeof(members) / sizeof(members[0]); j++) {
+        strcat(answer, members[j][1]);
+        strcat(answer, ",");
+    }
+
+    strcat(answer, "\"description\":\"d\",\"headers\":{}},\"completed\":true}");
+    value = gms_es_task_value(answer, strlen(answer), reason, sizeof(reason));
+    is_str(value, want, "every member there: a task, status absent");
+    free(value);
+
+    answer[strlen(answer) - sizeof(",\"completed\":true}") + 1] = '\0';
+    strcat(answer, "}");
+    ok(gms_es_task_value(answer, strlen(answer), reason, sizeof(reason))
+       == NULL, "without completed: not a task");
+    is_str(reason, "answer is not a task: \"completed\" absent, wanted a "
+           "boolean", "reason names completed");
+
+    strcpy(answer, "{\"completed\":false,\"task\":null}");
+    ok(gms_es_task_value(answer, strlen(answer), reason, sizeof(reason))
+       == NULL, "a null task is not a task");
+    is_str(reason, "answer is not a task: \"task\" not an object",
+           "reason names task");
+}
+
+
 int
 main(void)
 {
     test_request();
     test_answer();
+    test_answer_members();
 
     return done_testing();
 }
