@@ -179,7 +179,8 @@ subtest 'custom stub: large, slow, failing' => sub {
         return [404, ['X-Path' => $req->{path}], 'no'];
     });
 
-    my $res = GmsTest::HTTP::request($s->port, GET => '/big');
+    my $res = GmsTest::HTTP::request($s->port, GET => '/big', undef, undef,
+                                      timeout => 60);
     is($res->{status}, 200, 'large response');
     ok($res->{body} eq $big, '5 MB body intact');
 
