@@ -306,7 +306,8 @@ my @tokens = map { listed("follow-$_") } 1 .. 5;
     my $f = start_follow(@gms, '--interval', '1h', @at);
     ok(GmsTest::wait_until(sub { ok_lines($f) >= 1 }, 10),
        '257 privileges for alice: the cycle is ok');
-    like((ok_lines($f))[0] // '', qr/ users=1 changed=0 removed=0 skipped=1 in /,
+    like((ok_lines($f))[0] // '',
+         qr/ users=1 changed=0 removed=0 skipped=1 in /,
          '... alice skipped, counted');
     is_deeply([err_lines($f)],
               ['gms-token: follow: ' . $gms->url . ": $alice has 257 "
