@@ -972,8 +972,9 @@ gms_priv_remove(gms_priv_ctx_t *c, gms_tool_privileges_counts_t *counts)
 
             /* a name with a NUL in it is no URN: not a set to delete */
             if (memchr(urn, '\0', key->len - base) != NULL
-                || bsearch(&urn, c->urns.s, c->urns.n, sizeof(char *),
-                           gms_policy_strcmp))
+                || (c->urns.n
+                    && bsearch(&urn, c->urns.s, c->urns.n, sizeof(char *),
+                               gms_policy_strcmp)))
             {
                 continue;
             }

@@ -1238,8 +1238,11 @@ gms_tool_privileges(gms_tool_t *t, gms_tool_args_t *a)
         return GMS_TOOL_REDIS;
     }
 
-    qsort(reply->element, reply->elements, sizeof(redisReply *),
-          gms_tool_reply_cmp);
+    /* hiredis leaves element NULL for an empty array: no qsort of NULL */
+    if (reply->elements > 1) {
+        qsort(reply->element, reply->elements, sizeof(redisReply *),
+              gms_tool_reply_cmp);
+    }
 
     for (i = 0; i < reply->elements; i++) {
         fwrite(reply->element[i]->str, 1, reply->element[i]->len, stdout);
