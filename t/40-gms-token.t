@@ -211,6 +211,36 @@ my $now = int(time * 1000);
     is($e->get('/entities/x', 'short-lived')->{status}, 401, 'then 401');
 }
 
+# --- grant: no more privileges than the edge accepts ------------------------
+
+{
+    my $many = 'urn:li:corpuser:many';
+    my @p = map { sprintf 'PRIVILEGE_%03d', $_ } 1 .. 256;
+    gms_in("many-token\n", 'put', '--token-stdin', '--actor', $many);
+
+    is(gms('grant', $many, @p[0 .. 199])->{rc}, 0, 'grant 200 privileges');
+    is(gms('grant', $many, @p[150 .. 255], $p[0])->{rc}, 0,
+       'grant up to 256, some held already, one named twice');
+    is($redis->cmd(SCARD => "gms:actor:$many"), 256, '256 in the set');
+
+    my $before = $redis->dump_all;
+    refused(gms('grant', $many, $p[0], 'ONE_MORE'),
+            "\Q$many\E would have 257 privileges, more than the edge "
+            . 'accepts \(256\): nothing granted', $before,
+            'grant past 256: refused');
+    is($e->get('/entities/x', 'many-token')->{status}, 200,
+       'the edge still answers the user');
+    is(gms('grant', $many, $p[0])->{rc}, 0, 'grant of one it holds: fine');
+    is(gms('deny', $many, $p[0])->{rc}, 0, 'deny one');
+    is(gms('grant', $many, 'ONE_MORE')->{rc}, 0, 'then there is room');
+
+    $before = $redis->dump_all;
+    refused(gms('deny', $many, 'P' x 129),
+            "'P+\\.\\.\\.' is not a privilege name: .* 1 to 128 of them",
+            $before, 'a name of 129 bytes');
+    is(gms('grant', $many, 'P' x 128)->{rc}, 2, 'one of 128: refused, full');
+}
+
 # --- usage, bad input and Redis errors --------------------------------------
 
 {

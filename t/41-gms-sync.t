@@ -10,7 +10,10 @@
 # index lags behind a new token), and every failure (401, a GraphQL error,
 # a bad second page, an incomplete list, a timeout, a dead port, a body
 # that is not JSON) refused in one line with Redis left byte for byte as
-# it was.  The GMS token is never printed nor put on a command line.
+# it was.  TLS to GMS (nginx in front of the stand-in): a certificate the
+# system's CAs or --gms-ca-file do not verify, or for another name, is
+# refused before the token is sent.  The GMS token is never printed nor
+# put on a command line.
 
 use strict;
 use warnings;
@@ -19,8 +22,10 @@ use Test::More;
 use Time::HiRes qw(time);
 
 use GmsTest;
+use GmsTest::Certs;
 use GmsTest::GraphQL;
 use GmsTest::HTTP;
+use GmsTest::Nginx;
 use GmsTest::Tool qw(datahub_id listed now_ms hash_of normalized);
 
 GmsTest::Tool::need_tool();
@@ -517,6 +522,71 @@ my $put_id = datahub_id('put-just-now');
     ok($redis->cmd(EXISTS => 'gms:token:' . datahub_id('stale')),
        'no --prune: nothing pruned');
     $gms->misbehave;
+}
+
+
+# --- TLS to GMS: --gms https://..., --gms-ca-file ---------------------------
+
+{
+    # nginx in front of the stand-in, TLS with GmsTest::Certs' server
+    # certificate (127.0.0.1 and localhost, not 127.0.0.2)
+    my $certs = GmsTest::Certs->new;
+    my $front = GmsTest::Nginx->new(no_module => 1);
+    my %vars = (GMS => $gms->port, CERT => $certs->{server_cert},
+                KEY => $certs->{server_key});
+    $front->start(<<'EOF', vars => \%vars);
+server {
+    listen 127.0.0.1:%%PORT%% ssl;
+    listen 127.0.0.2:%%PORT%% ssl;
+    ssl_certificate %%CERT%%;
+    ssl_certificate_key %%KEY%%;
+    location / {
+        proxy_pass http://127.0.0.1:%%GMS%%;
+    }
+}
+EOF
+    my $https = 'https://127.0.0.1:' . $front->port;
+    my $other = 'https://127.0.0.2:' . $front->port;
+
+    my @tls = map { listed("tls-$_") } 1 .. 3;
+    $gms->tokens(\@tls);
+    my $before = $redis->dump_all;
+
+    # [title, --gms, --gms-ca-file, what stderr says]
+    my @cases = (
+        [ "the system's CAs: the test CA is not one of them", $https, undef,
+          qr/SSL certificate problem: unable to get local issuer certificate/ ],
+        [ 'a CA that did not sign the certificate', $https,
+          $certs->{wrong_ca},
+          qr/SSL certificate problem: unable to get local issuer certificate/ ],
+        [ 'the right CA, a name the certificate does not hold', $other,
+          $certs->{ca}, qr/\b127\.0\.0\.2\b/ ],
+    );
+
+    for my $c (@cases) {
+        my ($title, $url, $ca, $re) = @$c;
+        $gms->clear_requests;
+        my $res = run_tool(undef, 'sync', '--gms', $url, '--gms-token-file',
+                           $token_file, defined $ca ? ('--gms-ca-file', $ca)
+                                                    : (), '--prune', @at);
+        is($res->{rc}, 4, "TLS refused, $title: exit 4");
+        refused($res, $re, $before, "TLS refused, $title");
+        is_deeply($gms->requests, [], "$title: the token never sent");
+    }
+
+    $gms->clear_requests;
+    my $res = run_tool(undef, 'sync', '--gms', $https, '--gms-token-file',
+                       $token_file, '--gms-ca-file', $certs->{ca}, @off,
+                       @at);
+    is_deeply([@$res{qw(rc out err)}], [0, counts(tokens => 3, added => 3), ''],
+              'TLS with --gms-ca-file: synced') or diag(explain($res));
+    is_deeply([ map { hash_of($redis, key_of($_)) } @tls ],
+              [ map { cached_as($_) } @tls ], 'the tokens cached');
+    is_deeply([ map { $_->{header}{authorization} } @{ $gms->requests } ],
+              ["Bearer $SECRET"], 'the account token went through TLS');
+
+    $front->stop;
+    is_deeply([$front->bad_log_lines], [], 'the TLS front: no alert');
 }
 
 

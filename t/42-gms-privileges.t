@@ -202,7 +202,7 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
     my $res = sync_from($gms);
     is_deeply([@$res{qw(rc out err)}],
               [0, tokens_line(5, added => 5)
-                  . "users=5 changed=4 removed=1\n", ''],
+                  . "users=5 changed=4 removed=1 skipped=0\n", ''],
               'sync: the tokens line, then users=5 (4 holders, erin named '
               . 'by a policy) changed=4 (dave was right) removed=1')
         or diag(explain($res));
@@ -236,7 +236,7 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
     $gms->clear_requests;
     $res = sync_from($gms);
     is($res->{out}, tokens_line(5, unchanged => 5)
-                    . "users=5 changed=0 removed=0\n",
+                    . "users=5 changed=0 removed=0 skipped=0\n",
        'again: nothing changed');
     $redis->unchanged($state, 'again: Redis as it was');
     $redis->cmd(PUBLISH => 'gms:invalidate', 'end');
@@ -249,7 +249,7 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
     my $mon = watch('monitor');
     my $res = sync_from($gms);
     is($res->{out}, tokens_line(5, unchanged => 5)
-                    . "users=5 changed=1 removed=0\n",
+                    . "users=5 changed=1 removed=0 skipped=0\n",
        'bob leaves eng: one set changed');
     is_deeply(sets(), { %want, $bob => 'VIEW_ANALYTICS' },
               'bob: no MANAGE_INGESTION, and no group for allGroups');
@@ -269,7 +269,7 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
     $gms->tokens([ grep { $_->{actorUrn} ne $dave } @tokens ]);
     $gms->memberships({ %memberships, $bob => {}, $dave => {} });
     $res = sync_from($gms, '--prune');
-    like($res->{out}, qr/\nusers=4 changed=0 removed=1\n\z/,
+    like($res->{out}, qr/\nusers=4 changed=0 removed=1 skipped=0\n\z/,
          "dave's token revoked: his set removed");
     is($redis->cmd(EXISTS => "gms:actor:$dave"), 0, 'dave: no set');
     $gms->tokens(\@tokens);
@@ -293,7 +293,7 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
     $gms->clear_requests;
 
     my $res = sync_from($gms);
-    like($res->{out}, qr/\nusers=5 changed=1 removed=0\n\z/,
+    like($res->{out}, qr/\nusers=5 changed=1 removed=0 skipped=0\n\z/,
          '160 policies, 121 groups: one set changed');
     is(sets()->{$carol},
        'MANAGE_GLOSSARIES MANAGE_SECRETS MANAGE_TESTS VIEW_ANALYTICS',
@@ -307,6 +307,49 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
     is_deeply(\@carol, [0, 100], "carol's relationships: two pages");
     $gms->policies(\@policies);
     $gms->memberships(\%memberships);
+    is(sync_from($gms)->{rc}, 0, 'all back');
+}
+
+# --- a set larger than the edge accepts is not written -----------------------
+
+{
+    # erin: VIEW_ANALYTICS, GET_ES_TASK_STATUS_PRIVILEGE and these
+    my @many = map { sprintf 'PRIVILEGE_%03d', $_ } 1 .. 255;
+    my $with = sub {
+        $gms->policies([ @policies,
+            { urn => 'urn:li:dataHubPolicy:many', privileges => [@_],
+              actors => { users => [$erin] } },
+            { urn => 'urn:li:dataHubPolicy:bob',
+              privileges => ['MANAGE_TESTS'], actors => { users => [$bob] } }
+        ]);
+    };
+    my $erin_before = sets()->{$erin};
+    $with->(@many);
+
+    my $res = sync_from($gms);
+    is_deeply([@$res{qw(rc out)}],
+              [0, tokens_line(5, unchanged => 5)
+                  . "users=5 changed=1 removed=0 skipped=1\n"],
+              '257 privileges for erin: her set skipped, counted')
+        or diag(explain($res));
+    is($res->{err}, 'gms-token: sync: ' . $gms->url . ": $erin has 257 "
+                    . 'privileges, more than the edge accepts (256): the set '
+                    . "left as it was\n",
+       '... one line on stderr names the user');
+    is(sets()->{$erin}, $erin_before, '... her set as it was');
+    is(sets()->{$bob},
+       'MANAGE_GLOSSARIES MANAGE_INGESTION MANAGE_TESTS VIEW_ANALYTICS',
+       "... bob's set written all the same");
+
+    $with->(@many[1 .. $#many]);
+    $res = sync_from($gms);
+    is_deeply([@$res{qw(rc out err)}],
+              [0, tokens_line(5, unchanged => 5)
+                  . "users=5 changed=1 removed=0 skipped=0\n", ''],
+              '256: written');
+    is(scalar(split / /, sets()->{$erin}), 256, '... all of them');
+
+    $gms->policies(\@policies);
     is(sync_from($gms)->{rc}, 0, 'all back');
 }
 
@@ -397,7 +440,7 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
     my $res = sync_from($gms, '--privileges', 'graphql');
     is_deeply([@$res{qw(rc out err)}],
               [0, tokens_line(5, unchanged => 5)
-                  . "users=5 changed=4 removed=1\n", ''],
+                  . "users=5 changed=4 removed=1 skipped=0\n", ''],
               'graphql: the sets GMS gives, gone removed')
         or diag(explain($res));
     is_deeply(sets(), { $alice => 'MANAGE_POLICIES VIEW_ANALYTICS',

@@ -128,12 +128,13 @@ gms_tool_follow(gms_tool_t *t, const gms_tool_follow_conf_t *conf)
 
             printf("gms-token follow: %s ok tokens=%zu added=%zu "
                    "updated=%zu unchanged=%zu expired=%zu pruned=%zu "
-                   "kept=%zu users=%zu changed=%zu removed=%zu in %lldms\n",
+                   "kept=%zu users=%zu changed=%zu removed=%zu skipped=%zu "
+                   "in %lldms\n",
                    gms_follow_time(now, sizeof(now)), counts.tokens,
                    counts.added, counts.updated, counts.unchanged,
                    counts.expired, counts.pruned, counts.kept,
                    pcounts.users, pcounts.changed, pcounts.removed,
-                   (long long) took);
+                   pcounts.skipped, (long long) took);
 
         } else {
             failures++;

@@ -87,12 +87,6 @@ gms_tool_duration_valid(const char *name)
 }
 
 
-/*
- * createAccessToken, then the token cached under the id the edge computes
- * (with its salt), which must be GMS's own; any failure after GMS made the
- * token revokes it there: a token nobody was given is no token to keep.
- */
-
 /* both ends a command needs: Redis, then GMS's GraphQL */
 
 static int
@@ -112,6 +106,12 @@ gms_manage_open(gms_tool_t *t, const gms_graphql_conf_t *gms,
 }
 
 
+/*
+ * createAccessToken, then the token cached under the id the edge computes
+ * (with its salt), which must be GMS's own; any failure after GMS made the
+ * token revokes it there: a token nobody was given is no token to keep.
+ */
+
 int
 gms_tool_manage_create(gms_tool_t *t, const gms_graphql_conf_t *gms,
     const gms_tool_create_t *c)
@@ -126,7 +126,10 @@ gms_tool_manage_create(gms_tool_t *t, const gms_graphql_conf_t *gms,
     gms_tool_token_t    tok;
     gms_tool_put_rc_e   put_rc;
 
-    /* Redis first: a token made for a cache that cannot be written is lost */
+    /*
+     * Redis is reached before GMS is asked: a token made for a cache that
+     * cannot be written would be made for nothing (and revoked).
+     */
     rc = gms_manage_open(t, gms, &g);
     if (rc != GMS_TOOL_OK) {
         return rc;
@@ -268,7 +271,10 @@ done:
 }
 
 
-/* GMS first: the key of a token GMS still takes is not deleted */
+/*
+ * revokeAccessToken, then the key deleted and the id published: when GMS
+ * refuses, the cache keeps the token, which GMS still takes.
+ */
 
 int
 gms_tool_manage_revoke(gms_tool_t *t, const gms_graphql_conf_t *gms,
@@ -277,7 +283,10 @@ gms_tool_manage_revoke(gms_tool_t *t, const gms_graphql_conf_t *gms,
     int             rc;
     gms_graphql_t  *g;
 
-    /* Redis first: a token revoked at GMS but still cached would pass */
+    /*
+     * Redis is reached before GMS is asked: a token revoked at GMS that
+     * could not be deleted from the cache would still pass at the edges.
+     */
     rc = gms_manage_open(t, gms, &g);
     if (rc != GMS_TOOL_OK) {
         return rc;

@@ -22,7 +22,9 @@
  * Then each set that differs from Redis's (SMEMBERS) is replaced at once
  * (MULTI, DEL, SADD, EXEC), and the sets of users no longer known (SCAN
  * <prefix>actor:*) deleted; each change is published on
- * <prefix>invalidate so that every edge drops what it cached.
+ * <prefix>invalidate so that every edge drops what it cached.  A set of
+ * more than GMS_PRIVILEGES_MAX is not written (skipped, with a line on
+ * stderr): the user's set in Redis is left as it was.
  */
 
 
@@ -222,8 +224,8 @@ done:
 void
 gms_tool_privileges_print(const gms_tool_privileges_counts_t *counts)
 {
-    printf("users=%zu changed=%zu removed=%zu\n", counts->users,
-           counts->changed, counts->removed);
+    printf("users=%zu changed=%zu removed=%zu skipped=%zu\n", counts->users,
+           counts->changed, counts->removed, counts->skipped);
 }
 
 
@@ -772,6 +774,25 @@ gms_priv_write(gms_priv_ctx_t *c, gms_tool_privileges_counts_t *counts)
         c->users[i].changed = !same;
     }
 
+    /*
+     * A set the edge would refuse (it answers 503 for every request of
+     * the user) is not written: the user's set stays as it was, as after
+     * a failure, and the others are written.
+     */
+
+    for (i = 0; i < c->urns.n; i++) {
+        u = &c->users[i];
+
+        if (u->privileges.n > GMS_PRIVILEGES_MAX) {
+            gms_tool_warn(t, "%s: %s has %zu privileges, more than the edge "
+                          "accepts (%d): the set left as it was", c->url,
+                          gms_tool_shown(u->urn), u->privileges.n,
+                          GMS_PRIVILEGES_MAX);
+            u->changed = 0;
+            counts->skipped++;
+        }
+    }
+
     for (i = 0; i < c->urns.n; i++) {
         u = &c->users[i];
 
@@ -951,8 +972,9 @@ gms_priv_remove(gms_priv_ctx_t *c, gms_tool_privileges_counts_t *counts)
 
             /* a name with a NUL in it is no URN: not a set to delete */
             if (memchr(urn, '\0', key->len - base) != NULL
-                || bsearch(&urn, c->urns.s, c->urns.n, sizeof(char *),
-                           gms_policy_strcmp))
+                || (c->urns.n
+                    && bsearch(&urn, c->urns.s, c->urns.n, sizeof(char *),
+                               gms_policy_strcmp)))
             {
                 continue;
             }

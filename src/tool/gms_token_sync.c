@@ -557,6 +557,7 @@ gms_sync_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
     tok->expires_at = ms;
     tok->created_at = created_ms;
     tok->seq = in->ntokens;
+    tok->changed = 0;
     tok->index = index;
     tok->line = line;
 
@@ -787,7 +788,8 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
                 continue;
             }
 
-            if (key->len == base + GMS_TOKEN_ID_LEN
+            /* an empty listing has no array: no bsearch of NULL */
+            if (key->len == base + GMS_TOKEN_ID_LEN && in->ntokens
                 && bsearch(key->str + base, in->tokens, in->ntokens,
                            sizeof(gms_sync_token_t), gms_sync_id_cmp))
             {

@@ -28,6 +28,9 @@
 
 #define GMS_TOOL_FILE_MAX      65536
 
+/* grant: how often a set changed by another writer is read again */
+#define GMS_TOOL_GRANT_TRIES   5
+
 #define GMS_TOOL_CONN_USAGE                                                   \
     "\nConnection options:\n"                                                 \
     "  --redis ADDR          host:port, [ipv6]:port or unix:/path "           \
@@ -170,6 +173,8 @@ static int gms_tool_page_size(gms_tool_t *t, gms_tool_args_t *a,
     long *page_size);
 static int gms_tool_privileges_edit(gms_tool_t *t, gms_tool_args_t *a,
     const char *verb);
+static int gms_tool_grant_capped(gms_tool_t *t, gms_tool_args_t *a, int n,
+    const char **argv, const size_t *lens);
 static int gms_tool_reply_cmp(const void *one, const void *two);
 
 
@@ -315,7 +320,8 @@ static const gms_tool_command_t  gms_tool_commands[] = {
       "\n"
       "Adds privileges (DataHub's names, as GET_ES_TASK_STATUS_PRIVILEGE)\n"
       "to the user's set <prefix>actor:<urn>: every token of the user has\n"
-      "them from the next request on.\n"
+      "them from the next request on.  A set holds at most 256 (the edge\n"
+      "answers 503 for a user with more): a grant past that is refused.\n"
       GMS_TOOL_CONN_USAGE },
 
     { "deny", gms_tool_deny, GMS_OPTS_CONN, 2, -1,
@@ -344,7 +350,9 @@ static const gms_tool_command_t  gms_tool_commands[] = {
       "nothing.  Then the users' privileges are mirrored into\n"
       "<prefix>actor:<urn>, for every user holding a token or named in a\n"
       "platform policy (a second line of counts: users, sets changed, sets\n"
-      "of users no longer known removed):\n"
+      "of users no longer known removed, sets skipped: a user with more\n"
+      "than 256 privileges, which the edge refuses, keeps the set it had,\n"
+      "with a line on stderr):\n"
       "\n"
       "  --privileges policies  (the default) read listPolicies and match\n"
       "                         the active PLATFORM policies to each user,\n"
@@ -1002,8 +1010,8 @@ gms_tool_privileges_edit(gms_tool_t *t, gms_tool_args_t *a, const char *verb)
     for (i = 1; i < a->argc; i++) {
         if (!gms_privilege_valid(a->argv[i], strlen(a->argv[i]))) {
             gms_tool_error(t, "'%s' is not a privilege name: letters, "
-                           "digits, '_', '-', '.' and ':', 1 to 256 of them",
-                           gms_tool_shown(a->argv[i]));
+                           "digits, '_', '-', '.' and ':', 1 to %d of them",
+                           gms_tool_shown(a->argv[i]), GMS_PRIVILEGE_MAX);
             return GMS_TOOL_USAGE;
         }
     }
@@ -1038,23 +1046,158 @@ gms_tool_privileges_edit(gms_tool_t *t, gms_tool_args_t *a, const char *verb)
         lens[i + 1] = strlen(a->argv[i]);
     }
 
-    reply = gms_tool_command_argv(t, n, argv, lens);
+    if (strcmp(verb, "SADD") == 0) {
+        rc = gms_tool_grant_capped(t, a, n, argv, lens);
+
+    } else {
+        reply = gms_tool_command_argv(t, n, argv, lens);
+        rc = gms_tool_reply_error(t, reply, verb) != 0 ? GMS_TOOL_REDIS
+                                                       : GMS_TOOL_OK;
+        if (rc == GMS_TOOL_OK) {
+            freeReplyObject(reply);
+        }
+    }
 
     free(key);
     free(argv);
     free(lens);
 
-    if (gms_tool_reply_error(t, reply, verb) != 0) {
-        return GMS_TOOL_REDIS;
+    if (rc != GMS_TOOL_OK) {
+        return rc;
     }
-
-    freeReplyObject(reply);
 
     if (gms_tool_publish(t, a->argv[0], strlen(a->argv[0])) != 0) {
         return GMS_TOOL_REDIS;
     }
 
     return GMS_TOOL_OK;
+}
+
+
+/*
+ * The SADD of argv, refused when the set would hold more privileges than
+ * the module reads (GMS_PRIVILEGES_MAX: it answers 503 for every request
+ * of a user with more).  The set's size and which of the privileges it
+ * holds are read under WATCH; the SADD runs in MULTI/EXEC, read again
+ * when the set changed in between.
+ */
+
+static int
+gms_tool_grant_capped(gms_tool_t *t, gms_tool_args_t *a, int n,
+    const char **argv, const size_t *lens)
+{
+    int          i, j, try;
+    long long    size;
+    redisReply  *reply;
+
+    for (try = 0; try < GMS_TOOL_GRANT_TRIES; try++) {
+        gms_tool_append(t, "WATCH %b", argv[1], lens[1]);
+        gms_tool_append(t, "SCARD %b", argv[1], lens[1]);
+
+        for (i = 2; i < n; i++) {
+            gms_tool_append(t, "SISMEMBER %b %b", argv[1], lens[1], argv[i],
+                            lens[i]);
+        }
+
+        size = 0;
+
+        for (i = 0; i < n; i++) {
+            (void) gms_tool_get_reply(t, &reply);
+
+            if (gms_tool_reply_error(t, reply, i == 0 ? "WATCH"
+                                               : i == 1 ? "SCARD"
+                                               : "SISMEMBER")
+                != 0)
+            {
+                return GMS_TOOL_REDIS;
+            }
+
+            if (i > 0 && reply->type != REDIS_REPLY_INTEGER) {
+                gms_tool_error(t, "redis %s: %s: unexpected reply type %d",
+                               t->redis, i == 1 ? "SCARD" : "SISMEMBER",
+                               reply->type);
+                freeReplyObject(reply);
+                return GMS_TOOL_REDIS;
+            }
+
+            if (i == 1) {
+                size = reply->integer;
+
+            } else if (i > 1 && reply->integer == 0) {
+                /* a privilege named twice is added once */
+                for (j = 2; j < i; j++) {
+                    if (strcmp(argv[j], argv[i]) == 0) {
+                        break;
+                    }
+                }
+
+                size += (j == i);
+            }
+
+            freeReplyObject(reply);
+        }
+
+        if (size > GMS_PRIVILEGES_MAX) {
+            reply = gms_tool_command(t, "UNWATCH");
+            if (reply != NULL) {
+                freeReplyObject(reply);
+            }
+
+            gms_tool_error(t, "%s would have %lld privileges, more than the "
+                           "edge accepts (%d): nothing granted",
+                           gms_tool_shown(a->argv[0]), size,
+                           GMS_PRIVILEGES_MAX);
+            return GMS_TOOL_USAGE;
+        }
+
+        gms_tool_append(t, "MULTI");
+        gms_tool_append_argv(t, n, argv, lens);
+        gms_tool_append(t, "EXEC");
+
+        for (i = 0; i < 2; i++) {
+            (void) gms_tool_get_reply(t, &reply);
+
+            if (gms_tool_reply_error(t, reply, "MULTI") != 0) {
+                return GMS_TOOL_REDIS;
+            }
+
+            freeReplyObject(reply);
+        }
+
+        (void) gms_tool_get_reply(t, &reply);
+
+        if (gms_tool_reply_error(t, reply, "EXEC") != 0) {
+            return GMS_TOOL_REDIS;
+        }
+
+        if (reply->type == REDIS_REPLY_NIL) {
+            /* the set changed since WATCH: nothing was written */
+            freeReplyObject(reply);
+            continue;
+        }
+
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 1
+            || reply->element[0]->type == REDIS_REPLY_ERROR)
+        {
+            gms_tool_error(t, "redis %s: SADD: %s", t->redis,
+                           reply->type == REDIS_REPLY_ARRAY
+                           && reply->elements == 1
+                           ? reply->element[0]->str
+                           : "the transaction was not run");
+            freeReplyObject(reply);
+            return GMS_TOOL_REDIS;
+        }
+
+        freeReplyObject(reply);
+
+        return GMS_TOOL_OK;
+    }
+
+    gms_tool_error(t, "redis %s: the set of %s changed under every one of "
+                   "%d tries: nothing granted", t->redis,
+                   gms_tool_shown(a->argv[0]), GMS_TOOL_GRANT_TRIES);
+
+    return GMS_TOOL_REDIS;
 }
 
 
@@ -1095,8 +1238,11 @@ gms_tool_privileges(gms_tool_t *t, gms_tool_args_t *a)
         return GMS_TOOL_REDIS;
     }
 
-    qsort(reply->element, reply->elements, sizeof(redisReply *),
-          gms_tool_reply_cmp);
+    /* hiredis leaves element NULL for an empty array: no qsort of NULL */
+    if (reply->elements > 1) {
+        qsort(reply->element, reply->elements, sizeof(redisReply *),
+              gms_tool_reply_cmp);
+    }
 
     for (i = 0; i < reply->elements; i++) {
         fwrite(reply->element[i]->str, 1, reply->element[i]->len, stdout);
@@ -1542,6 +1688,27 @@ gms_tool_error(gms_tool_t *t, const char *fmt, ...)
     if (t->quiet) {
         return;
     }
+
+    fputs("gms-token: ", stderr);
+
+    if (t->command) {
+        fprintf(stderr, "%s: ", t->command);
+    }
+
+    va_start(args, fmt);
+    vfprintf(stderr, fmt, args);
+    va_end(args);
+
+    fputc('\n', stderr);
+}
+
+
+/* a line on stderr, even while errors are kept quiet (follow's cycles) */
+
+void
+gms_tool_warn(gms_tool_t *t, const char *fmt, ...)
+{
+    va_list  args;
 
     fputs("gms-token: ", stderr);
 

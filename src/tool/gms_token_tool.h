@@ -76,6 +76,8 @@ typedef enum {
 
 void gms_tool_error(gms_tool_t *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+void gms_tool_warn(gms_tool_t *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 int gms_tool_connect(gms_tool_t *t);
 int gms_tool_open(gms_tool_t *t, const char *option, const char *addr,
     const char *password, size_t password_len, gms_tool_conn_t **conn,
@@ -179,6 +181,7 @@ typedef struct {
     size_t                 users;          /* users whose set was computed */
     size_t                 changed;        /* sets replaced */
     size_t                 removed;        /* sets of users no longer known */
+    size_t                 skipped;        /* too large to write: left */
 } gms_tool_privileges_counts_t;
 
 
