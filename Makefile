@@ -19,7 +19,12 @@ DEB_CC_OPT       := -g -O2 -fstack-protector-strong -Wformat \
                     -D_FORTIFY_SOURCE=2
 DEB_LD_OPT       := -Wl,-z,relro -Wl,-z,now -fPIC
 
-CFLAGS_UNIT      := -g -O1 -Wall -Wextra -Werror -Isrc
+# the unit tests under AddressSanitizer and UndefinedBehaviorSanitizer,
+# built by clang: gcc's does not report arithmetic on a null pointer
+UNIT_CC          := clang
+CFLAGS_UNIT      := -g -O1 -Wall -Wextra -Werror -Isrc \
+                    -fno-omit-frame-pointer -fsanitize=address,undefined \
+                    -fno-sanitize-recover=all
 LIBS_UNIT        := -lhiredis -ljansson -lcrypto
 
 SRCS             := $(wildcard src/*.c src/*.h) config
@@ -59,11 +64,11 @@ $(MODULE): $(NGX_BUILD)/objs/Makefile $(SRCS)
 	    || { cat $(BUILD)/make.log; exit 1; }
 	@grep -E ': (warning|error):' $(BUILD)/make.log || true
 
-$(BUILD)/unit/%: t/unit/%.c $(PURE_SRCS) $(PURE_HDRS)
+$(BUILD)/unit/%: t/unit/%.c $(PURE_SRCS) $(PURE_HDRS) Makefile
 	@mkdir -p $(BUILD)/unit
-	$(CC) $(CFLAGS_UNIT) -o $@ $< $(PURE_SRCS) $(LIBS_UNIT)
+	$(UNIT_CC) $(CFLAGS_UNIT) -o $@ $< $(PURE_SRCS) $(LIBS_UNIT)
 
-unit: $(UNIT_TESTS)
+unit: fuzz-deps $(UNIT_TESTS)
 
 test: deps module unit
 	GMS_MODULE=$(MODULE) GMS_UNIT_DIR=$(BUILD)/unit NGINX_BIN=$(NGINX_BIN) \
