@@ -1095,8 +1095,12 @@ gms_tool_privileges(gms_tool_t *t, gms_tool_args_t *a)
         return GMS_TOOL_REDIS;
     }
 
-    qsort(reply->element, reply->elements, sizeof(redisReply *),
-          gms_tool_reply_cmp);
+    /* an empty set's reply has no element array: no qsort of NULL */
+
+    if (reply->elements) {
+        qsort(reply->element, reply->elements, sizeof(redisReply *),
+              gms_tool_reply_cmp);
+    }
 
     for (i = 0; i < reply->elements; i++) {
         fwrite(reply->element[i]->str, 1, reply->element[i]->len, stdout);
