@@ -787,7 +787,9 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
                 continue;
             }
 
-            if (key->len == base + GMS_TOKEN_ID_LEN
+            /* no tokens listed: no array, and no bsearch of NULL */
+
+            if (key->len == base + GMS_TOKEN_ID_LEN && in->ntokens
                 && bsearch(key->str + base, in->tokens, in->ntokens,
                            sizeof(gms_sync_token_t), gms_sync_id_cmp))
             {
