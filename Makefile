@@ -19,7 +19,12 @@ DEB_CC_OPT       := -g -O2 -fstack-protector-strong -Wformat \
                     -D_FORTIFY_SOURCE=2
 DEB_LD_OPT       := -Wl,-z,relro -Wl,-z,now -fPIC
 
-CFLAGS_UNIT      := -g -O1 -Wall -Wextra -Werror -Isrc
+# the unit tests under AddressSanitizer and UndefinedBehaviorSanitizer,
+# built by clang: gcc's does not report arithmetic on a null pointer
+UNIT_CC          := clang
+CFLAGS_UNIT      := -g -O1 -Wall -Wextra -Werror -Isrc \
+                    -fno-omit-frame-pointer -fsanitize=address,undefined \
+                    -fno-sanitize-recover=all
 LIBS_UNIT        := -lhiredis -ljansson -lcrypto
 
 SRCS             := $(wildcard src/*.c src/*.h) config
@@ -59,11 +64,11 @@ $(MODULE): $(NGX_BUILD)/objs/Makefile $(SRCS)
 	    || { cat $(BUILD)/make.log; exit 1; }
 	@grep -E ': (warning|error):' $(BUILD)/make.log || true
 
-$(BUILD)/unit/%: t/unit/%.c $(PURE_SRCS) $(PURE_HDRS)
+$(BUILD)/unit/%: t/unit/%.c $(PURE_SRCS) $(PURE_HDRS) Makefile
 	@mkdir -p $(BUILD)/unit
-	$(CC) $(CFLAGS_UNIT) -o $@ $< $(PURE_SRCS) $(LIBS_UNIT)
+	$(UNIT_CC) $(CFLAGS_UNIT) -o $@ $< $(PURE_SRCS) $(LIBS_UNIT)
 
-unit: $(UNIT_TESTS)
+unit: fuzz-deps $(UNIT_TESTS)
 
 test: deps module unit
 	GMS_MODULE=$(MODULE) GMS_UNIT_DIR=$(BUILD)/unit NGINX_BIN=$(NGINX_BIN) \
@@ -128,6 +133,10 @@ ASAN_BUILD       := $(BUILD)/nginx-asan
 ASAN_MODULE      := $(ASAN_BUILD)/objs/ngx_http_gms_module.so
 ASAN_CC_OPT      := -g -O1 -fPIC -fno-omit-frame-pointer -fsanitize=address
 LIBASAN          = $(shell gcc -print-file-name=libasan.so)
+ASAN_TOOL        := $(BUILD)/asan/gms-token
+ASAN_TOOL_CFLAGS := -g -O1 -Wall -Wextra -Werror -Isrc -Isrc/tool \
+                    -fno-omit-frame-pointer -fsanitize=address,undefined \
+                    -fno-sanitize-recover=all
 
 .PHONY: fuzz fuzz-deps test-asan
 
@@ -165,12 +174,21 @@ $(ASAN_MODULE): $(ASAN_BUILD)/objs/Makefile $(SRCS)
 	    > $(BUILD)/make-asan.log 2>&1 \
 	    || { cat $(BUILD)/make-asan.log; exit 1; }
 
+$(ASAN_TOOL): $(TOOL_DEPS) Makefile
+	@mkdir -p $(BUILD)/asan
+	$(CC) $(ASAN_TOOL_CFLAGS) -o $@ $(TOOL_SRCS) $(LIBS_UNIT) -lssl -lcurl
+
 # nginx is not built with ASan: libasan is preloaded into it; leaks are
 # not checked (nginx frees its pools, not everything, at exit), memory
-# errors abort the worker, which the tests see in the error log
-test-asan: deps $(ASAN_MODULE) unit tool
+# errors abort the worker, which the tests see in the error log.
+# gms-token is built with ASan and UBSan and checked for leaks too: a
+# report aborts it (exit code 134, no code of its own), which fails the
+# test that ran it.
+test-asan: deps $(ASAN_MODULE) unit $(ASAN_TOOL)
 	GMS_MODULE=$(ASAN_MODULE) GMS_UNIT_DIR=$(BUILD)/unit \
-	GMS_TOKEN_BIN=$(TOOL) NGINX_BIN=$(NGINX_BIN) \
+	GMS_TOKEN_BIN=$(ASAN_TOOL) NGINX_BIN=$(NGINX_BIN) \
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=abort_on_error=1:print_stacktrace=1 \
 	GMS_NGINX_WRAPPER="env LD_PRELOAD=$(LIBASAN) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:detect_odr_violation=0" \
 	    prove -I t/lib $(PROVE_FLAGS) t/
 

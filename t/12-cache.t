@@ -4,17 +4,22 @@
 # entries age out with their ttl, expiresAt is honoured mid-ttl, a flood
 # of random tokens leaves real users in place, concurrent requests with
 # one cold token make one lookup, stale entries stand in for a failing
-# Redis, and the zone survives a reload.
+# Redis, an entry too large for the zone is not kept, and the zone
+# survives a reload, but not its entries when the reload changes where
+# tokens come from.
 
 use strict;
 use warnings;
 
 use Test::More;
+use POSIX ();
 use Time::HiRes qw(sleep time);
 use GmsTest;
 use GmsTest::Edge;
 
 sub status { $_[0]->get("/entities/x", $_[1])->{status} }
+
+my $actor = sub { $_[0]->{headers}{'x-gms-actor'} };
 
 # --- ttl, revocation, negative entries, expiresAt ---------------------------
 
@@ -101,6 +106,54 @@ sub status { $_[0]->get("/entities/x", $_[1])->{status} }
     is_deeply([$n->bad_log_lines], [], 'no alerts');
 }
 
+# --- entries too large for the zone -----------------------------------------
+
+# The smallest zone nginx takes (8 pages); an entry over 1/16 of it is
+# looked up each time instead of evicting the others or, the largest one
+# (a 512-byte actor with 256 privileges of 128 bytes: larger than the
+# whole zone), failing to fit with an alert on every request.
+
+subtest 'an entry too large for the zone is not cached' => sub {
+    my $page = POSIX::sysconf(POSIX::_SC_PAGESIZE()) || 4096;
+    my $e = GmsTest::Edge->start(
+        http => 'gms_token_cache zone=small:' . (8 * $page / 1024) . 'k '
+                . 'ttl=60s;');
+
+    my $largest = 'urn:li:corpuser:' . ('l' x (512 - 16));
+    my @privileges = map { sprintf('P%03d_', $_) . ('X' x 123) } 1 .. 256;
+    $e->token('largest', actor => $largest);
+    $e->grant($largest, @privileges);
+
+    # about 3/4 of a page: fits in the zone, yet over 1/16 of it
+    my $large = 'urn:li:corpuser:large';
+    my $some = int(3 * $page / 4 / 129);
+    $e->token('large', actor => $large);
+    $e->grant($large, @privileges[0 .. $some - 1]);
+
+    $e->token('small', actor => 'urn:li:corpuser:small');
+
+    for my $case ([largest => $largest, 256], [large => $large, $some]) {
+        my ($token, $urn, $n) = @$case;
+        my $lookups = $e->lookups;
+        my @res = map { $e->get('/entities/x', $token) } 1 .. 3;
+        is_deeply([map { $_->{status} } @res], [200, 200, 200],
+                  "$token entry: answered every time");
+        is($actor->($res[2]), $urn, 'with its actor');
+        is(scalar(split /,/, $res[2]{headers}{'x-gms-privileges'}), $n,
+           'and its privileges');
+        is($e->lookups - $lookups, 3, 'each time from Redis');
+    }
+
+    is($e->get('/entities/x', 'small')->{status}, 200, 'a small entry');
+    my $lookups = $e->lookups;
+    is($actor->($e->get('/entities/x', 'small')), 'urn:li:corpuser:small',
+       'answered again');
+    is($e->lookups - $lookups, 0, 'from the cache');
+
+    $e->nginx->stop;
+    is_deeply([$e->nginx->bad_log_lines], [], 'no alerts or crashes');
+};
+
 # --- coalescing --------------------------------------------------------------
 
 {
@@ -162,13 +215,31 @@ sub status { $_[0]->get("/entities/x", $_[1])->{status} }
 
 # --- a reload that changes where tokens come from ---------------------------
 
-subtest 'reload with another prefix or salt: cached entries not used' => sub {
+# The token id (the cache's key) depends on the token and the salt only:
+# after a reload to another Redis, key prefix or database, the same id
+# names another entry, and the cached one must not answer for it.  A new
+# worker's subscription to invalidations drops the whole cache once
+# confirmed; until then (or if it never is) only the entries' record of
+# where they came from keeps them out.  Here the Redis refuses SUBSCRIBE,
+# so that nothing else drops them.
+
+sub refuse_subscribe {
+    my ($redis) = @_;
+    is($redis->cmd(ACL => 'SETUSER', 'default', '-subscribe'), 'OK',
+       'this Redis refuses SUBSCRIBE');
+}
+
+# nginx -s reload with gms_token_redis 127.0.0.1:$port_and_params
+sub reload_redis {
+    my ($e, $port_and_params) = @_;
+    $e->nginx->{opt}{vars}{REDIS} = $port_and_params;
+    $e->reload;
+}
+
+subtest 'reload with another prefix: cached entries not used' => sub {
     my $r = GmsTest::Edge->start(
-        master => 1,
         http => 'gms_token_cache zone=reload_tokens:1m ttl=60s '
                 . 'negative_ttl=60s;');
-
-    my $actor = sub { $_[0]->{headers}{'x-gms-actor'} };
 
     $r->token('moving', actor => 'urn:li:corpuser:one');
     $r->token('gone', actor => 'urn:li:corpuser:gone');
@@ -176,6 +247,7 @@ subtest 'reload with another prefix or salt: cached entries not used' => sub {
        'cached under gms:');
     is($r->get('/entities/x', 'gone')->{status}, 200, 'another, cached');
 
+    refuse_subscribe($r->redis);
     $r->reload(prefix => 'other:');
     $r->token('moving', actor => 'urn:li:corpuser:two');
     is($actor->($r->get('/entities/x', 'moving')), 'urn:li:corpuser:two',
@@ -183,10 +255,57 @@ subtest 'reload with another prefix or salt: cached entries not used' => sub {
     is($r->get('/entities/x', 'gone')->{status}, 401,
        'a token only under the old prefix: 401');
 
-    $r->reload(salt => 'pepper');
-    $r->token('moving', salt => 'pepper', actor => 'urn:li:corpuser:three');
-    is($actor->($r->get('/entities/x', 'moving')), 'urn:li:corpuser:three',
-       'another salt: read anew');
+    $r->nginx->stop;
+    is_deeply([$r->nginx->bad_log_lines], [], 'no alerts or crashes');
+};
+
+subtest 'reload with another Redis address: cached entries not used' => sub {
+    my $r = GmsTest::Edge->start(
+        http => 'gms_token_cache zone=reload_tokens:1m ttl=60s;');
+    my $other = GmsTest::Redis->start;
+
+    my $id = $r->token('moving', actor => 'urn:li:corpuser:one');
+    $other->cmd(HSET => "gms:token:$id", actor => 'urn:li:corpuser:two');
+
+    is($actor->($r->get('/entities/x', 'moving')), 'urn:li:corpuser:one',
+       'cached from the first Redis');
+    my $lookups = $r->lookups;
+    is($actor->($r->get('/entities/x', 'moving')), 'urn:li:corpuser:one',
+       'answered from the cache');
+    is($r->lookups - $lookups, 0, 'without a lookup');
+
+    refuse_subscribe($other);
+    reload_redis($r, $other->port);
+    my $res = $r->get('/entities/x', 'moving');
+    is($actor->($res), 'urn:li:corpuser:two',
+       "the same token id: the other Redis's actor, not the cached one");
+    is(GmsTest::json_decode($res->{body})->{header}{'x-datahub-actor'},
+       'urn:li:corpuser:two', 'as GMS saw it');
+
+    $r->nginx->stop;
+    is_deeply([$r->nginx->bad_log_lines], [], 'no alerts or crashes');
+};
+
+subtest 'reload with another db=: cached entries not used' => sub {
+    my $r = GmsTest::Edge->start(
+        http => 'gms_token_cache zone=reload_tokens:1m ttl=60s;');
+
+    # a connection of its own: SELECT stays with it
+    my $db1 = GmsTest::Redis->client(port => $r->redis->port);
+    my $id = $r->token('moving', actor => 'urn:li:corpuser:one');
+    $db1->cmd(SELECT => 1);
+    $db1->cmd(HSET => "gms:token:$id", actor => 'urn:li:corpuser:two');
+
+    is($actor->($r->get('/entities/x', 'moving')), 'urn:li:corpuser:one',
+       'cached from db 0');
+
+    refuse_subscribe($r->redis);
+    reload_redis($r, $r->redis->port . ' db=1');
+    my $res = $r->get('/entities/x', 'moving');
+    is($actor->($res), 'urn:li:corpuser:two',
+       "the same token id: db 1's actor, not the cached one");
+    is(GmsTest::json_decode($res->{body})->{header}{'x-datahub-actor'},
+       'urn:li:corpuser:two', 'as GMS saw it');
 
     $r->nginx->stop;
     is_deeply([$r->nginx->bad_log_lines], [], 'no alerts or crashes');

@@ -571,14 +571,21 @@ subtest 'key rotation: either key verifies' => sub {
 };
 
 subtest 'gms_token_jwt_leeway 60s' => sub {
+    my $lookups;
+
     is($r->get('/entities/x', session('alice', exp => time - 30))->{status},
        200, 'exp 30 s ago: passed');
+    $lookups = $r->lookups;
     refused($r->get('/entities/x', session('alice', exp => time - 120)),
             401, $INVALID, $EXPIRED, 'exp 120 s ago: refused');
+    is($r->lookups - $lookups, 0, 'without a Redis call');
+
     is($r->get('/entities/x', session('alice', nbf => time + 30))->{status},
        200, 'nbf 30 s ahead: passed');
+    $lookups = $r->lookups;
     refused($r->get('/entities/x', session('alice', nbf => time + 120)),
             401, $INVALID, undef, 'nbf 120 s ahead: refused');
+    is($r->lookups - $lookups, 0, 'without a Redis call');
 };
 
 subtest 'without gms_token_system_client, Basic stays refused' => sub {
