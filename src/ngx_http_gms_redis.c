@@ -706,6 +706,9 @@ ngx_http_gms_redis_up(ngx_http_gms_rconn_t *rc)
 
     if (rc == &ngx_http_gms_redis_master) {
         ngx_http_gms_count(connections);
+
+        /* a new connection is PINGed after 10 s of its own quiet */
+        rd->last_used = ngx_current_msec;
     }
 
     if (!rd->ping_timer.timer_set) {
