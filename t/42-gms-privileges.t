@@ -217,12 +217,12 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
 
     my @asked = map { $_->{json}{query} =~ /\{\s*(\w+)/ ? $1 : '?' }
                 @{ $gms->requests };
-    is_deeply(\@asked, [qw(listAccessTokens listAccessTokens listPolicies
+    is_deeply(\@asked, [qw(listAccessTokens listPolicies
                            corpUser corpUser corpGroup corpUser corpGroup
                            corpUser corpUser)],
-              'asked: the tokens (sync, then the mirror), the policies, '
-              . "each user's relationships, after bob's and carol's their "
-              . "group's roles");
+              'asked: the tokens once (the mirror takes the holders from '
+              . "the sync), the policies, each user's relationships, after "
+              . "bob's and carol's their group's roles");
     my ($rel) = grep { ($_->{json}{variables}{urn} // '') eq $bob }
                 @{ $gms->requests };
     is_deeply($rel->{json}{variables}{input},
@@ -239,6 +239,20 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
                     . "users=5 changed=0 removed=0 skipped=0\n",
        'again: nothing changed');
     $redis->unchanged($state, 'again: Redis as it was');
+
+    # paged: each page of listAccessTokens asked once, by the sync only
+    $gms->clear_requests;
+    $res = sync_from($gms, '--page-size', '2');
+    is($res->{out}, tokens_line(5, unchanged => 5)
+                    . "users=5 changed=0 removed=0 skipped=0\n",
+       '--page-size 2: the same');
+    is_deeply([ map { $_->{json}{variables}{input} }
+                grep { $_->{json}{query} =~ /\{\s*listAccessTokens\b/ }
+                @{ $gms->requests } ],
+              [ map { { start => $_, count => 2, filters => [] } } 0, 2, 4 ],
+              '--page-size 2: three pages of listAccessTokens, one request '
+              . 'each');
+    $redis->unchanged($state, '--page-size 2: Redis as it was');
     $redis->cmd(PUBLISH => 'gms:invalidate', 'end');
     is_deeply(published($sub, 1), ['end'], 'again: nothing published');
 }

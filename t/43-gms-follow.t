@@ -139,6 +139,69 @@ my @gms = ('--gms', $gms->url, '--gms-token-file', $token_file);
 }
 
 
+# --- --prune asks GMS by urn for the tokens its listing misses ----------------
+
+{
+    # listAccessTokens pages by offset over a search index: a token deleted
+    # on a page already read and another created meanwhile leave the total
+    # right and move a live token past the pages read.  The stand-in's page
+    # 2 lists a new token in place of the live 'skipped'.
+    my @live = map { listed($_) } qw(race-1 race-2 skipped);
+    my @sync = ('sync', @gms, '--prune', '--privileges', 'off',
+                '--page-size', '2', @at);
+    my $urn = sub { "urn:li:dataHubAccessToken:" . datahub_id($_[0]) };
+    my $lookups = sub {
+        [ map { $_->{json}{variables}{input} }
+          grep { @{ $_->{json}{variables}{input}{filters} // [] } }
+          @{ $gms->requests } ]
+    };
+
+    $gms->tokens(\@live);
+    my $res = run_tool('', @sync);
+    is($res->{out}, "tokens=3 added=3 updated=0 unchanged=0 expired=0 "
+                    . "pruned=0 kept=0\n", 'race: the three tokens cached');
+
+    $gms->misbehave(page => 2, token => listed('race-new'));
+    $gms->clear_requests;
+    $res = run_tool('', @sync);
+    is_deeply([@$res{qw(rc out err)}],
+              [0, "tokens=4 added=1 updated=0 unchanged=3 expired=0 "
+                  . "pruned=0 kept=1\n", ''],
+              'a live token the listing skipped: found by urn, kept');
+    ok(cached('skipped'), '... still cached');
+    is_deeply($lookups->(),
+              [ { start => 0, count => 1,
+                  filters => [ { field => 'urn',
+                                 values => [ $urn->('skipped') ] } ] } ],
+              '... asked for by its urn, in one request');
+
+    # a lookup that answers a token it was not asked for: nothing changes
+    $gms->misbehave(page => 1, token => listed('stranger'));
+    my $before = $redis->dump_all;
+    $res = run_tool('', @sync);
+    is($res->{rc}, 4, 'a lookup answering another token: exit 4');
+    like($res->{err}, qr/^gms-token: sync: \S+: listAccessTokens by urn (?x:
+                         )lists the token \S+, not asked for: refusing to (?x:
+                         )--prune\n\z/, '... one line');
+    is($redis->dump_all, $before, '... Redis unchanged');
+
+    # revoked: missing from the listing and not found by urn either
+    $gms->misbehave;
+    $gms->tokens([ @live[0, 1] ]);
+    $gms->clear_requests;
+    $res = run_tool('', @sync);
+    is($res->{out}, "tokens=2 added=0 updated=0 unchanged=2 expired=0 "
+                    . "pruned=2 kept=0\n",
+       'revoked (and the phantom): not found by urn, pruned in this sync');
+    ok(!cached('skipped') && !cached('race-new'), '... deleted');
+    is_deeply([ sort @{ $lookups->()->[0]{filters}[0]{values} } ],
+              [ sort map { $urn->($_) } qw(skipped race-new) ],
+              '... both asked for by urn');
+
+    $redis->cmd('FLUSHALL');
+}
+
+
 # --- usage errors --------------------------------------------------------------
 
 {
@@ -308,9 +371,15 @@ my @tokens = map { listed("follow-$_") } 1 .. 5;
                        actors => { users => [$alice] } } ]);
     $redis->cmd(DEL => "gms:actor:$alice");
 
+    $gms->clear_requests;
     my $f = start_follow(@gms, '--interval', '1h', @at);
     ok(GmsTest::wait_until(sub { ok_lines($f) >= 1 }, 10),
        '257 privileges for alice: the cycle is ok');
+    is(scalar(grep { $_->{json}{query} =~ /\{\s*listAccessTokens\b/
+                     && !@{ $_->{json}{variables}{input}{filters} } }
+              @{ $gms->requests }), 1,
+       'a cycle with the mirror lists the tokens once (and asks by urn '
+       . 'for those it pruned)');
     like((ok_lines($f))[0] // '',
          qr/ users=1 changed=0 removed=0 skipped=1 in /,
          '... alice skipped, counted');

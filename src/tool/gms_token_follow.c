@@ -7,6 +7,8 @@
  * apart).  A failed cycle waits twice as long as the one before, up to
  * five minutes or the interval if that is longer, and a failed listing
  * never prunes (gms_tool_sync writes nothing unless every page came).
+ * The tokens are listed once a cycle: the mirror takes their users from
+ * the sync.
  *
  * Each cycle is one line: on stdout when it succeeded, on stderr when it
  * failed, with the error the cycle stopped at.  Its outcome is kept in
@@ -62,6 +64,7 @@ gms_tool_follow(gms_tool_t *t, const gms_tool_follow_conf_t *conf)
     int64_t                       start, took, wait;
     unsigned                      failures;
     gms_graphql_conf_t            gms;
+    gms_tool_holders_t            holders;
     gms_tool_sync_counts_t        counts;
     gms_tool_privileges_counts_t  pcounts;
 
@@ -104,11 +107,12 @@ gms_tool_follow(gms_tool_t *t, const gms_tool_follow_conf_t *conf)
 
         start = gms_follow_monotonic();
 
-        rc = gms_tool_sync(t, 1, &gms, conf->page_size, &counts);
+        rc = gms_tool_sync(t, 1, &gms, conf->page_size, &counts, &holders);
 
         if (rc == GMS_TOOL_OK) {
             rc = gms_tool_privileges_mirror(t, &gms, conf->privileges,
-                                            &pcounts);
+                                            &holders, &pcounts);
+            gms_tool_holders_free(&holders);
         }
 
         if (rc == GMS_TOOL_OK) {

@@ -3,12 +3,13 @@
  * gms-token: users' platform privileges mirrored from DataHub into
  * <prefix>actor:<urn> (sync --gms --privileges, and follow).
  *
- * The users are those holding an access token (listAccessTokens) and
- * those a platform policy names (listPolicies); members of a group or a
- * role a policy names are not enumerated (DataHub has no cheap list of
- * them, and a user without a token never reaches the edge with one of
- * its own... except a session token: see the README).  Each user's set is
- * computed first, from GMS alone, in one of two ways:
+ * The users are those holding an access token (in the listAccessTokens
+ * the sync just made: gms_tool_holders_t) and those a platform policy
+ * names (listPolicies); members of a group or a role a policy names are
+ * not enumerated (DataHub has no cheap list of them, and a user without
+ * a token never reaches the edge with one of its own... except a session
+ * token: see the README).  Each user's set is computed first, from GMS
+ * alone, in one of two ways:
  *
  *  - policies: listPolicies' active PLATFORM policies, matched here
  *    (gms_policy.c, after DataHub's PolicyEngine) to the user and the
@@ -41,13 +42,6 @@
 
 /* items asked a page, and keys asked of each SCAN step */
 #define GMS_PRIV_PAGE          100
-
-/* DataHub's ListAccessTokensResolver (auth.graphql): who holds a token */
-#define GMS_PRIV_TOKENS_QUERY                                                \
-    "query listAccessTokens($input: ListAccessTokenInput!) {\n"              \
-    "  listAccessTokens(input: $input) {\n"                                  \
-    "    start\n    count\n    total\n"                                      \
-    "    tokens {\n      actorUrn\n    }\n  }\n}"
 
 /* ListPoliciesResolver, PolicyInfoPolicyMapper (entity.graphql's Policy) */
 #define GMS_PRIV_POLICIES_QUERY                                              \
@@ -112,7 +106,8 @@ typedef struct {
 } gms_priv_ctx_t;
 
 
-static int gms_priv_token_holders(gms_priv_ctx_t *c);
+static int gms_priv_token_holders(gms_priv_ctx_t *c,
+    const gms_tool_holders_t *holders);
 static int gms_priv_list_policies(gms_priv_ctx_t *c);
 static int gms_priv_memberships(gms_priv_ctx_t *c, gms_priv_user_t *u,
     int roles);
@@ -139,7 +134,8 @@ static void gms_priv_free(gms_priv_ctx_t *c);
 
 int
 gms_tool_privileges_mirror(gms_tool_t *t, const struct gms_graphql_conf_s *gms,
-    gms_tool_privileges_e mode, gms_tool_privileges_counts_t *counts)
+    gms_tool_privileges_e mode, const gms_tool_holders_t *holders,
+    gms_tool_privileges_counts_t *counts)
 {
     int             rc;
     size_t          i;
@@ -153,16 +149,18 @@ gms_tool_privileges_mirror(gms_tool_t *t, const struct gms_graphql_conf_s *gms,
     c.tool = t;
     c.url = gms->url;
 
+    rc = gms_priv_token_holders(&c, holders);
+    if (rc != GMS_TOOL_OK) {
+        goto done;
+    }
+
     c.g = gms_graphql_open(t, gms);
     if (c.g == NULL) {
-        return GMS_TOOL_GMS;
+        rc = GMS_TOOL_GMS;
+        goto done;
     }
 
-    rc = gms_priv_token_holders(&c);
-
-    if (rc == GMS_TOOL_OK) {
-        rc = gms_priv_list_policies(&c);
-    }
+    rc = gms_priv_list_policies(&c);
 
     if (rc != GMS_TOOL_OK) {
         goto done;
@@ -230,77 +228,34 @@ gms_tool_privileges_print(const gms_tool_privileges_counts_t *counts)
 
 
 /*
- * Whoever holds a token, from every page of listAccessTokens; a listing
- * that ends short of its total is incomplete, and refused.
+ * Whoever holds a token, from the listing of the sync just made: not
+ * asked of GMS again.  A listing that ended short of its total is
+ * incomplete, and refused.
  */
 
 static int
-gms_priv_token_holders(gms_priv_ctx_t *c)
+gms_priv_token_holders(gms_priv_ctx_t *c, const gms_tool_holders_t *holders)
 {
-    size_t      i, listed;
-    json_t     *vars, *page, *tokens, *actor;
-    json_int_t  total;
+    size_t  i;
 
-    listed = 0;
+    if ((int64_t) holders->listed < holders->total) {
+        gms_tool_error(c->tool, "%s: listAccessTokens lists %zu tokens of a "
+                       "total of %lld: the list is incomplete, privileges "
+                       "left as they are", c->url, holders->listed,
+                       (long long) holders->total);
+        return GMS_TOOL_GMS;
+    }
 
-    for ( ;; ) {
-        vars = json_pack("{s:{s:I, s:I, s:[]}}", "input", "start",
-                         (json_int_t) listed, "count",
-                         (json_int_t) GMS_PRIV_PAGE, "filters");
-
-        page = vars ? gms_graphql_query(c->g, GMS_PRIV_TOKENS_QUERY, vars,
-                                        "listAccessTokens")
-                    : NULL;
-        if (page == NULL) {
-            return GMS_TOOL_GMS;
-        }
-
-        if (gms_priv_page_total(c, page, "listAccessTokens", "tokens",
-                                &tokens, &total)
+    for (i = 0; i < holders->n; i++) {
+        if (gms_priv_add(&c->urns, holders->urns[i], strlen(holders->urns[i]))
             != 0)
         {
-            json_decref(page);
-            return GMS_TOOL_GMS;
-        }
-
-        for (i = 0; i < json_array_size(tokens); i++) {
-            actor = json_object_get(json_array_get(tokens, i), "actorUrn");
-
-            if (!json_is_string(actor)
-                || !gms_actor_valid(json_string_value(actor),
-                                    json_string_length(actor)))
-            {
-                gms_tool_error(c->tool, "%s: listAccessTokens at %zu: "
-                               "tokens[%zu]: actorUrn is not a user URN",
-                               c->url, listed, i);
-                json_decref(page);
-                return GMS_TOOL_GMS;
-            }
-
-            if (gms_priv_add(&c->urns, json_string_value(actor),
-                             json_string_length(actor))
-                != 0)
-            {
-                json_decref(page);
-                return GMS_TOOL_REDIS;
-            }
-        }
-
-        listed += json_array_size(tokens);
-        json_decref(page);
-
-        if ((json_int_t) listed >= total) {
-            return GMS_TOOL_OK;
-        }
-
-        if (i == 0) {
-            gms_tool_error(c->tool, "%s: listAccessTokens lists %zu tokens "
-                           "of a total of %lld: the list is incomplete, "
-                           "privileges left as they are", c->url, listed,
-                           (long long) total);
-            return GMS_TOOL_GMS;
+            gms_tool_error(c->tool, "out of memory");
+            return GMS_TOOL_REDIS;
         }
     }
+
+    return GMS_TOOL_OK;
 }
 
 

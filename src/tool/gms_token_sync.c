@@ -4,9 +4,10 @@
  * (GraphQL listAccessTokens, one page a line on stdin, or asked of GMS
  * itself with --gms).  The whole list is read and checked first, so that
  * bad input or a failed page changes nothing; then every token is written
- * as 'put' writes it, in pipelined batches; --prune then walks the cached
+ * as 'put' writes it, in pipelined batches; --prune walks the cached
  * tokens with SCAN and deletes those the list does not have, except those
- * created in the last minute (DataHub's search index lags behind).
+ * created in the last minute (DataHub's search index lags behind) and,
+ * with --gms, those GMS still has when asked for by urn (gms_sync_lookup).
  * Every token added, changed, deleted as expired or pruned is published
  * on <prefix>invalidate: an edge drops what it cached for it, the "no such
  * token" of a token tried before it was listed included.
@@ -29,6 +30,12 @@
 
 /* a token created this recently may be missing from DataHub's list */
 #define GMS_SYNC_PRUNE_GRACE   60000
+
+/* cached tokens the list misses, asked for by urn in one request */
+#define GMS_SYNC_LOOKUP        100
+
+/* StatefulTokenService.tokenUrnFromKey: a token's urn, from its id */
+#define GMS_SYNC_TOKEN_URN     "urn:li:dataHubAccessToken:"
 
 /* DataHub's ListAccessTokensResolver (auth.graphql) */
 #define GMS_SYNC_QUERY                                                       \
@@ -68,15 +75,25 @@ typedef struct {
 } gms_sync_token_t;
 
 
+/* a cached token's key that the list does not have */
+typedef struct {
+    char                  *key;
+    size_t                 len;
+} gms_sync_missing_t;
+
+
 typedef struct {
     gms_sync_token_t      *tokens;
     size_t                 ntokens;
     size_t                 nalloc;
     size_t                 pages;
     int64_t                total;          /* the largest total of a page */
-    const char            *where;          /* "stdin:" or "page " */
+    const char            *where;          /* "stdin:", "page ", ... */
     char                  *channel;        /* <prefix>invalidate */
     size_t                 channel_len;
+    gms_sync_missing_t    *missing;        /* --prune: sorted, unique */
+    size_t                 nmissing;
+    size_t                 nalloc_missing;
 } gms_sync_input_t;
 
 
@@ -97,19 +114,29 @@ static int gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
     gms_tool_sync_counts_t *counts);
 static int gms_sync_publish(gms_tool_t *t, gms_sync_input_t *in,
     size_t from, size_t to);
+static int gms_sync_missing(gms_tool_t *t, gms_sync_input_t *in);
+static int gms_sync_lookup(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    gms_sync_input_t *in, gms_tool_sync_counts_t *counts);
+static int gms_sync_lookup_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    gms_sync_input_t *in, size_t from, size_t to, size_t before);
 static int gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
     gms_tool_sync_counts_t *counts);
+static int gms_sync_holders(gms_tool_t *t, gms_sync_input_t *in,
+    gms_tool_holders_t *holders);
+static int gms_sync_listed(gms_sync_input_t *in, const char *id, size_t len);
 static unsigned gms_sync_error_line(const char *buf, size_t len,
     size_t off, unsigned line, json_error_t *err);
 static const char *gms_sync_shown(json_t *v);
 static int gms_sync_cmp(const void *one, const void *two);
 static int gms_sync_id_cmp(const void *key, const void *elt);
+static int gms_sync_missing_cmp(const void *one, const void *two);
 static void gms_sync_free(gms_sync_input_t *in);
 
 
 int
 gms_tool_sync(gms_tool_t *t, int prune, const struct gms_graphql_conf_s *gms,
-    long page_size, gms_tool_sync_counts_t *counts)
+    long page_size, gms_tool_sync_counts_t *counts,
+    gms_tool_holders_t *holders)
 {
     int                rc;
     gms_sync_input_t   in;
@@ -160,10 +187,24 @@ gms_tool_sync(gms_tool_t *t, int prune, const struct gms_graphql_conf_s *gms,
         goto done;
     }
 
+    if (prune && gms_sync_missing(t, &in) != 0) {
+        goto done;
+    }
+
+    if (prune && gms && in.nmissing) {
+        rc = gms_sync_lookup(t, gms, &in, counts);
+        if (rc != GMS_TOOL_OK) {
+            goto done;
+        }
+
+        rc = GMS_TOOL_REDIS;
+    }
+
     counts->tokens = in.ntokens;
 
     if (gms_sync_write(t, &in, counts) != 0
-        || (prune && gms_sync_prune(t, &in, counts) != 0))
+        || (prune && gms_sync_prune(t, &in, counts) != 0)
+        || (holders && gms_sync_holders(t, &in, holders) != 0))
     {
         goto done;
     }
@@ -185,6 +226,20 @@ gms_tool_sync_print(const gms_tool_sync_counts_t *counts)
            "pruned=%zu kept=%zu\n", counts->tokens, counts->added,
            counts->updated, counts->unchanged, counts->expired,
            counts->pruned, counts->kept);
+}
+
+
+void
+gms_tool_holders_free(gms_tool_holders_t *holders)
+{
+    size_t  i;
+
+    for (i = 0; i < holders->n; i++) {
+        free(holders->urns[i]);
+    }
+
+    free(holders->urns);
+    memset(holders, 0, sizeof(gms_tool_holders_t));
 }
 
 
@@ -751,21 +806,22 @@ gms_sync_publish(gms_tool_t *t, gms_sync_input_t *in, size_t from,
 }
 
 
-/* SCAN MATCH <prefix>token:*, never KEYS: Redis goes on serving meanwhile */
+/*
+ * SCAN MATCH <prefix>token:*, never KEYS: Redis goes on serving
+ * meanwhile.  The keys of the tokens the list does not have are kept, each
+ * once (SCAN may return a key twice), for gms_sync_prune.
+ */
 
 static int
-gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
-    gms_tool_sync_counts_t *counts)
+gms_sync_missing(gms_tool_t *t, gms_sync_input_t *in)
 {
-    int               rc;
-    char             *id;
-    size_t            i, n, base, id_len;
-    int64_t           cutoff;
-    redisReply       *keys, *key, *del;
-    gms_tool_scan_t   scan;
+    int                  rc;
+    size_t               i, n, base;
+    redisReply          *keys, *key;
+    gms_tool_scan_t      scan;
+    gms_sync_missing_t  *m;
 
     base = t->prefix_len + sizeof(GMS_KEY_TOKEN) - 1;
-    cutoff = gms_tool_now_ms() - GMS_SYNC_PRUNE_GRACE;
 
     if (gms_tool_scan_open(t, &scan, GMS_KEY_TOKEN) != 0) {
         return -1;
@@ -779,45 +835,295 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
             goto done;
         }
 
-        n = 0;
-
         for (i = 0; i < keys->elements; i++) {
             key = keys->element[i];
 
-            if (key->type != REDIS_REPLY_STRING || key->len < base) {
-                continue;
-            }
-
-            /* an empty listing has no array: no bsearch of NULL */
-            if (key->len == base + GMS_TOKEN_ID_LEN && in->ntokens
-                && bsearch(key->str + base, in->tokens, in->ntokens,
-                           sizeof(gms_sync_token_t), gms_sync_id_cmp))
+            if (key->type != REDIS_REPLY_STRING || key->len < base
+                || gms_sync_listed(in, key->str + base, key->len - base))
             {
                 continue;
             }
 
-            id = key->str + base;
-            id_len = key->len - base;
+            if (in->nmissing == in->nalloc_missing) {
+                n = in->nalloc_missing ? 2 * in->nalloc_missing : 64;
+                m = realloc(in->missing, n * sizeof(gms_sync_missing_t));
+
+                if (m == NULL) {
+                    gms_tool_error(t, "out of memory");
+                    goto done;
+                }
+
+                in->missing = m;
+                in->nalloc_missing = n;
+            }
+
+            m = &in->missing[in->nmissing];
+
+            m->key = malloc(key->len);
+            if (m->key == NULL) {
+                gms_tool_error(t, "out of memory");
+                goto done;
+            }
+
+            memcpy(m->key, key->str, key->len);
+            m->len = key->len;
+            in->nmissing++;
+        }
+
+    } while (!scan.done);
+
+    rc = 0;
+
+    if (in->nmissing == 0) {
+        goto done;
+    }
+
+    qsort(in->missing, in->nmissing, sizeof(gms_sync_missing_t),
+          gms_sync_missing_cmp);
+
+    for (n = 1, i = 1; i < in->nmissing; i++) {
+        if (gms_sync_missing_cmp(&in->missing[n - 1], &in->missing[i]) == 0) {
+            free(in->missing[i].key);
+            continue;
+        }
+
+        in->missing[n++] = in->missing[i];
+    }
+
+    in->nmissing = n;
+
+done:
+
+    gms_tool_scan_close(&scan);
+
+    return rc;
+}
+
+
+/*
+ * The cached tokens the list misses, asked for by urn, GMS_SYNC_LOOKUP at
+ * a time: a filter on the "urn" that every search document has
+ * (SearchDocumentTransformer).  ListAccessTokensResolver pages by offset
+ * over a search index that may change between two pages: a token deleted
+ * from a page already read while another is created moves a live token
+ * past the pages read, the total still matching.  A token found is listed
+ * after all (written, its user a holder, not pruned); a revoked one is
+ * gone from the index, and pruned in this very sync.  A failed,
+ * incomplete or strange answer fails the sync: nothing is written.
+ */
+
+static int
+gms_sync_lookup(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    gms_sync_input_t *in, gms_tool_sync_counts_t *counts)
+{
+    int                  rc;
+    char                 urn[sizeof(GMS_SYNC_TOKEN_URN) + GMS_TOKEN_ID_LEN];
+    size_t               i, from, n, base, listed, before;
+    json_t              *urns, *vars, *list, *doc;
+    int64_t              total;
+    unsigned             page;
+    gms_graphql_t       *g;
+    gms_sync_missing_t  *m;
+
+    g = gms_graphql_open(t, gms);
+    if (g == NULL) {
+        return GMS_TOOL_GMS;
+    }
+
+    base = t->prefix_len + sizeof(GMS_KEY_TOKEN) - 1;
+    memcpy(urn, GMS_SYNC_TOKEN_URN, sizeof(GMS_SYNC_TOKEN_URN) - 1);
+
+    rc = GMS_TOOL_OK;
+    in->where = "urn lookup ";
+    total = in->total;
+    listed = in->ntokens;
+    page = 0;
+
+    for (i = 0; i < in->nmissing; /* void */ ) {
+        urns = json_array();
+        if (urns == NULL) {
+            gms_tool_error(t, "out of memory");
+            rc = GMS_TOOL_REDIS;
+            break;
+        }
+
+        from = i;
+
+        for (n = 0; i < in->nmissing && n < GMS_SYNC_LOOKUP; i++) {
+            m = &in->missing[i];
+
+            /* a key that holds no token id: no token to ask for */
+            if (!gms_token_id_valid(m->key + base, m->len - base)) {
+                continue;
+            }
+
+            memcpy(urn + sizeof(GMS_SYNC_TOKEN_URN) - 1, m->key + base,
+                   GMS_TOKEN_ID_LEN);
+
+            if (json_array_append_new(urns,
+                                      json_stringn(urn, sizeof(urn) - 1))
+                != 0)
+            {
+                gms_tool_error(t, "out of memory");
+                rc = GMS_TOOL_REDIS;
+                break;
+            }
+
+            n++;
+        }
+
+        if (rc != GMS_TOOL_OK) {
+            json_decref(urns);
+            break;
+        }
+
+        if (n == 0) {
+            json_decref(urns);
+            continue;
+        }
+
+        vars = json_pack("{s:{s:i, s:I, s:[{s:s, s:o}]}}", "input", "start",
+                         0, "count", (json_int_t) n, "filters", "field", "urn",
+                         "values", urns);
+
+        list = vars ? gms_graphql_query(g, GMS_SYNC_QUERY, vars,
+                                        "listAccessTokens")
+                    : NULL;
+
+        if (list == NULL) {
+            rc = GMS_TOOL_GMS;
+            break;
+        }
+
+        doc = json_pack("{s:{s:o}}", "data", "listAccessTokens", list);
+
+        before = in->ntokens;
+        in->total = 0;
+
+        if (doc == NULL || gms_sync_page(t, doc, ++page, in) != GMS_TOOL_OK) {
+            json_decref(doc);
+            rc = GMS_TOOL_GMS;
+            break;
+        }
+
+        json_decref(doc);
+
+        if (gms_sync_lookup_check(t, gms, in, from, i, before) != 0) {
+            rc = GMS_TOOL_GMS;
+            break;
+        }
+    }
+
+    in->total = total;
+    gms_graphql_close(g);
+
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    if (gms_sync_unique(t, in) != 0) {
+        return GMS_TOOL_GMS;
+    }
+
+    counts->kept += in->ntokens - listed;
+
+    return GMS_TOOL_OK;
+}
+
+
+/* an answer lists every token asked for it has, and only those */
+
+static int
+gms_sync_lookup_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    gms_sync_input_t *in, size_t from, size_t to, size_t before)
+{
+    size_t               i, j, base;
+    gms_sync_missing_t  *m;
+
+    if (in->total > (int64_t) (in->ntokens - before)) {
+        gms_tool_error(t, "%s: listAccessTokens by urn lists %zu tokens of "
+                       "a total of %lld: the answer is incomplete, refusing "
+                       "to --prune", gms->url, in->ntokens - before,
+                       (long long) in->total);
+        return -1;
+    }
+
+    base = t->prefix_len + sizeof(GMS_KEY_TOKEN) - 1;
+
+    for (i = before; i < in->ntokens; i++) {
+        for (j = from; j < to; j++) {
+            m = &in->missing[j];
+
+            if (m->len == base + GMS_TOKEN_ID_LEN
+                && memcmp(m->key + base, in->tokens[i].id, GMS_TOKEN_ID_LEN)
+                   == 0)
+            {
+                break;
+            }
+        }
+
+        if (j == to) {
+            gms_tool_error(t, "%s: listAccessTokens by urn lists the token "
+                           "%s, not asked for: refusing to --prune", gms->url,
+                           in->tokens[i].id);
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * The missing keys deleted, pipelined, but those of the tokens found since
+ * (gms_sync_lookup) and, in the script, those created in the last minute.
+ */
+
+static int
+gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
+    gms_tool_sync_counts_t *counts)
+{
+    char                *id;
+    size_t               i, j, end, n, base, id_len;
+    int64_t              cutoff;
+    redisReply          *del;
+    gms_sync_missing_t  *m;
+
+    base = t->prefix_len + sizeof(GMS_KEY_TOKEN) - 1;
+    cutoff = gms_tool_now_ms() - GMS_SYNC_PRUNE_GRACE;
+
+    for (i = 0; i < in->nmissing; i = end) {
+        end = i + GMS_SYNC_BATCH < in->nmissing ? i + GMS_SYNC_BATCH
+                                                : in->nmissing;
+        n = 0;
+
+        for (j = i; j < end; j++) {
+            m = &in->missing[j];
+            id = m->key + base;
+            id_len = m->len - base;
+
+            if (gms_sync_listed(in, id, id_len)) {
+                continue;
+            }
 
             if (!gms_token_id_valid(id, id_len)) {
                 id_len = 0;
             }
 
             gms_tool_append(t, "EVAL %s 1 %b %lld %b %b",
-                            gms_sync_delete_script, key->str, key->len,
+                            gms_sync_delete_script, m->key, m->len,
                             (long long) cutoff, in->channel,
                             in->channel_len, id, id_len);
             n++;
         }
 
-        for (i = 0; i < n; i++) {
+        for (j = 0; j < n; j++) {
             (void) gms_tool_get_reply(t, &del);
 
             if (gms_tool_reply_error(t, del, "EVAL") != 0) {
-                goto done;
+                return -1;
             }
 
-            /* SCAN may return a key twice: count what DEL really removed */
             if (del->type == REDIS_REPLY_INTEGER) {
                 if (del->integer < 0) {
                     counts->kept++;
@@ -829,16 +1135,55 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
 
             freeReplyObject(del);
         }
+    }
 
-    } while (!scan.done);
+    return 0;
+}
 
-    rc = 0;
 
-done:
+/* the users of the tokens listed, handed over to the privileges mirror */
 
-    gms_tool_scan_close(&scan);
+static int
+gms_sync_holders(gms_tool_t *t, gms_sync_input_t *in,
+    gms_tool_holders_t *holders)
+{
+    size_t  i;
 
-    return rc;
+    memset(holders, 0, sizeof(gms_tool_holders_t));
+
+    holders->listed = in->ntokens;
+    holders->total = in->total;
+
+    if (in->ntokens == 0) {
+        return 0;
+    }
+
+    holders->urns = malloc(in->ntokens * sizeof(char *));
+    if (holders->urns == NULL) {
+        gms_tool_error(t, "out of memory");
+        return -1;
+    }
+
+    for (i = 0; i < in->ntokens; i++) {
+        holders->urns[i] = in->tokens[i].actor;
+        in->tokens[i].actor = NULL;
+    }
+
+    holders->n = in->ntokens;
+
+    return 0;
+}
+
+
+/* an empty listing has no array: no bsearch of NULL */
+
+static int
+gms_sync_listed(gms_sync_input_t *in, const char *id, size_t len)
+{
+    return len == GMS_TOKEN_ID_LEN && in->ntokens
+           && bsearch(id, in->tokens, in->ntokens, sizeof(gms_sync_token_t),
+                      gms_sync_id_cmp)
+              != NULL;
 }
 
 
@@ -928,6 +1273,25 @@ gms_sync_id_cmp(const void *key, const void *elt)
 }
 
 
+static int
+gms_sync_missing_cmp(const void *one, const void *two)
+{
+    int                        r;
+    const gms_sync_missing_t  *a, *b;
+
+    a = one;
+    b = two;
+
+    r = memcmp(a->key, b->key, a->len < b->len ? a->len : b->len);
+
+    if (r != 0) {
+        return r;
+    }
+
+    return (a->len > b->len) - (a->len < b->len);
+}
+
+
 static void
 gms_sync_free(gms_sync_input_t *in)
 {
@@ -937,6 +1301,11 @@ gms_sync_free(gms_sync_input_t *in)
         free(in->tokens[i].actor);
     }
 
+    for (i = 0; i < in->nmissing; i++) {
+        free(in->missing[i].key);
+    }
+
     free(in->tokens);
+    free(in->missing);
     free(in->channel);
 }

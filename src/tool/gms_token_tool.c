@@ -1261,6 +1261,7 @@ gms_tool_sync_command(gms_tool_t *t, gms_tool_args_t *a)
     int                           rc;
     long                          page_size;
     gms_graphql_conf_t            gms;
+    gms_tool_holders_t            holders;
     gms_tool_sync_counts_t        counts;
     gms_tool_privileges_e         mode;
     gms_tool_privileges_counts_t  privileges;
@@ -1278,7 +1279,7 @@ gms_tool_sync_command(gms_tool_t *t, gms_tool_args_t *a)
         }
 
         rc = gms_tool_sync(t, a->val[GMS_OPT_PRUNE] != NULL, NULL, 0,
-                           &counts);
+                           &counts, NULL);
         goto done;
     }
 
@@ -1302,7 +1303,8 @@ gms_tool_sync_command(gms_tool_t *t, gms_tool_args_t *a)
     }
 
     rc = gms_tool_sync(t, a->val[GMS_OPT_PRUNE] != NULL, &gms, page_size,
-                       &counts);
+                       &counts,
+                       mode == GMS_TOOL_PRIVILEGES_OFF ? NULL : &holders);
 
     if (rc != GMS_TOOL_OK || mode == GMS_TOOL_PRIVILEGES_OFF) {
         goto done;
@@ -1313,7 +1315,8 @@ gms_tool_sync_command(gms_tool_t *t, gms_tool_args_t *a)
 
     memset(&privileges, 0, sizeof(gms_tool_privileges_counts_t));
 
-    rc = gms_tool_privileges_mirror(t, &gms, mode, &privileges);
+    rc = gms_tool_privileges_mirror(t, &gms, mode, &holders, &privileges);
+    gms_tool_holders_free(&holders);
 
     if (rc == GMS_TOOL_OK) {
         gms_tool_privileges_print(&privileges);

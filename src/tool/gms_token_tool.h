@@ -157,15 +157,29 @@ typedef struct {
     size_t                 unchanged;
     size_t                 expired;
     size_t                 pruned;
-    size_t                 kept;           /* spared by the grace period */
+    size_t                 kept;           /* spared: the grace period, or
+                                              found when asked by urn */
 } gms_tool_sync_counts_t;
+
+
+/*
+ * Who holds a token, as a sync from GMS listed them: the privileges
+ * mirror starts from it rather than listing the tokens again.
+ */
+typedef struct {
+    char                 **urns;           /* actorUrn of each token */
+    size_t                 n;
+    size_t                 listed;         /* tokens, each once */
+    int64_t                total;          /* listAccessTokens' total */
+} gms_tool_holders_t;
 
 
 struct gms_graphql_conf_s;
 int gms_tool_sync(gms_tool_t *t, int prune,
     const struct gms_graphql_conf_s *gms, long page_size,
-    gms_tool_sync_counts_t *counts);
+    gms_tool_sync_counts_t *counts, gms_tool_holders_t *holders);
 void gms_tool_sync_print(const gms_tool_sync_counts_t *counts);
+void gms_tool_holders_free(gms_tool_holders_t *holders);
 
 
 /* where users' privileges come from: --privileges */
@@ -187,7 +201,7 @@ typedef struct {
 
 int gms_tool_privileges_mirror(gms_tool_t *t,
     const struct gms_graphql_conf_s *gms, gms_tool_privileges_e mode,
-    gms_tool_privileges_counts_t *counts);
+    const gms_tool_holders_t *holders, gms_tool_privileges_counts_t *counts);
 void gms_tool_privileges_print(const gms_tool_privileges_counts_t *counts);
 
 
