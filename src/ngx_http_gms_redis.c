@@ -36,9 +36,6 @@
 #include "ngx_http_gms_metrics.h"
 
 
-/* an idle connection is checked this often, so a dead one is noticed */
-#define NGX_HTTP_GMS_PING_EVERY    10000
-
 /* how often the time of the last complete sync is read */
 #define NGX_HTTP_GMS_SYNC_EVERY    1000
 
@@ -1221,9 +1218,7 @@ ngx_http_gms_redis_message(ngx_http_gms_rconn_t *rc, void *data,
 
     rd->sub_heard = ngx_current_msec;
 
-    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2
-        && ngx_http_gms_rconn_says(reply->element[0], "pong"))
-    {
+    if (ngx_http_gms_rconn_pong(reply)) {
         rd->sub_ping_pending = 0;
         return;
     }

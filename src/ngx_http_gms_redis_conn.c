@@ -1213,3 +1213,16 @@ ngx_http_gms_rconn_says(redisReply *r, const char *s)
     return (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
            && r->len == len && ngx_strncmp(r->str, s, len) == 0;
 }
+
+
+/*
+ * PING's answer on a subscribed RESP2 connection, Redis's or a Sentinel's:
+ * ["pong", ""] (pingCommand() in redis/redis src/server.c)
+ */
+
+ngx_uint_t
+ngx_http_gms_rconn_pong(redisReply *r)
+{
+    return r->type == REDIS_REPLY_ARRAY && r->elements == 2
+           && ngx_http_gms_rconn_says(r->element[0], "pong");
+}

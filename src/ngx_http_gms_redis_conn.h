@@ -15,6 +15,10 @@
 #include <hiredis/hiredis.h>
 
 
+/* an idle connection is PINGed this often, so a dead one is noticed */
+#define NGX_HTTP_GMS_PING_EVERY  10000
+
+
 typedef struct ngx_http_gms_rconn_s  ngx_http_gms_rconn_t;
 
 
@@ -105,6 +109,7 @@ void ngx_http_gms_rconn_close(ngx_http_gms_rconn_t *rc, ngx_uint_t level,
 void ngx_http_gms_rconn_failed(ngx_http_gms_rconn_t *rc);
 ngx_int_t ngx_http_gms_rconn_in_backoff(ngx_http_gms_rconn_t *rc);
 ngx_uint_t ngx_http_gms_rconn_says(redisReply *r, const char *s);
+ngx_uint_t ngx_http_gms_rconn_pong(redisReply *r);
 void ngx_http_gms_rconn_set_peer(ngx_http_gms_rconn_t *rc,
     struct sockaddr *sa, socklen_t socklen);
 

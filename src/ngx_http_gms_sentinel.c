@@ -18,6 +18,12 @@
  * command), and while none is usable, after 1 s, 2 s, ... up to a minute:
  * a Sentinel announces the switch before it has reached the new master's
  * replicas, so they are not usable yet when it is asked at once.
+ *
+ * The subscription, quiet for 10 s, is sent a PING (a subscribed RESP2
+ * connection answers ["pong", ""], a Sentinel's too); unanswered at the
+ * next round, it is dropped for the next Sentinel: one gone silently (a
+ * host down, no FIN) would otherwise leave the worker deaf to
+ * +switch-master until TCP keepalive noticed, hours later.
  */
 
 
@@ -43,6 +49,9 @@ typedef struct {
     ngx_msec_t                 asked;
     ngx_event_t                again;          /* for the replicas */
     ngx_msec_t                 again_after;
+    ngx_event_t                ping;           /* once subscribed */
+    ngx_msec_t                 heard;          /* its last reply */
+    unsigned                   ping_pending:1;
     unsigned                   asking:1;       /* the same one, again */
     unsigned                   exiting:1;
 } ngx_http_gms_sentinel_t;
@@ -59,6 +68,7 @@ static ngx_int_t ngx_http_gms_sentinel_addr(ngx_str_t *ip, ngx_str_t *port,
     ngx_sockaddr_t *sa, socklen_t *socklen);
 static void ngx_http_gms_sentinel_message(ngx_http_gms_rconn_t *rc,
     void *data, redisReply *reply, const char *error);
+static void ngx_http_gms_sentinel_ping(ngx_event_t *ev);
 static void ngx_http_gms_sentinel_closed(ngx_http_gms_rconn_t *rc);
 static void ngx_http_gms_sentinel_again(ngx_event_t *ev);
 static void ngx_http_gms_sentinel_reopen(ngx_http_gms_sentinel_t *st,
@@ -97,6 +107,11 @@ ngx_http_gms_sentinel_init_process(ngx_cycle_t *cycle,
     st->again.log = cycle->log;
     st->again.data = st;
     st->again.cancelable = 1;
+
+    st->ping.handler = ngx_http_gms_sentinel_ping;
+    st->ping.log = cycle->log;
+    st->ping.data = st;
+    st->ping.cancelable = 1;
 
     ngx_add_timer(&st->retry, 1);
 
@@ -448,7 +463,9 @@ ngx_http_gms_sentinel_addr(ngx_str_t *ip, ngx_str_t *port,
 
 /*
  * The confirmation of SUBSCRIBE, then the announcements:
- * ["message", "+switch-master", "<name> <old ip> <old port> <ip> <port>"].
+ * ["message", "+switch-master", "<name> <old ip> <old port> <ip> <port>"],
+ * and PING's ["pong", ""]; a message may come before the pong, and goes
+ * to the PING's handler, this one.
  */
 
 static void
@@ -466,6 +483,13 @@ ngx_http_gms_sentinel_message(ngx_http_gms_rconn_t *rc, void *data,
         return;
     }
 
+    ngx_http_gms_sentinel.heard = ngx_current_msec;
+
+    if (ngx_http_gms_rconn_pong(reply)) {
+        ngx_http_gms_sentinel.ping_pending = 0;
+        return;
+    }
+
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3
         || reply->element[0]->type != REDIS_REPLY_STRING)
     {
@@ -477,6 +501,11 @@ ngx_http_gms_sentinel_message(ngx_http_gms_rconn_t *rc, void *data,
     }
 
     if (ngx_http_gms_rconn_says(reply->element[0], "subscribe")) {
+        if (!ngx_http_gms_sentinel.ping.timer_set) {
+            ngx_add_timer(&ngx_http_gms_sentinel.ping,
+                          NGX_HTTP_GMS_PING_EVERY);
+        }
+
         return;
     }
 
@@ -551,6 +580,43 @@ bad:
 }
 
 
+/* quiet since the last round: PING; still unanswered: the next Sentinel */
+
+static void
+ngx_http_gms_sentinel_ping(ngx_event_t *ev)
+{
+    ngx_http_gms_sentinel_t *st = ev->data;
+
+    size_t                 lens[1];
+    const char            *argv[1];
+    ngx_http_gms_rconn_t  *rc;
+
+    rc = &st->rc;
+
+    if (st->ping_pending) {
+        ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "no answer to PING");
+        return;
+    }
+
+    if (ngx_current_msec - st->heard >= NGX_HTTP_GMS_PING_EVERY) {
+        argv[0] = "PING";
+        lens[0] = sizeof("PING") - 1;
+
+        if (ngx_http_gms_rconn_argv(rc, 1, argv, lens,
+                                    ngx_http_gms_sentinel_message, NULL)
+            != NGX_OK)
+        {
+            ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "cannot send PING");
+            return;
+        }
+
+        st->ping_pending = 1;
+    }
+
+    ngx_add_timer(&st->ping, NGX_HTTP_GMS_PING_EVERY);
+}
+
+
 static void
 ngx_http_gms_sentinel_closed(ngx_http_gms_rconn_t *rc)
 {
@@ -558,6 +624,14 @@ ngx_http_gms_sentinel_closed(ngx_http_gms_rconn_t *rc)
     ngx_http_gms_sentinel_t  *st;
 
     st = &ngx_http_gms_sentinel;
+
+    /* the next subscription is PINGed from its confirmation on */
+
+    st->ping_pending = 0;
+
+    if (st->ping.timer_set) {
+        ngx_del_timer(&st->ping);
+    }
 
     if (st->exiting) {
         return;

@@ -11,6 +11,8 @@
 #   - password= on master and replicas;
 #   - a master answering -LOADING: 503, the Sentinels asked again, and the
 #     master they name next answers;
+#   - the subscription to a Sentinel, quiet for 10 s, is PINGed and kept;
+#     a Sentinel that leaves the PING unanswered gives way to the next;
 #   - the master killed under a steady request loop: Sentinel promotes the
 #     replica, the edge follows within seconds without a reload, and no
 #     request gets anything but 200, 401 or 503 meanwhile;
@@ -34,18 +36,20 @@ GmsTest::need_module();
 GmsTest::need_redis();
 GmsTest::Sentinel::_need_sentinel();
 
-# An edge with one worker on the Sentinels of $s; $extra: more http-level
-# directives (a cache).  /ok needs a token, /metrics does not.
+# An edge with one worker on the Sentinels of $s (or of each in [$s, ...]);
+# $extra: more http-level directives (a cache).  /ok needs a token,
+# /metrics does not.
 sub edge {
     my ($s, $options, $extra) = @_;
     $extra //= '';
 
+    my @s = ref $s eq 'ARRAY' ? @$s : ($s);
     my $n = GmsTest::Nginx->new(log_level => 'info');
     GmsTest::_write_file($n->dir . '/ok', "ok\n");
 
-    my $addresses = join ' ', $s->addresses;
+    my $addresses = join ' ', map { $_->addresses } @s;
     $n->start(<<"CONF");
-    gms_token_redis_sentinel $addresses master=@{[ $s->name ]} $options;
+    gms_token_redis_sentinel $addresses master=@{[ $s[0]->name ]} $options;
     gms_token_redis_timeout 500ms;
     gms_token_key_prefix gms:;
     gms_token_salt "";
@@ -267,6 +271,86 @@ subtest 'a master answering -LOADING: 503, the Sentinels asked again' => sub {
     ok(GmsTest::wait_until(sub { status($n, 'token-1') == 200 }, 10),
        'then a master that answers: 200')
         or diag gms_lines($n);
+    no_crash($n);
+};
+
+
+# --- a quiet subscription -----------------------------------------------------
+
+subtest 'the subscription to a Sentinel, quiet, is PINGed and kept' => sub {
+    my $m = GmsTest::Redis->start;
+    my $s = GmsTest::Sentinel->start(master => $m, down_after => 60_000);
+    seed($m, 'token-1');
+
+    # the worker's subscription, as CLIENT LIST shows it on its Sentinel
+    # (the Sentinels' own connections to each other are not subscribed)
+    my $subscriber = sub {
+        my @subs = grep { /\bsub=1\b/ }
+                   map { split /\n/, $s->cmd($_, CLIENT => 'LIST') }
+                   0 .. $s->ports - 1;
+        return @subs == 1 ? $subs[0] : undef;
+    };
+
+    my $n = edge($s, '');
+    is(status($n, 'token-1'), 200, 'token-1: 200');
+    my $before;
+    ok(GmsTest::wait_until(sub { $before = $subscriber->() }, 5),
+       'subscribed to one Sentinel');
+    my ($id) = ($before // '') =~ /\bid=(\d+)/;
+
+    my $after;
+    ok(GmsTest::wait_until(sub {
+           $after = $subscriber->() // '';
+           $after =~ /\bcmd=ping\b/ }, 25),
+       'PINGed after 10 s of quiet (CLIENT LIST: cmd=ping)')
+        or diag $after;
+    is(($after =~ /\bid=(\d+)/)[0], $id,
+       'on the same connection: the answer was taken');
+    unlike($n->error_log, qr/closing the redis sentinel connection/,
+           'the Sentinel\'s connection was not closed');
+    is(metric($n, 'gms_redis_connected{target="sentinel"}'), 1,
+       'gms_redis_connected{target="sentinel"} 1');
+    is(status($n, 'token-1'), 200, 'still 200');
+
+    no_crash($n);
+};
+
+
+subtest 'a Sentinel that leaves the PING unanswered: the next one' => sub {
+    my $m = GmsTest::Redis->start;
+    seed($m, 'token-1');
+
+    # both answer everything until the first PING on a connection, then
+    # nothing more on it: a host gone, a firewall that forgot it
+    my @s = map {
+        GmsTest::Sentinel->fake(master => $m->port, on => {
+            PING => sub { my ($c) = @_; 1 while $c->read_command; return '' },
+        })
+    } 1 .. 2;
+
+    my $n = edge(\@s, '');
+    ok(GmsTest::wait_until(sub { status($n, 'token-1') == 200 }, 5),
+       'token-1: 200')
+        or diag gms_lines($n);
+    my $first;
+    ok(GmsTest::wait_until(sub {
+           ($first) = grep { sent($_, 'SUBSCRIBE') } @s }, 5),
+       'subscribed to one Sentinel');
+    my ($next) = grep { $_ != ($first // 0) } @s;
+
+    # PINGed after 10 s of quiet, dropped 10 s later without an answer
+    my $address = $first ? $first->addresses : 'none';
+    ok(GmsTest::wait_until(sub {
+           $n->error_log =~ /closing the redis sentinel connection to (?x:
+                             )\Q$address\E: no answer to PING/ }, 35),
+       'the silent Sentinel dropped: "no answer to PING"')
+        or diag gms_lines($n);
+    ok(GmsTest::wait_until(sub {
+           sent($next, 'SENTINEL get-master-addr-by-name') == 1
+           && sent($next, 'SUBSCRIBE') == 1 }, 5),
+       'the next Sentinel asked for the master, and subscribed to');
+    is(status($n, 'token-1'), 200, 'still 200');
+
     no_crash($n);
 };
 

@@ -24,9 +24,11 @@ package GmsTest::Sentinel;
 # A scripted stand-in for one Sentinel (a GmsTest::FakeRedis), naming the
 # master on port $port of 127.0.0.1 and, to SENTINEL replicas, the given
 # ports as replicas with their link up; move() names another master from
-# then on:
+# then on; `on` adds replies to other commands, as GmsTest::FakeRedis takes
+# them:
 #
 #   my $s = GmsTest::Sentinel->fake(master => $port, replicas => [$p2]);
+#   GmsTest::Sentinel->fake(master => $port, on => { PING => sub { ... } });
 #   $s->addresses; $s->name; $s->commands; $s->move($other_port);
 
 use strict;
@@ -251,7 +253,7 @@ sub start {
             if $what eq 'get-master-addr-by-name';
         return _resp(\@replicas) if $what eq 'replicas';
         return undef;
-    } });
+    }, %{ $opt{on} // {} } });
 
     return $self;
 }
