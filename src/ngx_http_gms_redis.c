@@ -1413,6 +1413,19 @@ ngx_http_gms_redis_sync_reply(ngx_http_gms_rconn_t *rc, void *data,
         return;
     }
 
+    if (reply->type != REDIS_REPLY_STRING
+        && reply->type != REDIS_REPLY_ERROR)
+    {
+        /*
+         * HGET answers a string, nil or an error: anything else is a
+         * peer out of step with what was asked, and the lookups pipelined
+         * on the same connection cannot trust their answers either
+         */
+        ngx_http_gms_rconn_protocol_error(rc, "an answer to HGET that is "
+                                          "no string");
+        return;
+    }
+
     if (reply->type != REDIS_REPLY_STRING || reply->len == 0
         || gms_parse_ms(reply->str, reply->len, &at) != 0 || at <= 0)
     {

@@ -82,8 +82,6 @@ static void ngx_http_gms_rconn_flush(ngx_http_gms_rconn_t *rc);
 static void ngx_http_gms_rconn_read_handler(ngx_event_t *ev);
 static void ngx_http_gms_rconn_write_handler(ngx_event_t *ev);
 static ngx_int_t ngx_http_gms_rconn_dispatch(ngx_http_gms_rconn_t *rc);
-static void ngx_http_gms_rconn_protocol_error(ngx_http_gms_rconn_t *rc,
-    const char *what);
 static void ngx_http_gms_rconn_timeout(ngx_event_t *ev);
 static void *ngx_http_gms_rconn_string(const redisReadTask *task, char *str,
     size_t len);
@@ -939,7 +937,7 @@ ngx_http_gms_rconn_dispatch(ngx_http_gms_rconn_t *rc)
 }
 
 
-static void
+void
 ngx_http_gms_rconn_protocol_error(ngx_http_gms_rconn_t *rc,
     const char *what)
 {
