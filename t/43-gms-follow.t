@@ -456,13 +456,28 @@ sub follow_options_in {
     like($exec // '', qr/--gms-token-file \$\{CREDENTIALS_DIRECTORY\}\//,
          'read from the credentials directory');
 
+    # the settings, in a conffile of the Debian package
+    like($unit, qr{^EnvironmentFile=/etc/default/gms-token-follow$}m,
+         'the settings from /etc/default/gms-token-follow');
+    my $settings = GmsTest::_slurp(
+                       "$repo/conf-examples/gms-token-follow.default");
+    my @vars = grep { $_ ne 'CREDENTIALS_DIRECTORY' }
+               ($exec // '') =~ /\$\{?([A-Z_]+)/g;
+    is_deeply([ grep { $settings !~ /^#?$_=/m } @vars ], [],
+              "each variable of ExecStart is in the settings' file");
+    is_deeply([ grep { !$follow_options{$_} }
+                $settings =~ /(--[a-z-]+)/g ], [],
+              "the settings' file names follow's options");
+
   SKIP: {
         skip 'systemd-analyze not found', 1
             unless grep { -x "$_/systemd-analyze" } split /:/, $ENV{PATH};
         # the unit as installed, with the tool where 'make install' puts it
         (my $copy = $unit) =~ s{/usr/local/bin/gms-token}{$bin}g;
         GmsTest::_write_file("$dir/gms-token-follow.service", $copy);
-        my $out = `systemd-analyze verify $dir/gms-token-follow.service 2>&1`;
+        # --man=no: Documentation= names the man page of the package
+        my $out = `systemd-analyze verify --man=no \\
+                       $dir/gms-token-follow.service 2>&1`;
         my @complaints = grep { /gms-token-follow\.service/ }
                          split /\n/, $out;
         is_deeply(\@complaints, [], 'systemd-analyze verify: no complaint '

@@ -23,6 +23,12 @@ token=deb-test-token
 actor=urn:li:corpuser:debtest
 enabled=/etc/nginx/modules-enabled/50-mod-http-gms.conf
 available=/usr/share/nginx/modules-available/mod-http-gms.conf
+unit=/lib/systemd/system/gms-token-follow.service
+wants=/etc/systemd/system/multi-user.target.wants/gms-token-follow.service
+settings=/etc/default/gms-token-follow
+# what deb-systemd-helper (the maintainer scripts') knows of the unit
+dsh_state=/var/lib/systemd/deb-systemd-helper-enabled
+dsh_state=$dsh_state/gms-token-follow.service.dsh-also
 
 export DEBIAN_FRONTEND=noninteractive
 failed=0
@@ -110,6 +116,14 @@ depends_on() {
     dpkg-query -W -f '${Depends}' "$1" | grep -Eq "(^|, )$2( |,|$)"
 }
 
+installed() {
+    [ "$(dpkg-query -W -f '${Status}' "$1")" = "install ok installed" ]
+}
+
+is_conffile() {
+    dpkg-query -W -f '${Conffiles}\n' "$1" | grep -q "^ $2 "
+}
+
 link_is() {
     [ "$(readlink "$1")" = "$2" ]
 }
@@ -165,12 +179,16 @@ check "nginx -t with the module enabled" nginx_t
 
 check "gms-token --help" sh -c 'gms-token --help | grep -q "^Usage: gms-token"'
 check "gms-token's man page" test -f /usr/share/man/man1/gms-token.1.gz
-check "the follow unit is an example, for /usr/bin/gms-token" \
-    grep -q '^ExecStart=/usr/bin/gms-token follow' \
-    /usr/share/doc/gms-token/examples/gms-token-follow.service
-check "and is not installed as a service" \
-    test ! -e /lib/systemd/system/gms-token-follow.service \
-      -a ! -e /etc/systemd/system/gms-token-follow.service
+
+check "gms-token is installed, its maintainer scripts passed" \
+    installed gms-token
+check "the follow service is installed, for /usr/bin/gms-token" \
+    grep -q '^ExecStart=/usr/bin/gms-token follow' "$unit"
+check "with its settings from $settings" \
+    grep -qx "EnvironmentFile=$settings" "$unit"
+check "which is there, a conffile" is_conffile gms-token "$settings"
+check "deb-systemd-helper took note of the unit" test -e "$dsh_state"
+check "but did not enable it" test ! -e "$wants" -a ! -L "$wants"
 
 
 echo "# a token checked at the edge"
@@ -252,6 +270,23 @@ apt_get purge purge libnginx-mod-http-gms
 check "purged, no link is left" \
     test ! -e "$enabled" -a ! -L "$enabled.removed"
 check "nginx -t after the purge" nginx_t
+
+
+echo "# gms-token removed, purged"
+
+# as the administrator would, before 'systemctl enable'
+echo 'GMS_URL=http://gms.example.internal:8080' >> "$settings"
+apt_get remove-tool remove gms-token
+check "the tool is gone" test ! -e /usr/bin/gms-token
+check "the unit is gone" test ! -e "$unit"
+check "the edited settings stay, as a conffile does" \
+    grep -qx 'GMS_URL=http://gms.example.internal:8080' "$settings"
+
+apt_get purge-tool purge gms-token
+check "purged, the settings are gone" test ! -e "$settings"
+check "and deb-systemd-helper forgot the unit" test ! -e "$dsh_state"
+check "no link to the unit is left" \
+    test -z "$(find /etc/systemd -name 'gms-token-follow*')"
 
 if [ "$failed" = 0 ]; then
     echo "deb-test: all checks passed"
