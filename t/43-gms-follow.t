@@ -216,6 +216,11 @@ my @gms = ('--gms', $gms->url, '--gms-token-file', $token_file);
         [ [@gms, '--page-size', '0'], qr/--page-size: '0'/ ],
         [ [@gms, '--prune'], qr/--prune is not an option of follow/ ],
         [ ['--interval', '1s'], qr/--gms URL is required/ ],
+        # an unset GMS_URL in the unit's settings: a usage error, no retries
+        [ ['--gms', '', '--gms-token-file', $token_file],
+          qr/--gms: '' is not an http:\/\/ or https:\/\/ URL/ ],
+        [ ['--gms', 'datahub-gms:8080', '--gms-token-file', $token_file],
+          qr/--gms: 'datahub-gms:8080' is not an http/ ],
         [ [@gms, 'extra'], qr/too many arguments/ ],
     );
     for my $c (@cases) {

@@ -1662,6 +1662,15 @@ gms_tool_gms_options(gms_tool_t *t, gms_tool_args_t *a,
         return -1;
     }
 
+    /* a usage error, not a GMS failure that follow would retry for ever */
+    if (strncmp(gms->url, "http://", 7) != 0
+        && strncmp(gms->url, "https://", 8) != 0)
+    {
+        gms_tool_error(t, "--gms: '%s' is not an http:// or https:// URL",
+                       gms_tool_shown(gms->url));
+        return -1;
+    }
+
     if (a->val[GMS_OPT_GMS_TIMEOUT]) {
         if (gms_tool_parse_duration(a->val[GMS_OPT_GMS_TIMEOUT], &ms) != 0
             || ms <= 0 || ms > 3600000)
