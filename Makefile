@@ -122,8 +122,8 @@ install: module tool
 #   make fuzz [FUZZ_SECONDS=60]   each libFuzzer harness in fuzz/ for that
 #                                 long; fails on a crash, leak or report
 #   make test-asan                the whole suite with the module built
-#                                 with AddressSanitizer, preloaded into
-#                                 Debian's nginx
+#                                 with AddressSanitizer and UBSan,
+#                                 preloaded into Debian's nginx
 
 FUZZ_SECONDS     ?= 60
 FUZZERS          := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/fuzz_*.c))
@@ -131,7 +131,11 @@ FUZZ_CFLAGS      := -g -O1 -fsanitize=fuzzer,address,undefined \
                     -fno-sanitize-recover=all -Isrc
 ASAN_BUILD       := $(BUILD)/nginx-asan
 ASAN_MODULE      := $(ASAN_BUILD)/objs/ngx_http_gms_module.so
-ASAN_CC_OPT      := -g -O1 -fPIC -fno-omit-frame-pointer -fsanitize=address
+# gcc, as Debian's nginx: its UBSan reports memcpy(NULL, p, 0) (nonnull
+# attribute), not arithmetic on a null pointer (the unit tests' clang does)
+ASAN_SANITIZE    := -fsanitize=address,undefined
+ASAN_CC_OPT      := -g -O1 -fPIC -fno-omit-frame-pointer $(ASAN_SANITIZE) \
+                    -fno-sanitize-recover=all
 LIBASAN          = $(shell gcc -print-file-name=libasan.so)
 ASAN_TOOL        := $(BUILD)/asan/gms-token
 ASAN_TOOL_CFLAGS := -g -O1 -Wall -Wextra -Werror -Isrc -Isrc/tool \
@@ -160,13 +164,13 @@ fuzz: deps fuzz-deps $(FUZZERS)
 	    grep -E '^(#[0-9]+.*DONE|Done)' $(BUILD)/fuzz/$$name.log | tail -1; \
 	done
 
-$(ASAN_BUILD)/objs/Makefile: config
+$(ASAN_BUILD)/objs/Makefile: config Makefile
 	rm -rf $(ASAN_BUILD)
 	mkdir -p $(BUILD)
 	cp -a $(NGINX_SRC) $(ASAN_BUILD)
 	cd $(ASAN_BUILD) && bash -c '. ./conf_flags && ./configure \
 	    "$${NGX_CONF_FLAGS[@]}" --with-cc-opt="$(ASAN_CC_OPT)" \
-	    --with-ld-opt="-fsanitize=address" \
+	    --with-ld-opt="$(ASAN_SANITIZE)" \
 	    --add-dynamic-module=$(CURDIR)' > $(BUILD)/configure-asan.log
 
 $(ASAN_MODULE): $(ASAN_BUILD)/objs/Makefile $(SRCS)
@@ -178,9 +182,12 @@ $(ASAN_TOOL): $(TOOL_DEPS) Makefile
 	@mkdir -p $(BUILD)/asan
 	$(CC) $(ASAN_TOOL_CFLAGS) -o $@ $(TOOL_SRCS) $(LIBS_UNIT) -lssl -lcurl
 
-# nginx is not built with ASan: libasan is preloaded into it; leaks are
-# not checked (nginx frees its pools, not everything, at exit), memory
-# errors abort the worker, which the tests see in the error log.
+# nginx is not built with ASan: libasan is preloaded into it (libubsan
+# comes with the module); leaks are not checked (nginx frees its pools,
+# not everything, at exit).  A memory error aborts the worker; undefined
+# behaviour in the module ends it too (exit code 1: UBSan reads its
+# options only at its first report, after nginx's setproctitle has
+# overwritten the environment); the tests see either in the error log.
 # gms-token is built with ASan and UBSan and checked for leaks too: a
 # report aborts it (exit code 134, no code of its own), which fails the
 # test that ran it.

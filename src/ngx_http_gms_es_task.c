@@ -283,6 +283,11 @@ ngx_http_gms_es_task_body(ngx_http_request_t *r)
         for (cl = r->request_body->bufs; cl; cl = cl->next) {
             n = cl->buf->last - cl->buf->pos;
 
+            if (n == 0) {
+                /* the empty last_buf ending a chunked body: pos is NULL */
+                continue;
+            }
+
             if (n > GMS_ES_TASK_BODY_MAX - ctx->es_body_len) {
                 ngx_http_gms_es_task_too_large(r);
                 return;
