@@ -721,11 +721,14 @@ ngx_http_gms_redis_closed(ngx_http_gms_rconn_t *rc)
 
     rd = &ngx_http_gms_redis;
 
-    if (rc == &ngx_http_gms_redis_master && rc->was_ready) {
-        ngx_http_gms_count_down(connections);
-    }
+    if (rc == &ngx_http_gms_redis_master) {
+        if (rc->was_ready) {
+            ngx_http_gms_count_down(connections);
+        }
 
-    rd->ping_pending = 0;
+        /* the PING was the master's: a replica's drop does not answer it */
+        rd->ping_pending = 0;
+    }
 
     if (rc->gmcf->sentinels && !rd->exiting && !rd->moving
         && rc == &ngx_http_gms_redis_master)
