@@ -1019,8 +1019,6 @@ ngx_http_gms_redis_ping(ngx_event_t *ev)
     ngx_http_gms_redis_t  *rd = ev->data;
 
     ngx_http_gms_rconn_t  *rc;
-    const char            *argv[1];
-    size_t                 lens[1];
 
     rc = &ngx_http_gms_redis_master;
 
@@ -1028,24 +1026,18 @@ ngx_http_gms_redis_ping(ngx_event_t *ev)
         return;
     }
 
-    if (rd->ping_pending) {
-        ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "no answer to PING");
+    switch (ngx_http_gms_rconn_ping(rc, rd->ping_pending, rd->last_used,
+                                    ngx_http_gms_redis_pong))
+    {
+    case NGX_ERROR:
         return;
-    }
 
-    if (ngx_current_msec - rd->last_used >= NGX_HTTP_GMS_PING_EVERY) {
-        argv[0] = "PING";
-        lens[0] = 4;
-
-        if (ngx_http_gms_rconn_argv(rc, 1, argv, lens,
-                                    ngx_http_gms_redis_pong, NULL)
-            != NGX_OK)
-        {
-            ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "cannot send PING");
-            return;
-        }
-
+    case NGX_OK:
         rd->ping_pending = 1;
+        break;
+
+    default: /* NGX_DECLINED */
+        break;
     }
 
     ngx_add_timer(&rd->ping_timer, NGX_HTTP_GMS_PING_EVERY);
@@ -1165,8 +1157,6 @@ ngx_http_gms_redis_sub_ping(ngx_event_t *ev)
     ngx_http_gms_redis_t  *rd = ev->data;
 
     ngx_http_gms_rconn_t  *rc;
-    const char            *argv[1];
-    size_t                 lens[1];
 
     rc = &ngx_http_gms_redis_sub;
 
@@ -1174,24 +1164,18 @@ ngx_http_gms_redis_sub_ping(ngx_event_t *ev)
         return;
     }
 
-    if (rd->sub_ping_pending) {
-        ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "no answer to PING");
+    switch (ngx_http_gms_rconn_ping(rc, rd->sub_ping_pending, rd->sub_heard,
+                                    ngx_http_gms_redis_message))
+    {
+    case NGX_ERROR:
         return;
-    }
 
-    if (ngx_current_msec - rd->sub_heard >= NGX_HTTP_GMS_PING_EVERY) {
-        argv[0] = "PING";
-        lens[0] = 4;
-
-        if (ngx_http_gms_rconn_argv(rc, 1, argv, lens,
-                                    ngx_http_gms_redis_message, NULL)
-            != NGX_OK)
-        {
-            ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "cannot send PING");
-            return;
-        }
-
+    case NGX_OK:
         rd->sub_ping_pending = 1;
+        break;
+
+    default: /* NGX_DECLINED */
+        break;
     }
 
     ngx_add_timer(&rd->sub_ping_timer, NGX_HTTP_GMS_PING_EVERY);

@@ -1224,3 +1224,39 @@ ngx_http_gms_rconn_pong(redisReply *r)
     return r->type == REDIS_REPLY_ARRAY && r->elements == 2
            && ngx_http_gms_rconn_says(r->element[0], "pong");
 }
+
+
+/*
+ * One round of the idle check of a connection: the last round's PING
+ * still unanswered, the connection is dropped (NGX_ERROR: the caller
+ * stops); quiet since "heard" for a round, a PING is sent (NGX_OK: the
+ * caller marks it pending); else nothing (NGX_DECLINED).  The caller
+ * arms the next round.
+ */
+
+ngx_int_t
+ngx_http_gms_rconn_ping(ngx_http_gms_rconn_t *rc, ngx_uint_t pending,
+    ngx_msec_t heard, ngx_http_gms_rconn_reply_pt handler)
+{
+    size_t       lens[1];
+    const char  *argv[1];
+
+    if (pending) {
+        ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "no answer to PING");
+        return NGX_ERROR;
+    }
+
+    if (ngx_current_msec - heard < NGX_HTTP_GMS_PING_EVERY) {
+        return NGX_DECLINED;
+    }
+
+    argv[0] = "PING";
+    lens[0] = sizeof("PING") - 1;
+
+    if (ngx_http_gms_rconn_argv(rc, 1, argv, lens, handler, NULL) != NGX_OK) {
+        ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "cannot send PING");
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}

@@ -110,6 +110,9 @@ void ngx_http_gms_rconn_failed(ngx_http_gms_rconn_t *rc);
 ngx_int_t ngx_http_gms_rconn_in_backoff(ngx_http_gms_rconn_t *rc);
 ngx_uint_t ngx_http_gms_rconn_says(redisReply *r, const char *s);
 ngx_uint_t ngx_http_gms_rconn_pong(redisReply *r);
+ngx_int_t ngx_http_gms_rconn_ping(ngx_http_gms_rconn_t *rc,
+    ngx_uint_t pending, ngx_msec_t heard,
+    ngx_http_gms_rconn_reply_pt handler);
 void ngx_http_gms_rconn_protocol_error(ngx_http_gms_rconn_t *rc,
     const char *what);
 void ngx_http_gms_rconn_set_peer(ngx_http_gms_rconn_t *rc,

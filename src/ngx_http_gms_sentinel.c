@@ -587,30 +587,18 @@ ngx_http_gms_sentinel_ping(ngx_event_t *ev)
 {
     ngx_http_gms_sentinel_t *st = ev->data;
 
-    size_t                 lens[1];
-    const char            *argv[1];
-    ngx_http_gms_rconn_t  *rc;
-
-    rc = &st->rc;
-
-    if (st->ping_pending) {
-        ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "no answer to PING");
+    switch (ngx_http_gms_rconn_ping(&st->rc, st->ping_pending, st->heard,
+                                    ngx_http_gms_sentinel_message))
+    {
+    case NGX_ERROR:
         return;
-    }
 
-    if (ngx_current_msec - st->heard >= NGX_HTTP_GMS_PING_EVERY) {
-        argv[0] = "PING";
-        lens[0] = sizeof("PING") - 1;
-
-        if (ngx_http_gms_rconn_argv(rc, 1, argv, lens,
-                                    ngx_http_gms_sentinel_message, NULL)
-            != NGX_OK)
-        {
-            ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "cannot send PING");
-            return;
-        }
-
+    case NGX_OK:
         st->ping_pending = 1;
+        break;
+
+    default: /* NGX_DECLINED */
+        break;
     }
 
     ngx_add_timer(&st->ping, NGX_HTTP_GMS_PING_EVERY);

@@ -84,20 +84,26 @@ my @open = (
     [DELETE => '/openapi/up/x', undef],
 );
 
-for my $case (@open) {
-    my ($method, $target, $path) = @$case;
-    gms_saw();
-    my $res = $n->http($method => $target,
-                       { 'Content-Type' => 'application/json' },
-                       $method eq 'GET' ? undef : '{"proposal":{}}');
-    if (defined $path) {
-        is($res->{status}, 200, "$method $target: open");
-        is_deeply(gms_saw(), [$path], "GMS saw only $path");
-    } else {
-        is($res->{status}, 403, "$method $target: refused");
-        is_deeply(gms_saw(), [], 'GMS saw nothing');
+# Sends @open to the edge $n: each open path reaches GMS only as pinned
+sub check_open {
+    my ($n, $label) = @_;
+    for my $case (@open) {
+        my ($method, $target, $path) = @$case;
+        gms_saw();
+        my $res = $n->http($method => $target,
+                           { 'Content-Type' => 'application/json' },
+                           $method eq 'GET' ? undef : '{"proposal":{}}');
+        if (defined $path) {
+            is($res->{status}, 200, "$label$method $target: open");
+            is_deeply(gms_saw(), [$path], "GMS saw only $path");
+        } else {
+            is($res->{status}, 403, "$label$method $target: refused");
+            is_deeply(gms_saw(), [], 'GMS saw nothing');
+        }
     }
 }
+
+check_open($n, '');
 
 my $res = $n->http(GET => '/entities/urn%3Ali%3Acorpuser%3Aalice');
 is($res->{status}, 401, 'elsewhere a token is needed');
@@ -184,20 +190,7 @@ is_deeply([$n->bad_log_lines], [], 'no alerts or crashes');
                 => "$secrets/gms-token-salt;",
         });
 
-    for my $case (@open) {
-        my ($method, $target, $path) = @$case;
-        gms_saw();
-        my $res = $u->http($method => $target,
-                           { 'Content-Type' => 'application/json' },
-                           $method eq 'GET' ? undef : '{"proposal":{}}');
-        if (defined $path) {
-            is($res->{status}, 200, "unix example: $method $target: open");
-            is_deeply(gms_saw(), [$path], "GMS saw only $path");
-        } else {
-            is($res->{status}, 403, "unix example: $method $target: refused");
-            is_deeply(gms_saw(), [], 'GMS saw nothing');
-        }
-    }
+    check_open($u, 'unix example: ');
 
     my $res = $u->http(GET => '/entities/x');
     is($res->{status}, 401, 'unix example: elsewhere a token is needed');

@@ -105,6 +105,8 @@ static int gms_sync_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
 static char *gms_sync_read_all(gms_tool_t *t, size_t *len);
 static int gms_sync_parse(gms_tool_t *t, const char *buf, size_t len,
     gms_sync_input_t *in);
+static int gms_sync_ask(gms_tool_t *t, gms_graphql_t *g, json_t *vars,
+    unsigned page, gms_sync_input_t *in);
 static int gms_sync_page(gms_tool_t *t, json_t *doc, unsigned line,
     gms_sync_input_t *in);
 static int gms_sync_token(gms_tool_t *t, json_t *v, unsigned line,
@@ -274,7 +276,7 @@ gms_sync_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms, long page_size,
 {
     int             rc;
     size_t          before;
-    json_t         *vars, *list, *doc;
+    json_t         *vars;
     json_int_t      start;
     unsigned        page;
     gms_graphql_t  *g;
@@ -291,27 +293,12 @@ gms_sync_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms, long page_size,
         vars = json_pack("{s:{s:I, s:I, s:[]}}", "input", "start", start,
                          "count", (json_int_t) page_size, "filters");
 
-        list = vars ? gms_graphql_query(g, GMS_SYNC_QUERY, vars,
-                                        "listAccessTokens")
-                    : NULL;
-
-        if (list == NULL) {
-            rc = GMS_TOOL_GMS;
-            break;
-        }
-
-        /* the page as the stdin form has it, checked the same way */
-        doc = json_pack("{s:{s:o}}", "data", "listAccessTokens", list);
-
         before = in->ntokens;
 
-        if (doc == NULL || gms_sync_page(t, doc, page, in) != GMS_TOOL_OK) {
-            json_decref(doc);
+        if (gms_sync_ask(t, g, vars, page, in) != GMS_TOOL_OK) {
             rc = GMS_TOOL_GMS;
             break;
         }
-
-        json_decref(doc);
 
         if (in->ntokens == before || (int64_t) in->ntokens >= in->total) {
             break;
@@ -323,6 +310,40 @@ gms_sync_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms, long page_size,
     gms_graphql_close(g);
 
     return rc;
+}
+
+
+/*
+ * One listAccessTokens request (vars: its variables, taken), its answer
+ * read into "in" as a page of the stdin form, checked the same way.
+ */
+
+static int
+gms_sync_ask(gms_tool_t *t, gms_graphql_t *g, json_t *vars, unsigned page,
+    gms_sync_input_t *in)
+{
+    int      rc;
+    json_t  *list, *doc;
+
+    list = vars ? gms_graphql_query(g, GMS_SYNC_QUERY, vars,
+                                    "listAccessTokens")
+                : NULL;
+
+    if (list == NULL) {
+        return GMS_TOOL_GMS;
+    }
+
+    doc = json_pack("{s:{s:o}}", "data", "listAccessTokens", list);
+
+    if (doc == NULL) {
+        return GMS_TOOL_GMS;
+    }
+
+    rc = gms_sync_page(t, doc, page, in);
+
+    json_decref(doc);
+
+    return rc == GMS_TOOL_OK ? GMS_TOOL_OK : GMS_TOOL_GMS;
 }
 
 
@@ -919,7 +940,7 @@ gms_sync_lookup(gms_tool_t *t, const gms_graphql_conf_t *gms,
     int                  rc;
     char                 urn[sizeof(GMS_SYNC_TOKEN_URN) + GMS_TOKEN_ID_LEN];
     size_t               i, from, n, base, listed, before;
-    json_t              *urns, *vars, *list, *doc;
+    json_t              *urns, *vars;
     int64_t              total;
     unsigned             page;
     gms_graphql_t       *g;
@@ -986,27 +1007,13 @@ gms_sync_lookup(gms_tool_t *t, const gms_graphql_conf_t *gms,
                          0, "count", (json_int_t) n, "filters", "field", "urn",
                          "values", urns);
 
-        list = vars ? gms_graphql_query(g, GMS_SYNC_QUERY, vars,
-                                        "listAccessTokens")
-                    : NULL;
-
-        if (list == NULL) {
-            rc = GMS_TOOL_GMS;
-            break;
-        }
-
-        doc = json_pack("{s:{s:o}}", "data", "listAccessTokens", list);
-
         before = in->ntokens;
         in->total = 0;
 
-        if (doc == NULL || gms_sync_page(t, doc, ++page, in) != GMS_TOOL_OK) {
-            json_decref(doc);
+        if (gms_sync_ask(t, g, vars, ++page, in) != GMS_TOOL_OK) {
             rc = GMS_TOOL_GMS;
             break;
         }
-
-        json_decref(doc);
 
         if (gms_sync_lookup_check(t, gms, in, from, i, before) != 0) {
             rc = GMS_TOOL_GMS;

@@ -154,6 +154,7 @@ static int gms_tool_sync_command(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_tool_create(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_tool_list(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_tool_check_salt(gms_tool_t *t, gms_tool_args_t *a);
+static void gms_tool_vline(gms_tool_t *t, const char *fmt, va_list args);
 static int gms_tool_gms_options(gms_tool_t *t, gms_tool_args_t *a,
     gms_graphql_conf_t *gms);
 static int gms_tool_privileges_option(gms_tool_t *t, const char *value,
@@ -1701,17 +1702,9 @@ gms_tool_error(gms_tool_t *t, const char *fmt, ...)
         return;
     }
 
-    fputs("gms-token: ", stderr);
-
-    if (t->command) {
-        fprintf(stderr, "%s: ", t->command);
-    }
-
     va_start(args, fmt);
-    vfprintf(stderr, fmt, args);
+    gms_tool_vline(t, fmt, args);
     va_end(args);
-
-    fputc('\n', stderr);
 }
 
 
@@ -1722,16 +1715,24 @@ gms_tool_warn(gms_tool_t *t, const char *fmt, ...)
 {
     va_list  args;
 
+    va_start(args, fmt);
+    gms_tool_vline(t, fmt, args);
+    va_end(args);
+}
+
+
+/* "gms-token: COMMAND: " and the message, one line on stderr */
+
+static void
+gms_tool_vline(gms_tool_t *t, const char *fmt, va_list args)
+{
     fputs("gms-token: ", stderr);
 
     if (t->command) {
         fprintf(stderr, "%s: ", t->command);
     }
 
-    va_start(args, fmt);
     vfprintf(stderr, fmt, args);
-    va_end(args);
-
     fputc('\n', stderr);
 }
 
