@@ -1,10 +1,13 @@
 # The GMS edge in a container: Debian's nginx with ngx_http_gms_module and
 # the gms-token tool.  See README.md, "Container".
 #
+#   make docker-base            # debian:bookworm, made with debootstrap when
+#                               # no registry can be reached
 #   docker build -t gms-edge .
-#   docker run -d -p 8000:8000 -e GMS_UPSTREAM=gms:8080 \
-#       -e SEARCH_UPSTREAM=elasticsearch:9200 -e REDIS_ADDRESS=redis:6379 \
-#       gms-edge
+#   docker run -d -p 8000:8000 --read-only --tmpfs /run/gms-edge \
+#       -e GMS_UPSTREAM=gms:8080 -e SEARCH_UPSTREAM=elasticsearch:9200 \
+#       -e REDIS_ADDRESS=redis:6379 -e GMS_TOKEN_SALT_FILE=/run/secrets/salt \
+#       -v /srv/gms-edge/salt:/run/secrets/salt:ro gms-edge
 #
 # and, from the same image, the process that keeps Redis equal to DataHub
 # (README.md, "Following GMS"):
@@ -47,6 +50,9 @@ RUN make
 
 FROM ${BASE_IMAGE}
 
+# runtime packages only; then out again: the policy-rc.d that kept
+# services from starting during the build, nginx's default site, apt's
+# lists, and the documentation but for each package's copyright
 RUN set -eux; \
     printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; \
     chmod 0755 /usr/sbin/policy-rc.d; \
@@ -54,9 +60,13 @@ RUN set -eux; \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         nginx libhiredis0.14 libjansson4 libcurl4 ca-certificates \
         gettext-base; \
-    rm -rf /var/lib/apt/lists/*; \
+    apt-get clean; \
+    rm -rf /var/lib/apt/lists/* /var/cache/debconf/*-old \
+           /usr/share/man/* /usr/share/info/* \
+           /etc/nginx/sites-enabled/default /usr/sbin/policy-rc.d; \
+    find /usr/share/doc -type f ! -name copyright -delete; \
     mkdir -p /etc/gms-edge/http.d /etc/gms-edge/server.d; \
-    install -d -m 0755 /run/gms-edge
+    install -d -o www-data -g www-data -m 0700 /run/gms-edge
 
 COPY --from=build /src/build/nginx/objs/ngx_http_gms_module.so /usr/lib/nginx/modules/
 COPY --from=build /src/build/gms-token /usr/local/bin/gms-token
@@ -64,21 +74,32 @@ COPY conf-examples/gms-edge.conf.template /etc/gms-edge/nginx.conf.template
 COPY docker/entrypoint.sh /usr/local/bin/gms-edge-entrypoint
 COPY docker/healthcheck.sh /usr/local/bin/gms-edge-healthcheck
 
-# the image is only done if the module loads into this nginx and the
-# rendered configuration passes 'nginx -t'; nothing of the check is kept
-RUN set -eux; \
-    chmod 0755 /usr/local/bin/gms-edge-entrypoint \
-               /usr/local/bin/gms-edge-healthcheck; \
-    GMS_UPSTREAM=127.0.0.1:8080 SEARCH_UPSTREAM=127.0.0.1:9200 \
-        REDIS_ADDRESS=127.0.0.1:6379 \
-        /usr/local/bin/gms-edge-entrypoint gms-edge -t -q; \
-    /usr/local/bin/gms-token --help > /dev/null; \
-    find /run/gms-edge -mindepth 1 -delete
+RUN chmod 0755 /usr/local/bin/gms-edge-entrypoint \
+              /usr/local/bin/gms-edge-healthcheck
 
-# nginx's master runs as root (it binds the port, reads the rendered
-# configuration, which holds the secrets, owner-only); its workers run as
-# www-data ('user www-data;').  'docker run --user www-data' runs the whole
-# container unprivileged instead (then LISTEN_PORT must stay above 1023).
+# Not root: nginx's master and workers run as www-data (uid 33; numeric,
+# so that Kubernetes' runAsNonRoot can check it), which needs no privilege
+# for port 8000.  The run directory /run/gms-edge is its own (the rendered
+# configuration, with the salt, is owner-only); with --read-only, mount a
+# tmpfs there.  'docker run --user 0' gives the old layout: a root master
+# binding any port, workers as www-data.  Secret files must be readable
+# by the user the container runs as.
+USER 33:33
+
+# The image is only done if the module loads into this nginx and a
+# rendered configuration passes 'nginx -t' as the image's own user.  What
+# is checked is the image, not a deployment: placeholder addresses and a
+# placeholder salt (the entry point refuses to start without one),
+# rendered into a scratch directory that is removed again.
+RUN set -eux; \
+    check=$(mktemp -d); \
+    GMS_EDGE_RUN_DIR=$check GMS_UPSTREAM=127.0.0.1:8080 \
+        SEARCH_UPSTREAM=127.0.0.1:9200 REDIS_ADDRESS=127.0.0.1:6379 \
+        GMS_TOKEN_SALT=image-build-check \
+        /usr/local/bin/gms-edge-entrypoint gms-edge -t -q; \
+    rm -rf "$check"; \
+    /usr/local/bin/gms-token --help > /dev/null
+
 EXPOSE 8000
 
 # SIGQUIT: a graceful shutdown, requests in flight are finished

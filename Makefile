@@ -202,16 +202,28 @@ test-asan: deps $(ASAN_MODULE) unit $(ASAN_TOOL)
 # --- end of hardening --------------------------------------------------------
 
 
-# --- container (issue 8) ------------------------------------------------------
+# --- container (issues 8, 23) --------------------------------------------------
 #
-#   make docker-test   build the image (Dockerfile) and run it beside a
-#                      redis-server and a stand-in GMS: t/docker/smoke.sh;
-#                      skipped when no Docker daemon answers
+#   make docker-base   debian:bookworm for the Dockerfile: present, pulled,
+#                      or made with debootstrap from this host's apt
+#                      mirror (tools/docker-base.sh)
+#   make docker-test   docker-base, then build the image (Dockerfile) and
+#                      run it beside a redis-server and stand-ins for GMS
+#                      and the search cluster: t/docker/smoke.sh.  Both
+#                      start a dockerd when none answers, and stop it
+#                      afterwards (tools/with-dockerd.sh); part of CI
 
-.PHONY: docker-test
+.PHONY: docker-deps docker-base docker-test
 
-docker-test:
-	@bash t/docker/smoke.sh
+docker-deps:
+	@sh tools/install-deps.sh docker.io debootstrap redis-tools
+
+docker-base: docker-deps
+	@sh tools/with-dockerd.sh sh tools/docker-base.sh
+
+docker-test: deps docker-deps
+	@sh tools/with-dockerd.sh sh -c \
+	    'sh tools/docker-base.sh && bash t/docker/smoke.sh'
 
 # --- end of container ---------------------------------------------------------
 

@@ -13,14 +13,18 @@
 # for this layout ('#@with FRONTEND_UPSTREAM' ... '#@end' without the
 # variable, '#@without FRONTEND_UPSTREAM' ... '#@end' with it), then goes
 # through envsubst with only the ${NGX_...} names computed below, so
-# nginx's own $variables are never touched.  Every setting is checked first, so that a mistake is reported
-# by the variable's name before nginx starts.  The variables are described
-# in README.md, "Container".
+# nginx's own $variables are never touched (not even in a value: the
+# $cookie_... of GMS_TOKEN_SOURCE goes through as it is).  Every setting is
+# checked first, so that a mistake is reported by the variable's name, in
+# one line, before nginx starts.  The variables are described in
+# README.md, "Container".
 #
-# GMS_EDGE_CONF_DIR (/etc/gms-edge) and GMS_EDGE_RUN_DIR (/run/gms-edge as
-# root, else /tmp/gms-edge) move the template and includes, and the rendered
-# file, pid file and temporary files; t/21-docker-template.t uses them to
-# run this script outside a container.
+# GMS_EDGE_CONF_DIR (/etc/gms-edge) and GMS_EDGE_RUN_DIR (/run/gms-edge
+# where this user can write, else /tmp/gms-edge) move the template and
+# includes, and the rendered file, pid file and temporary files;
+# GMS_EDGE_RESOLV_CONF (/etc/resolv.conf) and GMS_EDGE_HOSTS (/etc/hosts)
+# the files host names are looked up in.  t/21-docker-template.t uses them
+# to run this script outside a container.
 
 set -eu
 
@@ -31,6 +35,13 @@ die() {
 
 nl='
 '
+
+# what was decided for the operator, told once every value has passed (a
+# refusal is the one line of die)
+notes=
+note() {
+    notes="$notes${notes:+$nl}gms-edge: $*"
+}
 
 is_port() {
     case $1 in
@@ -56,8 +67,9 @@ is_ipv4() {
     done
 }
 
-# a secret nginx's master reads at start: an absolute path of plain
-# characters (it goes into the configuration as it is), readable now
+# a file nginx's master reads at start (a secret, a certificate): an
+# absolute path of plain characters (it goes into the configuration as it
+# is), readable now
 check_secret_file() {
     case $2 in
         /*) ;;
@@ -106,7 +118,8 @@ file_env() {
 
     if [ -n "$f" ]; then
         [ -z "$v" ] || die "$1 and $1_FILE are both set"
-        v=$(cat -- "$f" && echo x) || die "$1_FILE: cannot read '$f'"
+        v=$(cat -- "$f" 2>/dev/null && echo x) \
+            || die "$1_FILE: cannot read '$f'"
         v=${v%x}
         v=${v%"$nl"}
     fi
@@ -138,27 +151,145 @@ upstream_servers() {
     done
 }
 
-# the first IPv4 address of a name, into $ip (the module connects to Redis
-# from the worker, without a resolver: it needs an address)
-resolve_ipv4() {
-    out=$(getent ahostsv4 "$1") || return 1
-    set -f
-    # shellcheck disable=SC2086
-    set -- $out
-    set +f
-    ip=${1:-}
-    [ -n "$ip" ]
+# an IPv6 address as nginx takes it (no zone index: "fe80::1%eth0" is not)
+is_ipv6() {
+    case $1 in
+        *:*) ;;
+        *) return 1 ;;
+    esac
+    case $1 in
+        *[!0-9A-Fa-f:.]*) return 1 ;;
+    esac
 }
 
+# The resolver directive's parameters, into $resolver: RESOLVER as given,
+# or every nameserver of the resolv.conf (what the container's libc asks:
+# Docker's own DNS on a user-defined network) for a short valid=, so that
+# a name that moves is followed within seconds whatever the record's TTL
+resolver_params() {
+    resolver=
+
+    if [ -n "${RESOLVER:-}" ]; then
+        case $RESOLVER in
+            *[!][A-Za-z0-9._:=\ -]*)
+                die "RESOLVER: '$RESOLVER': the parameters of nginx's" \
+                    "resolver directive (addresses, valid=, ipv6=off)," \
+                    "in letters, digits and ._:=[]- only" ;;
+        esac
+        set -f
+        # shellcheck disable=SC2086  # the parameters are words
+        set -- $RESOLVER
+        set +f
+        for p; do
+            case $p in
+                *=*) ;;
+                *) resolver="$resolver $p" ;;
+            esac
+        done
+        [ -n "$resolver" ] \
+            || die "RESOLVER: '$RESOLVER' names no server's address"
+        resolver="$*"
+        return
+    fi
+
+    [ -r "$resolv_conf" ] || return 0
+
+    # shellcheck disable=SC2034  # the rest of each line is not used
+    while read -r key addr rest; do
+        [ "$key" = nameserver ] || continue
+        if is_ipv4 "$addr"; then
+            resolver="$resolver $addr"
+        elif is_ipv6 "$addr"; then
+            resolver="$resolver [$addr]"
+        else
+            note "$resolv_conf: nameserver $addr left out (nginx's" \
+                 "resolver takes no zone index or name)"
+        fi
+    done < "$resolv_conf"
+
+    [ -z "$resolver" ] || resolver="${resolver# } valid=10s"
+}
+
+# The addresses of a name in the hosts file, in its order (nginx's resolver
+# reads no /etc/hosts: Docker writes --add-host names and localhost there)
+hosts_addresses() {
+    [ -r "$hosts" ] || return 0
+    awk -v name="$1" '
+        { sub(/#.*/, "") }
+        { for (i = 2; i <= NF; i++) if (tolower($i) == tolower(name)) {
+              print $1
+              next
+          } }' "$hosts"
+}
+
+# VAR ADDRESS: a Redis or Sentinel address for the module, into $addr.  A
+# name in the hosts file becomes its first IPv4 address there (else its
+# first IPv6 one); any other name stays, for nginx's resolver, which looks
+# it up again on every reconnect (a failover by DNS is followed): then
+# there must be one
+redis_address() {
+    addr=$2
+
+    case $addr in
+        unix:*|\[*) return ;;
+    esac
+
+    host=${addr%:*}
+    is_ipv4 "$host" && return
+
+    ip=
+    set -f
+    for a in $(hosts_addresses "$host"); do
+        if is_ipv4 "$a"; then
+            ip=$a
+            break
+        fi
+        if [ -z "$ip" ] && is_ipv6 "$a"; then
+            ip="[$a]"
+        fi
+    done
+    set +f
+
+    if [ -n "$ip" ]; then
+        note "$1: $host is $ip (from $hosts)"
+        addr=$ip:${addr##*:}
+        return
+    fi
+
+    [ -n "$resolver" ] \
+        || die "$1: '$host' is a host name for nginx's resolver, and there" \
+               "is none: set RESOLVER (no nameserver in $resolv_conf, no" \
+               "'$host' in $hosts)"
+}
+
+# NAME VALUE: one more gms_token_redis_ssl_NAME line in $NGX_REDIS_SSL
+ssl_directive() {
+    NGX_REDIS_SSL="$NGX_REDIS_SSL${NGX_REDIS_SSL:+$nl    }"
+    NGX_REDIS_SSL="${NGX_REDIS_SSL}gms_token_redis_ssl_$1 $2;"
+}
+
+# the default run directory: the image's /run/gms-edge belongs to its user
+# (a tmpfs there with --read-only); another uid (docker run --user) cannot
+# write it and gets one under /tmp
+default_run_dir() {
+    if mkdir -p /run/gms-edge 2>/dev/null \
+       && [ -w /run/gms-edge ] && [ -x /run/gms-edge ]
+    then
+        run_dir=/run/gms-edge
+    else
+        run_dir=/tmp/gms-edge
+    fi
+}
 
 render() {
     missing=
     for v in GMS_UPSTREAM SEARCH_UPSTREAM REDIS_ADDRESS; do
         eval "[ -n \"\${$v:-}\" ]" || missing="$missing $v"
     done
+    [ -n "${REDIS_SENTINELS:-}" ] && missing=${missing% REDIS_ADDRESS}
     [ -z "$missing" ] \
         || die "not set:$missing (the addresses of GMS, the search cluster" \
-               "and Redis; see README.md, Container)"
+               "and Redis, or REDIS_SENTINELS; see README.md, Container)"
 
     # no default salt is right: DataHub hashes token ids with its own
     # (set and empty is a choice, as gms_token_salt "" is)
@@ -169,6 +300,9 @@ render() {
                "GMS_TOKEN_SALT= (set and empty) only if GMS has none"
 
     [ -f "$template" ] || die "no template: $template"
+
+    [ -n "$run_dir" ] || default_run_dir
+    conf=$run_dir/nginx.conf
 
     case $conf_dir$run_dir in
         *[!A-Za-z0-9._/-]*) die "GMS_EDGE_CONF_DIR/GMS_EDGE_RUN_DIR: only" \
@@ -215,31 +349,146 @@ render() {
         keep=without drop=with
     fi
 
-    # Redis: an address ([ipv6]:port too) or a unix socket; a name is
-    # resolved here, once (nginx's resolver reads no /etc/hosts)
-    redis=$REDIS_ADDRESS
-    check_address "$redis" \
-        || die "REDIS_ADDRESS: '$redis' is neither host:port nor unix:/path"
+    # nginx's resolver, for the names of Redis and the Sentinels
+    resolver_params
+    if [ -n "$resolver" ]; then
+        NGX_RESOLVER="resolver $resolver;"
+    else
+        NGX_RESOLVER="# no resolver: no RESOLVER, no nameserver in $resolv_conf"
+    fi
 
-    case $redis in
-        unix:*) ;;
-        \[*) ;;
-        *)
-            host=${redis%:*}
-            if ! is_ipv4 "$host"; then
-                resolve_ipv4 "$host" \
-                    || die "REDIS_ADDRESS: cannot resolve '$host' (IPv4)"
-                echo "gms-edge: REDIS_ADDRESS: $host is $ip" >&2
-                redis=$ip:${redis##*:}
-            fi ;;
+    # Redis: one address, or the Sentinels that name its master
+    if [ -n "${REDIS_SENTINELS:-}" ]; then
+        [ -z "${REDIS_ADDRESS:-}" ] \
+            || die "REDIS_ADDRESS and REDIS_SENTINELS are both set: Redis" \
+                   "itself, or the Sentinels that name its master"
+
+        master=${REDIS_SENTINEL_MASTER:-}
+        case $master in
+            '') die "REDIS_SENTINEL_MASTER: not set: the name the" \
+                    "Sentinels know the master by (REDIS_SENTINELS is set)" ;;
+            *[!A-Za-z0-9._-]*) die "REDIS_SENTINEL_MASTER: '$master':" \
+                                   "letters, digits and ._- please" ;;
+        esac
+
+        sentinels=
+        set -f
+        # shellcheck disable=SC2086  # the list is split on purpose
+        set -- $REDIS_SENTINELS
+        set +f
+        [ "$#" -gt 0 ] || die "REDIS_SENTINELS is empty"
+        for a; do
+            case $a in
+                unix:*) die "REDIS_SENTINELS: '$a': a Sentinel is" \
+                            "host:port or [ipv6]:port" ;;
+            esac
+            check_address "$a" \
+                || die "REDIS_SENTINELS: '$a' is not host:port"
+            redis_address REDIS_SENTINELS "$a"
+            sentinels="$sentinels $addr"
+        done
+
+        NGX_REDIS="gms_token_redis_sentinel${sentinels} master=$master"
+        redis="master $master via Sentinels${sentinels}"
+    else
+        for v in REDIS_SENTINEL_MASTER REDIS_REPLICA \
+                 GMS_REDIS_SENTINEL_PASSWORD GMS_REDIS_SENTINEL_PASSWORD_FILE
+        do
+            eval "[ -z \"\${$v:-}\" ]" \
+                || die "$v: for Sentinel only, and REDIS_SENTINELS is not" \
+                       "set (REDIS_ADDRESS is Redis itself)"
+        done
+
+        # an address ([ipv6]:port too) or a unix socket
+        check_address "$REDIS_ADDRESS" \
+            || die "REDIS_ADDRESS: '$REDIS_ADDRESS' is neither host:port" \
+                   "nor unix:/path"
+        redis_address REDIS_ADDRESS "$REDIS_ADDRESS"
+
+        NGX_REDIS="gms_token_redis $addr"
+        redis=$addr
+    fi
+
+    # TLS to Redis (and to the Sentinels): the gms_token_redis_ssl_*
+    # directives, each from its REDIS_SSL_* variable
+    case ${REDIS_TLS:-off} in
+        on) tls=on ;;
+        off) tls= ;;
+        *) die "REDIS_TLS: '$REDIS_TLS' is neither on nor off" ;;
     esac
 
-    NGX_REDIS=$redis
+    ssl_vars='REDIS_SSL_TRUSTED_CERTIFICATE REDIS_SSL_CERTIFICATE
+              REDIS_SSL_CERTIFICATE_KEY REDIS_SSL_NAME REDIS_SSL_VERIFY'
+    NGX_REDIS_SSL=
+    if [ -z "$tls" ]; then
+        for v in $ssl_vars; do
+            eval "[ -z \"\${$v:-}\" ]" \
+                || die "$v: for TLS only, and REDIS_TLS is not on"
+        done
+        NGX_REDIS_SSL='# Redis without TLS (REDIS_TLS=off)'
+    else
+        # without a CA file: the system's store (a managed Redis)
+        ca=${REDIS_SSL_TRUSTED_CERTIFICATE:-}
+        if [ -n "$ca" ]; then
+            check_secret_file REDIS_SSL_TRUSTED_CERTIFICATE "$ca"
+            ssl_directive trusted_certificate "$ca"
+        fi
+
+        # mutual TLS (tls-auth-clients yes)
+        cert=${REDIS_SSL_CERTIFICATE:-} key=${REDIS_SSL_CERTIFICATE_KEY:-}
+        if [ -n "$cert" ] && [ -z "$key" ]; then
+            die "REDIS_SSL_CERTIFICATE is set without REDIS_SSL_CERTIFICATE_KEY"
+        elif [ -z "$cert" ] && [ -n "$key" ]; then
+            die "REDIS_SSL_CERTIFICATE_KEY is set without REDIS_SSL_CERTIFICATE"
+        elif [ -n "$cert" ]; then
+            check_secret_file REDIS_SSL_CERTIFICATE "$cert"
+            check_secret_file REDIS_SSL_CERTIFICATE_KEY "$key"
+            ssl_directive certificate "$cert"
+            ssl_directive certificate_key "$key"
+        fi
+
+        verify=${REDIS_SSL_VERIFY:-on}
+        case $verify in
+            on) ;;
+            off) note "REDIS_SSL_VERIFY=off: Redis's certificate is not" \
+                      "checked" ;;
+            *) die "REDIS_SSL_VERIFY: '$verify' is neither on nor off" ;;
+        esac
+
+        # an address is checked against the certificate's IP entries
+        name=${REDIS_SSL_NAME:-}
+        case $name in
+            *[!A-Za-z0-9.:_-]*) die "REDIS_SSL_NAME: '$name' is neither" \
+                                    "a host name nor an address" ;;
+        esac
+
+        # a Sentinel names the master by its address, which leaves the
+        # module nothing to check the master's certificate against
+        [ -n "$name" ] || [ -z "${REDIS_SENTINELS:-}" ] \
+            || [ "$verify" = off ] \
+            || die "REDIS_SSL_NAME: required with REDIS_SENTINELS and" \
+                   "REDIS_TLS=on: the name in the certificates of master" \
+                   "and Sentinels (a Sentinel names the master by address)"
+
+        [ -z "$name" ] || ssl_directive name "$name"
+        ssl_directive verify "$verify"
+    fi
+
+    # the parameters in the order of the directives' syntax
+    if [ -n "$tls" ] && [ -z "${REDIS_SENTINELS:-}" ]; then
+        NGX_REDIS="$NGX_REDIS tls"
+    fi
 
     file_env GMS_REDIS_PASSWORD
     if [ -n "$value" ]; then
         ngx_quote "password=$value"
         # shellcheck disable=SC2089  # quotes for nginx's parser, not sh's
+        NGX_REDIS="$NGX_REDIS \"$quoted\""
+    fi
+
+    file_env GMS_REDIS_SENTINEL_PASSWORD
+    if [ -n "$value" ]; then
+        ngx_quote "sentinel_password=$value"
         NGX_REDIS="$NGX_REDIS \"$quoted\""
     fi
 
@@ -249,6 +498,18 @@ render() {
         esac
         NGX_REDIS="$NGX_REDIS db=$REDIS_DB"
     fi
+
+    if [ -n "${REDIS_SENTINELS:-}" ]; then
+        [ -z "$tls" ] || NGX_REDIS="$NGX_REDIS tls"
+        case ${REDIS_REPLICA:-} in
+            '') ;;
+            prefer|off) NGX_REDIS="$NGX_REDIS replica=$REDIS_REPLICA" ;;
+            *) die "REDIS_REPLICA: '$REDIS_REPLICA' is neither prefer nor off" ;;
+        esac
+    fi
+
+    NGX_REDIS="$NGX_REDIS;"
+    [ -z "$tls" ] || redis="$redis (TLS)"
 
     NGX_REDIS_TIMEOUT=${REDIS_TIMEOUT:-250ms}
     case $NGX_REDIS_TIMEOUT in
@@ -264,12 +525,23 @@ render() {
     NGX_SALT=$quoted
 
     # GMS's signing key and the system client's secret: files only (the
-    # key mints tokens; an environment variable would reach the workers)
+    # key mints tokens; an environment variable would reach the workers).
+    # While GMS's key rotates, the old one too: a token signed by either
+    # verifies
     NGX_CREDENTIALS=
     if [ -n "${GMS_TOKEN_SIGNING_KEY_FILE:-}" ]; then
         check_secret_file GMS_TOKEN_SIGNING_KEY_FILE \
                           "$GMS_TOKEN_SIGNING_KEY_FILE"
         NGX_CREDENTIALS="gms_token_signing_key_file $GMS_TOKEN_SIGNING_KEY_FILE;"
+    fi
+    if [ -n "${GMS_TOKEN_SIGNING_KEY_PREVIOUS_FILE:-}" ]; then
+        [ -n "$NGX_CREDENTIALS" ] \
+            || die "GMS_TOKEN_SIGNING_KEY_PREVIOUS_FILE is set without" \
+                   "GMS_TOKEN_SIGNING_KEY_FILE (the key GMS signs with now)"
+        check_secret_file GMS_TOKEN_SIGNING_KEY_PREVIOUS_FILE \
+                          "$GMS_TOKEN_SIGNING_KEY_PREVIOUS_FILE"
+        line="gms_token_signing_key_file $GMS_TOKEN_SIGNING_KEY_PREVIOUS_FILE;"
+        NGX_CREDENTIALS="$NGX_CREDENTIALS$nl    $line"
     fi
     if [ -n "${GMS_SYSTEM_CLIENT_SECRET_FILE:-}" ]; then
         id=${GMS_SYSTEM_CLIENT_ID:-__datahub_system}
@@ -287,6 +559,26 @@ render() {
     fi
     [ -n "$NGX_CREDENTIALS" ] \
         || NGX_CREDENTIALS='# no GMS_TOKEN_SIGNING_KEY_FILE: tokens checked in Redis only'
+
+    # the token from a cookie or another header, for clients that cannot
+    # set Authorization: an nginx variable's name, nothing else
+    source=${GMS_TOKEN_SOURCE:-}
+    case $source in
+        '')
+            NGX_TOKEN_SOURCE='# the token from the Authorization header' ;;
+        [!\$]*|\$|\$*[!A-Za-z0-9_]*)
+            die "GMS_TOKEN_SOURCE: '$source' is not an nginx variable" \
+                "such as \$cookie_gms_token or \$http_x_gms_token" ;;
+        *)
+            NGX_TOKEN_SOURCE="gms_token_source $source;" ;;
+    esac
+
+    NGX_PREFLIGHT=${GMS_TOKEN_PREFLIGHT:-check}
+    case $NGX_PREFLIGHT in
+        check|pass) ;;
+        *) die "GMS_TOKEN_PREFLIGHT: '$NGX_PREFLIGHT' is neither check" \
+               "nor pass" ;;
+    esac
 
     cache=${GMS_TOKEN_CACHE:-zone=gms_tokens:16m ttl=30s negative_ttl=5s stale=60s}
     case $cache in
@@ -309,18 +601,22 @@ render() {
     done
     set +f
 
-    # in the image /run/gms-edge exists (root's, 0755: the workers reach
-    # their temporary files under it, and cannot write the configuration)
-    mkdir -p "$run_dir" || die "cannot create $run_dir"
+    # in the image /run/gms-edge exists, its user's: the workers reach
+    # their temporary files under it
+    # (--read-only without a tmpfs of its own there: say which one)
+    mkdir -p "$run_dir" 2>/dev/null && [ -w "$run_dir" ] \
+        || die "cannot write $run_dir (with --read-only, mount" \
+               "--tmpfs /run/gms-edge:uid=$(id -u),gid=$(id -g),mode=0700)"
 
     # the rendered file holds the salt and the Redis password: owner only
     (
         umask 077
         # shellcheck disable=SC2090
         export NGX_CONF_DIR NGX_RUN_DIR NGX_LISTEN_PORT NGX_WORKER_PROCESSES \
-               NGX_USER NGX_GMS_SERVERS NGX_SEARCH_SERVERS NGX_REDIS \
-               NGX_REDIS_TIMEOUT NGX_KEY_PREFIX NGX_SALT NGX_CACHE \
-               NGX_METRICS_ALLOW NGX_CREDENTIALS NGX_FRONTEND_SERVERS
+               NGX_USER NGX_GMS_SERVERS NGX_SEARCH_SERVERS NGX_RESOLVER \
+               NGX_REDIS NGX_REDIS_SSL NGX_REDIS_TIMEOUT NGX_KEY_PREFIX \
+               NGX_SALT NGX_CACHE NGX_METRICS_ALLOW NGX_CREDENTIALS \
+               NGX_FRONTEND_SERVERS NGX_TOKEN_SOURCE NGX_PREFLIGHT
 
         layout=$(mktemp "$run_dir/nginx.conf.XXXXXX")
         tmp=$(mktemp "$run_dir/nginx.conf.XXXXXX")
@@ -332,16 +628,18 @@ render() {
         # shellcheck disable=SC2016  # the names are for envsubst, not sh
         envsubst '${NGX_CONF_DIR} ${NGX_RUN_DIR} ${NGX_LISTEN_PORT}
                   ${NGX_WORKER_PROCESSES} ${NGX_USER} ${NGX_GMS_SERVERS}
-                  ${NGX_SEARCH_SERVERS} ${NGX_REDIS} ${NGX_REDIS_TIMEOUT}
-                  ${NGX_KEY_PREFIX} ${NGX_SALT} ${NGX_CACHE}
-                  ${NGX_METRICS_ALLOW} ${NGX_CREDENTIALS}
-                  ${NGX_FRONTEND_SERVERS}' \
+                  ${NGX_SEARCH_SERVERS} ${NGX_RESOLVER} ${NGX_REDIS}
+                  ${NGX_REDIS_SSL} ${NGX_REDIS_TIMEOUT} ${NGX_KEY_PREFIX}
+                  ${NGX_SALT} ${NGX_CACHE} ${NGX_METRICS_ALLOW}
+                  ${NGX_CREDENTIALS} ${NGX_FRONTEND_SERVERS}
+                  ${NGX_TOKEN_SOURCE} ${NGX_PREFLIGHT}' \
             < "$layout" > "$tmp" \
             || { rm -f "$layout" "$tmp"; exit 1; }
         rm -f "$layout"
         mv -f "$tmp" "$conf"
     ) || die "cannot write $conf"
 
+    [ -z "$notes" ] || printf '%s\n' "$notes" >&2
     echo "gms-edge: port $NGX_LISTEN_PORT; GMS $GMS_UPSTREAM;" \
          "search $SEARCH_UPSTREAM;" \
          "Redis $redis${FRONTEND_UPSTREAM:+; frontend $FRONTEND_UPSTREAM}" >&2
@@ -349,13 +647,13 @@ render() {
 
 
 conf_dir=${GMS_EDGE_CONF_DIR:-/etc/gms-edge}
-if [ "$(id -u)" = 0 ]; then
-    run_dir=${GMS_EDGE_RUN_DIR:-/run/gms-edge}
-else
-    run_dir=${GMS_EDGE_RUN_DIR:-/tmp/gms-edge}
-fi
 template=$conf_dir/nginx.conf.template
-conf=$run_dir/nginx.conf
+resolv_conf=${GMS_EDGE_RESOLV_CONF:-/etc/resolv.conf}
+hosts=${GMS_EDGE_HOSTS:-/etc/hosts}
+
+# only for rendering: another command (gms-token ...) creates nothing
+run_dir=${GMS_EDGE_RUN_DIR:-}
+conf=
 
 case ${1:-gms-edge} in
     gms-edge)

@@ -6,9 +6,13 @@
 # module, and the entry point's own 'exec nginx' serves it in front of a
 # real redis-server and stand-ins: 401s, a 200 with a salt and a Redis
 # password full of what nginx's parser treats specially, getEsTaskStatus,
-# /metrics, the includes, the health check of docker/healthcheck.sh.  Bad
-# settings are refused by the variable's name.  t/docker/smoke.sh checks
-# the image itself.
+# /metrics, the includes, the health check of docker/healthcheck.sh; then
+# Redis over TLS reached by a name through nginx's resolver, with the token
+# in a header of its own, two signing keys and CORS preflights let
+# through; then Redis behind a Sentinel named in the hosts file.  Every
+# variable's directive is checked line by line, and passes 'nginx -t'.
+# Bad settings are refused in one line by the variable's name, before
+# nginx runs.  t/docker/smoke.sh checks the image itself.
 
 use strict;
 use warnings;
@@ -20,8 +24,12 @@ use POSIX qw(WNOHANG);
 use Test::More;
 
 use GmsTest;
+use GmsTest::Certs;
+use GmsTest::DNS;
 use GmsTest::HTTP;
+use GmsTest::JWT;
 use GmsTest::Redis;
+use GmsTest::Sentinel;
 use GmsTest::Stub;
 
 GmsTest::need_module();
@@ -100,9 +108,39 @@ sub conf_dir {
     return $dir;
 }
 
+# The host's resolv.conf and hosts file differ from machine to machine:
+# the entry point reads these instead (GMS_EDGE_RESOLV_CONF,
+# GMS_EDGE_HOSTS) unless a case says otherwise.  In the hosts file
+# localhost's IPv6 line comes first, as the IPv4 one must win; a name
+# there is what 'docker run --add-host' writes.
+my $NET = tempdir();
+spew("$NET/resolv.conf", "# as Docker writes it
+search example.test
+"
+     . "nameserver 192.0.2.53
+nameserver 2001:db8::53
+options ndots:0
+");
+spew("$NET/hosts", "::1	localhost ip6-localhost ip6-loopback
+"
+     . "127.0.0.1	localhost
+"
+     . "192.0.2.7 redis-v4.test Redis-Alias.test   # --add-host
+"
+     . "2001:db8::7 redis-v6.test
+"
+     . "192.0.2.8 sentinel.test
+"
+     . "127.0.0.1 sentinel.local.test
+");
+spew("$NET/empty", '');
+my %net = (GMS_EDGE_RESOLV_CONF => "$NET/resolv.conf",
+           GMS_EDGE_HOSTS => "$NET/hosts");
+my $default_resolver = 'resolver 192.0.2.53 [2001:db8::53] valid=10s;';
+
 # The entry point with only the given environment (and PATH, so that its
-# 'exec nginx' finds the nginx under test): returns its exit code and
-# stdout, stderr in $out{err}.
+# 'exec nginx' finds the nginx under test; a variable given as undef is
+# left out): returns its exit code, stdout and stderr.
 my %required = (GMS_UPSTREAM => '127.0.0.1:8080',
                 SEARCH_UPSTREAM => '127.0.0.1:9200',
                 REDIS_ADDRESS => '127.0.0.1:6379',
@@ -114,6 +152,7 @@ sub entry {
     my $dir = tempdir();
     my %env = (PATH => $PATH,
                %$env);
+    delete @env{ grep { !defined $env{$_} } keys %env };
 
     my $pid = fork // die "fork: $!\n";
     if ($pid == 0) {
@@ -132,10 +171,48 @@ sub render {
     my ($env, %opt) = @_;
     my $conf = $opt{conf_dir} // conf_dir();
     my $run = tempdir();
-    my ($rc, $out, $err) = entry({ GMS_EDGE_CONF_DIR => $conf,
+    my ($rc, $out, $err) = entry({ %net, GMS_EDGE_CONF_DIR => $conf,
                                    GMS_EDGE_RUN_DIR => $run, %$env },
                                  'gms-edge-render');
     return ($rc, $err, "$run/nginx.conf", $out);
+}
+
+# An nginx that only leaves a trace: a refusal must come before it runs.
+my $TRAP = tempdir();
+spew("$TRAP/nginx", "#!/bin/sh\necho \"\$@\" >> $TRAP/ran\n");
+chmod 0755, "$TRAP/nginx";
+
+# The container's command with the required settings and $env: refused
+# with exit status 1 and one line on stderr matching $error, nothing
+# written, nginx not run.
+sub refused {
+    my ($env, $error) = @_;
+
+    my $run = tempdir();
+    my ($rc, $out, $err) = entry({ %required, %net,
+                                   GMS_EDGE_CONF_DIR => conf_dir(),
+                                   GMS_EDGE_RUN_DIR => $run,
+                                   PATH => "$TRAP:/usr/bin:/bin", %$env },
+                                 'gms-edge');
+    my $title = join ' ', map { "$_=" . ($env->{$_} // '(unset)') }
+                          sort keys %$env;
+
+    subtest "refused: $title" => sub {
+        is($rc, 1, 'exit status 1');
+        like($err, qr/\Agms-edge: [^\n]*\n\z/, 'one line on stderr');
+        like($err, $error, 'naming the variable');
+        ok(!-e "$run/nginx.conf", 'nothing written');
+        ok(!-e "$TRAP/ran", 'nginx not run');
+    };
+}
+
+# An nginx.conf for GmsTest::nginx_t: the built module in place of the
+# image's
+sub for_nginx_t {
+    my ($conf) = @_;
+    $conf =~ s{^load_module\s+\S+;}{load_module %%MODULE%%;}m
+        or fail('a load_module line');
+    return $conf;
 }
 
 
@@ -174,6 +251,15 @@ my $default_conf = '';
     like($conf, qr/^\s*access_log \/dev\/stdout gms;$/m, 'access to stdout');
     like($conf, qr/^user www-data;$/m, 'workers as www-data')
         if $as_root;
+    like($conf, qr/^\s*\Q$default_resolver\E$/m,
+         "resolver: the resolv.conf's nameservers, IPv6 bracketed");
+    like($conf, qr/^\s*# Redis without TLS \(REDIS_TLS=off\)$/m,
+         'no TLS by default');
+    unlike($conf, qr/^\s*gms_token_redis_ssl_/m, 'and no TLS directive');
+    unlike($conf, qr/^\s*gms_token_source\b/m,
+           'the token from Authorization by default');
+    like($conf, qr/^\s*gms_token_preflight check;$/m, 'preflights checked');
+    unlike($conf, qr/^\s*gms_token_signing_key_file\b/m, 'no signing key');
 
     $conf =~ s{^load_module\s+\S+;}{load_module %%MODULE%%;}m
         or fail('a load_module line');
@@ -230,6 +316,172 @@ my $credentials_conf = '';
         like($bad_err, $error, 'naming the variable');
         ok(!-e $bad_path, 'and nothing written');
     }
+}
+
+# --- each variable's directives ---------------------------------------------
+
+my $certs = GmsTest::Certs->new;
+my $KEY = 'the-signing-key-GMS-uses-now-0123456789';
+my $OLD_KEY = 'the-signing-key-GMS-used-before-987654';
+my $files = tempdir();
+spew("$files/signing-key", "$KEY\n");
+spew("$files/signing-key-previous", "$OLD_KEY\n");
+spew("$files/sentinel-password", qq{s"3\\cr\$t\n});
+spew("$files/resolv-scoped.conf",
+     "nameserver fe80::1%eth0\nnameserver 192.0.2.54\n");
+
+my $ca = $certs->{ca};
+my %tls = (REDIS_TLS => 'on');
+my %sentinels = (REDIS_ADDRESS => undef,
+                 REDIS_SENTINELS => '127.0.0.1:26379',
+                 REDIS_SENTINEL_MASTER => 'gms');
+
+# title, the variables, the lines the rendered file must hold (each whole,
+# apart from its indentation), optionally a pattern it must not hold and
+# one stderr must hold.  Every rendering passes 'nginx -t'.
+my @rendered = (
+    [ 'REDIS_TLS=on: the system CA store, verified', { %tls },
+      [ 'gms_token_redis 127.0.0.1:6379 tls;',
+        'gms_token_redis_ssl_verify on;' ],
+      absent => qr/^\s*gms_token_redis_ssl_(?!verify)/m ],
+    [ 'REDIS_SSL_TRUSTED_CERTIFICATE',
+      { %tls, REDIS_SSL_TRUSTED_CERTIFICATE => $ca },
+      [ "gms_token_redis_ssl_trusted_certificate $ca;" ] ],
+    [ 'REDIS_SSL_CERTIFICATE and _KEY: mutual TLS',
+      { %tls, REDIS_SSL_CERTIFICATE => $certs->{client_cert},
+        REDIS_SSL_CERTIFICATE_KEY => $certs->{client_key} },
+      [ "gms_token_redis_ssl_certificate $certs->{client_cert};",
+        "gms_token_redis_ssl_certificate_key $certs->{client_key};" ] ],
+    [ 'REDIS_SSL_NAME', { %tls, REDIS_SSL_NAME => 'redis.example.com' },
+      [ 'gms_token_redis_ssl_name redis.example.com;' ] ],
+    [ 'REDIS_SSL_VERIFY=off', { %tls, REDIS_SSL_VERIFY => 'off' },
+      [ 'gms_token_redis_ssl_verify off;' ],
+      err => qr/^gms-edge: REDIS_SSL_VERIFY=off: Redis's certificate is not/m ],
+    [ 'REDIS_TLS=off: as unset', { REDIS_TLS => 'off' },
+      [ 'gms_token_redis 127.0.0.1:6379;',
+        '# Redis without TLS (REDIS_TLS=off)' ] ],
+    [ 'tls, password= and db= in the order of the syntax',
+      { %tls, GMS_REDIS_PASSWORD => 'pw', REDIS_DB => 4 },
+      [ 'gms_token_redis 127.0.0.1:6379 tls "password=pw" db=4;' ] ],
+
+    [ 'REDIS_SENTINELS and REDIS_SENTINEL_MASTER',
+      { %sentinels, REDIS_SENTINELS => '127.0.0.1:26379 [::1]:26380',
+        REDIS_SENTINEL_MASTER => 'gms-master.1' },
+      [ 'gms_token_redis_sentinel 127.0.0.1:26379 [::1]:26380 '
+        . 'master=gms-master.1;' ],
+      absent => qr/^\s*gms_token_redis\s/m ],
+    [ 'Sentinel with every parameter',
+      { %sentinels, GMS_REDIS_PASSWORD => 'p"w',
+        GMS_REDIS_SENTINEL_PASSWORD_FILE => "$files/sentinel-password",
+        REDIS_DB => 2, %tls, REDIS_SSL_NAME => 'redis.test',
+        REDIS_SSL_TRUSTED_CERTIFICATE => $ca, REDIS_REPLICA => 'prefer' },
+      [ 'gms_token_redis_sentinel 127.0.0.1:26379 master=gms '
+        . '"password=p\"w" "sentinel_password=s\"3\\\\cr$t" db=2 tls '
+        . 'replica=prefer;',
+        'gms_token_redis_ssl_name redis.test;' ] ],
+    [ 'GMS_REDIS_SENTINEL_PASSWORD, REDIS_REPLICA=off',
+      { %sentinels, GMS_REDIS_SENTINEL_PASSWORD => 'sp',
+        REDIS_REPLICA => 'off' },
+      [ 'gms_token_redis_sentinel 127.0.0.1:26379 master=gms '
+        . '"sentinel_password=sp" replica=off;' ] ],
+    [ 'Sentinel with TLS, verification off: no name needed',
+      { %sentinels, %tls, REDIS_SSL_VERIFY => 'off' },
+      [ 'gms_token_redis_sentinel 127.0.0.1:26379 master=gms tls;' ] ],
+    [ 'Sentinels by name: the hosts file, else the resolver',
+      { %sentinels, REDIS_SENTINELS => 'sentinel.test:26379 '
+            . 'localhost:26380 sentinel-dns.test:26381' },
+      [ 'gms_token_redis_sentinel 192.0.2.8:26379 127.0.0.1:26380 '
+        . 'sentinel-dns.test:26381 master=gms;', $default_resolver ],
+      err => qr/^gms-edge: REDIS_SENTINELS: sentinel\.test is 192\.0\.2\.8 \(from \S+\/hosts\)$/m ],
+
+    [ 'a name in REDIS_ADDRESS: for nginx\'s resolver',
+      { REDIS_ADDRESS => 'redis.test:6379' },
+      [ 'gms_token_redis redis.test:6379;', $default_resolver ] ],
+    [ 'RESOLVER', { REDIS_ADDRESS => 'redis.test:6379',
+                    RESOLVER => '127.0.0.1:5353 [::1]:5353 valid=1s ipv6=off' },
+      [ 'resolver 127.0.0.1:5353 [::1]:5353 valid=1s ipv6=off;' ] ],
+    [ 'a nameserver with a zone index left out, saying so',
+      { GMS_EDGE_RESOLV_CONF => "$files/resolv-scoped.conf" },
+      [ 'resolver 192.0.2.54 valid=10s;' ],
+      err => qr/nameserver fe80::1%eth0 left out/ ],
+    [ 'a name from the hosts file: its address',
+      { REDIS_ADDRESS => 'redis-v4.test:6379' },
+      [ 'gms_token_redis 192.0.2.7:6379;' ],
+      err => qr/^gms-edge: REDIS_ADDRESS: redis-v4\.test is 192\.0\.2\.7 \(from \S+\/hosts\)$/m ],
+    [ 'the hosts file\'s names without regard to case',
+      { REDIS_ADDRESS => 'redis-alias.test:6379' },
+      [ 'gms_token_redis 192.0.2.7:6379;' ] ],
+    [ 'an IPv6 address from the hosts file, bracketed',
+      { REDIS_ADDRESS => 'redis-v6.test:6380' },
+      [ 'gms_token_redis [2001:db8::7]:6380;' ] ],
+    [ 'localhost: its IPv4 address, listed after the IPv6 one',
+      { REDIS_ADDRESS => 'localhost:6379' },
+      [ 'gms_token_redis 127.0.0.1:6379;' ] ],
+    [ 'no nameserver: a comment, enough for names in the hosts file',
+      { REDIS_ADDRESS => 'localhost:6379',
+        GMS_EDGE_RESOLV_CONF => "$NET/empty" },
+      [ 'gms_token_redis 127.0.0.1:6379;',
+        "# no resolver: no RESOLVER, no nameserver in $NET/empty" ],
+      absent => qr/^\s*resolver\s/m ],
+
+    [ 'GMS_TOKEN_SIGNING_KEY_PREVIOUS_FILE: a second key',
+      { GMS_TOKEN_SIGNING_KEY_FILE => "$files/signing-key",
+        GMS_TOKEN_SIGNING_KEY_PREVIOUS_FILE => "$files/signing-key-previous" },
+      [ "gms_token_signing_key_file $files/signing-key;\n"
+        . "    gms_token_signing_key_file $files/signing-key-previous;" ] ],
+    [ 'GMS_TOKEN_SOURCE, a cookie',
+      { GMS_TOKEN_SOURCE => '$cookie_gms_token' },
+      [ 'gms_token_source $cookie_gms_token;' ] ],
+    [ 'GMS_TOKEN_SOURCE, a header', { GMS_TOKEN_SOURCE => '$http_x_gms_token' },
+      [ 'gms_token_source $http_x_gms_token;' ] ],
+    [ 'GMS_TOKEN_PREFLIGHT=pass', { GMS_TOKEN_PREFLIGHT => 'pass' },
+      [ 'gms_token_preflight pass;' ] ],
+    [ 'GMS_TOKEN_PREFLIGHT=check', { GMS_TOKEN_PREFLIGHT => 'check' },
+      [ 'gms_token_preflight check;' ] ],
+);
+
+for my $case (@rendered) {
+    my ($title, $env, $lines, %opt) = @$case;
+
+    subtest $title => sub {
+        my ($rc, $err, $path) = render({ %required, %$env });
+        is($rc, 0, 'rendered') or diag($err);
+        my $conf = slurp($path) // '';
+
+        for my $line (@$lines) {
+            like($conf, qr/^[ ]*\Q$line\E$/m, $line =~ s/\n\s*/ \/ /r);
+        }
+        unlike($conf, $opt{absent}, "nothing matching $opt{absent}")
+            if $opt{absent};
+        like($err, $opt{err}, 'saying so on stderr') if $opt{err};
+
+        my ($t_rc, $t_out) = GmsTest::nginx_t(for_nginx_t($conf));
+        is($t_rc, 0, 'nginx -t') or diag($t_out);
+    };
+}
+
+# without GMS_EDGE_RESOLV_CONF and GMS_EDGE_HOSTS: the system's files
+SKIP: {
+    my @servers;
+    for (split /\n/, slurp('/etc/resolv.conf') // '') {
+        my ($ns) = /^nameserver\s+(\S+)/ or next;
+        push @servers, $ns =~ /^[0-9.]+$/ ? $ns
+                     : $ns =~ /^[0-9A-Fa-f:.]+$/ ? "[$ns]" : ();
+    }
+    my ($local) = map { /^\s*(\d+\.\d+\.\d+\.\d+)\s.*\blocalhost\b/ ? $1 : () }
+                  split /\n/, slurp('/etc/hosts') // '';
+    skip 'no nameserver in /etc/resolv.conf', 2 unless @servers;
+    skip 'no IPv4 localhost in /etc/hosts', 2 unless defined $local;
+
+    my ($rc, $err, $path) = render({ %required,
+                                     REDIS_ADDRESS => 'localhost:6379',
+                                     GMS_EDGE_RESOLV_CONF => undef,
+                                     GMS_EDGE_HOSTS => undef });
+    my $conf = slurp($path) // '';
+    like($conf, qr/^\s*\Qresolver @servers valid=10s;\E$/m,
+         'the nameservers of /etc/resolv.conf');
+    like($conf, qr/^\s*\Qgms_token_redis $local:6379;\E$/m,
+         'localhost from /etc/hosts');
 }
 
 {
@@ -392,8 +644,6 @@ my $credentials_conf = '';
           qr/FRONTEND_UPSTREAM: 'datahub-frontend-react' is neither/ ],
         [ FRONTEND_UPSTREAM => 'fe:9002; include /etc/passwd',
           qr/FRONTEND_UPSTREAM: 'fe:9002;' is neither host:port/ ],
-        [ REDIS_ADDRESS => 'redis.invalid:6379',
-          qr/REDIS_ADDRESS: cannot resolve 'redis\.invalid'/ ],
         [ REDIS_ADDRESS => '[::1', qr/REDIS_ADDRESS: '\[::1' is neither/ ],
         [ REDIS_ADDRESS => '127.0.0.1:0', qr/REDIS_ADDRESS: '127\.0\.0\.1:0' is neither/ ],
         [ REDIS_DB => 'one', qr/REDIS_DB: 'one' is not a number/ ],
@@ -407,10 +657,7 @@ my $credentials_conf = '';
 
     for my $case (@bad) {
         my ($name, $value, $error) = @$case;
-        my ($rc, $err, $path) = render({ %required, $name => $value });
-        isnt($rc, 0, "refused: $name=$value");
-        like($err, $error, 'naming the variable and the value');
-        ok(!-e $path, 'and nothing written');
+        refused({ $name => $value }, $error);
     }
 
     my $dir = tempdir();
@@ -420,6 +667,103 @@ my $credentials_conf = '';
     isnt($rc, 0, 'refused: both GMS_TOKEN_SALT and GMS_TOKEN_SALT_FILE');
     like($err, qr/GMS_TOKEN_SALT and GMS_TOKEN_SALT_FILE are both set/,
          'naming both');
+}
+
+# What the variables of Redis's TLS, Sentinel, names, keys, the token's
+# source and preflights refuse: the variables, and the one line's pattern.
+{
+    my $dir = tempdir();
+    spew("$dir/key", "$KEY\n");
+    my $no_resolver = { GMS_EDGE_RESOLV_CONF => "$NET/empty" };
+
+    my @refusals = (
+        [ { REDIS_TLS => 'yes' },
+          qr/^gms-edge: REDIS_TLS: 'yes' is neither on nor off$/ ],
+        (map { [ { $_ => $ca },
+                 qr/^gms-edge: $_: for TLS only, and REDIS_TLS is not on$/ ] }
+             qw(REDIS_SSL_TRUSTED_CERTIFICATE REDIS_SSL_CERTIFICATE
+                REDIS_SSL_CERTIFICATE_KEY)),
+        [ { REDIS_SSL_NAME => 'redis.test' },
+          qr/^gms-edge: REDIS_SSL_NAME: for TLS only/ ],
+        [ { REDIS_TLS => 'off', REDIS_SSL_VERIFY => 'off' },
+          qr/^gms-edge: REDIS_SSL_VERIFY: for TLS only/ ],
+        [ { %tls, REDIS_SSL_TRUSTED_CERTIFICATE => 'ca.crt' },
+          qr/^gms-edge: REDIS_SSL_TRUSTED_CERTIFICATE: 'ca\.crt' is not an absolute path$/ ],
+        [ { %tls, REDIS_SSL_TRUSTED_CERTIFICATE => '/nonexistent/ca.crt' },
+          qr/^gms-edge: REDIS_SSL_TRUSTED_CERTIFICATE: cannot read '\/nonexistent\/ca\.crt'$/ ],
+        [ { %tls, REDIS_SSL_TRUSTED_CERTIFICATE => "$ca; include /etc/passwd" },
+          qr/^gms-edge: REDIS_SSL_TRUSTED_CERTIFICATE: '.*; include \/etc\/passwd': letters/ ],
+        [ { %tls, REDIS_SSL_CERTIFICATE => $certs->{client_cert} },
+          qr/^gms-edge: REDIS_SSL_CERTIFICATE is set without REDIS_SSL_CERTIFICATE_KEY$/ ],
+        [ { %tls, REDIS_SSL_CERTIFICATE_KEY => $certs->{client_key} },
+          qr/^gms-edge: REDIS_SSL_CERTIFICATE_KEY is set without REDIS_SSL_CERTIFICATE$/ ],
+        [ { %tls, REDIS_SSL_CERTIFICATE => $certs->{client_cert},
+            REDIS_SSL_CERTIFICATE_KEY => '/nonexistent/client.key' },
+          qr/^gms-edge: REDIS_SSL_CERTIFICATE_KEY: cannot read/ ],
+        [ { %tls, REDIS_SSL_VERIFY => 'maybe' },
+          qr/^gms-edge: REDIS_SSL_VERIFY: 'maybe' is neither on nor off$/ ],
+        [ { %tls, REDIS_SSL_NAME => 'redis.test; x' },
+          qr/^gms-edge: REDIS_SSL_NAME: 'redis\.test; x' is neither a host name/ ],
+
+        [ { REDIS_SENTINELS => '127.0.0.1:26379', REDIS_SENTINEL_MASTER => 'gms' },
+          qr/^gms-edge: REDIS_ADDRESS and REDIS_SENTINELS are both set/ ],
+        [ { %sentinels, REDIS_SENTINEL_MASTER => undef },
+          qr/^gms-edge: REDIS_SENTINEL_MASTER: not set: the name the Sentinels know/ ],
+        [ { %sentinels, REDIS_SENTINEL_MASTER => 'my master' },
+          qr/^gms-edge: REDIS_SENTINEL_MASTER: 'my master': letters, digits and \._- please$/ ],
+        [ { %sentinels, REDIS_SENTINEL_MASTER => 'gms;' },
+          qr/^gms-edge: REDIS_SENTINEL_MASTER: 'gms;'/ ],
+        [ { %sentinels, REDIS_SENTINELS => 'sentinel' },
+          qr/^gms-edge: REDIS_SENTINELS: 'sentinel' is not host:port$/ ],
+        [ { %sentinels, REDIS_SENTINELS => '127.0.0.1:26379 s:2;' },
+          qr/^gms-edge: REDIS_SENTINELS: 's:2;' is not host:port$/ ],
+        [ { %sentinels, REDIS_SENTINELS => 'unix:/run/sentinel.sock' },
+          qr/^gms-edge: REDIS_SENTINELS: 'unix:\/run\/sentinel\.sock': a Sentinel is host:port/ ],
+        [ { %sentinels, REDIS_SENTINELS => '   ' },
+          qr/^gms-edge: REDIS_SENTINELS is empty$/ ],
+        (map { [ { $_ => 'x' },
+                 qr/^gms-edge: $_: for Sentinel only, and REDIS_SENTINELS is not set/ ] }
+             qw(REDIS_SENTINEL_MASTER REDIS_REPLICA GMS_REDIS_SENTINEL_PASSWORD)),
+        [ { GMS_REDIS_SENTINEL_PASSWORD_FILE => "$files/sentinel-password" },
+          qr/^gms-edge: GMS_REDIS_SENTINEL_PASSWORD_FILE: for Sentinel only/ ],
+        [ { %sentinels, REDIS_REPLICA => 'always' },
+          qr/^gms-edge: REDIS_REPLICA: 'always' is neither prefer nor off$/ ],
+        [ { %sentinels, GMS_REDIS_SENTINEL_PASSWORD => 'x',
+            GMS_REDIS_SENTINEL_PASSWORD_FILE => "$files/sentinel-password" },
+          qr/^gms-edge: GMS_REDIS_SENTINEL_PASSWORD and GMS_REDIS_SENTINEL_PASSWORD_FILE are both set$/ ],
+        [ { %sentinels, GMS_REDIS_SENTINEL_PASSWORD_FILE => '/nonexistent/pw' },
+          qr/^gms-edge: GMS_REDIS_SENTINEL_PASSWORD_FILE: cannot read '\/nonexistent\/pw'$/ ],
+        [ { %sentinels, %tls },
+          qr/^gms-edge: REDIS_SSL_NAME: required with REDIS_SENTINELS and REDIS_TLS=on/ ],
+
+        [ { %$no_resolver, REDIS_ADDRESS => 'redis.invalid:6379' },
+          qr/^gms-edge: REDIS_ADDRESS: 'redis\.invalid' is a host name for nginx's resolver, and there is none: set RESOLVER/ ],
+        [ { %$no_resolver, %sentinels,
+            REDIS_SENTINELS => 'localhost:26379 sentinel.invalid:26379' },
+          qr/^gms-edge: REDIS_SENTINELS: 'sentinel\.invalid' is a host name for nginx's resolver/ ],
+        [ { RESOLVER => '127.0.0.1; include /etc/passwd' },
+          qr/^gms-edge: RESOLVER: '127\.0\.0\.1; include \/etc\/passwd': the parameters of nginx's resolver/ ],
+        [ { RESOLVER => 'valid=10s ipv6=off' },
+          qr/^gms-edge: RESOLVER: 'valid=10s ipv6=off' names no server's address$/ ],
+
+        [ { GMS_TOKEN_SIGNING_KEY_PREVIOUS_FILE => "$dir/key" },
+          qr/^gms-edge: GMS_TOKEN_SIGNING_KEY_PREVIOUS_FILE is set without GMS_TOKEN_SIGNING_KEY_FILE/ ],
+        [ { GMS_TOKEN_SIGNING_KEY_FILE => "$dir/key",
+            GMS_TOKEN_SIGNING_KEY_PREVIOUS_FILE => 'old-key' },
+          qr/^gms-edge: GMS_TOKEN_SIGNING_KEY_PREVIOUS_FILE: 'old-key' is not an absolute path$/ ],
+        [ { GMS_TOKEN_SIGNING_KEY_FILE => "$dir/key",
+            GMS_TOKEN_SIGNING_KEY_PREVIOUS_FILE => '/nonexistent/old-key' },
+          qr/^gms-edge: GMS_TOKEN_SIGNING_KEY_PREVIOUS_FILE: cannot read/ ],
+
+        (map { [ { GMS_TOKEN_SOURCE => $_ },
+                 qr/^gms-edge: GMS_TOKEN_SOURCE: '\Q$_\E' is not an nginx variable such as \$cookie_gms_token/ ] }
+             'cookie_gms_token', '$', '$cookie-gms', '$cookie_x;', '${cookie_x}',
+             '$http_a $http_b', '$http_a"'),
+        [ { GMS_TOKEN_PREFLIGHT => 'off' },
+          qr/^gms-edge: GMS_TOKEN_PREFLIGHT: 'off' is neither check nor pass$/ ],
+    );
+
+    refused(@$_) for @refusals;
 }
 
 
@@ -479,7 +823,11 @@ my %edge_env = (
     LISTEN_PORT => $port,
     GMS_UPSTREAM => '127.0.0.1:' . $gms->port,
     SEARCH_UPSTREAM => '127.0.0.1:' . $search->port,
+    # from the hosts file, where localhost's ::1 comes first (the Redis
+    # listens on 127.0.0.1 only); no nameserver is needed then
     REDIS_ADDRESS => 'localhost:' . $redis->port,
+    GMS_EDGE_HOSTS => "$NET/hosts",
+    GMS_EDGE_RESOLV_CONF => "$NET/empty",
     GMS_REDIS_PASSWORD_FILE => "$secrets/password",
     REDIS_DB => 5,
     GMS_TOKEN_KEY_PREFIX => 'edge:',
@@ -512,8 +860,9 @@ my $up = GmsTest::wait_until(sub {
 ok($up, 'the entry point started nginx')
     or BAIL_OUT("nginx did not start:\n" . (slurp("$logs/stderr") // ''));
 
-like(slurp("$logs/stderr"), qr/gms-edge: REDIS_ADDRESS: localhost is 127\.0\.0\.1/,
-     'REDIS_ADDRESS resolved by name');
+like(slurp("$logs/stderr"),
+     qr/^gms-edge: REDIS_ADDRESS: localhost is 127\.0\.0\.1 \(from \Q$NET\E\/hosts\)$/m,
+     'REDIS_ADDRESS: localhost from the hosts file, its IPv4 address');
 is((stat "$run_dir/nginx.conf")[2] & 0777, 0600, 'rendered owner-only');
 
 {
@@ -647,6 +996,155 @@ my @bad = grep { /\[(?:alert|emerg|crit)\]|exited on signal|open socket .* left/
           split /\n/, slurp("$logs/stderr") // '';
 is_deeply(\@bad, [], 'no alerts on stderr');
 
+# --- more of the entry point's nginx: TLS, names, keys, the source ---------
+
+# The container's command with $env, besides PATH, directories of its own,
+# one worker and a free port: { pid, port, logs, run } once /healthz
+# answers, or undef.
+sub start_edge {
+    my ($env) = @_;
+
+    my %env = (PATH => $PATH,
+               GMS_EDGE_CONF_DIR => conf_dir(module => 1),
+               GMS_EDGE_RUN_DIR => tempdir(),
+               LISTEN_PORT => GmsTest::free_port(),
+               WORKER_PROCESSES => 1,
+               %$env);
+    my $logs = tempdir();
+
+    my $pid = fork // die "fork: $!\n";
+    if ($pid == 0) {
+        %ENV = %env;
+        open STDIN, '<', '/dev/null';
+        open STDOUT, '>', "$logs/stdout";
+        open STDERR, '>', "$logs/stderr";
+        exec '/bin/sh', $ENTRY, 'gms-edge' or POSIX::_exit(127);
+    }
+
+    my $up = GmsTest::wait_until(sub {
+        return 0 if waitpid($pid, WNOHANG) != 0;
+        my $res = GmsTest::HTTP::request($env{LISTEN_PORT}, GET => '/healthz');
+        return defined $res->{status} && $res->{status} == 200;
+    }, 10);
+    diag("nginx did not start:\n" . (slurp("$logs/stderr") // '')) unless $up;
+
+    return $up ? { pid => $pid, port => $env{LISTEN_PORT}, logs => $logs,
+                   run => $env{GMS_EDGE_RUN_DIR} } : undef;
+}
+
+# SIGQUIT, as docker stop sends; the alerts and crashes on its stderr
+sub stop_edge {
+    my ($edge) = @_;
+    kill 'QUIT', $edge->{pid};
+    GmsTest::wait_until(sub { waitpid($edge->{pid}, WNOHANG) == $edge->{pid} },
+                        10)
+        or kill 'KILL', $edge->{pid};
+    return grep { /\[(?:alert|emerg|crit)\]|exited on signal/ }
+           split /\n/, slurp("$edge->{logs}/stderr") // '';
+}
+
+SKIP: {
+    my $tls_redis = GmsTest::Redis->start(tls => $certs);
+    my $tls_port = $tls_redis->tls_port;
+    my $dns = GmsTest::DNS->start(names => { 'redis.test' => '127.0.0.1' });
+
+    my $pat = GmsTest::JWT::personal($KEY, 'alice');
+    my $old_session = GmsTest::JWT::session($OLD_KEY, 'bob');
+    my $forged = GmsTest::JWT::session('a-key-GMS-never-had-0123456789abcdef',
+                                       'mallory');
+    $tls_redis->cmd(HSET => 'gms:token:' . GmsTest::sha256_b64($pat),
+                    actor => $actor, type => 'PERSONAL');
+
+    my $edge = start_edge({
+        GMS_UPSTREAM => '127.0.0.1:' . $gms->port,
+        SEARCH_UPSTREAM => '127.0.0.1:' . $search->port,
+        REDIS_ADDRESS => "redis.test:$tls_port",
+        REDIS_TLS => 'on',
+        REDIS_SSL_TRUSTED_CERTIFICATE => $certs->{ca},
+        RESOLVER => '127.0.0.1:' . $dns->port . ' valid=1s ipv6=off',
+        GMS_EDGE_RESOLV_CONF => "$NET/empty",
+        GMS_EDGE_HOSTS => "$NET/hosts",
+        GMS_TOKEN_SALT => '',
+        GMS_TOKEN_SIGNING_KEY_FILE => "$files/signing-key",
+        GMS_TOKEN_SIGNING_KEY_PREVIOUS_FILE => "$files/signing-key-previous",
+        GMS_TOKEN_SOURCE => '$http_x_gms_token',
+        GMS_TOKEN_PREFLIGHT => 'pass',
+    });
+    ok($edge, 'Redis over TLS by name, two keys, a header of its own: '
+              . 'the entry point started nginx')
+        or skip 'nginx did not start', 10;
+
+    like(slurp("$edge->{run}/nginx.conf") // '',
+         qr/^\s*gms_token_redis redis\.test:$tls_port tls;$/m,
+         'the name left to nginx');
+
+    my $get = sub {
+        return GmsTest::HTTP::request($edge->{port}, GET => '/entities/x',
+                                      {@_})->{status} // 0;
+    };
+
+    $gms->clear_requests;
+    is($get->('X-GMS-Token' => $pat), 200,
+       'a personal token in X-GMS-Token, found in Redis over TLS: 200');
+    is(($gms->requests->[-1] // {})->{header}{authorization}, "Bearer $pat",
+       'GMS gets it as Authorization');
+    cmp_ok($dns->queries('redis.test'), '>=', 1,
+           'redis.test asked of the resolver');
+    is($get->('X-GMS-Token' => $old_session), 200,
+       'a session token signed with the previous key: 200');
+    is($get->('X-GMS-Token' => $forged), 401, 'one signed with another: 401');
+    is($get->(Authorization => "Bearer $pat"), 401,
+       'Authorization not looked at: 401');
+
+    $gms->clear_requests;
+    my $res = GmsTest::HTTP::request($edge->{port}, OPTIONS => '/entities/x',
+        { Origin => 'https://datahub.example.com',
+          'Access-Control-Request-Method' => 'GET' });
+    is($res->{status}, 200, 'a CORS preflight: through without a token');
+    is(scalar @{ $gms->requests }, 1, 'to GMS');
+    is(GmsTest::HTTP::request($edge->{port}, OPTIONS => '/entities/x')
+           ->{status}, 401, 'any other OPTIONS: 401');
+
+    is_deeply([stop_edge($edge)], [], 'no alerts on stderr');
+}
+
+SKIP: {
+    my $master = GmsTest::Redis->start(password => 'master-pw');
+    my $token = 'token-behind-a-sentinel';
+    $master->cmd(HSET => 'gms:token:' . GmsTest::sha256_b64($token),
+                 actor => $actor, type => 'PERSONAL');
+    my $sentinel = GmsTest::Sentinel->fake(master => $master->port);
+    my ($sentinel_port) = $sentinel->addresses =~ /:(\d+)$/;
+
+    my $edge = start_edge({
+        GMS_UPSTREAM => '127.0.0.1:' . $gms->port,
+        SEARCH_UPSTREAM => '127.0.0.1:' . $search->port,
+        REDIS_SENTINELS => "sentinel.local.test:$sentinel_port",
+        REDIS_SENTINEL_MASTER => 'gms',
+        GMS_REDIS_PASSWORD => 'master-pw',
+        GMS_EDGE_RESOLV_CONF => "$NET/empty",
+        GMS_EDGE_HOSTS => "$NET/hosts",
+        GMS_TOKEN_SALT => '',
+    });
+    ok($edge, 'a Sentinel named in the hosts file: the entry point started '
+              . 'nginx')
+        or skip 'nginx did not start', 4;
+
+    like(slurp("$edge->{run}/nginx.conf") // '',
+         qr/^\s*\Qgms_token_redis_sentinel 127.0.0.1:$sentinel_port master=gms "password=master-pw";\E$/m,
+         'gms_token_redis_sentinel');
+    my $status = sub {
+        return GmsTest::HTTP::request($edge->{port}, GET => '/entities/x',
+                   { Authorization => "Bearer $token" })->{status} // 0;
+    };
+    ok(GmsTest::wait_until(sub { $status->() == 200 }, 5),
+       'a token in the master the Sentinel names: 200');
+    ok((grep { /^SENTINEL get-master-addr-by-name gms$/i }
+        $sentinel->commands), 'the Sentinel asked for master gms');
+
+    is_deeply([stop_edge($edge)], [], 'no alerts on stderr');
+}
+
 SKIP: {
     skip 'unprivileged run: not root', 3 unless $as_root;
     skip 'setpriv not found', 3 unless -x '/usr/bin/setpriv';
@@ -703,6 +1201,76 @@ SKIP: {
     unlike($c, qr/^\s*user\b/m, 'without a user directive');
     like($c, qr/^# not started as root: the workers run as uid $uid$/m,
          'saying so');
+}
+
+# --- the run directory by default ---------------------------------------------
+
+# The entry point with /run/gms-edge and /tmp/gms-edge moved under a
+# directory of the test's own, so that the host's are never touched:
+# gms-edge-render without GMS_EDGE_RUN_DIR prints where it wrote.
+{
+    my $base = tempdir();
+    my $script = slurp($ENTRY);
+    my $moved = ($script =~ s{/run/gms-edge\b}{$base/run/gms-edge}g)
+                && ($script =~ s{/tmp/gms-edge\b}{$base/tmp/gms-edge}g);
+    ok($moved, 'the entry point names /run/gms-edge and /tmp/gms-edge');
+    spew("$base/entrypoint.sh", $script);
+    chmod 0755, "$base/entrypoint.sh";
+    mkdir "$base/$_" or die "$base/$_: $!\n" for qw(run tmp);
+    chmod 0755, "$base/run";
+    chmod 01777, "$base/tmp";
+    my $conf = conf_dir();
+    chmod 0644, "$conf/nginx.conf.template";
+
+    my $www = getpwnam('www-data');
+    my $can_switch = $as_root && -x '/usr/bin/setpriv' && defined $www;
+
+    # the file it rendered, as this process's user or (as root) www-data
+    my $rendered = sub {
+        my ($as_www) = @_;
+        my $dir = tempdir();
+        my $pid = fork // die "fork: $!\n";
+        if ($pid == 0) {
+            %ENV = (%required, %net, PATH => $PATH,
+                    GMS_EDGE_CONF_DIR => $conf);
+            open STDIN, '<', '/dev/null';
+            open STDOUT, '>', "$dir/out";
+            open STDERR, '>', "$dir/err";
+            my @as = $as_www ? ('/usr/bin/setpriv', '--reuid=www-data',
+                                '--regid=www-data', '--clear-groups') : ();
+            exec @as, '/bin/sh', "$base/entrypoint.sh", 'gms-edge-render'
+                or POSIX::_exit(127);
+        }
+        waitpid $pid, 0;
+        diag(slurp("$dir/err")) if $?;
+        return slurp("$dir/out") // '';
+    };
+
+    is($rendered->(0), "$base/run/gms-edge/nginx.conf\n",
+       '/run/gms-edge, created when it is not there');
+    is($rendered->(0), "$base/run/gms-edge/nginx.conf\n",
+       '/run/gms-edge when it is there and writable');
+
+    SKIP: {
+        skip 'another user: needs root and setpriv', 2 unless $can_switch;
+
+        # the image's: the directory belongs to its user (uid 33)
+        chown $www, $www, "$base/run/gms-edge";
+        is($rendered->(1), "$base/run/gms-edge/nginx.conf\n",
+           'www-data, its own /run/gms-edge: there');
+
+        # docker run --user another uid: /run/gms-edge is not its
+        chown 0, 0, "$base/run/gms-edge";
+        is($rendered->(1), "$base/tmp/gms-edge/nginx.conf\n",
+           'www-data, /run/gms-edge not writable: /tmp/gms-edge');
+    }
+    SKIP: {
+        skip 'root writes anywhere', 1 if $as_root;
+        chmod 0555, "$base/run/gms-edge";
+        is($rendered->(0), "$base/tmp/gms-edge/nginx.conf\n",
+           '/run/gms-edge not writable: /tmp/gms-edge');
+        chmod 0755, "$base/run/gms-edge";
+    }
 }
 
 done_testing();

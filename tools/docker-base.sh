@@ -1,0 +1,117 @@
+#!/bin/sh
+# make docker-base: the base image the Dockerfile builds on (BASE_IMAGE,
+# debian:bookworm) when the Docker daemon has none and cannot pull one
+# (these machines reach Debian's archive, not Docker Hub).
+#
+#   1. debian:bookworm already local: nothing to do;
+#   2. 'docker pull' works: that image;
+#   3. else debootstrap --variant=minbase from the mirror this host's own
+#      apt sources name (nothing hard-coded), with the host's security and
+#      updates suites in its sources.list, upgraded from them, then
+#      'docker import'.
+#
+#   BASE_IMAGE     the tag to make (debian:bookworm)
+#   DOCKER         the docker client (docker)
+#   PULL_TIMEOUT   seconds a pull may take before it is given up (60)
+#
+# Needs a Docker daemon (tools/dockerd.sh starts one), debootstrap and root.
+
+set -eu
+
+image=${BASE_IMAGE:-debian:bookworm}
+docker=${DOCKER:-docker}
+suite=bookworm
+
+say() { echo "docker-base: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+if "$docker" image inspect "$image" >/dev/null 2>&1; then
+    say "$image is present"
+    exit 0
+fi
+
+if timeout "${PULL_TIMEOUT:-60}" "$docker" pull -q "$image" >/dev/null 2>&1
+then
+    say "$image pulled"
+    exit 0
+fi
+
+case $image in
+    debian:bookworm|debian:12) ;;
+    *) die "$image is neither local nor pullable, and only debian:bookworm" \
+           "can be made here (set BASE_IMAGE=debian:bookworm)" ;;
+esac
+
+[ "$(id -u)" = 0 ] || die "debootstrap needs root"
+command -v debootstrap >/dev/null 2>&1 \
+    || die "debootstrap not found (apt-get install debootstrap)"
+
+# "suite uri" for every deb line of the host's apt sources, one-line
+# (sources.list, *.list) and deb822 (*.sources) formats
+apt_sources() {
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+        [ -f "$f" ] || continue
+        sed -n 's/^[[:space:]]*deb[[:space:]]\{1,\}\(\[[^]]*\][[:space:]]\{1,\}\)\{0,1\}\([^[:space:]]\{1,\}\)[[:space:]]\{1,\}\([^[:space:]]\{1,\}\).*/\3 \2/p' "$f"
+    done
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [ -f "$f" ] || continue
+        awk '
+            function flush(  n, m, i, j, u, s) {
+                if (types ~ /(^| )deb( |$)/ && enabled != "no") {
+                    n = split(uris, u, " "); m = split(suites, s, " ")
+                    for (i = 1; i <= n; i++)
+                        for (j = 1; j <= m; j++) print s[j], u[i]
+                }
+                types = uris = suites = enabled = ""
+            }
+            /^[[:space:]]*$/ { flush(); next }
+            /^[[:space:]]*#/ { next }
+            {
+                key = $1; sub(/:$/, "", key); $1 = ""; sub(/^ +/, "")
+                if (key == "Types") types = $0
+                else if (key == "URIs") uris = $0
+                else if (key == "Suites") suites = $0
+                else if (key == "Enabled") enabled = $0
+            }
+            END { flush() }' "$f"
+    done
+}
+
+sources=$(apt_sources)
+mirror=$(printf '%s\n' "$sources" | awk -v s=$suite '$1 == s { print $2; exit }')
+[ -n "$mirror" ] \
+    || die "no '$suite' archive in this host's apt sources" \
+           "(/etc/apt/sources.list, /etc/apt/sources.list.d/)"
+security=$(printf '%s\n' "$sources" \
+    | awk -v s=$suite-security '$1 == s { print $2; exit }')
+updates=$(printf '%s\n' "$sources" \
+    | awk -v s=$suite-updates '$1 == s { print $2; exit }')
+
+root=$(mktemp -d /tmp/gms-docker-base.XXXXXX)
+trap 'rm -rf "$root"' EXIT
+
+say "debootstrap --variant=minbase $suite from $mirror (log: $root.log)"
+debootstrap --variant=minbase "$suite" "$root" "$mirror" > "$root.log" 2>&1 \
+    || { tail -n 20 "$root.log" >&2; die "debootstrap failed"; }
+
+{
+    echo "deb $mirror $suite main"
+    [ -z "$updates" ] || echo "deb $updates $suite-updates main"
+    [ -z "$security" ] || echo "deb $security $suite-security main"
+} > "$root/etc/apt/sources.list"
+[ -n "$security" ] \
+    || say "warning: no $suite-security in this host's apt sources:" \
+           "the image gets no security updates"
+
+# the security and point-release updates debootstrap's suite lacks, then
+# what a container image does not need: apt's lists and caches
+chroot "$root" sh -c 'apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive apt-get -y -qq upgrade &&
+    apt-get clean && rm -rf /var/lib/apt/lists/*' >> "$root.log" 2>&1 \
+    || { tail -n 20 "$root.log" >&2; die "apt-get upgrade in the image failed"; }
+rm -f "$root.log"
+
+tar -C "$root" --numeric-owner -c . \
+    | "$docker" import --change 'CMD ["bash"]' - "$image" >/dev/null \
+    || die "docker import failed"
+say "$image made with debootstrap ($( "$docker" image inspect -f '{{.Size}}' "$image" ) bytes)"
