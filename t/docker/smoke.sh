@@ -119,7 +119,7 @@ url=http://127.0.0.1:$port
 say "building $image (log: $dir/build.log)"
 build_started=$SECONDS
 # shellcheck disable=SC2086  # options, split on purpose
-if ! "$docker" build ${DOCKER_BUILD_FLAGS---network host} \
+if ! "$docker" build --force-rm ${DOCKER_BUILD_FLAGS---network host} \
         --build-arg BASE_IMAGE="${BASE_IMAGE:-debian:bookworm}" -t "$image" \
         "$repo" > "$dir/build.log" 2>&1; then
     tail -n 40 "$dir/build.log" >&2
