@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "gms_token_tool.h"
+#include "gms_tool.h"
 
 
 typedef struct gms_graphql_s  gms_graphql_t;

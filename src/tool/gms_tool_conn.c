@@ -36,7 +36,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include "gms_token_tool.h"
+#include "gms_tool.h"
 
 
 /* as hiredis's redisConnectWithTimeout and redisSetTimeout were given */

@@ -14,7 +14,7 @@
 
 #include <openssl/crypto.h>
 
-#include "gms_token_tool.h"
+#include "gms_tool.h"
 
 
 /*

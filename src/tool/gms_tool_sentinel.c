@@ -18,7 +18,7 @@
 
 #include <openssl/crypto.h>
 
-#include "gms_token_tool.h"
+#include "gms_tool.h"
 
 
 static int gms_sentinel_ask(gms_tool_t *t, const char *sentinel,

@@ -22,7 +22,7 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 
-#include "gms_token_tool.h"
+#include "gms_tool.h"
 #include "gms_graphql.h"
 
 

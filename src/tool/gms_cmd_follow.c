@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gms_token_tool.h"
+#include "gms_tool.h"
 #include "gms_graphql.h"
 
 

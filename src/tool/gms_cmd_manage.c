@@ -16,7 +16,7 @@
 
 #include <jansson.h>
 
-#include "gms_token_tool.h"
+#include "gms_tool.h"
 #include "gms_graphql.h"
 
 

@@ -6,8 +6,8 @@
  */
 
 
-#ifndef _GMS_TOKEN_TOOL_H_INCLUDED_
-#define _GMS_TOKEN_TOOL_H_INCLUDED_
+#ifndef _GMS_TOOL_H_INCLUDED_
+#define _GMS_TOOL_H_INCLUDED_
 
 
 #include <stdarg.h>
@@ -241,4 +241,4 @@ typedef struct {
 int gms_tool_follow(gms_tool_t *t, const gms_tool_follow_conf_t *conf);
 
 
-#endif /* _GMS_TOKEN_TOOL_H_INCLUDED_ */
+#endif /* _GMS_TOOL_H_INCLUDED_ */

@@ -35,7 +35,7 @@
 
 #include <jansson.h>
 
-#include "gms_token_tool.h"
+#include "gms_tool.h"
 #include "gms_graphql.h"
 #include "gms_policy.h"
 
