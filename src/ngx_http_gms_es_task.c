@@ -8,6 +8,7 @@
 
 
 #include "ngx_http_gms_module.h"
+#include "ngx_http_gms_response.h"
 #include "ngx_http_gms_metrics.h"
 
 

@@ -7,6 +7,7 @@
 
 #include "ngx_http_gms_metrics.h"
 #include "ngx_http_gms_cache.h"
+#include "ngx_http_gms_response.h"
 
 
 static ngx_int_t ngx_http_gms_metrics_init_zone(ngx_shm_zone_t *shm_zone,

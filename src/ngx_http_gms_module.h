@@ -198,18 +198,6 @@ typedef struct {
 } ngx_http_gms_ctx_t;
 
 
-ngx_int_t ngx_http_gms_add_header(ngx_http_request_t *r, const char *key,
-    ngx_str_t *value);
-ngx_int_t ngx_http_gms_send(ngx_http_request_t *r, ngx_uint_t status,
-    ngx_str_t *type, ngx_buf_t *b);
-ngx_int_t ngx_http_gms_send_json(ngx_http_request_t *r, ngx_uint_t status,
-    char *body);
-ngx_int_t ngx_http_gms_send_error(ngx_http_request_t *r, ngx_uint_t status,
-    const char *message, size_t len);
-ngx_int_t ngx_http_gms_send_body(ngx_http_request_t *r, ngx_uint_t status,
-    ngx_str_t *body);
-ngx_int_t ngx_http_gms_error_body(ngx_conf_t *cf, ngx_uint_t status,
-    const char *message, ngx_str_t *out);
 ngx_int_t ngx_http_gms_auth_init_bodies(ngx_conf_t *cf);
 ngx_int_t ngx_http_gms_access_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_gms_preaccess_handler(ngx_http_request_t *r);
