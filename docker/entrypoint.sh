@@ -17,7 +17,7 @@
 # $cookie_... of GMS_TOKEN_SOURCE goes through as it is).  Every setting is
 # checked first, so that a mistake is reported by the variable's name, in
 # one line, before nginx starts.  The variables are described in
-# README.md, "Container".
+# docs/operations.md, "Container".
 #
 # GMS_EDGE_CONF_DIR (/etc/gms-edge) and GMS_EDGE_RUN_DIR (/run/gms-edge
 # where this user can write, else /tmp/gms-edge) move the template and
