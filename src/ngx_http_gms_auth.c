@@ -22,6 +22,7 @@
 
 #include "ngx_http_gms_module.h"
 #include "ngx_http_gms_response.h"
+#include "ngx_http_gms_source.h"
 #include "ngx_http_gms_redis.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"

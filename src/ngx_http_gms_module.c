@@ -9,6 +9,8 @@
 #include "ngx_http_gms_redis.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
+#include "ngx_http_gms_log.h"
+#include "ngx_http_gms_source.h"
 
 #include <openssl/sha.h>
 
@@ -46,14 +48,6 @@ static char *ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf);
 static void *ngx_http_gms_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
-static ngx_int_t ngx_http_gms_source_conf(ngx_conf_t *cf,
-    ngx_http_gms_loc_conf_t *conf, ngx_http_gms_main_conf_t *gmcf);
-static u_char *ngx_http_gms_name_end(u_char *p, u_char *last);
-static ngx_int_t ngx_http_gms_init_module(ngx_cycle_t *cycle);
-static ngx_log_t *ngx_http_gms_masked_log(ngx_cycle_t *cycle, ngx_log_t *log,
-    ngx_array_t *copies);
-static void ngx_http_gms_log_writer(ngx_log_t *log, ngx_uint_t level,
-    u_char *buf, size_t len);
 static ngx_int_t ngx_http_gms_challenge(ngx_conf_t *cf, ngx_str_t *realm,
     const char *error, ngx_str_t *out);
 static ngx_int_t ngx_http_gms_init(ngx_conf_t *cf);
@@ -283,7 +277,7 @@ ngx_module_t  ngx_http_gms_module = {
     ngx_http_gms_commands,                 /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    ngx_http_gms_init_module,              /* init module */
+    ngx_http_gms_log_init,                 /* init module */
     ngx_http_gms_init_process,             /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
@@ -1153,245 +1147,6 @@ ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     return NGX_CONF_OK;
-}
-
-
-/*
- * gms_token_source: nginx's debug lines quote the request headers a source
- * reads ($http_x_gms_token: X-Gms-Token) as they quote Authorization, so
- * the log writer masks those too; a cookie's value is masked whatever the
- * source.  A source of one variable ($cookie_gms_token) is read as that
- * variable, not through the script engine, whose debug lines quote every
- * value it copies.
- */
-
-static ngx_int_t
-ngx_http_gms_source_conf(ngx_conf_t *cf, ngx_http_gms_loc_conf_t *conf,
-    ngx_http_gms_main_conf_t *gmcf)
-{
-    u_char      *p, *last, *name;
-    char       **header;
-    size_t       len;
-    ngx_str_t    var, *value;
-    ngx_uint_t   i, brace;
-
-    value = &conf->source->value;
-    last = value->data + value->len;
-
-    for (p = value->data; p < last; p++) {
-
-        if (*p != '$') {
-            continue;
-        }
-
-        p += (p + 1 < last && p[1] == '{') ? 2 : 1;
-
-        if (last - p <= 5 || ngx_strncasecmp(p, (u_char *) "http_", 5) != 0) {
-            p--;
-            continue;
-        }
-
-        name = p + 5;
-        p = ngx_http_gms_name_end(name, last);
-        len = p-- - name;
-
-        header = gmcf->mask_headers.elts;
-
-        for (i = 0; i < gmcf->mask_headers.nelts; i++) {
-            if (ngx_strlen(header[i]) == len
-                && ngx_strncasecmp((u_char *) header[i], name, len) == 0)
-            {
-                break;
-            }
-        }
-
-        if (len == 0 || i < gmcf->mask_headers.nelts) {
-            continue;
-        }
-
-        header = ngx_array_push(&gmcf->mask_headers);
-        if (header == NULL) {
-            return NGX_ERROR;
-        }
-
-        *header = ngx_pnalloc(cf->pool, len + 1);
-        if (*header == NULL) {
-            return NGX_ERROR;
-        }
-
-        ngx_strlow((u_char *) *header, name, len);
-        (*header)[len] = '\0';
-    }
-
-    /* "$name" or "${name}", and nothing else */
-
-    conf->source_index = NGX_ERROR;
-
-    if (value->len < 2 || value->data[0] != '$') {
-        return NGX_OK;
-    }
-
-    brace = (value->data[1] == '{');
-    var.data = value->data + 1 + brace;
-    p = ngx_http_gms_name_end(var.data, last);
-    var.len = p - var.data;
-
-    if (var.len == 0 || p + brace != last || (brace && *p != '}')) {
-        return NGX_OK;
-    }
-
-    conf->source_index = ngx_http_get_variable_index(cf, &var);
-
-    return conf->source_index == NGX_ERROR ? NGX_ERROR : NGX_OK;
-}
-
-
-/* the end of a variable's name: letters, digits and '_' */
-
-static u_char *
-ngx_http_gms_name_end(u_char *p, u_char *last)
-{
-    while (p < last
-           && (*p == '_' || (*p >= '0' && *p <= '9')
-               || ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z')))
-    {
-        p++;
-    }
-
-    return p;
-}
-
-
-/*
- * nginx logs every request header at debug level, the Authorization
- * header included.  Each HTTP location's error log (and the listening
- * sockets' copies of it) becomes a copy whose file logs have a writer that
- * masks credentials before writing (log->wdata: the main configuration,
- * which names the headers gms_token_source reads).  Copies, not the logs
- * themselves: nginx expects the cycle's own log chain to have a file log
- * without a writer.  Done here, once every log file of the cycle is known.
- */
-
-static ngx_int_t
-ngx_http_gms_init_module(ngx_cycle_t *cycle)
-{
-    ngx_uint_t                 i;
-    ngx_log_t                ***slot;
-    ngx_array_t                copies;
-    ngx_listening_t           *ls;
-    ngx_http_gms_main_conf_t  *gmcf;
-
-    if (cycle->conf_ctx[ngx_http_module.index] == NULL) {
-        return NGX_OK;
-    }
-
-    gmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_gms_module);
-
-    /* pairs: an original, its copy */
-    if (ngx_array_init(&copies, cycle->pool, 8, 2 * sizeof(ngx_log_t *))
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    slot = gmcf->error_logs.elts;
-
-    for (i = 0; i < gmcf->error_logs.nelts; i++) {
-        *slot[i] = ngx_http_gms_masked_log(cycle, *slot[i], &copies);
-
-        if (*slot[i] == NULL) {
-            return NGX_ERROR;
-        }
-    }
-
-    ls = cycle->listening.elts;
-
-    for (i = 0; i < cycle->listening.nelts; i++) {
-        if (ls[i].log.writer == NULL) {
-            ls[i].log.writer = ngx_http_gms_log_writer;
-            ls[i].log.wdata = gmcf;
-        }
-    }
-
-    return NGX_OK;
-}
-
-
-static ngx_log_t *
-ngx_http_gms_masked_log(ngx_cycle_t *cycle, ngx_log_t *log,
-    ngx_array_t *copies)
-{
-    ngx_uint_t   i;
-    ngx_log_t  **pair, *copy;
-
-    if (log == NULL) {
-        return NULL;
-    }
-
-    pair = copies->elts;
-
-    for (i = 0; i < copies->nelts; i++) {
-        if (pair[2 * i] == log || pair[2 * i + 1] == log) {
-            return pair[2 * i + 1];
-        }
-    }
-
-    copy = ngx_palloc(cycle->pool, sizeof(ngx_log_t));
-    if (copy == NULL) {
-        return NULL;
-    }
-
-    *copy = *log;
-
-    if (copy->writer == NULL) {
-        copy->writer = ngx_http_gms_log_writer;
-        copy->wdata = ngx_http_cycle_get_module_main_conf(cycle,
-                                                          ngx_http_gms_module);
-    }
-
-    if (log->next) {
-        copy->next = ngx_http_gms_masked_log(cycle, log->next, copies);
-
-        if (copy->next == NULL) {
-            return NULL;
-        }
-    }
-
-    pair = ngx_array_push(copies);
-    if (pair == NULL) {
-        return NULL;
-    }
-
-    pair[0] = log;
-    pair[1] = copy;
-
-    return copy;
-}
-
-
-static void
-ngx_http_gms_log_writer(ngx_log_t *log, ngx_uint_t level, u_char *buf,
-    size_t len)
-{
-    ssize_t                    n;
-    ngx_http_gms_main_conf_t  *gmcf;
-
-    gmcf = log->wdata;
-
-    gms_mask_credentials(buf, len, gmcf->mask_headers.elts,
-                         gmcf->mask_headers.nelts);
-
-    /* as ngx_log_error_core() writes a file log */
-
-    if (ngx_time() == log->disk_full_time) {
-        return;
-    }
-
-    n = ngx_write_fd(log->file->fd, buf, len);
-
-    if (n == -1 && ngx_errno == NGX_ENOSPC) {
-        log->disk_full_time = ngx_time();
-    }
 }
 
 

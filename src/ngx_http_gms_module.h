@@ -201,12 +201,6 @@ typedef struct {
 ngx_int_t ngx_http_gms_auth_init_bodies(ngx_conf_t *cf);
 ngx_int_t ngx_http_gms_access_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_gms_preaccess_handler(ngx_http_request_t *r);
-ngx_uint_t ngx_http_gms_is_preflight(ngx_http_request_t *r);
-ngx_int_t ngx_http_gms_credential(ngx_http_request_t *r,
-    ngx_http_gms_loc_conf_t *glcf, ngx_str_t *value);
-ngx_int_t ngx_http_gms_forward_token(ngx_http_request_t *r,
-    ngx_str_t *credential);
-ngx_int_t ngx_http_gms_drop_header(ngx_http_request_t *r, ngx_str_t *name);
 ngx_int_t ngx_http_gms_subrequest_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_gms_has_any_privilege(ngx_http_gms_ctx_t *ctx,
     ngx_array_t *names);

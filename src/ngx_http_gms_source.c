@@ -1,17 +1,124 @@
 
 /*
  * Where the credential comes from and what the request carries on to GMS:
- * the Authorization header or gms_token_source's variable, CORS
- * preflights let through with gms_token_preflight pass, and the request
- * headers the module removes or sets.
+ * the Authorization header or gms_token_source's variable (its
+ * configuration too), CORS preflights let through with gms_token_preflight
+ * pass, and the request headers the module removes or sets.
  */
 
 
-#include "ngx_http_gms_module.h"
+#include "ngx_http_gms_source.h"
 
 
+static u_char *ngx_http_gms_name_end(u_char *p, u_char *last);
 static ngx_table_elt_t *ngx_http_gms_find_header(ngx_http_request_t *r,
     ngx_str_t *name);
+
+
+/*
+ * gms_token_source: nginx's debug lines quote the request headers a source
+ * reads ($http_x_gms_token: X-Gms-Token) as they quote Authorization, so
+ * the log writer masks those too; a cookie's value is masked whatever the
+ * source.  A source of one variable ($cookie_gms_token) is read as that
+ * variable, not through the script engine, whose debug lines quote every
+ * value it copies.
+ */
+
+ngx_int_t
+ngx_http_gms_source_conf(ngx_conf_t *cf, ngx_http_gms_loc_conf_t *conf,
+    ngx_http_gms_main_conf_t *gmcf)
+{
+    u_char      *p, *last, *name;
+    char       **header;
+    size_t       len;
+    ngx_str_t    var, *value;
+    ngx_uint_t   i, brace;
+
+    value = &conf->source->value;
+    last = value->data + value->len;
+
+    for (p = value->data; p < last; p++) {
+
+        if (*p != '$') {
+            continue;
+        }
+
+        p += (p + 1 < last && p[1] == '{') ? 2 : 1;
+
+        if (last - p <= 5 || ngx_strncasecmp(p, (u_char *) "http_", 5) != 0) {
+            p--;
+            continue;
+        }
+
+        name = p + 5;
+        p = ngx_http_gms_name_end(name, last);
+        len = p-- - name;
+
+        header = gmcf->mask_headers.elts;
+
+        for (i = 0; i < gmcf->mask_headers.nelts; i++) {
+            if (ngx_strlen(header[i]) == len
+                && ngx_strncasecmp((u_char *) header[i], name, len) == 0)
+            {
+                break;
+            }
+        }
+
+        if (len == 0 || i < gmcf->mask_headers.nelts) {
+            continue;
+        }
+
+        header = ngx_array_push(&gmcf->mask_headers);
+        if (header == NULL) {
+            return NGX_ERROR;
+        }
+
+        *header = ngx_pnalloc(cf->pool, len + 1);
+        if (*header == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_strlow((u_char *) *header, name, len);
+        (*header)[len] = '\0';
+    }
+
+    /* "$name" or "${name}", and nothing else */
+
+    conf->source_index = NGX_ERROR;
+
+    if (value->len < 2 || value->data[0] != '$') {
+        return NGX_OK;
+    }
+
+    brace = (value->data[1] == '{');
+    var.data = value->data + 1 + brace;
+    p = ngx_http_gms_name_end(var.data, last);
+    var.len = p - var.data;
+
+    if (var.len == 0 || p + brace != last || (brace && *p != '}')) {
+        return NGX_OK;
+    }
+
+    conf->source_index = ngx_http_get_variable_index(cf, &var);
+
+    return conf->source_index == NGX_ERROR ? NGX_ERROR : NGX_OK;
+}
+
+
+/* the end of a variable's name: letters, digits and '_' */
+
+static u_char *
+ngx_http_gms_name_end(u_char *p, u_char *last)
+{
+    while (p < last
+           && (*p == '_' || (*p >= '0' && *p <= '9')
+               || ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z')))
+    {
+        p++;
+    }
+
+    return p;
+}
 
 
 /*
