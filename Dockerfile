@@ -1,5 +1,5 @@
 # The GMS edge in a container: Debian's nginx with ngx_http_gms_module and
-# the gms-token tool.  See README.md, "Container".
+# the gms-token tool.  See docs/operations.md, "Container".
 #
 #   make docker-base            # debian:bookworm, made with debootstrap when
 #                               # no registry can be reached
@@ -10,7 +10,7 @@
 #       -v /srv/gms-edge/salt:/run/secrets/salt:ro gms-edge
 #
 # and, from the same image, the process that keeps Redis equal to DataHub
-# (README.md, "Following GMS"):
+# (docs/gms-token.md, "Following GMS"):
 #
 #   docker run -d --no-healthcheck -v /srv/gms-token:/run/secrets:ro \
 #       gms-edge gms-token follow --gms http://gms:8080 \

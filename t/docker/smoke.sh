@@ -389,7 +389,7 @@ retry 10 test -s "$dir/graphql/port" \
     || fail "the stand-in GraphQL API did not start: $(cat "$dir/graphql.log")"
 graphql_port=$(cat "$dir/graphql/port")
 
-# as the README shows it, with Redis over TLS
+# as docs/operations.md shows it, with Redis over TLS
 "$docker" run -d --name "$follow" --network host --read-only \
     --no-healthcheck \
     -v "$dir/graphql/pat:/run/secrets/gms.token:ro" \
