@@ -289,7 +289,8 @@ render() {
     [ -n "${REDIS_SENTINELS:-}" ] && missing=${missing% REDIS_ADDRESS}
     [ -z "$missing" ] \
         || die "not set:$missing (the addresses of GMS, the search cluster" \
-               "and Redis, or REDIS_SENTINELS; see docs/operations.md, Container)"
+               "and Redis, or REDIS_SENTINELS; see docs/operations.md," \
+               "Container)"
 
     # no default salt is right: DataHub hashes token ids with its own
     # (set and empty is a choice, as gms_token_salt "" is)
