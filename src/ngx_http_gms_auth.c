@@ -20,9 +20,11 @@
  */
 
 
-#include "ngx_http_gms_module.h"
+#include "ngx_http_gms_auth.h"
 #include "ngx_http_gms_response.h"
 #include "ngx_http_gms_source.h"
+#include "ngx_http_gms_privilege.h"
+#include "ngx_http_gms_es_task.h"
 #include "ngx_http_gms_redis.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
@@ -1107,49 +1109,6 @@ ngx_http_gms_ctx_cleanup(void *data)
     if (ctx->wake.posted) {
         ngx_delete_posted_event(&ctx->wake);
     }
-}
-
-
-/*
- * Whether the user holds any one of names (an array of ngx_str_t; NULL:
- * nothing is required); the system client holds them all.  The user's
- * privileges are comma-separated names of the lookup's character set, so
- * no name holds a comma.
- */
-
-ngx_int_t
-ngx_http_gms_has_any_privilege(ngx_http_gms_ctx_t *ctx, ngx_array_t *names)
-{
-    u_char      *p, *last, *comma;
-    ngx_str_t   *name;
-    ngx_uint_t   i;
-
-    if (names == NULL || ctx->type == GMS_TOKEN_SYSTEM) {
-        return 1;
-    }
-
-    name = names->elts;
-
-    for (p = ctx->privileges.data, last = p + ctx->privileges.len;
-         p < last;
-         p = comma + 1)
-    {
-        comma = ngx_strlchr(p, last, ',');
-
-        if (comma == NULL) {
-            comma = last;
-        }
-
-        for (i = 0; i < names->nelts; i++) {
-            if ((size_t) (comma - p) == name[i].len
-                && ngx_strncmp(p, name[i].data, name[i].len) == 0)
-            {
-                return 1;
-            }
-        }
-    }
-
-    return 0;
 }
 
 

@@ -7,8 +7,9 @@
  */
 
 
-#include "ngx_http_gms_module.h"
+#include "ngx_http_gms_es_task.h"
 #include "ngx_http_gms_response.h"
+#include "ngx_http_gms_privilege.h"
 #include "ngx_http_gms_metrics.h"
 
 
@@ -37,6 +38,73 @@ static ngx_int_t ngx_http_gms_es_task_body_filter(ngx_http_request_t *r,
 
 
 static ngx_http_output_body_filter_pt  ngx_http_next_body_filter;
+
+
+/*
+ * gms_es_task_status URI [privilege=NAME[,NAME...] | privilege=off];
+ * without privilege= the default pair, not what an enclosing location's
+ * directive set
+ */
+
+char *
+ngx_http_gms_es_task_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_gms_loc_conf_t *glcf = conf;
+
+    ngx_str_t                 *value, list;
+    ngx_http_gms_main_conf_t  *gmcf;
+
+    if (glcf->es_task_uri.data != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len == 0 || value[1].data[0] != '/') {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\" must start with \"/\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    glcf->es_task_uri = value[1];
+
+    if (cf->args->nelts == 2) {
+        gmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_gms_module);
+        glcf->es_privileges = &gmcf->es_privileges;
+        return NGX_CONF_OK;
+    }
+
+    if (value[2].len <= sizeof("privilege=") - 1
+        || ngx_strncmp(value[2].data, "privilege=", sizeof("privilege=") - 1)
+           != 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\"", &value[2]);
+        return NGX_CONF_ERROR;
+    }
+
+    list.data = value[2].data + sizeof("privilege=") - 1;
+    list.len = value[2].len - (sizeof("privilege=") - 1);
+
+    if (list.len == 3 && ngx_strncmp(list.data, "off", 3) == 0) {
+        glcf->es_privileges = NULL;
+        return NGX_CONF_OK;
+    }
+
+    glcf->es_privileges = ngx_array_create(cf->pool, 2, sizeof(ngx_str_t));
+    if (glcf->es_privileges == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_http_gms_privilege_list(cf, &list, glcf->es_privileges)
+        != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
 
 
 ngx_int_t

@@ -6,11 +6,15 @@
 
 
 #include "ngx_http_gms_module.h"
+#include "ngx_http_gms_log.h"
+#include "ngx_http_gms_source.h"
+#include "ngx_http_gms_privilege.h"
+#include "ngx_http_gms_auth.h"
+#include "ngx_http_gms_es_task.h"
+#include "ngx_http_gms_redis_conf.h"
 #include "ngx_http_gms_redis.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
-#include "ngx_http_gms_log.h"
-#include "ngx_http_gms_source.h"
 
 #include <openssl/sha.h>
 
@@ -20,8 +24,6 @@ static ngx_int_t ngx_http_gms_variable(ngx_http_request_t *r,
 static ngx_int_t ngx_http_gms_result_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 
-static char *ngx_http_gms_privileges(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
 static char *ngx_http_gms_salt_file(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_gms_signing_key_file(ngx_conf_t *cf,
@@ -38,10 +40,6 @@ static char *ngx_http_gms_redis_timeout(ngx_conf_t *cf, void *post,
     void *data);
 static char *ngx_http_gms_jwt_leeway(ngx_conf_t *cf, void *post,
     void *data);
-static char *ngx_http_gms_es_task_status(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-static ngx_int_t ngx_http_gms_privilege_list(ngx_conf_t *cf, ngx_str_t *list,
-    ngx_array_t *names);
 static ngx_int_t ngx_http_gms_add_variables(ngx_conf_t *cf);
 static void *ngx_http_gms_create_main_conf(ngx_conf_t *cf);
 static char *ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf);
@@ -219,7 +217,7 @@ static ngx_command_t  ngx_http_gms_commands[] = {
 
     { ngx_string("gms_token_require_privilege"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
-      ngx_http_gms_privileges,
+      ngx_http_gms_privilege_directive,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
@@ -247,7 +245,7 @@ static ngx_command_t  ngx_http_gms_commands[] = {
 
     { ngx_string("gms_es_task_status"),
       NGX_HTTP_LOC_CONF|NGX_CONF_TAKE12,
-      ngx_http_gms_es_task_status,
+      ngx_http_gms_es_task_directive,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
@@ -425,46 +423,6 @@ ngx_http_gms_type_variable(ngx_http_request_t *r,
     v->len = ngx_strlen(name);
 
     return NGX_OK;
-}
-
-
-static char *
-ngx_http_gms_privileges(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_gms_loc_conf_t *glcf = conf;
-
-    ngx_str_t   *value, *name;
-    ngx_uint_t   i;
-
-    if (glcf->privileges != NGX_CONF_UNSET_PTR) {
-        return "is duplicate";
-    }
-
-    glcf->privileges = ngx_array_create(cf->pool, cf->args->nelts - 1,
-                                        sizeof(ngx_str_t));
-    if (glcf->privileges == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    value = cf->args->elts;
-
-    for (i = 1; i < cf->args->nelts; i++) {
-
-        if (!gms_privilege_valid((char *) value[i].data, value[i].len)) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid privilege name \"%V\"", &value[i]);
-            return NGX_CONF_ERROR;
-        }
-
-        name = ngx_array_push(glcf->privileges);
-        if (name == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        *name = value[i];
-    }
-
-    return NGX_CONF_OK;
 }
 
 
@@ -748,115 +706,6 @@ ngx_http_gms_jwt_leeway(ngx_conf_t *cf, void *post, void *data)
     }
 
     return NGX_CONF_OK;
-}
-
-
-/*
- * gms_es_task_status URI [privilege=NAME[,NAME...] | privilege=off];
- * without privilege= the default pair, not what an enclosing location's
- * directive set
- */
-
-static char *
-ngx_http_gms_es_task_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_gms_loc_conf_t *glcf = conf;
-
-    ngx_str_t                 *value, list;
-    ngx_http_gms_main_conf_t  *gmcf;
-
-    if (glcf->es_task_uri.data != NULL) {
-        return "is duplicate";
-    }
-
-    value = cf->args->elts;
-
-    if (value[1].len == 0 || value[1].data[0] != '/') {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"%V\" must start with \"/\"", &value[1]);
-        return NGX_CONF_ERROR;
-    }
-
-    glcf->es_task_uri = value[1];
-
-    if (cf->args->nelts == 2) {
-        gmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_gms_module);
-        glcf->es_privileges = &gmcf->es_privileges;
-        return NGX_CONF_OK;
-    }
-
-    if (value[2].len <= sizeof("privilege=") - 1
-        || ngx_strncmp(value[2].data, "privilege=", sizeof("privilege=") - 1)
-           != 0)
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid parameter \"%V\"", &value[2]);
-        return NGX_CONF_ERROR;
-    }
-
-    list.data = value[2].data + sizeof("privilege=") - 1;
-    list.len = value[2].len - (sizeof("privilege=") - 1);
-
-    if (list.len == 3 && ngx_strncmp(list.data, "off", 3) == 0) {
-        glcf->es_privileges = NULL;
-        return NGX_CONF_OK;
-    }
-
-    glcf->es_privileges = ngx_array_create(cf->pool, 2, sizeof(ngx_str_t));
-    if (glcf->es_privileges == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    if (ngx_http_gms_privilege_list(cf, &list, glcf->es_privileges)
-        != NGX_OK)
-    {
-        return NGX_CONF_ERROR;
-    }
-
-    return NGX_CONF_OK;
-}
-
-
-/* NAME[,NAME...], each a valid privilege name, into names */
-
-static ngx_int_t
-ngx_http_gms_privilege_list(ngx_conf_t *cf, ngx_str_t *list,
-    ngx_array_t *names)
-{
-    u_char     *p, *last, *comma;
-    ngx_str_t  *name;
-
-    p = list->data;
-    last = p + list->len;
-
-    for ( ;; ) {
-        comma = ngx_strlchr(p, last, ',');
-
-        if (comma == NULL) {
-            comma = last;
-        }
-
-        if (!gms_privilege_valid((char *) p, comma - p)) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid privilege name \"%*s\" in \"%V\"",
-                               comma - p, p, list);
-            return NGX_ERROR;
-        }
-
-        name = ngx_array_push(names);
-        if (name == NULL) {
-            return NGX_ERROR;
-        }
-
-        name->data = p;
-        name->len = comma - p;
-
-        if (comma == last) {
-            return NGX_OK;
-        }
-
-        p = comma + 1;
-    }
 }
 
 

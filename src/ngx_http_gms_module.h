@@ -198,23 +198,6 @@ typedef struct {
 } ngx_http_gms_ctx_t;
 
 
-ngx_int_t ngx_http_gms_auth_init_bodies(ngx_conf_t *cf);
-ngx_int_t ngx_http_gms_access_handler(ngx_http_request_t *r);
-ngx_int_t ngx_http_gms_preaccess_handler(ngx_http_request_t *r);
-ngx_int_t ngx_http_gms_subrequest_handler(ngx_http_request_t *r);
-ngx_int_t ngx_http_gms_has_any_privilege(ngx_http_gms_ctx_t *ctx,
-    ngx_array_t *names);
-ngx_int_t ngx_http_gms_es_task_precontent(ngx_http_request_t *r);
-ngx_uint_t ngx_http_gms_es_task_action(ngx_http_request_t *r);
-ngx_int_t ngx_http_gms_es_task_filter_init(ngx_conf_t *cf);
-char *ngx_http_gms_redis_directive(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-char *ngx_http_gms_redis_sentinel_directive(ngx_conf_t *cf,
-    ngx_command_t *cmd, void *conf);
-char *ngx_http_gms_redis_init_conf(ngx_conf_t *cf,
-    ngx_http_gms_main_conf_t *gmcf);
-
-
 extern ngx_module_t  ngx_http_gms_module;
 
 

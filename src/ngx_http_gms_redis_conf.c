@@ -5,7 +5,7 @@
  */
 
 
-#include "ngx_http_gms_module.h"
+#include "ngx_http_gms_redis_conf.h"
 
 
 static ngx_int_t ngx_http_gms_redis_addr(ngx_conf_t *cf, ngx_str_t *text,

@@ -1,0 +1,21 @@
+
+/*
+ * The credential check: in the access (or preaccess) phase, and for
+ * subrequests in the precontent phase.
+ */
+
+
+#ifndef _NGX_HTTP_GMS_AUTH_H_INCLUDED_
+#define _NGX_HTTP_GMS_AUTH_H_INCLUDED_
+
+
+#include "ngx_http_gms_module.h"
+
+
+ngx_int_t ngx_http_gms_auth_init_bodies(ngx_conf_t *cf);
+ngx_int_t ngx_http_gms_access_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_gms_preaccess_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_gms_subrequest_handler(ngx_http_request_t *r);
+
+
+#endif /* _NGX_HTTP_GMS_AUTH_H_INCLUDED_ */
