@@ -23,6 +23,7 @@
 #include "ngx_http_gms_auth.h"
 #include "ngx_http_gms_response.h"
 #include "ngx_http_gms_source.h"
+#include "ngx_http_gms_credentials.h"
 #include "ngx_http_gms_privilege.h"
 #include "ngx_http_gms_es_task.h"
 #include "ngx_http_gms_redis.h"
@@ -69,13 +70,6 @@ typedef struct {
 } ngx_http_gms_flights_t;
 
 
-static ngx_int_t ngx_http_gms_system(ngx_http_request_t *r,
-    ngx_http_gms_ctx_t *ctx, const u_char *credentials, size_t len);
-static ngx_int_t ngx_http_gms_verify(ngx_http_request_t *r,
-    ngx_http_gms_ctx_t *ctx, const u_char *token, size_t len);
-static ngx_uint_t ngx_http_gms_wants_privileges(ngx_http_request_t *r);
-static ngx_int_t ngx_http_gms_lookup(ngx_http_request_t *r,
-    ngx_http_gms_ctx_t *ctx, gms_jwt_claims_t *claims);
 static ngx_http_gms_flight_t *ngx_http_gms_flight(
     ngx_http_gms_main_conf_t *gmcf, u_char *id, gms_jwt_claims_t *claims,
     ngx_uint_t *joined);
@@ -88,7 +82,6 @@ static ngx_int_t ngx_http_gms_check(ngx_http_request_t *r,
     ngx_http_gms_loc_conf_t *glcf);
 static ngx_int_t ngx_http_gms_passed(ngx_http_request_t *r,
     ngx_http_gms_loc_conf_t *glcf, ngx_int_t rc);
-static ngx_int_t ngx_http_gms_drop_actor_header(ngx_http_request_t *r);
 static ngx_int_t ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight,
     redisReply *reply, ngx_http_gms_cache_entry_t *entry);
 static u_char *ngx_http_gms_join(redisReply **privileges, size_t n);
@@ -100,8 +93,6 @@ static void ngx_http_gms_resume(ngx_http_gms_ctx_t *ctx);
 static void ngx_http_gms_deadline_handler(ngx_event_t *ev);
 static void ngx_http_gms_wake_handler(ngx_event_t *ev);
 static void ngx_http_gms_ctx_cleanup(void *data);
-static ngx_int_t ngx_http_gms_decide(ngx_http_request_t *r,
-    ngx_http_gms_ctx_t *ctx);
 static ngx_int_t ngx_http_gms_deny(ngx_http_request_t *r,
     ngx_http_gms_ctx_t *ctx);
 static ngx_uint_t ngx_http_gms_usec(void);
@@ -113,10 +104,6 @@ static ngx_http_gms_flights_t  ngx_http_gms_flights;
 #define NGX_HTTP_GMS_FORBIDDEN_MESSAGE                                       \
     "User is unauthorized to perform this action"
 
-/* the cache bound of a signed token: valid while now - leeway <= exp */
-#define ngx_http_gms_jwt_bound(claims, gmcf)                                 \
-    ((claims)->expires_at ? (claims)->expires_at                             \
-                            + (int64_t) (gmcf)->jwt_leeway + 1 : 0)
 
 static ngx_str_t  ngx_http_gms_deny_bodies[NGX_HTTP_GMS_NRESULTS];
 static ngx_str_t  ngx_http_gms_deny_forbidden_403;
@@ -352,183 +339,9 @@ ngx_http_gms_check(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf)
 }
 
 
-/*
- * A signed token not in the cache: refused here if it does not verify,
- * accepted here if it is a session token and no privilege is needed,
- * else looked up in Redis.
- */
-
-static ngx_int_t
-ngx_http_gms_verify(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
-    const u_char *token, size_t len)
-{
-    gms_jwt_rc_e                 rc;
-    gms_jwt_claims_t             claims;
-    ngx_http_gms_main_conf_t    *gmcf;
-    ngx_http_gms_cache_entry_t   entry;
-
-    gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
-
-    rc = gms_jwt_verify(token, len, gmcf->keys, gmcf->nkeys,
-                        ngx_http_gms_now_ms(), (int64_t) gmcf->jwt_leeway,
-                        &claims);
-
-    switch (rc) {
-
-    case GMS_JWT_OK:
-        break;
-
-    case GMS_JWT_EXPIRED:
-        ngx_http_gms_count(jwt_rejected[NGX_HTTP_GMS_JWT_EXPIRED]);
-        ctx->result = NGX_HTTP_GMS_EXPIRED;
-        break;
-
-    case GMS_JWT_PREMATURE:
-        ngx_http_gms_count(jwt_rejected[NGX_HTTP_GMS_JWT_EXPIRED]);
-        ctx->result = NGX_HTTP_GMS_INVALID;
-        break;
-
-    case GMS_JWT_BAD_SIGNATURE:
-        ngx_http_gms_count(jwt_rejected[NGX_HTTP_GMS_JWT_BAD_SIGNATURE]);
-        ctx->result = NGX_HTTP_GMS_INVALID;
-        break;
-
-    default: /* GMS_JWT_MALFORMED */
-        ngx_http_gms_count(jwt_rejected[NGX_HTTP_GMS_JWT_MALFORMED]);
-        ctx->result = NGX_HTTP_GMS_INVALID;
-        break;
-    }
-
-    if (rc != GMS_JWT_OK) {
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "gms: token id \"%s\" refused: %s", ctx->id,
-                      claims.error);
-        return ngx_http_gms_decide(r, ctx);
-    }
-
-    ctx->type = claims.type;
-
-    if (gms_jwt_stateful(&claims) || ngx_http_gms_wants_privileges(r)) {
-        return ngx_http_gms_lookup(r, ctx, &claims);
-    }
-
-    /* a session token, where no privilege is needed: no Redis at all */
-
-    ctx->result = NGX_HTTP_GMS_OK;
-    ctx->actor.len = claims.actor_len;
-    ctx->actor.data = ngx_pnalloc(r->pool, claims.actor_len);
-
-    if (ctx->actor.data == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    ngx_memcpy(ctx->actor.data, claims.actor, claims.actor_len);
-    ngx_str_set(&ctx->privileges, "");
-    ctx->no_privileges = 1;
-
-    entry.result = NGX_HTTP_GMS_OK;
-    entry.type = claims.type;
-    entry.no_privileges = 1;
-    entry.actor = ctx->actor;
-    entry.privileges = ctx->privileges;
-
-    /* a stale entry with the user's privileges is kept for a Redis outage */
-
-    if (!ctx->has_stale) {
-        ngx_http_gms_cache_put(gmcf->cache, ctx->id, &entry,
-                               ngx_http_gms_jwt_bound(&claims, gmcf),
-                               ngx_http_gms_cache_generation(gmcf->cache));
-    }
-
-    return ngx_http_gms_decide(r, ctx);
-}
-
-
-/*
- * DataHubSystemAuthenticator's credential: no Redis, every privilege (as
- * DataHubAuthorizer grants the system actor), and the client's own
- * X-DataHub-Actor, the user it acts for, kept and exposed as the actor.
- */
-
-static ngx_int_t
-ngx_http_gms_system(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
-    const u_char *credentials, size_t len)
-{
-    ngx_uint_t                 i, n;
-    ngx_list_part_t           *part;
-    ngx_table_elt_t           *h, *delegation;
-    ngx_http_gms_main_conf_t  *gmcf;
-    u_char                     md[SHA256_DIGEST_LENGTH];
-
-    static ngx_str_t           actor = ngx_string("X-DataHub-Actor");
-
-    gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
-
-    SHA256(credentials, len, md);
-
-    if (CRYPTO_memcmp(md, gmcf->system_digest, SHA256_DIGEST_LENGTH) != 0) {
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "gms: system client credentials refused");
-
-        if (ngx_http_gms_drop_actor_header(r) != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        ctx->result = NGX_HTTP_GMS_INVALID;
-        return ngx_http_gms_decide(r, ctx);
-    }
-
-    delegation = NULL;
-    n = 0;
-
-    for (part = &r->headers_in.headers.part; part; part = part->next) {
-        h = part->elts;
-
-        for (i = 0; i < part->nelts; i++) {
-            if (h[i].key.len == actor.len
-                && ngx_strncasecmp(h[i].key.data, actor.data, actor.len) == 0)
-            {
-                delegation = &h[i];
-                n++;
-            }
-        }
-    }
-
-    if (n > 1
-        || (delegation != NULL
-            && !gms_actor_valid((char *) delegation->value.data,
-                                delegation->value.len)))
-    {
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "gms: system client request refused: X-DataHub-Actor "
-                      "must be one urn:li: URN");
-
-        if (ngx_http_gms_drop_actor_header(r) != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        ctx->result = NGX_HTTP_GMS_INVALID;
-        return ngx_http_gms_decide(r, ctx);
-    }
-
-    ctx->result = NGX_HTTP_GMS_OK;
-    ctx->type = GMS_TOKEN_SYSTEM;
-    ngx_str_set(&ctx->privileges, "");
-
-    if (delegation) {
-        ctx->actor = delegation->value;
-
-    } else {
-        ngx_str_set(&ctx->actor, "");
-    }
-
-    return ngx_http_gms_decide(r, ctx);
-}
-
-
 /* whether this request's location checks a privilege of the user */
 
-static ngx_uint_t
+ngx_uint_t
 ngx_http_gms_wants_privileges(ngx_http_request_t *r)
 {
     ngx_http_gms_loc_conf_t  *glcf;
@@ -541,7 +354,7 @@ ngx_http_gms_wants_privileges(ngx_http_request_t *r)
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_gms_lookup(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
     gms_jwt_claims_t *claims)
 {
@@ -1112,7 +925,7 @@ ngx_http_gms_ctx_cleanup(void *data)
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_gms_decide(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
 {
     ngx_http_gms_loc_conf_t  *glcf;
@@ -1293,7 +1106,7 @@ ngx_http_gms_subrequest_handler(ngx_http_request_t *r)
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_gms_drop_actor_header(ngx_http_request_t *r)
 {
     static ngx_str_t  actor = ngx_string("X-DataHub-Actor");

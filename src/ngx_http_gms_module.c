@@ -8,6 +8,7 @@
 #include "ngx_http_gms_module.h"
 #include "ngx_http_gms_log.h"
 #include "ngx_http_gms_source.h"
+#include "ngx_http_gms_credentials.h"
 #include "ngx_http_gms_privilege.h"
 #include "ngx_http_gms_auth.h"
 #include "ngx_http_gms_es_task.h"
@@ -24,21 +25,11 @@ static ngx_int_t ngx_http_gms_variable(ngx_http_request_t *r,
 static ngx_int_t ngx_http_gms_result_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 
-static char *ngx_http_gms_salt_file(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-static char *ngx_http_gms_signing_key_file(ngx_conf_t *cf,
-    ngx_command_t *cmd, void *conf);
-static char *ngx_http_gms_system_client(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-static char *ngx_http_gms_read_secret(ngx_conf_t *cf, ngx_str_t *name,
-    ngx_str_t *out);
 static ngx_int_t ngx_http_gms_type_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static char *ngx_http_gms_forbidden_status(ngx_conf_t *cf, void *post,
     void *data);
 static char *ngx_http_gms_redis_timeout(ngx_conf_t *cf, void *post,
-    void *data);
-static char *ngx_http_gms_jwt_leeway(ngx_conf_t *cf, void *post,
     void *data);
 static ngx_int_t ngx_http_gms_add_variables(ngx_conf_t *cf);
 static void *ngx_http_gms_create_main_conf(ngx_conf_t *cf);
@@ -57,8 +48,6 @@ static ngx_conf_post_handler_pt  ngx_http_gms_forbidden_status_p =
     ngx_http_gms_forbidden_status;
 static ngx_conf_post_handler_pt  ngx_http_gms_redis_timeout_p =
     ngx_http_gms_redis_timeout;
-static ngx_conf_post_handler_pt  ngx_http_gms_jwt_leeway_p =
-    ngx_http_gms_jwt_leeway;
 
 
 /* what GMS 0.14 and later accept for getEsTaskStatus, any one of them */
@@ -426,243 +415,6 @@ ngx_http_gms_type_variable(ngx_http_request_t *r,
 }
 
 
-/*
- * gms_token_salt_file PATH: the salt as GMS is given it, from a file (a
- * mounted secret), one trailing newline dropped, as gms-token's
- * --salt-file reads it.
- */
-
-static char *
-ngx_http_gms_salt_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_gms_main_conf_t *gmcf = conf;
-
-    ngx_str_t  *value;
-
-    if (gmcf->salt.data != NULL) {
-        return "is duplicate";
-    }
-
-    value = cf->args->elts;
-
-    return ngx_http_gms_read_secret(cf, &value[1], &gmcf->salt);
-}
-
-
-/*
- * gms_token_signing_key_file PATH: GMS's signing key
- * (DATAHUB_TOKEN_SERVICE_SIGNING_KEY), whose UTF-8 bytes are the HMAC
- * key; twice while keys rotate.  Read by the master at configuration
- * time: the workers get it by fork, never from disk.
- */
-
-static char *
-ngx_http_gms_signing_key_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_gms_main_conf_t *gmcf = conf;
-
-    char       *rv;
-    ngx_str_t  *value, key;
-
-    if (gmcf->nkeys == GMS_JWT_KEYS_MAX) {
-        return "is given more than twice (the old key and the new)";
-    }
-
-    value = cf->args->elts;
-
-    rv = ngx_http_gms_read_secret(cf, &value[1], &key);
-    if (rv != NGX_CONF_OK) {
-        return rv;
-    }
-
-    if (key.len == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "signing key file \"%V\" is empty", &value[1]);
-        return NGX_CONF_ERROR;
-    }
-
-    /* what would make GMS refuse every token, or the edge every one */
-
-    if (key.data[key.len - 1] == '\r') {
-        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
-                           "signing key file \"%V\" ends in a carriage "
-                           "return, which is part of the key", &value[1]);
-    }
-
-    if (key.len < 32) {
-        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
-                           "signing key in \"%V\" is shorter than 32 bytes: "
-                           "GMS (jjwt) refuses such an HS256 key", &value[1]);
-    }
-
-    gmcf->keys[gmcf->nkeys].data = key.data;
-    gmcf->keys[gmcf->nkeys].len = key.len;
-    gmcf->nkeys++;
-
-    return NGX_CONF_OK;
-}
-
-
-/*
- * gms_token_system_client ID secret_file=PATH: DataHub's system client
- * (DATAHUB_SYSTEM_CLIENT_ID and _SECRET), which calls GMS with
- * "Authorization: Basic ID:SECRET".  Only a digest of the pair is kept.
- */
-
-static char *
-ngx_http_gms_system_client(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_gms_main_conf_t *gmcf = conf;
-
-    u_char     *p;
-    char       *rv;
-    ngx_str_t  *value, path, secret, pair;
-
-    if (gmcf->system_client) {
-        return "is duplicate";
-    }
-
-    value = cf->args->elts;
-
-    if (value[1].len == 0 || ngx_strlchr(value[1].data,
-                                         value[1].data + value[1].len, ':'))
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid system client id \"%V\": empty or "
-                           "with a colon, which GMS could never accept",
-                           &value[1]);
-        return NGX_CONF_ERROR;
-    }
-
-    if (ngx_strncmp(value[2].data, "secret_file=", 12) != 0
-        || value[2].len == 12)
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid parameter \"%V\": expected "
-                           "secret_file=PATH", &value[2]);
-        return NGX_CONF_ERROR;
-    }
-
-    path.data = value[2].data + 12;
-    path.len = value[2].len - 12;
-
-    rv = ngx_http_gms_read_secret(cf, &path, &secret);
-    if (rv != NGX_CONF_OK) {
-        return rv;
-    }
-
-    if (secret.len == 0
-        || ngx_strlchr(secret.data, secret.data + secret.len, ':'))
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "system client secret in \"%V\" is empty or "
-                           "holds a colon, which GMS could never accept",
-                           &path);
-        return NGX_CONF_ERROR;
-    }
-
-    pair.len = value[1].len + 1 + secret.len;
-    pair.data = ngx_pnalloc(cf->temp_pool, pair.len);
-    if (pair.data == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    p = ngx_cpymem(pair.data, value[1].data, value[1].len);
-    *p++ = ':';
-    ngx_memcpy(p, secret.data, secret.len);
-
-    SHA256(pair.data, pair.len, gmcf->system_digest);
-
-    ngx_explicit_memzero(pair.data, pair.len);
-    ngx_explicit_memzero(secret.data, secret.len);
-
-    gmcf->system_client = 1;
-
-    return NGX_CONF_OK;
-}
-
-
-/* a secret from a file, one trailing newline dropped */
-
-static char *
-ngx_http_gms_read_secret(ngx_conf_t *cf, ngx_str_t *name, ngx_str_t *out)
-{
-    u_char           *buf;
-    ssize_t           n;
-    ngx_fd_t          fd;
-    ngx_str_t         path;
-    ngx_file_info_t   fi;
-
-    path = *name;
-
-    if (ngx_conf_full_name(cf->cycle, &path, 1) != NGX_OK) {
-        return NGX_CONF_ERROR;
-    }
-
-    fd = ngx_open_file(path.data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
-
-    if (fd == NGX_INVALID_FILE) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
-                           ngx_open_file_n " \"%s\" failed", path.data);
-        return NGX_CONF_ERROR;
-    }
-
-    buf = NULL;
-    n = -1;
-
-    if (ngx_fd_info(fd, &fi) == NGX_FILE_ERROR) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
-                           ngx_fd_info_n " \"%s\" failed", path.data);
-        goto done;
-    }
-
-    if (!ngx_is_file(&fi) || ngx_file_size(&fi) > NGX_HTTP_GMS_SALT_MAX) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"%s\" is not a file of at most %d bytes",
-                           path.data, NGX_HTTP_GMS_SALT_MAX);
-        goto done;
-    }
-
-    buf = ngx_pnalloc(cf->pool, NGX_HTTP_GMS_SALT_MAX + 1);
-    if (buf == NULL) {
-        goto done;
-    }
-
-    n = ngx_read_fd(fd, buf, NGX_HTTP_GMS_SALT_MAX + 1);
-
-    if (n == -1) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
-                           ngx_read_fd_n " \"%s\" failed", path.data);
-
-    } else if (n > NGX_HTTP_GMS_SALT_MAX) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"%s\" is longer than %d bytes",
-                           path.data, NGX_HTTP_GMS_SALT_MAX);
-        n = -1;
-    }
-
-done:
-
-    if (ngx_close_file(fd) == NGX_FILE_ERROR) {
-        ngx_conf_log_error(NGX_LOG_ALERT, cf, ngx_errno,
-                           ngx_close_file_n " \"%s\" failed", path.data);
-    }
-
-    if (buf == NULL || n < 0) {
-        return NGX_CONF_ERROR;
-    }
-
-    if (n > 0 && buf[n - 1] == '\n') {
-        n--;
-    }
-
-    out->data = buf;
-    out->len = n;
-
-    return NGX_CONF_OK;
-}
-
-
 static char *
 ngx_http_gms_forbidden_status(ngx_conf_t *cf, void *post, void *data)
 {
@@ -688,21 +440,6 @@ ngx_http_gms_redis_timeout(ngx_conf_t *cf, void *post, void *data)
 
     if (*timeout == 0) {
         return "must be more than 0";
-    }
-
-    return NGX_CONF_OK;
-}
-
-
-/* clocks that disagree by more than an hour need fixing, not a leeway */
-
-static char *
-ngx_http_gms_jwt_leeway(ngx_conf_t *cf, void *post, void *data)
-{
-    ngx_msec_t  *leeway = data;
-
-    if (*leeway > 3600 * 1000) {
-        return "must be at most 1h";
     }
 
     return NGX_CONF_OK;

@@ -18,9 +18,6 @@
 #include "gms_jwt.h"
 
 
-/* the longest salt, signing key or secret read from a file */
-#define NGX_HTTP_GMS_SALT_MAX  4096
-
 /* application.yml's authentication.tokenService.salt before DataHub 1.5 */
 #define NGX_HTTP_GMS_SALT_DEFAULT_PRE15                                      \
     "ohDVbJBvHHVJh9S/UA4BYF9COuNnqqVhr9MLKEGXk1O="
