@@ -246,7 +246,7 @@ EOF
     $n->start($conf, workers => 2,
               vars => { STUB => $stub->port, SLOW => $slow->port });
 
-    my $conf_text = GmsTest::_slurp($n->dir . '/nginx.conf');
+    my $conf_text = GmsTest::slurp($n->dir . '/nginx.conf');
     unlike($conf_text, qr/load_module/, 'no_module');
     like($conf_text, qr/^worker_processes 2;$/m, 'workers');
 
@@ -313,7 +313,7 @@ EOF
 
     my $master = $n->master_pid;
     $n->stop;
-    ok(GmsTest::_process_gone($master, 0), 'stopped');
+    ok(GmsTest::process_gone($master, 0), 'stopped');
     is($n->http(GET => '/')->{status}, undef, 'port closed');
     like($n->error_log, qr/\[notice\].*reconfiguring/, 'error_log');
     is_deeply([$n->bad_log_lines], [], 'no alerts');
@@ -342,7 +342,7 @@ subtest 'nginx failures and modes' => sub {
 
     $n = GmsTest::Nginx->new(no_module => 1);
     $n->start($conf, master => 0);
-    my $conf_text = GmsTest::_slurp($n->dir . '/nginx.conf');
+    my $conf_text = GmsTest::slurp($n->dir . '/nginx.conf');
     like($conf_text, qr/^master_process off;\ndaemon off;$/m, 'master => 0');
     is($n->http(GET => '/')->{body}, 'one', 'single process serves');
     is_deeply([$n->worker_pids], [], 'no workers');
@@ -381,18 +381,18 @@ subtest 'certificates' => sub {
                                       client_cert client_key wrong_ca);
     is(GmsTest::Certs->new, $c, 'one set per test file');
 
-    my $out = GmsTest::_scratch_dir() . '/verify.out';
-    is(GmsTest::_run(['openssl', 'verify', '-CAfile', $c->{ca},
-                      $c->{server_cert}, $c->{client_cert}], $out), 0,
+    my $out = GmsTest::scratch_dir() . '/verify.out';
+    is(GmsTest::run(['openssl', 'verify', '-CAfile', $c->{ca},
+                     $c->{server_cert}, $c->{client_cert}], $out), 0,
        'server and client certificates signed by the CA');
-    isnt(GmsTest::_run(['openssl', 'verify', '-CAfile', $c->{wrong_ca},
-                        $c->{server_cert}], $out), 0,
+    isnt(GmsTest::run(['openssl', 'verify', '-CAfile', $c->{wrong_ca},
+                       $c->{server_cert}], $out), 0,
          'not by the wrong CA');
 
     unlink $out;
-    GmsTest::_run(['openssl', 'x509', '-in', $c->{server_cert}, '-noout',
-                   '-ext', 'subjectAltName'], $out);
-    like(GmsTest::_slurp($out),
+    GmsTest::run(['openssl', 'x509', '-in', $c->{server_cert}, '-noout',
+                  '-ext', 'subjectAltName'], $out);
+    like(GmsTest::slurp($out),
          qr/DNS:localhost,\ DNS:redis\.test,\ IP\ Address:127\.0\.0\.1,
             \ IP\ Address:0:0:0:0:0:0:0:1/x,
          'server names');
@@ -409,11 +409,11 @@ subtest 'redis: TLS, IPv6, replica' => sub {
     is($r->cli('--tls', 'GET', 'k'), 'v', 'read over TLS (redis-cli --tls)');
     is($r->address(tls => 1), '127.0.0.1:' . $r->tls_port, 'address tls');
 
-    my $out = GmsTest::_scratch_dir() . '/cli.out';
+    my $out = GmsTest::scratch_dir() . '/cli.out';
     unlink $out;
-    GmsTest::_run(['redis-cli', '-p', $r->tls_port, '--tls',
-                   '--cacert', $c->{wrong_ca}, 'PING'], $out);
-    unlike(GmsTest::_slurp($out), qr/PONG/, 'wrong CA refused');
+    GmsTest::run(['redis-cli', '-p', $r->tls_port, '--tls',
+                  '--cacert', $c->{wrong_ca}, 'PING'], $out);
+    unlike(GmsTest::slurp($out), qr/PONG/, 'wrong CA refused');
     $r->stop;
 
     my $m = GmsTest::Redis->start(tls => $c, plain => 0,
@@ -421,9 +421,9 @@ subtest 'redis: TLS, IPv6, replica' => sub {
     is($m->port, 0, 'plain => 0: no plain port');
     is($m->cmd('PING'), 'PONG', 'cmd through TLS with a client certificate');
     unlink $out;
-    GmsTest::_run(['redis-cli', '-p', $m->tls_port, '--tls',
-                   '--cacert', $c->{ca}, 'PING'], $out);
-    unlike(GmsTest::_slurp($out), qr/PONG/, 'no client certificate: refused');
+    GmsTest::run(['redis-cli', '-p', $m->tls_port, '--tls',
+                  '--cacert', $c->{ca}, 'PING'], $out);
+    unlike(GmsTest::slurp($out), qr/PONG/, 'no client certificate: refused');
     $m->stop;
 
     my $v6 = GmsTest::Redis->start(bind => '::1', password => 'pw');

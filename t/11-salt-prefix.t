@@ -44,8 +44,8 @@ is_deeply([$e->nginx->bad_log_lines], [], 'no alerts');
 # salt before 1.5 here
 {
     my $default = 'ohDVbJBvHHVJh9S/UA4BYF9COuNnqqVhr9MLKEGXk1O=';
-    my $file = GmsTest::_scratch_dir() . '/salt';
-    GmsTest::_write_file($file, "$default\n");
+    my $file = GmsTest::scratch_dir() . '/salt';
+    GmsTest::write_file($file, "$default\n");
 
     my $f = GmsTest::Edge->start(salt_file => $file);
     my $fid = $f->token('file-salted', salt => $default,

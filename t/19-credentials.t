@@ -49,12 +49,12 @@ my $ES_UNAUTHORIZED = 'User is unauthorized to get ES task status';
 my $EXAMPLES = dirname(abs_path(__FILE__))
                . '/fixtures/datahub/example-tokens.constructed.json';
 
-my $dir = GmsTest::_tempdir();
+my $dir = GmsTest::tempdir();
 
 # Key and secret files as a mounted secret holds them: a trailing newline.
 sub file {
     my ($name, $bytes) = @_;
-    GmsTest::_write_file("$dir/$name", $bytes);
+    GmsTest::write_file("$dir/$name", $bytes);
     return "$dir/$name";
 }
 
@@ -403,7 +403,7 @@ subtest "DataHub's example tokens, in Redis" => sub {
         diag("missing: $EXAMPLES");
         return;
     }
-    my $examples = GmsTest::json_decode(GmsTest::_slurp($EXAMPLES));
+    my $examples = GmsTest::json_decode(GmsTest::slurp($EXAMPLES));
 
     for my $user (qw(alice bob)) {
         my $example = $examples->{$user};
@@ -495,7 +495,7 @@ subtest '$gms_token_type in the access log' => sub {
     # a request is logged as it ends, which may be after its answer
     GmsTest::wait_until(sub {
         %logged = map { /^(\S+) (\/logged\/\S+)$/ ? ($2 => $1) : () }
-                  split /\n/, GmsTest::_slurp($type_log);
+                  split /\n/, GmsTest::slurp($type_log);
         return keys %logged == keys %want;
     }, 5);
 

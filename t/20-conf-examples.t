@@ -13,8 +13,8 @@ GmsTest::need_module();
 
 my @examples = glob('conf-examples/*.conf');
 
-my $example_salt = GmsTest::_scratch_dir() . '/example-salt';
-GmsTest::_write_file($example_salt, "a salt\n");
+my $example_salt = GmsTest::scratch_dir() . '/example-salt';
+GmsTest::write_file($example_salt, "a salt\n");
 ok(@examples >= 2, 'there are examples to check');
 
 for my $file (@examples) {
@@ -122,8 +122,8 @@ my @bad = (
 
 # what passes: an explicit empty salt, a salt file, no salt where no
 # location checks tokens
-my $salt_file = GmsTest::_scratch_dir() . '/salt';
-GmsTest::_write_file($salt_file, "ohDVbJBvHHVJh9S/UA4BYF9COuNnqqVhr9MLKEGXk1O=\n");
+my $salt_file = GmsTest::scratch_dir() . '/salt';
+GmsTest::write_file($salt_file, "ohDVbJBvHHVJh9S/UA4BYF9COuNnqqVhr9MLKEGXk1O=\n");
 
 my @good = (
     [ 'gms_token_salt "";', 'gms_token_auth on;' ],

@@ -27,10 +27,10 @@ my $FILE = 'conf-examples/gms-edge.conf';
 my $shipped = GmsTest::Shipped->load($FILE);
 
 # GMS's signing key and the system client's secret, mounted as files
-my $secrets = GmsTest::_scratch_dir();
+my $secrets = GmsTest::scratch_dir();
 my $key = 'shipped-signing-key';
-GmsTest::_write_file("$secrets/gms-signing-key", "$key\n");
-GmsTest::_write_file("$secrets/gms-system-client-secret", "sys-secret\n");
+GmsTest::write_file("$secrets/gms-signing-key", "$key\n");
+GmsTest::write_file("$secrets/gms-system-client-secret", "sys-secret\n");
 
 my $redis = GmsTest::Redis->start;
 my $gms = GmsTest::Stub->echo;
@@ -180,7 +180,7 @@ is_deeply([$n->bad_log_lines], [], 'no alerts or crashes');
 
 {
     my $unix = GmsTest::Shipped->load('conf-examples/redis-unix-socket.conf');
-    GmsTest::_write_file("$secrets/gms-token-salt", "unix-salt\n");
+    GmsTest::write_file("$secrets/gms-token-salt", "unix-salt\n");
     my $u = $unix->start(
         gms => $gms->port, access_log => 'unix-access.log',
         replace => {

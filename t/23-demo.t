@@ -25,7 +25,7 @@ my $MODULE = abs_path(GmsTest::module_path());
 my $TOOL = $ENV{GMS_TOKEN_BIN} // 'build/gms-token';
 plan skip_all => "gms-token not built ($TOOL)" unless -x $TOOL;
 
-my $dir = GmsTest::_scratch_dir();
+my $dir = GmsTest::scratch_dir();
 
 # the demo in the background; its output in files
 sub demo {

@@ -41,7 +41,7 @@ sub edge {
     my ($redis_conf, %opt) = @_;
 
     my $n = GmsTest::Nginx->new(log_level => 'info');
-    GmsTest::_write_file($n->dir . '/ok', "ok\n");
+    GmsTest::write_file($n->dir . '/ok', "ok\n");
 
     my $timeout = $opt{timeout} // '2s';
     my $r = $n->start(<<"CONF", expect_fail => $opt{expect_fail});

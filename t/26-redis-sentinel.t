@@ -45,7 +45,7 @@ sub edge {
 
     my @s = ref $s eq 'ARRAY' ? @$s : ($s);
     my $n = GmsTest::Nginx->new(log_level => 'info');
-    GmsTest::_write_file($n->dir . '/ok', "ok\n");
+    GmsTest::write_file($n->dir . '/ok', "ok\n");
 
     my $addresses = join ' ', map { $_->addresses } @s;
     $n->start(<<"CONF");
@@ -381,11 +381,11 @@ sub request_loop {
     }
 
     return {
-        count => sub { scalar split /\n/, GmsTest::_slurp($file) },
+        count => sub { scalar split /\n/, GmsTest::slurp($file) },
         stop  => sub {
-            GmsTest::_write_file($stop, '');
+            GmsTest::write_file($stop, '');
             waitpid $pid, 0;
-            return [ map { [split ' '] } split /\n/, GmsTest::_slurp($file) ];
+            return [ map { [split ' '] } split /\n/, GmsTest::slurp($file) ];
         },
     };
 }

@@ -42,15 +42,15 @@ my $shipped = GmsTest::Shipped->load($FILE);
 my $salt = $shipped->salt;
 
 # GMS's signing key and the system client's secret, mounted as files
-my $secrets = GmsTest::_tempdir();
+my $secrets = GmsTest::tempdir();
 chmod 0755, $secrets;
 my $key = 'one-hostname-signing-key';
-GmsTest::_write_file("$secrets/gms-signing-key", "$key\n");
-GmsTest::_write_file("$secrets/gms-system-client-secret", "sys-secret\n");
+GmsTest::write_file("$secrets/gms-signing-key", "$key\n");
+GmsTest::write_file("$secrets/gms-system-client-secret", "sys-secret\n");
 
 {
     # the whole file, as shipped but for the module's and secrets' paths
-    my $conf = GmsTest::_slurp($FILE);
+    my $conf = GmsTest::slurp($FILE);
     $conf =~ s{^load_module\s+\S+;}{load_module %%MODULE%%;}m;
     $conf =~ s{/etc/nginx/secrets/}{$secrets/}g;
     my ($rc, $out) = GmsTest::nginx_t($conf);
@@ -253,14 +253,14 @@ SKIP: {
     skip 'under GMS_NGINX_WRAPPER: t/21 runs the entry point wrapped', 1
         if $ENV{GMS_NGINX_WRAPPER};
 
-    my $conf_dir = GmsTest::_tempdir();
-    my $run_dir = GmsTest::_tempdir();
-    my $logs = GmsTest::_tempdir();
+    my $conf_dir = GmsTest::tempdir();
+    my $run_dir = GmsTest::tempdir();
+    my $logs = GmsTest::tempdir();
     chmod 0755, $conf_dir, $run_dir;
 
     my $module = abs_path(GmsTest::module_path());
-    GmsTest::_write_file("$conf_dir/nginx.conf.template",
-        GmsTest::_slurp($TEMPLATE)
+    GmsTest::write_file("$conf_dir/nginx.conf.template",
+        GmsTest::slurp($TEMPLATE)
             =~ s{^load_module\s+\S+;}{load_module $module;}mr);
     for my $sub (qw(http.d server.d)) {
         mkdir "$conf_dir/$sub" or die "$conf_dir/$sub: $!\n";
@@ -298,9 +298,9 @@ SKIP: {
     }, 10);
     ok($up, 'the entry point started nginx with FRONTEND_UPSTREAM')
         or BAIL_OUT("nginx did not start:\n"
-                    . GmsTest::_slurp("$logs/stderr"));
+                    . GmsTest::slurp("$logs/stderr"));
 
-    like(GmsTest::_slurp("$logs/stderr"),
+    like(GmsTest::slurp("$logs/stderr"),
          qr/gms-edge: .*; frontend 127\.0\.0\.1:\d+$/m,
          'saying where the frontend is');
 
@@ -312,7 +312,7 @@ SKIP: {
     ok($gone, 'SIGQUIT: nginx exits') or kill 'KILL', $edge;
 
     my @bad = grep { /\[(?:alert|emerg|crit)\]|exited on signal/ }
-              split /\n/, GmsTest::_slurp("$logs/stderr");
+              split /\n/, GmsTest::slurp("$logs/stderr");
     is_deeply(\@bad, [], 'container: no alerts on stderr');
 }
 

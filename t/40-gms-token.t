@@ -22,7 +22,7 @@ my $e = GmsTest::Edge->start;
 my $redis = $e->redis;
 my @at = ('--redis', '127.0.0.1:' . $redis->port);
 
-my $dir = GmsTest::_tempdir();
+my $dir = GmsTest::tempdir();
 
 # The tool on the test's redis-server.
 sub gms    { run_tool(undef, @_, @at) }
@@ -63,7 +63,7 @@ my $bob = 'urn:li:corpuser:bob';
             . 'ImFsaWNlIiwidHlwZSI6IlBFUlNPTkFMIiwidmVyc2lvbiI6IjIifQ.c2lnbmF0'
             . 'dXJl-_~+/==';
     my $salt = "s\xc3\xa4lt-\xe2\x82\xac-\x01";
-    GmsTest::_write_file("$dir/salt", "$salt\n");
+    GmsTest::write_file("$dir/salt", "$salt\n");
 
     for my $case (['secret-token', ''], [$jwt, ''], [$jwt, 'pepper'],
                   [$jwt, $salt], ['a', "x\ny"])
@@ -575,7 +575,7 @@ sub token_keys {
     my $e2 = GmsTest::Edge->start(salt => $salt, prefix => $prefix);
     my $r2 = $e2->redis;
     my @at2 = ('--redis', '127.0.0.1:' . $r2->port, '--prefix', $prefix);
-    GmsTest::_write_file("$dir/salt2", $salt);
+    GmsTest::write_file("$dir/salt2", $salt);
 
     my $res = run_tool('salted-token', 'put', '--token-stdin', '--salt-file',
                        "$dir/salt2", '--actor', $alice, @at2);
@@ -615,15 +615,15 @@ sub token_keys {
 
 SKIP: {
     my $sock = "$dir/redis.sock";
-    my $pid = GmsTest::_spawn(['redis-server', '--port', '0',
-                               '--unixsocket', $sock, '--save', '',
-                               '--appendonly', 'no', '--dir', $dir,
-                               '--requirepass', 'pass word'],
-                              "$dir/unix-redis.out");
+    my $pid = GmsTest::spawn(['redis-server', '--port', '0',
+                              '--unixsocket', $sock, '--save', '',
+                              '--appendonly', 'no', '--dir', $dir,
+                              '--requirepass', 'pass word'],
+                             "$dir/unix-redis.out");
     skip 'redis-server on a unix socket did not start', 9
         unless GmsTest::wait_until(sub { -S $sock }, 5);
 
-    GmsTest::_write_file("$dir/password", "pass word\n");
+    GmsTest::write_file("$dir/password", "pass word\n");
     my @u = ('--redis', "unix:$sock", '--db', 3);
 
     my $res = run_tool(undef, 'put', '--id', datahub_id('u'), '--actor',
@@ -654,7 +654,7 @@ SKIP: {
     like($res->{err}, qr/^gms-token: show: redis unix:.*NOAUTH.*\n\z/,
          'no password: the error');
 
-    GmsTest::_write_file("$dir/wrong", "nope\n");
+    GmsTest::write_file("$dir/wrong", "nope\n");
     $res = run_tool(undef, 'show', datahub_id('u'), @u, '--password-file',
                     "$dir/wrong");
     is($res->{rc}, 3, 'a wrong password: exit code 3');

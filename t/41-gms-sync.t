@@ -34,7 +34,7 @@ GmsTest::need_redis();
 my $redis = GmsTest::Redis->start;
 my @at = ('--redis', '127.0.0.1:' . $redis->port);
 
-my $dir = GmsTest::_tempdir();
+my $dir = GmsTest::tempdir();
 
 # The account's token, as GMS mints them (a JWT); its signature is the part
 # that must never leak.
@@ -42,7 +42,7 @@ my $SIGNATURE = 'c2VjcmV0LWdtcy1zeW5jLXNpZ25hdHVyZS00MQ';
 my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJnbXMtdG9rZW4tc3luYyJ9.'
              . $SIGNATURE;
 my $token_file = "$dir/gms.token";
-GmsTest::_write_file($token_file, "$SECRET\n");
+GmsTest::write_file($token_file, "$SECRET\n");
 
 my $now = now_ms();
 my $future = $now + 30 * 86_400_000;
@@ -299,7 +299,7 @@ my @all = map {
              '--page-size 60: five pages');
     $redis->unchanged($state, '--page-size 60: Redis as it was');
 
-    GmsTest::_write_file("$dir/no-newline.token", $SECRET);
+    GmsTest::write_file("$dir/no-newline.token", $SECRET);
     $gms->clear_requests;
     $res = run_tool(undef, 'sync', '--gms', $gms->url, '--gms-token-file',
                     "$dir/no-newline.token", @off, @at);
@@ -415,7 +415,7 @@ my $put_id = datahub_id('put-just-now');
 
     my @gms = ('--gms', $gms->url);
     my @with_token = ('--gms-token-file', $token_file);
-    GmsTest::_write_file("$dir/wrong.token", "not-the-token\n");
+    GmsTest::write_file("$dir/wrong.token", "not-the-token\n");
 
     # [title, arguments, misbehaviour, stderr, pages asked]
     my @cases = (
@@ -464,8 +464,8 @@ my $put_id = datahub_id('put-just-now');
           qr/empty\.token: empty/, [] ],
     );
 
-    GmsTest::_write_file("$dir/two-lines.token", "$SECRET\nX-Injected: yes\n");
-    GmsTest::_write_file("$dir/empty.token", "\n");
+    GmsTest::write_file("$dir/two-lines.token", "$SECRET\nX-Injected: yes\n");
+    GmsTest::write_file("$dir/empty.token", "\n");
 
     my $snap = snapshot();
     my $before = $redis->dump_all;
@@ -490,7 +490,7 @@ my $put_id = datahub_id('put-just-now');
         my @shown;
         my $res = run_tool(sub {
             for my $f (glob '/proc/[0-9]*/cmdline') {
-                my $cmd = GmsTest::_slurp($f);
+                my $cmd = GmsTest::slurp($f);
                 push @shown, $cmd =~ s/\0/ /gr
                     if index($cmd, $SIGNATURE) >= 0;
             }

@@ -30,11 +30,11 @@ GmsTest::need_redis();
 
 my $redis = GmsTest::Redis->start;
 my @at = ('--redis', '127.0.0.1:' . $redis->port);
-my $dir = GmsTest::_tempdir();
+my $dir = GmsTest::tempdir();
 
 my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwcml2aWxlZ2VzIn0.c2VjcmV0LTQy';
 my $token_file = "$dir/gms.token";
-GmsTest::_write_file($token_file, "$SECRET\n");
+GmsTest::write_file($token_file, "$SECRET\n");
 
 my $future = int(time * 1000) + 30 * 86_400_000;
 my ($alice, $bob, $carol, $dave, $erin, $gone) =
@@ -99,7 +99,7 @@ sub seen {
     my ($w, $want, $re) = @_;
     my @lines;
     for (1 .. 200) {
-        @lines = split /\n/, GmsTest::_slurp($w->[1]);
+        @lines = split /\n/, GmsTest::slurp($w->[1]);
         last if grep({ /$re/ } @lines) >= $want;
         sleep 0.025;
     }

@@ -40,12 +40,12 @@ $ENV{MALLOC_PERTURB_} //= 165;
 my $redis = GmsTest::Redis->start;
 my @at = ('--redis', '127.0.0.1:' . $redis->port);
 
-my $dir = GmsTest::_tempdir();
+my $dir = GmsTest::tempdir();
 
 my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJmb2xsb3cifQ.'
              . 'c2VjcmV0LWdtcy1mb2xsb3ctc2lnbmF0dXJlLTQz';
 my $token_file = "$dir/gms.token";
-GmsTest::_write_file($token_file, "$SECRET\n");
+GmsTest::write_file($token_file, "$SECRET\n");
 
 my $now = now_ms();
 my $future = $now + 30 * 86_400_000;
@@ -362,7 +362,7 @@ my @tokens = map { listed("follow-$_") } 1 .. 5;
               'every other line on stdout is a cycle');
     is_deeply([ grep { $_ !~ $FAILED_LINE } err_lines($f) ], [],
               'every line on stderr is a failed cycle');
-    ok(index(GmsTest::_slurp($f->{out}) . GmsTest::_slurp($f->{err}),
+    ok(index(GmsTest::slurp($f->{out}) . GmsTest::slurp($f->{err}),
              $SECRET) < 0, 'the GMS token never shown');
 }
 
@@ -448,7 +448,7 @@ sub follow_options_in {
 }
 
 {
-    my $unit = GmsTest::_slurp("$repo/conf-examples/gms-token-follow.service");
+    my $unit = GmsTest::slurp("$repo/conf-examples/gms-token-follow.service");
     my ($exec) = $unit =~ /^ExecStart=((?:[^\n]*\\\n)*[^\n]*)/m;
     ok(defined $exec, 'the unit has an ExecStart');
     my @lines = follow_options_in($exec // '');
@@ -464,7 +464,7 @@ sub follow_options_in {
     # the settings, in a conffile of the Debian package
     like($unit, qr{^EnvironmentFile=/etc/default/gms-token-follow$}m,
          'the settings from /etc/default/gms-token-follow');
-    my $settings = GmsTest::_slurp(
+    my $settings = GmsTest::slurp(
                        "$repo/conf-examples/gms-token-follow.default");
     my @vars = grep { $_ ne 'CREDENTIALS_DIRECTORY' }
                ($exec // '') =~ /\$\{?([A-Z_]+)/g;
@@ -479,7 +479,7 @@ sub follow_options_in {
             unless grep { -x "$_/systemd-analyze" } split /:/, $ENV{PATH};
         # the unit as installed, with the tool where 'make install' puts it
         (my $copy = $unit) =~ s{/usr/local/bin/gms-token}{$bin}g;
-        GmsTest::_write_file("$dir/gms-token-follow.service", $copy);
+        GmsTest::write_file("$dir/gms-token-follow.service", $copy);
         # --man=no: Documentation= names the man page of the package
         my $out = `systemd-analyze verify --man=no \\
                        $dir/gms-token-follow.service 2>&1`;
@@ -489,20 +489,21 @@ sub follow_options_in {
                                     . 'about the unit');
     }
 
-    my $readme = GmsTest::_slurp("$repo/README.md");
+    my $readme = join "", map { GmsTest::slurp("$repo/$_") }
+                     qw(README.md docs/gms-token.md docs/operations.md);
     my @readme = follow_options_in($readme);
-    ok(@readme >= 2, 'README shows gms-token follow command lines');
+    ok(@readme >= 2, 'the docs show gms-token follow command lines');
     is_deeply([ grep { !$follow_options{$_} } map { @$_ } @readme ], [],
-              "README's follow command lines use follow's options");
+              "the docs' follow command lines use follow's options");
     like($readme, qr/docker run[^\n]*(?:\\\n[^\n]*)*gms-token follow/,
-         'README: follow as a container of the image');
+         'docs: follow as a container of the image');
 
     # the image's entry point runs anything else as given
     local $ENV{PATH} = dirname($bin) . ":$ENV{PATH}";
     my $res = `sh $repo/docker/entrypoint.sh gms-token follow --help`;
     like($res, qr/^Usage: gms-token follow/,
          "the entry point runs 'gms-token follow' as given");
-    like(GmsTest::_slurp("$repo/Dockerfile"),
+    like(GmsTest::slurp("$repo/Dockerfile"),
          qr/^\s+nginx libhiredis\S* libjansson\S* libcurl4 /m,
          'the image has libcurl, which gms-token links');
 }

@@ -32,18 +32,18 @@ GmsTest::need_redis();
 my $redis = GmsTest::Redis->start;
 my @at = ('--redis', '127.0.0.1:' . $redis->port);
 
-my $dir = GmsTest::_tempdir();
+my $dir = GmsTest::tempdir();
 
 # the account's token (Manage All Access Tokens) and GMS's salt
 my $SIGNATURE = 'c2VjcmV0LWdtcy1tYW5hZ2Utc2lnbmF0dXJlLTQ0';
 my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJnbXMtdG9rZW4tNDQifQ.'
              . $SIGNATURE;
 my $token_file = "$dir/gms.token";
-GmsTest::_write_file($token_file, "$SECRET\n");
+GmsTest::write_file($token_file, "$SECRET\n");
 
 my $SALT = 'edge-and-gms-salt-44';
 my $salt_file = "$dir/salt";
-GmsTest::_write_file($salt_file, "$SALT\n");
+GmsTest::write_file($salt_file, "$SALT\n");
 
 my $alice = 'urn:li:corpuser:alice';
 my $bob = 'urn:li:corpuser:bob';

@@ -46,8 +46,8 @@ my $gms = GmsTest::GraphQL->start(token => 'follower-token',
                                   tokens => [ listed('alice-token', $alice) ],
                                   policies => [$admin]);
 
-my $dir = GmsTest::_tempdir();
-GmsTest::_write_file("$dir/gms-token", "follower-token\n");
+my $dir = GmsTest::tempdir();
+GmsTest::write_file("$dir/gms-token", "follower-token\n");
 
 my $pid = fork // die "fork: $!\n";
 if ($pid == 0) {
@@ -65,7 +65,7 @@ sub answer {
     return $res->{headers}{'x-gms-result'} // $res->{status};
 }
 
-sub cycles { scalar(() = GmsTest::_slurp("$dir/follow.out") =~ / ok /g) }
+sub cycles { scalar(() = GmsTest::slurp("$dir/follow.out") =~ / ok /g) }
 
 # Waits for a cycle whose line matches $re, then for the edge to give
 # $want; returns the seconds from the one to the other (undef: never).
@@ -73,7 +73,7 @@ sub latency {
     my ($re, $path, $token, $want) = @_;
     my $seen;
     GmsTest::wait_until(sub {
-        GmsTest::_slurp("$dir/follow.out") =~ $re and $seen = time() }, 10)
+        GmsTest::slurp("$dir/follow.out") =~ $re and $seen = time() }, 10)
         or return undef;
     GmsTest::wait_until(sub { answer($path, $token) eq $want }, 10)
         or return undef;
@@ -124,6 +124,6 @@ kill 'TERM', $pid;
 ok(GmsTest::wait_until(sub { waitpid($pid, WNOHANG) == $pid }, 5)
    && $? == 0, 'follow stopped by SIGTERM, exit 0');
 
-is(GmsTest::_slurp("$dir/follow.err"), '', 'no failed cycle');
+is(GmsTest::slurp("$dir/follow.err"), '', 'no failed cycle');
 
 done_testing;

@@ -26,7 +26,7 @@ use GmsTest::Tool qw(run_tool start_follow ok_lines datahub_id key_of listed
 GmsTest::Tool::need_tool();
 GmsTest::need_redis();
 
-my $dir = GmsTest::_tempdir();
+my $dir = GmsTest::tempdir();
 my $now = now_ms();
 my $future = $now + 30 * 86_400_000;
 my $alice = 'urn:li:corpuser:alice';
@@ -341,7 +341,7 @@ my @sentinel = ('--sentinel', join(',', $sentinels->addresses),
                                      quorum => 1,
                                      sentinel_password => 'sentinel-secret');
     my $file = "$dir/sentinel.pw";
-    GmsTest::_write_file($file, "sentinel-secret\n");
+    GmsTest::write_file($file, "sentinel-secret\n");
     my @s = ('--sentinel', join(',', $s->addresses), '--master', 'pw');
 
     my $before = $m->dump_all;
@@ -362,8 +362,8 @@ my @sentinel = ('--sentinel', join(',', $sentinels->addresses),
 {
     my $m = GmsTest::Redis->start(tls => $certs);
     my $port = GmsTest::free_port();
-    my $sdir = GmsTest::_tempdir();
-    GmsTest::_write_file("$sdir/sentinel.conf", <<"CONF");
+    my $sdir = GmsTest::tempdir();
+    GmsTest::write_file("$sdir/sentinel.conf", <<"CONF");
 port 0
 tls-port $port
 tls-cert-file $certs->{server_cert}
@@ -376,8 +376,8 @@ daemonize no
 dir $sdir
 sentinel monitor tls 127.0.0.1 @{[ $m->tls_port ]} 1
 CONF
-    my $pid = GmsTest::_spawn(['redis-sentinel', "$sdir/sentinel.conf"],
-                              "$sdir/sentinel.out");
+    my $pid = GmsTest::spawn(['redis-sentinel', "$sdir/sentinel.conf"],
+                             "$sdir/sentinel.out");
     my @s = ('--sentinel', "127.0.0.1:$port", '--master', 'tls');
     my @tls = ('--tls', '--tls-ca-file', $certs->{ca});
 
@@ -406,7 +406,7 @@ CONF
 my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ0cmFuc3BvcnQifQ.'
              . 'c2VjcmV0LWdtcy10cmFuc3BvcnQtc2lnbmF0dXJlLTQ2';
 my $token_file = "$dir/gms.token";
-GmsTest::_write_file($token_file, "$SECRET\n");
+GmsTest::write_file($token_file, "$SECRET\n");
 
 my $gms = GmsTest::GraphQL->start(token => $SECRET);
 
@@ -436,7 +436,7 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET);
     my $oks = ok_lines($f);
     ok(GmsTest::wait_until(sub { ok_lines($f) > $oks }, 10),
        'and follow goes on succeeding');
-    like(GmsTest::_slurp($f->{err}), qr/failed \(Redis\)/,
+    like(GmsTest::slurp($f->{err}), qr/failed \(Redis\)/,
          'the cycles while the master was down: failed (Redis) lines');
 
     kill 'TERM', $f->{pid};

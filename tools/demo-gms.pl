@@ -30,7 +30,7 @@ GetOptions(\%o, 'port=i', 'salt=s', 'token-file=s', 'id=s', 'actor=s',
     or die "usage: demo-gms.pl --port N --salt SALT --token-file FILE"
            . " --id ID --actor URN --created-at MS --expires-at MS\n";
 
-my $token = GmsTest::_slurp($o{'token-file'});
+my $token = GmsTest::slurp($o{'token-file'});
 $token =~ s/\n\z//;
 
 # the token as GMS lists it (AccessTokenMetadata, as the demo minted it)

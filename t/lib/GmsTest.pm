@@ -53,26 +53,26 @@ sub nginx_bin {
 
 sub need_nginx {
     my $bin = nginx_bin();
-    _skip_all("nginx not found: $bin") unless -x $bin;
+    skip_all("nginx not found: $bin") unless -x $bin;
 }
 
 sub need_module {
     need_nginx();
     my $path = module_path();
-    _skip_all("module not built: $path") unless -f $path;
+    skip_all("module not built: $path") unless -f $path;
 }
 
 sub need_redis {
-    _skip_all('redis-server not found in PATH') unless _in_path('redis-server');
+    skip_all('redis-server not found in PATH') unless in_path('redis-server');
 }
 
-sub _skip_all {
+sub skip_all {
     my ($reason) = @_;
     require Test::More;
     Test::More::plan(skip_all => $reason);
 }
 
-sub _in_path {
+sub in_path {
     my ($name) = @_;
     return scalar grep { -x "$_/$name" } split /:/, $ENV{PATH} // '';
 }
@@ -97,8 +97,8 @@ sub sha256_b64 {
 
     utf8::downgrade($bytes, 1) or die "sha256_b64: wide characters\n";
 
-    my $in = _scratch_dir() . '/sha256.in';
-    _write_file($in, $bytes);
+    my $in = scratch_dir() . '/sha256.in';
+    write_file($in, $bytes);
 
     open my $fh, '-|', 'bash', '-o', 'pipefail', '-c',
         'openssl dgst -sha256 -binary "$1" | base64 -w0', 'sha256_b64', $in
@@ -129,40 +129,45 @@ sub wait_until {
 sub nginx_t {
     my ($conf_text) = @_;
 
-    my $dir = _tempdir();
-    _write_file("$dir/nginx.conf",
-        _substitute($conf_text, TESTDIR => $dir, MODULE => module_path()));
+    my $dir = tempdir();
+    write_file("$dir/nginx.conf",
+        substitute($conf_text, TESTDIR => $dir, MODULE => module_path()));
 
     my @wrapper = split ' ', ($ENV{GMS_NGINX_WRAPPER} // '');
-    my $rc = _run([@wrapper, nginx_bin(), '-t', '-p', "$dir/",
-                   '-c', "$dir/nginx.conf", '-e', "$dir/error.log"],
-                  "$dir/nginx-t.out");
+    my $rc = run([@wrapper, nginx_bin(), '-t', '-p', "$dir/",
+                  '-c', "$dir/nginx.conf", '-e', "$dir/error.log"],
+                 "$dir/nginx-t.out");
 
-    return ($rc, _slurp("$dir/nginx-t.out"));
+    return ($rc, slurp("$dir/nginx-t.out"));
 }
 
 
-# Internals shared by the GmsTest::* classes.
+# Files, directories and processes, for the tests and the GmsTest::*
+# classes alike.
 
-sub _tempdir {
+# A fresh temporary directory, removed at the end unless TEST_GMS_LEAVE.
+sub tempdir {
     return File::Temp::tempdir('gms-test-XXXXXXXX', TMPDIR => 1,
                                CLEANUP => !$ENV{TEST_GMS_LEAVE});
 }
 
 my $scratch;
 
-sub _scratch_dir {
-    return $scratch //= _tempdir();
+# One temporary directory for the whole test process, made on first use.
+sub scratch_dir {
+    return $scratch //= tempdir();
 }
 
-sub _write_file {
+# Writes $bytes to $path, replacing what was there.
+sub write_file {
     my ($path, $bytes) = @_;
     open my $fh, '>:raw', $path or die "cannot write $path: $!\n";
     print $fh $bytes;
     close $fh or die "cannot write $path: $!\n";
 }
 
-sub _slurp {
+# The bytes of $path ('' if it cannot be read).
+sub slurp {
     my ($path) = @_;
     open my $fh, '<:raw', $path or return '';
     local $/;
@@ -171,7 +176,7 @@ sub _slurp {
 
 # Replaces %%NAME%% placeholders; an unknown name is an error rather than
 # a silently broken configuration.
-sub _substitute {
+sub substitute {
     my ($text, %vars) = @_;
     $text =~ s{%%(\w+)%%}{
         exists $vars{$1} ? $vars{$1} : die "no value for %%$1%% in config\n"
@@ -181,7 +186,7 @@ sub _substitute {
 
 # Starts a command with its output going to a file, away from the TAP
 # stream on the test's stdout.
-sub _spawn {
+sub spawn {
     my ($cmd, $output) = @_;
 
     my $pid = fork // die "fork: $!\n";
@@ -196,9 +201,9 @@ sub _spawn {
 
 # Runs a command to completion; returns its exit code (128 + signal if it
 # was killed).
-sub _run {
+sub run {
     my ($cmd, $output) = @_;
-    my $pid = _spawn($cmd, $output);
+    my $pid = spawn($cmd, $output);
     waitpid $pid, 0;
     return $? & 127 ? 128 + ($? & 127) : $? >> 8;
 }
@@ -206,7 +211,7 @@ sub _run {
 # Whether a process has exited.  Our own children are reaped here; others
 # (a daemonized nginx master) are watched through /proc, where a zombie
 # counts as gone since nobody may reap it in a container.
-sub _process_gone {
+sub process_gone {
     my ($pid, $is_child) = @_;
 
     return waitpid($pid, WNOHANG) != 0 if $is_child;
@@ -217,9 +222,10 @@ sub _process_gone {
     return $state eq 'Z';
 }
 
-sub _wait_gone {
+# Waits up to $timeout seconds for process_gone().
+sub wait_gone {
     my ($pid, $is_child, $timeout) = @_;
-    return wait_until(sub { _process_gone($pid, $is_child) }, $timeout);
+    return wait_until(sub { process_gone($pid, $is_child) }, $timeout);
 }
 
 
@@ -227,7 +233,8 @@ sub _wait_gone {
 # test drops one; END stops whatever is left.
 my @live;
 
-sub _track {
+# Registers an object owning processes (one with stop and an owner pid).
+sub track {
     my ($obj) = @_;
     push @live, $obj;
     weaken $live[-1];
@@ -236,7 +243,7 @@ sub _track {
 # For DESTROY and END: never lets a failure escape, never clobbers the exit
 # status Test::Builder has set, and never acts in a forked child (a stub
 # worker) on processes that belong to the test process.
-sub _stop_quietly {
+sub stop_quietly {
     my ($obj) = @_;
     local ($?, $!, $@);
     return unless $obj->{owner} == $$;
@@ -244,7 +251,7 @@ sub _stop_quietly {
 }
 
 END {
-    _stop_quietly($_) for grep { defined } @live;
+    stop_quietly($_) for grep { defined } @live;
 }
 
 

@@ -31,7 +31,7 @@ sub new {
 
     return $cached if $cached && !$opt{fresh};
 
-    my $dir = GmsTest::_tempdir();
+    my $dir = GmsTest::tempdir();
     my $self = bless { dir => $dir }, $class;
 
     $self->_ca('ca', 'GmsTest CA');
@@ -54,9 +54,9 @@ sub _openssl {
     my ($self, @args) = @_;
 
     my $out = "$self->{dir}/openssl.out";
-    my $rc = GmsTest::_run(['openssl', @args], $out);
+    my $rc = GmsTest::run(['openssl', @args], $out);
     die "GmsTest::Certs: openssl @args[0, 1] failed ($rc):\n"
-        . GmsTest::_slurp($out) if $rc;
+        . GmsTest::slurp($out) if $rc;
 }
 
 sub _key {
@@ -84,7 +84,7 @@ sub _leaf {
     my ($self, $name, $cn, $ext) = @_;
 
     my $dir = $self->{dir};
-    GmsTest::_write_file("$dir/$name.ext",
+    GmsTest::write_file("$dir/$name.ext",
         "basicConstraints=CA:FALSE\n"
         . "keyUsage=critical,digitalSignature,keyEncipherment\n" . $ext);
 

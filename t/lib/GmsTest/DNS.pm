@@ -31,7 +31,7 @@ sub start {
 
     my $self = bless {
         owner => $$,
-        dir   => GmsTest::_tempdir(),
+        dir   => GmsTest::tempdir(),
         names => {},
         ttl   => $opt{ttl} // 1,
     }, $class;
@@ -40,7 +40,7 @@ sub start {
 
     $self->{names}{ lc $_ } = $opt{names}{$_} for keys %{ $opt{names} // {} };
     $self->_write_table;
-    GmsTest::_write_file($self->{log}, '');
+    GmsTest::write_file($self->{log}, '');
 
     my $sock = IO::Socket::INET->new(
         LocalAddr => '127.0.0.1',
@@ -49,7 +49,7 @@ sub start {
     ) or die "GmsTest::DNS: cannot bind: $!\n";
     $self->{port} = $sock->sockport;
 
-    GmsTest::_track($self);
+    GmsTest::track($self);
 
     my $pid = fork // die "GmsTest::DNS: fork: $!\n";
     if ($pid == 0) {
@@ -87,7 +87,7 @@ sub queries {
     my ($self, $name, $type) = @_;
     $type //= 'A';
     my $n = 0;
-    for (split /\n/, GmsTest::_slurp($self->{log})) {
+    for (split /\n/, GmsTest::slurp($self->{log})) {
         my ($t, $q) = split ' ', $_, 2;
         $n++ if (!defined $name || lc $q eq lc $name)
                 && ($type eq 'any' || $t eq $type);
@@ -103,14 +103,14 @@ sub stop {
 }
 
 sub DESTROY {
-    GmsTest::_stop_quietly($_[0]);
+    GmsTest::stop_quietly($_[0]);
 }
 
 
 sub _write_table {
     my ($self) = @_;
     my $tmp = "$self->{table}.tmp";
-    GmsTest::_write_file($tmp, join '',
+    GmsTest::write_file($tmp, join '',
         map { "$_ $self->{names}{$_}\n" } sort keys %{ $self->{names} });
     rename $tmp, $self->{table} or die "rename $tmp: $!\n";
 }
@@ -118,7 +118,7 @@ sub _write_table {
 sub _read_table {
     my ($self) = @_;
     my %names;
-    for (split /\n/, GmsTest::_slurp($self->{table})) {
+    for (split /\n/, GmsTest::slurp($self->{table})) {
         my ($name, $addr) = split ' ';
         $names{$name} = $addr;
     }

@@ -56,10 +56,10 @@ sub start {
     my $self = bless {
         owner => $$,
         opt   => \%opt,
-        dir   => GmsTest::_tempdir(),
+        dir   => GmsTest::tempdir(),
     }, $class;
     $self->{log} = "$self->{dir}/fake-redis.log";
-    GmsTest::_write_file($self->{log}, '');
+    GmsTest::write_file($self->{log}, '');
 
     my $listen = IO::Socket::IP->new(
         LocalHost => $opt{bind} // '127.0.0.1',
@@ -70,7 +70,7 @@ sub start {
     ) or die "GmsTest::FakeRedis: cannot listen: $@\n";
     $self->{port} = $listen->sockport;
 
-    GmsTest::_track($self);
+    GmsTest::track($self);
 
     my $pid = fork // die "GmsTest::FakeRedis: fork: $!\n";
     if ($pid == 0) {
@@ -121,13 +121,13 @@ sub stop {
 }
 
 sub DESTROY {
-    GmsTest::_stop_quietly($_[0]);
+    GmsTest::stop_quietly($_[0]);
 }
 
 
 sub _log_lines {
     my ($self) = @_;
-    return split /\n/, GmsTest::_slurp($self->{log});
+    return split /\n/, GmsTest::slurp($self->{log});
 }
 
 sub _log {

@@ -150,7 +150,7 @@ my %DURATION_MS = (ONE_HOUR => 3_600_000, ONE_DAY => 86_400_000,
 sub start {
     my ($class, %opt) = @_;
 
-    my $self = bless { owner => $$, dir => GmsTest::_tempdir() }, $class;
+    my $self = bless { owner => $$, dir => GmsTest::tempdir() }, $class;
     $self->{state_file} = "$self->{dir}/state.json";
     $self->{state} = { token => $opt{token}, tokens => $opt{tokens} // [],
                        misbehave => {}, salt => $opt{salt} // $DEFAULT_SALT,
@@ -291,7 +291,7 @@ sub stop {
 
 sub fixture {
     my ($class, $name) = @_;
-    my $bytes = GmsTest::_slurp("$FIXTURES/$name");
+    my $bytes = GmsTest::slurp("$FIXTURES/$name");
     length $bytes or die "GmsTest::GraphQL: no fixture $FIXTURES/$name\n";
     return $bytes;
 }
@@ -299,7 +299,7 @@ sub fixture {
 # the workers change the tokens (createAccessToken, revokeAccessToken)
 sub _load {
     my ($self) = @_;
-    $self->{state} = GmsTest::json_decode(GmsTest::_slurp($self->{state_file}));
+    $self->{state} = GmsTest::json_decode(GmsTest::slurp($self->{state_file}));
 }
 
 sub _save {
@@ -317,7 +317,7 @@ sub _save {
     } @{ $state{tokens} } ];
 
     my $tmp = "$self->{state_file}.tmp";
-    GmsTest::_write_file($tmp, GmsTest::json_encode(\%state));
+    GmsTest::write_file($tmp, GmsTest::json_encode(\%state));
     rename $tmp, $self->{state_file}
         or die "GmsTest::GraphQL: cannot rename $tmp: $!\n";
 }
@@ -328,7 +328,7 @@ sub _save {
 sub _answer {
     my ($file, $req) = @_;
 
-    my $state = GmsTest::json_decode(GmsTest::_slurp($file));
+    my $state = GmsTest::json_decode(GmsTest::slurp($file));
     $state->{_file} = $file;
     my $how = $state->{misbehave};
 
@@ -910,7 +910,7 @@ sub _store {
     my $file = $state->{_file};
     my %copy = %$state;
     delete $copy{_file};
-    GmsTest::_write_file("$file.$$.tmp", GmsTest::json_encode(\%copy));
+    GmsTest::write_file("$file.$$.tmp", GmsTest::json_encode(\%copy));
     rename "$file.$$.tmp", $file
         or die "GmsTest::GraphQL: cannot rename $file.$$.tmp: $!\n";
 }

@@ -38,12 +38,12 @@ sub new {
 
     my $self = bless {
         owner    => $$,
-        dir      => GmsTest::_tempdir(),
+        dir      => GmsTest::tempdir(),
         port     => GmsTest::free_port(),
         defaults => \%opt,
     }, $class;
 
-    GmsTest::_track($self);
+    GmsTest::track($self);
 
     return $self;
 }
@@ -72,10 +72,10 @@ sub start {
 
     if ($self->_master) {
         # the launcher exits once nginx has daemonized (or failed)
-        my $rc = GmsTest::_run([$self->_cmd], $output);
+        my $rc = GmsTest::run([$self->_cmd], $output);
         $failure = "exit code $rc" if $rc;
     } else {
-        $self->{child} = GmsTest::_spawn([$self->_cmd], $output);
+        $self->{child} = GmsTest::spawn([$self->_cmd], $output);
     }
 
     $failure //= $self->_wait_ready;
@@ -92,7 +92,7 @@ sub start {
 
 sub master_pid {
     my ($self) = @_;
-    my ($pid) = GmsTest::_slurp($self->_pid_file) =~ /^(\d+)$/m;
+    my ($pid) = GmsTest::slurp($self->_pid_file) =~ /^(\d+)$/m;
     return $pid;
 }
 
@@ -104,12 +104,12 @@ sub worker_pids {
 
     for my $stat (glob '/proc/[0-9]*/stat') {
         my ($pid) = $stat =~ m{^/proc/(\d+)/};
-        my ($state, $ppid) = GmsTest::_slurp($stat) =~ /.*\) (\S) (\d+)/s
+        my ($state, $ppid) = GmsTest::slurp($stat) =~ /.*\) (\S) (\d+)/s
             or next;
         next unless $ppid == $master && $state ne 'Z';
 
         # not the cache manager/loader, nor old workers after a reload
-        push @pids, $pid if GmsTest::_slurp("/proc/$pid/cmdline")
+        push @pids, $pid if GmsTest::slurp("/proc/$pid/cmdline")
                             =~ /^nginx: worker process(?! is shutting down)/;
     }
 
@@ -129,8 +129,8 @@ sub reload {
     my %old = map { $_ => 1 } $self->worker_pids;
     my $output = "$self->{dir}/reload.out";
 
-    my $rc = GmsTest::_run([$self->_cmd, '-s', 'reload'], $output);
-    die "nginx -s reload failed (exit $rc):\n" . GmsTest::_slurp($output)
+    my $rc = GmsTest::run([$self->_cmd, '-s', 'reload'], $output);
+    die "nginx -s reload failed (exit $rc):\n" . GmsTest::slurp($output)
         if $rc;
 
     my $workers = $self->{opt}{workers} // 1;
@@ -149,9 +149,9 @@ sub stop {
 
     kill 'QUIT', $pid;
 
-    unless (GmsTest::_wait_gone($pid, $is_child, 10)) {
+    unless (GmsTest::wait_gone($pid, $is_child, 10)) {
         kill 'KILL', $pid, @workers;
-        GmsTest::_wait_gone($pid, $is_child, 5);
+        GmsTest::wait_gone($pid, $is_child, 5);
     }
 
     delete $self->{child};
@@ -160,12 +160,12 @@ sub stop {
 }
 
 sub DESTROY {
-    GmsTest::_stop_quietly($_[0]);
+    GmsTest::stop_quietly($_[0]);
 }
 
 sub error_log {
     my ($self) = @_;
-    return GmsTest::_slurp("$self->{dir}/error.log");
+    return GmsTest::slurp("$self->{dir}/error.log");
 }
 
 # Call after stop(): "open socket ... left" is only logged at exit.
@@ -219,7 +219,7 @@ sub _write_conf {
     my %opt = %{ $self->{opt} };
     my $dir = $self->{dir};
 
-    my $http = GmsTest::_substitute($http_conf,
+    my $http = GmsTest::substitute($http_conf,
         PORT    => $self->{port},
         TESTDIR => $dir,
         %{ $opt{vars} // {} },
@@ -252,7 +252,7 @@ $http
 }
 EOF
 
-    GmsTest::_write_file("$dir/nginx.conf", $conf);
+    GmsTest::write_file("$dir/nginx.conf", $conf);
 }
 
 # Waits for the pid file, for the port to accept connections and for all
@@ -265,7 +265,7 @@ sub _wait_ready {
     my $exited;
 
     my $ready = GmsTest::wait_until(sub {
-        if ($self->{child} && GmsTest::_process_gone($self->{child}, 1)) {
+        if ($self->{child} && GmsTest::process_gone($self->{child}, 1)) {
             delete $self->{child};
             return $exited = 1;
         }
@@ -285,7 +285,7 @@ sub _wait_ready {
 
 sub _startup_text {
     my ($self) = @_;
-    return GmsTest::_slurp("$self->{dir}/nginx.stderr") . $self->error_log;
+    return GmsTest::slurp("$self->{dir}/nginx.stderr") . $self->error_log;
 }
 
 1;

@@ -42,13 +42,13 @@ sub start {
     my $self = bless {
         owner    => $$,
         opt      => \%opt,
-        dir      => GmsTest::_tempdir(),
+        dir      => GmsTest::tempdir(),
         host     => $opt{bind} // '127.0.0.1',
         port     => $plain ? $opt{port} // GmsTest::free_port() : 0,
         tls_port => $opt{tls} ? GmsTest::free_port() : 0,
     }, $class;
 
-    GmsTest::_track($self);
+    GmsTest::track($self);
     $self->_launch;
 
     return $self;
@@ -65,7 +65,7 @@ sub client {
     return bless {
         owner => $$,
         opt   => { password => $opt{password} },
-        dir   => GmsTest::_tempdir(),
+        dir   => GmsTest::tempdir(),
         host  => $opt{host} // '127.0.0.1',
         port  => $opt{port},
     }, $class;
@@ -188,8 +188,8 @@ sub cli {
 
     my $out = "$self->{dir}/cli.out";
     unlink $out;
-    my $rc = GmsTest::_run([@cmd, @args], $out);
-    my $text = GmsTest::_slurp($out);
+    my $rc = GmsTest::run([@cmd, @args], $out);
+    my $text = GmsTest::slurp($out);
     die "redis-cli failed ($rc): $text" if $rc;
     $text =~ s/\n\z//;
     return $text;
@@ -225,7 +225,7 @@ sub stop {
 
     CORE::kill 'CONT', $pid;
     CORE::kill 'TERM', $pid;
-    return if GmsTest::_wait_gone($pid, 1, 5);
+    return if GmsTest::wait_gone($pid, 1, 5);
     CORE::kill 'KILL', $pid;
     waitpid $pid, 0;
 }
@@ -254,7 +254,7 @@ sub start_again {
 }
 
 sub DESTROY {
-    GmsTest::_stop_quietly($_[0]);
+    GmsTest::stop_quietly($_[0]);
 }
 
 
@@ -291,18 +291,18 @@ sub _launch {
                '--replica-announce-ip', $self->{host}
         if $opt{replicaof};
 
-    $self->{pid} = GmsTest::_spawn(\@cmd, "$dir/redis.out");
+    $self->{pid} = GmsTest::spawn(\@cmd, "$dir/redis.out");
 
     my $exited;
     my $up = GmsTest::wait_until(sub {
-        $exited = GmsTest::_process_gone($self->{pid}, 1) and return 1;
+        $exited = GmsTest::process_gone($self->{pid}, 1) and return 1;
         my $pong = eval { $self->cmd('PING') };
         return defined $pong && $pong eq 'PONG';
     }, 5);
 
     # a replica is ready once it has the master's data
     $up &&= GmsTest::wait_until(sub {
-        $exited = GmsTest::_process_gone($self->{pid}, 1) and return 1;
+        $exited = GmsTest::process_gone($self->{pid}, 1) and return 1;
         return (eval { $self->cmd(INFO => 'replication') } // '')
                =~ /^master_link_status:up/m;
     }, 10) if $opt{replicaof};
@@ -312,7 +312,7 @@ sub _launch {
     delete $self->{pid} if $exited;
     $self->stop;
     die "redis-server did not start on port $self->{port}:\n"
-        . GmsTest::_slurp("$dir/redis.out") . GmsTest::_slurp("$dir/redis.log");
+        . GmsTest::slurp("$dir/redis.out") . GmsTest::slurp("$dir/redis.log");
 }
 
 # One command on the kept connection, connecting first if needed; any

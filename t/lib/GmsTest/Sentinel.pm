@@ -49,14 +49,14 @@ sub start {
         owner => $$,
         name  => $opt{name} // 'gms',
         opt   => \%opt,
-        dir   => GmsTest::_tempdir(),
+        dir   => GmsTest::tempdir(),
         pids  => [],
     }, $class;
 
     my $count = $opt{count} // 3;
     $self->{ports} = [ map { GmsTest::free_port() } 1 .. $count ];
 
-    GmsTest::_track($self);
+    GmsTest::track($self);
 
     my $password = $opt{password} // $master->{opt}{password};
     my $name = $self->{name};
@@ -91,10 +91,10 @@ CONF
         $conf .= "requirepass $opt{sentinel_password}\n"
             if defined $opt{sentinel_password};
 
-        GmsTest::_write_file("$dir/sentinel.conf", $conf);
+        GmsTest::write_file("$dir/sentinel.conf", $conf);
         push @{ $self->{pids} },
-            GmsTest::_spawn(['redis-sentinel', "$dir/sentinel.conf"],
-                            "$dir/sentinel.out");
+            GmsTest::spawn(['redis-sentinel', "$dir/sentinel.conf"],
+                           "$dir/sentinel.out");
 
         $self->{clients}[$i] = GmsTest::Redis->client(
             port => $port, password => $opt{sentinel_password});
@@ -104,7 +104,7 @@ CONF
 
     my $exited;
     my $ready = GmsTest::wait_until(sub {
-        $exited = grep { GmsTest::_process_gone($_, 1) } @{ $self->{pids} }
+        $exited = grep { GmsTest::process_gone($_, 1) } @{ $self->{pids} }
             and return 1;
         for my $i (0 .. $count - 1) {
             my $m = eval { $self->_master_info($i) } or return 0;
@@ -116,8 +116,8 @@ CONF
 
     return $self if $ready && !$exited;
 
-    my $logs = join '', map { GmsTest::_slurp("$self->{dir}/s$_/sentinel.out")
-                              . GmsTest::_slurp("$self->{dir}/s$_/sentinel.log") }
+    my $logs = join '', map { GmsTest::slurp("$self->{dir}/s$_/sentinel.out")
+                              . GmsTest::slurp("$self->{dir}/s$_/sentinel.log") }
                         0 .. $count - 1;
     $self->stop;
     die 'GmsTest::Sentinel: ' . ($exited ? 'a sentinel exited'
@@ -175,7 +175,7 @@ sub wait_failover {
 
 sub log {
     my ($self, $i) = @_;
-    return GmsTest::_slurp("$self->{dir}/s" . ($i // 0) . '/sentinel.log');
+    return GmsTest::slurp("$self->{dir}/s" . ($i // 0) . '/sentinel.log');
 }
 
 sub stop {
@@ -187,14 +187,14 @@ sub stop {
 
     kill 'TERM', @pids;
     for my $pid (@pids) {
-        next if GmsTest::_wait_gone($pid, 1, 5);
+        next if GmsTest::wait_gone($pid, 1, 5);
         kill 'KILL', $pid;
         waitpid $pid, 0;
     }
 }
 
 sub DESTROY {
-    GmsTest::_stop_quietly($_[0]);
+    GmsTest::stop_quietly($_[0]);
 }
 
 
@@ -205,8 +205,8 @@ sub fake {
 
 
 sub _need_sentinel {
-    GmsTest::_skip_all('redis-sentinel not found in PATH')
-        unless GmsTest::_in_path('redis-sentinel');
+    GmsTest::skip_all('redis-sentinel not found in PATH')
+        unless GmsTest::in_path('redis-sentinel');
 }
 
 # "host port" of each replica the master has
@@ -236,7 +236,7 @@ package GmsTest::Sentinel::Fake;
 sub start {
     my ($class, %opt) = @_;
 
-    my $self = bless { dir => GmsTest::_tempdir() }, $class;
+    my $self = bless { dir => GmsTest::tempdir() }, $class;
     $self->{file} = "$self->{dir}/master-port";
     $self->move($opt{master});
 
@@ -249,7 +249,7 @@ sub start {
     $self->{fake} = GmsTest::FakeRedis->start(on => { SENTINEL => sub {
         my ($c, undef, $what) = @_;
         $what = lc($what // '');
-        return _resp([ '127.0.0.1', GmsTest::_slurp($file) ])
+        return _resp([ '127.0.0.1', GmsTest::slurp($file) ])
             if $what eq 'get-master-addr-by-name';
         return _resp(\@replicas) if $what eq 'replicas';
         return undef;
@@ -273,7 +273,7 @@ sub commands {
 
 sub move {
     my ($self, $port) = @_;
-    GmsTest::_write_file($self->{file}, $port);
+    GmsTest::write_file($self->{file}, $port);
 }
 
 sub stop {

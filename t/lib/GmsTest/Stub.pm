@@ -49,10 +49,10 @@ sub start {
 
     my $handler = $opt{handler} or die "GmsTest::Stub: handler required\n";
 
-    my $self = bless { owner => $$, dir => GmsTest::_tempdir(), pids => [] },
+    my $self = bless { owner => $$, dir => GmsTest::tempdir(), pids => [] },
                      $class;
     $self->{log} = "$self->{dir}/requests.log";
-    GmsTest::_write_file($self->{log}, '');
+    GmsTest::write_file($self->{log}, '');
 
     # binding port 0 right here leaves no window for another process
     my $listen = IO::Socket::INET->new(
@@ -65,7 +65,7 @@ sub start {
     $listen->blocking(0);
     $self->{port} = $listen->sockport;
 
-    GmsTest::_track($self);
+    GmsTest::track($self);
 
     for (1 .. $opt{workers} // 2) {
         my $pid = fork // die "GmsTest::Stub: fork: $!\n";
@@ -122,7 +122,7 @@ sub stop {
 }
 
 sub DESTROY {
-    GmsTest::_stop_quietly($_[0]);
+    GmsTest::stop_quietly($_[0]);
 }
 
 

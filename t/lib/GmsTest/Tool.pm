@@ -46,7 +46,7 @@ sub bin {
 # the caller's shell would reach every run, so it goes.
 sub need_tool {
     my $bin = bin();
-    GmsTest::_skip_all("gms-token not built: $bin (run 'make tool')")
+    GmsTest::skip_all("gms-token not built: $bin (run 'make tool')")
         unless -x $bin;
     delete $ENV{GMS_REDIS_PASSWORD};
 }
@@ -61,9 +61,9 @@ my @runs;
 sub start_tool {
     my ($stdin, @args) = @_;
 
-    $dir //= GmsTest::_tempdir();
+    $dir //= GmsTest::tempdir();
     my $base = "$dir/run" . ++$started;
-    GmsTest::_write_file("$base.in", $stdin) if defined $stdin;
+    GmsTest::write_file("$base.in", $stdin) if defined $stdin;
 
     my $bin = bin();
     my $pid = fork // die "fork: $!\n";
@@ -94,8 +94,8 @@ sub finish_tool {
     }
 
     my $res = { rc  => $? & 127 ? 128 + ($? & 127) : $? >> 8,
-                out => GmsTest::_slurp($run->{out}),
-                err => GmsTest::_slurp($run->{err}) };
+                out => GmsTest::slurp($run->{out}),
+                err => GmsTest::slurp($run->{err}) };
     push @runs, [ $run->{args}, $res ];
     return $res;
 }
@@ -119,8 +119,8 @@ sub start_follow {
     return { pid => $run->{pid}, out => $run->{out}, err => $run->{err} };
 }
 
-sub out_lines { return split /\n/, GmsTest::_slurp($_[0]{out}) }
-sub err_lines { return split /\n/, GmsTest::_slurp($_[0]{err}) }
+sub out_lines { return split /\n/, GmsTest::slurp($_[0]{out}) }
+sub err_lines { return split /\n/, GmsTest::slurp($_[0]{err}) }
 sub ok_lines  { return grep { / ok tokens=/ } out_lines($_[0]) }
 
 
