@@ -27,8 +27,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gms_tool.h"
-#include "gms_graphql.h"
+#include "gms_cmd_follow.h"
+#include "gms_tool_input.h"
+#include "gms_tool_msgs.h"
+#include "gms_tool_conn.h"
+#include "gms_tool_redis.h"
+#include "gms_sync_tokens.h"
+#include "gms_sync_privileges.h"
 
 
 /* the longest wait after failures, unless the interval is longer */
@@ -38,6 +43,17 @@
 #define GMS_FOLLOW_JITTER      100
 
 
+/* gms-token follow: sync and the mirror, every interval, until a signal */
+typedef struct {
+    const gms_graphql_conf_t         *gms;
+    long                              page_size;
+    gms_tool_privileges_e             privileges;
+    int64_t                           interval_ms;
+} gms_tool_follow_conf_t;
+
+
+static int gms_cmd_follow_handler(gms_tool_t *t, gms_tool_args_t *a);
+static int gms_tool_follow(gms_tool_t *t, const gms_tool_follow_conf_t *conf);
 static void gms_follow_handler(int signo);
 static int gms_follow_signals(void);
 static int gms_follow_health_ok(gms_tool_t *t,
@@ -53,10 +69,87 @@ static const char *gms_follow_time(char *buf, size_t size);
 static int64_t gms_follow_monotonic(void);
 
 
+const gms_tool_command_t  gms_cmd_follow = {
+    "follow", gms_cmd_follow_handler,
+    GMS_OPTS_CONN | GMS_OPTS_GMS | GMS_OPT(GMS_OPT_INTERVAL)
+    | GMS_OPT(GMS_OPT_PAGE_SIZE) | GMS_OPT(GMS_OPT_PRIVILEGES), 0, 0,
+    "Usage: gms-token follow --gms URL [--interval TIME] [--page-size N]\n"
+    "                        [--privileges policies|graphql|off] "
+    "[GMS options]\n"
+    "                        [connection options]\n"
+    "\n"
+    "Runs until SIGTERM, SIGINT or SIGQUIT, then exits 0.  Every interval:\n"
+    "'sync --gms URL --prune', then the users' privileges mirrored as\n"
+    "--privileges says.  The first cycle runs at once, the next one an\n"
+    "interval after the last ended, give or take 10%.  A failed cycle (GMS\n"
+    "or Redis) never prunes, and is retried after twice the last wait, up\n"
+    "to 5 minutes (or the interval if longer).  Each cycle is one line: on\n"
+    "stdout with its counts, or on stderr with its error.  The hash\n"
+    "<prefix>sync holds at (the last complete cycle, ms since the epoch),\n"
+    "tokens, users, interval, and error, error_at, failures (of the last\n"
+    "failure; error \"\" and failures 0 after a success).  Every token\n"
+    "or user changed is published on <prefix>invalidate.  The GMS token\n"
+    "file is read again at each cycle.\n"
+    "\n"
+    "  --interval TIME     between cycles: 15s (default), 1m, 1h; at "
+    "least 1s\n"
+    "  --page-size N       tokens asked a page (default 100)\n"
+    "  --privileges MODE   policies (default): DataHub's policies, "
+    "matched here;\n"
+    "                      graphql: asked of GMS for each user; off: "
+    "tokens only\n"
+    GMS_TOOL_GMS_USAGE
+    GMS_TOOL_CONN_USAGE
+};
+
+
 static volatile sig_atomic_t  gms_follow_signal;
 
 
-int
+static int
+gms_cmd_follow_handler(gms_tool_t *t, gms_tool_args_t *a)
+{
+    gms_graphql_conf_t       gms;
+    gms_tool_follow_conf_t   conf;
+
+    memset(&conf, 0, sizeof(gms_tool_follow_conf_t));
+
+    if (gms_tool_gms_options(t, a, &gms) != 0
+        || gms_tool_page_size(t, a, &conf.page_size) != 0)
+    {
+        return GMS_TOOL_USAGE;
+    }
+
+    conf.gms = &gms;
+    conf.interval_ms = 15000;
+
+    if (a->val[GMS_OPT_INTERVAL]) {
+        if (gms_tool_parse_duration(a->val[GMS_OPT_INTERVAL],
+                                    &conf.interval_ms) != 0
+            || conf.interval_ms < 1000 || conf.interval_ms > 86400000)
+        {
+            gms_tool_error(t, "--interval: '%s' is not a time from 1s to "
+                           "1d (as 15s, 1m)",
+                           gms_tool_shown(a->val[GMS_OPT_INTERVAL]));
+            return GMS_TOOL_USAGE;
+        }
+    }
+
+    conf.privileges = GMS_TOOL_PRIVILEGES_POLICIES;
+
+    if (a->val[GMS_OPT_PRIVILEGES]
+        && gms_tool_privileges_option(t, a->val[GMS_OPT_PRIVILEGES],
+                                      &conf.privileges)
+           != 0)
+    {
+        return GMS_TOOL_USAGE;
+    }
+
+    return gms_tool_follow(t, &conf);
+}
+
+
+static int
 gms_tool_follow(gms_tool_t *t, const gms_tool_follow_conf_t *conf)
 {
     int                           rc;

@@ -1,12 +1,13 @@
 
 /*
- * gms-token create, revoke --gms, list and check-salt: DataHub's own
+ * gms-token revoke, create, list and check-salt: DataHub's own
  * access-token API (GraphQL, auth.graphql: createAccessToken,
  * revokeAccessToken, listAccessTokens, getAccessTokenMetadata) with the
- * cache kept in step.  A token made here is cached before it is printed,
- * so the edges take it at once; one revoked here is deleted from the cache
- * and dropped from the edges' caches (<prefix>invalidate) only once GMS
- * has revoked it.  The token is printed once, on stdout, and nowhere else.
+ * cache kept in step; revoke without --gms deletes the cached token
+ * only.  A token made here is cached before it is printed, so the edges
+ * take it at once; one revoked here is deleted from the cache and dropped
+ * from the edges' caches (<prefix>invalidate) only once GMS has revoked
+ * it.  The token is printed once, on stdout, and nowhere else.
  */
 
 
@@ -15,9 +16,14 @@
 #include <string.h>
 
 #include <jansson.h>
+#include <openssl/crypto.h>
 
-#include "gms_tool.h"
-#include "gms_graphql.h"
+#include "gms_token.h"
+#include "gms_cmd_manage.h"
+#include "gms_tool_input.h"
+#include "gms_tool_msgs.h"
+#include "gms_tool_conn.h"
+#include "gms_tool_redis.h"
 
 
 /* CreateAccessTokenResolver; the metadata is loaded by its urn */
@@ -50,6 +56,31 @@
     "      name\n      createdAt\n      expiresAt\n    }\n  }\n}"
 
 
+/* create: what DataHub is asked for, and the edge's salt to check it by */
+typedef struct {
+    const char            *actor;
+    const char            *name;
+    const char            *description;    /* NULL: none */
+    const char            *duration;       /* AccessTokenDuration */
+    const char            *salt;
+    size_t                 salt_len;
+} gms_tool_create_t;
+
+
+static int gms_cmd_create_handler(gms_tool_t *t, gms_tool_args_t *a);
+static int gms_cmd_revoke_handler(gms_tool_t *t, gms_tool_args_t *a);
+static int gms_cmd_list_handler(gms_tool_t *t, gms_tool_args_t *a);
+static int gms_cmd_check_salt_handler(gms_tool_t *t, gms_tool_args_t *a);
+static int gms_tool_duration_valid(const char *name);
+static int gms_tool_manage_create(gms_tool_t *t,
+    const gms_graphql_conf_t *gms, const gms_tool_create_t *c);
+static int gms_tool_manage_revoke(gms_tool_t *t,
+    const gms_graphql_conf_t *gms, const char *id);
+static int gms_tool_manage_list(gms_tool_t *t,
+    const gms_graphql_conf_t *gms, const char *actor, long page_size);
+static int gms_tool_manage_check_salt(gms_tool_t *t,
+    const gms_graphql_conf_t *gms, const char *token, size_t token_len,
+    const char *salt, size_t salt_len);
 static int gms_manage_open(gms_tool_t *t, const gms_graphql_conf_t *gms,
     gms_graphql_t **g);
 static int gms_manage_expires(json_t *v, int64_t *ms);
@@ -65,6 +96,121 @@ static const char *gms_manage_mark(redisReply *reply, json_t *v,
 static void gms_manage_print_name(const char *s);
 
 
+const gms_tool_command_t  gms_cmd_revoke = {
+    "revoke", gms_cmd_revoke_handler, GMS_OPTS_CONN | GMS_OPTS_GMS, 1, 1,
+    "Usage: gms-token revoke ID [--gms URL [GMS options]] "
+    "[connection options]\n"
+    "\n"
+    "Deletes the cached token: the module answers 401 to it at once.\n"
+    "Exit status 1 if it was not cached.\n"
+    "\n"
+    "With --gms, GMS revokes the token first (revokeAccessToken; ID is\n"
+    "the token's id, as 'gms-token list' prints it), then the cached one\n"
+    "is deleted, whether it was cached or not (exit status 0).  If GMS\n"
+    "refuses (exit status 4), the cache is left as it was; a token that\n"
+    "GMS no longer knows is taken out of the cache without --gms.\n"
+    GMS_TOOL_GMS_USAGE
+    GMS_TOOL_CONN_USAGE
+};
+
+
+const gms_tool_command_t  gms_cmd_create = {
+    "create", gms_cmd_create_handler,
+    GMS_OPTS_GMS | GMS_OPTS_CONN | GMS_OPTS_SALT | GMS_OPT(GMS_OPT_ACTOR)
+    | GMS_OPT(GMS_OPT_NAME) | GMS_OPT(GMS_OPT_DURATION)
+    | GMS_OPT(GMS_OPT_DESCRIPTION), 0, 0,
+    "Usage: gms-token create --gms URL --actor URN --name NAME\n"
+    "                        [--duration DURATION] [--description TEXT]\n"
+    "                        [--salt STRING | --salt-file FILE]\n"
+    "                        [GMS options] [connection options]\n"
+    "\n"
+    "Has GMS make a personal access token for the user "
+    "(createAccessToken;\n"
+    "for another user than --gms-token-file's, that account needs "
+    "Manage\n"
+    "All Access Tokens), caches it as 'put' would (type PERSONAL, "
+    "DataHub's\n"
+    "expiry), tells the edges to forget any miss for its id, and only then\n"
+    "prints the token: once, on stdout, nothing else there.  The edges\n"
+    "take it at once.\n"
+    "\n"
+    "  --actor URN          the token's user: urn:li:corpuser:...\n"
+    "  --name NAME          the token's name in DataHub\n"
+    "  --description TEXT   its description\n"
+    "  --duration DURATION  ONE_HOUR, ONE_DAY, ONE_WEEK, ONE_MONTH "
+    "(default),\n"
+    "                       THREE_MONTHS, SIX_MONTHS, ONE_YEAR or "
+    "NO_EXPIRY\n"
+    "                       (DataHub's AccessTokenDuration; older "
+    "releases\n"
+    "                       lack ONE_WEEK)\n"
+    "  --salt STRING        the edge's salt, as gms_token_salt (default: "
+    "none)\n"
+    "  --salt-file FILE     the salt, from a file\n"
+    "\n"
+    "The id the salt gives the new token must be GMS's own: else the edge\n"
+    "would refuse it, and the token is revoked at GMS, not printed, and\n"
+    "the exit status is 2.  Whenever the token cannot be cached (exit\n"
+    "status 3) or GMS's answer is unusable (4), it is revoked too.\n"
+    GMS_TOOL_GMS_USAGE
+    GMS_TOOL_CONN_USAGE
+};
+
+
+const gms_tool_command_t  gms_cmd_list = {
+    "list", gms_cmd_list_handler,
+    GMS_OPTS_GMS | GMS_OPTS_CONN | GMS_OPT(GMS_OPT_ACTOR)
+    | GMS_OPT(GMS_OPT_PAGE_SIZE), 0, 0,
+    "Usage: gms-token list --gms URL [--actor URN] [--page-size N]\n"
+    "                      [GMS options] [connection options]\n"
+    "\n"
+    "Prints the tokens DataHub lists (listAccessTokens), in its order\n"
+    "(expiry, latest first), one a line, five fields separated by tabs:\n"
+    "\n"
+    "  ID  MARK  ACTOR  EXPIRES_AT  NAME\n"
+    "\n"
+    "MARK is what the cache has for the token: ok; missing (not cached:\n"
+    "the edge refuses it); stale (cached with another user or expiry\n"
+    "than DataHub's); expired (DataHub still lists it, nothing to "
+    "cache).\n"
+    "EXPIRES_AT is in milliseconds since the epoch, or never.  NAME is\n"
+    "the rest of the line, '\\' written \"\\\\\" and control "
+    "characters \"\\xHH\".\n"
+    "'gms-token sync --gms URL' caches the missing and mends the stale.\n"
+    "\n"
+    "  --actor URN     only the tokens of this user\n"
+    "  --page-size N   tokens asked of GMS at a time (default 100)\n"
+    GMS_TOOL_GMS_USAGE
+    GMS_TOOL_CONN_USAGE
+};
+
+
+const gms_tool_command_t  gms_cmd_check_salt = {
+    "check-salt", gms_cmd_check_salt_handler,
+    GMS_OPTS_GMS | GMS_OPTS_SALT | GMS_OPT(GMS_OPT_TOKEN_STDIN), 0, 0,
+    "Usage: gms-token check-salt --gms URL --token-stdin\n"
+    "                            [--salt STRING | --salt-file FILE] "
+    "[GMS options]\n"
+    "                            < token\n"
+    "\n"
+    "Asks GMS for the metadata of a token of DataHub's "
+    "(getAccessTokenMetadata;\n"
+    "--gms-token-file's account needs Manage All Access Tokens) and tells\n"
+    "whether the salt gives the token GMS's own id: when every valid\n"
+    "token gets 401 from the edge, a wrong gms_token_salt is the usual\n"
+    "cause.  One line on stdout, \"salt right: ...\" (exit status 0) or\n"
+    "\"salt wrong: ...\" with both ids (exit status 1).  The token is "
+    "read\n"
+    "on stdin, as 'gms-token id' reads it.\n"
+    "\n"
+    "  --token-stdin     read the token on stdin (required)\n"
+    "  --salt STRING     the edge's salt, as gms_token_salt (default: "
+    "none)\n"
+    "  --salt-file FILE  the salt, from a file\n"
+    GMS_TOOL_GMS_USAGE
+};
+
+
 /* AccessTokenDuration of auth.graphql (v0.13.0 lacks ONE_WEEK) */
 static const char  *gms_manage_durations[] = {
     "ONE_HOUR", "ONE_DAY", "ONE_WEEK", "ONE_MONTH", "THREE_MONTHS",
@@ -72,7 +218,7 @@ static const char  *gms_manage_durations[] = {
 };
 
 
-int
+static int
 gms_tool_duration_valid(const char *name)
 {
     const char  **d;
@@ -106,13 +252,72 @@ gms_manage_open(gms_tool_t *t, const gms_graphql_conf_t *gms,
 }
 
 
+static int
+gms_cmd_create_handler(gms_tool_t *t, gms_tool_args_t *a)
+{
+    int                 rc;
+    char               *salt;
+    size_t              salt_len;
+    gms_tool_create_t   c;
+    gms_graphql_conf_t  gms;
+
+    memset(&c, 0, sizeof(gms_tool_create_t));
+    c.actor = a->val[GMS_OPT_ACTOR];
+    c.name = a->val[GMS_OPT_NAME];
+    c.description = a->val[GMS_OPT_DESCRIPTION];
+    c.duration = a->val[GMS_OPT_DURATION] ? a->val[GMS_OPT_DURATION]
+                                          : "ONE_MONTH";
+
+    if (gms_tool_gms_options(t, a, &gms) != 0) {
+        return GMS_TOOL_USAGE;
+    }
+
+    if (c.actor == NULL || c.name == NULL) {
+        gms_tool_error(t, "--actor and --name are required; see "
+                       "'gms-token create --help'");
+        return GMS_TOOL_USAGE;
+    }
+
+    if (gms_tool_check_actor(t, c.actor) != 0) {
+        return GMS_TOOL_USAGE;
+    }
+
+    if (c.name[0] == '\0') {
+        gms_tool_error(t, "--name: a token's name cannot be empty");
+        return GMS_TOOL_USAGE;
+    }
+
+    if (!gms_tool_duration_valid(c.duration)) {
+        gms_tool_error(t, "--duration: '%s' is not one of ONE_HOUR, ONE_DAY, "
+                       "ONE_WEEK, ONE_MONTH, THREE_MONTHS, SIX_MONTHS, "
+                       "ONE_YEAR, NO_EXPIRY", gms_tool_shown(c.duration));
+        return GMS_TOOL_USAGE;
+    }
+
+    rc = gms_tool_salt(t, a, &salt, &salt_len);
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    c.salt = salt;
+    c.salt_len = salt_len;
+
+    rc = gms_tool_manage_create(t, &gms, &c);
+
+    OPENSSL_cleanse(salt, salt_len);
+    free(salt);
+
+    return rc;
+}
+
+
 /*
  * createAccessToken, then the token cached under the id the edge computes
  * (with its salt), which must be GMS's own; any failure after GMS made the
  * token revokes it there: a token nobody was given is no token to keep.
  */
 
-int
+static int
 gms_tool_manage_create(gms_tool_t *t, const gms_graphql_conf_t *gms,
     const gms_tool_create_t *c)
 {
@@ -271,12 +476,49 @@ done:
 }
 
 
+static int
+gms_cmd_revoke_handler(gms_tool_t *t, gms_tool_args_t *a)
+{
+    int                 rc;
+    gms_graphql_conf_t  gms;
+
+    if (gms_tool_check_id(t, a->argv[0]) != 0) {
+        return GMS_TOOL_USAGE;
+    }
+
+    if (a->val[GMS_OPT_GMS_TOKEN_FILE] || a->val[GMS_OPT_GMS_CA_FILE]
+        || a->val[GMS_OPT_GMS_TIMEOUT] || a->val[GMS_OPT_GMS])
+    {
+        if (gms_tool_gms_options(t, a, &gms) != 0) {
+            return GMS_TOOL_USAGE;
+        }
+
+        return gms_tool_manage_revoke(t, &gms, a->argv[0]);
+    }
+
+    rc = gms_tool_connect(t);
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    switch (gms_tool_uncache(t, a->argv[0])) {
+    case 1:
+        return GMS_TOOL_OK;
+    case 0:
+        gms_tool_error(t, "token id %s is not cached", a->argv[0]);
+        return GMS_TOOL_NOT_FOUND;
+    default:
+        return GMS_TOOL_REDIS;
+    }
+}
+
+
 /*
  * revokeAccessToken, then the key deleted and the id published: when GMS
  * refuses, the cache keeps the token, which GMS still takes.
  */
 
-int
+static int
 gms_tool_manage_revoke(gms_tool_t *t, const gms_graphql_conf_t *gms,
     const char *id)
 {
@@ -384,6 +626,28 @@ gms_manage_expires(json_t *v, int64_t *ms)
 }
 
 
+static int
+gms_cmd_list_handler(gms_tool_t *t, gms_tool_args_t *a)
+{
+    long                page_size;
+    gms_graphql_conf_t  gms;
+
+    if (gms_tool_gms_options(t, a, &gms) != 0
+        || gms_tool_page_size(t, a, &page_size) != 0)
+    {
+        return GMS_TOOL_USAGE;
+    }
+
+    if (a->val[GMS_OPT_ACTOR]
+        && gms_tool_check_actor(t, a->val[GMS_OPT_ACTOR]) != 0)
+    {
+        return GMS_TOOL_USAGE;
+    }
+
+    return gms_tool_manage_list(t, &gms, a->val[GMS_OPT_ACTOR], page_size);
+}
+
+
 /*
  * Every token DataHub lists, one line each, in DataHub's order:
  *
@@ -394,7 +658,7 @@ gms_manage_expires(json_t *v, int64_t *ms)
  * '\' as "\\" and control characters as "\xHH".
  */
 
-int
+static int
 gms_tool_manage_list(gms_tool_t *t, const gms_graphql_conf_t *gms,
     const char *actor, long page_size)
 {
@@ -662,13 +926,53 @@ gms_manage_print_name(const char *s)
 }
 
 
+static int
+gms_cmd_check_salt_handler(gms_tool_t *t, gms_tool_args_t *a)
+{
+    int                 rc;
+    char                buf[sizeof("Bearer ") + GMS_TOKEN_MAX_LEN + 8];
+    char               *salt;
+    size_t              salt_len, token_len;
+    const char         *token;
+    gms_graphql_conf_t  gms;
+
+    if (gms_tool_gms_options(t, a, &gms) != 0) {
+        return GMS_TOOL_USAGE;
+    }
+
+    if (a->val[GMS_OPT_TOKEN_STDIN] == NULL) {
+        gms_tool_error(t, "--token-stdin is required: the token is read on "
+                       "stdin, never from the command line");
+        return GMS_TOOL_USAGE;
+    }
+
+    rc = gms_tool_salt(t, a, &salt, &salt_len);
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    rc = gms_tool_token_read(t, buf, sizeof(buf), &token, &token_len);
+
+    if (rc == GMS_TOOL_OK) {
+        rc = gms_tool_manage_check_salt(t, &gms, token, token_len, salt,
+                                        salt_len);
+    }
+
+    OPENSSL_cleanse(buf, sizeof(buf));
+    OPENSSL_cleanse(salt, salt_len);
+    free(salt);
+
+    return rc;
+}
+
+
 /*
  * getAccessTokenMetadata: GMS hashes the token with its own salt; the
  * edge's salt is right when it gives the same id.  The answer is one line
  * on stdout; exit status 1 when the salt is wrong.
  */
 
-int
+static int
 gms_tool_manage_check_salt(gms_tool_t *t, const gms_graphql_conf_t *gms,
     const char *token, size_t token_len, const char *salt, size_t salt_len)
 {

@@ -17,6 +17,8 @@
 #include <openssl/crypto.h>
 
 #include "gms_graphql.h"
+#include "gms_tool_input.h"
+#include "gms_tool_msgs.h"
 
 
 /* a listAccessTokens page of a thousand tokens is some 300 KB */

@@ -35,9 +35,12 @@
 
 #include <jansson.h>
 
-#include "gms_tool.h"
-#include "gms_graphql.h"
+#include "gms_token.h"
+#include "gms_sync_privileges.h"
 #include "gms_policy.h"
+#include "gms_tool_msgs.h"
+#include "gms_tool_conn.h"
+#include "gms_tool_redis.h"
 
 
 /* items asked a page, and keys asked of each SCAN step */
@@ -133,7 +136,7 @@ static void gms_priv_free(gms_priv_ctx_t *c);
 
 
 int
-gms_tool_privileges_mirror(gms_tool_t *t, const struct gms_graphql_conf_s *gms,
+gms_tool_privileges_mirror(gms_tool_t *t, const gms_graphql_conf_t *gms,
     gms_tool_privileges_e mode, const gms_tool_holders_t *holders,
     gms_tool_privileges_counts_t *counts)
 {

@@ -21,8 +21,11 @@
 
 #include <jansson.h>
 
-#include "gms_tool.h"
-#include "gms_graphql.h"
+#include "gms_token.h"
+#include "gms_sync_tokens.h"
+#include "gms_tool_msgs.h"
+#include "gms_tool_conn.h"
+#include "gms_tool_redis.h"
 
 
 /* tokens per pipelined batch, and keys asked of each SCAN step */
@@ -136,7 +139,7 @@ static void gms_sync_free(gms_sync_input_t *in);
 
 
 int
-gms_tool_sync(gms_tool_t *t, int prune, const struct gms_graphql_conf_s *gms,
+gms_tool_sync(gms_tool_t *t, int prune, const gms_graphql_conf_t *gms,
     long page_size, gms_tool_sync_counts_t *counts,
     gms_tool_holders_t *holders)
 {

@@ -36,7 +36,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include "gms_tool.h"
+#include "gms_tool_conn.h"
+#include "gms_tool_msgs.h"
 
 
 /* as hiredis's redisConnectWithTimeout and redisSetTimeout were given */

@@ -14,7 +14,12 @@
 
 #include <openssl/crypto.h>
 
-#include "gms_tool.h"
+#include "gms_token.h"
+#include "gms_tool_redis.h"
+#include "gms_tool_conn.h"
+#include "gms_tool_sentinel.h"
+#include "gms_tool_input.h"
+#include "gms_tool_msgs.h"
 
 
 /*
@@ -348,6 +353,29 @@ gms_tool_reply_error(gms_tool_t *t, redisReply *reply, const char *what)
     }
 
     return 0;
+}
+
+
+/* for qsort: replies (strings) in the order of their bytes */
+
+int
+gms_tool_reply_cmp(const void *one, const void *two)
+{
+    int                r;
+    size_t             len;
+    const redisReply  *a, *b;
+
+    a = *(const redisReply **) one;
+    b = *(const redisReply **) two;
+
+    len = a->len < b->len ? a->len : b->len;
+    r = memcmp(a->str, b->str, len);
+
+    if (r != 0) {
+        return r;
+    }
+
+    return (a->len > b->len) - (a->len < b->len);
 }
 
 

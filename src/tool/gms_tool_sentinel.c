@@ -18,7 +18,11 @@
 
 #include <openssl/crypto.h>
 
-#include "gms_tool.h"
+#include "gms_tool_sentinel.h"
+#include "gms_tool_conn.h"
+#include "gms_tool_redis.h"
+#include "gms_tool_input.h"
+#include "gms_tool_msgs.h"
 
 
 static int gms_sentinel_ask(gms_tool_t *t, const char *sentinel,
