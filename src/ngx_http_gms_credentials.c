@@ -11,6 +11,7 @@
 
 #include "ngx_http_gms_credentials.h"
 #include "ngx_http_gms_auth.h"
+#include "ngx_http_gms_lookup.h"
 #include "ngx_http_gms_source.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
