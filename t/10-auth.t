@@ -10,6 +10,10 @@ use warnings;
 use Test::More;
 use GmsTest;
 use GmsTest::Edge;
+use GmsTest::Messages qw($RESTLI_EXCEPTION $CHALLENGE $INVALID_TOKEN
+                         $INSUFFICIENT_SCOPE $MISSING_TOKEN $MALFORMED_HEADER
+                         $UNKNOWN_TOKEN $EXPIRED_TOKEN $UNAUTHORIZED
+                         $STORE_UNAVAILABLE);
 
 my $e = GmsTest::Edge->start;
 my $n = $e->nginx;
@@ -19,8 +23,6 @@ my $bob = 'urn:li:corpuser:bob';
 
 $e->token('alice-token', actor => $alice, type => 'PERSONAL');
 $e->grant($alice, 'GET_ES_TASK_STATUS_PRIVILEGE');
-
-my $restli = 'com.linkedin.restli.server.RestLiServiceException';
 
 sub body { GmsTest::json_decode($_[0]{body}) }
 
@@ -39,22 +41,18 @@ sub refused {
            'JSON content type');
         is($res->{headers}{'www-authenticate'}, $challenge,
            'challenge') if defined $challenge;
-        is_deeply(body($res), { exceptionClass => $restli,
+        is_deeply(body($res), { exceptionClass => $RESTLI_EXCEPTION,
                                 status => $status, message => $message },
                   'body in the metadata service error shape');
     };
 }
 
-my $invalid = 'Bearer realm="DataHub", error="invalid_token"';
-
 # --- refusals, and nothing reaches GMS -------------------------------------
 
 $e->gms->clear_requests;
 
-refused($e->get('/entities/urn%3Ali%3Acorpuser%3Aalice'), 401,
-        'Bearer realm="DataHub"',
-        "Missing access token: send 'Authorization: Bearer <token>'",
-        'no token');
+refused($e->get('/entities/urn%3Ali%3Acorpuser%3Aalice'), 401, $CHALLENGE,
+        $MISSING_TOKEN, 'no token');
 
 my $before = $e->lookups;
 
@@ -63,15 +61,14 @@ for my $header ('Basic YWxpY2U6c2VjcmV0', 'Bearer', 'Bearer ',
                 'Bearer ' . ('a' x 4097))
 {
     refused($n->http(GET => '/entities/x', { Authorization => $header }),
-            401, $invalid,
-            "Malformed Authorization header: expected 'Bearer <token>'",
+            401, $INVALID_TOKEN, $MALFORMED_HEADER,
             'malformed: ' . substr($header, 0, 24));
 }
 
 is($e->lookups, $before, 'malformed headers cost no Redis call');
 
-refused($e->get('/entities/x', 'no-such-token'), 401, $invalid,
-        'Invalid or revoked access token', 'unknown token');
+refused($e->get('/entities/x', 'no-such-token'), 401, $INVALID_TOKEN,
+        $UNKNOWN_TOKEN, 'unknown token');
 is($e->lookups, $before + 1, 'an unknown token costs one lookup');
 
 is_deeply($e->gms->requests, [], 'no refused request reached GMS');
@@ -142,8 +139,8 @@ is(body($res)->{body}, '{"proposal":{"entityUrn":"urn:li:corpuser:alice"}}',
 my $now = int(time() * 1000);
 
 $e->token('old', actor => $bob, expiresAt => $now - 1000);
-refused($e->get('/entities/x', 'old'), 401, $invalid,
-        'Access token has expired', 'past expiresAt');
+refused($e->get('/entities/x', 'old'), 401, $INVALID_TOKEN, $EXPIRED_TOKEN,
+        'past expiresAt');
 is($e->get('/entities/x', 'old')->{headers}{'x-gms-result'}, 'expired',
    'result of an expired token');
 
@@ -163,13 +160,11 @@ is($e->get('/entities/x', 'soon')->{status}, 401, 'refused after expiresAt');
 $e->token('revoked', actor => $bob);
 is($e->get('/entities/x', 'revoked')->{status}, 200, 'before revocation');
 $e->redis->cmd(DEL => 'gms:token:' . GmsTest::sha256_b64('revoked'));
-refused($e->get('/entities/x', 'revoked'), 401, $invalid,
-        'Invalid or revoked access token', 'revoked: key deleted');
+refused($e->get('/entities/x', 'revoked'), 401, $INVALID_TOKEN,
+        $UNKNOWN_TOKEN, 'revoked: key deleted');
 
-refused($e->get('/admin/tokens', 'fresh'), 401,
-        'Bearer realm="DataHub", error="insufficient_scope"',
-        'User is unauthorized to perform this action',
-        'privilege missing');
+refused($e->get('/admin/tokens', 'fresh'), 401, $INSUFFICIENT_SCOPE,
+        $UNAUTHORIZED, 'privilege missing');
 is($e->get('/admin/tokens', 'fresh')->{headers}{'x-gms-result'}, 'forbidden',
    'result of a missing privilege');
 
@@ -229,8 +224,8 @@ $e->redis->stop;
 $res = $e->get('/entities/x', 'alice-token');
 is($res->{status}, 503, 'Redis stopped: 503, never 200 or 401');
 is($res->{headers}{'retry-after'}, '1', 'Retry-After while Redis is down');
-is_deeply(body($res), { exceptionClass => $restli, status => 503,
-                        message => 'Token store unavailable, try again later' },
+is_deeply(body($res), { exceptionClass => $RESTLI_EXCEPTION, status => 503,
+                        message => $STORE_UNAVAILABLE },
           '503 body');
 is($e->get('/entities/x', 'no-such-token')->{status}, 503,
    'unknown token while Redis is down: 503, not 401');

@@ -26,6 +26,9 @@ use Test::More;
 use GmsTest;
 use GmsTest::Edge;
 use GmsTest::JWT;
+use GmsTest::Messages qw($RESTLI_EXCEPTION $INVALID_TOKEN $INSUFFICIENT_SCOPE
+                         $CANNOT_VERIFY $EXPIRED_TOKEN $UNKNOWN_TOKEN
+                         $MALFORMED_HEADER $UNAUTHORIZED $ES_UNAUTHORIZED);
 
 # DataHub's default signing key (DATAHUB_TOKEN_SERVICE_SIGNING_KEY) and
 # system client (DATAHUB_SYSTEM_CLIENT_ID, _SECRET)
@@ -35,16 +38,6 @@ my $UNKNOWN_KEY = 'a signing key the edge does not know';
 my $SYSTEM = '__datahub_system';
 my $SECRET = 'JohnSnowKnowsNothing';
 my $BASIC = "Basic $SYSTEM:$SECRET";
-
-my $RESTLI = 'com.linkedin.restli.server.RestLiServiceException';
-my $INVALID = 'Bearer realm="DataHub", error="invalid_token"';
-my $SCOPE = 'Bearer realm="DataHub", error="insufficient_scope"';
-my $CANNOT_VERIFY = 'Unable to verify the provided credentials';
-my $EXPIRED = 'Access token has expired';
-my $REVOKED = 'Invalid or revoked access token';
-my $NOT_BEARER = "Malformed Authorization header: expected 'Bearer <token>'";
-my $UNAUTHORIZED = 'User is unauthorized to perform this action';
-my $ES_UNAUTHORIZED = 'User is unauthorized to get ES task status';
 
 my $EXAMPLES = dirname(abs_path(__FILE__))
                . '/fixtures/datahub/example-tokens.constructed.json';
@@ -104,7 +97,7 @@ sub refused {
     subtest $title => sub {
         is($res->{status}, $status, "status $status");
         is($res->{headers}{'www-authenticate'}, $challenge, 'challenge');
-        is_deeply(body($res), { exceptionClass => $RESTLI,
+        is_deeply(body($res), { exceptionClass => $RESTLI_EXCEPTION,
                                 status => $status, message => $message },
                   'body') if defined $message;
     };
@@ -133,9 +126,10 @@ sub refused_unheard {
 
         my $res = $edge->get('/entities/x', $token);
         is($res->{status}, 401, 'status 401');
-        is($res->{headers}{'www-authenticate'}, $INVALID, 'invalid_token');
-        is_deeply(body($res), { exceptionClass => $RESTLI, status => 401,
-                                message => $message }, 'body')
+        is($res->{headers}{'www-authenticate'}, $INVALID_TOKEN,
+           'invalid_token');
+        is_deeply(body($res), { exceptionClass => $RESTLI_EXCEPTION,
+                                status => 401, message => $message }, 'body')
             if defined $message;
 
         is($edge->lookups - $lookups, 0, 'no Redis call');
@@ -236,8 +230,8 @@ subtest 'a session token at a location that needs a privilege' => sub {
     my $jwt = session('bob');
 
     my $lookups = $e->lookups;
-    refused($e->get('/admin/tokens', $jwt), 401, $SCOPE, $UNAUTHORIZED,
-            'not granted: refused');
+    refused($e->get('/admin/tokens', $jwt), 401, $INSUFFICIENT_SCOPE,
+            $UNAUTHORIZED, 'not granted: refused');
     is($e->lookups - $lookups, 1, "bob's privileges read from Redis");
 
     $e->grant(urn('bob'), 'GENERATE_PERSONAL_ACCESS_TOKENS');
@@ -255,7 +249,8 @@ subtest 'getEsTaskStatus with a session token' => sub {
     $e->search->clear_requests;
 
     my $res = ask_task_status($e, Authorization => "Bearer $jwt");
-    refused($res, 401, $SCOPE, $ES_UNAUTHORIZED, 'not granted: refused');
+    refused($res, 401, $INSUFFICIENT_SCOPE, $ES_UNAUTHORIZED,
+            'not granted: refused');
     is_deeply(cluster_asked($e), [], 'the cluster was not asked');
 
     $e->grant(urn('carol'), 'GET_ES_TASK_STATUS_PRIVILEGE');
@@ -274,7 +269,7 @@ my $svc = GmsTest::JWT::service_account($KEY, 'svc-ingest');
 
 subtest 'a personal token without a Redis entry' => sub {
     my $lookups = $e->lookups;
-    refused($e->get('/entities/x', $pat), 401, $INVALID, $REVOKED,
+    refused($e->get('/entities/x', $pat), 401, $INVALID_TOKEN, $UNKNOWN_TOKEN,
             'refused as revoked');
     is($e->lookups - $lookups, 1, 'after one lookup');
 };
@@ -302,7 +297,7 @@ subtest "a personal token whose Redis entry names another user" => sub {
     $e->token($jwt, actor => urn('mallory'), type => 'PERSONAL');
     my $mark = length $e->nginx->error_log;
 
-    refused($e->get('/entities/x', $jwt), 401, $INVALID, $REVOKED,
+    refused($e->get('/entities/x', $jwt), 401, $INVALID_TOKEN, $UNKNOWN_TOKEN,
             'refused as revoked');
 
     my @errors = grep { /\[error\]/ } split /\n/,
@@ -376,10 +371,10 @@ $e->token($late_pat, actor => urn('alice'), type => 'PERSONAL');
 
 my @expired = (
     ['session token, exp an hour ago', session('alice', exp => $now - 3600),
-     $EXPIRED],
+     $EXPIRED_TOKEN],
     ['session token, exp 30 s ago, no leeway',
-     session('alice', exp => $now - 30), $EXPIRED],
-    ['personal token in Redis, exp an hour ago', $late_pat, $EXPIRED],
+     session('alice', exp => $now - 30), $EXPIRED_TOKEN],
+    ['personal token in Redis, exp an hour ago', $late_pat, $EXPIRED_TOKEN],
 );
 
 # not valid yet: counted with the expired ones, but the token has not
@@ -471,7 +466,7 @@ for my $case (['a wrong secret', "Basic $SYSTEM:wrong"],
     $e->gms->clear_requests;
     refused($e->get('/entities/x', undef, Authorization => $case->[1],
                     'X-DataHub-Actor' => urn('alice')),
-            401, $INVALID, $CANNOT_VERIFY, "system client, $case->[0]");
+            401, $INVALID_TOKEN, $CANNOT_VERIFY, "system client, $case->[0]");
     is_deeply($e->gms->requests, [], "$case->[0]: nothing reached GMS");
 }
 
@@ -534,7 +529,7 @@ subtest 'without gms_token_signing_key_file' => sub {
 
     my $jwt = session('alice');
     my $lookups = $p->lookups;
-    refused($p->get('/entities/x', $jwt), 401, $INVALID, $REVOKED,
+    refused($p->get('/entities/x', $jwt), 401, $INVALID_TOKEN, $UNKNOWN_TOKEN,
             'a session token unknown to Redis is refused');
     is($p->lookups - $lookups, 1, 'after a lookup');
 
@@ -542,10 +537,10 @@ subtest 'without gms_token_signing_key_file' => sub {
     is($p->get('/entities/x', $jwt)->{status}, 200,
        'the same token in Redis passes');
 
-    refused($p->get('/entities/x', 'abc'), 401, $INVALID, $REVOKED,
+    refused($p->get('/entities/x', 'abc'), 401, $INVALID_TOKEN, $UNKNOWN_TOKEN,
             'any bearer token is looked up');
     refused($p->get('/entities/x', undef, Authorization => $BASIC),
-            401, $INVALID, $NOT_BEARER, 'Basic is refused');
+            401, $INVALID_TOKEN, $MALFORMED_HEADER, 'Basic is refused');
 
     $p->nginx->stop;
     is_deeply([$p->nginx->bad_log_lines], [], 'no alerts or crashes');
@@ -567,7 +562,7 @@ subtest 'key rotation: either key verifies' => sub {
        ->{status}, 200, 'signed with the second key');
     refused($r->get('/entities/x',
                     GmsTest::JWT::session($UNKNOWN_KEY, 'alice')),
-            401, $INVALID, $CANNOT_VERIFY, 'signed with a third key');
+            401, $INVALID_TOKEN, $CANNOT_VERIFY, 'signed with a third key');
 };
 
 subtest 'gms_token_jwt_leeway 60s' => sub {
@@ -577,20 +572,20 @@ subtest 'gms_token_jwt_leeway 60s' => sub {
        200, 'exp 30 s ago: passed');
     $lookups = $r->lookups;
     refused($r->get('/entities/x', session('alice', exp => time - 120)),
-            401, $INVALID, $EXPIRED, 'exp 120 s ago: refused');
+            401, $INVALID_TOKEN, $EXPIRED_TOKEN, 'exp 120 s ago: refused');
     is($r->lookups - $lookups, 0, 'without a Redis call');
 
     is($r->get('/entities/x', session('alice', nbf => time + 30))->{status},
        200, 'nbf 30 s ahead: passed');
     $lookups = $r->lookups;
     refused($r->get('/entities/x', session('alice', nbf => time + 120)),
-            401, $INVALID, undef, 'nbf 120 s ahead: refused');
+            401, $INVALID_TOKEN, undef, 'nbf 120 s ahead: refused');
     is($r->lookups - $lookups, 0, 'without a Redis call');
 };
 
 subtest 'without gms_token_system_client, Basic stays refused' => sub {
     refused($r->get('/entities/x', undef, Authorization => $BASIC),
-            401, $INVALID, $NOT_BEARER, 'refused');
+            401, $INVALID_TOKEN, $MALFORMED_HEADER, 'refused');
 };
 
 $r->nginx->stop;
@@ -648,8 +643,8 @@ subtest 'gms_token_cache: a cached token still expires at its exp' => sub {
         ok(GmsTest::wait_until(
                sub { $c->get('/entities/x', $token)->{status} != 200 }, 5),
            "$kind: refused once its exp has passed");
-        refused($c->get('/entities/x', $token), 401, $INVALID, $EXPIRED,
-                "$kind: as expired");
+        refused($c->get('/entities/x', $token), 401, $INVALID_TOKEN,
+                $EXPIRED_TOKEN, "$kind: as expired");
     }
 };
 

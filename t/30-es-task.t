@@ -36,7 +36,9 @@ use JSON::PP ();
 use Test::More;
 
 use GmsTest;
-use GmsTest::Messages qw(task_form node_chars must_be);
+use GmsTest::Messages qw($RESTLI_EXCEPTION $ES_UNAUTHORIZED $EITHER
+                         $ONLY_ONE $NOT_OBJECT $INVALID_JSON $NODE_CHARS
+                         task_form node_chars must_be no_task_status);
 use GmsTest::Edge;
 
 # nginx reads load_module relative to its -p prefix (a temporary
@@ -50,15 +52,7 @@ GmsTest::need_redis();
 
 my $ACTION = '/operations?action=getEsTaskStatus';
 my $PRIVILEGE = 'GET_ES_TASK_STATUS_PRIVILEGE';
-my $RESTLI_EXCEPTION = 'com.linkedin.restli.server.RestLiServiceException';
-
-my $EITHER = 'Please specify either Node ID + task ID OR composite task '
-             . 'parameters';
-my $ONLY_ONE = 'Please specify only one of Node ID + task ID OR composite '
-               . 'task parameters';
-my $NOT_OBJECT = 'Request body must be a JSON object';
-my $INVALID_JSON = qr/^Invalid JSON in request body/;
-my $UNAUTHORIZED = 'User is unauthorized to get ES task status';
+my $BAD_JSON = qr/^\Q$INVALID_JSON\E/;
 
 
 # The stand-in search cluster's answers, by task id.
@@ -438,7 +432,7 @@ sub value_of {
 
 sub not_found_value {
     my ($task) = @_;
-    return { error => "Could not get task status for $task" };
+    return { error => no_task_status($task) };
 }
 
 # A Rest.li error answer; $message is a string or a pattern; $todo marks
@@ -978,7 +972,7 @@ my @REFUSED = (
       body => '{"nodeId":"abc","taskId":9223372036854775808}',
       # jansson refuses integers beyond 64 bits while parsing, so this is
       # reported as invalid JSON, still a 400 naming the problem
-      message => qr/^Invalid JSON in request body: too big integer/ },
+      message => qr/^\Q$INVALID_JSON\E: too big integer/ },
     { title => 'nodeId a number', body => '{"nodeId":5,"taskId":1}',
       message => must_be('nodeId', 'a string') },
     { title => 'nodeId an object', body => '{"nodeId":{},"taskId":1}',
@@ -1003,15 +997,15 @@ my @REFUSED = (
 
     # not JSON
     { title => 'form encoded', body => 'task=abc:1',
-      message => $INVALID_JSON },
+      message => $BAD_JSON },
     { title => 'truncated', body => '{"task":"abc:1"',
-      message => $INVALID_JSON },
+      message => $BAD_JSON },
     { title => 'trailing garbage', body => '{"task":"abc:1"} x',
-      message => $INVALID_JSON },
+      message => $BAD_JSON },
     { title => 'invalid UTF-8', body => qq({"task":"\xff:1"}),
-      message => $INVALID_JSON },
+      message => $BAD_JSON },
     { title => 'single quotes', body => q({'task':'abc:1'}),
-      message => $INVALID_JSON },
+      message => $BAD_JSON },
 );
 
 # Bodies that try to steer the subrequest: path, query, fragment, host.
@@ -1052,7 +1046,7 @@ my @STEERING = (
     { title => 'nodeId with NUL', body => '{"nodeId":"a\u0000/x","taskId":1}',
       message => node_chars("a\0/x") },
     { title => 'nodeId empty', body => '{"nodeId":"","taskId":1}',
-      message => qr/^(?:Node ID should contain only letters|\Q$EITHER\E)/ },
+      message => qr/^(?:\Q$NODE_CHARS\E|\Q$EITHER\E)/ },
     { title => 'duplicate task fields',
       body => '{"task":"abc:1","task":"../x:1"}', message => qr/./ },
 );
@@ -1215,7 +1209,7 @@ subtest 'token and privilege' => sub {
         subtest $title => sub {
             my $res = ask($e, $path // $ACTION, $request_body,
                           Authorization => "Bearer $token");
-            is_restli_error($res, 401, $UNAUTHORIZED);
+            is_restli_error($res, 401, $ES_UNAUTHORIZED);
             cluster_saw($e);
             gms_saw_nothing($e);
         };
@@ -1318,7 +1312,7 @@ S
                 return;
             }
 
-            is_restli_error($res, $want, $UNAUTHORIZED);
+            is_restli_error($res, $want, $ES_UNAUTHORIZED);
             like($res->{headers}{'www-authenticate'} // '',
                  qr/error="insufficient_scope"/, 'insufficient_scope');
             is($res->{headers}{'x-gms-result'}, 'forbidden',

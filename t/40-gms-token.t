@@ -14,6 +14,7 @@ use Time::HiRes qw(time);
 
 use GmsTest;
 use GmsTest::Edge;
+use GmsTest::Messages qw($UNKNOWN_TOKEN $GMS_UNAUTHORIZED);
 use GmsTest::Tool qw(run_tool datahub_id);
 
 GmsTest::Tool::need_tool();
@@ -191,8 +192,8 @@ my $now = int(time * 1000);
     is($r->{status}, 401, 'revoked: 401');
     is($r->{headers}{'x-gms-result'}, 'unknown',
        'revoked: unknown to the module');
-    is(GmsTest::json_decode($r->{body})->{message},
-       'Invalid or revoked access token', 'revoked: the message');
+    is(GmsTest::json_decode($r->{body})->{message}, $UNKNOWN_TOKEN,
+       'revoked: the message');
 
     $r = gms('revoke', $id);
     is($r->{rc}, 1, 'revoke of a token not cached: exit code 1');
@@ -530,7 +531,7 @@ sub token_keys {
         [ page([ $t->(actorUrn => undef) ]), 'actorUrn is not a string',
           'a null actor' ],
         [ GmsTest::json_encode({ data => undef, errors => [
-              { message => 'Unauthorized to perform this action.' } ] })
+              { message => $GMS_UNAUTHORIZED } ] })
           . "\n", 'stdin:2: the page carries GraphQL errors: Unauthorized',
           'a GraphQL error' ],
         [ "{\"data\":{}}\n", 'stdin:2: not a listAccessTokens page',

@@ -25,6 +25,8 @@ use GmsTest;
 use GmsTest::Certs;
 use GmsTest::GraphQL;
 use GmsTest::HTTP;
+use GmsTest::Messages qw($GMS_UNAUTHORIZED $GRAPHQL_UNAUTHORIZED
+                         $GRAPHQL_UNKNOWN);
 use GmsTest::Nginx;
 use GmsTest::Tool qw(datahub_id listed now_ms hash_of normalized);
 
@@ -193,7 +195,7 @@ sub received {
     is_deeply(GmsTest::json_decode($r->{body}),
               { servlet => 'apiServlet', url => '/api/graphql',
                 status => '401',
-                message => 'Unauthorized to perform this action.' },
+                message => $GMS_UNAUTHORIZED },
               "stand-in: to Accept: application/json, Jetty's JSON variant");
 
     $gms->misbehave(graphql_error => 1);
@@ -424,14 +426,13 @@ my $put_id = datahub_id('put-just-now');
         [ '401: no token given', [@gms], [], qr/HTTP 401/, [[0, 100]] ],
         [ "a GraphQL error (the resolver's 403)", undef,
           [graphql_error => 1],
-          qr/\QUnauthorized to perform this action. Please contact your \E
-             \QDataHub administrator.\E/x,
+          qr/\Q$GRAPHQL_UNAUTHORIZED\E/,
           [[0, 100]] ],
         [ 'HTTP 500 on page 2', undef, [page => 2, status => 500],
           qr/HTTP 500/, [[0, 100], [100, 100]] ],
         [ 'a GraphQL error on page 2', undef,
-          [page => 2, graphql_error => 'An unknown error occurred.'],
-          qr/An unknown error occurred\./, [[0, 100], [100, 100]] ],
+          [page => 2, graphql_error => $GRAPHQL_UNKNOWN],
+          qr/\Q$GRAPHQL_UNKNOWN\E/, [[0, 100], [100, 100]] ],
         [ 'a token that fails the checks on page 3', undef,
           [page => 3, token => { id => 'abc' }],
           qr/tokens\[0\]: id 'abc' is not base64 of 32 bytes/,

@@ -23,6 +23,8 @@ use Time::HiRes qw(sleep time);
 use GmsTest;
 use GmsTest::GraphQL;
 use GmsTest::HTTP;
+use GmsTest::Messages qw($GRAPHQL_UNAUTHORIZED $GRAPHQL_OTHER_ACTOR
+                         $GRAPHQL_UNKNOWN);
 use GmsTest::Tool qw(run_tool normalized);
 
 GmsTest::Tool::need_tool();
@@ -378,7 +380,7 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
     my @cases = (
         [ 'listPolicies: a GraphQL error',
           [field => 'listPolicies', graphql_error => 1], [],
-          qr/Unauthorized to perform this action/ ],
+          qr/\Q$GRAPHQL_UNAUTHORIZED\E/ ],
         [ 'listPolicies: 401', [field => 'listPolicies', status => 401], [],
           qr/HTTP 401/ ],
         [ 'listPolicies: incomplete',
@@ -387,14 +389,14 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
         [ 'corpUser: HTTP 500', [field => 'corpUser', status => 500], [],
           qr/HTTP 500/ ],
         [ 'corpGroup: a GraphQL error',
-          [field => 'corpGroup', graphql_error => 'An unknown error occurred.'],
-          [], qr/An unknown error occurred\./ ],
+          [field => 'corpGroup', graphql_error => $GRAPHQL_UNKNOWN],
+          [], qr/\Q$GRAPHQL_UNKNOWN\E/ ],
         [ 'listAccessTokens: incomplete for the mirror',
           [field => 'listAccessTokens', total => 7], [],
           qr/listAccessTokens lists 5 tokens of a total of 7/ ],
         [ 'graphql mode, DataHub 0.13: only oneself',
           [], ['--privileges', 'graphql'],
-          qr/Unauthorized to get privileges for the given author\./ ],
+          qr/\Q$GRAPHQL_OTHER_ACTOR\E/ ],
     );
 
     $gms->granted({}, only_self => 'urn:li:corpuser:admin');

@@ -24,6 +24,7 @@ use GmsTest;
 use GmsTest::Edge;
 use GmsTest::GraphQL;
 use GmsTest::HTTP;
+use GmsTest::Messages qw($GRAPHQL_UNAUTHORIZED $GRAPHQL_UNKNOWN);
 use GmsTest::Tool qw(run_tool hash_of);
 
 GmsTest::Tool::need_tool();
@@ -290,7 +291,7 @@ my $made;
 
     my @cases = (
         [ 'a GraphQL error (the resolver\'s 403)', { graphql_error => 1 },
-          qr/GraphQL error: Unauthorized to perform this action/ ],
+          qr/GraphQL error: \Q$GRAPHQL_UNAUTHORIZED\E/ ],
         [ 'HTTP 401', { status => 401 }, qr/HTTP 401/ ],
         [ 'a body that is not JSON', { body => '<html>oops</html>' },
           qr/not a JSON object/ ],
@@ -344,7 +345,7 @@ my $made;
 
     refused(run_tool("eyJub3QiOiJhIHRva2VuIn0.abc.def\n", 'check-salt',
                      gms_args(), '--token-stdin', '--salt', $SALT),
-            4, qr/GraphQL error: An unknown error occurred\./,
+            4, qr/GraphQL error: \Q$GRAPHQL_UNKNOWN\E/,
             'check-salt of a token GMS does not have');
     refused(run_tool("$made\n", 'check-salt', gms_args($dead),
                      '--token-stdin', '--salt', $SALT),
@@ -399,7 +400,7 @@ my $made;
     my $before = $redis->dump_all;
 
     refused(run_tool('', 'revoke', gms_args(), $id, @at), 4,
-            qr/GraphQL error: An unknown error occurred\./,
+            qr/GraphQL error: \Q$GRAPHQL_UNKNOWN\E/,
             'revoke --gms of an id GMS does not have');
     refused(run_tool('', 'revoke', gms_args($dead), $id, @at), 4,
             qr/graphql/, 'revoke --gms: a dead GMS');
@@ -492,7 +493,8 @@ my $made;
 
     $gms->misbehave(graphql_error => 1);
     refused(run_tool('', 'list', gms_args(), @at), 4,
-            qr/GraphQL error: Unauthorized/, 'list: a GraphQL error');
+            qr/GraphQL error: \Q$GRAPHQL_UNAUTHORIZED\E/,
+            'list: a GraphQL error');
     $gms->misbehave(page => 2, status => 500);
     refused(run_tool('', 'list', gms_args(), '--page-size', 2, @at), 4,
             qr/HTTP 500/, 'list: a failed second page, nothing printed');

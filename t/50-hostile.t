@@ -42,7 +42,11 @@ use Test::More;
 use Time::HiRes qw(time);
 
 use GmsTest;
-use GmsTest::Messages qw(task_form node_chars must_be);
+use GmsTest::Messages qw($RESTLI_EXCEPTION $CHALLENGE $INVALID_TOKEN
+                         $MISSING_TOKEN $MALFORMED_HEADER $UNKNOWN_TOKEN
+                         $BODY_TOO_LARGE $EITHER $ONLY_ONE $NOT_OBJECT
+                         $INVALID_JSON task_form node_chars must_be
+                         no_task_status);
 use GmsTest::Edge;
 
 # nginx reads load_module relative to its -p prefix (a temporary
@@ -65,20 +69,8 @@ my $TOKEN_4096 = join '', map { ('A' .. 'Z', 'a' .. 'z', 0 .. 9)[$_ % 62] }
 my $TOKEN_1 = 'Z';
 
 my $ACTION = '/operations?action=getEsTaskStatus';
-my $RESTLI_EXCEPTION = 'com.linkedin.restli.server.RestLiServiceException';
 
-my $MISSING = "Missing access token: send 'Authorization: Bearer <token>'";
-my $MALFORMED = "Malformed Authorization header: expected 'Bearer <token>'";
-my $UNKNOWN = 'Invalid or revoked access token';
-my $CHALLENGE = 'Bearer realm="DataHub"';
-my $INVALID_TOKEN = 'Bearer realm="DataHub", error="invalid_token"';
-
-my $EITHER = 'Please specify either Node ID + task ID OR composite task '
-             . 'parameters';
-my $ONLY_ONE = 'Please specify only one of Node ID + task ID OR composite '
-               . 'task parameters';
-my $NOT_OBJECT = 'Request body must be a JSON object';
-my $INVALID_JSON = qr/^Invalid JSON in request body: /;
+my $BAD_JSON = qr/^\Q$INVALID_JSON\E: /;
 
 sub hex_byte { sprintf '0x%02x', $_[0] }
 
@@ -295,9 +287,9 @@ sub restli {
     };
 }
 
-sub missing   { restli(401, $MISSING, $CHALLENGE) }
-sub malformed { restli(401, $MALFORMED, $INVALID_TOKEN) }
-sub unknown   { restli(401, $UNKNOWN, $INVALID_TOKEN) }
+sub missing   { restli(401, $MISSING_TOKEN, $CHALLENGE) }
+sub malformed { restli(401, $MALFORMED_HEADER, $INVALID_TOKEN) }
+sub unknown   { restli(401, $UNKNOWN_TOKEN, $INVALID_TOKEN) }
 sub bad_body  { restli(400, $_[0]) }
 
 # nginx's own refusal of the bytes, before the module runs: its HTML page
@@ -389,7 +381,7 @@ sub value_is {
 }
 
 sub status_of { value_is(task_value($_[0])) }
-sub failure_of { value_is({ error => "Could not get task status for $_[0]" }) }
+sub failure_of { value_is({ error => no_task_status($_[0]) }) }
 
 
 # --- requests -----------------------------------------------------------------
@@ -1186,7 +1178,7 @@ subtest 'body' => sub {
             push @cases,
                 $prefix =~ /}\s*\z/ ? es_ok($name, $prefix, $task)  # all but \n
               : $len == 0           ? es_refused($name, $prefix, $EITHER)
-              :                       es_refused($name, $prefix, $INVALID_JSON);
+              :                       es_refused($name, $prefix, $BAD_JSON);
         }
     }
 
@@ -1195,19 +1187,19 @@ subtest 'body' => sub {
         my $body = ('[' x $depth) . (']' x $depth);
         push @cases,
             es_refused("body: arrays nested $depth deep", $body,
-                       $depth <= 2048 ? $NOT_OBJECT : $INVALID_JSON),
+                       $depth <= 2048 ? $NOT_OBJECT : $BAD_JSON),
             es_refused("body: arrays nested $depth deep, unclosed",
-                       '[' x $depth, $INVALID_JSON);
+                       '[' x $depth, $BAD_JSON);
         next if $depth > 4000;
         push @cases,
             es_refused("body: task an array nested $depth deep",
                        qq({"task":$body}),
                        $depth < 2048 ? must_be('task', 'a string')
-                                     : $INVALID_JSON),
+                                     : $BAD_JSON),
             es_refused("body: nodeId an array nested $depth deep",
                        qq({"nodeId":$body,"taskId":1}),
                        $depth < 2048 ? must_be('nodeId', 'a string')
-                                     : $INVALID_JSON);
+                                     : $BAD_JSON);
     }
     for my $depth (100, 1000, 1300) {
         push @cases, es_refused("body: objects nested $depth deep",
@@ -1219,19 +1211,19 @@ subtest 'body' => sub {
         push @cases, es_refused('body: objects and arrays nested '
                                 . 2 * $pairs . ' deep',
                                 ('{"":[' x $pairs) . (']}' x $pairs),
-                                2 * $pairs <= 2048 ? $EITHER : $INVALID_JSON);
+                                2 * $pairs <= 2048 ? $EITHER : $BAD_JSON);
     }
     # 10,000 levels cannot fit in 8 KB: the size limit answers first
     for my $nest (['[', ']'], ['{"a":', '}'], ['{"task":[', ']}']) {
         my ($open, $close) = @$nest;
         push @cases, es_case("body: '$open' nested 10,000 deep",
                              ($open x 10_000) . ($close x 10_000),
-                             restli(413, 'Request body too large'));
+                             restli(413, $BODY_TOO_LARGE));
     }
     push @cases,
         es_case("body: '[' nested 10,000 deep, chunked",
                 chunked(('[' x 10_000) . (']' x 10_000), 1000),
-                restli(413, 'Request body too large'), headers => \@CHUNKED);
+                restli(413, $BODY_TOO_LARGE), headers => \@CHUNKED);
 
     # huge numbers
     my $max = '9223372036854775807';
@@ -1242,22 +1234,22 @@ subtest 'body' => sub {
               qq({"task":"hugeB:$max"}), "hugeB:$max"),
         es_refused('body: taskId int64 + 1',
                    '{"nodeId":"hugeC","taskId":9223372036854775808}',
-                   qr/^Invalid JSON in request body: too big integer/),
+                   qr/^\Q$INVALID_JSON\E: too big integer/),
         es_refused('body: taskId the smallest int64 - 1',
                    '{"nodeId":"hugeC","taskId":-9223372036854775809}',
-                   qr/^Invalid JSON in request body: too big negative integer/),
+                   qr/^\Q$INVALID_JSON\E: too big negative integer/),
         es_refused('body: taskId the smallest int64',
                    '{"nodeId":"hugeC","taskId":-9223372036854775808}',
                    $EITHER),
         es_refused('body: taskId of 5000 digits',
                    '{"nodeId":"hugeC","taskId":' . ('9' x 5000) . '}',
-                   qr/^Invalid JSON in request body: too big integer/),
+                   qr/^\Q$INVALID_JSON\E: too big integer/),
         es_refused('body: taskId 1e400',
                    '{"nodeId":"hugeC","taskId":1e400}',
-                   qr/^Invalid JSON in request body: real number overflow/),
+                   qr/^\Q$INVALID_JSON\E: real number overflow/),
         es_refused('body: taskId -1e400',
                    '{"nodeId":"hugeC","taskId":-1e400}',
-                   qr/^Invalid JSON in request body: real number overflow/),
+                   qr/^\Q$INVALID_JSON\E: real number overflow/),
         # too small for a double: jansson reads 0.0, an integral value,
         # and a taskId of 0 counts as absent
         es_refused('body: taskId 1e-400',
@@ -1277,13 +1269,13 @@ subtest 'body' => sub {
         es_refused('body: taskId -0', '{"nodeId":"hugeC","taskId":-0}',
                    $EITHER),
         es_refused('body: taskId with a leading zero',
-                   '{"nodeId":"hugeC","taskId":01}', $INVALID_JSON),
+                   '{"nodeId":"hugeC","taskId":01}', $BAD_JSON),
         es_refused('body: taskId with a plus',
-                   '{"nodeId":"hugeC","taskId":+1}', $INVALID_JSON),
+                   '{"nodeId":"hugeC","taskId":+1}', $BAD_JSON),
         es_refused('body: taskId NaN', '{"nodeId":"hugeC","taskId":NaN}',
-                   $INVALID_JSON),
+                   $BAD_JSON),
         es_refused('body: taskId Infinity',
-                   '{"nodeId":"hugeC","taskId":Infinity}', $INVALID_JSON),
+                   '{"nodeId":"hugeC","taskId":Infinity}', $BAD_JSON),
         es_refused('body: task number int64 + 1',
                    '{"task":"hugeD:9223372036854775808"}',
                    task_form('hugeD:9223372036854775808')),
@@ -1296,22 +1288,22 @@ subtest 'body' => sub {
     # duplicate keys
     push @cases,
         es_refused('body: task twice, same value',
-                   '{"task":"dupA:1","task":"dupA:1"}', $INVALID_JSON),
+                   '{"task":"dupA:1","task":"dupA:1"}', $BAD_JSON),
         es_refused('body: task twice, other value',
-                   '{"task":"dupA:1","task":"dupA:2"}', $INVALID_JSON),
+                   '{"task":"dupA:1","task":"dupA:2"}', $BAD_JSON),
         es_refused('body: nodeId twice',
                    '{"nodeId":"dupB","nodeId":"dupC","taskId":1}',
-                   $INVALID_JSON),
+                   $BAD_JSON),
         es_refused('body: taskId twice',
-                   '{"nodeId":"dupB","taskId":1,"taskId":2}', $INVALID_JSON),
+                   '{"nodeId":"dupB","taskId":1,"taskId":2}', $BAD_JSON),
         es_refused('body: unknown key twice',
-                   '{"x":1,"x":2,"task":"dupA:1"}', $INVALID_JSON),
+                   '{"x":1,"x":2,"task":"dupA:1"}', $BAD_JSON),
         es_refused('body: duplicate keys in a nested object',
-                   '{"x":{"a":1,"a":2},"task":"dupA:1"}', $INVALID_JSON),
+                   '{"x":{"a":1,"a":2},"task":"dupA:1"}', $BAD_JSON),
         es_refused('body: the same key, one escaped',
-                   '{"task":"dupA:1","t\u0061sk":"dupA:1"}', $INVALID_JSON),
+                   '{"task":"dupA:1","t\u0061sk":"dupA:1"}', $BAD_JSON),
         es_refused('body: task and a key with a NUL after it',
-                   '{"task":"dupA:1","task\u0000":"x"}', $INVALID_JSON),
+                   '{"task":"dupA:1","task\u0000":"x"}', $BAD_JSON),
         es_ok('body: an escaped key alone',
               '{"t\u0061sk":"dupD:1"}', 'dupD:1'),
         es_ok('body: keys differing in case',
@@ -1354,7 +1346,7 @@ subtest 'body' => sub {
         push @cases, es_refused('body: raw byte ' . hex_byte($b)
                                 . ' inside the task',
                                 '{"task":"rawA' . chr($b) . 'x:1"}',
-                                $INVALID_JSON);
+                                $BAD_JSON);
     }
     my @not_utf8 = (
         ['overlong slash', "\xc0\xaf"], ['overlong NUL', "\xc0\x80"],
@@ -1365,24 +1357,24 @@ subtest 'body' => sub {
     for my $bad (@not_utf8) {
         push @cases,
             es_refused("body: not UTF-8 ($bad->[0]) in the task",
-                       qq({"task":"rawB$bad->[1]:1"}), $INVALID_JSON),
+                       qq({"task":"rawB$bad->[1]:1"}), $BAD_JSON),
             es_refused("body: not UTF-8 ($bad->[0]) in a key",
-                       qq({"x$bad->[1]":1,"task":"rawB:1"}), $INVALID_JSON),
+                       qq({"x$bad->[1]":1,"task":"rawB:1"}), $BAD_JSON),
             es_refused("body: not UTF-8 ($bad->[0]) outside strings",
-                       qq({"task":"rawB:1"}$bad->[1]), $INVALID_JSON);
+                       qq({"task":"rawB:1"}$bad->[1]), $BAD_JSON);
     }
     push @cases,
         es_refused('body: lone high surrogate escape',
-                   '{"task":"rawC\ud800:1"}', $INVALID_JSON),
+                   '{"task":"rawC\ud800:1"}', $BAD_JSON),
         es_refused('body: lone low surrogate escape',
-                   '{"task":"rawC\udc00:1"}', $INVALID_JSON),
-        es_refused('body: bad escape', '{"task":"rawC\x:1"}', $INVALID_JSON),
+                   '{"task":"rawC\udc00:1"}', $BAD_JSON),
+        es_refused('body: bad escape', '{"task":"rawC\x:1"}', $BAD_JSON),
         es_refused('body: short unicode escape', '{"task":"rawC\u12:1"}',
-                   $INVALID_JSON),
+                   $BAD_JSON),
         es_refused('body: UTF-16', "\xff\xfe{\0\"\0t\0\"\0:\0\"\0x\0\"\0}\0",
-                   $INVALID_JSON),
+                   $BAD_JSON),
         es_refused('body: UTF-8 byte order mark',
-                   qq(\xef\xbb\xbf{"task":"rawD:1"}), $INVALID_JSON);
+                   qq(\xef\xbb\xbf{"task":"rawD:1"}), $BAD_JSON);
 
     # every byte before and after a valid body: white space is fine,
     # anything else is not JSON
@@ -1394,13 +1386,13 @@ subtest 'body' => sub {
             ? es_ok('body: byte ' . hex_byte($b) . ' before the JSON',
                     qq($c\{"task":"$task"}), $task)
             : es_refused('body: byte ' . hex_byte($b) . ' before the JSON',
-                         qq($c\{"task":"$task"}), $INVALID_JSON);
+                         qq($c\{"task":"$task"}), $BAD_JSON);
         $task = 'aroundB:' . ($b + 1);
         push @cases, $ws
             ? es_ok('body: byte ' . hex_byte($b) . ' after the JSON',
                     qq({"task":"$task"}$c), $task)
             : es_refused('body: byte ' . hex_byte($b) . ' after the JSON',
-                         qq({"task":"$task"}$c), $INVALID_JSON);
+                         qq({"task":"$task"}$c), $BAD_JSON);
     }
 
     # empty, or nothing but white space
@@ -1410,16 +1402,16 @@ subtest 'body' => sub {
                  GmsTest::HTTP::build_request(POST => $ACTION,
                                               \@SPOOF_HEADERS, undef),
                  method => 'POST', check => bad_body($EITHER)),
-        es_refused('body: a space', ' ', $INVALID_JSON),
-        es_refused('body: CRLF', "\r\n", $INVALID_JSON),
-        es_refused('body: a NUL', "\0", $INVALID_JSON),
-        es_refused('body: {} and a NUL', "{}\0", $INVALID_JSON),
+        es_refused('body: a space', ' ', $BAD_JSON),
+        es_refused('body: CRLF', "\r\n", $BAD_JSON),
+        es_refused('body: a NUL', "\0", $BAD_JSON),
+        es_refused('body: {} and a NUL', "{}\0", $BAD_JSON),
         es_refused('body: empty object', '{}', $EITHER),
-        es_refused('body: comment', '/* */{"task":"x:1"}', $INVALID_JSON),
-        es_refused('body: single quotes', q({'task':'x:1'}), $INVALID_JSON),
-        es_refused('body: form encoded', 'task=x%3A1', $INVALID_JSON),
+        es_refused('body: comment', '/* */{"task":"x:1"}', $BAD_JSON),
+        es_refused('body: single quotes', q({'task':'x:1'}), $BAD_JSON),
+        es_refused('body: form encoded', 'task=x%3A1', $BAD_JSON),
         es_refused('body: two objects', '{"task":"x:1"}{"task":"y:1"}',
-                   $INVALID_JSON);
+                   $BAD_JSON);
 
     run_group('getEsTaskStatus bodies', \@cases,
               lookups => scalar @cases);
@@ -1603,18 +1595,18 @@ subtest 'framing' => sub {
               'chunkD:1', headers => \@CHUNKED),
         es_case('chunked: 8193 bytes', chunked(padded_body('chunkD:2', 8193),
                                                1000),
-                restli(413, 'Request body too large'), headers => \@CHUNKED),
+                restli(413, $BODY_TOO_LARGE), headers => \@CHUNKED),
         es_case('chunked: 100,000 bytes',
                 chunked(padded_body('chunkD:3', 100_000), 4000),
-                restli(413, 'Request body too large'), headers => \@CHUNKED),
+                restli(413, $BODY_TOO_LARGE), headers => \@CHUNKED),
         es_case('chunked: 8193 bytes in 1-byte chunks',
                 chunked(padded_body('chunkD:4', 8193), 1),
-                restli(413, 'Request body too large'), headers => \@CHUNKED),
+                restli(413, $BODY_TOO_LARGE), headers => \@CHUNKED),
         # the module refuses once 8 KB arrived, long before nginx's
         # client_max_body_size (1m) would
         es_case('chunked: 2 MB', chunked(padded_body('chunkD:5', 2 << 20),
                                          65536),
-                restli(413, 'Request body too large'), headers => \@CHUNKED);
+                restli(413, $BODY_TOO_LARGE), headers => \@CHUNKED);
     for my $bad (['a size that is not hex', "zz\r\n{}\r\n0\r\n\r\n"],
                  ['a negative size', "-2\r\n{}\r\n0\r\n\r\n"],
                  ['a size beyond 64 bits', "fffffffffffffffffff\r\n{}\r\n0"
@@ -1659,13 +1651,13 @@ subtest 'framing' => sub {
     for my $size (8193, 8194, 9000, 65_536, 1 << 20) {
         push @cases, es_case("Content-Length: $size bytes",
                              padded_body('sizeB:1', $size),
-                             restli(413, 'Request body too large'));
+                             restli(413, $BODY_TOO_LARGE));
     }
     push @cases,
         es_case('Content-Length: 1 MB + 1 (client_max_body_size)',
                 padded_body('sizeB:1', (1 << 20) + 1), by_nginx(413)),
         es_case('Content-Length 8193, 10 bytes sent, half closed',
-                '{"task":"x', restli(413, 'Request body too large'),
+                '{"task":"x', restli(413, $BODY_TOO_LARGE),
                 headers => [['Content-Length', 8193]], after => 'shutdown');
 
     # cut short: announced, not all sent
@@ -1730,7 +1722,7 @@ subtest 'framing' => sub {
             { name => 'slow: 9000 bytes announced, sent slowly',
               segs => [[0, substr $request, 0, $at],
                        map { [0.1, $_] } (substr $request, $at) =~ /(.{1,1000})/gs],
-              method => 'POST', check => restli(413, 'Request body too large') };
+              method => 'POST', check => restli(413, $BODY_TOO_LARGE) };
         my $chunked = es_request(chunked(padded_body('slowB:2', 9000), 1000),
                                  @CHUNKED);
         $at = index($chunked, "\r\n\r\n") + 4;
@@ -1738,7 +1730,7 @@ subtest 'framing' => sub {
             { name => 'slow: 9000 bytes chunked, sent slowly',
               segs => [[0, substr $chunked, 0, $at],
                        map { [0.1, $_] } (substr $chunked, $at) =~ /(.{1,1000})/gs],
-              method => 'POST', check => restli(413, 'Request body too large') };
+              method => 'POST', check => restli(413, $BODY_TOO_LARGE) };
         for my $after ('shutdown', 'close') {
             my $r = es_request('{"task":"slowC:1"}');
             push @cases,

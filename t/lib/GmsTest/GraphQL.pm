@@ -68,11 +68,10 @@ use MIME::Base64 qw(encode_base64url);
 use Time::HiRes ();
 
 use GmsTest ();
+use GmsTest::Messages qw($GMS_UNAUTHORIZED $GRAPHQL_UNKNOWN);
 use GmsTest::Stub;
 
 my $FIXTURES = abs_path(dirname(__FILE__) . '/../../fixtures/datahub');
-
-my $UNAUTHORIZED_401 = 'Unauthorized to perform this action.';
 
 # The fields of the schema's types this stand-in can answer (object fields
 # such as AccessTokenMetadata.owner or relationships are not served).
@@ -336,7 +335,7 @@ sub _answer {
     # takes the header's value after "Bearer ")
     if (defined $state->{token}) {
         my $auth = $req->{header}{authorization};
-        return _jetty($req, 401, $UNAUTHORIZED_401)
+        return _jetty($req, 401, $GMS_UNAUTHORIZED)
             unless defined $auth && $auth eq "Bearer $state->{token}";
     }
 
@@ -371,7 +370,7 @@ sub _misbehaving {
 
     if (defined $how->{status}) {
         my $status = $how->{status};
-        my $message = $how->{message} // ($status == 401 ? $UNAUTHORIZED_401
+        my $message = $how->{message} // ($status == 401 ? $GMS_UNAUTHORIZED
                                           : _reason($status));
         return _jetty($req, $status, $message);
     }
@@ -436,8 +435,7 @@ sub _list {
     my ($start, $count) = @$input{qw(start count)};
 
     # v0.13.0: no defaults; a missing one ends as the handler's catch-all
-    return _graphql(_error_doc('An unknown error occurred.', 500,
-                               'SERVER_ERROR'))
+    return _graphql(_error_doc($GRAPHQL_UNKNOWN, 500, 'SERVER_ERROR'))
         unless _is_int($start) && _is_int($count) && $start >= 0 && $count >= 0;
 
     my @match = grep { _matches($_, $input->{filters}) } @$tokens;
@@ -685,8 +683,7 @@ sub _list_policies {
     my $input = ref $vars->{input} eq 'HASH' ? $vars->{input} : {};
     my $start = $input->{start} // 0;
     my $count = $input->{count} // 20;
-    return _graphql(_error_doc('An unknown error occurred.', 500,
-                               'SERVER_ERROR'))
+    return _graphql(_error_doc($GRAPHQL_UNKNOWN, 500, 'SERVER_ERROR'))
         unless _is_int($start) && _is_int($count) && $start >= 0
                && $count >= 0;
 
@@ -879,7 +876,7 @@ sub _metadata {
              ? GmsTest::sha256_b64($token . $state->{salt}) : '';
     my ($found) = grep { $_->{id} eq $id } @{ $state->{tokens} };
 
-    return _graphql(_error_doc('An unknown error occurred.', 500,
+    return _graphql(_error_doc($GRAPHQL_UNKNOWN, 500,
                                'SERVER_ERROR', 'getAccessTokenMetadata'))
         unless $found;
 
