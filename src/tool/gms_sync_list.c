@@ -1,0 +1,609 @@
+
+/*
+ * DataHub's list of access tokens, as sync takes it: listAccessTokens
+ * pages, one a line on stdin or asked of GMS itself (--gms), read whole
+ * and checked before anything is written: every token has an id, a user
+ * and an expiry the module can take, an id listed twice is listed alike,
+ * a page that fails fails the list.  Sorted by id, each id once, for
+ * gms_sync_tokens.c to write.
+ */
+
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "gms_token.h"
+#include "gms_sync_list.h"
+#include "gms_tool_msgs.h"
+
+
+/* DataHub's ListAccessTokensResolver (auth.graphql) */
+#define GMS_SYNC_QUERY                                                       \
+    "query listAccessTokens($input: ListAccessTokenInput!) {\n"              \
+    "  listAccessTokens(input: $input) {\n"                                  \
+    "    start\n    count\n    total\n"                                      \
+    "    tokens {\n      urn\n      id\n      actorUrn\n      ownerUrn\n"    \
+    "      name\n      createdAt\n      expiresAt\n    }\n  }\n}"
+
+
+static char *gms_sync_list_read_all(gms_tool_t *t, size_t *len);
+static int gms_sync_list_parse(gms_tool_t *t, const char *buf, size_t len,
+    gms_sync_list_t *in);
+static int gms_sync_list_page(gms_tool_t *t, json_t *doc, unsigned line,
+    gms_sync_list_t *in);
+static int gms_sync_list_token(gms_tool_t *t, json_t *v, unsigned line,
+    size_t index, gms_sync_list_t *in);
+static unsigned gms_sync_list_error_line(const char *buf, size_t len,
+    size_t off, unsigned line, json_error_t *err);
+static const char *gms_sync_list_shown(json_t *v);
+static int gms_sync_list_cmp(const void *one, const void *two);
+static int gms_sync_list_id_cmp(const void *key, const void *elt);
+
+
+int
+gms_sync_list_stdin(gms_tool_t *t, gms_sync_list_t *in)
+{
+    int     rc;
+    char   *buf;
+    size_t  len;
+
+    buf = gms_sync_list_read_all(t, &len);
+    if (buf == NULL) {
+        return GMS_TOOL_USAGE;
+    }
+
+    rc = gms_sync_list_parse(t, buf, len, in);
+    free(buf);
+
+    return rc;
+}
+
+
+/*
+ * Every page of listAccessTokens, asked of GMS: until the tokens number
+ * the total it gives, or a page comes back empty.  A failed page fails
+ * the whole sync before anything is written.
+ */
+
+int
+gms_sync_list_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    long page_size, gms_sync_list_t *in)
+{
+    int             rc;
+    size_t          before;
+    json_t         *vars;
+    json_int_t      start;
+    unsigned        page;
+    gms_graphql_t  *g;
+
+    g = gms_graphql_open(t, gms);
+    if (g == NULL) {
+        return GMS_TOOL_GMS;
+    }
+
+    rc = GMS_TOOL_OK;
+    start = 0;
+
+    for (page = 1; /* void */ ; page++) {
+        vars = json_pack("{s:{s:I, s:I, s:[]}}", "input", "start", start,
+                         "count", (json_int_t) page_size, "filters");
+
+        before = in->ntokens;
+
+        if (gms_sync_list_ask(t, g, vars, page, in) != GMS_TOOL_OK) {
+            rc = GMS_TOOL_GMS;
+            break;
+        }
+
+        if (in->ntokens == before || (int64_t) in->ntokens >= in->total) {
+            break;
+        }
+
+        start += in->ntokens - before;
+    }
+
+    gms_graphql_close(g);
+
+    return rc;
+}
+
+
+/*
+ * One listAccessTokens request (vars: its variables, taken), its answer
+ * read into "in" as a page of the stdin form, checked the same way.
+ */
+
+int
+gms_sync_list_ask(gms_tool_t *t, gms_graphql_t *g, json_t *vars, unsigned page,
+    gms_sync_list_t *in)
+{
+    int      rc;
+    json_t  *list, *doc;
+
+    list = vars ? gms_graphql_query(g, GMS_SYNC_QUERY, vars,
+                                    "listAccessTokens")
+                : NULL;
+
+    if (list == NULL) {
+        return GMS_TOOL_GMS;
+    }
+
+    doc = json_pack("{s:{s:o}}", "data", "listAccessTokens", list);
+
+    if (doc == NULL) {
+        return GMS_TOOL_GMS;
+    }
+
+    rc = gms_sync_list_page(t, doc, page, in);
+
+    json_decref(doc);
+
+    return rc == GMS_TOOL_OK ? GMS_TOOL_OK : GMS_TOOL_GMS;
+}
+
+
+static char *
+gms_sync_list_read_all(gms_tool_t *t, size_t *len)
+{
+    char    *buf, *p;
+    size_t   n, size;
+
+    size = 65536;
+    *len = 0;
+
+    buf = malloc(size);
+    if (buf == NULL) {
+        gms_tool_error(t, "out of memory");
+        return NULL;
+    }
+
+    for ( ;; ) {
+        if (*len == size) {
+            size *= 2;
+            p = realloc(buf, size);
+
+            if (p == NULL) {
+                free(buf);
+                gms_tool_error(t, "out of memory");
+                return NULL;
+            }
+
+            buf = p;
+        }
+
+        n = fread(buf + *len, 1, size - *len, stdin);
+        *len += n;
+
+        if (n == 0) {
+            break;
+        }
+    }
+
+    if (ferror(stdin)) {
+        gms_tool_error(t, "stdin: cannot read: %s", strerror(errno));
+        free(buf);
+        return NULL;
+    }
+
+    return buf;
+}
+
+
+/*
+ * JSON documents one after the other: one a line as asked, though a
+ * pretty-printed page parses as well; a line number is that of the first
+ * line of the document (of the fault itself for malformed JSON).
+ */
+
+static int
+gms_sync_list_parse(gms_tool_t *t, const char *buf, size_t len,
+    gms_sync_list_t *in)
+{
+    int           rc;
+    size_t        off, end;
+    json_t       *doc;
+    unsigned      line;
+    json_error_t  err;
+
+    off = 0;
+    line = 1;
+
+    for ( ;; ) {
+        while (off < len && (buf[off] == ' ' || buf[off] == '\t'
+                             || buf[off] == '\r' || buf[off] == '\n'))
+        {
+            if (buf[off] == '\n') {
+                line++;
+            }
+
+            off++;
+        }
+
+        if (off == len) {
+            return GMS_TOOL_OK;
+        }
+
+        doc = json_loadb(buf + off, len - off,
+                         JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES,
+                         &err);
+
+        if (doc == NULL) {
+            gms_tool_error(t, "%s%u: malformed JSON: %s", in->where,
+                           gms_sync_list_error_line(buf, len, off, line, &err),
+                           err.text);
+            return GMS_TOOL_USAGE;
+        }
+
+        rc = gms_sync_list_page(t, doc, line, in);
+        json_decref(doc);
+
+        if (rc != GMS_TOOL_OK) {
+            return rc;
+        }
+
+        for (end = off + err.position; off < end; off++) {
+            if (buf[off] == '\n') {
+                line++;
+            }
+        }
+    }
+}
+
+
+static int
+gms_sync_list_page(gms_tool_t *t, json_t *doc, unsigned line,
+    gms_sync_list_t *in)
+{
+    int          rc;
+    size_t       i;
+    json_t      *list, *tokens, *total, *errors, *message;
+    const char  *shown;
+
+    errors = json_object_get(doc, "errors");
+
+    if (json_array_size(errors) > 0) {
+        message = json_object_get(json_array_get(errors, 0), "message");
+        shown = gms_sync_list_shown(message);
+
+        gms_tool_error(t, "%s%u: the page carries GraphQL errors%s%s",
+                       in->where, line, shown ? ": " : "", shown ? shown : "");
+        return GMS_TOOL_USAGE;
+    }
+
+    list = json_object_get(json_object_get(doc, "data"), "listAccessTokens");
+
+    if (!json_is_object(list)) {
+        gms_tool_error(t, "%s%u: not a listAccessTokens page: no "
+                       "data.listAccessTokens object", in->where, line);
+        return GMS_TOOL_USAGE;
+    }
+
+    tokens = json_object_get(list, "tokens");
+
+    if (!json_is_array(tokens)) {
+        gms_tool_error(t, "%s%u: data.listAccessTokens.tokens is %s",
+                       in->where, line, tokens ? "not an array" : "missing");
+        return GMS_TOOL_USAGE;
+    }
+
+    total = json_object_get(list, "total");
+
+    if (total) {
+        if (!json_is_integer(total) || json_integer_value(total) < 0) {
+            gms_tool_error(t, "%s%u: data.listAccessTokens.total is not "
+                           "a count", in->where, line);
+            return GMS_TOOL_USAGE;
+        }
+
+        if (json_integer_value(total) > in->total) {
+            in->total = json_integer_value(total);
+        }
+    }
+
+    for (i = 0; i < json_array_size(tokens); i++) {
+        rc = gms_sync_list_token(t, json_array_get(tokens, i), line, i, in);
+
+        if (rc != GMS_TOOL_OK) {
+            return rc;
+        }
+    }
+
+    in->pages++;
+
+    return GMS_TOOL_OK;
+}
+
+
+static int
+gms_sync_list_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
+    gms_sync_list_t *in)
+{
+    json_t            *id, *actor, *expires, *created;
+    int64_t            ms, created_ms;
+    const char        *shown;
+    gms_sync_token_t  *tok, *p;
+
+    if (!json_is_object(v)) {
+        gms_tool_error(t, "%s%u: tokens[%zu] is not an object", in->where, line,
+                       index);
+        return GMS_TOOL_USAGE;
+    }
+
+    id = json_object_get(v, "id");
+
+    if (!json_is_string(id)) {
+        gms_tool_error(t, "%s%u: tokens[%zu]: id is %s", in->where, line, index,
+                       id ? "not a string" : "missing");
+        return GMS_TOOL_USAGE;
+    }
+
+    if (!gms_token_id_valid(json_string_value(id), json_string_length(id))) {
+        shown = gms_sync_list_shown(id);
+
+        gms_tool_error(t, "%s%u: tokens[%zu]: id %s%s%sis not base64 "
+                       "of 32 bytes", in->where, line, index, shown ? "'" : "",
+                       shown ? shown : "", shown ? "' " : "");
+        return GMS_TOOL_USAGE;
+    }
+
+    actor = json_object_get(v, "actorUrn");
+
+    if (!json_is_string(actor)) {
+        gms_tool_error(t, "%s%u: tokens[%zu]: actorUrn is %s", in->where, line,
+                       index, actor ? "not a string" : "missing");
+        return GMS_TOOL_USAGE;
+    }
+
+    if (!gms_actor_valid(json_string_value(actor),
+                              json_string_length(actor)))
+    {
+        shown = gms_sync_list_shown(actor);
+
+        gms_tool_error(t, "%s%u: tokens[%zu]: actorUrn %s%s%sis not a "
+                       "user URN (urn:li:..., no control characters)", in->where, line,
+                       index, shown ? "'" : "", shown ? shown : "",
+                       shown ? "' " : "");
+        return GMS_TOOL_USAGE;
+    }
+
+    /* optional: when it was made, for --prune's grace period */
+    created = json_object_get(v, "createdAt");
+    created_ms = 0;
+
+    if (created != NULL && !json_is_null(created)) {
+        if (!json_is_integer(created) || json_integer_value(created) < 0) {
+            gms_tool_error(t, "%s%u: tokens[%zu]: createdAt is neither "
+                           "milliseconds since the epoch nor null",
+                           in->where, line, index);
+            return GMS_TOOL_USAGE;
+        }
+
+        created_ms = json_integer_value(created);
+    }
+
+    expires = json_object_get(v, "expiresAt");
+
+    if (expires == NULL) {
+        gms_tool_error(t, "%s%u: tokens[%zu]: expiresAt is missing "
+                       "(null for a token that never expires)", in->where, line, index);
+        return GMS_TOOL_USAGE;
+    }
+
+    if (json_is_null(expires)) {
+        ms = 0;
+
+    } else if (json_is_integer(expires) && json_integer_value(expires) >= 0) {
+        ms = json_integer_value(expires);
+
+    } else {
+        gms_tool_error(t, "%s%u: tokens[%zu]: expiresAt is neither "
+                       "milliseconds since the epoch nor null", in->where, line, index);
+        return GMS_TOOL_USAGE;
+    }
+
+    if (in->ntokens == in->nalloc) {
+        in->nalloc = in->nalloc ? in->nalloc * 2 : 1024;
+        p = realloc(in->tokens, in->nalloc * sizeof(gms_sync_token_t));
+
+        if (p == NULL) {
+            gms_tool_error(t, "out of memory");
+            return GMS_TOOL_REDIS;
+        }
+
+        in->tokens = p;
+    }
+
+    tok = &in->tokens[in->ntokens];
+
+    tok->actor_len = json_string_length(actor);
+    tok->actor = malloc(tok->actor_len + 1);
+
+    if (tok->actor == NULL) {
+        gms_tool_error(t, "out of memory");
+        return GMS_TOOL_REDIS;
+    }
+
+    memcpy(tok->actor, json_string_value(actor), tok->actor_len + 1);
+    memcpy(tok->id, json_string_value(id), GMS_TOKEN_ID_LEN + 1);
+    tok->expires_at = ms;
+    tok->created_at = created_ms;
+    tok->seq = in->ntokens;
+    tok->changed = 0;
+    tok->index = index;
+    tok->line = line;
+
+    in->ntokens++;
+
+    return GMS_TOOL_OK;
+}
+
+
+/*
+ * Sorted by id, each id once.  Pages fetched while tokens come and go may
+ * list a token twice, always alike: DataHub never changes a token's user
+ * or expiry.  Two different records under one id are bad input.
+ */
+
+int
+gms_sync_list_unique(gms_tool_t *t, gms_sync_list_t *in)
+{
+    size_t             i, n;
+    gms_sync_token_t  *a, *b;
+
+    if (in->ntokens == 0) {
+        return 0;
+    }
+
+    qsort(in->tokens, in->ntokens, sizeof(gms_sync_token_t), gms_sync_list_cmp);
+
+    n = 1;
+
+    for (i = 1; i < in->ntokens; i++) {
+        a = &in->tokens[n - 1];
+        b = &in->tokens[i];
+
+        if (strcmp(a->id, b->id) != 0) {
+            in->tokens[n++] = *b;
+            continue;
+        }
+
+        if (a->actor_len != b->actor_len
+            || memcmp(a->actor, b->actor, a->actor_len) != 0
+            || a->expires_at != b->expires_at)
+        {
+            gms_tool_error(t, "%s%u: tokens[%zu]: id %s is also in %s%u "
+                           "(tokens[%zu]) with another actorUrn or "
+                           "expiresAt", in->where, b->line, b->index, b->id,
+                           in->where, a->line, a->index);
+
+            /* [n, i) were moved down or freed: keep gms_sync_free exact */
+            for ( /* void */ ; i < in->ntokens; i++) {
+                free(in->tokens[i].actor);
+            }
+
+            in->ntokens = n;
+            return -1;
+        }
+
+        free(b->actor);
+    }
+
+    in->ntokens = n;
+
+    return 0;
+}
+
+
+/* an empty listing has no array: no bsearch of NULL */
+
+int
+gms_sync_list_has(gms_sync_list_t *in, const char *id, size_t len)
+{
+    return len == GMS_TOKEN_ID_LEN && in->ntokens
+           && bsearch(id, in->tokens, in->ntokens, sizeof(gms_sync_token_t),
+                      gms_sync_list_id_cmp)
+              != NULL;
+}
+
+
+/*
+ * The line of a JSON fault; one found at the end of the input is put on
+ * the last line there is, not on the empty one after its newline.
+ */
+
+static unsigned
+gms_sync_list_error_line(const char *buf, size_t len, size_t off, unsigned line,
+    json_error_t *err)
+{
+    unsigned  last;
+
+    if (err->line <= 0) {
+        return line;
+    }
+
+    for (last = line; off < len; off++) {
+        if (buf[off] == '\n' && off + 1 < len) {
+            last++;
+        }
+    }
+
+    line += err->line - 1;
+
+    return line < last ? line : last;
+}
+
+
+/* a value short and printable enough to quote in a message, else NULL */
+
+static const char *
+gms_sync_list_shown(json_t *v)
+{
+    size_t       i, len;
+    const char  *s;
+
+    if (!json_is_string(v)) {
+        return NULL;
+    }
+
+    s = json_string_value(v);
+    len = json_string_length(v);
+
+    if (len == 0 || len > 120) {
+        return NULL;
+    }
+
+    for (i = 0; i < len; i++) {
+        if (s[i] < 0x20 || s[i] > 0x7e) {
+            return NULL;
+        }
+    }
+
+    return s;
+}
+
+
+static int
+gms_sync_list_cmp(const void *one, const void *two)
+{
+    int                      r;
+    const gms_sync_token_t  *a, *b;
+
+    a = one;
+    b = two;
+
+    r = strcmp(a->id, b->id);
+
+    if (r != 0) {
+        return r;
+    }
+
+    return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+
+static int
+gms_sync_list_id_cmp(const void *key, const void *elt)
+{
+    const gms_sync_token_t  *tok;
+
+    tok = elt;
+
+    return memcmp(key, tok->id, GMS_TOKEN_ID_LEN);
+}
+
+
+void
+gms_sync_list_free(gms_sync_list_t *in)
+{
+    size_t  i;
+
+    for (i = 0; i < in->ntokens; i++) {
+        free(in->tokens[i].actor);
+    }
+
+    free(in->tokens);
+}

@@ -1,0 +1,55 @@
+
+/*
+ * DataHub's list of access tokens, read and checked for sync;
+ * gms_sync_list.c.
+ */
+
+
+#ifndef _GMS_SYNC_LIST_H_INCLUDED_
+#define _GMS_SYNC_LIST_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "gms_token.h"
+#include "gms_tool.h"
+#include "gms_graphql.h"
+
+
+typedef struct {
+    char                   id[GMS_TOKEN_ID_LEN + 1];
+    char                  *actor;
+    size_t                 actor_len;
+    int64_t                expires_at;     /* ms since the epoch, 0: never */
+    int64_t                created_at;     /* ms since the epoch, 0: unknown */
+    size_t                 seq;            /* input order */
+    unsigned               changed;        /* written: added or updated */
+    size_t                 index;          /* in its page's tokens[] */
+    unsigned               line;
+} gms_sync_token_t;
+
+
+typedef struct {
+    gms_sync_token_t      *tokens;
+    size_t                 ntokens;
+    size_t                 nalloc;
+    size_t                 pages;
+    int64_t                total;          /* the largest total of a page */
+    const char            *where;          /* "stdin:", "page ", ... */
+} gms_sync_list_t;
+
+
+int gms_sync_list_stdin(gms_tool_t *t, gms_sync_list_t *in);
+int gms_sync_list_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    long page_size, gms_sync_list_t *in);
+int gms_sync_list_ask(gms_tool_t *t, gms_graphql_t *g, json_t *vars,
+    unsigned page, gms_sync_list_t *in);
+int gms_sync_list_unique(gms_tool_t *t, gms_sync_list_t *in);
+int gms_sync_list_has(gms_sync_list_t *in, const char *id, size_t len);
+void gms_sync_list_free(gms_sync_list_t *in);
+
+
+#endif /* _GMS_SYNC_LIST_H_INCLUDED_ */
