@@ -34,10 +34,7 @@ use strict;
 use warnings;
 
 use Cwd qw(abs_path);
-use IO::Select;
-use IO::Socket::INET;
 use JSON::PP ();
-use Socket qw(SHUT_WR);
 use Test::More;
 use Time::HiRes qw(time);
 
@@ -114,141 +111,12 @@ sub search_cluster {
 }
 
 
-# --- raw connections, many at a time ----------------------------------------
+# --- the cases ---------------------------------------------------------------
 
-# A case: name, segs ([[delay before, bytes], ...]), method (for parsing
-# the answer), after ('read': read until nginx closes; 'shutdown': half
-# close after the last byte, then read; 'close': close after the last
-# byte), timeout, check (sub: response or undef -> '' or what is wrong),
-# gms (URIs GMS should see), cluster (tasks the cluster should see), todo.
-sub run_cases {
-    my ($cases) = @_;
-
-    local $SIG{PIPE} = 'IGNORE';
-
-    my @queue = @$cases;
-    my @active;
-
-    while (@queue || @active) {
-        while (@queue && @active < $PARALLEL) {
-            my $c = shift @queue;
-            _open_conn($c);
-            push @active, $c unless $c->{done};
-        }
-
-        my $now = time;
-        my $wake = $now + 0.05;
-        my $readers = IO::Select->new;
-        my $writers = IO::Select->new;
-
-        for my $c (@active) {
-            while (@{ $c->{segs_left} } && $c->{due} <= $now) {
-                $c->{out} .= shift(@{ $c->{segs_left} })->[1];
-                $c->{due} = $now + $c->{segs_left}[0][0]
-                    if @{ $c->{segs_left} };
-            }
-            $wake = $c->{due} if @{ $c->{segs_left} } && $c->{due} < $wake;
-            $wake = $c->{deadline} if $c->{deadline} < $wake;
-
-            $readers->add($c->{sock});
-            $writers->add($c->{sock}) if length $c->{out};
-        }
-
-        my ($readable, $writable) = IO::Select->select(
-            $readers, $writers, undef, $wake > $now ? $wake - $now : 0);
-
-        my %by_fd = map { fileno($_->{sock}) => $_ } @active;
-
-        for my $sock (@{ $writable // [] }) {
-            my $c = $by_fd{ fileno $sock } or next;
-            my $n = syswrite $sock, $c->{out};
-            if (!defined $n) {
-                next if $!{EAGAIN};
-                # nginx answered early and closed: keep what it said
-                $c->{write_error} = "$!";
-                $c->{out} = '';
-                $c->{segs_left} = [];
-                next;
-            }
-            substr($c->{out}, 0, $n, '');
-        }
-
-        for my $c (@active) {
-            next if $c->{done} || length $c->{out} || @{ $c->{segs_left} }
-                    || $c->{write_error} || $c->{finished_sending}++;
-            if ($c->{after} eq 'shutdown') {
-                shutdown $c->{sock}, SHUT_WR;
-            } elsif ($c->{after} eq 'close') {
-                _close_conn($c);
-            }
-        }
-
-        for my $sock (@{ $readable // [] }) {
-            my $c = $by_fd{ fileno $sock } or next;
-            next if $c->{done};
-            my $n = sysread $sock, $c->{in}, 65536, length $c->{in};
-            next if !defined $n && $!{EAGAIN};
-            $c->{read_error} = "$!" unless defined $n;
-            _close_conn($c) unless $n;
-        }
-
-        $now = time;
-        for my $c (@active) {
-            next if $c->{done} || $c->{deadline} > $now;
-            $c->{timed_out} = 1;
-            _close_conn($c);
-        }
-
-        @active = grep { !$_->{done} } @active;
-    }
-
-    for my $c (@$cases) {
-        next unless length $c->{in};
-        $c->{res} = eval {
-            GmsTest::HTTP::parse_response($c->{in}, $c->{method} // 'GET', 1)
-        };
-        $c->{parse_error} = $@ if $@;
-    }
-}
-
-sub _open_conn {
-    my ($c) = @_;
-
-    $c->{in} = '';
-    $c->{out} = '';
-    $c->{after} //= 'read';
-    $c->{segs_left} = [ @{ $c->{segs} } ];
-    $c->{due} = time + $c->{segs_left}[0][0];
-    $c->{deadline} = time + ($c->{timeout} // 10);
-
-    $c->{sock} = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                                       PeerPort => $c->{port},
-                                       Proto => 'tcp');
-    unless ($c->{sock}) {
-        $c->{connect_error} = "$!";
-        $c->{done} = 1;
-        return;
-    }
-    $c->{sock}->blocking(0);
-}
-
-sub _close_conn {
-    my ($c) = @_;
-    close $c->{sock};
-    $c->{done} = 1;
-}
-
-sub describe {
-    my ($c) = @_;
-    my $res = $c->{res};
-    my $text = $res ? "status $res->{status}, body "
-                      . substr($res->{body} // '', 0, 300)
-                    : 'no response';
-    $text .= "; $_ $c->{$_}"
-        for grep { $c->{$_} } qw(timed_out read_error write_error
-                                 connect_error parse_error);
-    return $text;
-}
+# A case is one of GmsTest::HTTP::scripted() (segs, method, after, timeout;
+# run_group sets the port) with: name, check (sub: response or undef -> ''
+# or what is wrong), gms (URIs GMS should see), cluster (tasks the cluster
+# should see), todo.
 
 
 # --- what an answer should be ------------------------------------------------
@@ -779,14 +647,15 @@ sub run_group {
         my $lookups = $e->lookups;
         my $t0 = time;
 
-        run_cases($cases);
+        GmsTest::HTTP::scripted($cases, parallel => $PARALLEL);
 
         for my $c (@$cases) {
             local $TODO = $c->{todo};
             my $why = $c->{connect_error} ? "connect: $c->{connect_error}"
                                           : $c->{check}->($c->{res});
             ok(!$why, $c->{name})
-                or diag("$c->{name}: $why\n  got: " . describe($c));
+                or diag("$c->{name}: $why\n  got: "
+                        . GmsTest::HTTP::describe_scripted($c));
         }
         $cases_run += @$cases;
 

@@ -3,7 +3,9 @@ package GmsTest::HTTP;
 # HTTP/1.1 on raw sockets.  The client sends the request target and headers
 # exactly as given (no URI normalisation, no header canonicalisation, any
 # duplicates), so tests see what nginx does with the bytes a client really
-# sent.  The message parsers are shared with GmsTest::Stub.
+# sent; scripted() plays many hostile clients at once (bytes sent slowly,
+# half closes, clients gone).  The message parsers are shared with
+# GmsTest::Stub.
 #
 # A response is a hashref: status (undef if no complete response arrived,
 # with error saying why), headers (lowercase name => value, repeated headers
@@ -14,6 +16,7 @@ use warnings;
 
 use IO::Select;
 use IO::Socket::INET;
+use Socket qw(SHUT_WR);
 use Time::HiRes qw(time);
 
 
@@ -161,6 +164,155 @@ sub _exchange {
             $finish->($sock) if $eof || $conn->{response};
         }
     }
+}
+
+
+# Scripted clients on raw connections, up to $opt{parallel} (default 32)
+# open at a time: hostile input, by the thousand.  Each case is a hashref
+# saying
+#
+#   port      where to connect (127.0.0.1)
+#   segs      what to send and when: [[seconds to wait before, bytes], ...]
+#   method    of the request, for parsing the answer (default GET)
+#   after     once the last byte is sent: 'read' until the server closes
+#             (default), 'shutdown' the writing side and read, or 'close'
+#   timeout   seconds after which the connection is given up (default 10)
+#
+# and any other keys of the caller's.  Each case gets {in} (every byte
+# received), {res} (parse_response()'s response of them, if any arrived)
+# and, for what went wrong, {timed_out}, {connect_error}, {read_error},
+# {write_error} or {parse_error}; describe_scripted() puts these in words.
+sub scripted {
+    my ($cases, %opt) = @_;
+
+    my $parallel = $opt{parallel} // 32;
+
+    local $SIG{PIPE} = 'IGNORE';
+
+    my @queue = @$cases;
+    my @active;
+
+    while (@queue || @active) {
+        while (@queue && @active < $parallel) {
+            my $c = shift @queue;
+            _scripted_open($c);
+            push @active, $c unless $c->{done};
+        }
+
+        my $now = time;
+        my $wake = $now + 0.05;
+        my $readers = IO::Select->new;
+        my $writers = IO::Select->new;
+
+        for my $c (@active) {
+            while (@{ $c->{segs_left} } && $c->{due} <= $now) {
+                $c->{out} .= shift(@{ $c->{segs_left} })->[1];
+                $c->{due} = $now + $c->{segs_left}[0][0]
+                    if @{ $c->{segs_left} };
+            }
+            $wake = $c->{due} if @{ $c->{segs_left} } && $c->{due} < $wake;
+            $wake = $c->{deadline} if $c->{deadline} < $wake;
+
+            $readers->add($c->{sock});
+            $writers->add($c->{sock}) if length $c->{out};
+        }
+
+        my ($readable, $writable) = IO::Select->select(
+            $readers, $writers, undef, $wake > $now ? $wake - $now : 0);
+
+        my %by_fd = map { fileno($_->{sock}) => $_ } @active;
+
+        for my $sock (@{ $writable // [] }) {
+            my $c = $by_fd{ fileno $sock } or next;
+            my $n = syswrite $sock, $c->{out};
+            if (!defined $n) {
+                next if $!{EAGAIN};
+                # the server answered early and closed: keep what it said
+                $c->{write_error} = "$!";
+                $c->{out} = '';
+                $c->{segs_left} = [];
+                next;
+            }
+            substr($c->{out}, 0, $n, '');
+        }
+
+        for my $c (@active) {
+            next if $c->{done} || length $c->{out} || @{ $c->{segs_left} }
+                    || $c->{write_error} || $c->{finished_sending}++;
+            if ($c->{after} eq 'shutdown') {
+                shutdown $c->{sock}, SHUT_WR;
+            } elsif ($c->{after} eq 'close') {
+                _scripted_close($c);
+            }
+        }
+
+        for my $sock (@{ $readable // [] }) {
+            my $c = $by_fd{ fileno $sock } or next;
+            next if $c->{done};
+            my $n = sysread $sock, $c->{in}, 65536, length $c->{in};
+            next if !defined $n && $!{EAGAIN};
+            $c->{read_error} = "$!" unless defined $n;
+            _scripted_close($c) unless $n;
+        }
+
+        $now = time;
+        for my $c (@active) {
+            next if $c->{done} || $c->{deadline} > $now;
+            $c->{timed_out} = 1;
+            _scripted_close($c);
+        }
+
+        @active = grep { !$_->{done} } @active;
+    }
+
+    for my $c (@$cases) {
+        next unless length $c->{in};
+        $c->{res} = eval {
+            parse_response($c->{in}, $c->{method} // 'GET', 1)
+        };
+        $c->{parse_error} = $@ if $@;
+    }
+}
+
+sub _scripted_open {
+    my ($c) = @_;
+
+    $c->{in} = '';
+    $c->{out} = '';
+    $c->{after} //= 'read';
+    $c->{segs_left} = [ @{ $c->{segs} } ];
+    $c->{due} = time + $c->{segs_left}[0][0];
+    $c->{deadline} = time + ($c->{timeout} // 10);
+
+    $c->{sock} = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                       PeerPort => $c->{port},
+                                       Proto => 'tcp');
+    unless ($c->{sock}) {
+        $c->{connect_error} = "$!";
+        $c->{done} = 1;
+        return;
+    }
+    $c->{sock}->blocking(0);
+}
+
+sub _scripted_close {
+    my ($c) = @_;
+    close $c->{sock};
+    $c->{done} = 1;
+}
+
+# What a scripted case got, for a diagnostic: the status and the start of
+# the body, and what went wrong.
+sub describe_scripted {
+    my ($c) = @_;
+    my $res = $c->{res};
+    my $text = $res ? "status $res->{status}, body "
+                      . substr($res->{body} // '', 0, 300)
+                    : 'no response';
+    $text .= "; $_ $c->{$_}"
+        for grep { $c->{$_} } qw(timed_out read_error write_error
+                                 connect_error parse_error);
+    return $text;
 }
 
 
