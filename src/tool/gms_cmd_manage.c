@@ -322,8 +322,8 @@ gms_tool_manage_create(gms_tool_t *t, const gms_graphql_conf_t *gms,
     const gms_tool_create_t *c)
 {
     int                 rc;
-    char                id[GMS_TOKEN_ID_LEN + 1], why[512], *key;
-    size_t              token_len, key_len;
+    char                id[GMS_TOKEN_ID_LEN + 1], why[512];
+    size_t              token_len;
     json_t             *vars, *input, *res, *meta, *v;
     int64_t             expires;
     const char         *token, *gms_id, *actor;
@@ -438,18 +438,8 @@ gms_tool_manage_create(gms_tool_t *t, const gms_graphql_conf_t *gms,
     tok.created_at = gms_tool_now_ms();
     tok.type = "PERSONAL";
 
-    key = gms_tool_key(t, GMS_KEY_TOKEN, id, GMS_TOKEN_ID_LEN, &key_len);
-    if (key == NULL) {
-        gms_manage_undo(t, g, gms->url, gms_id, "out of memory");
-        rc = GMS_TOOL_REDIS;
-        goto done;
-    }
-
-    gms_tool_put_append(t, key, key_len, &tok);
-    free(key);
-
     /* the id published: an edge drops a miss it may have cached for it */
-    if (gms_tool_put_read(t, &tok, &put_rc) != 0
+    if (gms_tool_put_token(t, id, &tok, &put_rc) != 0
         || gms_tool_publish(t, id, GMS_TOKEN_ID_LEN) != 0)
     {
         if (gms_tool_conn_error(t->conn) == NULL) {

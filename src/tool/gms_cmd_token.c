@@ -114,8 +114,8 @@ static int
 gms_cmd_put_handler(gms_tool_t *t, gms_tool_args_t *a)
 {
     int                 rc;
-    char               *key, *salt, id[GMS_TOKEN_ID_LEN + 1];
-    size_t              key_len, salt_len;
+    char               *salt, id[GMS_TOKEN_ID_LEN + 1];
+    size_t              salt_len;
     int64_t             now, ms;
     const char         *type;
     gms_tool_token_t    tok;
@@ -231,15 +231,7 @@ gms_cmd_put_handler(gms_tool_t *t, gms_tool_args_t *a)
         return rc;
     }
 
-    key = gms_tool_key(t, GMS_KEY_TOKEN, id, GMS_TOKEN_ID_LEN, &key_len);
-    if (key == NULL) {
-        return GMS_TOOL_REDIS;
-    }
-
-    gms_tool_put_append(t, key, key_len, &tok);
-    free(key);
-
-    if (gms_tool_put_read(t, &tok, &put_rc) != 0) {
+    if (gms_tool_put_token(t, id, &tok, &put_rc) != 0) {
         return GMS_TOOL_REDIS;
     }
 

@@ -77,6 +77,8 @@ typedef struct {
 
 static int gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
     gms_tool_sync_counts_t *counts);
+static void gms_sync_as_put(const gms_sync_token_t *s,
+    gms_tool_token_t *tok);
 static int gms_sync_publish(gms_tool_t *t, gms_sync_input_t *in,
     size_t from, size_t to);
 static int gms_sync_missing(gms_tool_t *t, gms_sync_input_t *in);
@@ -215,14 +217,23 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
     gms_tool_put_rc_e   rc;
 
     now = gms_tool_now_ms();
-    memset(&tok, 0, sizeof(gms_tool_token_t));
 
     for (i = 0; i < in->list.ntokens; i = end) {
         end = i + GMS_SYNC_BATCH < in->list.ntokens ? i + GMS_SYNC_BATCH
-                                               : in->list.ntokens;
+                                                    : in->list.ntokens;
 
         for (j = i; j < end; j++) {
             s = &in->list.tokens[j];
+
+            if (s->expires_at == 0 || s->expires_at > now) {
+                gms_sync_as_put(s, &tok);
+
+                if (gms_tool_put_append(t, s->id, &tok) != 0) {
+                    return -1;
+                }
+
+                continue;
+            }
 
             key = gms_tool_key(t, GMS_KEY_TOKEN, s->id, GMS_TOKEN_ID_LEN,
                                &key_len);
@@ -230,20 +241,10 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
                 return -1;
             }
 
-            if (s->expires_at != 0 && s->expires_at <= now) {
-                gms_tool_append(t, "EVAL %s 1 %b %s %b %s",
-                                gms_sync_delete_script, key, key_len,
-                                GMS_SYNC_FOREVER, in->channel,
-                                in->channel_len, s->id);
-
-            } else {
-                tok.actor = s->actor;
-                tok.actor_len = s->actor_len;
-                tok.expires_at = s->expires_at;
-                tok.created_at = s->created_at;
-                gms_tool_put_append(t, key, key_len, &tok);
-            }
-
+            gms_tool_append(t, "EVAL %s 1 %b %s %b %s",
+                            gms_sync_delete_script, key, key_len,
+                            GMS_SYNC_FOREVER, in->channel, in->channel_len,
+                            s->id);
             free(key);
         }
 
@@ -262,10 +263,7 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
                 continue;
             }
 
-            tok.actor = s->actor;
-            tok.actor_len = s->actor_len;
-            tok.expires_at = s->expires_at;
-            tok.created_at = s->created_at;
+            gms_sync_as_put(s, &tok);
 
             if (gms_tool_put_read(t, &tok, &rc) != 0) {
                 return -1;
@@ -291,6 +289,19 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
     }
 
     return 0;
+}
+
+
+/* a listed token, as 'put' would write it: DataHub gives no type */
+
+static void
+gms_sync_as_put(const gms_sync_token_t *s, gms_tool_token_t *tok)
+{
+    memset(tok, 0, sizeof(gms_tool_token_t));
+    tok->actor = s->actor;
+    tok->actor_len = s->actor_len;
+    tok->expires_at = s->expires_at;
+    tok->created_at = s->created_at;
 }
 
 

@@ -192,17 +192,36 @@ gms_tool_now_ms(void)
 /*
  * One token, one transaction: the old fields (for the counts), then the
  * hash replaced whole, so that a re-put leaves no stale field, and the
- * key's expiry set to the token's.
+ * key's expiry set to the token's.  put, create and sync all write a
+ * token so: put and create here, sync in pipelined batches of the two
+ * halves, gms_tool_put_append and gms_tool_put_read.  -1: reported.
  */
 
-void
-gms_tool_put_append(gms_tool_t *t, const char *key, size_t key_len,
+int
+gms_tool_put_token(gms_tool_t *t, const char *id, const gms_tool_token_t *tok,
+    gms_tool_put_rc_e *rc)
+{
+    if (gms_tool_put_append(t, id, tok) != 0) {
+        return -1;
+    }
+
+    return gms_tool_put_read(t, tok, rc);
+}
+
+
+int
+gms_tool_put_append(gms_tool_t *t, const char *id,
     const gms_tool_token_t *tok)
 {
     int          n;
-    char         ms[24], created[24];
-    size_t       lens[10];
+    char        *key, ms[24], created[24];
+    size_t       key_len, lens[10];
     const char  *argv[10];
+
+    key = gms_tool_key(t, GMS_KEY_TOKEN, id, GMS_TOKEN_ID_LEN, &key_len);
+    if (key == NULL) {
+        return -1;
+    }
 
     snprintf(ms, sizeof(ms), "%lld", (long long) tok->expires_at);
 
@@ -250,6 +269,10 @@ gms_tool_put_append(gms_tool_t *t, const char *key, size_t key_len,
     }
 
     gms_tool_append(t, "EXEC");
+
+    free(key);
+
+    return 0;
 }
 
 

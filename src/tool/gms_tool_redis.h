@@ -54,7 +54,9 @@ char *gms_tool_key(gms_tool_t *t, const char *kind, const char *name,
     size_t len, size_t *key_len);
 int64_t gms_tool_now_ms(void);
 
-void gms_tool_put_append(gms_tool_t *t, const char *key, size_t key_len,
+int gms_tool_put_token(gms_tool_t *t, const char *id,
+    const gms_tool_token_t *tok, gms_tool_put_rc_e *rc);
+int gms_tool_put_append(gms_tool_t *t, const char *id,
     const gms_tool_token_t *tok);
 int gms_tool_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
     gms_tool_put_rc_e *rc);
