@@ -103,10 +103,6 @@ gms_cmd_sync_handler(gms_tool_t *t, gms_tool_args_t *a)
         return GMS_TOOL_USAGE;
     }
 
-    if (gms_tool_page_size(t, a, &page_size) != 0) {
-        return GMS_TOOL_USAGE;
-    }
-
     mode = GMS_TOOL_PRIVILEGES_POLICIES;
 
     if (a->val[GMS_OPT_PRIVILEGES]
