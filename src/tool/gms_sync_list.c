@@ -359,14 +359,14 @@ gms_sync_list_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
     }
 
     if (!gms_actor_valid(json_string_value(actor),
-                              json_string_length(actor)))
+                         json_string_length(actor)))
     {
         shown = gms_sync_list_shown(actor);
 
         gms_tool_error(t, "%s%u: tokens[%zu]: actorUrn %s%s%sis not a "
-                       "user URN (urn:li:..., no control characters)", in->where, line,
-                       index, shown ? "'" : "", shown ? shown : "",
-                       shown ? "' " : "");
+                       "user URN (urn:li:..., no control characters)",
+                       in->where, line, index, shown ? "'" : "",
+                       shown ? shown : "", shown ? "' " : "");
         return GMS_TOOL_USAGE;
     }
 
@@ -389,7 +389,8 @@ gms_sync_list_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
 
     if (expires == NULL) {
         gms_tool_error(t, "%s%u: tokens[%zu]: expiresAt is missing "
-                       "(null for a token that never expires)", in->where, line, index);
+                       "(null for a token that never expires)", in->where,
+                       line, index);
         return GMS_TOOL_USAGE;
     }
 
@@ -401,7 +402,8 @@ gms_sync_list_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
 
     } else {
         gms_tool_error(t, "%s%u: tokens[%zu]: expiresAt is neither "
-                       "milliseconds since the epoch nor null", in->where, line, index);
+                       "milliseconds since the epoch nor null", in->where,
+                       line, index);
         return GMS_TOOL_USAGE;
     }
 
