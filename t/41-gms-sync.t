@@ -28,7 +28,8 @@ use GmsTest::HTTP;
 use GmsTest::Messages qw($GMS_UNAUTHORIZED $GRAPHQL_UNAUTHORIZED
                          $GRAPHQL_UNKNOWN);
 use GmsTest::Nginx;
-use GmsTest::Tool qw(datahub_id listed now_ms hash_of normalized);
+use GmsTest::Tool qw(gms_account gms_args datahub_id listed now_ms hash_of
+                     normalized);
 
 GmsTest::Tool::need_tool();
 GmsTest::need_redis();
@@ -43,8 +44,7 @@ my $dir = GmsTest::tempdir();
 my $SIGNATURE = 'c2VjcmV0LWdtcy1zeW5jLXNpZ25hdHVyZS00MQ';
 my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJnbXMtdG9rZW4tc3luYyJ9.'
              . $SIGNATURE;
-my $token_file = "$dir/gms.token";
-GmsTest::write_file($token_file, "$SECRET\n");
+my $token_file = gms_account($SECRET, $dir);
 
 my $now = now_ms();
 my $future = $now + 30 * 86_400_000;
@@ -68,8 +68,8 @@ my @off = ('--privileges', 'off');
 # sync from the stand-in, with the account's token, on the test's Redis.
 sub sync_from {
     my ($gms, @args) = @_;
-    return run_tool(undef, 'sync', '--gms', $gms->url, '--gms-token-file',
-                    $token_file, @off, @args, @at);
+    return run_tool(undef, 'sync', gms_args($gms->url, $token_file), @off,
+                    @args, @at);
 }
 
 sub counts {
@@ -303,8 +303,8 @@ my @all = map {
 
     GmsTest::write_file("$dir/no-newline.token", $SECRET);
     $gms->clear_requests;
-    $res = run_tool(undef, 'sync', '--gms', $gms->url, '--gms-token-file',
-                    "$dir/no-newline.token", @off, @at);
+    $res = run_tool(undef, 'sync',
+                    gms_args($gms->url, "$dir/no-newline.token"), @off, @at);
     is($res->{rc}, 0, 'a token file without a newline');
     is($gms->requests->[0]{header}{authorization}, "Bearer $SECRET",
        'without a newline: the token as it is');
@@ -495,8 +495,8 @@ my $put_id = datahub_id('put-just-now');
                 push @shown, $cmd =~ s/\0/ /gr
                     if index($cmd, $SIGNATURE) >= 0;
             }
-        }, 'sync', '--gms', $gms->url, '--gms-token-file', $token_file,
-           '--gms-timeout', '1s', '--prune', @at);
+        }, 'sync', gms_args($gms->url, $token_file), '--gms-timeout', '1s',
+           '--prune', @at);
 
         my $what = defined $page ? 'page 2 slow' : 'slow';
         refused($res, qr/tim(?:ed |e)?out/i, $before,
@@ -567,18 +567,17 @@ EOF
     for my $c (@cases) {
         my ($title, $url, $ca, $re) = @$c;
         $gms->clear_requests;
-        my $res = run_tool(undef, 'sync', '--gms', $url, '--gms-token-file',
-                           $token_file, defined $ca ? ('--gms-ca-file', $ca)
-                                                    : (), '--prune', @at);
+        my $res = run_tool(undef, 'sync', gms_args($url, $token_file),
+                           defined $ca ? ('--gms-ca-file', $ca) : (),
+                           '--prune', @at);
         is($res->{rc}, 4, "TLS refused, $title: exit 4");
         refused($res, $re, $before, "TLS refused, $title");
         is_deeply($gms->requests, [], "$title: the token never sent");
     }
 
     $gms->clear_requests;
-    my $res = run_tool(undef, 'sync', '--gms', $https, '--gms-token-file',
-                       $token_file, '--gms-ca-file', $certs->{ca}, @off,
-                       @at);
+    my $res = run_tool(undef, 'sync', gms_args($https, $token_file),
+                       '--gms-ca-file', $certs->{ca}, @off, @at);
     is_deeply([@$res{qw(rc out err)}], [0, counts(tokens => 3, added => 3), ''],
               'TLS with --gms-ca-file: synced') or diag(explain($res));
     is_deeply([ map { hash_of($redis, key_of($_)) } @tls ],

@@ -25,7 +25,7 @@ use GmsTest::GraphQL;
 use GmsTest::HTTP;
 use GmsTest::Messages qw($GRAPHQL_UNAUTHORIZED $GRAPHQL_OTHER_ACTOR
                          $GRAPHQL_UNKNOWN);
-use GmsTest::Tool qw(run_tool normalized);
+use GmsTest::Tool qw(run_tool gms_account gms_args normalized);
 
 GmsTest::Tool::need_tool();
 GmsTest::need_redis();
@@ -35,8 +35,7 @@ my @at = ('--redis', '127.0.0.1:' . $redis->port);
 my $dir = GmsTest::tempdir();
 
 my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwcml2aWxlZ2VzIn0.c2VjcmV0LTQy';
-my $token_file = "$dir/gms.token";
-GmsTest::write_file($token_file, "$SECRET\n");
+my $token_file = gms_account($SECRET, $dir);
 
 my $future = int(time * 1000) + 30 * 86_400_000;
 my ($alice, $bob, $carol, $dave, $erin, $gone) =
@@ -48,8 +47,8 @@ my $watches = 0;
 
 sub sync_from {
     my ($gms, @args) = @_;
-    return run_tool(undef, 'sync', '--gms', $gms->url, '--gms-token-file',
-                    $token_file, @args, @at);
+    return run_tool(undef, 'sync', gms_args($gms->url, $token_file), @args,
+                    @at);
 }
 
 sub listed {
@@ -425,8 +424,8 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
     $redis->unchanged($before, 'a bad policy: Redis unchanged');
     $gms->policies(\@policies);
 
-    $res = run_tool(undef, 'sync', '--gms', GmsTest::GraphQL->dead_url,
-                    '--gms-token-file', $token_file, @at);
+    $res = run_tool(undef, 'sync',
+                    gms_args(GmsTest::GraphQL->dead_url, $token_file), @at);
     is_deeply([$res->{rc}, $res->{out}], [4, ''], 'GMS dead: exit 4');
     like($res->{err}, qr/^gms-token: sync: [^\n]*connect[^\n]*\n\z/i,
          'GMS dead: one line');

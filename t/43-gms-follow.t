@@ -24,7 +24,7 @@ use GmsTest;
 use GmsTest::GraphQL;
 use GmsTest::Subscriber;
 use GmsTest::Tool qw(run_tool start_follow out_lines err_lines ok_lines
-                     datahub_id key_of listed now_ms);
+                     gms_account gms_args datahub_id key_of listed now_ms);
 
 my $repo = abs_path(dirname(__FILE__) . '/..');
 my $bin = GmsTest::Tool::bin();
@@ -44,8 +44,7 @@ my $dir = GmsTest::tempdir();
 
 my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJmb2xsb3cifQ.'
              . 'c2VjcmV0LWdtcy1mb2xsb3ctc2lnbmF0dXJlLTQz';
-my $token_file = "$dir/gms.token";
-GmsTest::write_file($token_file, "$SECRET\n");
+my $token_file = gms_account($SECRET, $dir);
 
 my $now = now_ms();
 my $future = $now + 30 * 86_400_000;
@@ -77,7 +76,7 @@ my $FAILED_LINE = qr/^gms-token follow: $TIME failed \((GMS|Redis)\): (.+); (?x:
                      )next try in (\d+\.\d)s\z/;
 
 my $gms = GmsTest::GraphQL->start(token => $SECRET);
-my @gms = ('--gms', $gms->url, '--gms-token-file', $token_file);
+my @gms = gms_args($gms->url, $token_file);
 
 
 # --- sync publishes what it changes -------------------------------------------

@@ -25,7 +25,7 @@ use GmsTest::Edge;
 use GmsTest::GraphQL;
 use GmsTest::HTTP;
 use GmsTest::Messages qw($GRAPHQL_UNAUTHORIZED $GRAPHQL_UNKNOWN);
-use GmsTest::Tool qw(run_tool hash_of);
+use GmsTest::Tool qw(run_tool gms_account hash_of);
 
 GmsTest::Tool::need_tool();
 GmsTest::need_redis();
@@ -39,8 +39,7 @@ my $dir = GmsTest::tempdir();
 my $SIGNATURE = 'c2VjcmV0LWdtcy1tYW5hZ2Utc2lnbmF0dXJlLTQ0';
 my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJnbXMtdG9rZW4tNDQifQ.'
              . $SIGNATURE;
-my $token_file = "$dir/gms.token";
-GmsTest::write_file($token_file, "$SECRET\n");
+my $token_file = gms_account($SECRET, $dir);
 
 my $SALT = 'edge-and-gms-salt-44';
 my $salt_file = "$dir/salt";
@@ -54,9 +53,10 @@ my $dead = GmsTest::GraphQL->dead_url;
 
 my @printed;    # every token the tool printed: never on stderr, argv
 
+# The account's options, for the stand-in unless another $url is given.
 sub gms_args {
     my ($url) = @_;
-    return ('--gms', $url // $gms->url, '--gms-token-file', $token_file);
+    return GmsTest::Tool::gms_args($url // $gms->url, $token_file);
 }
 
 sub create {

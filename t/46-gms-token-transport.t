@@ -20,8 +20,8 @@ use GmsTest::Certs;
 use GmsTest::FakeRedis;
 use GmsTest::GraphQL;
 use GmsTest::Sentinel;
-use GmsTest::Tool qw(run_tool start_follow ok_lines datahub_id key_of listed
-                     now_ms);
+use GmsTest::Tool qw(run_tool start_follow ok_lines gms_account gms_args
+                     datahub_id key_of listed now_ms);
 
 GmsTest::Tool::need_tool();
 GmsTest::need_redis();
@@ -405,15 +405,14 @@ CONF
 
 my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ0cmFuc3BvcnQifQ.'
              . 'c2VjcmV0LWdtcy10cmFuc3BvcnQtc2lnbmF0dXJlLTQ2';
-my $token_file = "$dir/gms.token";
-GmsTest::write_file($token_file, "$SECRET\n");
+my $token_file = gms_account($SECRET, $dir);
 
 my $gms = GmsTest::GraphQL->start(token => $SECRET);
 
 {
     $gms->tokens([ listed('before-failover') ]);
 
-    my $f = start_follow('--gms', $gms->url, '--gms-token-file', $token_file,
+    my $f = start_follow(gms_args($gms->url, $token_file),
                          '--interval', '1s', '--privileges', 'off',
                          @sentinel);
 

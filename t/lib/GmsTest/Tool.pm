@@ -13,6 +13,9 @@ package GmsTest::Tool;
 #   ok(GmsTest::wait_until(sub { ok_lines($f) }), 'a cycle');
 #   $gms->tokens([ listed('a-token', actor => $bob) ]);
 #
+#   my $token_file = gms_account($SECRET, $dir);  # the account's token
+#   run_tool(undef, 'sync', gms_args($gms->url, $token_file), @redis);
+#
 # rc is the exit code, or 128 + N for a signal.  Every run's stdin, stdout
 # and stderr are files of a temporary directory of this module's; runs()
 # lists the finished runs, for tests that look through all of them (a
@@ -33,8 +36,8 @@ use Time::HiRes qw(sleep time);
 use GmsTest ();
 
 our @EXPORT_OK = qw(run_tool start_tool finish_tool start_follow ok_lines
-                    out_lines err_lines datahub_id key_of listed now_ms
-                    hash_of normalized);
+                    out_lines err_lines gms_account gms_args datahub_id
+                    key_of listed now_ms hash_of normalized);
 
 my $REPO = abs_path(dirname(__FILE__) . '/../../..');
 
@@ -122,6 +125,23 @@ sub start_follow {
 sub out_lines { return split /\n/, GmsTest::slurp($_[0]{out}) }
 sub err_lines { return split /\n/, GmsTest::slurp($_[0]{err}) }
 sub ok_lines  { return grep { / ok tokens=/ } out_lines($_[0]) }
+
+
+# The GMS account gms-token asks GMS as: its token $secret (a JWT, as GMS
+# mints them) in the file gms.token of $dir (a directory of its own if
+# none), with the newline a mounted secret ends in.  Returns the file.
+sub gms_account {
+    my ($secret, $dir) = @_;
+    my $file = ($dir // GmsTest::tempdir()) . '/gms.token';
+    GmsTest::write_file($file, "$secret\n");
+    return $file;
+}
+
+# The options that have gms-token ask the GMS at $url as that account.
+sub gms_args {
+    my ($url, $token_file) = @_;
+    return ('--gms', $url, '--gms-token-file', $token_file);
+}
 
 
 # DataHub's StatefulTokenService.hash(), line for line: the token's bytes,
