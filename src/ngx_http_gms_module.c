@@ -14,6 +14,7 @@
 #include "ngx_http_gms_es_task.h"
 #include "ngx_http_gms_redis_conf.h"
 #include "ngx_http_gms_redis.h"
+#include "ngx_http_gms_invalidate.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
 
@@ -849,7 +850,9 @@ ngx_http_gms_init_process(ngx_cycle_t *cycle)
 
     /* a failure costs the invalidations, not the worker: entries age out */
 
-    if (ngx_http_gms_redis_init_process(cycle, gmcf) != NGX_OK) {
+    if (ngx_http_gms_redis_init_process(cycle, gmcf) != NGX_OK
+        || ngx_http_gms_invalidate_init_process(cycle, gmcf) != NGX_OK)
+    {
         ngx_log_error(NGX_LOG_ALERT, cycle->log, 0,
                       "gms: cannot start the invalidation subscription");
     }
@@ -862,4 +865,5 @@ static void
 ngx_http_gms_exit_process(ngx_cycle_t *cycle)
 {
     ngx_http_gms_redis_exit_process(cycle);
+    ngx_http_gms_invalidate_exit_process(cycle);
 }

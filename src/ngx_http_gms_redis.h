@@ -1,10 +1,10 @@
 
 /*
- * The worker's Redis: lookups pipelined on one connection to the master
- * (or to a replica, with replica=prefer), the invalidation subscription,
- * and the sync-age reads.  The connections themselves are in
- * ngx_http_gms_redis_conn.c; where the master is, with Sentinel, in
- * ngx_http_gms_sentinel.c.
+ * The worker's Redis lookups, pipelined on one connection to the master
+ * (or to a replica, with replica=prefer).  The connections themselves are
+ * in ngx_http_gms_redis_conn.c; where the master is, with Sentinel, in
+ * ngx_http_gms_sentinel.c; the invalidation subscription and the sync-age
+ * poll in ngx_http_gms_invalidate.c.
  */
 
 
@@ -13,6 +13,7 @@
 
 
 #include "ngx_http_gms_module.h"
+#include "ngx_http_gms_redis_conn.h"
 
 #include <hiredis/hiredis.h>
 
@@ -37,6 +38,12 @@ void ngx_http_gms_redis_exit_process(ngx_cycle_t *cycle);
 /* where a Sentinel says the master and a good replica are (NULL: none) */
 void ngx_http_gms_redis_set_master(struct sockaddr *sa, socklen_t socklen);
 void ngx_http_gms_redis_set_replica(struct sockaddr *sa, socklen_t socklen);
+
+/* for the other connections to the data server: the invalidations' */
+ngx_int_t ngx_http_gms_redis_setup(ngx_http_gms_rconn_t *rc, ngx_uint_t role);
+ngx_int_t ngx_http_gms_redis_unavailable(ngx_http_gms_rconn_t *rc,
+    redisReply *reply);
+ngx_http_gms_rconn_t *ngx_http_gms_redis_open_master(void);
 
 
 #endif /* _NGX_HTTP_GMS_REDIS_H_INCLUDED_ */

@@ -7,7 +7,8 @@
  * pipelined, SENTINEL get-master-addr-by-name NAME, with replica=prefer
  * SENTINEL replicas NAME, and SUBSCRIBE +switch-master, after which the
  * connection only listens.  The master it names goes to
- * ngx_http_gms_redis.c, whose connections confirm it with ROLE.  A
+ * ngx_http_gms_redis.c, whose connections confirm it with ROLE, and to
+ * the invalidation subscription (ngx_http_gms_invalidate.c).  A
  * +switch-master for NAME moves them at once; a connection to the master
  * that fails or finds a replica there makes the worker ask again (at most
  * once a second), by opening the Sentinel connection anew.  A Sentinel
@@ -29,6 +30,7 @@
 
 #include "ngx_http_gms_sentinel.h"
 #include "ngx_http_gms_redis.h"
+#include "ngx_http_gms_invalidate.h"
 #include "ngx_http_gms_redis_conn.h"
 #include "ngx_http_gms_metrics.h"
 
@@ -307,6 +309,7 @@ ngx_http_gms_sentinel_master(ngx_http_gms_rconn_t *rc, void *data,
             == NGX_OK)
         {
             ngx_http_gms_redis_set_master(&sa.sockaddr, socklen);
+            ngx_http_gms_invalidate_set_master(&sa.sockaddr, socklen);
             return;
         }
     }
@@ -562,6 +565,7 @@ ngx_http_gms_sentinel_message(ngx_http_gms_rconn_t *rc, void *data,
                   payload->len, payload->str);
 
     ngx_http_gms_redis_set_master(&sa.sockaddr, socklen);
+    ngx_http_gms_invalidate_set_master(&sa.sockaddr, socklen);
 
     if (rc->gmcf->replica) {
         /* the old replicas may be gone, or one of them is the master */

@@ -1,0 +1,24 @@
+
+/*
+ * What keeps the shared cache current: the invalidation subscription and
+ * the sync-age poll, one of each per worker.
+ */
+
+
+#ifndef _NGX_HTTP_GMS_INVALIDATE_H_INCLUDED_
+#define _NGX_HTTP_GMS_INVALIDATE_H_INCLUDED_
+
+
+#include "ngx_http_gms_module.h"
+
+
+ngx_int_t ngx_http_gms_invalidate_init_process(ngx_cycle_t *cycle,
+    ngx_http_gms_main_conf_t *gmcf);
+void ngx_http_gms_invalidate_exit_process(ngx_cycle_t *cycle);
+
+/* where a Sentinel says the master is */
+void ngx_http_gms_invalidate_set_master(struct sockaddr *sa,
+    socklen_t socklen);
+
+
+#endif /* _NGX_HTTP_GMS_INVALIDATE_H_INCLUDED_ */
