@@ -45,19 +45,19 @@
 
 /* gms-token follow: sync and the mirror, every interval, until a signal */
 typedef struct {
-    const gms_graphql_conf_t         *gms;
-    long                              page_size;
-    gms_tool_privileges_e             privileges;
-    int64_t                           interval_ms;
-} gms_tool_follow_conf_t;
+    const gms_graphql_conf_t  *gms;
+    long                       page_size;
+    gms_tool_privileges_e      privileges;
+    int64_t                    interval_ms;
+} gms_follow_conf_t;
 
 
 static int gms_cmd_follow_handler(gms_tool_t *t, gms_tool_args_t *a);
-static int gms_tool_follow(gms_tool_t *t, const gms_tool_follow_conf_t *conf);
-static void gms_follow_handler(int signo);
+static int gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf);
+static void gms_follow_on_signal(int signo);
 static int gms_follow_signals(void);
 static int gms_follow_health_ok(gms_tool_t *t,
-    const gms_tool_follow_conf_t *conf, const gms_tool_sync_counts_t *sync,
+    const gms_follow_conf_t *conf, const gms_tool_sync_counts_t *sync,
     const gms_tool_privileges_counts_t *privileges);
 static void gms_follow_health_failed(gms_tool_t *t, unsigned failures);
 static int64_t gms_follow_backoff(int64_t interval, unsigned failures);
@@ -109,10 +109,10 @@ static volatile sig_atomic_t  gms_follow_signal;
 static int
 gms_cmd_follow_handler(gms_tool_t *t, gms_tool_args_t *a)
 {
-    gms_graphql_conf_t       gms;
-    gms_tool_follow_conf_t   conf;
+    gms_graphql_conf_t  gms;
+    gms_follow_conf_t   conf;
 
-    memset(&conf, 0, sizeof(gms_tool_follow_conf_t));
+    memset(&conf, 0, sizeof(gms_follow_conf_t));
 
     if (gms_tool_gms_options(t, a, &gms) != 0
         || gms_tool_page_size(t, a, &conf.page_size) != 0)
@@ -145,12 +145,12 @@ gms_cmd_follow_handler(gms_tool_t *t, gms_tool_args_t *a)
         return GMS_TOOL_USAGE;
     }
 
-    return gms_tool_follow(t, &conf);
+    return gms_follow_run(t, &conf);
 }
 
 
 static int
-gms_tool_follow(gms_tool_t *t, const gms_tool_follow_conf_t *conf)
+gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
 {
     int                           rc;
     char                          now[32], error[sizeof(t->error)];
@@ -269,7 +269,7 @@ gms_tool_follow(gms_tool_t *t, const gms_tool_follow_conf_t *conf)
 
 
 static void
-gms_follow_handler(int signo)
+gms_follow_on_signal(int signo)
 {
     gms_follow_signal = signo;
 }
@@ -290,7 +290,7 @@ gms_follow_signals(void)
 
     memset(&sa, 0, sizeof(struct sigaction));
     sigemptyset(&sa.sa_mask);
-    sa.sa_handler = gms_follow_handler;
+    sa.sa_handler = gms_follow_on_signal;
 
     if (sigaction(SIGTERM, &sa, NULL) != 0
         || sigaction(SIGINT, &sa, NULL) != 0
@@ -317,7 +317,7 @@ gms_follow_signals(void)
 /* one HSET: a reader never sees the counts of one sync with another's at */
 
 static int
-gms_follow_health_ok(gms_tool_t *t, const gms_tool_follow_conf_t *conf,
+gms_follow_health_ok(gms_tool_t *t, const gms_follow_conf_t *conf,
     const gms_tool_sync_counts_t *sync,
     const gms_tool_privileges_counts_t *privileges)
 {

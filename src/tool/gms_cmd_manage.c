@@ -64,27 +64,27 @@ typedef struct {
     const char            *duration;       /* AccessTokenDuration */
     const char            *salt;
     size_t                 salt_len;
-} gms_tool_create_t;
+} gms_manage_create_t;
 
 
 static int gms_cmd_create_handler(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_cmd_revoke_handler(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_cmd_list_handler(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_cmd_check_salt_handler(gms_tool_t *t, gms_tool_args_t *a);
-static int gms_tool_duration_valid(const char *name);
-static int gms_tool_manage_create(gms_tool_t *t,
-    const gms_graphql_conf_t *gms, const gms_tool_create_t *c);
-static int gms_tool_manage_revoke(gms_tool_t *t,
+static int gms_manage_duration_valid(const char *name);
+static int gms_manage_create(gms_tool_t *t,
+    const gms_graphql_conf_t *gms, const gms_manage_create_t *c);
+static int gms_manage_revoke(gms_tool_t *t,
     const gms_graphql_conf_t *gms, const char *id);
-static int gms_tool_manage_list(gms_tool_t *t,
+static int gms_manage_list(gms_tool_t *t,
     const gms_graphql_conf_t *gms, const char *actor, long page_size);
-static int gms_tool_manage_check_salt(gms_tool_t *t,
+static int gms_manage_check_salt(gms_tool_t *t,
     const gms_graphql_conf_t *gms, const char *token, size_t token_len,
     const char *salt, size_t salt_len);
 static int gms_manage_open(gms_tool_t *t, const gms_graphql_conf_t *gms,
     gms_graphql_t **g);
 static int gms_manage_expires(json_t *v, int64_t *ms);
-static int gms_manage_revoke(gms_tool_t *t, gms_graphql_t *g,
+static int gms_manage_revoke_at_gms(gms_tool_t *t, gms_graphql_t *g,
     const char *id);
 static void gms_manage_undo(gms_tool_t *t, gms_graphql_t *g,
     const char *gms_url, const char *id, const char *why);
@@ -219,7 +219,7 @@ static const char  *gms_manage_durations[] = {
 
 
 static int
-gms_tool_duration_valid(const char *name)
+gms_manage_duration_valid(const char *name)
 {
     const char  **d;
 
@@ -255,13 +255,13 @@ gms_manage_open(gms_tool_t *t, const gms_graphql_conf_t *gms,
 static int
 gms_cmd_create_handler(gms_tool_t *t, gms_tool_args_t *a)
 {
-    int                 rc;
-    char               *salt;
-    size_t              salt_len;
-    gms_tool_create_t   c;
-    gms_graphql_conf_t  gms;
+    int                  rc;
+    char                *salt;
+    size_t               salt_len;
+    gms_manage_create_t  c;
+    gms_graphql_conf_t   gms;
 
-    memset(&c, 0, sizeof(gms_tool_create_t));
+    memset(&c, 0, sizeof(gms_manage_create_t));
     c.actor = a->val[GMS_OPT_ACTOR];
     c.name = a->val[GMS_OPT_NAME];
     c.description = a->val[GMS_OPT_DESCRIPTION];
@@ -287,7 +287,7 @@ gms_cmd_create_handler(gms_tool_t *t, gms_tool_args_t *a)
         return GMS_TOOL_USAGE;
     }
 
-    if (!gms_tool_duration_valid(c.duration)) {
+    if (!gms_manage_duration_valid(c.duration)) {
         gms_tool_error(t, "--duration: '%s' is not one of ONE_HOUR, ONE_DAY, "
                        "ONE_WEEK, ONE_MONTH, THREE_MONTHS, SIX_MONTHS, "
                        "ONE_YEAR, NO_EXPIRY", gms_tool_shown(c.duration));
@@ -302,7 +302,7 @@ gms_cmd_create_handler(gms_tool_t *t, gms_tool_args_t *a)
     c.salt = salt;
     c.salt_len = salt_len;
 
-    rc = gms_tool_manage_create(t, &gms, &c);
+    rc = gms_manage_create(t, &gms, &c);
 
     OPENSSL_cleanse(salt, salt_len);
     free(salt);
@@ -318,8 +318,8 @@ gms_cmd_create_handler(gms_tool_t *t, gms_tool_args_t *a)
  */
 
 static int
-gms_tool_manage_create(gms_tool_t *t, const gms_graphql_conf_t *gms,
-    const gms_tool_create_t *c)
+gms_manage_create(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    const gms_manage_create_t *c)
 {
     int                 rc;
     char                id[GMS_TOKEN_ID_LEN + 1], why[512];
@@ -483,7 +483,7 @@ gms_cmd_revoke_handler(gms_tool_t *t, gms_tool_args_t *a)
             return GMS_TOOL_USAGE;
         }
 
-        return gms_tool_manage_revoke(t, &gms, a->argv[0]);
+        return gms_manage_revoke(t, &gms, a->argv[0]);
     }
 
     rc = gms_tool_connect(t);
@@ -509,7 +509,7 @@ gms_cmd_revoke_handler(gms_tool_t *t, gms_tool_args_t *a)
  */
 
 static int
-gms_tool_manage_revoke(gms_tool_t *t, const gms_graphql_conf_t *gms,
+gms_manage_revoke(gms_tool_t *t, const gms_graphql_conf_t *gms,
     const char *id)
 {
     int             rc;
@@ -524,7 +524,7 @@ gms_tool_manage_revoke(gms_tool_t *t, const gms_graphql_conf_t *gms,
         return rc;
     }
 
-    rc = gms_manage_revoke(t, g, id);
+    rc = gms_manage_revoke_at_gms(t, g, id);
     gms_graphql_close(g);
 
     if (rc != GMS_TOOL_OK) {
@@ -542,7 +542,7 @@ gms_tool_manage_revoke(gms_tool_t *t, const gms_graphql_conf_t *gms,
 
 
 static int
-gms_manage_revoke(gms_tool_t *t, gms_graphql_t *g, const char *id)
+gms_manage_revoke_at_gms(gms_tool_t *t, gms_graphql_t *g, const char *id)
 {
     int      ok;
     json_t  *vars, *data;
@@ -577,7 +577,7 @@ static void
 gms_manage_undo(gms_tool_t *t, gms_graphql_t *g, const char *gms_url,
     const char *id, const char *why)
 {
-    if (id != NULL && gms_manage_revoke(t, g, id) == GMS_TOOL_OK) {
+    if (id != NULL && gms_manage_revoke_at_gms(t, g, id) == GMS_TOOL_OK) {
         gms_tool_error(t, "%s; the new token was revoked at GMS and is not "
                        "printed", why);
         return;
@@ -634,7 +634,7 @@ gms_cmd_list_handler(gms_tool_t *t, gms_tool_args_t *a)
         return GMS_TOOL_USAGE;
     }
 
-    return gms_tool_manage_list(t, &gms, a->val[GMS_OPT_ACTOR], page_size);
+    return gms_manage_list(t, &gms, a->val[GMS_OPT_ACTOR], page_size);
 }
 
 
@@ -649,7 +649,7 @@ gms_cmd_list_handler(gms_tool_t *t, gms_tool_args_t *a)
  */
 
 static int
-gms_tool_manage_list(gms_tool_t *t, const gms_graphql_conf_t *gms,
+gms_manage_list(gms_tool_t *t, const gms_graphql_conf_t *gms,
     const char *actor, long page_size)
 {
     int             rc;
@@ -944,7 +944,7 @@ gms_cmd_check_salt_handler(gms_tool_t *t, gms_tool_args_t *a)
     rc = gms_tool_token_read(t, buf, sizeof(buf), &token, &token_len);
 
     if (rc == GMS_TOOL_OK) {
-        rc = gms_tool_manage_check_salt(t, &gms, token, token_len, salt,
+        rc = gms_manage_check_salt(t, &gms, token, token_len, salt,
                                         salt_len);
     }
 
@@ -963,7 +963,7 @@ gms_cmd_check_salt_handler(gms_tool_t *t, gms_tool_args_t *a)
  */
 
 static int
-gms_tool_manage_check_salt(gms_tool_t *t, const gms_graphql_conf_t *gms,
+gms_manage_check_salt(gms_tool_t *t, const gms_graphql_conf_t *gms,
     const char *token, size_t token_len, const char *salt, size_t salt_len)
 {
     int             rc;

@@ -20,16 +20,16 @@
 
 
 /* grant: how often a set changed by another writer is read again */
-#define GMS_TOOL_GRANT_TRIES   5
+#define GMS_GRANT_TRIES        5
 
 
 static int gms_cmd_grant_handler(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_cmd_deny_handler(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_cmd_privileges_handler(gms_tool_t *t, gms_tool_args_t *a);
-static int gms_tool_privileges_edit(gms_tool_t *t, gms_tool_args_t *a,
+static int gms_privileges_edit(gms_tool_t *t, gms_tool_args_t *a,
     const char *verb);
-static int gms_tool_grant_capped(gms_tool_t *t, gms_tool_args_t *a, int n,
-    const char **argv, const size_t *lens);
+static int gms_privileges_grant_capped(gms_tool_t *t, gms_tool_args_t *a,
+    int n, const char **argv, const size_t *lens);
 
 
 const gms_tool_command_t  gms_cmd_grant = {
@@ -65,19 +65,19 @@ const gms_tool_command_t  gms_cmd_privileges = {
 static int
 gms_cmd_grant_handler(gms_tool_t *t, gms_tool_args_t *a)
 {
-    return gms_tool_privileges_edit(t, a, "SADD");
+    return gms_privileges_edit(t, a, "SADD");
 }
 
 
 static int
 gms_cmd_deny_handler(gms_tool_t *t, gms_tool_args_t *a)
 {
-    return gms_tool_privileges_edit(t, a, "SREM");
+    return gms_privileges_edit(t, a, "SREM");
 }
 
 
 static int
-gms_tool_privileges_edit(gms_tool_t *t, gms_tool_args_t *a, const char *verb)
+gms_privileges_edit(gms_tool_t *t, gms_tool_args_t *a, const char *verb)
 {
     int           i, n, rc;
     char         *key;
@@ -129,7 +129,7 @@ gms_tool_privileges_edit(gms_tool_t *t, gms_tool_args_t *a, const char *verb)
     }
 
     if (strcmp(verb, "SADD") == 0) {
-        rc = gms_tool_grant_capped(t, a, n, argv, lens);
+        rc = gms_privileges_grant_capped(t, a, n, argv, lens);
 
     } else {
         reply = gms_tool_command_argv(t, n, argv, lens);
@@ -165,14 +165,14 @@ gms_tool_privileges_edit(gms_tool_t *t, gms_tool_args_t *a, const char *verb)
  */
 
 static int
-gms_tool_grant_capped(gms_tool_t *t, gms_tool_args_t *a, int n,
+gms_privileges_grant_capped(gms_tool_t *t, gms_tool_args_t *a, int n,
     const char **argv, const size_t *lens)
 {
     int          i, j, try;
     long long    size;
     redisReply  *reply;
 
-    for (try = 0; try < GMS_TOOL_GRANT_TRIES; try++) {
+    for (try = 0; try < GMS_GRANT_TRIES; try++) {
         gms_tool_append(t, "WATCH %b", argv[1], lens[1]);
         gms_tool_append(t, "SCARD %b", argv[1], lens[1]);
 
@@ -277,7 +277,7 @@ gms_tool_grant_capped(gms_tool_t *t, gms_tool_args_t *a, int n,
 
     gms_tool_error(t, "redis %s: the set of %s changed under every one of "
                    "%d tries: nothing granted", t->redis,
-                   gms_tool_shown(a->argv[0]), GMS_TOOL_GRANT_TRIES);
+                   gms_tool_shown(a->argv[0]), GMS_GRANT_TRIES);
 
     return GMS_TOOL_REDIS;
 }
