@@ -3,20 +3,19 @@
  * The credential check in the access phase.
  *
  * A request's token id is looked up in the shared cache first; on a miss
- * the request joins the worker's lookup of that id already in flight, or
- * starts one ("coalescing": N concurrent requests with one cold token make
- * one Redis lookup).  Each waiting request has its own deadline, an nginx
- * timer; the reply or the failure is handed to every waiter and the
- * requests resume through a posted event, outside hiredis's callback.
+ * in Redis (ngx_http_gms_lookup.c: coalesced with the worker's lookup of
+ * that id already in flight, under the request's own deadline), and the
+ * request runs its phases again once the answer is in its context.
  *
  * With GMS's signing key (gms_token_signing_key_file) a token missing from
- * the cache is verified here first (gms_jwt.c), and a forged, tampered or
- * expired one is refused without asking Redis.  A session token is then
- * accepted on its signature, as GMS accepts it; Redis is asked only for
- * its user's privileges, and only where a privilege is needed.  Personal
- * tokens are still looked up by id: their entry is how revocation works.
- * The system client (gms_token_system_client) is checked against a digest
- * of its id and secret, and keeps its delegating X-DataHub-Actor.
+ * the cache is verified here first (ngx_http_gms_credentials.c), and a
+ * forged, tampered or expired one is refused without asking Redis.  A
+ * session token is then accepted on its signature, as GMS accepts it;
+ * Redis is asked only for its user's privileges, and only where a
+ * privilege is needed.  Personal tokens are still looked up by id: their
+ * entry is how revocation works.  The system client
+ * (gms_token_system_client) is checked against a digest of its id and
+ * secret, and keeps its delegating X-DataHub-Actor.
  */
 
 
@@ -27,22 +26,24 @@
 #include "ngx_http_gms_privilege.h"
 #include "ngx_http_gms_es_task.h"
 #include "ngx_http_gms_lookup.h"
-#include "ngx_http_gms_redis.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
-
-#include <time.h>
-
-#include <openssl/crypto.h>
-#include <openssl/sha.h>
 
 
 static ngx_int_t ngx_http_gms_check(ngx_http_request_t *r,
     ngx_http_gms_loc_conf_t *glcf);
+static ngx_int_t ngx_http_gms_check_signed(ngx_http_request_t *r,
+    ngx_http_gms_ctx_t *ctx, const u_char *token, size_t len);
+static ngx_int_t ngx_http_gms_ask_redis(ngx_http_request_t *r,
+    ngx_http_gms_ctx_t *ctx, gms_jwt_claims_t *claims);
+static ngx_uint_t ngx_http_gms_wants_privileges(ngx_http_request_t *r);
+static ngx_int_t ngx_http_gms_decide(ngx_http_request_t *r,
+    ngx_http_gms_ctx_t *ctx);
 static ngx_int_t ngx_http_gms_passed(ngx_http_request_t *r,
     ngx_http_gms_loc_conf_t *glcf, ngx_int_t rc);
 static ngx_int_t ngx_http_gms_deny(ngx_http_request_t *r,
     ngx_http_gms_ctx_t *ctx);
+static ngx_int_t ngx_http_gms_drop_actor_header(ngx_http_request_t *r);
 
 
 #define NGX_HTTP_GMS_FORBIDDEN_MESSAGE                                       \
@@ -192,7 +193,11 @@ ngx_http_gms_check(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf)
         {
 
         case 0:
-            return ngx_http_gms_system(r, ctx, token, len);
+            if (ngx_http_gms_system(r, ctx, token, len) != NGX_OK) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            return ngx_http_gms_decide(r, ctx);
 
         case -2:
             /* Basic, but not "id:secret" (the base64 form, for one) */
@@ -276,16 +281,58 @@ ngx_http_gms_check(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf)
     }
 
     if (gmcf->nkeys) {
-        return ngx_http_gms_verify(r, ctx, token, len);
+        return ngx_http_gms_check_signed(r, ctx, token, len);
     }
 
-    return ngx_http_gms_lookup(r, ctx, NULL);
+    return ngx_http_gms_ask_redis(r, ctx, NULL);
+}
+
+
+/*
+ * A signed token not in the cache: refused here if it does not verify,
+ * accepted here if it is a session token and no privilege is needed,
+ * else looked up in Redis.
+ */
+
+static ngx_int_t
+ngx_http_gms_check_signed(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
+    const u_char *token, size_t len)
+{
+    gms_jwt_claims_t  claims;
+
+    if (ngx_http_gms_verify(r, ctx, token, len, &claims) != NGX_OK) {
+        return ngx_http_gms_decide(r, ctx);
+    }
+
+    if (gms_jwt_stateful(&claims) || ngx_http_gms_wants_privileges(r)) {
+        return ngx_http_gms_ask_redis(r, ctx, &claims);
+    }
+
+    if (ngx_http_gms_accept_session(r, ctx, &claims) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_gms_decide(r, ctx);
+}
+
+
+/* the lookup under way (NGX_AGAIN), or Redis failed it at once */
+
+static ngx_int_t
+ngx_http_gms_ask_redis(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
+    gms_jwt_claims_t *claims)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_http_gms_lookup(r, ctx, claims);
+
+    return (rc == NGX_DECLINED) ? ngx_http_gms_decide(r, ctx) : rc;
 }
 
 
 /* whether this request's location checks a privilege of the user */
 
-ngx_uint_t
+static ngx_uint_t
 ngx_http_gms_wants_privileges(ngx_http_request_t *r)
 {
     ngx_http_gms_loc_conf_t  *glcf;
@@ -298,7 +345,7 @@ ngx_http_gms_wants_privileges(ngx_http_request_t *r)
 }
 
 
-ngx_int_t
+static ngx_int_t
 ngx_http_gms_decide(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
 {
     ngx_http_gms_loc_conf_t  *glcf;
@@ -479,7 +526,7 @@ ngx_http_gms_subrequest_handler(ngx_http_request_t *r)
 }
 
 
-ngx_int_t
+static ngx_int_t
 ngx_http_gms_drop_actor_header(ngx_http_request_t *r)
 {
     static ngx_str_t  actor = ngx_string("X-DataHub-Actor");

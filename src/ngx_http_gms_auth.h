@@ -16,9 +16,6 @@ ngx_int_t ngx_http_gms_auth_init_bodies(ngx_conf_t *cf);
 ngx_int_t ngx_http_gms_access_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_gms_preaccess_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_gms_subrequest_handler(ngx_http_request_t *r);
-ngx_int_t ngx_http_gms_decide(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx);
-ngx_uint_t ngx_http_gms_wants_privileges(ngx_http_request_t *r);
-ngx_int_t ngx_http_gms_drop_actor_header(ngx_http_request_t *r);
 
 
 #endif /* _NGX_HTTP_GMS_AUTH_H_INCLUDED_ */

@@ -10,8 +10,6 @@
 
 
 #include "ngx_http_gms_credentials.h"
-#include "ngx_http_gms_auth.h"
-#include "ngx_http_gms_lookup.h"
 #include "ngx_http_gms_source.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
@@ -288,30 +286,29 @@ ngx_http_gms_jwt_leeway(ngx_conf_t *cf, void *post, void *data)
 
 
 /*
- * A signed token not in the cache: refused here if it does not verify,
- * accepted here if it is a session token and no privilege is needed,
- * else looked up in Redis.
+ * A signed token not in the cache: NGX_OK, its signature and times
+ * verified and its claims read; NGX_DECLINED, refused (ctx->result says
+ * why) without asking Redis.
  */
 
 ngx_int_t
 ngx_http_gms_verify(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
-    const u_char *token, size_t len)
+    const u_char *token, size_t len, gms_jwt_claims_t *claims)
 {
-    gms_jwt_rc_e                 rc;
-    gms_jwt_claims_t             claims;
-    ngx_http_gms_main_conf_t    *gmcf;
-    ngx_http_gms_cache_entry_t   entry;
+    gms_jwt_rc_e               rc;
+    ngx_http_gms_main_conf_t  *gmcf;
 
     gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
 
     rc = gms_jwt_verify(token, len, gmcf->keys, gmcf->nkeys,
                         ngx_http_gms_now_ms(), (int64_t) gmcf->jwt_leeway,
-                        &claims);
+                        claims);
 
     switch (rc) {
 
     case GMS_JWT_OK:
-        break;
+        ctx->type = claims->type;
+        return NGX_OK;
 
     case GMS_JWT_EXPIRED:
         ngx_http_gms_count(jwt_rejected[NGX_HTTP_GMS_JWT_EXPIRED]);
@@ -334,35 +331,43 @@ ngx_http_gms_verify(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
         break;
     }
 
-    if (rc != GMS_JWT_OK) {
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "gms: token id \"%s\" refused: %s", ctx->id,
-                      claims.error);
-        return ngx_http_gms_decide(r, ctx);
-    }
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "gms: token id \"%s\" refused: %s", ctx->id,
+                  claims->error);
 
-    ctx->type = claims.type;
+    return NGX_DECLINED;
+}
 
-    if (gms_jwt_stateful(&claims) || ngx_http_gms_wants_privileges(r)) {
-        return ngx_http_gms_lookup(r, ctx, &claims);
-    }
 
-    /* a session token, where no privilege is needed: no Redis at all */
+/*
+ * A verified session token where no privilege is needed, accepted on its
+ * signature as GMS accepts it: no Redis at all.  Its entry says that its
+ * user's privileges were not read.
+ */
+
+ngx_int_t
+ngx_http_gms_accept_session(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
+    gms_jwt_claims_t *claims)
+{
+    ngx_http_gms_main_conf_t    *gmcf;
+    ngx_http_gms_cache_entry_t   entry;
+
+    gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
 
     ctx->result = NGX_HTTP_GMS_OK;
-    ctx->actor.len = claims.actor_len;
-    ctx->actor.data = ngx_pnalloc(r->pool, claims.actor_len);
+    ctx->actor.len = claims->actor_len;
+    ctx->actor.data = ngx_pnalloc(r->pool, claims->actor_len);
 
     if (ctx->actor.data == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_ERROR;
     }
 
-    ngx_memcpy(ctx->actor.data, claims.actor, claims.actor_len);
+    ngx_memcpy(ctx->actor.data, claims->actor, claims->actor_len);
     ngx_str_set(&ctx->privileges, "");
     ctx->no_privileges = 1;
 
     entry.result = NGX_HTTP_GMS_OK;
-    entry.type = claims.type;
+    entry.type = claims->type;
     entry.no_privileges = 1;
     entry.actor = ctx->actor;
     entry.privileges = ctx->privileges;
@@ -371,11 +376,11 @@ ngx_http_gms_verify(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
 
     if (!ctx->has_stale) {
         ngx_http_gms_cache_put(gmcf->cache, ctx->id, &entry,
-                               ngx_http_gms_jwt_bound(&claims, gmcf),
+                               ngx_http_gms_jwt_bound(claims, gmcf),
                                ngx_http_gms_cache_generation(gmcf->cache));
     }
 
-    return ngx_http_gms_decide(r, ctx);
+    return NGX_OK;
 }
 
 
@@ -383,6 +388,7 @@ ngx_http_gms_verify(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
  * DataHubSystemAuthenticator's credential: no Redis, every privilege (as
  * DataHubAuthorizer grants the system actor), and the client's own
  * X-DataHub-Actor, the user it acts for, kept and exposed as the actor.
+ * NGX_OK: ctx->result says whether it is accepted.
  */
 
 ngx_int_t
@@ -405,12 +411,9 @@ ngx_http_gms_system(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "gms: system client credentials refused");
 
-        if (ngx_http_gms_drop_actor_header(r) != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
         ctx->result = NGX_HTTP_GMS_INVALID;
-        return ngx_http_gms_decide(r, ctx);
+
+        return ngx_http_gms_drop_header(r, &actor);
     }
 
     delegation = NULL;
@@ -438,12 +441,9 @@ ngx_http_gms_system(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
                       "gms: system client request refused: X-DataHub-Actor "
                       "must be one urn:li: URN");
 
-        if (ngx_http_gms_drop_actor_header(r) != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
         ctx->result = NGX_HTTP_GMS_INVALID;
-        return ngx_http_gms_decide(r, ctx);
+
+        return ngx_http_gms_drop_header(r, &actor);
     }
 
     ctx->result = NGX_HTTP_GMS_OK;
@@ -457,5 +457,5 @@ ngx_http_gms_system(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
         ngx_str_set(&ctx->actor, "");
     }
 
-    return ngx_http_gms_decide(r, ctx);
+    return NGX_OK;
 }

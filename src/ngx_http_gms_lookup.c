@@ -13,7 +13,6 @@
 
 
 #include "ngx_http_gms_lookup.h"
-#include "ngx_http_gms_auth.h"
 #include "ngx_http_gms_credentials.h"
 #include "ngx_http_gms_redis.h"
 #include "ngx_http_gms_cache.h"
@@ -80,6 +79,12 @@ static ngx_uint_t ngx_http_gms_usec(void);
 static ngx_http_gms_flights_t  ngx_http_gms_flights;
 
 
+/*
+ * NGX_AGAIN: the request waits for the reply (or its deadline), then runs
+ * its phases again; NGX_DECLINED: Redis cannot be asked now, and
+ * ctx->result is the failure (or the stale entry's).
+ */
+
 ngx_int_t
 ngx_http_gms_lookup(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
     gms_jwt_claims_t *claims)
@@ -120,7 +125,7 @@ ngx_http_gms_lookup(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
         }
 
         ngx_http_gms_fail(ctx, NGX_HTTP_GMS_ERR_CONNECT);
-        return ngx_http_gms_decide(r, ctx);
+        return NGX_DECLINED;
     }
 
     if (joined) {
