@@ -502,7 +502,7 @@ ngx_http_gms_subrequest_handler(ngx_http_request_t *r)
 
     ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
 
-    if (ctx != NULL && ctx->es_subrequest == r) {
+    if (ctx != NULL && ctx->es != NULL && ctx->es->subrequest == r) {
         return NGX_DECLINED;
     }
 

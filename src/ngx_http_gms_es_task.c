@@ -17,9 +17,9 @@ static ngx_int_t ngx_http_gms_es_task_handler(ngx_http_request_t *r);
 static void ngx_http_gms_es_task_body(ngx_http_request_t *r);
 static void ngx_http_gms_es_task_too_large(ngx_http_request_t *r);
 static void ngx_http_gms_es_task_parse(ngx_http_request_t *r,
-    ngx_http_gms_ctx_t *ctx);
+    ngx_http_gms_es_ctx_t *es);
 static ngx_int_t ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
-    ngx_http_gms_ctx_t *ctx);
+    ngx_http_gms_es_ctx_t *es);
 static ngx_int_t ngx_http_gms_es_task_done(ngx_http_request_t *r,
     void *data, ngx_int_t rc);
 static void ngx_http_gms_es_task_respond(ngx_http_request_t *r);
@@ -31,6 +31,7 @@ static ngx_int_t ngx_http_gms_es_task_error(ngx_http_request_t *r,
     ngx_uint_t status, const char *message, size_t len);
 static ngx_int_t ngx_http_gms_es_task_subrequest_phase(
     ngx_http_request_t *r);
+static ngx_http_gms_es_ctx_t *ngx_http_gms_es_task_of(ngx_http_request_t *r);
 static ngx_int_t ngx_http_gms_es_task_allowed(ngx_http_gms_ctx_t *ctx,
     ngx_http_gms_loc_conf_t *glcf);
 static ngx_int_t ngx_http_gms_es_task_body_filter(ngx_http_request_t *r,
@@ -247,27 +248,44 @@ ngx_http_gms_es_task_action(ngx_http_request_t *r)
 static ngx_int_t
 ngx_http_gms_es_task_subrequest_phase(ngx_http_request_t *r)
 {
-    ngx_http_gms_ctx_t  *ctx;
+    ngx_http_gms_es_ctx_t  *es;
 
-    ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
+    es = ngx_http_gms_es_task_of(r);
 
-    if (ctx == NULL || ctx->es_subrequest != r) {
+    if (es == NULL) {
         return NGX_DECLINED;
     }
 
-    if (!ctx->es_started) {
-        ctx->es_started = 1;
+    if (!es->started) {
+        es->started = 1;
         return NGX_DECLINED;
     }
 
     ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                   "gms: task %s:%L: the search cluster's answer redirected "
                   "the subrequest to \"%V\", refused",
-                  ctx->task.node, (int64_t) ctx->task.number, &r->uri);
+                  es->task.node, (int64_t) es->task.number, &r->uri);
 
-    ctx->es_redirected = 1;
+    es->redirected = 1;
 
     return NGX_HTTP_FORBIDDEN;
+}
+
+
+/* the task status of the request whose subrequest r is, or NULL */
+
+static ngx_http_gms_es_ctx_t *
+ngx_http_gms_es_task_of(ngx_http_request_t *r)
+{
+    ngx_http_gms_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
+
+    if (ctx == NULL || ctx->es == NULL || ctx->es->subrequest != r) {
+        return NULL;
+    }
+
+    return ctx->es;
 }
 
 
@@ -290,8 +308,9 @@ ngx_http_gms_es_task_allowed(ngx_http_gms_ctx_t *ctx,
 static ngx_int_t
 ngx_http_gms_es_task_handler(ngx_http_request_t *r)
 {
-    ngx_int_t            rc;
-    ngx_http_gms_ctx_t  *ctx;
+    ngx_int_t               rc;
+    ngx_http_gms_ctx_t     *ctx;
+    ngx_http_gms_es_ctx_t  *es;
 
     if (r->headers_in.content_length_n > GMS_ES_TASK_BODY_MAX) {
         return ngx_http_gms_es_task_refuse(r,
@@ -311,8 +330,15 @@ ngx_http_gms_es_task_handler(ngx_http_request_t *r)
         ngx_http_set_ctx(r, ctx, ngx_http_gms_module);
     }
 
-    ctx->es_body = ngx_pnalloc(r->pool, GMS_ES_TASK_BODY_MAX + 1);
-    if (ctx->es_body == NULL) {
+    es = ngx_pcalloc(r->pool, sizeof(ngx_http_gms_es_ctx_t));
+    if (es == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->es = es;
+
+    es->body = ngx_pnalloc(r->pool, GMS_ES_TASK_BODY_MAX + 1);
+    if (es->body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -340,12 +366,14 @@ ngx_http_gms_es_task_handler(ngx_http_request_t *r)
 static void
 ngx_http_gms_es_task_body(ngx_http_request_t *r)
 {
-    size_t               n;
-    ngx_int_t            rc;
-    ngx_chain_t         *cl;
-    ngx_http_gms_ctx_t  *ctx;
+    size_t                  n;
+    ngx_int_t               rc;
+    ngx_chain_t            *cl;
+    ngx_http_gms_ctx_t     *ctx;
+    ngx_http_gms_es_ctx_t  *es;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
+    es = ctx->es;
 
     for ( ;; ) {
 
@@ -357,13 +385,13 @@ ngx_http_gms_es_task_body(ngx_http_request_t *r)
                 continue;
             }
 
-            if (n > GMS_ES_TASK_BODY_MAX - ctx->es_body_len) {
+            if (n > GMS_ES_TASK_BODY_MAX - es->body_len) {
                 ngx_http_gms_es_task_too_large(r);
                 return;
             }
 
-            ngx_memcpy(ctx->es_body + ctx->es_body_len, cl->buf->pos, n);
-            ctx->es_body_len += n;
+            ngx_memcpy(es->body + es->body_len, cl->buf->pos, n);
+            es->body_len += n;
             cl->buf->pos = cl->buf->last;
         }
 
@@ -389,7 +417,7 @@ ngx_http_gms_es_task_body(ngx_http_request_t *r)
 
     r->read_event_handler = ngx_http_block_reading;
 
-    ngx_http_gms_es_task_parse(r, ctx);
+    ngx_http_gms_es_task_parse(r, es);
 }
 
 
@@ -413,16 +441,16 @@ ngx_http_gms_es_task_too_large(ngx_http_request_t *r)
 
 
 static void
-ngx_http_gms_es_task_parse(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
+ngx_http_gms_es_task_parse(ngx_http_request_t *r, ngx_http_gms_es_ctx_t *es)
 {
     char       *msg;
     size_t      size, msg_len;
     ngx_int_t   rc;
 
-    ctx->es_body[ctx->es_body_len] = '\0';
+    es->body[es->body_len] = '\0';
 
     /* room for the metadata service's message echoing the task */
-    size = ctx->es_body_len + 256;
+    size = es->body_len + 256;
 
     msg = ngx_pnalloc(r->pool, size);
     if (msg == NULL) {
@@ -430,8 +458,8 @@ ngx_http_gms_es_task_parse(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
         return;
     }
 
-    if (gms_es_task_request_parse((char *) ctx->es_body, ctx->es_body_len,
-                                  &ctx->task, msg, size, &msg_len)
+    if (gms_es_task_request_parse((char *) es->body, es->body_len,
+                                  &es->task, msg, size, &msg_len)
         != 0)
     {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -443,7 +471,7 @@ ngx_http_gms_es_task_parse(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
         return;
     }
 
-    rc = ngx_http_gms_es_task_subrequest(r, ctx);
+    rc = ngx_http_gms_es_task_subrequest(r, es);
 
     if (rc != NGX_OK) {
         ngx_http_finalize_request(r, rc);
@@ -453,7 +481,7 @@ ngx_http_gms_es_task_parse(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
 
 static ngx_int_t
 ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
-    ngx_http_gms_ctx_t *ctx)
+    ngx_http_gms_es_ctx_t *es)
 {
     ngx_str_t                     uri;
     ngx_table_elt_t              *h;
@@ -472,7 +500,7 @@ ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
     }
 
     uri.len = ngx_sprintf(uri.data, "%V%s:%L", &glcf->es_task_uri,
-                          ctx->task.node, (int64_t) ctx->task.number)
+                          es->task.node, (int64_t) es->task.number)
               - uri.data;
 
     ps = ngx_palloc(r->pool, sizeof(ngx_http_post_subrequest_t));
@@ -481,7 +509,7 @@ ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
     }
 
     ps->handler = ngx_http_gms_es_task_done;
-    ps->data = ctx;
+    ps->data = es;
 
     if (ngx_http_subrequest(r, &uri, NULL, &sr, ps,
                             NGX_HTTP_SUBREQUEST_IN_MEMORY
@@ -520,7 +548,7 @@ ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
     sr->headers_in.keep_alive_n = -1;
     sr->request_body = NULL;
 
-    ctx->es_subrequest = sr;
+    es->subrequest = sr;
     r->write_event_handler = ngx_http_gms_es_task_respond;
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -533,19 +561,19 @@ ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
 static ngx_int_t
 ngx_http_gms_es_task_done(ngx_http_request_t *r, void *data, ngx_int_t rc)
 {
-    ngx_http_gms_ctx_t *ctx = data;
+    ngx_http_gms_es_ctx_t *es = data;
 
-    ctx->es_done = 1;
-    ctx->es_rc = rc;
-    ctx->es_status = r->headers_out.status;
+    es->done = 1;
+    es->rc = rc;
+    es->status = r->headers_out.status;
 
     /*
      * A status the cluster did not send is nginx's own: the cluster could
      * not be reached, timed out or sent a broken header (502, 504).
      */
 
-    if (r->upstream && r->upstream->headers_in.status_n != ctx->es_status) {
-        ctx->es_unreachable = 1;
+    if (r->upstream && r->upstream->headers_in.status_n != es->status) {
+        es->unreachable = 1;
     }
 
     /*
@@ -559,19 +587,19 @@ ngx_http_gms_es_task_done(ngx_http_request_t *r, void *data, ngx_int_t rc)
      * whatever JSON it seems to hold.
      */
 
-    if (r->upstream && !ctx->es_too_big && !ctx->es_ended
-        && ctx->es_status >= NGX_HTTP_OK
-        && ctx->es_status < NGX_HTTP_SPECIAL_RESPONSE)
+    if (r->upstream && !es->too_big && !es->ended
+        && es->status >= NGX_HTTP_OK
+        && es->status < NGX_HTTP_SPECIAL_RESPONSE)
     {
-        ctx->es_incomplete = 1;
+        es->incomplete = 1;
     }
 
     if (r->out && r->out->buf) {
-        ctx->es_answer.data = r->out->buf->pos;
-        ctx->es_answer.len = r->out->buf->last - r->out->buf->pos;
+        es->answer.data = r->out->buf->pos;
+        es->answer.len = r->out->buf->last - r->out->buf->pos;
 
     } else {
-        ngx_str_null(&ctx->es_answer);
+        ngx_str_null(&es->answer);
     }
 
     /*
@@ -594,13 +622,15 @@ ngx_http_gms_es_task_done(ngx_http_request_t *r, void *data, ngx_int_t rc)
 static void
 ngx_http_gms_es_task_respond(ngx_http_request_t *r)
 {
-    char                 reason[128], *value, *body;
-    u_char               msg[128], *last;
-    ngx_http_gms_ctx_t  *ctx;
+    char                    reason[128], *value, *body;
+    u_char                  msg[128], *last;
+    ngx_http_gms_ctx_t     *ctx;
+    ngx_http_gms_es_ctx_t  *es;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
+    es = ctx->es;
 
-    if (!ctx->es_done) {
+    if (!es->done) {
         return;
     }
 
@@ -608,45 +638,45 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
 
     value = NULL;
 
-    if (ctx->es_redirected) {
+    if (es->redirected) {
         /* logged when it was refused */
 
-    } else if (ctx->es_too_big) {
+    } else if (es->too_big) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "gms: task %s:%L: search cluster answer larger than "
                       "subrequest_output_buffer_size",
-                      ctx->task.node, (int64_t) ctx->task.number);
+                      es->task.node, (int64_t) es->task.number);
 
-    } else if (ctx->es_incomplete) {
+    } else if (es->incomplete) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "gms: task %s:%L: search cluster answer incomplete",
-                      ctx->task.node, (int64_t) ctx->task.number);
+                      es->task.node, (int64_t) es->task.number);
 
-    } else if (ctx->es_rc != NGX_OK || ctx->es_unreachable) {
+    } else if (es->rc != NGX_OK || es->unreachable) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "gms: task %s:%L: search cluster request failed "
                       "(%i, nginx's own %ui)",
-                      ctx->task.node, (int64_t) ctx->task.number,
-                      ctx->es_rc, ctx->es_status);
+                      es->task.node, (int64_t) es->task.number,
+                      es->rc, es->status);
 
-    } else if (ctx->es_status == NGX_HTTP_NOT_FOUND) {
+    } else if (es->status == NGX_HTTP_NOT_FOUND) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "gms: task %s:%L: search cluster answered 404",
-                      ctx->task.node, (int64_t) ctx->task.number);
+                      es->task.node, (int64_t) es->task.number);
 
-    } else if (ctx->es_status < NGX_HTTP_OK
-               || ctx->es_status >= NGX_HTTP_SPECIAL_RESPONSE)
+    } else if (es->status < NGX_HTTP_OK
+               || es->status >= NGX_HTTP_SPECIAL_RESPONSE)
     {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "gms: task %s:%L: search cluster answered %ui, "
                       "answering 500",
-                      ctx->task.node, (int64_t) ctx->task.number,
-                      ctx->es_status);
+                      es->task.node, (int64_t) es->task.number,
+                      es->status);
 
         last = ngx_snprintf(msg, sizeof(msg),
                             "Search cluster answered HTTP %ui to the task "
-                            "status request for %s:%L", ctx->es_status,
-                            ctx->task.node, (int64_t) ctx->task.number);
+                            "status request for %s:%L", es->status,
+                            es->task.node, (int64_t) es->task.number);
 
         ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_CLUSTER_ERROR]);
 
@@ -656,20 +686,20 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
         return;
 
     } else {
-        value = gms_es_task_value((char *) ctx->es_answer.data,
-                                  ctx->es_answer.len, reason, sizeof(reason));
+        value = gms_es_task_value((char *) es->answer.data,
+                                  es->answer.len, reason, sizeof(reason));
 
         if (value == NULL) {
             ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                           "gms: task %s:%L: %s",
-                          ctx->task.node, (int64_t) ctx->task.number,
+                          es->task.node, (int64_t) es->task.number,
                           reason);
         }
     }
 
     if (value == NULL) {
         /* the metadata service's answer when it gets no task status */
-        value = gms_es_task_error_value(&ctx->task);
+        value = gms_es_task_error_value(&es->task);
         ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_ERROR]);
 
     } else {
@@ -742,26 +772,26 @@ ngx_http_gms_es_task_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 {
     off_t                      size, limit;
     ngx_chain_t               *cl;
-    ngx_http_gms_ctx_t        *ctx;
+    ngx_http_gms_es_ctx_t     *es;
     ngx_http_core_loc_conf_t  *clcf;
 
     if (r == r->main) {
         return ngx_http_next_body_filter(r, in);
     }
 
-    ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
+    es = ngx_http_gms_es_task_of(r);
 
-    if (ctx == NULL || ctx->es_subrequest != r) {
+    if (es == NULL) {
         return ngx_http_next_body_filter(r, in);
     }
 
     for (cl = in; cl; cl = cl->next) {
         if (cl->buf->last_in_chain) {
-            ctx->es_ended = 1;
+            es->ended = 1;
         }
     }
 
-    if (!ctx->es_too_big) {
+    if (!es->too_big) {
         clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
         limit = (off_t) clcf->subrequest_output_buffer_size;
 
@@ -772,13 +802,13 @@ ngx_http_gms_es_task_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
         }
 
         if (r->headers_out.content_length_n <= limit
-            && ctx->es_received + size <= limit)
+            && es->received + size <= limit)
         {
-            ctx->es_received += size;
+            es->received += size;
             return ngx_http_next_body_filter(r, in);
         }
 
-        ctx->es_too_big = 1;
+        es->too_big = 1;
     }
 
     for (cl = in; cl; cl = cl->next) {

@@ -320,7 +320,7 @@ ngx_http_gms_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 
     /* the search cluster is not told who asks for a task's status */
 
-    if (ctx == NULL || r == ctx->es_subrequest) {
+    if (ctx == NULL || (ctx->es && r == ctx->es->subrequest)) {
         v->not_found = 1;
         return NGX_OK;
     }
@@ -397,7 +397,7 @@ ngx_http_gms_type_variable(ngx_http_request_t *r,
 
     ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
 
-    if (ctx == NULL || r == ctx->es_subrequest
+    if (ctx == NULL || (ctx->es && r == ctx->es->subrequest)
         || ctx->result != NGX_HTTP_GMS_OK || ctx->type == GMS_TOKEN_NONE)
     {
         v->not_found = 1;

@@ -148,10 +148,30 @@ typedef struct {
 } ngx_http_gms_loc_conf_t;
 
 
+/* getEsTaskStatus: the body, the task, the search cluster's answer */
+typedef struct {
+    ngx_http_request_t        *subrequest;     /* to the search cluster */
+    u_char                    *body;           /* the request body, read */
+    size_t                     body_len;
+    gms_es_task_ref_t          task;
+    ngx_int_t                  rc;
+    ngx_uint_t                 status;
+    ngx_str_t                  answer;
+    off_t                      received;
+    unsigned                   done:1;
+    unsigned                   too_big:1;
+    unsigned                   unreachable:1;
+    unsigned                   started:1;
+    unsigned                   redirected:1;
+    unsigned                   incomplete:1;
+    unsigned                   ended:1;        /* upstream's last buffer */
+} ngx_http_gms_es_ctx_t;
+
+
 typedef struct {
     ngx_http_request_t        *request;
     ngx_http_gms_flight_t     *flight;         /* the lookup waited on */
-    ngx_http_request_t        *es_subrequest;
+    ngx_http_gms_es_ctx_t     *es;             /* getEsTaskStatus's */
 
     /* ident must be after 3 pointers as in ngx_connection_t */
     ngx_int_t                  ident;
@@ -176,22 +196,6 @@ typedef struct {
     ngx_str_t                  stale_privileges;
     gms_token_type_e           stale_type;
     unsigned                   has_stale:1;
-
-    /* getEsTaskStatus */
-    u_char                    *es_body;        /* the request body, read */
-    size_t                     es_body_len;
-    gms_es_task_ref_t          task;
-    ngx_int_t                  es_rc;
-    ngx_uint_t                 es_status;
-    ngx_str_t                  es_answer;
-    off_t                      es_received;
-    unsigned                   es_done:1;
-    unsigned                   es_too_big:1;
-    unsigned                   es_unreachable:1;
-    unsigned                   es_started:1;
-    unsigned                   es_redirected:1;
-    unsigned                   es_incomplete:1;
-    unsigned                   es_ended:1;      /* upstream's last buffer */
 } ngx_http_gms_ctx_t;
 
 
