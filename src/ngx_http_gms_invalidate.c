@@ -32,9 +32,6 @@ typedef struct {
     ngx_http_gms_main_conf_t  *gmcf;
     ngx_event_t                retry_timer;    /* the subscriber's */
     ngx_event_t                sync_timer;
-    ngx_event_t                sub_ping_timer;
-    ngx_msec_t                 sub_heard;      /* its last reply */
-    unsigned                   sub_ping_pending:1;
     unsigned                   subscribed:1;
     unsigned                   exiting:1;
 } ngx_http_gms_invalidate_t;
@@ -44,7 +41,6 @@ static ngx_int_t ngx_http_gms_invalidate_connect(ngx_http_gms_rconn_t *rc);
 static void ngx_http_gms_invalidate_subscribe(void);
 static void ngx_http_gms_invalidate_retry(ngx_event_t *ev);
 static void ngx_http_gms_invalidate_closed(ngx_http_gms_rconn_t *rc);
-static void ngx_http_gms_invalidate_ping(ngx_event_t *ev);
 static void ngx_http_gms_invalidate_message(ngx_http_gms_rconn_t *rc,
     void *data, redisReply *reply, const char *error);
 static void *ngx_http_gms_invalidate_string(const redisReadTask *task,
@@ -111,11 +107,6 @@ ngx_http_gms_invalidate_init_process(ngx_cycle_t *cycle,
     iv->retry_timer.log = cycle->log;
     iv->retry_timer.data = iv;
     iv->retry_timer.cancelable = 1;
-
-    iv->sub_ping_timer.handler = ngx_http_gms_invalidate_ping;
-    iv->sub_ping_timer.log = cycle->log;
-    iv->sub_ping_timer.data = iv;
-    iv->sub_ping_timer.cancelable = 1;
 
     ngx_http_gms_invalidate_subscribe();
 
@@ -283,53 +274,7 @@ ngx_http_gms_invalidate_closed(ngx_http_gms_rconn_t *rc)
         ngx_http_gms_count_down(subscriptions);
     }
 
-    iv->sub_ping_pending = 0;
-
-    if (iv->sub_ping_timer.timer_set) {
-        ngx_del_timer(&iv->sub_ping_timer);
-    }
-
     ngx_http_gms_invalidate_subscribe();
-}
-
-
-/*
- * The subscription, quiet for a while, is asked for a PING like the
- * lookups' connection: a peer gone silently (a host down, a firewall's
- * dropped state) would otherwise keep the cache from hearing of
- * revocations until TCP keepalive noticed, hours later.  Subscribed,
- * Redis answers ["pong", ""]; messages may come before it, and every
- * reply goes to ngx_http_gms_invalidate_message() whatever it answers.
- */
-
-static void
-ngx_http_gms_invalidate_ping(ngx_event_t *ev)
-{
-    ngx_http_gms_invalidate_t *iv = ev->data;
-
-    ngx_http_gms_rconn_t  *rc;
-
-    rc = &ngx_http_gms_invalidate_sub;
-
-    if (!iv->subscribed) {
-        return;
-    }
-
-    switch (ngx_http_gms_rconn_ping(rc, iv->sub_ping_pending, iv->sub_heard,
-                                    ngx_http_gms_invalidate_message))
-    {
-    case NGX_ERROR:
-        return;
-
-    case NGX_OK:
-        iv->sub_ping_pending = 1;
-        break;
-
-    default: /* NGX_DECLINED */
-        break;
-    }
-
-    ngx_add_timer(&iv->sub_ping_timer, NGX_HTTP_GMS_PING_EVERY);
 }
 
 
@@ -354,10 +299,7 @@ ngx_http_gms_invalidate_message(ngx_http_gms_rconn_t *rc, void *data,
         return;
     }
 
-    iv->sub_heard = ngx_current_msec;
-
-    if (ngx_http_gms_rconn_pong(reply)) {
-        iv->sub_ping_pending = 0;
+    if (ngx_http_gms_rconn_heard(rc, reply)) {
         return;
     }
 
@@ -381,9 +323,8 @@ ngx_http_gms_invalidate_message(ngx_http_gms_rconn_t *rc, void *data,
             ngx_http_gms_count(subscriptions);
         }
 
-        if (!iv->sub_ping_timer.timer_set) {
-            ngx_add_timer(&iv->sub_ping_timer, NGX_HTTP_GMS_PING_EVERY);
-        }
+        /* a silent peer would leave revocations unheard for hours */
+        ngx_http_gms_rconn_watch(rc);
 
         /* whatever was published while nobody listened is lost */
 

@@ -54,10 +54,7 @@ typedef struct {
     u_char                    *evalsha_ro;     /* the same, for replicas */
     size_t                     evalsha_ro_len;
     size_t                     evalsha_ro_id;
-    ngx_msec_t                 last_used;
-    ngx_event_t                ping_timer;
     time_t                     replica_logged;
-    unsigned                   ping_pending:1;
     unsigned                   replica_old:1;  /* no EVALSHA_RO */
     unsigned                   moving:1;       /* following a failover */
     unsigned                   exiting:1;
@@ -84,9 +81,6 @@ static void ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
 static void ngx_http_gms_redis_replica_error(ngx_http_gms_rconn_t *rc,
     ngx_http_gms_lookup_t *lk, redisReply *reply);
 static ngx_int_t ngx_http_gms_redis_resend(ngx_http_gms_lookup_t *lk);
-static void ngx_http_gms_redis_ping(ngx_event_t *ev);
-static void ngx_http_gms_redis_pong(ngx_http_gms_rconn_t *rc, void *data,
-    redisReply *reply, const char *error);
 
 
 /* one of each per worker process */
@@ -149,15 +143,11 @@ ngx_http_gms_redis_init(ngx_http_gms_main_conf_t *gmcf)
         return NGX_ERROR;
     }
 
-    rd->ping_timer.handler = ngx_http_gms_redis_ping;
-    rd->ping_timer.log = ngx_cycle->log;
-    rd->ping_timer.data = rd;
-    rd->ping_timer.cancelable = 1;
-
     rc = &ngx_http_gms_redis_master;
     ngx_http_gms_rconn_init(rc, gmcf, "lookup", NGX_HTTP_GMS_TARGET_MASTER);
     rc->ready = ngx_http_gms_redis_up;
     rc->closed = ngx_http_gms_redis_closed;
+    rc->unavailable = ngx_http_gms_redis_unavailable;
 
     rc = &ngx_http_gms_redis_replica;
     ngx_http_gms_rconn_init(rc, gmcf, "replica lookup",
@@ -280,7 +270,8 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
         return NGX_ERROR;
     }
 
-    rd->last_used = ngx_current_msec;
+    /* a lookup, to the replica too, spares the master its PING */
+    ngx_http_gms_redis_master.heard = ngx_current_msec;
 
     return NGX_OK;
 }
@@ -614,22 +605,18 @@ ngx_http_gms_redis_loaded(ngx_http_gms_rconn_t *rc, void *data,
 static void
 ngx_http_gms_redis_up(ngx_http_gms_rconn_t *rc)
 {
-    ngx_http_gms_redis_t  *rd;
-
-    rd = &ngx_http_gms_redis;
-
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
                    "gms: redis %s connection up", rc->what);
 
     if (rc == &ngx_http_gms_redis_master) {
         ngx_http_gms_count(connections);
 
-        /* a new connection is PINGed after 10 s of its own quiet */
-        rd->last_used = ngx_current_msec;
-    }
-
-    if (!rd->ping_timer.timer_set) {
-        ngx_add_timer(&rd->ping_timer, NGX_HTTP_GMS_PING_EVERY);
+        /*
+         * an idle master connection is PINGed (a replica's is not), a new
+         * one after 10 s of its own quiet
+         */
+        rc->heard = ngx_current_msec;
+        ngx_http_gms_rconn_watch(rc);
     }
 }
 
@@ -641,13 +628,8 @@ ngx_http_gms_redis_closed(ngx_http_gms_rconn_t *rc)
 
     rd = &ngx_http_gms_redis;
 
-    if (rc == &ngx_http_gms_redis_master) {
-        if (rc->was_ready) {
-            ngx_http_gms_count_down(connections);
-        }
-
-        /* the PING was the master's: a replica's drop does not answer it */
-        rd->ping_pending = 0;
+    if (rc == &ngx_http_gms_redis_master && rc->was_ready) {
+        ngx_http_gms_count_down(connections);
     }
 
     if (rc->gmcf->sentinels && !rd->exiting && !rd->moving
@@ -925,62 +907,5 @@ ngx_http_gms_redis_unavailable(ngx_http_gms_rconn_t *rc, redisReply *reply)
     ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "server unavailable");
 
     return NGX_DECLINED;
-}
-
-
-/*
- * A connection with no lookup for a while is asked for a PING; no answer
- * by the next round, and it is dropped rather than trusted with a lookup.
- */
-
-static void
-ngx_http_gms_redis_ping(ngx_event_t *ev)
-{
-    ngx_http_gms_redis_t  *rd = ev->data;
-
-    ngx_http_gms_rconn_t  *rc;
-
-    rc = &ngx_http_gms_redis_master;
-
-    if (!ngx_http_gms_rconn_ready(rc)) {
-        return;
-    }
-
-    switch (ngx_http_gms_rconn_ping(rc, rd->ping_pending, rd->last_used,
-                                    ngx_http_gms_redis_pong))
-    {
-    case NGX_ERROR:
-        return;
-
-    case NGX_OK:
-        rd->ping_pending = 1;
-        break;
-
-    default: /* NGX_DECLINED */
-        break;
-    }
-
-    ngx_add_timer(&rd->ping_timer, NGX_HTTP_GMS_PING_EVERY);
-}
-
-
-static void
-ngx_http_gms_redis_pong(ngx_http_gms_rconn_t *rc, void *data,
-    redisReply *reply, const char *error)
-{
-    ngx_http_gms_redis.ping_pending = 0;
-
-    if (reply == NULL) {
-        return;
-    }
-
-    if (!ngx_http_gms_rconn_says(reply, "PONG")) {
-        if (ngx_http_gms_redis_unavailable(rc, reply) == NGX_OK) {
-            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                          "gms: redis at %V: unexpected answer to PING",
-                          &rc->peer);
-            ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "bad PONG");
-        }
-    }
 }
 

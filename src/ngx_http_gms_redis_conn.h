@@ -33,6 +33,13 @@ typedef void (*ngx_http_gms_rconn_reply_pt)(ngx_http_gms_rconn_t *rc,
 /* the owner's hooks: a connection is up (setup answered), or has gone */
 typedef void (*ngx_http_gms_rconn_event_pt)(ngx_http_gms_rconn_t *rc);
 
+/*
+ * The owner's look at an error reply where an answer was due (-LOADING
+ * and the like): NGX_DECLINED once it has closed the connection.
+ */
+typedef ngx_int_t (*ngx_http_gms_rconn_check_pt)(ngx_http_gms_rconn_t *rc,
+    redisReply *reply);
+
 
 typedef enum {
     NGX_HTTP_GMS_RCONN_CLOSED = 0,
@@ -79,13 +86,19 @@ struct ngx_http_gms_rconn_s {
 
     ngx_http_gms_rconn_state_e     state;
 
+    /* the idle check, from ngx_http_gms_rconn_watch() to the close */
+    ngx_event_t                    ping;
+    ngx_msec_t                     heard;          /* set by the owner */
+
     /* replies with nothing pending: a subscription's messages, or else */
     ngx_http_gms_rconn_reply_pt    push;
     ngx_http_gms_rconn_event_pt    ready;
     ngx_http_gms_rconn_event_pt    closed;
+    ngx_http_gms_rconn_check_pt    unavailable;    /* for PING's answer */
     void                          *data;
 
     unsigned                       subscribed:1;   /* pushes expected */
+    unsigned                       ping_pending:1;
     unsigned                       tls:1;
     unsigned                       keepalive:1;    /* SO_KEEPALIVE */
     unsigned                       was_ready:1;    /* until closed */
@@ -109,10 +122,9 @@ void ngx_http_gms_rconn_close(ngx_http_gms_rconn_t *rc, ngx_uint_t level,
 void ngx_http_gms_rconn_failed(ngx_http_gms_rconn_t *rc);
 ngx_int_t ngx_http_gms_rconn_in_backoff(ngx_http_gms_rconn_t *rc);
 ngx_uint_t ngx_http_gms_rconn_says(redisReply *r, const char *s);
-ngx_uint_t ngx_http_gms_rconn_pong(redisReply *r);
-ngx_int_t ngx_http_gms_rconn_ping(ngx_http_gms_rconn_t *rc,
-    ngx_uint_t pending, ngx_msec_t heard,
-    ngx_http_gms_rconn_reply_pt handler);
+void ngx_http_gms_rconn_watch(ngx_http_gms_rconn_t *rc);
+ngx_uint_t ngx_http_gms_rconn_heard(ngx_http_gms_rconn_t *rc,
+    redisReply *reply);
 void ngx_http_gms_rconn_protocol_error(ngx_http_gms_rconn_t *rc,
     const char *what);
 void ngx_http_gms_rconn_set_peer(ngx_http_gms_rconn_t *rc,

@@ -51,9 +51,6 @@ typedef struct {
     ngx_msec_t                 asked;
     ngx_event_t                again;          /* for the replicas */
     ngx_msec_t                 again_after;
-    ngx_event_t                ping;           /* once subscribed */
-    ngx_msec_t                 heard;          /* its last reply */
-    unsigned                   ping_pending:1;
     unsigned                   asking:1;       /* the same one, again */
     unsigned                   exiting:1;
 } ngx_http_gms_sentinel_t;
@@ -70,7 +67,6 @@ static ngx_int_t ngx_http_gms_sentinel_addr(ngx_str_t *ip, ngx_str_t *port,
     ngx_sockaddr_t *sa, socklen_t *socklen);
 static void ngx_http_gms_sentinel_message(ngx_http_gms_rconn_t *rc,
     void *data, redisReply *reply, const char *error);
-static void ngx_http_gms_sentinel_ping(ngx_event_t *ev);
 static void ngx_http_gms_sentinel_closed(ngx_http_gms_rconn_t *rc);
 static void ngx_http_gms_sentinel_again(ngx_event_t *ev);
 static void ngx_http_gms_sentinel_reopen(ngx_http_gms_sentinel_t *st,
@@ -109,11 +105,6 @@ ngx_http_gms_sentinel_init_process(ngx_cycle_t *cycle,
     st->again.log = cycle->log;
     st->again.data = st;
     st->again.cancelable = 1;
-
-    st->ping.handler = ngx_http_gms_sentinel_ping;
-    st->ping.log = cycle->log;
-    st->ping.data = st;
-    st->ping.cancelable = 1;
 
     ngx_add_timer(&st->retry, 1);
 
@@ -486,10 +477,7 @@ ngx_http_gms_sentinel_message(ngx_http_gms_rconn_t *rc, void *data,
         return;
     }
 
-    ngx_http_gms_sentinel.heard = ngx_current_msec;
-
-    if (ngx_http_gms_rconn_pong(reply)) {
-        ngx_http_gms_sentinel.ping_pending = 0;
+    if (ngx_http_gms_rconn_heard(rc, reply)) {
         return;
     }
 
@@ -504,10 +492,7 @@ ngx_http_gms_sentinel_message(ngx_http_gms_rconn_t *rc, void *data,
     }
 
     if (ngx_http_gms_rconn_says(reply->element[0], "subscribe")) {
-        if (!ngx_http_gms_sentinel.ping.timer_set) {
-            ngx_add_timer(&ngx_http_gms_sentinel.ping,
-                          NGX_HTTP_GMS_PING_EVERY);
-        }
+        ngx_http_gms_rconn_watch(rc);
 
         return;
     }
@@ -584,31 +569,6 @@ bad:
 }
 
 
-/* quiet since the last round: PING; still unanswered: the next Sentinel */
-
-static void
-ngx_http_gms_sentinel_ping(ngx_event_t *ev)
-{
-    ngx_http_gms_sentinel_t *st = ev->data;
-
-    switch (ngx_http_gms_rconn_ping(&st->rc, st->ping_pending, st->heard,
-                                    ngx_http_gms_sentinel_message))
-    {
-    case NGX_ERROR:
-        return;
-
-    case NGX_OK:
-        st->ping_pending = 1;
-        break;
-
-    default: /* NGX_DECLINED */
-        break;
-    }
-
-    ngx_add_timer(&st->ping, NGX_HTTP_GMS_PING_EVERY);
-}
-
-
 static void
 ngx_http_gms_sentinel_closed(ngx_http_gms_rconn_t *rc)
 {
@@ -616,14 +576,6 @@ ngx_http_gms_sentinel_closed(ngx_http_gms_rconn_t *rc)
     ngx_http_gms_sentinel_t  *st;
 
     st = &ngx_http_gms_sentinel;
-
-    /* the next subscription is PINGed from its confirmation on */
-
-    st->ping_pending = 0;
-
-    if (st->ping.timer_set) {
-        ngx_del_timer(&st->ping);
-    }
 
     if (st->exiting) {
         return;
