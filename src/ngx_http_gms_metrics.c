@@ -10,9 +10,36 @@
 #include "ngx_http_gms_response.h"
 
 
+/* how a metric's samples are had */
+typedef enum {
+    NGX_HTTP_GMS_METRIC_COUNTERS = 0,  /* n counters from offset, by label */
+    NGX_HTTP_GMS_METRIC_ENTRIES,       /* the cache's entries, by kind */
+    NGX_HTTP_GMS_METRIC_HISTOGRAM,     /* the lookups' latency */
+    NGX_HTTP_GMS_METRIC_SYNC_AGE       /* since the last complete sync */
+} ngx_http_gms_metric_kind_e;
+
+
+typedef struct {
+    const char                  *name;
+    const char                  *type;
+    const char                  *help;
+    ngx_http_gms_metric_kind_e   kind;
+    size_t                       offset;   /* in ngx_http_gms_metrics_t */
+    ngx_uint_t                   n;        /* counters */
+    const char                  *label;    /* NULL: one unlabelled sample */
+    const char * const          *values;   /* the label's, one a counter */
+} ngx_http_gms_metric_t;
+
+
 static ngx_int_t ngx_http_gms_metrics_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
 static ngx_int_t ngx_http_gms_metrics_handler(ngx_http_request_t *r);
+static u_char *ngx_http_gms_metrics_write(u_char *p, u_char *last,
+    ngx_http_gms_metrics_t *m, ngx_http_gms_cache_t *cache);
+static u_char *ngx_http_gms_metrics_histogram(u_char *p, u_char *last,
+    const ngx_http_gms_metric_t *d, ngx_http_gms_metrics_t *m);
+static u_char *ngx_http_gms_metrics_sync_age(u_char *p, u_char *last,
+    const ngx_http_gms_metric_t *d, ngx_http_gms_metrics_t *m);
 
 
 ngx_http_gms_metrics_t  *ngx_http_gms_metrics;
@@ -24,25 +51,144 @@ static ngx_uint_t  ngx_http_gms_latency_bounds[NGX_HTTP_GMS_LATENCY_BUCKETS] = {
     1000000
 };
 
-static const char  *ngx_http_gms_result_names[NGX_HTTP_GMS_NRESULTS] = {
+static const char * const  ngx_http_gms_result_names[NGX_HTTP_GMS_NRESULTS] = {
     "off", "ok", "missing", "malformed", "unknown", "expired", "invalid",
     "forbidden", "error"
 };
 
-static const char  *ngx_http_gms_jwt_names[NGX_HTTP_GMS_JWT_NREASONS] = {
+static const char * const  ngx_http_gms_jwt_names[NGX_HTTP_GMS_JWT_NREASONS] = {
     "bad_signature", "expired", "malformed"
 };
 
-static const char  *ngx_http_gms_error_names[NGX_HTTP_GMS_NERRORS] = {
+static const char * const  ngx_http_gms_kind_names[2] = {
+    "positive", "negative"
+};
+
+static const char * const  ngx_http_gms_error_names[NGX_HTTP_GMS_NERRORS] = {
     "timeout", "connect", "reply"
 };
 
-static const char  *ngx_http_gms_target_names[NGX_HTTP_GMS_NTARGETS] = {
+static const char * const  ngx_http_gms_target_names[NGX_HTTP_GMS_NTARGETS] = {
     "master", "replica", "sentinel"
 };
 
-static const char  *ngx_http_gms_es_task_names[NGX_HTTP_GMS_ES_NOUTCOMES] = {
+static const char * const
+    ngx_http_gms_es_task_names[NGX_HTTP_GMS_ES_NOUTCOMES] =
+{
     "status", "error", "refused", "cluster_error"
+};
+
+
+/* a metric of one counter, and one of n counters by label */
+
+#define ngx_http_gms_metric_counter(field)                                   \
+    NGX_HTTP_GMS_METRIC_COUNTERS, offsetof(ngx_http_gms_metrics_t, field),   \
+    1, NULL, NULL
+
+#define ngx_http_gms_metric_counters(field, first, n, label, values)         \
+    NGX_HTTP_GMS_METRIC_COUNTERS,                                            \
+    offsetof(ngx_http_gms_metrics_t, field[first]), n, label, values + first
+
+
+/* what gms_token_metrics prints, in this order */
+static const ngx_http_gms_metric_t  ngx_http_gms_metric_table[] = {
+
+    { "gms_token_requests_total", "counter",
+      "Requests checked for a token, by result.",
+      ngx_http_gms_metric_counters(requests, 1, NGX_HTTP_GMS_NRESULTS - 1,
+                                   "result", ngx_http_gms_result_names) },
+
+    { "gms_token_jwt_rejected_total", "counter",
+      "Signed tokens refused without a Redis lookup, by reason.",
+      ngx_http_gms_metric_counters(jwt_rejected, 0,
+                                   NGX_HTTP_GMS_JWT_NREASONS, "reason",
+                                   ngx_http_gms_jwt_names) },
+
+    { "gms_token_cache_hits_total", "counter",
+      "Token lookups answered by the shared cache.",
+      ngx_http_gms_metric_counters(cache_hits, 0, 2, "kind",
+                                   ngx_http_gms_kind_names) },
+
+    { "gms_token_cache_misses_total", "counter",
+      "Token lookups the shared cache could not answer.",
+      ngx_http_gms_metric_counter(cache_misses) },
+
+    { "gms_token_cache_stale_total", "counter",
+      "Expired cache entries used while Redis failed.",
+      ngx_http_gms_metric_counter(cache_stale) },
+
+    { "gms_token_cache_entries", "gauge",
+      "Entries in the shared cache, by kind.",
+      NGX_HTTP_GMS_METRIC_ENTRIES, 0, 2, "kind", ngx_http_gms_kind_names },
+
+    { "gms_token_coalesced_total", "counter",
+      "Requests that waited on another request's lookup.",
+      ngx_http_gms_metric_counter(coalesced) },
+
+    { "gms_redis_lookups_total", "counter",
+      "Token lookups sent to Redis.",
+      ngx_http_gms_metric_counter(lookups) },
+
+    { "gms_redis_errors_total", "counter",
+      "Requests whose Redis lookup failed, by kind.",
+      ngx_http_gms_metric_counters(errors, 0, NGX_HTTP_GMS_NERRORS, "kind",
+                                   ngx_http_gms_error_names) },
+
+    { "gms_redis_reconnects_total", "counter",
+      "Connections to Redis opened after a failure.",
+      ngx_http_gms_metric_counter(reconnects) },
+
+    { "gms_redis_connections", "gauge",
+      "Workers' open Redis connections.",
+      ngx_http_gms_metric_counter(connections) },
+
+    { "gms_redis_connected", "gauge",
+      "Workers' Redis connections that are up, by target.",
+      ngx_http_gms_metric_counters(connected, 0, NGX_HTTP_GMS_NTARGETS,
+                                   "target", ngx_http_gms_target_names) },
+
+    { "gms_redis_tls_handshake_failures_total", "counter",
+      "TLS handshakes with Redis or a Sentinel that failed or did not "
+      "verify.",
+      ngx_http_gms_metric_counter(tls_failures) },
+
+    { "gms_redis_failovers_total", "counter",
+      "Changes of master followed, as Sentinels named them (per worker).",
+      ngx_http_gms_metric_counter(failovers) },
+
+    { "gms_redis_protocol_errors_total", "counter",
+      "Redis connections dropped for a reply that was unasked for, "
+      "malformed or over the caps.",
+      ngx_http_gms_metric_counter(protocol_errors) },
+
+    { "gms_redis_lookup_duration_seconds", "histogram",
+      "Time from sending a lookup to its reply.",
+      NGX_HTTP_GMS_METRIC_HISTOGRAM, 0, 0, NULL, NULL },
+
+    { "gms_es_task_requests_total", "counter",
+      "getEsTaskStatus requests answered, by outcome.",
+      ngx_http_gms_metric_counters(es_tasks, 0, NGX_HTTP_GMS_ES_NOUTCOMES,
+                                   "outcome", ngx_http_gms_es_task_names) },
+
+    { "gms_token_invalidations_total", "counter",
+      "Invalidation messages received (each worker receives each "
+      "message).",
+      ngx_http_gms_metric_counter(invalidations) },
+
+    { "gms_token_invalidation_flushes_total", "counter",
+      "Whole-cache drops on (re)subscribing, when messages may have been "
+      "missed.",
+      ngx_http_gms_metric_counter(invalidation_flushes) },
+
+    { "gms_token_invalidation_subscriptions", "gauge",
+      "Workers subscribed to the invalidation channel.",
+      ngx_http_gms_metric_counter(subscriptions) },
+
+    { "gms_token_sync_age_seconds", "gauge",
+      "Seconds since gms-token follow last completed a cycle.",
+      NGX_HTTP_GMS_METRIC_SYNC_AGE, 0, 0, NULL, NULL },
+
+    { NULL, NULL, NULL, 0, 0, 0, NULL, NULL }
 };
 
 
@@ -123,16 +269,15 @@ ngx_http_gms_metrics_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 }
 
 
-#define ngx_http_gms_metric_head(p, name, type, help)                        \
-    ngx_sprintf(p, "# HELP " name " " help "\n# TYPE " name " " type "\n")
+/* the page is written again into a larger buffer if it did not fit */
+#define NGX_HTTP_GMS_METRICS_SIZE  16384
 
 
 static ngx_int_t
 ngx_http_gms_metrics_handler(ngx_http_request_t *r)
 {
     u_char                    *p;
-    int64_t                    sync_at, now, age;
-    ngx_uint_t                 i, cumulative, positive, negative;
+    size_t                     size;
     ngx_int_t                  rc;
     ngx_buf_t                 *b;
     ngx_http_gms_metrics_t    *m;
@@ -156,164 +301,129 @@ ngx_http_gms_metrics_handler(ngx_http_request_t *r)
     }
 
     gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
-    ngx_http_gms_cache_sizes(gmcf->cache, &positive, &negative);
 
-    b = ngx_create_temp_buf(r->pool, 16384);
-    if (b == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
+    for (size = NGX_HTTP_GMS_METRICS_SIZE; /* void */ ; size *= 2) {
+        b = ngx_create_temp_buf(r->pool, size);
+        if (b == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
 
-    p = b->last;
+        p = ngx_http_gms_metrics_write(b->pos, b->end, m, gmcf->cache);
 
-    p = ngx_http_gms_metric_head(p, "gms_token_requests_total", "counter",
-                         "Requests checked for a token, by result.");
-    for (i = 1; i < NGX_HTTP_GMS_NRESULTS; i++) {
-        p = ngx_sprintf(p, "gms_token_requests_total{result=\"%s\"} %uA\n",
-                        ngx_http_gms_result_names[i], m->requests[i]);
-    }
+        /* a full buffer may have cut the page short */
 
-    p = ngx_http_gms_metric_head(p, "gms_token_jwt_rejected_total", "counter",
-                         "Signed tokens refused without a Redis lookup, "
-                         "by reason.");
-    for (i = 0; i < NGX_HTTP_GMS_JWT_NREASONS; i++) {
-        p = ngx_sprintf(p, "gms_token_jwt_rejected_total{reason=\"%s\"} "
-                           "%uA\n",
-                        ngx_http_gms_jwt_names[i], m->jwt_rejected[i]);
-    }
-
-    p = ngx_http_gms_metric_head(p, "gms_token_cache_hits_total", "counter",
-                         "Token lookups answered by the shared cache.");
-    p = ngx_sprintf(p, "gms_token_cache_hits_total{kind=\"positive\"} %uA\n"
-                       "gms_token_cache_hits_total{kind=\"negative\"} %uA\n",
-                    m->cache_hits[0], m->cache_hits[1]);
-
-    p = ngx_http_gms_metric_head(p, "gms_token_cache_misses_total", "counter",
-                         "Token lookups the shared cache could not answer.");
-    p = ngx_sprintf(p, "gms_token_cache_misses_total %uA\n", m->cache_misses);
-
-    p = ngx_http_gms_metric_head(p, "gms_token_cache_stale_total", "counter",
-                         "Expired cache entries used while Redis failed.");
-    p = ngx_sprintf(p, "gms_token_cache_stale_total %uA\n", m->cache_stale);
-
-    p = ngx_http_gms_metric_head(p, "gms_token_cache_entries", "gauge",
-                         "Entries in the shared cache, by kind.");
-    p = ngx_sprintf(p, "gms_token_cache_entries{kind=\"positive\"} %ui\n"
-                       "gms_token_cache_entries{kind=\"negative\"} %ui\n",
-                    positive, negative);
-
-    p = ngx_http_gms_metric_head(p, "gms_token_coalesced_total", "counter",
-                         "Requests that waited on another request's lookup.");
-    p = ngx_sprintf(p, "gms_token_coalesced_total %uA\n", m->coalesced);
-
-    p = ngx_http_gms_metric_head(p, "gms_redis_lookups_total", "counter",
-                         "Token lookups sent to Redis.");
-    p = ngx_sprintf(p, "gms_redis_lookups_total %uA\n", m->lookups);
-
-    p = ngx_http_gms_metric_head(p, "gms_redis_errors_total", "counter",
-                         "Requests whose Redis lookup failed, by kind.");
-    for (i = 0; i < NGX_HTTP_GMS_NERRORS; i++) {
-        p = ngx_sprintf(p, "gms_redis_errors_total{kind=\"%s\"} %uA\n",
-                        ngx_http_gms_error_names[i], m->errors[i]);
-    }
-
-    p = ngx_http_gms_metric_head(p, "gms_redis_reconnects_total", "counter",
-                         "Connections to Redis opened after a failure.");
-    p = ngx_sprintf(p, "gms_redis_reconnects_total %uA\n", m->reconnects);
-
-    p = ngx_http_gms_metric_head(p, "gms_redis_connections", "gauge",
-                         "Workers' open Redis connections.");
-    p = ngx_sprintf(p, "gms_redis_connections %uA\n", m->connections);
-
-    p = ngx_http_gms_metric_head(p, "gms_redis_connected", "gauge",
-                         "Workers' Redis connections that are up, by target.");
-    for (i = 0; i < NGX_HTTP_GMS_NTARGETS; i++) {
-        p = ngx_sprintf(p, "gms_redis_connected{target=\"%s\"} %uA\n",
-                        ngx_http_gms_target_names[i], m->connected[i]);
-    }
-
-    p = ngx_http_gms_metric_head(p, "gms_redis_tls_handshake_failures_total",
-                         "counter", "TLS handshakes with Redis or a Sentinel "
-                         "that failed or did not verify.");
-    p = ngx_sprintf(p, "gms_redis_tls_handshake_failures_total %uA\n",
-                    m->tls_failures);
-
-    p = ngx_http_gms_metric_head(p, "gms_redis_failovers_total", "counter",
-                         "Changes of master followed, as Sentinels named "
-                         "them (per worker).");
-    p = ngx_sprintf(p, "gms_redis_failovers_total %uA\n", m->failovers);
-
-    p = ngx_http_gms_metric_head(p, "gms_redis_protocol_errors_total",
-                         "counter", "Redis connections dropped for a reply "
-                         "that was unasked for, malformed or over the caps.");
-    p = ngx_sprintf(p, "gms_redis_protocol_errors_total %uA\n",
-                    m->protocol_errors);
-
-    p = ngx_http_gms_metric_head(p, "gms_redis_lookup_duration_seconds",
-                         "histogram", "Time from sending a lookup to its reply.");
-
-    cumulative = 0;
-
-    for (i = 0; i < NGX_HTTP_GMS_LATENCY_BUCKETS; i++) {
-        cumulative += m->latency[i];
-        p = ngx_sprintf(p, "gms_redis_lookup_duration_seconds_bucket"
-                           "{le=\"%ui.%06ui\"} %ui\n",
-                        ngx_http_gms_latency_bounds[i] / 1000000,
-                        ngx_http_gms_latency_bounds[i] % 1000000, cumulative);
-    }
-
-    cumulative += m->latency[NGX_HTTP_GMS_LATENCY_BUCKETS];
-
-    p = ngx_sprintf(p, "gms_redis_lookup_duration_seconds_bucket"
-                       "{le=\"+Inf\"} %ui\n"
-                       "gms_redis_lookup_duration_seconds_sum %uA.%06uA\n"
-                       "gms_redis_lookup_duration_seconds_count %ui\n",
-                    cumulative, m->latency_sum_us / 1000000,
-                    m->latency_sum_us % 1000000, cumulative);
-
-    p = ngx_http_gms_metric_head(p, "gms_es_task_requests_total", "counter",
-                         "getEsTaskStatus requests answered, by outcome.");
-    for (i = 0; i < NGX_HTTP_GMS_ES_NOUTCOMES; i++) {
-        p = ngx_sprintf(p, "gms_es_task_requests_total{outcome=\"%s\"} %uA\n",
-                        ngx_http_gms_es_task_names[i], m->es_tasks[i]);
-    }
-
-    p = ngx_http_gms_metric_head(p, "gms_token_invalidations_total",
-                         "counter", "Invalidation messages received "
-                         "(each worker receives each message).");
-    p = ngx_sprintf(p, "gms_token_invalidations_total %uA\n",
-                    m->invalidations);
-
-    p = ngx_http_gms_metric_head(p, "gms_token_invalidation_flushes_total",
-                         "counter", "Whole-cache drops on (re)subscribing, "
-                         "when messages may have been missed.");
-    p = ngx_sprintf(p, "gms_token_invalidation_flushes_total %uA\n",
-                    m->invalidation_flushes);
-
-    p = ngx_http_gms_metric_head(p, "gms_token_invalidation_subscriptions",
-                         "gauge", "Workers subscribed to the invalidation "
-                         "channel.");
-    p = ngx_sprintf(p, "gms_token_invalidation_subscriptions %uA\n",
-                    m->subscriptions);
-
-    /* a sync never seen is infinitely old: "> N" alerts fire on it too */
-
-    p = ngx_http_gms_metric_head(p, "gms_token_sync_age_seconds", "gauge",
-                         "Seconds since gms-token follow last completed a "
-                         "cycle.");
-
-    sync_at = (int64_t) m->sync_at;
-    now = ngx_http_gms_now_ms();
-
-    if (sync_at == 0) {
-        p = ngx_sprintf(p, "gms_token_sync_age_seconds +Inf\n");
-
-    } else {
-        age = (now > sync_at) ? now - sync_at : 0;
-        p = ngx_sprintf(p, "gms_token_sync_age_seconds %L.%03L\n",
-                        age / 1000, age % 1000);
+        if (p < b->end) {
+            break;
+        }
     }
 
     b->last = p;
 
     return ngx_http_gms_send(r, NGX_HTTP_OK, &type, b);
+}
+
+
+/* the page, in the Prometheus text format, up to last */
+
+static u_char *
+ngx_http_gms_metrics_write(u_char *p, u_char *last,
+    ngx_http_gms_metrics_t *m, ngx_http_gms_cache_t *cache)
+{
+    ngx_uint_t                    i, value[2];
+    ngx_atomic_t                 *counter;
+    const ngx_http_gms_metric_t  *d;
+
+    for (d = ngx_http_gms_metric_table; d->name; d++) {
+
+        p = ngx_slprintf(p, last, "# HELP %s %s\n# TYPE %s %s\n",
+                         d->name, d->help, d->name, d->type);
+
+        switch (d->kind) {
+
+        case NGX_HTTP_GMS_METRIC_HISTOGRAM:
+            p = ngx_http_gms_metrics_histogram(p, last, d, m);
+            continue;
+
+        case NGX_HTTP_GMS_METRIC_SYNC_AGE:
+            p = ngx_http_gms_metrics_sync_age(p, last, d, m);
+            continue;
+
+        case NGX_HTTP_GMS_METRIC_ENTRIES:
+            ngx_http_gms_cache_sizes(cache, &value[0], &value[1]);
+
+            for (i = 0; i < d->n; i++) {
+                p = ngx_slprintf(p, last, "%s{%s=\"%s\"} %ui\n",
+                                 d->name, d->label, d->values[i], value[i]);
+            }
+
+            continue;
+
+        default: /* NGX_HTTP_GMS_METRIC_COUNTERS */
+            break;
+        }
+
+        counter = (ngx_atomic_t *) ((u_char *) m + d->offset);
+
+        if (d->label == NULL) {
+            p = ngx_slprintf(p, last, "%s %uA\n", d->name, *counter);
+            continue;
+        }
+
+        for (i = 0; i < d->n; i++) {
+            p = ngx_slprintf(p, last, "%s{%s=\"%s\"} %uA\n",
+                             d->name, d->label, d->values[i], counter[i]);
+        }
+    }
+
+    return p;
+}
+
+
+static u_char *
+ngx_http_gms_metrics_histogram(u_char *p, u_char *last,
+    const ngx_http_gms_metric_t *d, ngx_http_gms_metrics_t *m)
+{
+    ngx_uint_t  i, cumulative;
+
+    cumulative = 0;
+
+    for (i = 0; i < NGX_HTTP_GMS_LATENCY_BUCKETS; i++) {
+        cumulative += m->latency[i];
+        p = ngx_slprintf(p, last, "%s_bucket{le=\"%ui.%06ui\"} %ui\n",
+                         d->name, ngx_http_gms_latency_bounds[i] / 1000000,
+                         ngx_http_gms_latency_bounds[i] % 1000000,
+                         cumulative);
+    }
+
+    cumulative += m->latency[NGX_HTTP_GMS_LATENCY_BUCKETS];
+
+    return ngx_slprintf(p, last, "%s_bucket{le=\"+Inf\"} %ui\n"
+                                 "%s_sum %uA.%06uA\n"
+                                 "%s_count %ui\n",
+                        d->name, cumulative,
+                        d->name, m->latency_sum_us / 1000000,
+                        m->latency_sum_us % 1000000,
+                        d->name, cumulative);
+}
+
+
+/* a sync never seen is infinitely old: "> N" alerts fire on it too */
+
+static u_char *
+ngx_http_gms_metrics_sync_age(u_char *p, u_char *last,
+    const ngx_http_gms_metric_t *d, ngx_http_gms_metrics_t *m)
+{
+    int64_t  sync_at, now, age;
+
+    sync_at = (int64_t) m->sync_at;
+    now = ngx_http_gms_now_ms();
+
+    if (sync_at == 0) {
+        return ngx_slprintf(p, last, "%s +Inf\n", d->name);
+    }
+
+    age = (now > sync_at) ? now - sync_at : 0;
+
+    return ngx_slprintf(p, last, "%s %L.%03L\n", d->name,
+                        age / 1000, age % 1000);
 }
