@@ -73,14 +73,18 @@ extern ngx_http_gms_metrics_t  *ngx_http_gms_metrics;
 
 
 #define ngx_http_gms_count(field)                                            \
-    if (ngx_http_gms_metrics) {                                               \
-        (void) ngx_atomic_fetch_add(&ngx_http_gms_metrics->field, 1);         \
-    }
+    do {                                                                     \
+        if (ngx_http_gms_metrics) {                                          \
+            (void) ngx_atomic_fetch_add(&ngx_http_gms_metrics->field, 1);    \
+        }                                                                    \
+    } while (0)
 
 #define ngx_http_gms_count_down(field)                                       \
-    if (ngx_http_gms_metrics) {                                               \
-        (void) ngx_atomic_fetch_add(&ngx_http_gms_metrics->field, -1);        \
-    }
+    do {                                                                     \
+        if (ngx_http_gms_metrics) {                                          \
+            (void) ngx_atomic_fetch_add(&ngx_http_gms_metrics->field, -1);   \
+        }                                                                    \
+    } while (0)
 
 
 ngx_int_t ngx_http_gms_metrics_add_zone(ngx_conf_t *cf);
