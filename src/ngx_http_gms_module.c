@@ -15,6 +15,7 @@
 #include "ngx_http_gms_redis_conf.h"
 #include "ngx_http_gms_redis.h"
 #include "ngx_http_gms_invalidate.h"
+#include "ngx_http_gms_sentinel.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
 
@@ -42,6 +43,7 @@ static ngx_int_t ngx_http_gms_challenge(ngx_conf_t *cf, ngx_str_t *realm,
     const char *error, ngx_str_t *out);
 static ngx_int_t ngx_http_gms_init(ngx_conf_t *cf);
 static ngx_int_t ngx_http_gms_init_process(ngx_cycle_t *cycle);
+static void ngx_http_gms_master_moved(struct sockaddr *sa, socklen_t socklen);
 static void ngx_http_gms_exit_process(ngx_cycle_t *cycle);
 
 
@@ -851,6 +853,11 @@ ngx_http_gms_init_process(ngx_cycle_t *cycle)
     /* a failure costs the invalidations, not the worker: entries age out */
 
     if (ngx_http_gms_redis_init_process(cycle, gmcf) != NGX_OK
+        || (gmcf->sentinels
+            && ngx_http_gms_sentinel_init_process(cycle, gmcf,
+                                                 ngx_http_gms_master_moved,
+                                                 ngx_http_gms_redis_set_replica)
+               != NGX_OK)
         || ngx_http_gms_invalidate_init_process(cycle, gmcf) != NGX_OK)
     {
         ngx_log_error(NGX_LOG_ALERT, cycle->log, 0,
@@ -861,9 +868,20 @@ ngx_http_gms_init_process(ngx_cycle_t *cycle)
 }
 
 
+/* the Sentinels named another master: the lookups and the subscription */
+
+static void
+ngx_http_gms_master_moved(struct sockaddr *sa, socklen_t socklen)
+{
+    ngx_http_gms_redis_set_master(sa, socklen);
+    ngx_http_gms_invalidate_set_master(sa, socklen);
+}
+
+
 static void
 ngx_http_gms_exit_process(ngx_cycle_t *cycle)
 {
+    ngx_http_gms_sentinel_exit_process();
     ngx_http_gms_redis_exit_process(cycle);
     ngx_http_gms_invalidate_exit_process(cycle);
 }

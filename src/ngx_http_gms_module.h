@@ -37,7 +37,6 @@ typedef enum {
 } ngx_http_gms_result_e;
 
 
-typedef struct ngx_http_gms_lookup_s    ngx_http_gms_lookup_t;
 typedef struct ngx_http_gms_flight_s    ngx_http_gms_flight_t;
 typedef struct ngx_http_gms_cache_sh_s  ngx_http_gms_cache_sh_t;
 

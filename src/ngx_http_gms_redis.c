@@ -32,15 +32,15 @@
 #include "ngx_http_gms_metrics.h"
 
 
-struct ngx_http_gms_lookup_s {
-    ngx_queue_t                queue;          /* in the free list */
-    ngx_http_gms_lookup_pt     handler;
-    void                      *data;
-    ngx_http_gms_rconn_t      *rc;             /* where it was sent */
-    ngx_str_t                  actor;          /* SMEMBERS; or data NULL */
-    u_char                     id[GMS_TOKEN_ID_LEN];
-    unsigned                   evaluated:1;    /* sent with EVAL */
-};
+typedef struct {
+    ngx_queue_t                    queue;          /* in the free list */
+    ngx_http_gms_redis_lookup_pt   handler;
+    void                          *data;
+    ngx_http_gms_rconn_t          *rc;             /* where it was sent */
+    ngx_str_t                      actor;          /* SMEMBERS; or data NULL */
+    u_char                         id[GMS_TOKEN_ID_LEN];
+    unsigned                       evaluated:1;    /* sent with EVAL */
+} ngx_http_gms_redis_lookup_t;
 
 
 typedef struct {
@@ -61,7 +61,6 @@ typedef struct {
 } ngx_http_gms_redis_t;
 
 
-static ngx_int_t ngx_http_gms_redis_init(ngx_http_gms_main_conf_t *gmcf);
 static ngx_int_t ngx_http_gms_redis_format(u_char **cmd, size_t *len,
     size_t *id_offset, const char *name, ngx_http_gms_main_conf_t *gmcf);
 static ngx_int_t ngx_http_gms_redis_connect(ngx_http_gms_rconn_t *rc);
@@ -73,14 +72,14 @@ static void ngx_http_gms_redis_loaded(ngx_http_gms_rconn_t *rc, void *data,
     redisReply *reply, const char *error);
 static void ngx_http_gms_redis_up(ngx_http_gms_rconn_t *rc);
 static void ngx_http_gms_redis_closed(ngx_http_gms_rconn_t *rc);
-static ngx_int_t ngx_http_gms_redis_ask(ngx_http_gms_lookup_t *lk);
-static ngx_int_t ngx_http_gms_redis_send(ngx_http_gms_lookup_t *lk);
-static ngx_int_t ngx_http_gms_redis_members(ngx_http_gms_lookup_t *lk);
+static ngx_int_t ngx_http_gms_redis_ask(ngx_http_gms_redis_lookup_t *lk);
+static ngx_int_t ngx_http_gms_redis_send(ngx_http_gms_redis_lookup_t *lk);
+static ngx_int_t ngx_http_gms_redis_members(ngx_http_gms_redis_lookup_t *lk);
 static void ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
     redisReply *reply, const char *error);
 static void ngx_http_gms_redis_replica_error(ngx_http_gms_rconn_t *rc,
-    ngx_http_gms_lookup_t *lk, redisReply *reply);
-static ngx_int_t ngx_http_gms_redis_resend(ngx_http_gms_lookup_t *lk);
+    ngx_http_gms_redis_lookup_t *lk, redisReply *reply);
+static ngx_int_t ngx_http_gms_redis_resend(ngx_http_gms_redis_lookup_t *lk);
 
 
 /* one of each per worker process */
@@ -89,28 +88,11 @@ static ngx_http_gms_rconn_t  ngx_http_gms_redis_master;
 static ngx_http_gms_rconn_t  ngx_http_gms_redis_replica;
 
 
+/* the connections, their keys and the EVALSHAs, made once per worker */
+
 ngx_int_t
 ngx_http_gms_redis_init_process(ngx_cycle_t *cycle,
     ngx_http_gms_main_conf_t *gmcf)
-{
-    if (ngx_http_gms_redis_init(gmcf) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    if (gmcf->sentinels
-        && ngx_http_gms_sentinel_init_process(cycle, gmcf) != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    return NGX_OK;
-}
-
-
-/* the connections, their keys and the EVALSHAs, made once per worker */
-
-static ngx_int_t
-ngx_http_gms_redis_init(ngx_http_gms_main_conf_t *gmcf)
 {
     ngx_http_gms_rconn_t  *rc;
     ngx_http_gms_redis_t  *rd;
@@ -206,12 +188,12 @@ ngx_http_gms_redis_format(u_char **cmd, size_t *len, size_t *id_offset,
 
 ngx_int_t
 ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
-    ngx_str_t *actor, ngx_http_gms_lookup_pt handler, void *data)
+    ngx_str_t *actor, ngx_http_gms_redis_lookup_pt handler, void *data)
 {
-    ngx_queue_t            *q;
-    ngx_http_gms_rconn_t   *rc, *replica;
-    ngx_http_gms_lookup_t  *lk;
-    ngx_http_gms_redis_t   *rd;
+    ngx_queue_t                  *q;
+    ngx_http_gms_rconn_t         *rc, *replica;
+    ngx_http_gms_redis_t         *rd;
+    ngx_http_gms_redis_lookup_t  *lk;
 
     rd = &ngx_http_gms_redis;
     rc = &ngx_http_gms_redis_master;
@@ -242,10 +224,10 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
     if (!ngx_queue_empty(&rd->free)) {
         q = ngx_queue_head(&rd->free);
         ngx_queue_remove(q);
-        lk = ngx_queue_data(q, ngx_http_gms_lookup_t, queue);
+        lk = ngx_queue_data(q, ngx_http_gms_redis_lookup_t, queue);
 
     } else {
-        lk = ngx_alloc(sizeof(ngx_http_gms_lookup_t), ngx_cycle->log);
+        lk = ngx_alloc(sizeof(ngx_http_gms_redis_lookup_t), ngx_cycle->log);
         if (lk == NULL) {
             return NGX_ERROR;
         }
@@ -296,10 +278,6 @@ ngx_http_gms_redis_exit_process(ngx_cycle_t *cycle)
 
     if (ngx_http_gms_redis.gmcf == NULL) {
         return;
-    }
-
-    if (ngx_http_gms_redis.gmcf->sentinels) {
-        ngx_http_gms_sentinel_exit_process();
     }
 
     ngx_http_gms_rconn_close(&ngx_http_gms_redis_master, NGX_LOG_DEBUG,
@@ -641,7 +619,7 @@ ngx_http_gms_redis_closed(ngx_http_gms_rconn_t *rc)
 
 
 static ngx_int_t
-ngx_http_gms_redis_ask(ngx_http_gms_lookup_t *lk)
+ngx_http_gms_redis_ask(ngx_http_gms_redis_lookup_t *lk)
 {
     return lk->actor.data ? ngx_http_gms_redis_members(lk)
                           : ngx_http_gms_redis_send(lk);
@@ -649,7 +627,7 @@ ngx_http_gms_redis_ask(ngx_http_gms_lookup_t *lk)
 
 
 static ngx_int_t
-ngx_http_gms_redis_send(ngx_http_gms_lookup_t *lk)
+ngx_http_gms_redis_send(ngx_http_gms_redis_lookup_t *lk)
 {
     size_t                     len[5];
     const char                *argv[5];
@@ -705,7 +683,7 @@ ngx_http_gms_redis_send(ngx_http_gms_lookup_t *lk)
 /* SMEMBERS <prefix>actor:<urn>: the privileges of a session token's user */
 
 static ngx_int_t
-ngx_http_gms_redis_members(ngx_http_gms_lookup_t *lk)
+ngx_http_gms_redis_members(ngx_http_gms_redis_lookup_t *lk)
 {
     size_t                     len[2];
     ngx_str_t                 *actor;
@@ -738,10 +716,10 @@ static void
 ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
     redisReply *reply, const char *error)
 {
-    ngx_http_gms_lookup_t *lk = data;
+    ngx_http_gms_redis_lookup_t *lk = data;
 
-    void                    *r;
-    ngx_http_gms_lookup_pt   handler;
+    void                          *r;
+    ngx_http_gms_redis_lookup_pt   handler;
 
     if (reply != NULL && reply->type == REDIS_REPLY_ERROR
         && !lk->evaluated && ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0)
@@ -793,7 +771,7 @@ ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
 
 static void
 ngx_http_gms_redis_replica_error(ngx_http_gms_rconn_t *rc,
-    ngx_http_gms_lookup_t *lk, redisReply *reply)
+    ngx_http_gms_redis_lookup_t *lk, redisReply *reply)
 {
     ngx_http_gms_redis_t  *rd;
 
@@ -839,7 +817,7 @@ ngx_http_gms_redis_replica_error(ngx_http_gms_rconn_t *rc,
 /* a lookup the replica did not answer, sent to the master: once */
 
 static ngx_int_t
-ngx_http_gms_redis_resend(ngx_http_gms_lookup_t *lk)
+ngx_http_gms_redis_resend(ngx_http_gms_redis_lookup_t *lk)
 {
     ngx_http_gms_rconn_t  *rc;
 

@@ -22,13 +22,13 @@
  * Called exactly once per lookup, never from inside the call that made
  * it: with the reply (freed on return) or with NULL and the reason.
  */
-typedef void (*ngx_http_gms_lookup_pt)(void *data, redisReply *reply,
-    const char *error);
+typedef void (*ngx_http_gms_redis_lookup_pt)(void *data,
+    redisReply *reply, const char *error);
 
 
 /* a token's entry by id; with actor, that user's privileges (SMEMBERS) */
 ngx_int_t ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf,
-    u_char *id, ngx_str_t *actor, ngx_http_gms_lookup_pt handler,
+    u_char *id, ngx_str_t *actor, ngx_http_gms_redis_lookup_pt handler,
     void *data);
 void ngx_http_gms_redis_drop(const char *reason);
 ngx_int_t ngx_http_gms_redis_init_process(ngx_cycle_t *cycle,

@@ -6,13 +6,13 @@
  * Each worker keeps one connection to one Sentinel of the list: on it,
  * pipelined, SENTINEL get-master-addr-by-name NAME, with replica=prefer
  * SENTINEL replicas NAME, and SUBSCRIBE +switch-master, after which the
- * connection only listens.  The master it names goes to
- * ngx_http_gms_redis.c, whose connections confirm it with ROLE, and to
- * the invalidation subscription (ngx_http_gms_invalidate.c).  A
- * +switch-master for NAME moves them at once; a connection to the master
- * that fails or finds a replica there makes the worker ask again (at most
- * once a second), by opening the Sentinel connection anew.  A Sentinel
- * that fails, or does not know NAME, gives way to the next in the list.
+ * connection only listens.  The master it names goes to the hooks the
+ * module gave (ngx_http_gms_redis.c, whose connections confirm it with
+ * ROLE, and ngx_http_gms_invalidate.c).  A +switch-master for NAME moves
+ * them at once; a connection to the master that fails or finds a replica
+ * there makes the worker ask again (at most once a second), by opening
+ * the Sentinel connection anew.  A Sentinel that fails, or does not know
+ * NAME, gives way to the next in the list.
  *
  * With replica=prefer the replicas are asked for again after
  * +switch-master (the same way: a subscribed connection takes no other
@@ -29,8 +29,6 @@
 
 
 #include "ngx_http_gms_sentinel.h"
-#include "ngx_http_gms_redis.h"
-#include "ngx_http_gms_invalidate.h"
 #include "ngx_http_gms_redis_conn.h"
 #include "ngx_http_gms_metrics.h"
 
@@ -46,6 +44,8 @@
 typedef struct {
     ngx_http_gms_rconn_t       rc;
     ngx_http_gms_main_conf_t  *gmcf;
+    ngx_http_gms_sentinel_pt   master;         /* where it is now */
+    ngx_http_gms_sentinel_pt   replica;
     ngx_uint_t                 current;        /* in gmcf->sentinels */
     ngx_event_t                retry;
     ngx_msec_t                 asked;
@@ -78,13 +78,16 @@ static ngx_http_gms_sentinel_t  ngx_http_gms_sentinel;
 
 ngx_int_t
 ngx_http_gms_sentinel_init_process(ngx_cycle_t *cycle,
-    ngx_http_gms_main_conf_t *gmcf)
+    ngx_http_gms_main_conf_t *gmcf, ngx_http_gms_sentinel_pt master,
+    ngx_http_gms_sentinel_pt replica)
 {
     ngx_http_gms_rconn_t     *rc;
     ngx_http_gms_sentinel_t  *st;
 
     st = &ngx_http_gms_sentinel;
     st->gmcf = gmcf;
+    st->master = master;
+    st->replica = replica;
 
     rc = &st->rc;
     ngx_http_gms_rconn_init(rc, gmcf, "sentinel",
@@ -299,8 +302,7 @@ ngx_http_gms_sentinel_master(ngx_http_gms_rconn_t *rc, void *data,
         if (ngx_http_gms_sentinel_addr(&ip, &port, &sa, &socklen)
             == NGX_OK)
         {
-            ngx_http_gms_redis_set_master(&sa.sockaddr, socklen);
-            ngx_http_gms_invalidate_set_master(&sa.sockaddr, socklen);
+            ngx_http_gms_sentinel.master(&sa.sockaddr, socklen);
             return;
         }
     }
@@ -384,7 +386,7 @@ ngx_http_gms_sentinel_replicas(ngx_http_gms_rconn_t *rc, void *data,
             && ngx_http_gms_sentinel_addr(&ip, &port, &sa, &socklen)
                == NGX_OK)
         {
-            ngx_http_gms_redis_set_replica(&sa.sockaddr, socklen);
+            st->replica(&sa.sockaddr, socklen);
 
             st->again_after = 0;
 
@@ -398,7 +400,7 @@ ngx_http_gms_sentinel_replicas(ngx_http_gms_rconn_t *rc, void *data,
 
 none:
 
-    ngx_http_gms_redis_set_replica(NULL, 0);
+    st->replica(NULL, 0);
 
     if (!st->again.timer_set) {
         st->again_after = st->again_after
@@ -549,8 +551,7 @@ ngx_http_gms_sentinel_message(ngx_http_gms_rconn_t *rc, void *data,
                   "gms: sentinel at %V: +switch-master %*s", &rc->peer,
                   payload->len, payload->str);
 
-    ngx_http_gms_redis_set_master(&sa.sockaddr, socklen);
-    ngx_http_gms_invalidate_set_master(&sa.sockaddr, socklen);
+    ngx_http_gms_sentinel.master(&sa.sockaddr, socklen);
 
     if (rc->gmcf->replica) {
         /* the old replicas may be gone, or one of them is the master */
