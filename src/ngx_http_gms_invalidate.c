@@ -20,6 +20,7 @@
 #include "ngx_http_gms_invalidate.h"
 #include "ngx_http_gms_redis.h"
 #include "ngx_http_gms_redis_conn.h"
+#include "ngx_http_gms_redis_reply.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
 
@@ -379,7 +380,7 @@ ngx_http_gms_invalidate_string(const redisReadTask *task, char *str,
         return NULL;
     }
 
-    return ngx_http_gms_rconn_hiredis->createString(task, str, len);
+    return ngx_http_gms_reply_hiredis->createString(task, str, len);
 }
 
 
@@ -392,7 +393,7 @@ ngx_http_gms_invalidate_array(const redisReadTask *task, int elements)
         return NULL;
     }
 
-    return ngx_http_gms_rconn_hiredis->createArray(task, elements);
+    return ngx_http_gms_reply_hiredis->createArray(task, elements);
 }
 
 
@@ -405,7 +406,7 @@ ngx_http_gms_invalidate_integer(const redisReadTask *task, long long value)
         return NULL;
     }
 
-    return ngx_http_gms_rconn_hiredis->createInteger(task, value);
+    return ngx_http_gms_reply_hiredis->createInteger(task, value);
 }
 
 

@@ -22,6 +22,7 @@
 
 
 #include "ngx_http_gms_redis_conn.h"
+#include "ngx_http_gms_redis_reply.h"
 #include "ngx_http_gms_metrics.h"
 
 
@@ -29,23 +30,10 @@
 #define NGX_HTTP_GMS_BACKOFF_MAX   1000
 
 /*
- * What a reply may make hiredis allocate: a lookup's reply is 4 elements,
- * strings of at most a few hundred bytes and up to 256 privileges in an
- * array of their own; a Sentinel's list of replicas is a few arrays of
- * some 40 strings; a master's ROLE lists its replicas as arrays in an
- * array, the deepest nesting any reply needs (an array at depth 2, the
- * root being 0).  Beyond these the connection is dropped: 503, never an
- * allocation the size a peer chose.  The whole reply is capped as well as
- * each part (a peer streaming arrays of 1024 arrays of 1024 integers
- * would make the worker allocate some 16 times what it sent), and so is
- * unparsed input (a bulk string announced as 2 GB is refused once 1 MB of
- * it has come).
+ * Unparsed input a connection may hold: a bulk string announced as 2 GB
+ * is refused once 1 MB of it has come (what a reply may make hiredis
+ * allocate is capped in ngx_http_gms_redis_reply.c).
  */
-#define NGX_HTTP_GMS_REPLY_STRING_MAX    65536
-#define NGX_HTTP_GMS_REPLY_ELEMENTS_MAX  1024
-#define NGX_HTTP_GMS_REPLY_DEPTH_MAX     2
-#define NGX_HTTP_GMS_REPLY_OBJECTS_MAX   4096
-#define NGX_HTTP_GMS_REPLY_BYTES_MAX     (1024 * 1024)
 #define NGX_HTTP_GMS_REPLY_BUFFER_MAX    (1024 * 1024)
 
 /* unsent commands a connection may hold (while connecting, say) */
@@ -83,24 +71,10 @@ static void ngx_http_gms_rconn_read_handler(ngx_event_t *ev);
 static void ngx_http_gms_rconn_write_handler(ngx_event_t *ev);
 static ngx_int_t ngx_http_gms_rconn_dispatch(ngx_http_gms_rconn_t *rc);
 static void ngx_http_gms_rconn_timeout(ngx_event_t *ev);
-static void *ngx_http_gms_rconn_string(const redisReadTask *task, char *str,
-    size_t len);
-static void *ngx_http_gms_rconn_array(const redisReadTask *task,
-    int elements);
-static void *ngx_http_gms_rconn_integer(const redisReadTask *task,
-    long long value);
-static void *ngx_http_gms_rconn_nil(const redisReadTask *task);
-static ngx_int_t ngx_http_gms_rconn_count(const redisReadTask *task,
-    size_t len);
 static void ngx_http_gms_rconn_ping(ngx_event_t *ev);
 static void ngx_http_gms_rconn_pong(ngx_http_gms_rconn_t *rc, void *data,
     redisReply *reply, const char *error);
 static ngx_uint_t ngx_http_gms_rconn_pushed_pong(redisReply *r);
-
-
-/* hiredis's own reply builders, behind the caps */
-redisReplyObjectFunctions         *ngx_http_gms_rconn_hiredis;
-static redisReplyObjectFunctions   ngx_http_gms_rconn_capped;
 
 
 void
@@ -113,7 +87,7 @@ ngx_http_gms_rconn_init(ngx_http_gms_rconn_t *rc,
     rc->gmcf = gmcf;
     rc->what = what;
     rc->target = target;
-    rc->builders = &ngx_http_gms_rconn_capped;
+    rc->builders = &ngx_http_gms_reply_capped;
 
     ngx_queue_init(&rc->pending);
     ngx_queue_init(&rc->free);
@@ -182,17 +156,7 @@ ngx_http_gms_rconn_connect(ngx_http_gms_rconn_t *rc)
             return NGX_ERROR;
         }
 
-        if (ngx_http_gms_rconn_hiredis == NULL) {
-            ngx_http_gms_rconn_hiredis = rc->reader->fn;
-            ngx_http_gms_rconn_capped = *rc->reader->fn;
-            ngx_http_gms_rconn_capped.createString =
-                                                 ngx_http_gms_rconn_string;
-            ngx_http_gms_rconn_capped.createArray = ngx_http_gms_rconn_array;
-            ngx_http_gms_rconn_capped.createInteger =
-                                                ngx_http_gms_rconn_integer;
-            ngx_http_gms_rconn_capped.createNil = ngx_http_gms_rconn_nil;
-        }
-
+        ngx_http_gms_reply_init(rc->reader->fn);
         rc->reader->fn = rc->builders;
         rc->reader->privdata = rc;           /* the builders' task->privdata */
     }
@@ -1098,118 +1062,6 @@ ngx_http_gms_rconn_failed(ngx_http_gms_rconn_t *rc)
     /* between half and all of the backoff: workers do not retry in step */
     jitter = (ngx_msec_t) ngx_random() % (rc->backoff / 2 + 1);
     rc->retry_at = ngx_current_msec + rc->backoff / 2 + jitter;
-}
-
-
-/*
- * Over a cap, the builder says why and returns NULL: the reader then
- * fails, and the connection is dropped as a protocol error.
- */
-
-static void *
-ngx_http_gms_rconn_string(const redisReadTask *task, char *str, size_t len)
-{
-    if (len > NGX_HTTP_GMS_REPLY_STRING_MAX) {
-        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                      "gms: redis reply over the module's limits: "
-                      "a string of %uz bytes", len);
-        return NULL;
-    }
-
-    if (ngx_http_gms_rconn_count(task, len) != NGX_OK) {
-        return NULL;
-    }
-
-    return ngx_http_gms_rconn_hiredis->createString(task, str, len);
-}
-
-
-static void *
-ngx_http_gms_rconn_array(const redisReadTask *task, int elements)
-{
-    ngx_uint_t            depth;
-    const redisReadTask  *t;
-
-    if (elements < 0 || elements > NGX_HTTP_GMS_REPLY_ELEMENTS_MAX) {
-        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                      "gms: redis reply over the module's limits: "
-                      "an array of %d elements", elements);
-        return NULL;
-    }
-
-    depth = 0;
-
-    for (t = task->parent; t; t = t->parent) {
-        depth++;
-    }
-
-    if (depth > NGX_HTTP_GMS_REPLY_DEPTH_MAX) {
-        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                      "gms: redis reply over the module's limits: "
-                      "an array nested %ui deep", depth);
-        return NULL;
-    }
-
-    if (ngx_http_gms_rconn_count(task, 0) != NGX_OK) {
-        return NULL;
-    }
-
-    return ngx_http_gms_rconn_hiredis->createArray(task, elements);
-}
-
-
-static void *
-ngx_http_gms_rconn_integer(const redisReadTask *task, long long value)
-{
-    if (ngx_http_gms_rconn_count(task, 0) != NGX_OK) {
-        return NULL;
-    }
-
-    return ngx_http_gms_rconn_hiredis->createInteger(task, value);
-}
-
-
-static void *
-ngx_http_gms_rconn_nil(const redisReadTask *task)
-{
-    if (ngx_http_gms_rconn_count(task, 0) != NGX_OK) {
-        return NULL;
-    }
-
-    return ngx_http_gms_rconn_hiredis->createNil(task);
-}
-
-
-/*
- * The objects and string bytes of the reply being built: a root object
- * (built first) starts the count of a new reply.
- */
-
-static ngx_int_t
-ngx_http_gms_rconn_count(const redisReadTask *task, size_t len)
-{
-    ngx_http_gms_rconn_t *rc = task->privdata;
-
-    if (task->parent == NULL) {
-        rc->reply_objects = 0;
-        rc->reply_bytes = 0;
-    }
-
-    rc->reply_objects++;
-    rc->reply_bytes += len;
-
-    if (rc->reply_objects > NGX_HTTP_GMS_REPLY_OBJECTS_MAX
-        || rc->reply_bytes > NGX_HTTP_GMS_REPLY_BYTES_MAX)
-    {
-        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                      "gms: redis reply over the module's limits: "
-                      "more than %d objects or %d bytes of strings",
-                      NGX_HTTP_GMS_REPLY_OBJECTS_MAX,
-                      NGX_HTTP_GMS_REPLY_BYTES_MAX);
-        return NGX_ERROR;
-    }
-
-    return NGX_OK;
 }
 
 

@@ -131,10 +131,6 @@ void ngx_http_gms_rconn_set_peer(ngx_http_gms_rconn_t *rc,
     struct sockaddr *sa, socklen_t socklen);
 
 
-/* hiredis's own reply builders, which capped ones call */
-extern redisReplyObjectFunctions  *ngx_http_gms_rconn_hiredis;
-
-
 #define ngx_http_gms_rconn_ready(rc)                                         \
     ((rc)->state == NGX_HTTP_GMS_RCONN_READY)
 
