@@ -44,6 +44,8 @@ static ngx_int_t ngx_http_gms_passed(ngx_http_request_t *r,
 static ngx_int_t ngx_http_gms_deny(ngx_http_request_t *r,
     ngx_http_gms_ctx_t *ctx);
 static ngx_int_t ngx_http_gms_drop_actor_header(ngx_http_request_t *r);
+static ngx_int_t ngx_http_gms_challenge(ngx_conf_t *cf, ngx_str_t *realm,
+    const char *error, ngx_str_t *out);
 
 
 #define NGX_HTTP_GMS_FORBIDDEN_MESSAGE                                       \
@@ -468,6 +470,79 @@ ngx_http_gms_auth_init_bodies(ngx_conf_t *cf)
     return ngx_http_gms_error_body(cf, NGX_HTTP_FORBIDDEN,
                                    NGX_HTTP_GMS_FORBIDDEN_MESSAGE,
                                    &ngx_http_gms_deny_forbidden_403);
+}
+
+
+/* the WWW-Authenticate values of a location's realm, or its parent's */
+
+ngx_int_t
+ngx_http_gms_auth_challenges(ngx_conf_t *cf, ngx_http_gms_loc_conf_t *prev,
+    ngx_http_gms_loc_conf_t *conf)
+{
+    if (conf->realm.data == prev->realm.data && prev->challenge.data) {
+        conf->challenge = prev->challenge;
+        conf->challenge_invalid = prev->challenge_invalid;
+        conf->challenge_scope = prev->challenge_scope;
+        return NGX_OK;
+    }
+
+    if (ngx_http_gms_challenge(cf, &conf->realm, NULL, &conf->challenge)
+           != NGX_OK
+        || ngx_http_gms_challenge(cf, &conf->realm, "invalid_token",
+                                  &conf->challenge_invalid)
+           != NGX_OK
+        || ngx_http_gms_challenge(cf, &conf->realm, "insufficient_scope",
+                                  &conf->challenge_scope)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* Bearer realm="<realm>"[, error="<error>"], the realm a quoted-string */
+
+static ngx_int_t
+ngx_http_gms_challenge(ngx_conf_t *cf, ngx_str_t *realm, const char *error,
+    ngx_str_t *out)
+{
+    u_char      *p;
+    size_t       len;
+    ngx_uint_t   i;
+
+    len = sizeof("Bearer realm=\"\"") - 1 + realm->len * 2;
+
+    if (error) {
+        len += sizeof(", error=\"\"") - 1 + ngx_strlen(error);
+    }
+
+    p = ngx_pnalloc(cf->pool, len);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    out->data = p;
+    p = ngx_cpymem(p, "Bearer realm=\"", sizeof("Bearer realm=\"") - 1);
+
+    for (i = 0; i < realm->len; i++) {
+        if (realm->data[i] == '"' || realm->data[i] == '\\') {
+            *p++ = '\\';
+        }
+
+        *p++ = realm->data[i];
+    }
+
+    *p++ = '"';
+
+    if (error) {
+        p = ngx_sprintf(p, ", error=\"%s\"", error);
+    }
+
+    out->len = p - out->data;
+
+    return NGX_OK;
 }
 
 

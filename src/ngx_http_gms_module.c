@@ -39,8 +39,6 @@ static char *ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf);
 static void *ngx_http_gms_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
-static ngx_int_t ngx_http_gms_challenge(ngx_conf_t *cf, ngx_str_t *realm,
-    const char *error, ngx_str_t *out);
 static ngx_int_t ngx_http_gms_init(ngx_conf_t *cf);
 static ngx_int_t ngx_http_gms_init_process(ngx_cycle_t *cycle);
 static void ngx_http_gms_master_moved(struct sockaddr *sa, socklen_t socklen);
@@ -529,10 +527,7 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_http_gms_main_conf_t *gmcf = conf;
 
     u_char         *p;
-    uint32_t        crc;
-    ngx_uint_t      i;
     unsigned char   md[SHA_DIGEST_LENGTH];
-    unsigned char   key_md[SHA256_DIGEST_LENGTH];
 
     if (ngx_http_gms_redis_init_conf(cf, gmcf) != NGX_CONF_OK) {
         return NGX_CONF_ERROR;
@@ -583,38 +578,8 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
                    gmcf->prefix.len);
     ngx_memcpy(p, GMS_KEY_ACTOR, sizeof(GMS_KEY_ACTOR) - 1);
 
-    /*
-     * What the cached entries depend on: a reload that changes any of it
-     * must not serve entries read under the old values.
-     */
-
     if (gmcf->cache) {
-        ngx_crc32_init(crc);
-        ngx_crc32_update(&crc, gmcf->redis.name.data, gmcf->redis.name.len);
-        ngx_crc32_update(&crc, gmcf->master_name.data,
-                         gmcf->master_name.len);
-        ngx_crc32_update(&crc, (u_char *) &gmcf->db, sizeof(gmcf->db));
-        ngx_crc32_update(&crc, (u_char *) &gmcf->prefix.len,
-                         sizeof(gmcf->prefix.len));
-        ngx_crc32_update(&crc, gmcf->prefix.data, gmcf->prefix.len);
-        ngx_crc32_update(&crc, (u_char *) &gmcf->salt.len,
-                         sizeof(gmcf->salt.len));
-        ngx_crc32_update(&crc, gmcf->salt.data, gmcf->salt.len);
-
-        /*
-         * entries of signed tokens were verified under these keys: their
-         * digests count, so no linear function of a key sits in the zone
-         */
-        for (i = 0; i < gmcf->nkeys; i++) {
-            SHA256(gmcf->keys[i].data, gmcf->keys[i].len, key_md);
-            ngx_crc32_update(&crc, key_md, SHA256_DIGEST_LENGTH);
-        }
-
-        ngx_crc32_update(&crc, (u_char *) &gmcf->jwt_leeway,
-                         sizeof(gmcf->jwt_leeway));
-        ngx_crc32_final(crc);
-
-        gmcf->cache->source = crc;
+        gmcf->cache->source = ngx_http_gms_cache_source(gmcf);
     }
 
     /* EVALSHA names the script by the SHA-1 of its text */
@@ -716,70 +681,11 @@ ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         return NGX_CONF_ERROR;
     }
 
-    if (conf->realm.data == prev->realm.data && prev->challenge.data) {
-        conf->challenge = prev->challenge;
-        conf->challenge_invalid = prev->challenge_invalid;
-        conf->challenge_scope = prev->challenge_scope;
-        return NGX_CONF_OK;
-    }
-
-    if (ngx_http_gms_challenge(cf, &conf->realm, NULL, &conf->challenge)
-           != NGX_OK
-        || ngx_http_gms_challenge(cf, &conf->realm, "invalid_token",
-                                  &conf->challenge_invalid)
-           != NGX_OK
-        || ngx_http_gms_challenge(cf, &conf->realm, "insufficient_scope",
-                                  &conf->challenge_scope)
-           != NGX_OK)
-    {
+    if (ngx_http_gms_auth_challenges(cf, prev, conf) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
     return NGX_CONF_OK;
-}
-
-
-/* Bearer realm="<realm>"[, error="<error>"], the realm a quoted-string */
-
-static ngx_int_t
-ngx_http_gms_challenge(ngx_conf_t *cf, ngx_str_t *realm, const char *error,
-    ngx_str_t *out)
-{
-    u_char      *p;
-    size_t       len;
-    ngx_uint_t   i;
-
-    len = sizeof("Bearer realm=\"\"") - 1 + realm->len * 2;
-
-    if (error) {
-        len += sizeof(", error=\"\"") - 1 + ngx_strlen(error);
-    }
-
-    p = ngx_pnalloc(cf->pool, len);
-    if (p == NULL) {
-        return NGX_ERROR;
-    }
-
-    out->data = p;
-    p = ngx_cpymem(p, "Bearer realm=\"", sizeof("Bearer realm=\"") - 1);
-
-    for (i = 0; i < realm->len; i++) {
-        if (realm->data[i] == '"' || realm->data[i] == '\\') {
-            *p++ = '\\';
-        }
-
-        *p++ = realm->data[i];
-    }
-
-    *p++ = '"';
-
-    if (error) {
-        p = ngx_sprintf(p, ", error=\"%s\"", error);
-    }
-
-    out->len = p - out->data;
-
-    return NGX_OK;
 }
 
 
