@@ -2,6 +2,10 @@
 /*
  * ngx_http_gms_module: personal access tokens checked at the edge of
  * DataHub's metadata service (GMS), against a Redis cache that GMS fills.
+ *
+ * The top of the module: its directives and configuration, its variables,
+ * the phase handlers it registers, and each worker's Redis started and
+ * stopped.  The work itself is in the files named for it.
  */
 
 
@@ -26,7 +30,6 @@ static ngx_int_t ngx_http_gms_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_int_t ngx_http_gms_result_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
-
 static ngx_int_t ngx_http_gms_type_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static char *ngx_http_gms_forbidden_status(ngx_conf_t *cf, void *post,
@@ -36,6 +39,8 @@ static char *ngx_http_gms_redis_timeout(ngx_conf_t *cf, void *post,
 static ngx_int_t ngx_http_gms_add_variables(ngx_conf_t *cf);
 static void *ngx_http_gms_create_main_conf(ngx_conf_t *cf);
 static char *ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf);
+static ngx_int_t ngx_http_gms_key(ngx_conf_t *cf,
+    ngx_http_gms_main_conf_t *gmcf, const char *name, ngx_str_t *key);
 static void *ngx_http_gms_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
@@ -526,8 +531,7 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
 {
     ngx_http_gms_main_conf_t *gmcf = conf;
 
-    u_char         *p;
-    unsigned char   md[SHA_DIGEST_LENGTH];
+    unsigned char  md[SHA_DIGEST_LENGTH];
 
     if (ngx_http_gms_redis_init_conf(cf, gmcf) != NGX_CONF_OK) {
         return NGX_CONF_ERROR;
@@ -547,36 +551,17 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
         ngx_str_set(&gmcf->salt, "");
     }
 
-    gmcf->token_prefix.len = gmcf->prefix.len + sizeof(GMS_KEY_TOKEN) - 1;
-    gmcf->token_prefix.data = ngx_pnalloc(cf->pool, gmcf->token_prefix.len);
-    gmcf->actor_prefix.len = gmcf->prefix.len + sizeof(GMS_KEY_ACTOR) - 1;
-    gmcf->actor_prefix.data = ngx_pnalloc(cf->pool, gmcf->actor_prefix.len);
-
-    gmcf->invalidate.len = gmcf->prefix.len + sizeof(GMS_KEY_INVALIDATE) - 1;
-    gmcf->invalidate.data = ngx_pnalloc(cf->pool, gmcf->invalidate.len);
-    gmcf->sync_key.len = gmcf->prefix.len + sizeof(GMS_KEY_SYNC) - 1;
-    gmcf->sync_key.data = ngx_pnalloc(cf->pool, gmcf->sync_key.len);
-
-    if (gmcf->token_prefix.data == NULL || gmcf->actor_prefix.data == NULL
-        || gmcf->invalidate.data == NULL || gmcf->sync_key.data == NULL)
+    if (ngx_http_gms_key(cf, gmcf, GMS_KEY_TOKEN, &gmcf->token_prefix)
+           != NGX_OK
+        || ngx_http_gms_key(cf, gmcf, GMS_KEY_ACTOR, &gmcf->actor_prefix)
+           != NGX_OK
+        || ngx_http_gms_key(cf, gmcf, GMS_KEY_INVALIDATE, &gmcf->invalidate)
+           != NGX_OK
+        || ngx_http_gms_key(cf, gmcf, GMS_KEY_SYNC, &gmcf->sync_key)
+           != NGX_OK)
     {
         return NGX_CONF_ERROR;
     }
-
-    p = ngx_cpymem(gmcf->invalidate.data, gmcf->prefix.data,
-                   gmcf->prefix.len);
-    ngx_memcpy(p, GMS_KEY_INVALIDATE, sizeof(GMS_KEY_INVALIDATE) - 1);
-
-    p = ngx_cpymem(gmcf->sync_key.data, gmcf->prefix.data, gmcf->prefix.len);
-    ngx_memcpy(p, GMS_KEY_SYNC, sizeof(GMS_KEY_SYNC) - 1);
-
-    p = ngx_cpymem(gmcf->token_prefix.data, gmcf->prefix.data,
-                   gmcf->prefix.len);
-    ngx_memcpy(p, GMS_KEY_TOKEN, sizeof(GMS_KEY_TOKEN) - 1);
-
-    p = ngx_cpymem(gmcf->actor_prefix.data, gmcf->prefix.data,
-                   gmcf->prefix.len);
-    ngx_memcpy(p, GMS_KEY_ACTOR, sizeof(GMS_KEY_ACTOR) - 1);
 
     if (gmcf->cache) {
         gmcf->cache->source = ngx_http_gms_cache_source(gmcf);
@@ -594,6 +579,29 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
     }
 
     return NGX_CONF_OK;
+}
+
+
+/* <prefix><name>: a key of the contract, or the start of one */
+
+static ngx_int_t
+ngx_http_gms_key(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
+    const char *name, ngx_str_t *key)
+{
+    size_t  len;
+
+    len = ngx_strlen(name);
+
+    key->len = gmcf->prefix.len + len;
+    key->data = ngx_pnalloc(cf->pool, key->len);
+    if (key->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(ngx_cpymem(key->data, gmcf->prefix.data, gmcf->prefix.len),
+               name, len);
+
+    return NGX_OK;
 }
 
 
