@@ -26,6 +26,11 @@
 #include <openssl/sha.h>
 
 
+/* application.yml's authentication.tokenService.salt before DataHub 1.5 */
+#define NGX_HTTP_GMS_SALT_DEFAULT_PRE15                                      \
+    "ohDVbJBvHHVJh9S/UA4BYF9COuNnqqVhr9MLKEGXk1O="
+
+
 static ngx_int_t ngx_http_gms_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_int_t ngx_http_gms_result_variable(ngx_http_request_t *r,

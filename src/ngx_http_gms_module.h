@@ -1,7 +1,9 @@
 
 /*
- * Shared types of ngx_http_gms_module: configuration and the per-request
- * context used by the token check and by getEsTaskStatus.
+ * Shared types of ngx_http_gms_module: its configuration, the request's
+ * context (the token check's, and getEsTaskStatus's hung on it), and the
+ * module itself.  Each file's functions are declared in the header named
+ * for the file.
  */
 
 
@@ -16,11 +18,6 @@
 #include "gms_token.h"
 #include "gms_json.h"
 #include "gms_jwt.h"
-
-
-/* application.yml's authentication.tokenService.salt before DataHub 1.5 */
-#define NGX_HTTP_GMS_SALT_DEFAULT_PRE15                                      \
-    "ohDVbJBvHHVJh9S/UA4BYF9COuNnqqVhr9MLKEGXk1O="
 
 
 typedef enum {
