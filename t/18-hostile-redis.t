@@ -3,7 +3,7 @@
 # A Redis that answers the lookup with what no real one would: a header
 # announcing a billion elements, a 3 MB bulk string, a reply that never
 # ends.  hiredis 0.14 allocates what a header announces and buffers a bulk
-# whole; the module caps both (src/ngx_http_gms_redis.c) and drops the
+# whole; the module caps both (src/ngx_http_gms_redis_reply.c) and drops the
 # connection: 503, logged, no worker lost, nothing to GMS.
 #
 # The stand-in Redis here is a few lines of Perl speaking RESP: it
