@@ -22,17 +22,19 @@ DEB_LD_OPT       := -Wl,-z,relro -Wl,-z,now -fPIC
 # the unit tests under AddressSanitizer and UndefinedBehaviorSanitizer,
 # built by clang: gcc's does not report arithmetic on a null pointer
 UNIT_CC          := clang
-CFLAGS_UNIT      := -g -O1 -Wall -Wextra -Werror -Isrc \
+CFLAGS_UNIT      := -g -O1 -Wall -Wextra -Werror -Isrc/lib -Isrc/tool \
                     -fno-omit-frame-pointer -fsanitize=address,undefined \
                     -fno-sanitize-recover=all
 LIBS_UNIT        := -lhiredis -ljansson -lcrypto
 
-SRCS             := $(wildcard src/*.c src/*.h) config
+SRCS             := $(wildcard src/*.c src/*.h src/lib/*.c src/lib/*.h) config
 UNIT_TESTS       := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(wildcard t/unit/*.c))
-PURE_SRCS        := src/gms_token.c src/gms_json.c src/gms_jwt.c \
-                    src/tool/gms_policy.c
-PURE_HDRS        := src/gms_token.h src/gms_json.h src/gms_jwt.h \
-                    src/tool/gms_policy.h
+# src/lib: the nginx-free files the module, gms-token, the unit tests and
+# the fuzzers share
+LIB_SRCS         := $(wildcard src/lib/*.c)
+LIB_HDRS         := $(wildcard src/lib/*.h)
+PURE_SRCS        := $(LIB_SRCS) src/tool/gms_policy.c
+PURE_HDRS        := $(LIB_HDRS) src/tool/gms_policy.h
 
 PROVE_FLAGS      ?=
 
@@ -88,11 +90,11 @@ clean:
 #                    under $(DESTDIR)
 
 TOOL             := $(BUILD)/gms-token
-TOOL_SRCS        := $(wildcard src/tool/*.c) src/gms_token.c
-TOOL_DEPS        := $(TOOL_SRCS) $(wildcard src/tool/*.h) src/gms_token.h
+TOOL_SRCS        := $(wildcard src/tool/*.c) src/lib/gms_token.c
+TOOL_DEPS        := $(TOOL_SRCS) $(wildcard src/tool/*.h) $(LIB_HDRS)
 CFLAGS_TOOL      := -g -O2 -Wall -Wextra -Werror -fstack-protector-strong \
                     -Wformat -Werror=format-security -D_FORTIFY_SOURCE=2 \
-                    -Isrc -Isrc/tool
+                    -Isrc/lib -Isrc/tool
 MODULES_DIR      ?= /usr/lib/nginx/modules
 BIN_DIR          ?= /usr/local/bin
 
@@ -128,7 +130,7 @@ install: module tool
 FUZZ_SECONDS     ?= 60
 FUZZERS          := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_CFLAGS      := -g -O1 -fsanitize=fuzzer,address,undefined \
-                    -fno-sanitize-recover=all -Isrc
+                    -fno-sanitize-recover=all -Isrc/lib
 ASAN_BUILD       := $(BUILD)/nginx-asan
 ASAN_MODULE      := $(ASAN_BUILD)/objs/ngx_http_gms_module.so
 # gcc, as Debian's nginx: its UBSan reports memcpy(NULL, p, 0) (nonnull
@@ -138,7 +140,7 @@ ASAN_CC_OPT      := -g -O1 -fPIC -fno-omit-frame-pointer $(ASAN_SANITIZE) \
                     -fno-sanitize-recover=all
 LIBASAN          = $(shell gcc -print-file-name=libasan.so)
 ASAN_TOOL        := $(BUILD)/asan/gms-token
-ASAN_TOOL_CFLAGS := -g -O1 -Wall -Wextra -Werror -Isrc -Isrc/tool \
+ASAN_TOOL_CFLAGS := -g -O1 -Wall -Wextra -Werror -Isrc/lib -Isrc/tool \
                     -fno-omit-frame-pointer -fsanitize=address,undefined \
                     -fno-sanitize-recover=all
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "tap.h"
-#include "tool/gms_policy.h"
+#include "gms_policy.h"
 
 
 #define ALICE  "urn:li:corpuser:alice"
