@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "gms_json.h"
+#include "gms_es_task.h"
 
 
 int

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gms_json.h"
+#include "gms_es_task.h"
 
 
 int

@@ -16,7 +16,7 @@
 #include <ngx_http.h>
 
 #include "gms_token.h"
-#include "gms_json.h"
+#include "gms_es_task.h"
 #include "gms_jwt.h"
 
 

@@ -6,7 +6,7 @@
 #include <jansson.h>
 
 #include "tap.h"
-#include "gms_json.h"
+#include "gms_es_task.h"
 
 
 static char  msg[GMS_ES_TASK_BODY_MAX + 256];

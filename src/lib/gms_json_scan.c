@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "gms_json.h"
+#include "gms_es_task.h"
 
 
 #define GMS_RESTLI_EXCEPTION  "com.linkedin.restli.server.RestLiServiceException"
