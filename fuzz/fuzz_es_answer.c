@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "gms_es_task.h"
+#include "gms_restli.h"
 
 
 int

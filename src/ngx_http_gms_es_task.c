@@ -12,6 +12,8 @@
 #include "ngx_http_gms_privilege.h"
 #include "ngx_http_gms_metrics.h"
 
+#include "gms_restli.h"
+
 
 static ngx_int_t ngx_http_gms_es_task_handler(ngx_http_request_t *r);
 static void ngx_http_gms_es_task_body(ngx_http_request_t *r);

@@ -9,6 +9,8 @@
 
 #include "ngx_http_gms_response.h"
 
+#include "gms_restli.h"
+
 
 ngx_int_t
 ngx_http_gms_add_header(ngx_http_request_t *r, const char *key,

@@ -1,12 +1,13 @@
 
 /*
- * JSON documents in the metadata service's (Rest.li's) shapes; pure C
- * over jansson.  Every returned string is malloc()ed: free() it.
+ * getEsTaskStatus: the request's task, and the search cluster's answer as
+ * the metadata service's value; pure C over jansson.  Every returned
+ * string is malloc()ed: free() it.
  */
 
 
-#ifndef _GMS_JSON_H_INCLUDED_
-#define _GMS_JSON_H_INCLUDED_
+#ifndef _GMS_ES_TASK_H_INCLUDED_
+#define _GMS_ES_TASK_H_INCLUDED_
 
 
 #include <stddef.h>
@@ -26,9 +27,6 @@ typedef struct {
 } gms_es_task_ref_t;
 
 
-char *gms_json_error_body(int status, const char *message, size_t len);
-char *gms_json_value_body(const char *value);
-
 int gms_es_task_request_parse(const char *body, size_t len,
     gms_es_task_ref_t *ref, char *msg, size_t msg_size, size_t *msg_len);
 char *gms_es_task_value(const char *answer, size_t len, char *reason,
@@ -36,4 +34,4 @@ char *gms_es_task_value(const char *answer, size_t len, char *reason,
 char *gms_es_task_error_value(const gms_es_task_ref_t *ref);
 
 
-#endif /* _GMS_JSON_H_INCLUDED_ */
+#endif /* _GMS_ES_TASK_H_INCLUDED_ */

@@ -1,5 +1,5 @@
 
-/* Unit tests of src/gms_json.c: getEsTaskStatus request and answer. */
+/* Unit tests of src/lib/gms_es_task.c and gms_restli.c: getEsTaskStatus. */
 
 
 #include <stdlib.h>
@@ -7,6 +7,7 @@
 
 #include "tap.h"
 #include "gms_es_task.h"
+#include "gms_restli.h"
 
 
 static char  msg[GMS_ES_TASK_BODY_MAX + 256];

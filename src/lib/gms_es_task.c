@@ -1,0 +1,485 @@
+
+/*
+ * The getEsTaskStatus request and answer mapping, kept free of nginx so
+ * that unit tests and fuzzers can call them alone.
+ */
+
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "gms_es_task.h"
+#include "gms_json_scan.h"
+
+
+#define GMS_MSG_EITHER                                                       \
+    "Please specify either Node ID + task ID OR composite task parameters"
+#define GMS_MSG_ONLY_ONE                                                     \
+    "Please specify only one of Node ID + task ID OR composite task "         \
+    "parameters"
+#define GMS_MSG_TASK_FORM                                                    \
+    "Task should be in the form nodeId:taskId e.g. "                          \
+    "aB1cdEf2GHIJKLMnoPQr3S:123456 (got "
+
+
+static int
+gms_es_node_valid(const char *s, size_t len)
+{
+    size_t  i;
+
+    if (len == 0 || len > GMS_ES_NODE_MAX) {
+        return 0;
+    }
+
+    for (i = 0; i < len; i++) {
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')
+              || (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '_'))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/*
+ * "<node>:<number>" as the metadata service's isTaskIdValid() sees it:
+ * ^[a-zA-Z0-9-_]+:[0-9]+$ and a number that is a nonzero signed long.
+ */
+
+static int
+gms_es_task_string_parse(const char *s, size_t len, gms_es_task_ref_t *ref)
+{
+    size_t       i, colon;
+    int64_t      n;
+
+    colon = len;
+
+    for (i = 0; i < len; i++) {
+        if (s[i] == ':') {
+            colon = i;
+            break;
+        }
+    }
+
+    if (colon == len || !gms_es_node_valid(s, colon) || colon + 1 == len) {
+        return -1;
+    }
+
+    n = 0;
+
+    for (i = colon + 1; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9') {
+            return -1;
+        }
+
+        if (n > (INT64_MAX - (s[i] - '0')) / 10) {
+            return -1;
+        }
+
+        n = n * 10 + (s[i] - '0');
+    }
+
+    if (n == 0) {
+        return -1;
+    }
+
+    memcpy(ref->node, s, colon);
+    ref->node[colon] = '\0';
+    ref->number = n;
+
+    return 0;
+}
+
+
+/*
+ * The message for a 400: prefix, then the client's value byte for byte
+ * (NULs included, as the metadata service echoes it), then suffix.
+ */
+
+static int
+gms_es_task_fail(char *msg, size_t size, size_t *len, const char *prefix,
+    const char *arg, size_t arg_len, const char *suffix)
+{
+    size_t       i, n, part_len;
+    const char  *part[3];
+
+    part[0] = prefix;
+    part[1] = arg;
+    part[2] = suffix;
+    n = 0;
+
+    for (i = 0; i < 3; i++) {
+        if (part[i] == NULL) {
+            continue;
+        }
+
+        part_len = (i == 1) ? arg_len : strlen(part[i]);
+
+        if (part_len > size - n) {
+            part_len = size - n;
+        }
+
+        memcpy(msg + n, part[i], part_len);
+        n += part_len;
+    }
+
+    *len = n;
+
+    return -1;
+}
+
+
+/*
+ * A long as Rest.li coerces one from JSON: an integer, or a number
+ * written with a fraction or exponent whose value is integral (124.0,
+ * 1.24e2), within a signed 64-bit long.
+ */
+
+static int
+gms_json_integral(json_t *v, json_int_t *n)
+{
+    double  d;
+
+    if (json_is_integer(v)) {
+        *n = json_integer_value(v);
+        return 0;
+    }
+
+    if (!json_is_real(v)) {
+        return -1;
+    }
+
+    d = json_real_value(v);
+
+    /* -2^63 is exact as a double; 2^63 is the first value beyond a long */
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) {
+        return -1;
+    }
+
+    *n = (json_int_t) d;
+
+    return ((double) *n == d) ? 0 : -1;
+}
+
+
+/*
+ * The request body: {"task": "<node>:<number>"} or
+ * {"nodeId": "<node>", "taskId": <number>}, validated in the metadata
+ * service's order and with its messages; on failure returns -1 with the
+ * message for a 400.  JSON null counts as absent, as in Rest.li.
+ */
+
+int
+gms_es_task_request_parse(const char *body, size_t len,
+    gms_es_task_ref_t *ref, char *msg, size_t msg_size, size_t *msg_len)
+{
+    int            rc, by_node, by_task;
+    char           composite[GMS_ES_NODE_MAX + 32];
+    size_t         node_len, task_len;
+    json_t        *doc, *node, *number, *task;
+    const char    *node_str, *task_str;
+    json_int_t     n;
+    json_error_t   err;
+
+    if (len == 0) {
+        doc = json_object();
+
+    } else {
+        doc = json_loadb(body, len,
+                         JSON_REJECT_DUPLICATES|JSON_DECODE_ANY|JSON_ALLOW_NUL,
+                         &err);
+
+        if (doc == NULL) {
+            return gms_es_task_fail(msg, msg_size, msg_len,
+                                    "Invalid JSON in request body: ",
+                                    err.text, strlen(err.text), NULL);
+        }
+    }
+
+    rc = -1;
+
+    if (!json_is_object(doc)) {
+        gms_es_task_fail(msg, msg_size, msg_len, "Request body must be a JSON object",
+                         NULL, 0, NULL);
+        goto done;
+    }
+
+    n = 0;
+    node = json_object_get(doc, "nodeId");
+    number = json_object_get(doc, "taskId");
+    task = json_object_get(doc, "task");
+
+    if (node != NULL && !json_is_null(node) && !json_is_string(node)) {
+        gms_es_task_fail(msg, msg_size, msg_len, "Parameter 'nodeId' must be a string",
+                         NULL, 0, NULL);
+        goto done;
+    }
+
+    if (number != NULL && !json_is_null(number)
+        && gms_json_integral(number, &n) != 0)
+    {
+        gms_es_task_fail(msg, msg_size, msg_len, "Parameter 'taskId' must be an integer",
+                         NULL, 0, NULL);
+        goto done;
+    }
+
+    if (task != NULL && !json_is_null(task) && !json_is_string(task)) {
+        gms_es_task_fail(msg, msg_size, msg_len, "Parameter 'task' must be a string",
+                         NULL, 0, NULL);
+        goto done;
+    }
+
+    node_str = json_is_string(node) ? json_string_value(node) : NULL;
+    node_len = json_is_string(node) ? json_string_length(node) : 0;
+    task_str = json_is_string(task) ? json_string_value(task) : NULL;
+    task_len = json_is_string(task) ? json_string_length(task) : 0;
+
+    by_task = (task_str != NULL);
+    by_node = (node_str != NULL && n > 0);
+
+    if (!by_task && !by_node) {
+        gms_es_task_fail(msg, msg_size, msg_len, GMS_MSG_EITHER,
+                         NULL, 0, NULL);
+        goto done;
+    }
+
+    if (by_node) {
+        if (!gms_es_node_valid(node_str, node_len)
+            || strlen(node_str) != node_len)
+        {
+            gms_es_task_fail(msg, msg_size, msg_len,
+                             "Node ID should contain only letters, digits, "
+                             "'-' and '_' (got ", node_str, node_len, ")");
+            goto done;
+        }
+
+        snprintf(composite, sizeof(composite), "%s:%" PRId64, node_str,
+                 (int64_t) n);
+
+        if (by_task
+            && (task_len != strlen(composite)
+                || memcmp(task_str, composite, task_len) != 0))
+        {
+            gms_es_task_fail(msg, msg_size, msg_len, GMS_MSG_ONLY_ONE,
+                         NULL, 0, NULL);
+            goto done;
+        }
+    }
+
+    if (by_task && gms_es_task_string_parse(task_str, task_len, ref) != 0) {
+        gms_es_task_fail(msg, msg_size, msg_len, GMS_MSG_TASK_FORM, task_str,
+                         task_len, ")");
+        goto done;
+    }
+
+    if (by_node) {
+        memcpy(ref->node, node_str, node_len + 1);
+        ref->number = n;
+    }
+
+    rc = 0;
+
+done:
+
+    json_decref(doc);
+
+    return rc;
+}
+
+
+/*
+ * A _tasks/<node>:<number> answer (Elasticsearch 6-8, OpenSearch 1-2) to
+ * the metadata service's value, the text OperationsResource.getTaskStatus
+ * returns: an org.json object written in the order completed, taskId,
+ * runTimeNanos, status, where "status" is a string holding the cluster's
+ * status object as compact JSON (the search client keeps it as raw bytes,
+ * RawTaskStatus, and org.json writes it through toString()), its numbers
+ * as the cluster wrote them.  An absent status leaves the member out, as
+ * JSONObject.put(key, null) does.  The cluster's "response" and "error"
+ * are not carried over.  Returns NULL, with the reason, for anything that
+ * is not a task.
+ *
+ * What a task is, is what GMS's search client parses: GetTaskResponse's
+ * and TaskInfo's ConstructingObjectParsers (client/rest-high-level/.../
+ * tasks/GetTaskResponse.java and server/.../tasks/TaskInfo.java in
+ * opensearch-project/OpenSearch, the same in Elasticsearch 7's client).
+ * Their constructor arguments are required; declareString takes only a
+ * string (not null), declareRawObject only an object (not null).  A
+ * parse failure is an IOException (RestHighLevelClient's
+ * performRequestAndParseOptionalEntity) to DataHub's getTaskStatus in
+ * metadata-io/.../systemmetadata/ESSystemMetadataDAO.java, hence an
+ * empty Optional, which OperationsResource answers as the error value.
+ * The client also takes "1" and "true" for a long and a boolean; no
+ * cluster writes them, and they are refused here.
+ */
+
+char *
+gms_es_task_value(const char *answer, size_t len, char *reason,
+    size_t reason_size)
+{
+    char          *out, *p;
+    size_t         size;
+    json_t        *node_text;
+    const char    *where;
+    json_int_t     id, nanos;
+    gms_scan_t     scan;
+    gms_member_t  *completed, *node, *status, *bad;
+    gms_member_t   top[] = {
+        { "completed", GMS_JSON_BOOLEAN, 1, NULL, 0 },
+        { "task", GMS_JSON_OBJECT, 1, NULL, 0 },
+        { NULL, GMS_JSON_ANY, 0, NULL, 0 }
+    };
+    gms_member_t   task[] = {
+        { "node", GMS_JSON_STRING, 1, NULL, 0 },
+        { "id", GMS_JSON_INTEGER, 1, NULL, 0 },
+        { "type", GMS_JSON_STRING, 1, NULL, 0 },
+        { "action", GMS_JSON_STRING, 1, NULL, 0 },
+        { "description", GMS_JSON_STRING, 0, NULL, 0 },
+        { "status", GMS_JSON_OBJECT, 0, NULL, 0 },
+        { "start_time_in_millis", GMS_JSON_INTEGER, 1, NULL, 0 },
+        { "running_time_in_nanos", GMS_JSON_INTEGER, 1, NULL, 0 },
+        { "cancellable", GMS_JSON_BOOLEAN, 1, NULL, 0 },
+        { NULL, GMS_JSON_ANY, 0, NULL, 0 }
+    };
+
+    if (answer == NULL) {
+        /* no output from the subrequest: no arithmetic on NULL */
+        answer = "";
+        len = 0;
+    }
+
+    scan.p = answer;
+    scan.end = answer + len;
+    scan.depth = 0;
+
+    gms_scan_ws(&scan);
+
+    if (scan.p < scan.end && *scan.p == '{') {
+        if (gms_scan_container(&scan, '}', top) != 0) {
+            goto not_json;
+        }
+
+    } else if (gms_scan_value(&scan) != 0) {
+        goto not_json;
+    }
+
+    gms_scan_ws(&scan);
+
+    if (scan.p != scan.end) {
+        goto not_json;
+    }
+
+    where = "";
+    bad = gms_member_mismatch(top);
+
+    if (bad != NULL) {
+        goto not_task;
+    }
+
+    /* the task object was scanned whole above: this cannot fail */
+    scan.p = top[1].value;
+    scan.end = top[1].value + top[1].len;
+    (void) gms_scan_container(&scan, '}', task);
+
+    where = "task.";
+    bad = gms_member_mismatch(task);
+
+    if (bad != NULL) {
+        goto not_task;
+    }
+
+    completed = &top[0];
+    node = &task[0];
+    status = &task[5];
+
+    /* both checked as integers above */
+    (void) gms_member_integer(&task[1], &id);
+    (void) gms_member_integer(&task[7], &nanos);
+
+    node_text = gms_member_load(node);
+
+    if (!json_is_string(node_text)
+        || json_string_length(node_text) > GMS_ES_NODE_MAX)
+    {
+        json_decref(node_text);
+        snprintf(reason, reason_size, "answer is not a task: \"task.node\" "
+                 "longer than %d bytes", GMS_ES_NODE_MAX);
+        return NULL;
+    }
+
+    size = sizeof("{\"completed\":false,\"taskId\":\"\",\"runTimeNanos\":"
+                  ",\"status\":\"\"}")
+           + 6 * json_string_length(node_text) + 2 * 21
+           + ((status->value != NULL) ? 6 * status->len : 0);
+
+    out = malloc(size);
+    if (out == NULL) {
+        json_decref(node_text);
+        snprintf(reason, reason_size, "%s", "out of memory");
+        return NULL;
+    }
+
+    p = out;
+    p += sprintf(p, "{\"completed\":%s,\"taskId\":\"",
+                 (*completed->value == 't') ? "true" : "false");
+    p = gms_orgjson_quote(p, json_string_value(node_text),
+                          json_string_length(node_text), 0);
+    p += sprintf(p, ":%" JSON_INTEGER_FORMAT "\",\"runTimeNanos\":%"
+                 JSON_INTEGER_FORMAT, id, nanos);
+
+    if (status->value != NULL) {
+        p = (char *) memcpy(p, ",\"status\":\"", 11) + 11;
+        p = gms_orgjson_quote(p, status->value, status->len, 1);
+        *p++ = '"';
+    }
+
+    *p++ = '}';
+    *p = '\0';
+
+    json_decref(node_text);
+
+    return out;
+
+not_task:
+
+    snprintf(reason, reason_size, "answer is not a task: \"%s%s\" %s %s",
+             where, bad->name,
+             (bad->value == NULL) ? "absent, wanted" : "not",
+             gms_json_type_names[bad->type]);
+
+    return NULL;
+
+not_json:
+
+    snprintf(reason, reason_size, "answer is not JSON (at byte %zu)",
+             (size_t) (scan.p - answer));
+
+    return NULL;
+}
+
+
+char *
+gms_es_task_error_value(const gms_es_task_ref_t *ref)
+{
+    char     text[GMS_ES_NODE_MAX + 64], *value;
+    json_t  *doc;
+
+    snprintf(text, sizeof(text), "Could not get task status for %s:%" PRId64,
+             ref->node, ref->number);
+
+    doc = json_pack("{s:s}", "error", text);
+    if (doc == NULL) {
+        return NULL;
+    }
+
+    value = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(doc);
+
+    return value;
+}

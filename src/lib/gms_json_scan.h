@@ -1,0 +1,59 @@
+
+/*
+ * A JSON scanner for long texts of which a few members matter: JSON
+ * syntax checked as strictly as jansson checks it, the members asked for
+ * recorded where they lie, for jansson to load; and text quoted as
+ * org.json's JSONObject.quote() writes it.
+ */
+
+
+#ifndef _GMS_JSON_SCAN_H_INCLUDED_
+#define _GMS_JSON_SCAN_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+
+typedef struct {
+    const char  *p;
+    const char  *end;
+    int          depth;
+} gms_scan_t;
+
+
+/* the JSON type a member must have when it is there */
+
+typedef enum {
+    GMS_JSON_ANY = 0,
+    GMS_JSON_STRING,
+    GMS_JSON_INTEGER,
+    GMS_JSON_BOOLEAN,
+    GMS_JSON_OBJECT
+} gms_json_type_e;
+
+
+typedef struct {
+    const char       *name;
+    gms_json_type_e   type;
+    unsigned          required:1;
+    const char       *value;   /* NULL: absent */
+    size_t            len;
+} gms_member_t;
+
+
+void gms_scan_ws(gms_scan_t *s);
+int gms_scan_value(gms_scan_t *s);
+int gms_scan_container(gms_scan_t *s, char close, gms_member_t *want);
+json_t *gms_member_load(gms_member_t *m);
+int gms_member_integer(gms_member_t *m, json_int_t *out);
+gms_member_t *gms_member_mismatch(gms_member_t *want);
+char *gms_orgjson_quote(char *p, const char *s, size_t len, int compact);
+
+/* "a string", "an integer" ..., by gms_json_type_e */
+extern const char  *gms_json_type_names[];
+
+
+#endif /* _GMS_JSON_SCAN_H_INCLUDED_ */
