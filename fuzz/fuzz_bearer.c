@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gms_token.h"
+#include "gms_mask.h"
 
 
 int

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gms_contract.h"
 #include "gms_token.h"
+#include "gms_lookup.h"
 
 
 /*

@@ -8,6 +8,8 @@
 
 #include "ngx_http_gms_log.h"
 
+#include "gms_mask.h"
+
 
 static ngx_log_t *ngx_http_gms_masked_log(ngx_cycle_t *cycle, ngx_log_t *log,
     ngx_array_t *copies);

@@ -18,6 +18,8 @@
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
 
+#include "gms_lookup.h"
+
 #include <time.h>
 
 

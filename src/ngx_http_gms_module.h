@@ -15,6 +15,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
+#include "gms_contract.h"
 #include "gms_token.h"
 #include "gms_es_task.h"
 #include "gms_jwt.h"

@@ -31,6 +31,8 @@
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
 
+#include "gms_lookup.h"
+
 
 typedef struct {
     ngx_queue_t                    queue;          /* in the free list */

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gms_contract.h"
 #include "gms_token.h"
 
 

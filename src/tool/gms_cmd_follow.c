@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gms_contract.h"
 #include "gms_cmd_follow.h"
 #include "gms_tool_input.h"
 #include "gms_tool_msgs.h"

@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 
+#include "gms_contract.h"
 #include "gms_token.h"
 #include "gms_cmd_manage.h"
 #include "gms_tool_input.h"

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gms_contract.h"
 #include "gms_token.h"
 #include "gms_cmd_privileges.h"
 #include "gms_tool_input.h"

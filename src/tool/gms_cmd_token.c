@@ -14,7 +14,9 @@
 
 #include <jansson.h>
 
+#include "gms_contract.h"
 #include "gms_token.h"
+#include "gms_lookup.h"
 #include "gms_cmd_token.h"
 #include "gms_tool_input.h"
 #include "gms_tool_msgs.h"

@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "gms_contract.h"
 #include "gms_token.h"
 #include "gms_sync_list.h"
 #include "gms_tool_msgs.h"

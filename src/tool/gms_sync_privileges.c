@@ -35,6 +35,7 @@
 
 #include <jansson.h>
 
+#include "gms_contract.h"
 #include "gms_token.h"
 #include "gms_sync_privileges.h"
 #include "gms_policy.h"

@@ -20,6 +20,7 @@
 
 #include <jansson.h>
 
+#include "gms_contract.h"
 #include "gms_token.h"
 #include "gms_sync_tokens.h"
 #include "gms_sync_list.h"

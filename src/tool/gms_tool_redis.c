@@ -14,6 +14,7 @@
 
 #include <openssl/crypto.h>
 
+#include "gms_contract.h"
 #include "gms_token.h"
 #include "gms_tool_redis.h"
 #include "gms_tool_conn.h"

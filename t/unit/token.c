@@ -6,6 +6,8 @@
 
 #include "tap.h"
 #include "gms_token.h"
+#include "gms_mask.h"
+#include "gms_lookup.h"
 
 
 static int

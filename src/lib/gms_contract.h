@@ -1,0 +1,52 @@
+
+/*
+ * The Redis contract, the C twin of docs/redis-contract.md: the keys
+ * gms-token writes and the module reads, under the prefix of
+ * gms_token_key_prefix (gms-token's --prefix), the invalidation channel,
+ * the follower's health hash, the token id and what an entry may hold.
+ * A change here is a change of the contract: change the document with it.
+ */
+
+
+#ifndef _GMS_CONTRACT_H_INCLUDED_
+#define _GMS_CONTRACT_H_INCLUDED_
+
+
+/*
+ * <prefix>token:<id>, a hash: actor, expiresAt (ms since the epoch, ""
+ * or 0: never), type, createdAt; <prefix>actor:<urn>, a set: the user's
+ * privileges
+ */
+#define GMS_KEY_TOKEN          "token:"
+#define GMS_KEY_ACTOR          "actor:"
+
+/*
+ * <prefix>invalidate: the channel every edge subscribes to.  A message is
+ * a token id (drop that token), a user URN (drop every token of the user:
+ * its privileges changed) or "*" (drop everything).
+ */
+#define GMS_KEY_INVALIDATE     "invalidate"
+#define GMS_INVALIDATE_ALL     "*"
+
+/*
+ * <prefix>sync: the hash gms-token follow keeps its health in: at (ms
+ * since the epoch of the last complete sync), tokens, users, interval
+ * (ms), error (the last failure, "" after a success), error_at, failures
+ * (in a row, 0 after a success).
+ */
+#define GMS_KEY_SYNC           "sync"
+
+/* the token id: standard base64, with padding, of a 32-byte SHA-256 digest */
+#define GMS_TOKEN_ID_LEN       44
+
+/*
+ * What a cache entry may hold, checked by gms-token when it writes and by
+ * the module when it reads: an actor goes into a request header to GMS,
+ * privileges into $gms_token_privileges and the privilege checks.
+ */
+#define GMS_ACTOR_MAX          512
+#define GMS_PRIVILEGE_MAX      128
+#define GMS_PRIVILEGES_MAX     256
+
+
+#endif /* _GMS_CONTRACT_H_INCLUDED_ */

@@ -1,0 +1,164 @@
+
+/*
+ * The Redis lookup of a token: the script the module and gms-token run,
+ * and the parsers of its reply and of a user's privilege set.  The only
+ * nginx-free file that speaks hiredis.
+ */
+
+
+#include <string.h>
+
+#include "gms_contract.h"
+#include "gms_token.h"
+#include "gms_lookup.h"
+
+
+/*
+ * One round trip per lookup: the token hash and the actor's privilege set.
+ * KEYS[1] = <prefix>token:<id>, ARGV[1] = <prefix>actor:
+ * Reply: nil when the token is unknown, else
+ * [actor, expiresAt or "", type or "", [privilege, ...]].
+ */
+const char  gms_lookup_script[] =
+    "local t = redis.call('HMGET', KEYS[1], 'actor', 'expiresAt', 'type')\n"
+    "if not t[1] then return false end\n"
+    "return {t[1], t[2] or '', t[3] or '',"
+    " redis.call('SMEMBERS', ARGV[1] .. t[1])}\n";
+
+const size_t  gms_lookup_script_len = sizeof(gms_lookup_script) - 1;
+
+
+static int gms_privileges_check(const redisReply *e, gms_lookup_t *lookup);
+
+
+gms_lookup_rc_e
+gms_lookup_reply_parse(const redisReply *reply, gms_lookup_t *lookup)
+{
+    size_t       i;
+    redisReply  *e;
+
+    memset(lookup, 0, sizeof(gms_lookup_t));
+
+    if (reply == NULL) {
+        lookup->error = "no reply";
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    if (reply->type == REDIS_REPLY_NIL) {
+        return GMS_LOOKUP_UNKNOWN;
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        lookup->error = reply->str;
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4) {
+        lookup->error = "unexpected reply shape";
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    for (i = 0; i < 3; i++) {
+        if (reply->element[i]->type != REDIS_REPLY_STRING) {
+            lookup->error = "unexpected reply element type";
+            return GMS_LOOKUP_BAD_REPLY;
+        }
+    }
+
+    e = reply->element[3];
+
+    if (gms_privileges_check(e, lookup) != 0) {
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    if (reply->element[0]->len == 0) {
+        return GMS_LOOKUP_UNKNOWN;
+    }
+
+    if (!gms_actor_valid(reply->element[0]->str, reply->element[0]->len)) {
+        lookup->error = "invalid actor: not a urn:li: URN of valid UTF-8 "
+                        "without control bytes, at most 512 bytes";
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    if (gms_parse_ms(reply->element[1]->str, reply->element[1]->len,
+                     &lookup->expires_at)
+        != 0)
+    {
+        lookup->error = "expiresAt is not a number of milliseconds";
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    lookup->actor = reply->element[0]->str;
+    lookup->actor_len = reply->element[0]->len;
+    lookup->type = reply->element[2]->str;
+    lookup->type_len = reply->element[2]->len;
+    lookup->privileges = e->element;
+    lookup->nprivileges = e->elements;
+
+    return GMS_LOOKUP_FOUND;
+}
+
+
+/*
+ * SMEMBERS <prefix>actor:<urn>: the privileges of a session token's user
+ * (a user with no set holds none).
+ */
+
+gms_lookup_rc_e
+gms_members_reply_parse(const redisReply *reply, gms_lookup_t *lookup)
+{
+    memset(lookup, 0, sizeof(gms_lookup_t));
+
+    if (reply == NULL) {
+        lookup->error = "no reply";
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        lookup->error = reply->str;
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    if (gms_privileges_check(reply, lookup) != 0) {
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    lookup->privileges = reply->element;
+    lookup->nprivileges = reply->elements;
+
+    return GMS_LOOKUP_FOUND;
+}
+
+
+/* a set of privilege names, as the lookup accepts them */
+
+static int
+gms_privileges_check(const redisReply *e, gms_lookup_t *lookup)
+{
+    size_t  i;
+
+    if (e->type != REDIS_REPLY_ARRAY) {
+        lookup->error = "privileges are not an array";
+        return -1;
+    }
+
+    if (e->elements > GMS_PRIVILEGES_MAX) {
+        lookup->error = "more privileges than an entry may hold";
+        return -1;
+    }
+
+    for (i = 0; i < e->elements; i++) {
+        if (e->element[i]->type != REDIS_REPLY_STRING) {
+            lookup->error = "privilege is not a string";
+            return -1;
+        }
+
+        if (!gms_privilege_valid(e->element[i]->str, e->element[i]->len)) {
+            lookup->error = "invalid privilege name";
+            return -1;
+        }
+    }
+
+    return 0;
+}

@@ -1,0 +1,46 @@
+
+/*
+ * A token's Redis lookup: the script, and its reply parsed (hiredis's
+ * replies, whoever read them: the module's reader or gms-token's).
+ */
+
+
+#ifndef _GMS_LOOKUP_H_INCLUDED_
+#define _GMS_LOOKUP_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+
+typedef enum {
+    GMS_LOOKUP_FOUND = 0,
+    GMS_LOOKUP_UNKNOWN,
+    GMS_LOOKUP_BAD_REPLY
+} gms_lookup_rc_e;
+
+
+typedef struct {
+    const char            *actor;
+    size_t                 actor_len;
+    const char            *type;
+    size_t                 type_len;
+    int64_t                expires_at;     /* ms since the epoch, 0: never */
+    redisReply           **privileges;     /* string elements */
+    size_t                 nprivileges;
+    const char            *error;          /* with GMS_LOOKUP_BAD_REPLY */
+} gms_lookup_t;
+
+
+gms_lookup_rc_e gms_lookup_reply_parse(const redisReply *reply,
+    gms_lookup_t *lookup);
+gms_lookup_rc_e gms_members_reply_parse(const redisReply *reply,
+    gms_lookup_t *lookup);
+
+extern const char    gms_lookup_script[];
+extern const size_t  gms_lookup_script_len;
+
+
+#endif /* _GMS_LOOKUP_H_INCLUDED_ */
