@@ -30,7 +30,7 @@ LIBS_UNIT        := -lhiredis -ljansson -lcrypto
 SRCS             := $(wildcard src/*.c src/*.h src/lib/*.c src/lib/*.h) config
 UNIT_TESTS       := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(wildcard t/unit/*.c))
 # src/lib: the nginx-free files the module, gms-token, the unit tests and
-# the fuzzers share
+# the fuzzers share (t/01-unit.t checks that none includes nginx)
 LIB_SRCS         := $(wildcard src/lib/*.c)
 LIB_HDRS         := $(wildcard src/lib/*.h)
 PURE_SRCS        := $(LIB_SRCS) src/tool/gms_policy.c
