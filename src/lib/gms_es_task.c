@@ -26,6 +26,31 @@
     "aB1cdEf2GHIJKLMnoPQr3S:123456 (got "
 
 
+/*
+ * The members of the cluster's answer that gms_es_task_value() wants, in
+ * the order of its lists: the answer's, and its "task"'s.
+ */
+
+enum {
+    GMS_ES_ANSWER_COMPLETED = 0,
+    GMS_ES_ANSWER_TASK,
+    GMS_ES_ANSWER_N
+};
+
+enum {
+    GMS_ES_TASK_NODE = 0,
+    GMS_ES_TASK_ID,
+    GMS_ES_TASK_TYPE,
+    GMS_ES_TASK_ACTION,
+    GMS_ES_TASK_DESCRIPTION,
+    GMS_ES_TASK_STATUS,
+    GMS_ES_TASK_START_TIME,
+    GMS_ES_TASK_RUNNING_TIME,
+    GMS_ES_TASK_CANCELLABLE,
+    GMS_ES_TASK_N
+};
+
+
 static int
 gms_es_node_valid(const char *s, size_t len)
 {
@@ -330,12 +355,12 @@ gms_es_task_value(const char *answer, size_t len, char *reason,
     json_int_t     id, nanos;
     gms_scan_t     scan;
     gms_member_t  *completed, *node, *status, *bad;
-    gms_member_t   top[] = {
+    gms_member_t   top[GMS_ES_ANSWER_N + 1] = {
         { "completed", GMS_JSON_BOOLEAN, 1, NULL, 0 },
         { "task", GMS_JSON_OBJECT, 1, NULL, 0 },
         { NULL, GMS_JSON_ANY, 0, NULL, 0 }
     };
-    gms_member_t   task[] = {
+    gms_member_t   task[GMS_ES_TASK_N + 1] = {
         { "node", GMS_JSON_STRING, 1, NULL, 0 },
         { "id", GMS_JSON_INTEGER, 1, NULL, 0 },
         { "type", GMS_JSON_STRING, 1, NULL, 0 },
@@ -383,8 +408,8 @@ gms_es_task_value(const char *answer, size_t len, char *reason,
     }
 
     /* the task object was scanned whole above: this cannot fail */
-    scan.p = top[1].value;
-    scan.end = top[1].value + top[1].len;
+    scan.p = top[GMS_ES_ANSWER_TASK].value;
+    scan.end = top[GMS_ES_ANSWER_TASK].value + top[GMS_ES_ANSWER_TASK].len;
     (void) gms_scan_container(&scan, '}', task);
 
     where = "task.";
@@ -394,13 +419,13 @@ gms_es_task_value(const char *answer, size_t len, char *reason,
         goto not_task;
     }
 
-    completed = &top[0];
-    node = &task[0];
-    status = &task[5];
+    completed = &top[GMS_ES_ANSWER_COMPLETED];
+    node = &task[GMS_ES_TASK_NODE];
+    status = &task[GMS_ES_TASK_STATUS];
 
     /* both checked as integers above */
-    (void) gms_member_integer(&task[1], &id);
-    (void) gms_member_integer(&task[7], &nanos);
+    (void) gms_member_integer(&task[GMS_ES_TASK_ID], &id);
+    (void) gms_member_integer(&task[GMS_ES_TASK_RUNNING_TIME], &nanos);
 
     node_text = gms_member_load(node);
 
