@@ -349,11 +349,10 @@ gms_es_task_value(const char *answer, size_t len, char *reason,
     size_t reason_size)
 {
     char          *out, *p;
-    size_t         size;
+    size_t         size, at;
     json_t        *node_text;
     const char    *where;
     json_int_t     id, nanos;
-    gms_scan_t     scan;
     gms_member_t  *completed, *node, *status, *bad;
     gms_member_t   top[GMS_ES_ANSWER_N + 1] = {
         { "completed", GMS_JSON_BOOLEAN, 1, NULL, 0 },
@@ -379,24 +378,7 @@ gms_es_task_value(const char *answer, size_t len, char *reason,
         len = 0;
     }
 
-    scan.p = answer;
-    scan.end = answer + len;
-    scan.depth = 0;
-
-    gms_scan_ws(&scan);
-
-    if (scan.p < scan.end && *scan.p == '{') {
-        if (gms_scan_container(&scan, '}', top) != 0) {
-            goto not_json;
-        }
-
-    } else if (gms_scan_value(&scan) != 0) {
-        goto not_json;
-    }
-
-    gms_scan_ws(&scan);
-
-    if (scan.p != scan.end) {
+    if (gms_json_scan(answer, len, top, &at) != 0) {
         goto not_json;
     }
 
@@ -408,9 +390,8 @@ gms_es_task_value(const char *answer, size_t len, char *reason,
     }
 
     /* the task object was scanned whole above: this cannot fail */
-    scan.p = top[GMS_ES_ANSWER_TASK].value;
-    scan.end = top[GMS_ES_ANSWER_TASK].value + top[GMS_ES_ANSWER_TASK].len;
-    (void) gms_scan_container(&scan, '}', task);
+    (void) gms_json_scan(top[GMS_ES_ANSWER_TASK].value,
+                         top[GMS_ES_ANSWER_TASK].len, task, &at);
 
     where = "task.";
     bad = gms_member_mismatch(task);
@@ -482,8 +463,7 @@ not_task:
 
 not_json:
 
-    snprintf(reason, reason_size, "answer is not JSON (at byte %zu)",
-             (size_t) (scan.p - answer));
+    snprintf(reason, reason_size, "answer is not JSON (at byte %zu)", at);
 
     return NULL;
 }

@@ -19,7 +19,60 @@
 #define GMS_SCAN_DEPTH  2048    /* as jansson's parser */
 
 
-void
+typedef struct {
+    const char  *p;
+    const char  *end;
+    int          depth;
+} gms_scan_t;
+
+
+static void gms_scan_ws(gms_scan_t *s);
+static int gms_scan_container(gms_scan_t *s, char close, gms_member_t *want);
+static int gms_scan_value(gms_scan_t *s);
+
+
+/*
+ * text as one JSON value, with blanks around it or not; when the value is
+ * an object, where the members want[] names lie is recorded in want[]
+ * (the values inside are checked, not recorded).  Returns 0, or -1 with
+ * in *at the offset of the byte where the text stops being JSON.
+ */
+
+int
+gms_json_scan(const char *text, size_t len, gms_member_t *want, size_t *at)
+{
+    gms_scan_t  scan;
+
+    scan.p = text;
+    scan.end = text + len;
+    scan.depth = 0;
+
+    gms_scan_ws(&scan);
+
+    if (scan.p < scan.end && *scan.p == '{') {
+        if (gms_scan_container(&scan, '}', want) != 0) {
+            goto not_json;
+        }
+
+    } else if (gms_scan_value(&scan) != 0) {
+        goto not_json;
+    }
+
+    gms_scan_ws(&scan);
+
+    if (scan.p == scan.end) {
+        return 0;
+    }
+
+not_json:
+
+    *at = scan.p - text;
+
+    return -1;
+}
+
+
+static void
 gms_scan_ws(gms_scan_t *s)
 {
     while (s->p < s->end
@@ -297,7 +350,7 @@ gms_scan_member(gms_scan_t *s, gms_member_t *want)
 
 /* an object (close '}', members) or an array (close ']', values) */
 
-int
+static int
 gms_scan_container(gms_scan_t *s, char close, gms_member_t *want)
 {
     if (++s->depth > GMS_SCAN_DEPTH) {
@@ -342,7 +395,7 @@ gms_scan_container(gms_scan_t *s, char close, gms_member_t *want)
 }
 
 
-int
+static int
 gms_scan_value(gms_scan_t *s)
 {
     if (s->p == s->end) {

@@ -17,13 +17,6 @@
 #include <jansson.h>
 
 
-typedef struct {
-    const char  *p;
-    const char  *end;
-    int          depth;
-} gms_scan_t;
-
-
 /* the JSON type a member must have when it is there */
 
 typedef enum {
@@ -44,9 +37,8 @@ typedef struct {
 } gms_member_t;
 
 
-void gms_scan_ws(gms_scan_t *s);
-int gms_scan_value(gms_scan_t *s);
-int gms_scan_container(gms_scan_t *s, char close, gms_member_t *want);
+int gms_json_scan(const char *text, size_t len, gms_member_t *want,
+    size_t *at);
 json_t *gms_member_load(gms_member_t *m);
 int gms_member_integer(gms_member_t *m, json_int_t *out);
 gms_member_t *gms_member_mismatch(gms_member_t *want);
