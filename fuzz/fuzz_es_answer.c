@@ -67,7 +67,7 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         json_decref(inner);
     }
 
-    body = gms_json_value_body(value);
+    body = gms_restli_value_body(value);
 
     if (body == NULL) {
         abort();

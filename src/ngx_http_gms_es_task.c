@@ -708,7 +708,7 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
         ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_STATUS]);
     }
 
-    body = (value != NULL) ? gms_json_value_body(value) : NULL;
+    body = (value != NULL) ? gms_restli_value_body(value) : NULL;
     free(value);
 
     ngx_http_finalize_request(r, ngx_http_gms_send_json(r, NGX_HTTP_OK, body));

@@ -106,8 +106,8 @@ ngx_http_gms_send_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *message, size_t len)
 {
     return ngx_http_gms_send_json(r, status,
-                                  gms_json_error_body((int) status, message,
-                                                      len));
+                                  gms_restli_error_body((int) status, message,
+                                                        len));
 }
 
 
@@ -145,7 +145,7 @@ ngx_http_gms_error_body(ngx_conf_t *cf, ngx_uint_t status,
 {
     char  *body;
 
-    body = gms_json_error_body((int) status, message, ngx_strlen(message));
+    body = gms_restli_error_body((int) status, message, ngx_strlen(message));
     if (body == NULL) {
         return NGX_ERROR;
     }

@@ -15,11 +15,12 @@
 #include "gms_restli.h"
 
 
-#define GMS_RESTLI_EXCEPTION  "com.linkedin.restli.server.RestLiServiceException"
+#define GMS_RESTLI_EXCEPTION                                                 \
+    "com.linkedin.restli.server.RestLiServiceException"
 
 
 static char *
-gms_json_dump(json_t *doc)
+gms_restli_dump(json_t *doc)
 {
     char  *s;
 
@@ -35,7 +36,7 @@ gms_json_dump(json_t *doc)
 
 
 char *
-gms_json_error_body(int status, const char *message, size_t len)
+gms_restli_error_body(int status, const char *message, size_t len)
 {
     json_t  *text;
 
@@ -47,10 +48,10 @@ gms_json_error_body(int status, const char *message, size_t len)
         return NULL;
     }
 
-    return gms_json_dump(json_pack("{s:s, s:i, s:o}",
-                                   "exceptionClass", GMS_RESTLI_EXCEPTION,
-                                   "status", status,
-                                   "message", text));
+    return gms_restli_dump(json_pack("{s:s, s:i, s:o}",
+                                     "exceptionClass", GMS_RESTLI_EXCEPTION,
+                                     "status", status,
+                                     "message", text));
 }
 
 
@@ -62,7 +63,7 @@ gms_json_error_body(int status, const char *message, size_t len)
  */
 
 char *
-gms_json_value_body(const char *value)
+gms_restli_value_body(const char *value)
 {
     char                 *body, *p;
     size_t                len;

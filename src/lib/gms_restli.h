@@ -12,8 +12,8 @@
 #include <stddef.h>
 
 
-char *gms_json_error_body(int status, const char *message, size_t len);
-char *gms_json_value_body(const char *value);
+char *gms_restli_error_body(int status, const char *message, size_t len);
+char *gms_restli_value_body(const char *value);
 
 
 #endif /* _GMS_RESTLI_H_INCLUDED_ */

@@ -345,14 +345,14 @@ test_answer(void)
     strcpy(ref.node, "XIAMx5WySACgg9XxBgaKmw");
     ref.number = 12587;
     value = gms_es_task_error_value(&ref);
-    body = gms_json_value_body(value);
+    body = gms_restli_value_body(value);
     answer = slurp("datahub-getEsTaskStatus-not-found.json", &len);
     ok(json_same(body, answer), "failure object as the metadata service's");
     free(answer);
     free(body);
     free(value);
 
-    body = gms_json_value_body("{\"a\":\"q\\\"\\\\\\n\"}\x01");
+    body = gms_restli_value_body("{\"a\":\"q\\\"\\\\\\n\"}\x01");
     v = json_loads(body ? body : "", 0, NULL);
     is_str(json_string_value(json_object_get(v, "value")),
            "{\"a\":\"q\\\"\\\\\\n\"}\x01",
@@ -360,7 +360,7 @@ test_answer(void)
     json_decref(v);
     free(body);
 
-    body = gms_json_error_body(400, "x \"y\"", 5);
+    body = gms_restli_error_body(400, "x \"y\"", 5);
     ok(json_same(body, "{\"exceptionClass\":\"com.linkedin.restli.server."
                        "RestLiServiceException\",\"status\":400,"
                        "\"message\":\"x \\\"y\\\"\"}"),
