@@ -230,8 +230,8 @@ gms_es_task_request_parse(const char *body, size_t len,
     rc = -1;
 
     if (!json_is_object(doc)) {
-        gms_es_task_fail(msg, msg_size, msg_len, "Request body must be a JSON object",
-                         NULL, 0, NULL);
+        gms_es_task_fail(msg, msg_size, msg_len,
+                         "Request body must be a JSON object", NULL, 0, NULL);
         goto done;
     }
 
@@ -241,22 +241,23 @@ gms_es_task_request_parse(const char *body, size_t len,
     task = json_object_get(doc, "task");
 
     if (node != NULL && !json_is_null(node) && !json_is_string(node)) {
-        gms_es_task_fail(msg, msg_size, msg_len, "Parameter 'nodeId' must be a string",
-                         NULL, 0, NULL);
+        gms_es_task_fail(msg, msg_size, msg_len,
+                         "Parameter 'nodeId' must be a string", NULL, 0, NULL);
         goto done;
     }
 
     if (number != NULL && !json_is_null(number)
         && gms_json_integral(number, &n) != 0)
     {
-        gms_es_task_fail(msg, msg_size, msg_len, "Parameter 'taskId' must be an integer",
+        gms_es_task_fail(msg, msg_size, msg_len,
+                         "Parameter 'taskId' must be an integer",
                          NULL, 0, NULL);
         goto done;
     }
 
     if (task != NULL && !json_is_null(task) && !json_is_string(task)) {
-        gms_es_task_fail(msg, msg_size, msg_len, "Parameter 'task' must be a string",
-                         NULL, 0, NULL);
+        gms_es_task_fail(msg, msg_size, msg_len,
+                         "Parameter 'task' must be a string", NULL, 0, NULL);
         goto done;
     }
 
@@ -292,7 +293,7 @@ gms_es_task_request_parse(const char *body, size_t len,
                 || memcmp(task_str, composite, task_len) != 0))
         {
             gms_es_task_fail(msg, msg_size, msg_len, GMS_MSG_ONLY_ONE,
-                         NULL, 0, NULL);
+                             NULL, 0, NULL);
             goto done;
         }
     }
