@@ -1,7 +1,7 @@
 #!/usr/bin/perl
 
 # What Redis says is checked before it is used: an entry whose actor or
-# privileges break the rules gms-token writes by (src/gms_token.c:
+# privileges break the rules gms-token writes by (src/lib/gms_token.c:
 # gms_actor_valid, gms_privilege_valid) is a 503, never forwarded to GMS,
 # never cached, and logged once a minute per token id rather than once per
 # request, however many ids are bad at once.
