@@ -218,4 +218,48 @@ for my $doc (@docs) {
     cmp_ok($lines, '<', 400, 'README.md is under 400 lines');
 }
 
+# --- CONTRIBUTING.md's Layout and the tree ----------------------------------------
+
+# Each path in the Layout's listing exists, and each source file of the
+# module, src/lib and the tool is in it.  A line at the block's first
+# indent names a path from the top (a directory ends in '/', and the
+# lines indented under it name its files); the first word is the path.
+{
+    my $text = slurp("$repo/CONTRIBUTING.md");
+    my ($block) = $text =~ /^## Layout\n(.*?)^## /ms;
+    ok(defined $block, 'CONTRIBUTING.md has a Layout section');
+    $block //= '';
+
+    my (%listed, @missing, $dir);
+    for my $line (split /\n/, $block) {
+        if ($line =~ /^ {4}(\S+)/) {
+            my $word = $1;
+            $dir = $word =~ m{/$} ? $word : undef;
+            for my $p (split /,\s*/, $line =~ s/^\s+//r =~ s/\s{2,}.*//r) {
+                $listed{$p} = 1;
+                push @missing, $p unless -e "$repo/$p";
+            }
+        } elsif ($line =~ /^ {6}(\S+\.[ch])\s/ && defined $dir) {
+            my $p = "$dir$1";
+            $listed{$p} = 1;
+            push @missing, $p unless -e "$repo/$p";
+        }
+    }
+    is_deeply(\@missing, [], 'every path the Layout lists exists')
+        or diag("not in the tree: @missing");
+
+    my @sources = map { s{^\Q$repo\E/}{}r }
+                  (glob("$repo/src/*.c"), glob("$repo/src/lib/*.c"),
+                   glob("$repo/src/tool/*.c"));
+    # a header without a .c of its own is listed as itself
+    for my $h (glob("$repo/src/lib/*.h")) {
+        (my $c = $h) =~ s/\.h$/.c/;
+        push @sources, $h =~ s{^\Q$repo\E/}{}r unless -e $c;
+    }
+    my @unlisted = grep { !$listed{$_} } sort @sources;
+    ok(@sources > 40, scalar(@sources) . ' source files found');
+    is_deeply(\@unlisted, [], 'the Layout lists every source file')
+        or diag("not in CONTRIBUTING.md's Layout: @unlisted");
+}
+
 done_testing();
