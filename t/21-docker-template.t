@@ -814,7 +814,52 @@ my $conf_dir = conf_dir(
     'server.d' => "location = /from-server-d { gms_token_auth off; return 204; }\n",
 );
 my $run_dir = tempdir();
-my $logs = tempdir();
+my $logs;
+
+# The container's command with $env, besides PATH, directories of its own,
+# one worker and a free port unless $env gives them: { pid, port, logs,
+# run } once /healthz answers, or undef.
+sub start_edge {
+    my ($env) = @_;
+
+    my %env = (PATH => $PATH,
+               GMS_EDGE_CONF_DIR => conf_dir(module => 1),
+               GMS_EDGE_RUN_DIR => tempdir(),
+               LISTEN_PORT => GmsTest::free_port(),
+               WORKER_PROCESSES => 1,
+               %$env);
+    my $logs = tempdir();
+
+    my $pid = fork // die "fork: $!\n";
+    if ($pid == 0) {
+        %ENV = %env;
+        open STDIN, '<', '/dev/null';
+        open STDOUT, '>', "$logs/stdout";
+        open STDERR, '>', "$logs/stderr";
+        exec '/bin/sh', $ENTRY, 'gms-edge' or POSIX::_exit(127);
+    }
+
+    my $up = GmsTest::wait_until(sub {
+        return 0 if waitpid($pid, WNOHANG) != 0;
+        my $res = GmsTest::HTTP::request($env{LISTEN_PORT}, GET => '/healthz');
+        return defined $res->{status} && $res->{status} == 200;
+    }, 10);
+    diag("nginx did not start:\n" . (slurp("$logs/stderr") // '')) unless $up;
+
+    return $up ? { pid => $pid, port => $env{LISTEN_PORT}, logs => $logs,
+                   run => $env{GMS_EDGE_RUN_DIR} } : undef;
+}
+
+# SIGQUIT, as docker stop sends; the alerts and crashes on its stderr
+sub stop_edge {
+    my ($edge) = @_;
+    kill 'QUIT', $edge->{pid};
+    GmsTest::wait_until(sub { waitpid($edge->{pid}, WNOHANG) == $edge->{pid} },
+                        10)
+        or kill 'KILL', $edge->{pid};
+    return grep { /\[(?:alert|emerg|crit)\]|exited on signal/ }
+           split /\n/, slurp("$edge->{logs}/stderr") // '';
+}
 
 my %edge_env = (
     PATH => $PATH,
@@ -837,25 +882,15 @@ my %edge_env = (
 
 # the container's command: 'gms-edge' renders, then execs nginx as PID 1
 # would run (stdout the access log, stderr the error log)
-my $edge = fork // die "fork: $!\n";
-if ($edge == 0) {
-    %ENV = %edge_env;
-    open STDIN, '<', '/dev/null';
-    open STDOUT, '>', "$logs/stdout";
-    open STDERR, '>', "$logs/stderr";
-    exec '/bin/sh', $ENTRY, 'gms-edge' or POSIX::_exit(127);
-}
+my $started = start_edge(\%edge_env);
+my $up = defined $started;
+my $edge = $up ? $started->{pid} : 0;
+$logs = $started->{logs} if $up;
 
 sub get {
     my ($path, %headers) = @_;
     return GmsTest::HTTP::request($port, GET => $path, \%headers);
 }
-
-my $up = GmsTest::wait_until(sub {
-    return 0 if waitpid($edge, WNOHANG) != 0;
-    my $res = get('/healthz');
-    return defined $res->{status} && $res->{status} == 200;
-}, 10);
 
 ok($up, 'the entry point started nginx')
     or BAIL_OUT("nginx did not start:\n" . (slurp("$logs/stderr") // ''));
@@ -997,51 +1032,6 @@ my @bad = grep { /\[(?:alert|emerg|crit)\]|exited on signal|open socket .* left/
 is_deeply(\@bad, [], 'no alerts on stderr');
 
 # --- more of the entry point's nginx: TLS, names, keys, the source ---------
-
-# The container's command with $env, besides PATH, directories of its own,
-# one worker and a free port: { pid, port, logs, run } once /healthz
-# answers, or undef.
-sub start_edge {
-    my ($env) = @_;
-
-    my %env = (PATH => $PATH,
-               GMS_EDGE_CONF_DIR => conf_dir(module => 1),
-               GMS_EDGE_RUN_DIR => tempdir(),
-               LISTEN_PORT => GmsTest::free_port(),
-               WORKER_PROCESSES => 1,
-               %$env);
-    my $logs = tempdir();
-
-    my $pid = fork // die "fork: $!\n";
-    if ($pid == 0) {
-        %ENV = %env;
-        open STDIN, '<', '/dev/null';
-        open STDOUT, '>', "$logs/stdout";
-        open STDERR, '>', "$logs/stderr";
-        exec '/bin/sh', $ENTRY, 'gms-edge' or POSIX::_exit(127);
-    }
-
-    my $up = GmsTest::wait_until(sub {
-        return 0 if waitpid($pid, WNOHANG) != 0;
-        my $res = GmsTest::HTTP::request($env{LISTEN_PORT}, GET => '/healthz');
-        return defined $res->{status} && $res->{status} == 200;
-    }, 10);
-    diag("nginx did not start:\n" . (slurp("$logs/stderr") // '')) unless $up;
-
-    return $up ? { pid => $pid, port => $env{LISTEN_PORT}, logs => $logs,
-                   run => $env{GMS_EDGE_RUN_DIR} } : undef;
-}
-
-# SIGQUIT, as docker stop sends; the alerts and crashes on its stderr
-sub stop_edge {
-    my ($edge) = @_;
-    kill 'QUIT', $edge->{pid};
-    GmsTest::wait_until(sub { waitpid($edge->{pid}, WNOHANG) == $edge->{pid} },
-                        10)
-        or kill 'KILL', $edge->{pid};
-    return grep { /\[(?:alert|emerg|crit)\]|exited on signal/ }
-           split /\n/, slurp("$edge->{logs}/stderr") // '';
-}
 
 SKIP: {
     my $tls_redis = GmsTest::Redis->start(tls => $certs);
