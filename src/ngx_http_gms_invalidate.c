@@ -140,11 +140,7 @@ ngx_http_gms_invalidate_set_master(struct sockaddr *sa, socklen_t socklen)
     iv = &ngx_http_gms_invalidate;
     rc = &ngx_http_gms_invalidate_sub;
 
-    if (rc->socklen
-        && ngx_cmp_sockaddr(sa, socklen, &rc->sockaddr.sockaddr,
-                            rc->socklen, 1)
-           == NGX_OK)
-    {
+    if (ngx_http_gms_rconn_is_peer(rc, sa, socklen)) {
         return;
     }
 

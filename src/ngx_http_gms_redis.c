@@ -299,11 +299,7 @@ ngx_http_gms_redis_set_master(struct sockaddr *sa, socklen_t socklen)
 
     rc = &ngx_http_gms_redis_master;
 
-    if (rc->socklen
-        && ngx_cmp_sockaddr(sa, socklen, &rc->sockaddr.sockaddr,
-                            rc->socklen, 1)
-           == NGX_OK)
-    {
+    if (ngx_http_gms_rconn_is_peer(rc, sa, socklen)) {
         return;
     }
 
@@ -341,11 +337,7 @@ ngx_http_gms_redis_set_replica(struct sockaddr *sa, socklen_t socklen)
         return;
     }
 
-    if (rc->socklen
-        && ngx_cmp_sockaddr(sa, socklen, &rc->sockaddr.sockaddr,
-                            rc->socklen, 1)
-           == NGX_OK)
-    {
+    if (ngx_http_gms_rconn_is_peer(rc, sa, socklen)) {
         return;
     }
 

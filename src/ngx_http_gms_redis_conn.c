@@ -120,6 +120,19 @@ ngx_http_gms_rconn_set_peer(ngx_http_gms_rconn_t *rc, struct sockaddr *sa,
 }
 
 
+/* whether the connection is already set for that address */
+
+ngx_uint_t
+ngx_http_gms_rconn_is_peer(ngx_http_gms_rconn_t *rc, struct sockaddr *sa,
+    socklen_t socklen)
+{
+    return rc->socklen
+           && ngx_cmp_sockaddr(sa, socklen, &rc->sockaddr.sockaddr,
+                               rc->socklen, 1)
+              == NGX_OK;
+}
+
+
 ngx_int_t
 ngx_http_gms_rconn_in_backoff(ngx_http_gms_rconn_t *rc)
 {

@@ -129,6 +129,8 @@ void ngx_http_gms_rconn_protocol_error(ngx_http_gms_rconn_t *rc,
     const char *what);
 void ngx_http_gms_rconn_set_peer(ngx_http_gms_rconn_t *rc,
     struct sockaddr *sa, socklen_t socklen);
+ngx_uint_t ngx_http_gms_rconn_is_peer(ngx_http_gms_rconn_t *rc,
+    struct sockaddr *sa, socklen_t socklen);
 
 
 #define ngx_http_gms_rconn_ready(rc)                                         \
