@@ -314,13 +314,17 @@ retry 20 healthy "$edge" \
     || fail "HEALTHCHECK: $("$docker" inspect -f '{{json .State.Health}}' "$edge")"
 ok "HEALTHCHECK: healthy"
 
-# the access log on stdout, the entry point's lines on stderr
-# shellcheck disable=SC2016
-retry 5 sh -c '"$1" logs "$2" 2>/dev/null | grep -q "result=ok type=[^ ]* actor=\"$3\""' \
-    _ "$docker" "$edge" "$actor" \
-    || fail "no access log line with result=ok on stdout"
-"$docker" logs "$edge" 2>&1 >/dev/null | grep -q 'gms-edge: port' \
-    || fail "no start line on stderr"
+# the access log on stdout, the entry point's lines on stderr; the logs
+# go to files first: "docker logs | grep -q" under pipefail fails when
+# grep matches early and docker logs then writes into a closed pipe
+logged() {
+    "$docker" logs "$1" > "$dir/stdout" 2> "$dir/stderr"
+}
+access_logged() {
+    logged "$edge" && grep -q "result=ok type=[^ ]* actor=\"$actor\"" "$dir/stdout"
+}
+retry 5 access_logged || fail "no access log line with result=ok on stdout"
+grep -q 'gms-edge: port' "$dir/stderr" || fail "no start line on stderr"
 ok "access log on stdout, entry point on stderr"
 
 # the uid and command line of every process in the container, into $dir/ps
@@ -339,7 +343,7 @@ grep -q '^33 nginx: master process' "$dir/ps" \
     || fail "no master process as www-data: $(cat "$dir/ps")"
 [ "$(grep -c '^33 nginx: worker process' "$dir/ps")" = 2 ] \
     || fail "expected 2 workers as www-data (uid 33): $(cat "$dir/ps")"
-if grep 'nginx: ' "$dir/ps" | grep -qv '^33 '; then
+if awk '/nginx: / && !/^33 / { found = 1 } END { exit !found }' "$dir/ps"; then
     fail "an nginx process not as www-data: $(cat "$dir/ps")"
 fi
 ok "master and workers as www-data (uid 33)"
@@ -425,7 +429,7 @@ expect 200 "\"actor\":\"$actor\"" "the token DataHub still lists still passes"
 "$docker" stop -t 10 "$follow" >/dev/null
 code=$("$docker" inspect -f '{{.State.ExitCode}}' "$follow")
 [ "$code" = 0 ] || fail "gms-token follow exited with $code on docker stop"
-"$docker" logs "$follow" 2>/dev/null | grep -q ' ok tokens=2 ' \
+logged "$follow" && grep -q ' ok tokens=2 ' "$dir/stdout" \
     || fail "no cycle line of follow on stdout"
 ok "follow: cycles on stdout, docker stop: exit 0"
 
