@@ -36,6 +36,19 @@
  */
 #define GMS_KEY_SYNC           "sync"
 
+/*
+ * <prefix>inactive, a set: the URNs of the users gms-token found inactive
+ * in DataHub (suspended, removed or deleted: ActorContext.isActive); no
+ * token of theirs is kept in the cache (DataHub 1.2+ refuses them).
+ */
+#define GMS_KEY_INACTIVE       "inactive"
+
+/*
+ * <prefix>lease, a string: which gms-token follow works (host:pid:nonce),
+ * set with NX and PX, renewed at each cycle; the others stand by.
+ */
+#define GMS_KEY_LEASE          "lease"
+
 /* the token id: standard base64, with padding, of a 32-byte SHA-256 digest */
 #define GMS_TOKEN_ID_LEN       44
 
