@@ -198,9 +198,11 @@ gms_tool_holders_free(gms_tool_holders_t *holders)
 
     for (i = 0; i < holders->n; i++) {
         free(holders->urns[i]);
+        free(holders->ids[i]);
     }
 
     free(holders->urns);
+    free(holders->ids);
     memset(holders, 0, sizeof(gms_tool_holders_t));
 }
 
@@ -683,12 +685,26 @@ gms_sync_holders(gms_tool_t *t, gms_sync_input_t *in,
     }
 
     holders->urns = malloc(in->list.ntokens * sizeof(char *));
-    if (holders->urns == NULL) {
+    holders->ids = malloc(in->list.ntokens * sizeof(char *));
+
+    if (holders->urns == NULL || holders->ids == NULL) {
         gms_tool_error(t, "out of memory");
+        free(holders->urns);
+        free(holders->ids);
+        memset(holders, 0, sizeof(gms_tool_holders_t));
         return -1;
     }
 
     for (i = 0; i < in->list.ntokens; i++) {
+        holders->ids[i] = strdup(in->list.tokens[i].id);
+
+        if (holders->ids[i] == NULL) {
+            gms_tool_error(t, "out of memory");
+            holders->n = i;
+            gms_tool_holders_free(holders);
+            return -1;
+        }
+
         holders->urns[i] = in->list.tokens[i].actor;
         in->list.tokens[i].actor = NULL;
     }

@@ -35,6 +35,8 @@ typedef struct {
  */
 typedef struct {
     char                 **urns;           /* actorUrn of each token */
+    char                 **ids;            /* the id of each token: ids[i]
+                                              is urns[i]'s */
     size_t                 n;
     size_t                 listed;         /* tokens, each once */
     int64_t                total;          /* listAccessTokens' total */
