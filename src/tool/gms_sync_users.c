@@ -1,0 +1,865 @@
+
+/*
+ * gms-token's inactive users, for sync --gms and follow.  DataHub 1.2 and
+ * later refuse a token whose user is not active (StatelessTokenService's
+ * validateActor, ActorContext.isActive with enforceExistenceEnabled): the
+ * user has no corpUserKey aspect in the entity store (never provisioned,
+ * or hard-deleted), or its status aspect says removed (soft-deleted), or
+ * its corpUserStatus aspect says SUSPENDED.  The same three are read here
+ * for each user holding a listed token, GMS_USERS_BATCH users a request,
+ * two aliased root fields a user:
+ *
+ *   e0: entityExists(urn: $u0)
+ *   u0: corpUser(urn: $u0) { urn aspects(input: {aspectNames:
+ *       ["status", "corpUserStatus"]}) { aspectName payload } }
+ *
+ * entityExists (EntityExistsResolver, EntityService.exists) reads the key
+ * aspect's row, as isActive does.  corpUser cannot tell: GMS makes up the
+ * key aspect of whatever urn it is asked for (getEntitiesV2 with
+ * alwaysIncludeKeyAspect, as the GraphQL types call it), so corpUser is
+ * never null and its aspects always list corpUserKey.  The two aspects are
+ * read as their JSON payloads (WeaklyTypedAspectsResolver), compared as
+ * isActive compares them, rather than through CorpUser.status, whose enum
+ * has no SUSPENDED before 1.0.  All of it is in DataHub's GraphQL schema
+ * from 0.13 on.
+ *
+ * The inactive users are kept in <prefix>inactive, which the token cycle
+ * reads: it writes no token of theirs.  A user found inactive is added to
+ * the set first, then every cached token of theirs is deleted and its id
+ * published on <prefix>invalidate; a user active again leaves the set, and
+ * the next token cycle writes their tokens back.  A user GMS fails on is
+ * left as it was, either way: an error neither deletes a user's tokens nor
+ * brings them back.  With refuse off (--inactive keep: DataHub before 1.2
+ * accepts such tokens) the users are only counted, and the set emptied.
+ */
+
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "gms_contract.h"
+#include "gms_sync_users.h"
+#include "gms_tool_msgs.h"
+#include "gms_tool_conn.h"
+#include "gms_tool_redis.h"
+
+
+/*
+ * Users a request: 100 root fields, each user some 6 points of GMS's
+ * query complexity (a field 1, DataHubFieldComplexityCalculator), far
+ * below graphQL.query.complexityLimit (2000 by default, application.yaml)
+ */
+#define GMS_USERS_BATCH        50
+
+/* Redis commands per pipelined batch */
+#define GMS_USERS_PIPELINE     1000
+
+#define GMS_USERS_URN          "urn:li:corpuser:"
+
+/* Constants.SYSTEM_ACTOR, which isActive never refuses */
+#define GMS_USERS_SYSTEM       "urn:li:corpuser:__datahub_system"
+
+/* CorpUserStatus.status of a suspended user (Constants) */
+#define GMS_USERS_SUSPENDED    "SUSPENDED"
+
+/* a user's two fields, by its index in the request */
+#define GMS_USERS_FIELDS                                                      \
+    "e%zu: entityExists(urn: $u%zu) u%zu: corpUser(urn: $u%zu) { urn "       \
+    "aspects(input: {aspectNames: [\"status\", \"corpUserStatus\"]}) "       \
+    "{ aspectName payload } } "
+
+/* how gms_graphql_query reports the errors GMS answered in GraphQL */
+#define GMS_USERS_GRAPHQL_ERROR  ": GraphQL error: "
+
+
+/*
+ * Deletes a cached token and publishes its id on ARGV[1] in the same step;
+ * a token no longer cached is not published again.
+ */
+static const char  gms_users_drop_script[] =
+    "if redis.call('DEL', KEYS[1]) == 0 then return 0 end\n"
+    "redis.call('PUBLISH', ARGV[1], ARGV[2])\n"
+    "return 1\n";
+
+
+typedef enum {
+    GMS_USERS_UNKNOWN = 0,                 /* not read: left as it was */
+    GMS_USERS_ACTIVE,
+    GMS_USERS_INACTIVE
+} gms_users_state_e;
+
+
+/* a listed token: its user and id */
+typedef struct {
+    const char            *urn;
+    const char            *id;
+} gms_users_token_t;
+
+
+typedef struct {
+    const char            *urn;
+    size_t                 len;
+    size_t                 first;          /* its tokens: tokens[first..] */
+    size_t                 ntokens;
+    gms_users_state_e      state;
+    unsigned               ask:1;          /* a user GMS is asked about */
+    unsigned               was:1;          /* in <prefix>inactive before */
+} gms_users_user_t;
+
+
+typedef struct {
+    gms_users_token_t     *tokens;         /* by user */
+    size_t                 ntokens;
+    gms_users_user_t      *users;          /* holders by urn, then the
+                                              set's other members */
+    size_t                 n;
+    redisReply            *members;        /* <prefix>inactive's */
+    char                  *set;            /* <prefix>inactive */
+    size_t                 set_len;
+    char                  *channel;        /* <prefix>invalidate */
+    size_t                 channel_len;
+    size_t                 failed;         /* users GMS failed on */
+    gms_users_user_t      *first;          /* the first of them, */
+    char                   error[256];     /* and why */
+} gms_users_t;
+
+
+static int gms_users_collect(gms_tool_t *t, gms_users_t *u,
+    const gms_tool_holders_t *holders);
+static int gms_users_ask(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u,
+    const size_t *ask, size_t n);
+static int gms_users_query(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u,
+    const size_t *ask, size_t n);
+static const char *gms_users_read(json_t *data, size_t i,
+    gms_users_user_t *user);
+static int gms_users_apply(gms_tool_t *t, gms_users_t *u,
+    gms_tool_users_counts_t *counts);
+static int gms_users_drop(gms_tool_t *t, gms_users_t *u,
+    gms_tool_users_counts_t *counts);
+static int gms_users_dropped(gms_tool_t *t, size_t n,
+    gms_tool_users_counts_t *counts);
+static int gms_users_release(gms_tool_t *t, gms_users_t *u);
+static gms_users_user_t *gms_users_find(gms_users_t *u, size_t n,
+    const char *urn, size_t len);
+static int gms_users_token_cmp(const void *one, const void *two);
+static void gms_users_free(gms_users_t *u);
+
+
+/* --inactive refuse|keep, for sync and follow; NULL: refuse */
+
+int
+gms_tool_inactive_option(gms_tool_t *t, const char *value, int *refuse)
+{
+    if (value == NULL || strcmp(value, "refuse") == 0) {
+        *refuse = 1;
+
+    } else if (strcmp(value, "keep") == 0) {
+        *refuse = 0;
+
+    } else {
+        gms_tool_error(t, "--inactive: '%s' is neither refuse nor keep",
+                       gms_tool_shown(value));
+        return -1;
+    }
+
+    return 0;
+}
+
+
+int
+gms_tool_users_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    int refuse, const gms_tool_holders_t *holders,
+    gms_tool_users_counts_t *counts)
+{
+    int                rc, quiet;
+    char               error[sizeof(t->error)];
+    size_t             i, n, batch, failed, *ask;
+    gms_users_t        u;
+    gms_graphql_t     *g;
+    gms_users_user_t  *user;
+
+    memset(&u, 0, sizeof(gms_users_t));
+    ask = NULL;
+    g = NULL;
+
+    if (t->conn == NULL) {
+        rc = gms_tool_connect(t);
+        if (rc != GMS_TOOL_OK) {
+            return rc;
+        }
+    }
+
+    rc = GMS_TOOL_REDIS;
+
+    u.set = gms_tool_key(t, GMS_KEY_INACTIVE, "", 0, &u.set_len);
+    u.channel = gms_tool_key(t, GMS_KEY_INVALIDATE, "", 0, &u.channel_len);
+
+    if (u.set == NULL || u.channel == NULL) {
+        goto done;
+    }
+
+    u.members = gms_tool_command(t, "SMEMBERS %b", u.set, u.set_len);
+
+    if (gms_tool_reply_error(t, u.members, "SMEMBERS") != 0) {
+        u.members = NULL;
+        goto done;
+    }
+
+    if (u.members->type != REDIS_REPLY_ARRAY) {
+        gms_tool_error(t, "redis %s: SMEMBERS: not an array", t->redis);
+        goto done;
+    }
+
+    if (gms_users_collect(t, &u, holders) != 0) {
+        goto done;
+    }
+
+    ask = malloc((u.n ? u.n : 1) * sizeof(size_t));
+    if (ask == NULL) {
+        gms_tool_error(t, "out of memory");
+        goto done;
+    }
+
+    for (n = 0, i = 0; i < u.n; i++) {
+        if (u.users[i].ask) {
+            ask[n++] = i;
+        }
+    }
+
+    if (n) {
+        g = gms_graphql_open(t, gms);
+        if (g == NULL) {
+            rc = GMS_TOOL_GMS;
+            goto done;
+        }
+
+        /* the errors of the requests bisected are the users' own */
+        quiet = t->quiet;
+        t->quiet = 1;
+
+        for (rc = GMS_TOOL_OK, i = 0; i < n && rc == GMS_TOOL_OK; i += batch)
+        {
+            batch = n - i < GMS_USERS_BATCH ? n - i : GMS_USERS_BATCH;
+            failed = u.failed;
+
+            rc = gms_users_ask(t, g, &u, ask + i, batch);
+
+            /*
+             * GMS failing on every user of a request fails on the request
+             * (a schema without these fields, a token it refuses): not
+             * the users' doing, and no use asking about the others
+             */
+            if (rc == GMS_TOOL_OK && batch > 1
+                && u.failed - failed == batch)
+            {
+                snprintf(error, sizeof(error), "%s", u.error);
+                gms_tool_error(t, "GMS failed on each of the %zu users of "
+                               "a request: %s", batch, error);
+                rc = GMS_TOOL_GMS;
+            }
+        }
+
+        t->quiet = quiet;
+
+        if (rc != GMS_TOOL_OK) {
+            snprintf(error, sizeof(error), "%s", t->error);
+            gms_tool_error(t, "%s", error);
+            goto done;
+        }
+    }
+
+    for (i = 0; i < u.n; i++) {
+        user = &u.users[i];
+
+        if (!user->ask) {
+            continue;
+        }
+
+        counts->checked++;
+
+        if (user->state == GMS_USERS_UNKNOWN) {
+            counts->unknown++;
+
+        } else if (user->state == GMS_USERS_INACTIVE) {
+            counts->inactive++;
+        }
+    }
+
+    if (u.first) {
+        gms_tool_warn(t, "%zu of %zu users left as they were, active or "
+                      "inactive: GMS failed on them (the first, %.*s: %s)",
+                      counts->unknown, counts->checked, (int) u.first->len,
+                      u.first->urn, u.error);
+    }
+
+    rc = GMS_TOOL_REDIS;
+
+    if (refuse ? gms_users_apply(t, &u, counts) != 0
+               : gms_users_release(t, &u) != 0)
+    {
+        goto done;
+    }
+
+    rc = GMS_TOOL_OK;
+
+done:
+
+    gms_graphql_close(g);
+    free(ask);
+    gms_users_free(&u);
+
+    return rc;
+}
+
+
+void
+gms_tool_users_print(const gms_tool_users_counts_t *counts)
+{
+    printf("checked=%zu inactive=%zu newly=%zu reactivated=%zu dropped=%zu "
+           "unknown=%zu\n", counts->checked, counts->inactive, counts->newly,
+           counts->reactivated, counts->dropped, counts->unknown);
+}
+
+
+/*
+ * The users to read: each holder once, with its tokens, and the members of
+ * <prefix>inactive that hold none listed (a listing cut short by a reindex
+ * must not let them out).  GMS is asked about DataHub's users only: a
+ * holder or member of another kind, and the system actor, are active.
+ */
+
+static int
+gms_users_collect(gms_tool_t *t, gms_users_t *u,
+    const gms_tool_holders_t *holders)
+{
+    size_t              i, n, sorted;
+    redisReply         *m;
+    gms_users_user_t   *user;
+    gms_users_token_t  *tok;
+
+    n = holders ? holders->n : 0;
+
+    u->tokens = malloc((n ? n : 1) * sizeof(gms_users_token_t));
+    u->users = malloc((n + u->members->elements ? n + u->members->elements
+                                                : 1)
+                      * sizeof(gms_users_user_t));
+
+    if (u->tokens == NULL || u->users == NULL) {
+        gms_tool_error(t, "out of memory");
+        return -1;
+    }
+
+    for (i = 0; i < n; i++) {
+        if (holders->urns[i] == NULL) {
+            continue;
+        }
+
+        tok = &u->tokens[u->ntokens++];
+        tok->urn = holders->urns[i];
+        tok->id = holders->ids ? holders->ids[i] : NULL;
+    }
+
+    qsort(u->tokens, u->ntokens, sizeof(gms_users_token_t),
+          gms_users_token_cmp);
+
+    for (i = 0; i < u->ntokens; i++) {
+        if (u->n && strcmp(u->users[u->n - 1].urn, u->tokens[i].urn) == 0) {
+            u->users[u->n - 1].ntokens++;
+            continue;
+        }
+
+        user = &u->users[u->n++];
+        memset(user, 0, sizeof(gms_users_user_t));
+        user->urn = u->tokens[i].urn;
+        user->len = strlen(user->urn);
+        user->first = i;
+        user->ntokens = 1;
+    }
+
+    sorted = u->n;
+
+    for (i = 0; i < u->members->elements; i++) {
+        m = u->members->element[i];
+
+        if (m->type != REDIS_REPLY_STRING) {
+            continue;
+        }
+
+        user = gms_users_find(u, sorted, m->str, m->len);
+
+        if (user == NULL) {
+            user = &u->users[u->n++];
+            memset(user, 0, sizeof(gms_users_user_t));
+            user->urn = m->str;
+            user->len = m->len;
+        }
+
+        user->was = 1;
+    }
+
+    for (i = 0; i < u->n; i++) {
+        user = &u->users[i];
+
+        if (user->len > sizeof(GMS_USERS_URN) - 1
+            && memcmp(user->urn, GMS_USERS_URN, sizeof(GMS_USERS_URN) - 1)
+               == 0
+            && !(user->len == sizeof(GMS_USERS_SYSTEM) - 1
+                 && memcmp(user->urn, GMS_USERS_SYSTEM, user->len) == 0))
+        {
+            user->ask = 1;
+
+        } else {
+            user->state = GMS_USERS_ACTIVE;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * One request for the users, or, when GMS answered it with a GraphQL
+ * error, two for its halves, down to the user it fails on: a field GMS
+ * fails on fails the whole request in gms_graphql_query.  Any other
+ * failure (the transport, an HTTP status) fails the check.
+ */
+
+static int
+gms_users_ask(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u,
+    const size_t *ask, size_t n)
+{
+    int  rc;
+
+    if (gms_users_query(t, g, u, ask, n) == 0) {
+        return GMS_TOOL_OK;
+    }
+
+    if (strstr(t->error, GMS_USERS_GRAPHQL_ERROR) == NULL) {
+        return GMS_TOOL_GMS;
+    }
+
+    if (n == 1) {
+        u->failed++;
+
+        if (u->first == NULL) {
+            u->first = &u->users[ask[0]];
+            snprintf(u->error, sizeof(u->error), "%s", t->error);
+        }
+
+        return GMS_TOOL_OK;
+    }
+
+    rc = gms_users_ask(t, g, u, ask, n / 2);
+
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    return gms_users_ask(t, g, u, ask + n / 2, n - n / 2);
+}
+
+
+/* 0, or -1: the request failed, reported (quietly) */
+
+static int
+gms_users_query(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u,
+    const size_t *ask, size_t n)
+{
+    char              *query, *p, *end, name[32];
+    size_t             i, size;
+    json_t            *vars, *data;
+    const char        *why;
+    gms_users_user_t  *user;
+
+    size = sizeof("query gmsTokenUsers() {  }")
+           + n * (sizeof(", $u: String!") + 20
+                  + sizeof(GMS_USERS_FIELDS) + 4 * 20);
+
+    query = malloc(size);
+    vars = json_object();
+
+    if (query == NULL || vars == NULL) {
+        free(query);
+        json_decref(vars);
+        gms_tool_error(t, "out of memory");
+        return -1;
+    }
+
+    p = query;
+    end = query + size;
+
+    p += snprintf(p, end - p, "query gmsTokenUsers(");
+
+    for (i = 0; i < n; i++) {
+        user = &u->users[ask[i]];
+
+        p += snprintf(p, end - p, "%s$u%zu: String!", i ? ", " : "", i);
+        snprintf(name, sizeof(name), "u%zu", i);
+
+        if (json_object_set_new(vars, name, json_stringn(user->urn,
+                                                         user->len))
+            != 0)
+        {
+            free(query);
+            json_decref(vars);
+            gms_tool_error(t, "out of memory");
+            return -1;
+        }
+    }
+
+    p += snprintf(p, end - p, ") { ");
+
+    for (i = 0; i < n; i++) {
+        p += snprintf(p, end - p, GMS_USERS_FIELDS, i, i, i, i);
+    }
+
+    snprintf(p, end - p, "}");
+
+    data = gms_graphql_query(g, query, vars, NULL);
+    free(query);
+
+    if (data == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < n; i++) {
+        user = &u->users[ask[i]];
+        why = gms_users_read(data, i, user);
+
+        if (why == NULL) {
+            continue;
+        }
+
+        u->failed++;
+
+        if (u->first == NULL) {
+            u->first = user;
+            snprintf(u->error, sizeof(u->error), "%s", why);
+        }
+    }
+
+    json_decref(data);
+
+    return 0;
+}
+
+
+/*
+ * The i-th user's answer, read as ActorContext.isActive reads the aspects;
+ * NULL, or why it cannot be read (the user left as it was).
+ */
+
+static const char *
+gms_users_read(json_t *data, size_t i, gms_users_user_t *user)
+{
+    char                name[32];
+    json_t             *exists, *entity, *aspects, *a, *payload, *v;
+    size_t              k;
+    const char         *aspect, *s;
+    gms_users_state_e   state;
+
+    snprintf(name, sizeof(name), "e%zu", i);
+    exists = json_object_get(data, name);
+
+    snprintf(name, sizeof(name), "u%zu", i);
+    entity = json_object_get(data, name);
+
+    /* no corpUserKey: never provisioned, or hard-deleted */
+    if (json_is_false(exists)) {
+        user->state = GMS_USERS_INACTIVE;
+        return NULL;
+    }
+
+    if (!json_is_true(exists)) {
+        return "entityExists is not a Boolean";
+    }
+
+    s = json_string_value(json_object_get(entity, "urn"));
+
+    if (s == NULL || strlen(s) != user->len
+        || memcmp(s, user->urn, user->len) != 0)
+    {
+        return "corpUser is not the user asked for";
+    }
+
+    aspects = json_object_get(entity, "aspects");
+
+    if (!json_is_array(aspects)) {
+        return "corpUser has no aspects";
+    }
+
+    state = GMS_USERS_ACTIVE;
+
+    json_array_foreach(aspects, k, a) {
+        aspect = json_string_value(json_object_get(a, "aspectName"));
+        s = json_string_value(json_object_get(a, "payload"));
+
+        if (aspect == NULL || s == NULL) {
+            return "an aspect without its name or payload";
+        }
+
+        payload = json_loads(s, 0, NULL);
+
+        if (!json_is_object(payload)) {
+            json_decref(payload);
+            return "an aspect's payload is not a JSON object";
+        }
+
+        if (strcmp(aspect, "status") == 0) {
+            /* Status.removed: soft-deleted */
+            if (json_is_true(json_object_get(payload, "removed"))) {
+                state = GMS_USERS_INACTIVE;
+            }
+
+        } else if (strcmp(aspect, "corpUserStatus") == 0) {
+            v = json_object_get(payload, "status");
+
+            if (json_is_string(v)
+                && strcmp(json_string_value(v), GMS_USERS_SUSPENDED) == 0)
+            {
+                state = GMS_USERS_INACTIVE;
+            }
+        }
+
+        json_decref(payload);
+    }
+
+    user->state = state;
+
+    return NULL;
+}
+
+
+/*
+ * The set made equal to the inactive users, then their tokens deleted:
+ * once a user is in the set, the token cycle no longer writes a token of
+ * theirs that this deletes.
+ */
+
+static int
+gms_users_apply(gms_tool_t *t, gms_users_t *u,
+    gms_tool_users_counts_t *counts)
+{
+    size_t             i, j, k, n;
+    redisReply        *reply;
+    gms_users_user_t  *user;
+
+    for (i = 0; i < u->n; i = j) {
+        n = 0;
+
+        for (j = i; j < u->n && n < GMS_USERS_PIPELINE; j++) {
+            user = &u->users[j];
+
+            if (user->state == GMS_USERS_INACTIVE && !user->was) {
+                gms_tool_append(t, "SADD %b %b", u->set, u->set_len,
+                                user->urn, user->len);
+                n++;
+
+            } else if (user->state == GMS_USERS_ACTIVE && user->was) {
+                gms_tool_append(t, "SREM %b %b", u->set, u->set_len,
+                                user->urn, user->len);
+                n++;
+            }
+        }
+
+        for (k = i; k < j; k++) {
+            user = &u->users[k];
+
+            if (!((user->state == GMS_USERS_INACTIVE && !user->was)
+                  || (user->state == GMS_USERS_ACTIVE && user->was)))
+            {
+                continue;
+            }
+
+            (void) gms_tool_get_reply(t, &reply);
+
+            if (gms_tool_reply_error(t, reply, user->was ? "SREM" : "SADD")
+                != 0)
+            {
+                return -1;
+            }
+
+            if (reply->type == REDIS_REPLY_INTEGER && reply->integer > 0) {
+                if (user->was) {
+                    counts->reactivated++;
+
+                } else {
+                    counts->newly++;
+                }
+            }
+
+            freeReplyObject(reply);
+        }
+    }
+
+    return gms_users_drop(t, u, counts);
+}
+
+
+/*
+ * Every cached token of the users in the set deleted, not only of those
+ * just added: a token cycle that read the set before they were added may
+ * have written one since.  Deleting what is not cached costs a DEL and
+ * publishes nothing.
+ */
+
+static int
+gms_users_drop(gms_tool_t *t, gms_users_t *u,
+    gms_tool_users_counts_t *counts)
+{
+    char               *key;
+    size_t              i, k, n, key_len;
+    const char         *id;
+    gms_users_user_t   *user;
+
+    n = 0;
+
+    for (i = 0; i < u->n; i++) {
+        user = &u->users[i];
+
+        if (!(user->state == GMS_USERS_INACTIVE
+              || (user->state == GMS_USERS_UNKNOWN && user->was)))
+        {
+            continue;
+        }
+
+        for (k = user->first; k < user->first + user->ntokens; k++) {
+            id = u->tokens[k].id;
+
+            if (id == NULL) {
+                continue;
+            }
+
+            key = gms_tool_key(t, GMS_KEY_TOKEN, id, strlen(id), &key_len);
+            if (key == NULL) {
+                return -1;
+            }
+
+            gms_tool_append(t, "EVAL %s 1 %b %b %s", gms_users_drop_script,
+                            key, key_len, u->channel, u->channel_len, id);
+            free(key);
+
+            if (++n == GMS_USERS_PIPELINE) {
+                if (gms_users_dropped(t, n, counts) != 0) {
+                    return -1;
+                }
+
+                n = 0;
+            }
+        }
+    }
+
+    return gms_users_dropped(t, n, counts);
+}
+
+
+static int
+gms_users_dropped(gms_tool_t *t, size_t n, gms_tool_users_counts_t *counts)
+{
+    size_t       i;
+    redisReply  *reply;
+
+    for (i = 0; i < n; i++) {
+        (void) gms_tool_get_reply(t, &reply);
+
+        if (gms_tool_reply_error(t, reply, "EVAL") != 0) {
+            return -1;
+        }
+
+        if (reply->type == REDIS_REPLY_INTEGER && reply->integer > 0) {
+            counts->dropped++;
+        }
+
+        freeReplyObject(reply);
+    }
+
+    return 0;
+}
+
+
+/* --inactive keep: no user is refused, the next token cycle writes all */
+
+static int
+gms_users_release(gms_tool_t *t, gms_users_t *u)
+{
+    redisReply  *reply;
+
+    if (u->members->elements == 0) {
+        return 0;
+    }
+
+    reply = gms_tool_command(t, "DEL %b", u->set, u->set_len);
+
+    if (gms_tool_reply_error(t, reply, "DEL") != 0) {
+        return -1;
+    }
+
+    freeReplyObject(reply);
+
+    return 0;
+}
+
+
+static gms_users_user_t *
+gms_users_find(gms_users_t *u, size_t n, const char *urn, size_t len)
+{
+    int                r;
+    size_t             lo, hi, mid;
+    gms_users_user_t  *user;
+
+    lo = 0;
+    hi = n;
+
+    while (lo < hi) {
+        mid = lo + (hi - lo) / 2;
+        user = &u->users[mid];
+
+        r = memcmp(user->urn, urn, user->len < len ? user->len : len);
+
+        if (r == 0) {
+            r = (user->len > len) - (user->len < len);
+        }
+
+        if (r == 0) {
+            return user;
+        }
+
+        if (r < 0) {
+            lo = mid + 1;
+
+        } else {
+            hi = mid;
+        }
+    }
+
+    return NULL;
+}
+
+
+static int
+gms_users_token_cmp(const void *one, const void *two)
+{
+    const gms_users_token_t  *a, *b;
+
+    a = one;
+    b = two;
+
+    return strcmp(a->urn, b->urn);
+}
+
+
+static void
+gms_users_free(gms_users_t *u)
+{
+    if (u->members) {
+        freeReplyObject(u->members);
+    }
+
+    free(u->tokens);
+    free(u->users);
+    free(u->set);
+    free(u->channel);
+}

@@ -1,0 +1,39 @@
+
+/*
+ * gms-token's inactive users: the holders of tokens whom DataHub refuses
+ * (suspended, soft-removed, hard-deleted) kept in <prefix>inactive, their
+ * tokens out of the cache, for sync --gms and follow; gms_sync_users.c.
+ */
+
+
+#ifndef _GMS_SYNC_USERS_H_INCLUDED_
+#define _GMS_SYNC_USERS_H_INCLUDED_
+
+
+#include <stddef.h>
+
+#include "gms_tool.h"
+#include "gms_graphql.h"
+#include "gms_sync_tokens.h"
+
+
+/* what a check of the users did, for its line of counts */
+typedef struct {
+    size_t                 checked;        /* users asked of GMS */
+    size_t                 inactive;       /* of them: refused by DataHub */
+    size_t                 newly;          /* put into <prefix>inactive */
+    size_t                 reactivated;    /* out of it: active again */
+    size_t                 dropped;        /* their tokens deleted */
+    size_t                 unknown;        /* GMS failed on them: left as
+                                              they were */
+} gms_tool_users_counts_t;
+
+
+int gms_tool_inactive_option(gms_tool_t *t, const char *value, int *refuse);
+int gms_tool_users_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    int refuse, const gms_tool_holders_t *holders,
+    gms_tool_users_counts_t *counts);
+void gms_tool_users_print(const gms_tool_users_counts_t *counts);
+
+
+#endif /* _GMS_SYNC_USERS_H_INCLUDED_ */
