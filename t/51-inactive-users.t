@@ -78,7 +78,7 @@ sub published {
     return join ' ', grep { $got{ datahub_id($_) } } sort keys %holder;
 }
 
-# --- all active ---------------------------------------------------------------
+# --- all active --------------------------------------------------------------
 
 my ($res, $before);
 
@@ -92,7 +92,7 @@ is(join(' ', map { answer($_) } sort keys %holder), '200 200 200 200 200',
 is(inactive(), '', 'gms:inactive empty');
 $sub->messages;
 
-# --- suspended ----------------------------------------------------------------
+# --- suspended ---------------------------------------------------------------
 
 $gms->users({ $bob => { status => 'SUSPENDED' } });
 $res = sync();
@@ -118,7 +118,7 @@ is(users_line($res),
    . 'his tokens');
 is(answer('bob-token'), 401, 'bob still refused');
 
-# --- reactivated ---------------------------------------------------------------
+# --- reactivated -------------------------------------------------------------
 
 $gms->users({ $bob => { status => 'ACTIVE' } });
 $res = sync();
@@ -133,7 +133,7 @@ is(answer('bob-token'), 200, "bob's token: 200 again at the edge");
 is(answer('bob-laptop'), 200, 'his other token too');
 $sub->messages;
 
-# --- soft-removed and hard-deleted -----------------------------------------------
+# --- soft-removed and hard-deleted -------------------------------------------
 
 $gms->users({ $carol => { removed => 1 }, $dave => { deleted => 1 } });
 $res = sync();
@@ -156,7 +156,7 @@ sync();
 is(answer('carol-token'), 200, "carol's token: 200 again");
 is(answer('dave-token'), 200, "dave's token: 200 again");
 
-# --- a GMS that fails changes nothing ---------------------------------------------
+# --- a GMS that fails changes nothing ----------------------------------------
 
 $gms->users({ $bob => { status => 'SUSPENDED' } });
 sync();
@@ -181,7 +181,7 @@ is(users_line($res),
    'GMS answering again: bob out, carol in');
 is(answer('carol-token'), 401, 'carol refused');
 
-# --- GMS failing on one user leaves that user as it was ----------------------------
+# --- GMS failing on one user leaves that user as it was ----------------------
 
 $gms->users({ $carol => { status => 'SUSPENDED', error => 'no mapping' },
               $bob => { error => 'no mapping' },
@@ -208,7 +208,7 @@ is(users_line($res),
    'checked=4 inactive=1 newly=0 reactivated=1 dropped=0 unknown=0',
    'GMS answering for them: dave active again');
 
-# --- --inactive keep -----------------------------------------------------------------
+# --- --inactive keep ---------------------------------------------------------
 
 $res = sync('--inactive', 'keep');
 is($res->{rc}, 0, '--inactive keep: exit 0') or diag($res->{err});
@@ -235,7 +235,7 @@ like($res->{err}, qr/--inactive: 'sometimes' is neither refuse nor keep/,
 $res = run_tool('', 'sync', '--inactive', 'keep', @at);
 is($res->{rc}, 2, '--inactive without --gms: usage error');
 
-# --- batched ---------------------------------------------------------------------------
+# --- batched -----------------------------------------------------------------
 
 my @many = map { sprintf 'user%03d', $_ } 1 .. 120;
 $gms->tokens([ (map { listed($_, $holder{$_}) } sort keys %holder),

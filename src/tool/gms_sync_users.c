@@ -20,8 +20,9 @@
  * never null and its aspects always list corpUserKey.  The two aspects are
  * read as their JSON payloads (WeaklyTypedAspectsResolver), compared as
  * isActive compares them, rather than through CorpUser.status, whose enum
- * has no SUSPENDED before 1.0.  All of it is in DataHub's GraphQL schema
- * from 0.13 on.
+ * has no SUSPENDED before 1.0.  Every release from 0.13 on answers it all
+ * (entity.graphql and GmsGraphQLEngine, read at v0.13.0 to v1.4.0 and
+ * master).
  *
  * The inactive users are kept in <prefix>inactive, which the token cycle
  * reads: it writes no token of theirs.  A user found inactive is added to
