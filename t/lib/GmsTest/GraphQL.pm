@@ -1,37 +1,122 @@
 package GmsTest::GraphQL;
 
-# Stands in for GMS, DataHub's metadata service, as far as gms-token sync
-# talks to it: POST /api/graphql answering listAccessTokens, and for the
-# privileges listPolicies, corpUser/corpGroup relationships and
-# getGrantedPrivileges (entity.graphql at 289a484f, ListPoliciesResolver,
-# PolicyInfoPolicyMapper, GetGrantedPrivilegesResolver; see policies(),
-# memberships(), granted()).  Built on GmsTest::Stub.
+# Stands in for GMS, DataHub's metadata service, as far as gms-token talks
+# to it: POST /api/graphql answering listAccessTokens, listPolicies,
+# corpUser, corpGroup and role (their relationships, both directions),
+# entityExists, getGrantedPrivileges and the token management of
+# gms-token create, revoke and check-salt.  Built on GmsTest::Stub.
 #
 #   my $gms = GmsTest::GraphQL->start(token => $pat, tokens => \@tokens);
 #   run gms-token sync --gms $gms->url ...
 #   $gms->requests;                  # what it was sent, bodies decoded
+#   $gms->count('corpUser');         # requests asking that root field
 #   $gms->misbehave(page => 2, status => 500);
 #   my $dead = GmsTest::GraphQL->dead_url;
 #
-# Where the shapes come from (t/fixtures/datahub/*.source.txt name the
-# DataHub files and commits):
+# A query is parsed and run as graphql-java runs it, as far as served
+# here: several root fields in one request, aliases (e0: entityExists(urn:
+# $u0) e1: entityExists(urn: $u1)), arguments as variables or literals
+# (strings, numbers, enums, lists, input objects), __typename anywhere;
+# each field of the answer in the query's order under its alias.  Not
+# served: fragments, directives (skipped), more than one operation.
+# GMS's query complexity limit (graphQL.query.complexityLimit, 2000 in
+# application.yml since v0.13.0: graphql-java's MaxQueryComplexityInstrumen-
+# tation, each field selected counts 1) refuses a bigger query whole.
 #
-# - The query and its answer: DataHub's GraphQL schema
-#   datahub-graphql-core/src/main/resources/auth.graphql
-#   (listAccessTokens(input: ListAccessTokenInput!): ListAccessTokenResult!,
-#   {start, count, total, tokens: [AccessTokenMetadata!]!}) and
+# What it knows (each replaced at once on a running stand-in, see below):
+#
+#   tokens     the access tokens: AccessTokenMetadata's fields (urn, id,
+#              actorUrn, ownerUrn, name, description, createdAt, expiresAt:
+#              undef never) and
+#                unlisted => 1   in the entity store, not in the search
+#                                index (as after a reindex or a restore):
+#                                missing from listAccessTokens and its
+#                                total; entityExists, getAccessTokenMetadata
+#                                and revokeAccessToken find it
+#   users      corpUser's state: { URN => { status => 'ACTIVE'|'SUSPENDED',
+#              removed => 1, deleted => 1 } } (see users())
+#   memberships, policies, granted: the privileges' sources (see there)
+#   delay      GMS's latency: every answer waits that long (seconds)
+#
+# Root fields and the DataHub source each follows (acryldata/datahub;
+# t/fixtures/datahub/*.source.txt name files and commits of the older ones):
+#
+# - listAccessTokens(input: {start, count, filters}): auth.graphql,
 #   ListAccessTokensResolver: start and count are the request's (count is
 #   the size asked for, not the number of tokens returned), total is the
 #   number of tokens matching the filters, tokens are sorted by expiresAt
-#   descending, tokens without one last.  An answer carries exactly the
-#   fields the query selects, in its order, as graphql-java writes them:
-#   listAccessTokens-page.json is what this stand-in answers to
-#   listAccessTokens-page.request.json, byte for byte.
-# - GraphQL errors come with HTTP 200, data null:
-#   graphql-error-listAccessTokens-unauthorized.json (a real answer, the
-#   resolver's 403-coded "Unauthorized to perform this action. ...") and
-#   graphql-error-revokeAccessToken-unknown-id.json (the 500-coded "An
-#   unknown error occurred." of any other exception).
+#   descending, tokens without one last.  listAccessTokens-page.json is what
+#   this stand-in answers to listAccessTokens-page.request.json, byte for
+#   byte.  With start(max_result_window => N) a page reaching past the Nth
+#   token fails as GMS does on Elasticsearch's index.max_result_window
+#   (10,000 by default; DataHub sets no other: docs/api/graphql/getting-
+#   started.md "only allows pagination through 10,000 entities"): the
+#   catch-all "An unknown error occurred.".
+# - entityExists(urn): EntityExistsResolver -> EntityService.exists(urns,
+#   includeSoftDeleted true): the entity's key aspect in the entity store,
+#   never the search index.  true for a token in tokens (listed or
+#   unlisted), for a known corpuser (in users(), a token's actorUrn or
+#   ownerUrn, the caller, in memberships) unless users() says deleted, for
+#   a group or role the memberships or policies name; false for anything
+#   else (a revoked token: RevokeAccessTokenResolver deletes the entity).
+#   A soft-removed user still exists.
+# - corpUser(urn) { urn type username status exists aspects(input:
+#   {aspectNames: [...]}) { aspectName payload } relationships(input) }:
+#   CorpUserType.batchLoad, CorpUserMapper, WeaklyTypedAspectsResolver,
+#   EntityExistsResolver.  As GMS answers, corpUser is an object for every
+#   corpuser URN, even one GMS never had or hard-deleted:
+#   EntityServiceImpl.getEntitiesV2 always adds the key aspect, built from
+#   the URN (alwaysIncludeKeyAspect, EntityClient.batchGetV2's default), so
+#   username is there and aspects lists corpUserKey for every user (its
+#   payload {"username":...}).  What tells a hard-deleted user is exists
+#   (or entityExists): false.  ActorContext.isActive (DataHub 1.2+
+#   StatelessTokenService.validateActor) reads the aspect store without
+#   that addition: no corpUserKey there is the same entity as exists false.
+#   users() drives the rest:
+#     status => 'SUSPENDED' (or 'ACTIVE')
+#                   CorpUser.status SUSPENDED (CorpUserStatusMapper) and
+#                   the corpUserStatus aspect, payload {"status":
+#                   "SUSPENDED","lastModified":{"actor":...,"time":...}};
+#                   no status: CorpUser.status null, no such aspect
+#     removed => 1  the status aspect, payload {"removed":true} (removed
+#                   => 0: {"removed":false}, a user restored)
+#     deleted => 1  no aspect but the added key, status null, exists false,
+#                   no relationships
+#   aspects are listed in the entity registry's order (corpUserKey,
+#   corpUserStatus, status), only those asked for (all three if no
+#   aspectNames).  memberships { URN => undef } still makes corpUser null
+#   (what the tests before entityExists called a user GMS lacks).
+# - corpUser / corpGroup / role relationships(input: {types, direction,
+#   start, count}): EntityRelationshipsResultResolver over the graph
+#   service's RelatedEntitiesResult: OUTGOING from memberships' own lists,
+#   INCOMING the entities whose lists name this one (a group's members by
+#   IsMemberOfGroup and IsMemberOfNativeGroup, a role's users and groups by
+#   IsMemberOfRole), in the order of the types asked, each type's entities
+#   sorted by URN; start as asked, count the number returned (v0.13.0:
+#   entityRelationships.getCount(), the graph's relationships.size();
+#   v1.x: viewable.size()), total all of them; count null or above 10,000
+#   is 5,000 (graphService.limit.results: apiDefault, max, not strict).
+#   Entities carry urn and type (CORP_USER, CORP_GROUP, DATAHUB_ROLE).
+# - role(urn) { urn type relationships(input) }: entity.graphql's
+#   role(urn: String!): Role, RoleType.batchLoad (batchGetV2 adds the key
+#   aspect: never null), RoleMapper (type ROLE).
+# - listPolicies, getGrantedPrivileges: entity.graphql at 289a484f,
+#   ListPoliciesResolver, PolicyInfoPolicyMapper,
+#   GetGrantedPrivilegesResolver; see policies(), granted().
+# - createAccessToken, revokeAccessToken, getAccessTokenMetadata:
+#   auth.graphql and their resolvers (see _create, _revoke, _metadata).
+#
+# Answers and errors:
+# - An answer carries exactly the fields the query selects, in its order,
+#   as graphql-java writes them.
+# - GraphQL errors come with HTTP 200: graphql-error-listAccessTokens-
+#   unauthorized.json (a real answer, the resolver's 403-coded
+#   "Unauthorized to perform this action. ...") and graphql-error-
+#   revokeAccessToken-unknown-id.json (the 500-coded "An unknown error
+#   occurred." of any other exception).  A failed field is null in data
+#   and its error's path names its alias; data is null when the field is
+#   non-null in the schema (listAccessTokens, getAccessTokenMetadata,
+#   revokeAccessToken).
 # - A missing or wrong Authorization is refused before GraphQL by GMS's
 #   AuthenticationFilter on /api/*: Jetty's 401 error page, HTML
 #   (gms-0.13-401-missing-token.http.json) or, to Accept: application/json,
@@ -40,21 +125,23 @@ package GmsTest::GraphQL;
 # - A body that is not JSON or has no query: 400, empty body
 #   (gms-graphql-400-no-query.http.json).
 # - Constructed here, from no fixture: the messages of 404, 405 and a
-#   forced 500 (Jetty's reason phrases), graphql-java's validation error
-#   for a field the schema lacks, and the catch-all "An unknown error
-#   occurred." for an input without start or count (no defaults in
-#   v0.13.0).  A dead GMS is a closed port (GmsTest::free_port()).
+#   forced 500 (Jetty's reason phrases), graphql-java's validation errors
+#   (a field the schema lacks, a syntax error, the complexity limit), and
+#   the catch-all "An unknown error occurred." for an input without start
+#   or count (no defaults in v0.13.0).  A dead GMS is a closed port
+#   (GmsTest::free_port()).
 #
-# Tokens are hashrefs with AccessTokenMetadata's fields: urn, id, actorUrn,
-# ownerUrn, name, createdAt, expiresAt (undef: never), and optionally
-# description; type is always ACCESS_TOKEN.  Filters of the input
-# ({field, values}) are applied as the resolver's search would: a token
-# matches when its field is one of the values.
+# Filters of listAccessTokens' input ({field, values}) are applied as the
+# resolver's search would: a token matches when its field is one of the
+# values.
 #
 # The stub's workers are forked at start, so everything they answer from
-# (the token, the tokens, the misbehaviour) lives in a JSON file that each
-# request reads again: tokens() and misbehave() act at once on a running
-# stand-in.
+# (the token, the tokens, the misbehaviour) lives in a file (Storable) that
+# each worker reads again when it changed (inode, size, mtime): tokens(),
+# users(), misbehave() ... act at once on a running stand-in.  A worker
+# keeps what it derives from it (the sorted listing, the members of each
+# group) until the file changes: a page of 100,000 tokens is answered in
+# a few milliseconds.
 
 use strict;
 use warnings;
@@ -64,7 +151,9 @@ use sort 'stable';
 use Cwd qw(abs_path);
 use Digest::SHA qw(hmac_sha256);
 use File::Basename qw(dirname);
+use JSON::PP ();
 use MIME::Base64 qw(encode_base64url);
+use Storable ();
 use Time::HiRes ();
 
 use GmsTest ();
@@ -74,55 +163,70 @@ use GmsTest::Stub;
 my $FIXTURES = abs_path(dirname(__FILE__) . '/../../fixtures/datahub');
 
 # The fields of the schema's types this stand-in can answer (object fields
-# such as AccessTokenMetadata.owner or relationships are not served).
+# such as AccessTokenMetadata.owner are not served).
 my %FIELDS = (
-    Query                 => [qw(listAccessTokens)],
-    ListAccessTokenResult => [qw(start count total tokens)],
-    AccessTokenMetadata   => [qw(urn type id name description actorUrn
-                                 ownerUrn createdAt expiresAt)],
-);
-
-# A field whose type has fields, by "Type.field" (or by the field's name
-# alone, as listAccessTokens and tokens are).
-my %CHILD;
-
-# listPolicies, relationships and getGrantedPrivileges (entity.graphql;
-# Policy.resources and the resolved* fields of ActorFilter not served)
-push @{ $FIELDS{Query} }, qw(listPolicies corpUser corpGroup
-                             getGrantedPrivileges);
-%FIELDS = (%FIELDS,
+    Query                     => [qw(listAccessTokens getAccessTokenMetadata
+                                     listPolicies corpUser corpGroup role
+                                     getGrantedPrivileges entityExists)],
+    Mutation                  => [qw(createAccessToken revokeAccessToken)],
+    ListAccessTokenResult     => [qw(start count total tokens)],
+    AccessTokenMetadata       => [qw(urn type id name description actorUrn
+                                     ownerUrn createdAt expiresAt)],
+    AccessToken               => [qw(accessToken metadata)],
     ListPoliciesResult        => [qw(start count total policies)],
     Policy                    => [qw(urn type name state description
                                      privileges actors editable)],
     ActorFilter               => [qw(users groups roles resourceOwners
                                      resourceOwnersTypes allUsers allGroups)],
-    CorpUser                  => [qw(urn type username relationships)],
-    CorpGroup                 => [qw(urn type name relationships)],
+    CorpUser                  => [qw(urn type username status exists aspects
+                                     relationships)],
+    RawAspect                 => [qw(aspectName payload)],
+    CorpGroup                 => [qw(urn type name exists relationships)],
+    Role                      => [qw(urn type id relationships)],
     EntityRelationshipsResult => [qw(start count total relationships)],
     EntityRelationship        => [qw(type direction entity created)],
     Entity                    => [qw(urn type)],
     Privileges                => [qw(privileges)],
 );
-%CHILD = (%CHILD,
+my %HAS = map {
+    my $type = $_;
+    ($type => { map { $_ => 1 } @{ $FIELDS{$type} } })
+} keys %FIELDS;
+
+# The type of a field whose type has fields, by "Type.field".
+my %CHILD = (
+    'Query.listAccessTokens'                  => 'ListAccessTokenResult',
+    'ListAccessTokenResult.tokens'            => 'AccessTokenMetadata',
+    'Query.getAccessTokenMetadata'            => 'AccessTokenMetadata',
+    'Mutation.createAccessToken'              => 'AccessToken',
+    'AccessToken.metadata'                    => 'AccessTokenMetadata',
     'Query.listPolicies'                      => 'ListPoliciesResult',
     'ListPoliciesResult.policies'             => 'Policy',
     'Policy.actors'                           => 'ActorFilter',
     'Query.corpUser'                          => 'CorpUser',
     'Query.corpGroup'                         => 'CorpGroup',
+    'Query.role'                              => 'Role',
+    'CorpUser.aspects'                        => 'RawAspect',
     'CorpUser.relationships'                  => 'EntityRelationshipsResult',
     'CorpGroup.relationships'                 => 'EntityRelationshipsResult',
+    'Role.relationships'                      => 'EntityRelationshipsResult',
     'EntityRelationshipsResult.relationships' => 'EntityRelationship',
     'EntityRelationship.entity'               => 'Entity',
     'Query.getGrantedPrivileges'              => 'Privileges',
 );
 
+# Root fields whose type is non-null (auth.graphql): their error nulls the
+# whole of data, as graphql-java propagates a null to the nearest nullable
+# parent.
+my %NON_NULL_ROOT = map { $_ => 1 }
+    qw(listAccessTokens getAccessTokenMetadata revokeAccessToken);
 
-# Token management (gms-token create, revoke --gms, check-salt): DataHub's
-# auth.graphql createAccessToken and revokeAccessToken (Mutation) and
-# getAccessTokenMetadata (Query).
-push @{ $FIELDS{Query} }, 'getAccessTokenMetadata';
-push @{ $FIELDS{Mutation} }, qw(createAccessToken revokeAccessToken);
-$FIELDS{AccessToken} = [qw(accessToken metadata)];
+# application.yml graphQL.query.complexityLimit (v0.13.0 .. v1.6)
+my $COMPLEXITY_LIMIT = 2000;
+
+# graphService.limit.results (application.yaml, v1.x): a count above max,
+# or none, is apiDefault (strict false: replaced, not refused)
+my ($GRAPH_MAX, $GRAPH_DEFAULT) = (10_000, 5_000);
 
 # DataHub's default token salt before v1.5 (application.yml
 # authentication.tokenService.salt): the fixtures' ids are made with it
@@ -137,7 +241,9 @@ my %DURATION_MS = (ONE_HOUR => 3_600_000, ONE_DAY => 86_400_000,
 
 
 # start(token => $pat, tokens => \@tokens, workers => 2, salt => $salt,
-#       caller => $urn)
+#       caller => $urn, users => \%users, policies => \@policies,
+#       memberships => \%memberships, granted => \%granted,
+#       delay => SECONDS, max_result_window => N)
 #
 # With token, every request must carry "Authorization: Bearer $pat"
 # exactly, else 401; without (or undef), none is needed: GMS with
@@ -145,18 +251,24 @@ my %DURATION_MS = (ONE_HOUR => 3_600_000, ONE_DAY => 86_400_000,
 # DataHub's own default), with which createAccessToken and
 # getAccessTokenMetadata hash tokens; caller is the ownerUrn of the tokens
 # createAccessToken makes (default urn:li:corpuser:datahub).  Tokens made
-# or revoked by the stand-in are in tokens() at once.
+# or revoked by the stand-in are in tokens() at once.  delay: every
+# answer waits that long (GMS's latency; delay() changes it).
+# max_result_window: see listAccessTokens above (default none).
 sub start {
     my ($class, %opt) = @_;
 
     my $self = bless { owner => $$, dir => GmsTest::tempdir() }, $class;
-    $self->{state_file} = "$self->{dir}/state.json";
+    $self->{state_file} = "$self->{dir}/state.sto";
     $self->{state} = { token => $opt{token}, tokens => $opt{tokens} // [],
                        misbehave => {}, salt => $opt{salt} // $DEFAULT_SALT,
-                       caller => $opt{caller} // 'urn:li:corpuser:datahub' };
+                       caller => $opt{caller} // 'urn:li:corpuser:datahub',
+                       delay => $opt{delay} // 0,
+                       max_result_window => $opt{max_result_window} };
     $self->{state}{policies} = [ map { _policy($_) } @{ $opt{policies} // [] } ];
     $self->{state}{memberships} = $opt{memberships} // {};
     $self->{state}{granted} = $opt{granted} // {};
+    $self->{state}{users} = $opt{users} // {};
+    $self->{state}{users_time} = int(Time::HiRes::time() * 1000);
     $self->_save;
 
     my $file = $self->{state_file};
@@ -182,7 +294,8 @@ sub port {
     return $_[0]{stub}->port;
 }
 
-# Replaces the list of tokens; returns it.
+# Replaces the list of tokens; returns it (as the workers left it: tokens
+# created or revoked through GMS included).
 sub tokens {
     my ($self, $tokens) = @_;
     $self->_load;
@@ -193,12 +306,37 @@ sub tokens {
     return $self->{state}{tokens};
 }
 
+# Replaces the users' state; returns it:
+#   { URN => { status => 'ACTIVE' | 'SUSPENDED', removed => 1 | 0,
+#              deleted => 1 }, ... }
+# A user absent from it is active, and exists if the stand-in knows the
+# URN otherwise (see entityExists above).
+sub users {
+    my ($self, $users) = @_;
+    $self->_load;
+    if ($users) {
+        $self->{state}{users} = $users;
+        $self->{state}{users_time} = int(Time::HiRes::time() * 1000);
+        $self->_save;
+    }
+    return $self->{state}{users};
+}
+
+# Sets GMS's latency: every answer waits SECONDS.
+sub delay {
+    my ($self, $seconds) = @_;
+    $self->_load;
+    $self->{state}{delay} = $seconds // 0;
+    $self->_save;
+}
+
 # Replaces the policies (listPolicies); returns them, as served.  Each a
 # hashref: urn, privileges, and optionally type (default PLATFORM), state
 # (ACTIVE), name, description, and actors {users, groups, roles (arrayrefs
 # or undef), allUsers, allGroups, resourceOwners (true or false)}.
 sub policies {
     my ($self, $policies) = @_;
+    $self->_load;
     if ($policies) {
         $self->{state}{policies} = [ map { _policy($_) } @$policies ];
         $self->_save;
@@ -209,11 +347,12 @@ sub policies {
 # Replaces the memberships the relationships answer from:
 #   { URN => { IsMemberOfGroup => [group...], IsMemberOfNativeGroup => [...],
 #              IsMemberOfRole => [role...] }, ... }
-# for users and groups alike; URN => undef: corpUser (corpGroup) is null,
-# as GMS answers for an entity it does not have.  Any other URN: an entity
-# with no relationships.
+# for users and groups alike: URN's OUTGOING relationships, and the
+# INCOMING ones of each group and role named.  URN => undef: corpUser
+# (corpGroup) is null.  Any other URN: an entity with no relationships.
 sub memberships {
     my ($self, $memberships) = @_;
+    $self->_load;
     if ($memberships) {
         $self->{state}{memberships} = $memberships;
         $self->_save;
@@ -227,6 +366,7 @@ sub memberships {
 # (graphql-error-getGrantedPrivileges-other-actor.json).
 sub granted {
     my ($self, $granted, %opt) = @_;
+    $self->_load;
     $self->{state}{granted} = $granted;
     $self->{state}{only_self} = $opt{only_self};
     $self->_save;
@@ -247,10 +387,10 @@ sub granted {
 #                    default text/html)
 #   token => {FIELD => VALUE, ...}
 #                    the page's first token has these fields changed
-#   delay => SECONDS the answer waits that long
+#   delay => SECONDS the answer waits that long (besides delay())
 #   total => N       every page, whatever page says, has total N
-#   field => NAME    all of the above for queries of that root field only
-#                    (listAccessTokens, listPolicies, corpUser, ...)
+#   field => NAME    all of the above for queries holding that root field
+#                    only (listAccessTokens, listPolicies, corpUser, ...)
 sub misbehave {
     my ($self, %how) = @_;
     $self->_load;
@@ -268,6 +408,24 @@ sub requests {
         $req->{json} = eval { GmsTest::json_decode($req->{body}) };
         $req;
     } @{ $self->{stub}->requests } ];
+}
+
+# How many HTTP requests asked root field FIELD (once each, however many
+# aliases of it the query holds); without FIELD, how many requests.
+sub count {
+    my ($self, $field) = @_;
+    my $n = 0;
+    for my $req (@{ $self->{stub}->requests }) {
+        if (!defined $field) {
+            $n++;
+            next;
+        }
+        my $body = eval { GmsTest::json_decode($req->{body}) };
+        next unless ref $body eq 'HASH' && defined $body->{query}
+                    && !ref $body->{query};
+        $n++ if grep { $_ eq $field } _root_fields($body->{query});
+    }
+    return $n;
 }
 
 # The input variables of each listAccessTokens request: [start, count].
@@ -298,14 +456,14 @@ sub fixture {
 # the workers change the tokens (createAccessToken, revokeAccessToken)
 sub _load {
     my ($self) = @_;
-    $self->{state} = GmsTest::json_decode(GmsTest::slurp($self->{state_file}));
+    $self->{state} = Storable::retrieve($self->{state_file});
 }
 
 sub _save {
     my ($self) = @_;
 
-    # JSON::PP writes a number used as a string since (a test's is() does
-    # that) as a string: GMS's Longs are numbers
+    # a number used as a string since (a test's is() does that) is written
+    # as a string: GMS's Longs are numbers
     my %state = %{ $self->{state} };
     $state{tokens} = [ map {
         my $t = { %$_ };
@@ -315,54 +473,107 @@ sub _save {
         $t;
     } @{ $state{tokens} } ];
 
-    my $tmp = "$self->{state_file}.tmp";
-    GmsTest::write_file($tmp, GmsTest::json_encode(\%state));
-    rename $tmp, $self->{state_file}
+    _write($self->{state_file}, \%state);
+}
+
+# the state file, whole: tmp and rename, so that a worker never reads half
+sub _write {
+    my ($file, $state) = @_;
+    my $tmp = "$file.$$.tmp";
+    Storable::store($state, $tmp)
+        or die "GmsTest::GraphQL: cannot write $tmp\n";
+    rename $tmp, $file
         or die "GmsTest::GraphQL: cannot rename $tmp: $!\n";
 }
 
 
 # --- in the stub's workers ----------------------------------------------------
 
+# The state a worker answers from, read again when the file changed; memo
+# holds what is derived from it (_memo).
+my %CONTEXT;
+
+sub _context {
+    my ($file) = @_;
+
+    my @st = Time::HiRes::stat($file);
+    my $key = join ':', @st[1, 7, 9];
+    my $ctx = $CONTEXT{$file};
+
+    if (!$ctx || $ctx->{key} ne $key) {
+        $ctx = $CONTEXT{$file} = { key => $key, file => $file, memo => {},
+                                   state => Storable::retrieve($file) };
+    }
+    return $ctx;
+}
+
+sub _memo {
+    my ($ctx, $name, $make) = @_;
+    return $ctx->{memo}{$name} //= $make->();
+}
+
 sub _answer {
     my ($file, $req) = @_;
 
-    my $state = GmsTest::json_decode(GmsTest::slurp($file));
-    $state->{_file} = $file;
-    my $how = $state->{misbehave};
+    my $ctx = _context($file);
+    my ($res, $how) = _respond($ctx, $req);
+
+    my $delay = ($ctx->{state}{delay} // 0) + ($how->{delay} // 0);
+    $res->[3] = $delay if $delay > 0;
+
+    return $res;
+}
+
+sub _respond {
+    my ($ctx, $req) = @_;
+
+    my $state = $ctx->{state};
+    my $how = $state->{misbehave} // {};
 
     # AuthenticationFilter, before any servlet (DataHubTokenAuthenticator
     # takes the header's value after "Bearer ")
     if (defined $state->{token}) {
         my $auth = $req->{header}{authorization};
-        return _jetty($req, 401, $GMS_UNAUTHORIZED)
+        return _jetty($req, 401, $GMS_UNAUTHORIZED), {}
             unless defined $auth && $auth eq "Bearer $state->{token}";
     }
 
-    return _jetty($req, 404, 'Not Found') if $req->{path} ne '/api/graphql';
-    return _jetty($req, 405, 'Method Not Allowed') if $req->{method} ne 'POST';
+    return _jetty($req, 404, 'Not Found'), {}
+        if $req->{path} ne '/api/graphql';
+    return _jetty($req, 405, 'Method Not Allowed'), {}
+        if $req->{method} ne 'POST';
 
     my $body = eval { GmsTest::json_decode($req->{body}) };
-    return [400, [], '']
+    return [400, [], ''], {}
         unless ref $body eq 'HASH' && defined $body->{query}
                && !ref $body->{query};
 
     my $vars = ref $body->{variables} eq 'HASH' ? $body->{variables} : {};
-    my $input = ref $vars->{input} eq 'HASH' ? $vars->{input} : {};
-    my ($start, $count) = @$input{qw(start count)};
+    my $op = eval { _parse($body->{query}) };
+    my $error = $@;
 
+    # the page the misbehaviour counts: the first root field's input
+    my $input = ref $vars->{input} eq 'HASH' ? $vars->{input} : {};
+    if ($op) {
+        my ($first) = grep { $_->{name} ne '__typename' } @{ $op->{sel} };
+        my $in = $first ? _bind($first->{args}{input}, $vars, $op) : undef;
+        $input = $in if ref $in eq 'HASH';
+    }
+    my ($start, $count) = @$input{qw(start count)};
     my $page = _is_int($start) && _is_int($count) && $count > 0
                ? int($start / $count) + 1 : 0;
-    my ($root) = $body->{query} =~ /\{\s*(\w+)/;
-    $how = {} if defined $how->{field} && $how->{field} ne ($root // '');
+
+    my @roots = $op ? map { $_->{name} } @{ $op->{sel} }
+                    : $body->{query} =~ /\{\s*(\w+)/;
+    $how = {} if defined $how->{field} && !grep { $_ eq $how->{field} } @roots;
     $how = { total => $how->{total} }
         if defined $how->{page} && $how->{page} != $page;
 
     my $res = _misbehaving($req, $how)
-              // _root($state, $body->{query}, $vars, $how);
-    $res->[3] = $how->{delay};
+              // ($op ? _run($ctx, $op, $vars, $how)
+                      : _graphql(_validation_error($error =~ s/\n\z//r)));
 
-    return $res;
+    return $res, $how;
 }
 
 sub _misbehaving {
@@ -390,195 +601,393 @@ sub _misbehaving {
     return undef;
 }
 
-# The query's first root field chooses who answers it; one sub a field.
-# A field with no answerer here is graphql-java's validation error, as GMS
-# answers a field its schema lacks.
-my %ROOT = (
-    listAccessTokens => sub {
-        my ($state, $query, $vars, $how) = @_;
-        my $input = ref $vars->{input} eq 'HASH' ? $vars->{input} : {};
-        return _list($state->{tokens}, $query, $input, $how);
-    },
-    createAccessToken      => \&_create,
-    revokeAccessToken      => \&_revoke,
-    getAccessTokenMetadata => \&_metadata,
-);
 
-%ROOT = (%ROOT,
-    listPolicies         => \&_list_policies,
-    corpUser             => sub { _relationships('corpUser', @_) },
-    corpGroup            => sub { _relationships('corpGroup', @_) },
-    getGrantedPrivileges => \&_granted,
-);
+# --- the query: parsed, checked, run ------------------------------------------
 
-sub _root {
-    my ($state, $query, $vars, $how) = @_;
+# GraphQL's lexical tokens: [kind, text], kind w (name), s (string value),
+# n (number), p (punctuator); commas and comments are ignored.
+sub _lex {
+    my ($q) = @_;
+    my @t;
 
-    my ($field) = $query =~ /\{\s*(\w+)/;
-    my $answer = defined $field ? $ROOT{$field} : undef;
+    pos($q) = 0;
+    while (1) {
+        $q =~ /\G(?:[\s,]+|#[^\n\r]*)+/gc;
+        last if pos($q) >= length $q;
 
-    return $answer->($state, $query, $vars, $how) if $answer;
-
-    my $sel = eval { _selection($query) };
-    return _graphql(_validation_error($@ =~ s/\n\z//r)) unless $sel;
-    return _graphql(_validation_error("Field '$field' in type 'Query' is "
-                                      . "undefined"));
-}
-
-# listAccessTokens as ListAccessTokensResolver answers it.
-sub _list {
-    my ($tokens, $query, $input, $how) = @_;
-
-    my $sel = eval { _selection($query) };
-    return _graphql(_validation_error($@ =~ s/\n\z//r)) unless $sel;
-
-    my ($start, $count) = @$input{qw(start count)};
-
-    # v0.13.0: no defaults; a missing one ends as the handler's catch-all
-    return _graphql(_error_doc($GRAPHQL_UNKNOWN, 500, 'SERVER_ERROR'))
-        unless _is_int($start) && _is_int($count) && $start >= 0 && $count >= 0;
-
-    my @match = grep { _matches($_, $input->{filters}) } @$tokens;
-
-    # expiresAt descending; Elasticsearch puts tokens without one last
-    my @sorted = sort {
-        defined $a->{expiresAt} && defined $b->{expiresAt}
-            ? $b->{expiresAt} <=> $a->{expiresAt}
-            : defined $b->{expiresAt} <=> defined $a->{expiresAt}
-    } @match;
-
-    my $last = $start + $count - 1 < $#sorted ? $start + $count - 1 : $#sorted;
-    my @page = map { { %$_ } } @sorted[$start .. $last];
-
-    if ($how->{token} && @page) {
-        $page[0] = { %{ $page[0] }, %{ $how->{token} } };
+        if ($q =~ /\G"""(.*?)"""/gcs) {
+            push @t, [s => $1];
+        } elsif ($q =~ /\G"((?:[^"\\\n\r]|\\.)*)"/gc) {
+            push @t, [s => GmsTest::json_decode(qq("$1"))];
+        } elsif ($q =~ /\G(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)/gc) {
+            push @t, [n => $1];
+        } elsif ($q =~ /\G([_A-Za-z][_0-9A-Za-z]*)/gc) {
+            push @t, [w => $1];
+        } elsif ($q =~ /\G(\.\.\.|[!\$&()\:=@\[\]{|}])/gc) {
+            push @t, [p => $1];
+        } else {
+            die "Invalid Syntax : offending token '"
+                . substr($q, pos($q), 1) . "'\n";
+        }
     }
-
-    my %result = (start => $start, count => $count,
-                  total => $how->{total} // scalar @match,
-                  __typename => 'ListAccessTokenResult');
-
-    # graphql-java writes the fields in the order the query asks for them
-    my $json = '{"data":{' . join(',', map {
-        my ($name, $sub) = @$_;
-        $name eq '__typename' ? '"__typename":"Query"'
-        : '"' . $name . '":{' . join(',', map {
-            my ($field, $tsub) = @$_;
-            $field eq 'tokens'
-                ? '"tokens":[' . join(',', map {
-                      my $t = { %$_, type => 'ACCESS_TOKEN',
-                                __typename => 'AccessTokenMetadata' };
-                      '{' . join(',', map {
-                          '"' . $_->[0] . '":'
-                          . GmsTest::json_encode($t->{ $_->[0] })
-                      } @$tsub) . '}'
-                  } @page) . ']'
-                : "\"$field\":" . GmsTest::json_encode($result{$field})
-        } @$sub) . '}'
-    } @$sel) . '},"extensions":{}}';
-
-    return _graphql($json);
+    return \@t;
 }
 
-sub _matches {
-    my ($token, $filters) = @_;
-    for my $f (ref $filters eq 'ARRAY' ? @$filters : ()) {
-        my $v = $token->{ $f->{field} // '' };
-        return 0 unless defined $v
-                        && grep { $_ eq $v } @{ $f->{values} // [] };
-    }
-    return 1;
-}
-
-# The query's selection, checked against the schema as far as this
-# stand-in serves it: [[listAccessTokens, [[field, [[token field]]]...]]].
-sub _selection {
+# The operation: { type => Query | Mutation, defaults => {VAR => AST},
+# sel => [field...] }; a field { name, alias, args => {NAME => AST},
+# sel }; an argument's AST [var => NAME], [lit => VALUE], [list => [AST]],
+# [obj => {NAME => AST}].
+sub _parse {
     my ($query) = @_;
 
-    (my $q = $query) =~ s/#[^\n]*//g;
-    my @t = $q =~ /(\.\.\.|[_A-Za-z][_0-9A-Za-z]*|[{}():])/g;
+    my $p = { t => _lex($query), i => 0 };
+    my %op = (type => 'Query', defaults => {});
 
-    # the operation: "query NAME(VARIABLES)" or a bare selection set
-    my $i = 0;
-    while ($i < @t && $t[$i] ne '{') {
-        $i = $t[$i] eq '(' ? _skip_parens(\@t, $i) : $i + 1;
+    my $tok = $p->{t}[0] // die "Invalid Syntax : no selection set\n";
+    if ($tok->[0] eq 'w') {
+        $op{type} = { query => 'Query', mutation => 'Mutation' }->{$tok->[1]}
+            // die "Invalid Syntax : offending token '$tok->[1]'\n";
+        $p->{i}++;
+        $p->{i}++ if _at($p, 'w');
+        if (_at($p, 'p', '(')) {
+            $p->{i}++;
+            until (_at($p, 'p', ')')) {
+                _expect($p, '$');
+                my $name = _name($p);
+                _expect($p, ':');
+                _type($p);
+                if (_at($p, 'p', '=')) {
+                    $p->{i}++;
+                    $op{defaults}{$name} = _value($p, 1);
+                }
+            }
+            $p->{i}++;
+        }
+        _directives($p);
     }
-    die "Invalid Syntax : no selection set\n" if $i >= @t;
 
-    my $sel = _selection_set(\@t, \$i, _operation_type(\@t), '');
-    die "Validation error: more than one operation\n" if $i < @t;
+    die "Invalid Syntax : no selection set\n" unless _at($p, 'p', '{');
+    $op{sel} = _set($p);
+    die "Validation error: more than one operation\n"
+        if $p->{i} < @{ $p->{t} };
 
-    return $sel;
+    return \%op;
 }
 
-sub _selection_set {
-    my ($t, $i, $type, $path) = @_;
-
-    my %child = (listAccessTokens => 'ListAccessTokenResult',
-                 tokens => 'AccessTokenMetadata',
-                 createAccessToken => 'AccessToken',
-                 metadata => 'AccessTokenMetadata',
-                 getAccessTokenMetadata => 'AccessTokenMetadata');
+sub _set {
+    my ($p) = @_;
     my @sel;
 
-    $$i++;    # '{'
-    while (1) {
-        die "Invalid Syntax : unterminated selection set\n" if $$i >= @$t;
-        my $name = $t->[$$i++];
-        last if $name eq '}';
+    _expect($p, '{');
+    until (_at($p, 'p', '}')) {
+        my $tok = $p->{t}[ $p->{i}++ ]
+            // die "Invalid Syntax : unterminated selection set\n";
         die "Validation error: fragments are not served by the stand-in\n"
-            if $name eq '...';
-        die "Invalid Syntax : offending token '$name'\n"
-            if $name =~ /^[{}():]$/;
-        die "Validation error: aliases are not served by the stand-in\n"
-            if ($t->[$$i] // '') eq ':';
+            if $tok->[0] eq 'p' && $tok->[1] eq '...';
+        die "Invalid Syntax : offending token '$tok->[1]'\n"
+            unless $tok->[0] eq 'w';
 
-        my $where = $path eq '' ? $name : "$path/$name";
-        die "Validation error (FieldUndefined\@[$where]) : Field '$name' in "
-            . "type '$type' is undefined\n"
-            unless $name eq '__typename' || grep { $_ eq $name }
-                                                 @{ $FIELDS{$type} };
-
-        $$i = _skip_parens($t, $$i) if ($t->[$$i] // '') eq '(';
-
-        my $child = $CHILD{"$type.$name"} // $child{$name};
-        my $sub;
-        if (($t->[$$i] // '') eq '{') {
-            die "Validation error (SubselectionNotAllowed\@[$where]) : "
-                . "Sub selection not allowed on leaf type of field $name\n"
-                unless $child;
-            $sub = _selection_set($t, $i, $child, $where);
-        } elsif ($child) {
-            die "Validation error (SubselectionRequired\@[$where]) : Sub "
-                . "selection required for type $child of field $name\n";
+        my %f = (name => $tok->[1], args => {});
+        if (_at($p, 'p', ':')) {
+            $p->{i}++;
+            $f{alias} = $f{name};
+            $f{name} = _name($p);
         }
-
-        push @sel, [$name, $sub];
+        if (_at($p, 'p', '(')) {
+            $p->{i}++;
+            until (_at($p, 'p', ')')) {
+                my $arg = _name($p);
+                _expect($p, ':');
+                $f{args}{$arg} = _value($p, 0);
+            }
+            $p->{i}++;
+        }
+        _directives($p);
+        $f{sel} = _set($p) if _at($p, 'p', '{');
+        push @sel, \%f;
     }
+    $p->{i}++;
 
     return \@sel;
 }
 
-# "mutation ..." or else a query
-sub _operation_type {
-    my ($t) = @_;
-    return @$t && $t->[0] eq 'mutation' ? 'Mutation' : 'Query';
+sub _value {
+    my ($p, $const) = @_;
+
+    my $tok = $p->{t}[ $p->{i}++ ] // die "Invalid Syntax : no value\n";
+    my ($kind, $text) = @$tok;
+
+    if ($kind eq 'p' && $text eq '$' && !$const) {
+        return [var => _name($p)];
+    }
+    return [lit => $text] if $kind eq 's';
+    return [lit => 0 + $text] if $kind eq 'n';
+    if ($kind eq 'w') {
+        return [lit => JSON::PP::true()] if $text eq 'true';
+        return [lit => JSON::PP::false()] if $text eq 'false';
+        return [lit => undef] if $text eq 'null';
+        return [lit => $text];    # an enum value
+    }
+    if ($kind eq 'p' && $text eq '[') {
+        my @list;
+        push @list, _value($p, $const) until _at($p, 'p', ']');
+        $p->{i}++;
+        return [list => \@list];
+    }
+    if ($kind eq 'p' && $text eq '{') {
+        my %obj;
+        until (_at($p, 'p', '}')) {
+            my $name = _name($p);
+            _expect($p, ':');
+            $obj{$name} = _value($p, $const);
+        }
+        $p->{i}++;
+        return [obj => \%obj];
+    }
+    die "Invalid Syntax : offending token '$text'\n";
 }
 
-sub _skip_parens {
-    my ($t, $i) = @_;
-    my $depth = 0;
-    for (; $i < @$t; $i++) {
-        $depth++ if $t->[$i] eq '(';
-        $depth-- if $t->[$i] eq ')';
-        return $i + 1 if $depth == 0;
+sub _type {
+    my ($p) = @_;
+    if (_at($p, 'p', '[')) {
+        $p->{i}++;
+        _type($p);
+        _expect($p, ']');
+    } else {
+        _name($p);
     }
-    die "Invalid Syntax : unbalanced parentheses\n";
+    $p->{i}++ if _at($p, 'p', '!');
+}
+
+sub _directives {
+    my ($p) = @_;
+    while (_at($p, 'p', '@')) {
+        $p->{i}++;
+        _name($p);
+        next unless _at($p, 'p', '(');
+        $p->{i}++;
+        until (_at($p, 'p', ')')) {
+            _name($p);
+            _expect($p, ':');
+            _value($p, 0);
+        }
+        $p->{i}++;
+    }
+}
+
+sub _at {
+    my ($p, $kind, $text) = @_;
+    my $tok = $p->{t}[ $p->{i} ]
+        // die "Invalid Syntax : the query ends too soon\n";
+    return $tok->[0] eq $kind && (!defined $text || $tok->[1] eq $text);
+}
+
+sub _expect {
+    my ($p, $text) = @_;
+    my $tok = $p->{t}[ $p->{i}++ ]
+        // die "Invalid Syntax : the query ends too soon\n";
+    die "Invalid Syntax : offending token '$tok->[1]'\n"
+        unless $tok->[0] eq 'p' && $tok->[1] eq $text;
+}
+
+sub _name {
+    my ($p) = @_;
+    my $tok = $p->{t}[ $p->{i}++ ]
+        // die "Invalid Syntax : the query ends too soon\n";
+    die "Invalid Syntax : offending token '$tok->[1]'\n"
+        unless $tok->[0] eq 'w';
+    return $tok->[1];
+}
+
+# An argument's value, its variables replaced (a variable not given: its
+# default, else null).
+sub _bind {
+    my ($ast, $vars, $op) = @_;
+    return undef unless $ast;
+
+    my ($kind, $v) = @$ast;
+    if ($kind eq 'var') {
+        return $vars->{$v} if exists $vars->{$v};
+        return _bind($op->{defaults}{$v}, $vars, $op);
+    }
+    return $v if $kind eq 'lit';
+    return [ map { _bind($_, $vars, $op) } @$v ] if $kind eq 'list';
+    return { map { $_ => _bind($v->{$_}, $vars, $op) } keys %$v };
+}
+
+# The root fields a query asks (not their aliases); none if it does not
+# parse.
+sub _root_fields {
+    my ($query) = @_;
+    my $op = eval { _parse($query) } or return ();
+    return map { $_->{name} } @{ $op->{sel} };
+}
+
+# graphql-java's validation, as far as this stand-in serves the schema:
+# the fields exist, objects have a selection and leaves none.  Returns
+# the query's complexity (each field 1).
+sub _check {
+    my ($sel, $type, $path) = @_;
+    my $complexity = 0;
+
+    for my $f (@$sel) {
+        my $name = $f->{name};
+        my $where = $path eq '' ? $name : "$path/$name";
+
+        die "Validation error (FieldUndefined\@[$where]) : Field '$name' in "
+            . "type '$type' is undefined\n"
+            unless $name eq '__typename' || $HAS{$type}{$name};
+
+        my $child = $CHILD{"$type.$name"};
+        if ($f->{sel}) {
+            die "Validation error (SubselectionNotAllowed\@[$where]) : "
+                . "Sub selection not allowed on leaf type of field $name\n"
+                unless $child;
+            $complexity += _check($f->{sel}, $child, $where);
+        } elsif ($child) {
+            die "Validation error (SubselectionRequired\@[$where]) : Sub "
+                . "selection required for type $child of field $name\n";
+        }
+        $complexity++;
+    }
+
+    return $complexity;
+}
+
+# Root fields and who answers each: a resolver gets the context (state,
+# misbehaviour) and the field's arguments, and returns the field's value
+# (hashes, arrays, scalars; a code ref for a field with arguments of its
+# own), _failed(...) for a field error, or _whole(JSON) for an answer that
+# replaces the document (graphql-java's input validation).
+my %ROOT = (
+    listAccessTokens       => \&_list,
+    createAccessToken      => \&_create,
+    revokeAccessToken      => \&_revoke,
+    getAccessTokenMetadata => \&_metadata,
+    listPolicies           => \&_list_policies,
+    corpUser               => \&_corp_user,
+    corpGroup              => \&_corp_group,
+    role                   => \&_role,
+    getGrantedPrivileges   => \&_granted,
+    entityExists           => \&_entity_exists,
+);
+
+sub _failed {
+    my (%error) = @_;
+    return bless \%error, 'GmsTest::GraphQL::Failed';
+}
+
+sub _whole {
+    my ($json) = @_;
+    return bless { json => $json }, 'GmsTest::GraphQL::Whole';
+}
+
+sub _run {
+    my ($ctx, $op, $vars, $how) = @_;
+
+    my $complexity = eval { _check($op->{sel}, $op->{type}, '') };
+    return _graphql(_validation_error($@ =~ s/\n\z//r))
+        unless defined $complexity;
+
+    # MaxQueryComplexityInstrumentation: an AbortExecutionException,
+    # before any field runs
+    return _graphql('{"errors":[{"message":"maximum query complexity '
+                    . "exceeded $complexity > $COMPLEXITY_LIMIT\","
+                    . '"extensions":{"classification":"ExecutionAborted"}}],'
+                    . '"extensions":{}}')
+        if $complexity > $COMPLEXITY_LIMIT;
+
+    _bind_args($op->{sel}, $vars, $op);
+
+    my (@errors, %value, $null_data);
+    my @fields = @{ $op->{sel} };
+
+    for my $f (@fields) {
+        my $key = $f->{alias} // $f->{name};
+        if ($f->{name} eq '__typename') {
+            $value{$key} = $op->{type};
+            next;
+        }
+
+        my $v = $ROOT{ $f->{name} }->($ctx, $f->{args}, $how);
+
+        return _graphql($v->{json}) if ref $v eq 'GmsTest::GraphQL::Whole';
+
+        if (ref $v eq 'GmsTest::GraphQL::Failed') {
+            # an error of a fixture, byte for byte, when alone
+            return _graphql(__PACKAGE__->fixture($v->{fixture}) =~ s/\n\z//r)
+                if $v->{fixture} && @fields == 1 && !defined $f->{alias};
+            push @errors, _error_json($v, $key);
+            $null_data = 1 if $NON_NULL_ROOT{ $f->{name} };
+            $value{$key} = undef;
+            next;
+        }
+
+        $value{$key} = $v;
+    }
+
+    my $data = $null_data ? 'null' : '{' . join(',', map {
+        my $key = $_->{alias} // $_->{name};
+        "\"$key\":" . _render($_->{sel}, $value{$key})
+    } @fields) . '}';
+
+    return _graphql((@errors ? '{"errors":[' . join(',', @errors) . '],'
+                             : '{')
+                    . '"data":' . $data . ',"extensions":{}}');
+}
+
+sub _bind_args {
+    my ($sel, $vars, $op) = @_;
+    for my $f (@$sel) {
+        $f->{args} = { map { $_ => _bind($f->{args}{$_}, $vars, $op) }
+                       keys %{ $f->{args} } };
+        _bind_args($f->{sel}, $vars, $op) if $f->{sel};
+    }
+}
+
+# One error of errors[], its path the field's key: a fixture's (its first
+# error) or DataHubDataFetcherExceptionHandler's.
+sub _error_json {
+    my ($e, $key) = @_;
+
+    if ($e->{fixture}) {
+        my $doc = GmsTest::json_decode(__PACKAGE__->fixture($e->{fixture}));
+        %$e = (message => $doc->{errors}[0]{message},
+               code => $doc->{errors}[0]{extensions}{code},
+               type => $doc->{errors}[0]{extensions}{type});
+    }
+
+    return '{"message":' . GmsTest::json_encode($e->{message})
+           . ',"locations":[{"line":2,"column":3}],"path":['
+           . GmsTest::json_encode($key) . '],"extensions":{"code":'
+           . $e->{code} . ',"type":"' . $e->{type} . '",'
+           . '"classification":"DataFetchingException"}}';
+}
+
+# A value with exactly the fields selected, in their order, under their
+# aliases; a field's code ref is called with the field's arguments.
+sub _render {
+    my ($sel, $v) = @_;
+
+    return GmsTest::json_encode($v) unless $sel;
+    return 'null' unless defined $v;
+    return '[' . join(',', map { _render($sel, $_) } @$v) . ']'
+        if ref $v eq 'ARRAY';
+    return '{' . join(',', map {
+        my $f = $_;
+        my $x = $v->{ $f->{name} };
+        $x = $x->($f->{args}) if ref $x eq 'CODE';
+        '"' . ($f->{alias} // $f->{name}) . '":' . _render($f->{sel}, $x)
+    } @$sel) . '}';
 }
 
 sub _is_int {
     my ($v) = @_;
     return defined $v && !ref $v && $v =~ /^-?\d+\z/;
+}
+
+sub _bool {
+    return $_[0] ? JSON::PP::true() : JSON::PP::false();
 }
 
 sub _error_doc {
@@ -643,12 +1052,291 @@ sub _reason {
            // 'Error';
 }
 
+
+# --- tokens -------------------------------------------------------------------
+
+# listAccessTokens as ListAccessTokensResolver answers it.
+sub _list {
+    my ($ctx, $args, $how) = @_;
+
+    my $input = ref $args->{input} eq 'HASH' ? $args->{input} : {};
+    my ($start, $count) = @$input{qw(start count)};
+
+    # v0.13.0: no defaults; a missing one ends as the handler's catch-all
+    return _failed(message => $GRAPHQL_UNKNOWN, code => 500,
+                   type => 'SERVER_ERROR')
+        unless _is_int($start) && _is_int($count) && $start >= 0
+               && $count >= 0;
+
+    # Elasticsearch refuses from + size past index.max_result_window
+    my $window = $ctx->{state}{max_result_window};
+    return _failed(message => $GRAPHQL_UNKNOWN, code => 500,
+                   type => 'SERVER_ERROR')
+        if defined $window && $start + $count > $window;
+
+    my $sorted = _listed($ctx, $input->{filters});
+
+    my $last = $start + $count - 1 < $#$sorted ? $start + $count - 1
+                                               : $#$sorted;
+    my @page = map { { %$_, type => 'ACCESS_TOKEN',
+                       __typename => 'AccessTokenMetadata' } }
+               @$sorted[$start .. $last];
+
+    if ($how->{token} && @page) {
+        $page[0] = { %{ $page[0] }, %{ $how->{token} } };
+    }
+
+    return { start => $start, count => $count,
+             total => $how->{total} // scalar @$sorted, tokens => \@page,
+             __typename => 'ListAccessTokenResult' };
+}
+
+# The tokens the search index lists (not the unlisted ones) that match the
+# filters, expiresAt descending, those without one last (Elasticsearch's
+# missing values); kept until the state changes.
+sub _listed {
+    my ($ctx, $filters) = @_;
+
+    my $key = 'listed ' . GmsTest::json_encode($filters);
+    return _memo($ctx, $key, sub {
+        my @match = grep { !$_->{unlisted} && _matches($_, $filters) }
+                    @{ $ctx->{state}{tokens} };
+        [ sort {
+            defined $a->{expiresAt} && defined $b->{expiresAt}
+                ? $b->{expiresAt} <=> $a->{expiresAt}
+                : defined $b->{expiresAt} <=> defined $a->{expiresAt}
+        } @match ];
+    });
+}
+
+sub _matches {
+    my ($token, $filters) = @_;
+    for my $f (ref $filters eq 'ARRAY' ? @$filters : ()) {
+        my $v = $token->{ $f->{field} // '' };
+        return 0 unless defined $v
+                        && grep { $_ eq $v } @{ $f->{values} // [] };
+    }
+    return 1;
+}
+
+
+# --- entities: existence, users, groups, roles --------------------------------
+
+# entityExists as EntityExistsResolver answers it (see the top).
+sub _entity_exists {
+    my ($ctx, $args) = @_;
+    my $urn = $args->{urn};
+    return _failed(message => $GRAPHQL_UNKNOWN, code => 500,
+                   type => 'SERVER_ERROR')
+        unless defined $urn && !ref $urn && $urn =~ /^urn:li:\w+:./;
+    return _bool(_exists($ctx, $urn));
+}
+
+sub _exists {
+    my ($ctx, $urn) = @_;
+    my $user = $ctx->{state}{users}{$urn};
+    return 0 if $user && $user->{deleted};
+    return _memo($ctx, 'known', sub { _known($ctx->{state}) })->{$urn} ? 1 : 0;
+}
+
+# Every URN the stand-in has an entity for: tokens (listed or not), their
+# actors and owners, the caller, users, memberships and the policies'
+# actors.
+sub _known {
+    my ($state) = @_;
+    my %known = ($state->{caller} => 1);
+
+    for my $t (@{ $state->{tokens} }) {
+        $known{$_} = 1 for grep { defined } @$t{qw(urn actorUrn ownerUrn)};
+    }
+    $known{$_} = 1 for keys %{ $state->{users} // {} };
+
+    my $m = $state->{memberships} // {};
+    for my $urn (keys %$m) {
+        next unless defined $m->{$urn};
+        $known{$urn} = 1;
+        $known{$_} = 1 for map { @{ $_ // [] } } values %{ $m->{$urn} };
+    }
+    for my $p (@{ $state->{policies} // [] }) {
+        $known{$_} = 1
+            for map { @{ $p->{actors}{$_} // [] } } qw(users groups roles);
+    }
+
+    return \%known;
+}
+
+# corpUser(urn) as CorpUserType.batchLoad and CorpUserMapper answer it,
+# with its aspects, exists and relationships (see the top).
+sub _corp_user {
+    my ($ctx, $args, $how) = @_;
+
+    my $urn = $args->{urn} // '';
+    my $m = $ctx->{state}{memberships} // {};
+    return undef if exists $m->{$urn} && !defined $m->{$urn};
+
+    my $user = $ctx->{state}{users}{$urn} // {};
+    my ($name) = $urn =~ /^urn:li:corpuser:(.+)\z/s;
+    my $status = $user->{deleted} ? undef : $user->{status};
+
+    return {
+        urn           => $urn,
+        type          => 'CORP_USER',
+        username      => $name // $urn,
+        status        => $status,
+        exists        => _bool(_exists($ctx, $urn)),
+        aspects       => sub { _aspects($ctx, $urn, $name // $urn, $_[0]) },
+        relationships => sub {
+            $user->{deleted} ? _related($ctx, '', $_[0]{input}, $how)
+                             : _related($ctx, $urn, $_[0]{input}, $how);
+        },
+        __typename    => 'CorpUser',
+    };
+}
+
+# WeaklyTypedAspectsResolver: the aspects asked for that the user has, in
+# the entity registry's order; corpUserKey always (the key GMS adds).
+# Payloads as JacksonDataCodec writes the record (the .pdl's field order).
+sub _aspects {
+    my ($ctx, $urn, $name, $args) = @_;
+
+    my $input = ref $args->{input} eq 'HASH' ? $args->{input} : {};
+    my $names = ref $input->{aspectNames} eq 'ARRAY' ? $input->{aspectNames}
+                                                      : [];
+    my %want = map { $_ => 1 } @$names;
+    my $user = $ctx->{state}{users}{$urn} // {};
+    my @have = ([corpUserKey => { username => $name }]);
+
+    if (!$user->{deleted}) {
+        push @have, [corpUserStatus => {
+                         status => $user->{status},
+                         lastModified => {
+                             actor => $ctx->{state}{caller},
+                             time  => $ctx->{state}{users_time} // 0 } }]
+            if defined $user->{status};
+        push @have, [status => { removed => _bool($user->{removed}) }]
+            if exists $user->{removed};
+    }
+
+    return [ map {
+        my ($aspect, $payload) = @$_;
+        { aspectName => $aspect, __typename => 'RawAspect',
+          payload => _payload($payload) }
+    } grep { !@$names || $want{ $_->[0] } } @have ];
+}
+
+# a record as JSON, its fields in this order: status, lastModified, actor,
+# time, username, removed
+sub _payload {
+    my ($v) = @_;
+    return GmsTest::json_encode($v) unless ref $v eq 'HASH';
+    my %rank = (status => 1, lastModified => 2, actor => 3, time => 4);
+    return '{' . join(',', map {
+        GmsTest::json_encode($_) . ':' . _payload($v->{$_})
+    } sort { ($rank{$a} // 9) <=> ($rank{$b} // 9) || $a cmp $b } keys %$v)
+    . '}';
+}
+
+# corpGroup(urn) as CorpGroupType and CorpGroupMapper answer it.
+sub _corp_group {
+    my ($ctx, $args, $how) = @_;
+
+    my $urn = $args->{urn} // '';
+    my $m = $ctx->{state}{memberships} // {};
+    return undef if exists $m->{$urn} && !defined $m->{$urn};
+
+    my ($name) = $urn =~ /^urn:li:corpGroup:(.+)\z/s;
+    return {
+        urn           => $urn,
+        type          => 'CORP_GROUP',
+        name          => $name // $urn,
+        exists        => _bool(_exists($ctx, $urn)),
+        relationships => sub { _related($ctx, $urn, $_[0]{input}, $how) },
+        __typename    => 'CorpGroup',
+    };
+}
+
+# role(urn) as RoleType.batchLoad and RoleMapper answer it: never null.
+sub _role {
+    my ($ctx, $args, $how) = @_;
+
+    my $urn = $args->{urn} // '';
+    my ($id) = $urn =~ /^urn:li:\w+:(.+)\z/s;
+    return {
+        urn           => $urn,
+        type          => 'ROLE',
+        id            => $id // $urn,
+        relationships => sub { _related($ctx, $urn, $_[0]{input}, $how) },
+        __typename    => 'Role',
+    };
+}
+
+# relationships(input) as EntityRelationshipsResultResolver answers it
+# from the graph (see the top).
+sub _related {
+    my ($ctx, $urn, $input, $how) = @_;
+
+    $input = {} unless ref $input eq 'HASH';
+    my $start = _is_int($input->{start}) ? $input->{start} : 0;
+    my $count = _is_int($input->{count}) && $input->{count} <= $GRAPH_MAX
+                ? $input->{count} : $GRAPH_DEFAULT;
+    my $direction = $input->{direction} // '';
+    my $types = ref $input->{types} eq 'ARRAY' ? $input->{types} : [];
+
+    my $graph = $direction eq 'INCOMING'
+                ? _memo($ctx, 'incoming', sub { _incoming($ctx->{state}) })
+                : $ctx->{state}{memberships} // {};
+    my $mine = $graph->{$urn} // {};
+
+    my @all = map {
+        my $type = $_;
+        map { [$type, $_] } @{ $mine->{$type} // [] };
+    } @$types;
+
+    my $last = $start + $count - 1 < $#all ? $start + $count - 1 : $#all;
+    my @page = map {
+        my ($type, $other) = @$_;
+        my ($etype, $typename) =
+            $other =~ /^urn:li:corpGroup:/ ? ('CORP_GROUP', 'CorpGroup')
+            : $other =~ /^urn:li:dataHubRole:/ ? ('DATAHUB_ROLE', 'DataHubRole')
+            : ('CORP_USER', 'CorpUser');
+        { type => $type, direction => $direction, created => undef,
+          entity => { urn => $other, type => $etype,
+                      __typename => $typename },
+          __typename => 'EntityRelationship' }
+    } @all[$start .. $last];
+
+    return { start => $start, count => scalar @page,
+             total => $how->{total} // scalar @all, relationships => \@page,
+             __typename => 'EntityRelationshipsResult' };
+}
+
+# The memberships turned around: { GROUP or ROLE => { TYPE => [member
+# URN...] } }, members sorted, a user deleted in users() no member.
+sub _incoming {
+    my ($state) = @_;
+    my $m = $state->{memberships} // {};
+    my %in;
+
+    for my $member (sort keys %$m) {
+        next unless defined $m->{$member};
+        my $user = ($state->{users} // {})->{$member};
+        next if $user && $user->{deleted};
+        for my $type (keys %{ $m->{$member} }) {
+            push @{ $in{$_}{$type} }, $member for @{ $m->{$member}{$type} // [] };
+        }
+    }
+
+    return \%in;
+}
+
+
+# --- policies and privileges --------------------------------------------------
+
 # A policy as PolicyInfoPolicyMapper maps it: Boolean! fields true or false,
 # lists absent from the policy null.
 sub _policy {
     my ($p) = @_;
     my $a = $p->{actors} // {};
-    my $bool = sub { $_[0] ? JSON::PP::true() : JSON::PP::false() };
     return {
         urn         => $p->{urn},
         type        => $p->{type} // 'PLATFORM',
@@ -661,10 +1349,10 @@ sub _policy {
             users               => $a->{users},
             groups              => $a->{groups},
             roles               => $a->{roles},
-            resourceOwners      => $bool->($a->{resourceOwners}),
+            resourceOwners      => _bool($a->{resourceOwners}),
             resourceOwnersTypes => undef,
-            allUsers            => $bool->($a->{allUsers}),
-            allGroups           => $bool->($a->{allGroups}),
+            allUsers            => _bool($a->{allUsers}),
+            allGroups           => _bool($a->{allGroups}),
             __typename          => 'ActorFilter',
         },
         __typename  => 'Policy',
@@ -675,115 +1363,40 @@ sub _policy {
 # (defaults 0 and 20), total the number of policies, policies in the order
 # given (PolicyFetcher's search order).
 sub _list_policies {
-    my ($state, $query, $vars, $how) = @_;
+    my ($ctx, $args, $how) = @_;
 
-    my $sel = eval { _selection($query) };
-    return _graphql(_validation_error($@ =~ s/\n\z//r)) unless $sel;
-
-    my $input = ref $vars->{input} eq 'HASH' ? $vars->{input} : {};
+    my $input = ref $args->{input} eq 'HASH' ? $args->{input} : {};
     my $start = $input->{start} // 0;
     my $count = $input->{count} // 20;
-    return _graphql(_error_doc($GRAPHQL_UNKNOWN, 500, 'SERVER_ERROR'))
+    return _failed(message => $GRAPHQL_UNKNOWN, code => 500,
+                   type => 'SERVER_ERROR')
         unless _is_int($start) && _is_int($count) && $start >= 0
                && $count >= 0;
 
-    my @all = @{ $state->{policies} // [] };
+    my @all = @{ $ctx->{state}{policies} // [] };
     my $last = $start + $count - 1 < $#all ? $start + $count - 1 : $#all;
 
-    return _data($sel, { start => $start, count => $count,
-                         total => $how->{total} // scalar @all,
-                         policies => [ @all[$start .. $last] ],
-                         __typename => 'ListPoliciesResult' });
-}
-
-# corpUser(urn) / corpGroup(urn) { relationships(input) }: the outgoing
-# relationships of the asked types, in the order of the types asked, paged
-# by start and count; entities typed from their URN.
-sub _relationships {
-    my ($field, $state, $query, $vars, $how) = @_;
-
-    my $sel = eval { _selection($query) };
-    return _graphql(_validation_error($@ =~ s/\n\z//r)) unless $sel;
-
-    my $urn = $vars->{urn} // '';
-    my $all = $state->{memberships} // {};
-    return _data($sel, undef) if exists $all->{$urn} && !defined $all->{$urn};
-
-    my $input = ref $vars->{input} eq 'HASH' ? $vars->{input} : {};
-    my $start = $input->{start} // 0;
-    my $count = $input->{count} // 100;
-    my $mine = $all->{$urn} // {};
-
-    my @rels;
-    if (($input->{direction} // '') eq 'OUTGOING') {
-        for my $type (@{ $input->{types} // [] }) {
-            push @rels, map {
-                my ($etype, $typename) =
-                    /^urn:li:corpGroup:/ ? ('CORP_GROUP', 'CorpGroup')
-                    : /^urn:li:dataHubRole:/ ? ('DATAHUB_ROLE', 'DataHubRole')
-                    : ('CORP_USER', 'CorpUser');
-                { type => $type, direction => 'OUTGOING', created => undef,
-                  entity => { urn => $_, type => $etype,
-                              __typename => $typename },
-                  __typename => 'EntityRelationship' }
-            } @{ $mine->{$type} // [] };
-        }
-    }
-
-    my $last = $start + $count - 1 < $#rels ? $start + $count - 1 : $#rels;
-    my $entity = {
-        urn => $urn,
-        type => $field eq 'corpUser' ? 'CORP_USER' : 'CORP_GROUP',
-        __typename => $field eq 'corpUser' ? 'CorpUser' : 'CorpGroup',
-        relationships => { start => $start, count => $count,
-                           total => $how->{total} // scalar @rels,
-                           relationships => [ @rels[$start .. $last] ],
-                           __typename => 'EntityRelationshipsResult' },
-    };
-
-    return _data($sel, $entity);
+    return { start => $start, count => $count,
+             total => $how->{total} // scalar @all,
+             policies => [ @all[$start .. $last] ],
+             __typename => 'ListPoliciesResult' };
 }
 
 # getGrantedPrivileges as GetGrantedPrivilegesResolver answers it.
 sub _granted {
-    my ($state, $query, $vars, $how) = @_;
+    my ($ctx, $args) = @_;
 
-    my $sel = eval { _selection($query) };
-    return _graphql(_validation_error($@ =~ s/\n\z//r)) unless $sel;
-
-    my $input = ref $vars->{input} eq 'HASH' ? $vars->{input} : {};
+    my $state = $ctx->{state};
+    my $input = ref $args->{input} eq 'HASH' ? $args->{input} : {};
     my $actor = $input->{actorUrn} // '';
 
-    if (defined $state->{only_self} && $actor ne $state->{only_self}) {
-        return _graphql(__PACKAGE__->fixture(
-            'graphql-error-getGrantedPrivileges-other-actor.json')
-            =~ s/\n\z//r);
-    }
+    return _failed(fixture =>
+                   'graphql-error-getGrantedPrivileges-other-actor.json')
+        if defined $state->{only_self} && $actor ne $state->{only_self};
 
-    return _data($sel, { privileges => $state->{granted}{$actor} // [],
-                         __typename => 'Privileges' });
+    return { privileges => $state->{granted}{$actor} // [],
+             __typename => 'Privileges' };
 }
-
-# {"data":{FIELD: VALUE}} with exactly the fields selected, in their order.
-sub _data {
-    my ($sel, $value) = @_;
-    my ($field, $sub) = @{ $sel->[0] };
-    return _graphql('{"data":{"' . $field . '":' . _render($sub, $value)
-                    . '},"extensions":{}}');
-}
-
-sub _render {
-    my ($sel, $v) = @_;
-    return GmsTest::json_encode($v) unless $sel;
-    return 'null' unless defined $v;
-    return '[' . join(',', map { _render($sel, $_) } @$v) . ']'
-        if ref $v eq 'ARRAY';
-    return '{' . join(',', map {
-        my ($name, $sub) = @$_;
-        "\"$name\":" . _render($sub, $v->{$name})
-    } @$sel) . '}';
-}
-
 
 
 # --- token management ---------------------------------------------------------
@@ -797,13 +1410,11 @@ sub _render {
 # privileges (MANAGE_ACCESS_TOKENS, or GENERATE_PERSONAL_ACCESS_TOKENS for
 # oneself): misbehave(graphql_error => 1) gives their refusal.
 sub _create {
-    my ($state, $query, $vars, $how) = @_;
+    my ($ctx, $args) = @_;
 
-    my $sel = eval { _selection($query) };
-    return _graphql(_validation_error($@ =~ s/\n\z//r)) unless $sel;
-
-    my $in = $vars->{input};
-    return _graphql(_validation_error(
+    my $state = $ctx->{state};
+    my $in = $args->{input};
+    return _whole(_validation_error(
         "Variable 'input' has an invalid value: CreateAccessTokenInput "
         . "needs type PERSONAL, actorUrn, duration (AccessTokenDuration) "
         . "and name"))
@@ -836,80 +1447,57 @@ sub _create {
                   expiresAt => defined $ms ? $now + $ms : undef };
 
     push @{ $state->{tokens} }, $token;
-    _store($state);
+    _store($ctx);
 
-    return _graphql(_answer_json($sel, { createAccessToken => {
-        accessToken => $jwt,
-        metadata => { %$token, type => 'ACCESS_TOKEN' } } }));
+    return { accessToken => $jwt, __typename => 'AccessToken',
+             metadata => { %$token, type => 'ACCESS_TOKEN',
+                           __typename => 'AccessTokenMetadata' } };
 }
 
 # revokeAccessToken(tokenId) as RevokeAccessTokenResolver: true, or for an
 # id GMS does not have the handler's catch-all (the fixture)
 sub _revoke {
-    my ($state, $query, $vars, $how) = @_;
+    my ($ctx, $args) = @_;
 
-    my $id = $vars->{tokenId};
+    my $state = $ctx->{state};
+    my $id = $args->{tokenId};
     my @keep = grep { !(defined $id && $_->{id} eq $id) } @{ $state->{tokens} };
 
-    return _graphql(__PACKAGE__->fixture(
-        'graphql-error-revokeAccessToken-unknown-id.json') =~ s/\n\z//r)
+    return _failed(fixture => 'graphql-error-revokeAccessToken-unknown-id.json')
         if !defined $id || ref $id || @keep == @{ $state->{tokens} };
 
     $state->{tokens} = \@keep;
-    _store($state);
+    _store($ctx);
 
-    return _graphql(__PACKAGE__->fixture('revokeAccessToken.json')
-                    =~ s/\n\z//r);
+    return JSON::PP::true();
 }
 
 # getAccessTokenMetadata(token) as GetAccessTokenMetadataResolver: the token
-# hashed with GMS's salt, its entity loaded; a token GMS does not have ends
-# in the handler's catch-all (batchLoad's null, then getData())
+# hashed with GMS's salt, its entity loaded (listed in the search index or
+# not); a token GMS does not have ends in the handler's catch-all
+# (batchLoad's null, then getData())
 sub _metadata {
-    my ($state, $query, $vars, $how) = @_;
+    my ($ctx, $args) = @_;
 
-    my $sel = eval { _selection($query) };
-    return _graphql(_validation_error($@ =~ s/\n\z//r)) unless $sel;
-
-    my $token = $vars->{token};
+    my $state = $ctx->{state};
+    my $token = $args->{token};
     my $id = defined $token && !ref $token
              ? GmsTest::sha256_b64($token . $state->{salt}) : '';
     my ($found) = grep { $_->{id} eq $id } @{ $state->{tokens} };
 
-    return _graphql(_error_doc($GRAPHQL_UNKNOWN, 500,
-                               'SERVER_ERROR', 'getAccessTokenMetadata'))
+    return _failed(message => $GRAPHQL_UNKNOWN, code => 500,
+                   type => 'SERVER_ERROR')
         unless $found;
 
-    return _graphql(_answer_json($sel, { getAccessTokenMetadata => {
-        %$found, type => 'ACCESS_TOKEN' } }));
+    return { %$found, type => 'ACCESS_TOKEN',
+             __typename => 'AccessTokenMetadata' };
 }
 
-# {"data":{...},"extensions":{}} with the selected fields, in the query's
-# order, as graphql-java writes them
-sub _answer_json {
-    my ($sel, $data) = @_;
-    return '{"data":' . _selected($data, $sel) . ',"extensions":{}}';
-}
-
-sub _selected {
-    my ($v, $sel) = @_;
-    return GmsTest::json_encode($v) unless $sel && defined $v;
-    return '[' . join(',', map { _selected($_, $sel) } @$v) . ']'
-        if ref $v eq 'ARRAY';
-    return '{' . join(',', map {
-        '"' . $_->[0] . '":' . _selected($v->{ $_->[0] }, $_->[1])
-    } @$sel) . '}';
-}
-
-# the state file, from a worker: tmp and rename, as _save
+# the state file, from a worker; what the worker derived from it goes
 sub _store {
-    my ($state) = @_;
-    my $file = $state->{_file};
-    my %copy = %$state;
-    delete $copy{_file};
-    GmsTest::write_file("$file.$$.tmp", GmsTest::json_encode(\%copy));
-    rename "$file.$$.tmp", $file
-        or die "GmsTest::GraphQL: cannot rename $file.$$.tmp: $!\n";
+    my ($ctx) = @_;
+    _write($ctx->{file}, $ctx->{state});
+    delete $CONTEXT{ $ctx->{file} };
 }
 
 1;
