@@ -13,7 +13,8 @@
  * session token is then accepted on its signature, as GMS accepts it;
  * Redis is asked only for its user's privileges, and only where a
  * privilege is needed.  Personal tokens are still looked up by id: their
- * entry is how revocation works.  The system client
+ * entry is how revocation works; one that Redis does not have may go on
+ * to GMS, which decides (ngx_http_gms_verdict.c).  The system client
  * (gms_token_system_client) is checked against a digest of its id and
  * secret, and keeps its delegating X-DataHub-Actor.
  */
@@ -24,6 +25,7 @@
 #include "ngx_http_gms_source.h"
 #include "ngx_http_gms_credentials.h"
 #include "ngx_http_gms_privilege.h"
+#include "ngx_http_gms_verdict.h"
 #include "ngx_http_gms_es_task.h"
 #include "ngx_http_gms_lookup.h"
 #include "ngx_http_gms_cache.h"
@@ -350,7 +352,25 @@ ngx_http_gms_wants_privileges(ngx_http_request_t *r)
 static ngx_int_t
 ngx_http_gms_decide(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
 {
-    ngx_http_gms_loc_conf_t  *glcf;
+    ngx_http_gms_loc_conf_t   *glcf;
+    ngx_http_gms_main_conf_t  *gmcf;
+
+    if (ctx->result == NGX_HTTP_GMS_PASSED) {
+
+        if (ngx_http_gms_may_pass(r)) {
+            gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
+            ctx->generation = ngx_http_gms_cache_generation(gmcf->cache);
+
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                           "gms: token id \"%s\" signed, unknown to redis: "
+                           "GMS decides", ctx->id);
+
+            ngx_http_gms_count(requests[NGX_HTTP_GMS_PASSED]);
+            return NGX_OK;
+        }
+
+        ctx->result = NGX_HTTP_GMS_UNKNOWN;
+    }
 
     if (ctx->result == NGX_HTTP_GMS_OK) {
         glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
@@ -553,7 +573,10 @@ ngx_http_gms_challenge(ngx_conf_t *cf, ngx_str_t *realm, const char *error,
  * location passes only when its main request's token was checked and
  * valid, and has the location's privileges; otherwise the subrequest ends
  * with 401 (or the refusal status), which auth_request, for one, turns
- * into a refusal of the main request.  No Redis lookup is made for it: a
+ * into a refusal of the main request.  A main request whose signed token
+ * GMS decides on may go on to a subrequest's location that lets GMS
+ * decide too (its answer is remembered there as well).  No Redis lookup is
+ * made for it: a
  * session token whose privileges its main request did not read (its
  * location checks none) is refused where a privilege is needed.
  * The module's own getEsTaskStatus subrequest is checked by its caller.
@@ -578,6 +601,12 @@ ngx_http_gms_subrequest_handler(ngx_http_request_t *r)
     ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
 
     if (ctx != NULL && ctx->es != NULL && ctx->es->subrequest == r) {
+        return NGX_DECLINED;
+    }
+
+    if (ctx != NULL && ctx->result == NGX_HTTP_GMS_PASSED
+        && ngx_http_gms_may_pass(r))
+    {
         return NGX_DECLINED;
     }
 

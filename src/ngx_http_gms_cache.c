@@ -8,6 +8,12 @@
  * negative entries and never evicts a real user's.  A positive entry is
  * fresh for ttl, never past the token's expiresAt; with stale= set it may
  * stand in for a failing Redis for that long after its ttl.
+ *
+ * With signing keys, two more kinds of negative entries: a signed token
+ * that Redis does not have, to be passed to GMS (NGX_HTTP_GMS_PASSED),
+ * and a token id gms-token published lately (a "changed" node, no entry:
+ * a lookup is made all the same), so that a token removed from Redis is
+ * refused here, not passed to a GMS that may still accept it.
  */
 
 
@@ -51,6 +57,14 @@ typedef struct {
 } ngx_http_gms_time_t;
 
 
+/*
+ * A node's result beyond the lookups' own: a token id that gms-token
+ * published lately.  It answers no request; it makes a later "unknown"
+ * from Redis a removal, not a token GMS has yet to be asked about.
+ */
+#define NGX_HTTP_GMS_CACHE_CHANGED  NGX_HTTP_GMS_NRESULTS
+
+
 #define ngx_http_gms_cache_node(node)                                        \
     ((ngx_http_gms_cache_node_t *) &(node)->color)
 
@@ -71,6 +85,10 @@ static void ngx_http_gms_cache_remove(ngx_http_gms_cache_t *cache,
     ngx_rbtree_node_t *node);
 static ngx_int_t ngx_http_gms_cache_evict(ngx_http_gms_cache_t *cache,
     ngx_queue_t *queue);
+static ngx_rbtree_node_t *ngx_http_gms_cache_alloc_locked(
+    ngx_http_gms_cache_t *cache, size_t size, ngx_uint_t positive);
+static void ngx_http_gms_cache_changed_locked(ngx_http_gms_cache_t *cache,
+    u_char *id, uint32_t hash);
 static void ngx_http_gms_cache_rbtree_insert(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
 static ngx_int_t ngx_http_gms_cache_init_zone(ngx_shm_zone_t *shm_zone,
@@ -136,6 +154,12 @@ ngx_http_gms_cache_get(ngx_http_gms_cache_t *cache, u_char *id,
         goto done;
     }
 
+    if (cn->result == NGX_HTTP_GMS_CACHE_CHANGED) {
+        /* kept for the lookup's answer: ngx_http_gms_cache_changed() */
+        rc = NGX_HTTP_GMS_CACHE_MISS;
+        goto done;
+    }
+
     len = cn->actor_len + cn->privileges_len;
 
     if (len > sizeof(ngx_http_gms_cache_scratch)) {
@@ -196,7 +220,7 @@ ngx_http_gms_cache_put(ngx_http_gms_cache_t *cache, u_char *id,
     size_t                      len, size;
     int64_t                     now;
     uint32_t                    hash;
-    ngx_uint_t                  positive, tries;
+    ngx_uint_t                  positive;
     ngx_queue_t                *queue;
     ngx_rbtree_node_t          *node;
     ngx_http_gms_cache_node_t  *cn;
@@ -250,34 +274,7 @@ ngx_http_gms_cache_put(ngx_http_gms_cache_t *cache, u_char *id,
         ngx_http_gms_cache_remove(cache, node);
     }
 
-    if (!positive) {
-        while (cache->sh->nnegative >= cache->max_negative
-               && ngx_http_gms_cache_evict(cache, &cache->sh->negative)
-                  == NGX_OK)
-        {
-            /* void */
-        }
-    }
-
-    node = ngx_slab_alloc_locked(cache->shpool, size);
-
-    /*
-     * The zone is full: negative entries go first, then, for a positive
-     * entry only, the least recently used positive ones.
-     */
-
-    for (tries = 0; node == NULL && tries < 64; tries++) {
-
-        if (ngx_http_gms_cache_evict(cache, &cache->sh->negative) != NGX_OK
-            && (!positive
-                || ngx_http_gms_cache_evict(cache, &cache->sh->positive)
-                   != NGX_OK))
-        {
-            break;
-        }
-
-        node = ngx_slab_alloc_locked(cache->shpool, size);
-    }
+    node = ngx_http_gms_cache_alloc_locked(cache, size, positive);
 
     if (node == NULL) {
         ngx_shmtx_unlock(&cache->shpool->mutex);
@@ -327,7 +324,9 @@ ngx_http_gms_cache_put(ngx_http_gms_cache_t *cache, u_char *id,
         cache->sh->npositive++;
 
     } else {
-        cn->fresh_until = now + cache->negative_ttl;
+        /* expires_at: the end its maker chose instead of negative_ttl */
+        cn->fresh_until = expires_at ? expires_at
+                                     : now + (int64_t) cache->negative_ttl;
         cn->usable_until = cn->fresh_until;
         cache->sh->nnegative++;
     }
@@ -336,6 +335,129 @@ ngx_http_gms_cache_put(ngx_http_gms_cache_t *cache, u_char *id,
     ngx_queue_insert_head(queue, &cn->queue);
 
     ngx_shmtx_unlock(&cache->shpool->mutex);
+}
+
+
+/*
+ * A node of size bytes, room made for it under the lock: a negative one
+ * within the negative budget; when the zone is full, negative entries go
+ * first, then, for a positive entry only, the least recently used
+ * positive ones.  NULL: no room.
+ */
+
+static ngx_rbtree_node_t *
+ngx_http_gms_cache_alloc_locked(ngx_http_gms_cache_t *cache, size_t size,
+    ngx_uint_t positive)
+{
+    ngx_uint_t          tries;
+    ngx_rbtree_node_t  *node;
+
+    if (!positive) {
+        while (cache->sh->nnegative >= cache->max_negative
+               && ngx_http_gms_cache_evict(cache, &cache->sh->negative)
+                  == NGX_OK)
+        {
+            /* void */
+        }
+    }
+
+    node = ngx_slab_alloc_locked(cache->shpool, size);
+
+    for (tries = 0; node == NULL && tries < 64; tries++) {
+
+        if (ngx_http_gms_cache_evict(cache, &cache->sh->negative) != NGX_OK
+            && (!positive
+                || ngx_http_gms_cache_evict(cache, &cache->sh->positive)
+                   != NGX_OK))
+        {
+            break;
+        }
+
+        node = ngx_slab_alloc_locked(cache->shpool, size);
+    }
+
+    return node;
+}
+
+
+/*
+ * The end of the "changed" node of a token id (gms-token published it
+ * lately), or 0: none.
+ */
+
+int64_t
+ngx_http_gms_cache_changed(ngx_http_gms_cache_t *cache, u_char *id)
+{
+    int64_t                     until;
+    ngx_rbtree_node_t          *node;
+    ngx_http_gms_cache_node_t  *cn;
+
+    if (cache == NULL || cache->sh == NULL || cache->changed == 0) {
+        return 0;
+    }
+
+    until = 0;
+
+    ngx_shmtx_lock(&cache->shpool->mutex);
+
+    node = ngx_http_gms_cache_find(cache, id,
+                                   ngx_crc32_short(id, GMS_TOKEN_ID_LEN));
+
+    if (node) {
+        cn = ngx_http_gms_cache_node(node);
+
+        if (cn->result == NGX_HTTP_GMS_CACHE_CHANGED
+            && cn->source == cache->source
+            && cn->usable_until > ngx_http_gms_now_ms())
+        {
+            until = cn->usable_until;
+        }
+    }
+
+    ngx_shmtx_unlock(&cache->shpool->mutex);
+
+    return until;
+}
+
+
+/*
+ * A token id published: whatever its entry was, a "changed" node takes
+ * its place for cache->changed (each worker receives each message: the
+ * last one's stands).  No room for it: only the entry is gone, as before.
+ */
+
+static void
+ngx_http_gms_cache_changed_locked(ngx_http_gms_cache_t *cache, u_char *id,
+    uint32_t hash)
+{
+    ngx_rbtree_node_t          *node;
+    ngx_http_gms_cache_node_t  *cn;
+
+    node = ngx_http_gms_cache_alloc_locked(cache,
+                                           ngx_http_gms_cache_node_size(0),
+                                           0);
+    if (node == NULL) {
+        return;
+    }
+
+    cn = ngx_http_gms_cache_node(node);
+
+    node->key = hash;
+    cn->source = cache->source;
+    cn->result = NGX_HTTP_GMS_CACHE_CHANGED;
+    cn->type = GMS_TOKEN_NONE;
+    cn->no_privileges = 0;
+    cn->actor_len = 0;
+    cn->privileges_len = 0;
+    ngx_memcpy(cn->id, id, GMS_TOKEN_ID_LEN);
+
+    cn->fresh_until = ngx_http_gms_now_ms() + (int64_t) cache->changed;
+    cn->usable_until = cn->fresh_until;
+
+    cache->sh->nnegative++;
+
+    ngx_rbtree_insert(&cache->sh->rbtree, node);
+    ngx_queue_insert_head(&cache->sh->negative, &cn->queue);
 }
 
 
@@ -369,8 +491,9 @@ ngx_http_gms_cache_generation(ngx_http_gms_cache_t *cache)
 
 /*
  * What gms-token publishes on <prefix>invalidate: a token id drops that
- * token's entry (positive or negative), a user's URN every entry of the
- * user (its privileges changed), "*" everything.  Any other message drops
+ * token's entry (positive or negative; with signing keys, a "changed"
+ * node takes its place), a user's URN every entry of the user (its
+ * privileges changed), "*" everything.  Any other message drops
  * everything too: a stale entry is the one thing it must not leave.
  * Dropping by user walks the entries under the mutex: privilege changes
  * are rare, and a walk of the largest zones takes milliseconds.
@@ -381,6 +504,7 @@ ngx_uint_t
 ngx_http_gms_cache_drop(ngx_http_gms_cache_t *cache, u_char *what,
     size_t len)
 {
+    uint32_t                    hash;
     ngx_uint_t                  n, all, i;
     ngx_queue_t                *q, *next, *queues[2];
     ngx_rbtree_node_t          *node;
@@ -397,11 +521,17 @@ ngx_http_gms_cache_drop(ngx_http_gms_cache_t *cache, u_char *what,
     cache->sh->generation++;
 
     if (len == GMS_TOKEN_ID_LEN && gms_token_id_valid((char *) what, len)) {
-        node = ngx_http_gms_cache_find(cache, what,
-                                       ngx_crc32_short(what, len));
+        hash = ngx_crc32_short(what, len);
+        node = ngx_http_gms_cache_find(cache, what, hash);
+
         if (node) {
+            n = (ngx_http_gms_cache_node(node)->result
+                 != NGX_HTTP_GMS_CACHE_CHANGED);
             ngx_http_gms_cache_remove(cache, node);
-            n = 1;
+        }
+
+        if (cache->changed) {
+            ngx_http_gms_cache_changed_locked(cache, what, hash);
         }
 
         ngx_shmtx_unlock(&cache->shpool->mutex);

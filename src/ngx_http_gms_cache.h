@@ -12,6 +12,15 @@
 #include "ngx_http_gms_module.h"
 
 
+/*
+ * How long a token id gms-token published is remembered (with signing
+ * keys): DataHub's StatefulTokenService keeps a token's "not revoked" for
+ * 5 minutes (expireAfterWrite), so long may a GMS replica still accept a
+ * token that Redis lost.
+ */
+#define NGX_HTTP_GMS_CACHE_CHANGED_TIME  300000
+
+
 typedef enum {
     NGX_HTTP_GMS_CACHE_MISS = 0,
     NGX_HTTP_GMS_CACHE_FRESH,
@@ -21,7 +30,7 @@ typedef enum {
 
 /* what one lookup found; actor and privileges are copied to the pool */
 typedef struct {
-    ngx_http_gms_result_e      result;     /* OK, UNKNOWN or EXPIRED */
+    ngx_http_gms_result_e      result;     /* OK, UNKNOWN, EXPIRED, PASSED */
     gms_token_type_e           type;
     ngx_uint_t                 no_privileges;  /* a session token's, unread */
     ngx_str_t                  actor;
@@ -35,6 +44,7 @@ void ngx_http_gms_cache_put(ngx_http_gms_cache_t *cache, u_char *id,
     ngx_http_gms_cache_entry_t *entry, int64_t expires_at,
     ngx_uint_t generation);
 ngx_uint_t ngx_http_gms_cache_generation(ngx_http_gms_cache_t *cache);
+int64_t ngx_http_gms_cache_changed(ngx_http_gms_cache_t *cache, u_char *id);
 ngx_uint_t ngx_http_gms_cache_drop(ngx_http_gms_cache_t *cache, u_char *what,
     size_t len);
 void ngx_http_gms_cache_sizes(ngx_http_gms_cache_t *cache,

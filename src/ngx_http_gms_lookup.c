@@ -67,6 +67,8 @@ static ngx_uint_t ngx_http_gms_outage_log(ngx_uint_t *suppressed);
 static void ngx_http_gms_log_bad_entry(u_char *id, const char *error);
 static ngx_int_t ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight,
     redisReply *reply, ngx_http_gms_cache_entry_t *entry);
+static void ngx_http_gms_lookup_unknown(ngx_http_gms_flight_t *flight,
+    ngx_http_gms_cache_entry_t *entry);
 static u_char *ngx_http_gms_join(redisReply **privileges, size_t n);
 static void ngx_http_gms_fail(ngx_http_gms_ctx_t *ctx,
     ngx_http_gms_error_e kind);
@@ -409,9 +411,7 @@ ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight, redisReply *reply,
         switch (gms_lookup_reply_parse(reply, &lk)) {
 
         case GMS_LOOKUP_UNKNOWN:
-            entry->result = NGX_HTTP_GMS_UNKNOWN;
-            ngx_http_gms_cache_put(flight->gmcf->cache, flight->id, entry, 0,
-                                   flight->generation);
+            ngx_http_gms_lookup_unknown(flight, entry);
             return NGX_OK;
 
         case GMS_LOOKUP_BAD_REPLY:
@@ -484,6 +484,49 @@ ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight, redisReply *reply,
                            expires_at, flight->generation);
 
     return NGX_OK;
+}
+
+
+/*
+ * No entry in Redis.  A verified signed token (the flight has its actor)
+ * is one GMS may have made since the last sync: NGX_HTTP_GMS_PASSED, GMS
+ * to decide where the location lets it (gms_token_unknown_signed pass),
+ * remembered for negative_ttl, never past the token's exp.  Unless
+ * gms-token published its id lately: then Redis lost it (revoked, its
+ * user made inactive), and it is refused until GMS is sure to refuse it
+ * too (ngx_http_gms_cache_changed).  Any other token is unknown.
+ */
+
+static void
+ngx_http_gms_lookup_unknown(ngx_http_gms_flight_t *flight,
+    ngx_http_gms_cache_entry_t *entry)
+{
+    int64_t                until;
+    ngx_http_gms_cache_t  *cache;
+
+    cache = flight->gmcf->cache;
+
+    entry->result = NGX_HTTP_GMS_UNKNOWN;
+    until = 0;
+
+    if (flight->actor_len) {
+        until = ngx_http_gms_cache_changed(cache, flight->id);
+
+        if (until == 0) {
+            entry->result = NGX_HTTP_GMS_PASSED;
+
+            if (cache) {
+                until = ngx_http_gms_now_ms() + (int64_t) cache->negative_ttl;
+
+                if (flight->expires_at && flight->expires_at < until) {
+                    until = flight->expires_at;
+                }
+            }
+        }
+    }
+
+    ngx_http_gms_cache_put(cache, flight->id, entry, until,
+                           flight->generation);
 }
 
 

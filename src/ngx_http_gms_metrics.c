@@ -53,7 +53,11 @@ static ngx_uint_t  ngx_http_gms_latency_bounds[NGX_HTTP_GMS_LATENCY_BUCKETS] = {
 
 static const char * const  ngx_http_gms_result_names[NGX_HTTP_GMS_NRESULTS] = {
     "off", "ok", "missing", "malformed", "unknown", "expired", "invalid",
-    "forbidden", "error"
+    "forbidden", "error", "passed"
+};
+
+static const char * const  ngx_http_gms_answer_names[NGX_HTTP_GMS_NANSWERS] = {
+    "accepted", "refused", "failed"
 };
 
 static const char * const  ngx_http_gms_jwt_names[NGX_HTTP_GMS_JWT_NREASONS] = {
@@ -97,6 +101,12 @@ static const ngx_http_gms_metric_t  ngx_http_gms_metric_table[] = {
       "Requests checked for a token, by result.",
       ngx_http_gms_metric_counters(requests, 1, NGX_HTTP_GMS_NRESULTS - 1,
                                    "result", ngx_http_gms_result_names) },
+
+    { "gms_token_passed_answers_total", "counter",
+      "GMS's answers to requests passed with a signed token unknown to "
+      "Redis, by answer.",
+      ngx_http_gms_metric_counters(passed_answers, 0, NGX_HTTP_GMS_NANSWERS,
+                                   "answer", ngx_http_gms_answer_names) },
 
     { "gms_token_jwt_rejected_total", "counter",
       "Signed tokens refused without a Redis lookup, by reason.",

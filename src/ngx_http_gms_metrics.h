@@ -42,8 +42,18 @@ typedef enum {
 } ngx_http_gms_jwt_reason_e;
 
 
+/* GMS's answers to requests with a signed token it was left to decide */
+typedef enum {
+    NGX_HTTP_GMS_ANSWER_ACCEPTED = 0,  /* any status but 401 and 5xx */
+    NGX_HTTP_GMS_ANSWER_REFUSED,       /* 401: the token is unknown now */
+    NGX_HTTP_GMS_ANSWER_FAILED,        /* 5xx: nothing learnt */
+    NGX_HTTP_GMS_NANSWERS
+} ngx_http_gms_answer_e;
+
+
 typedef struct {
     ngx_atomic_t               requests[NGX_HTTP_GMS_NRESULTS];
+    ngx_atomic_t               passed_answers[NGX_HTTP_GMS_NANSWERS];
     ngx_atomic_t               jwt_rejected[NGX_HTTP_GMS_JWT_NREASONS];
     ngx_atomic_t               cache_hits[2];      /* positive, negative */
     ngx_atomic_t               cache_misses;

@@ -15,6 +15,7 @@
 #include "ngx_http_gms_credentials.h"
 #include "ngx_http_gms_privilege.h"
 #include "ngx_http_gms_auth.h"
+#include "ngx_http_gms_verdict.h"
 #include "ngx_http_gms_es_task.h"
 #include "ngx_http_gms_redis_conf.h"
 #include "ngx_http_gms_redis.h"
@@ -82,6 +83,13 @@ static ngx_conf_enum_t  ngx_http_gms_preflights[] = {
 };
 
 
+static ngx_conf_enum_t  ngx_http_gms_unknown_signed[] = {
+    { ngx_string("refuse"), 0 },
+    { ngx_string("pass"), 1 },
+    { ngx_null_string, 0 }
+};
+
+
 static ngx_command_t  ngx_http_gms_commands[] = {
 
     { ngx_string("gms_token_auth"),
@@ -104,6 +112,13 @@ static ngx_command_t  ngx_http_gms_commands[] = {
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_gms_loc_conf_t, preflight),
       &ngx_http_gms_preflights },
+
+    { ngx_string("gms_token_unknown_signed"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_gms_loc_conf_t, unknown_signed),
+      &ngx_http_gms_unknown_signed },
 
     { ngx_string("gms_token_source"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
@@ -317,7 +332,8 @@ static ngx_str_t  ngx_http_gms_results[] = {
     ngx_string("expired"),
     ngx_string("invalid"),
     ngx_string("forbidden"),
-    ngx_string("error")
+    ngx_string("error"),
+    ngx_string("passed")
 };
 
 
@@ -572,6 +588,10 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
 
     if (gmcf->cache) {
         gmcf->cache->source = ngx_http_gms_cache_source(gmcf);
+
+        /* a token removed from Redis must not go on to GMS: see verdict.c */
+        gmcf->cache->changed = gmcf->nkeys ? NGX_HTTP_GMS_CACHE_CHANGED_TIME
+                                           : 0;
     }
 
     /* EVALSHA names the script by the SHA-1 of its text */
@@ -635,6 +655,7 @@ ngx_http_gms_create_loc_conf(ngx_conf_t *cf)
     conf->enable = NGX_CONF_UNSET;
     conf->phase = NGX_CONF_UNSET_UINT;
     conf->preflight = NGX_CONF_UNSET_UINT;
+    conf->unknown_signed = NGX_CONF_UNSET_UINT;
     conf->source = NGX_CONF_UNSET_PTR;
     conf->privileges = NGX_CONF_UNSET_PTR;
     conf->forbidden_status = NGX_CONF_UNSET_UINT;
@@ -670,6 +691,24 @@ ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_uint_value(conf->phase, prev->phase,
                               NGX_HTTP_GMS_PHASE_ACCESS);
     ngx_conf_merge_uint_value(conf->preflight, prev->preflight, 0);
+
+    /*
+     * gms_token_unknown_signed: by default, pass where the edge can tell
+     * such a token (a signing key) and remember GMS's refusals and
+     * gms-token's removals (a cache)
+     */
+
+    ngx_conf_merge_uint_value(conf->unknown_signed, prev->unknown_signed,
+                              gmcf->nkeys && gmcf->cache);
+
+    if (conf->unknown_signed && (gmcf->nkeys == 0 || gmcf->cache == NULL)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+            "gms_token_unknown_signed pass needs gms_token_signing_key_file "
+            "(to verify such a token) and gms_token_cache (to remember "
+            "GMS's refusals and the tokens gms-token removed)");
+        return NGX_CONF_ERROR;
+    }
+
     ngx_conf_merge_ptr_value(conf->source, prev->source, NULL);
 
     if (conf->source && ngx_http_gms_source_conf(cf, conf, gmcf) != NGX_OK) {
@@ -749,6 +788,10 @@ ngx_http_gms_init(ngx_conf_t *cf)
     *h = ngx_http_gms_subrequest_handler;
 
     if (ngx_http_gms_auth_init_bodies(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_gms_verdict_filter_init(cf) != NGX_OK) {
         return NGX_ERROR;
     }
 

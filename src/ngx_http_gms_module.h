@@ -31,6 +31,7 @@ typedef enum {
     NGX_HTTP_GMS_INVALID,           /* signature, claims, system secret */
     NGX_HTTP_GMS_FORBIDDEN,
     NGX_HTTP_GMS_ERROR,
+    NGX_HTTP_GMS_PASSED,            /* signed, unknown to Redis: to GMS */
     NGX_HTTP_GMS_NRESULTS
 } ngx_http_gms_result_e;
 
@@ -47,6 +48,7 @@ typedef struct {
     ngx_msec_t                 ttl;
     ngx_msec_t                 negative_ttl;
     ngx_msec_t                 stale;
+    ngx_msec_t                 changed;        /* ids published: kept so long */
     ngx_uint_t                 max_negative;
 } ngx_http_gms_cache_t;
 
@@ -130,6 +132,7 @@ typedef struct {
     ngx_flag_t                 enable;
     ngx_uint_t                 phase;          /* gms_token_phase */
     ngx_uint_t                 preflight;      /* 1: pass */
+    ngx_uint_t                 unknown_signed; /* 1: pass */
     ngx_http_complex_value_t  *source;         /* NULL: Authorization */
     ngx_int_t                  source_index;   /* its one variable, or -1 */
     ngx_str_t                  realm;
@@ -176,6 +179,7 @@ typedef struct {
     ngx_http_gms_result_e      result;
     gms_token_type_e           type;
     ngx_str_t                  credential;     /* as a header carries it */
+    ngx_uint_t                 generation;     /* the cache's, when passed */
     unsigned                   pending:1;
     unsigned                   no_privileges:1; /* a session's, not read */
     unsigned                   done:1;
