@@ -59,6 +59,7 @@
 
 /* create: what DataHub is asked for, and the edge's salt to check it by */
 typedef struct {
+    const char            *type;           /* AccessTokenType */
     const char            *actor;
     const char            *name;
     const char            *description;    /* NULL: none */
@@ -119,23 +120,24 @@ const gms_tool_command_t  gms_cmd_create = {
     "create", gms_cmd_create_handler,
     GMS_OPTS_GMS | GMS_OPTS_CONN | GMS_OPTS_SALT | GMS_OPT(GMS_OPT_ACTOR)
     | GMS_OPT(GMS_OPT_NAME) | GMS_OPT(GMS_OPT_DURATION)
-    | GMS_OPT(GMS_OPT_DESCRIPTION), 0, 0,
+    | GMS_OPT(GMS_OPT_DESCRIPTION) | GMS_OPT(GMS_OPT_TYPE), 0, 0,
     "Usage: gms-token create --gms URL --actor URN --name NAME\n"
+    "                        [--type PERSONAL|SERVICE_ACCOUNT]\n"
     "                        [--duration DURATION] [--description TEXT]\n"
     "                        [--salt STRING | --salt-file FILE]\n"
     "                        [GMS options] [connection options]\n"
     "\n"
-    "Has GMS make a personal access token for the user "
-    "(createAccessToken;\n"
-    "for another user than --gms-token-file's, that account needs "
-    "Manage\n"
-    "All Access Tokens), caches it as 'put' would (type PERSONAL, "
-    "DataHub's\n"
-    "expiry), tells the edges to forget any miss for its id, and only then\n"
-    "prints the token: once, on stdout, nothing else there.  The edges\n"
-    "take it at once.\n"
+    "Has GMS make an access token for the user (createAccessToken; for\n"
+    "another user than --gms-token-file's, that account needs Manage All\n"
+    "Access Tokens, and Manage Service Accounts for a service account's),\n"
+    "caches it as 'put' would (its type, DataHub's expiry), tells the\n"
+    "edges to forget any miss for its id, and only then prints the token:\n"
+    "once, on stdout, nothing else there.  The edges take it at once.\n"
     "\n"
     "  --actor URN          the token's user: urn:li:corpuser:...\n"
+    "  --type TYPE          PERSONAL (the default) or SERVICE_ACCOUNT\n"
+    "                       (DataHub 1.4 and later: --actor is then a\n"
+    "                       service account, urn:li:corpuser:service_...)\n"
     "  --name NAME          the token's name in DataHub\n"
     "  --description TEXT   its description\n"
     "  --duration DURATION  ONE_HOUR, ONE_DAY, ONE_WEEK, ONE_MONTH "
@@ -263,6 +265,7 @@ gms_cmd_create_handler(gms_tool_t *t, gms_tool_args_t *a)
     gms_graphql_conf_t   gms;
 
     memset(&c, 0, sizeof(gms_manage_create_t));
+    c.type = a->val[GMS_OPT_TYPE] ? a->val[GMS_OPT_TYPE] : "PERSONAL";
     c.actor = a->val[GMS_OPT_ACTOR];
     c.name = a->val[GMS_OPT_NAME];
     c.description = a->val[GMS_OPT_DESCRIPTION];
@@ -285,6 +288,15 @@ gms_cmd_create_handler(gms_tool_t *t, gms_tool_args_t *a)
 
     if (c.name[0] == '\0') {
         gms_tool_error(t, "--name: a token's name cannot be empty");
+        return GMS_TOOL_USAGE;
+    }
+
+    /* AccessTokenType (auth.graphql): SERVICE_ACCOUNT since 1.4.0 */
+    if (strcmp(c.type, "PERSONAL") != 0
+        && strcmp(c.type, "SERVICE_ACCOUNT") != 0)
+    {
+        gms_tool_error(t, "--type: '%s' is neither PERSONAL nor "
+                       "SERVICE_ACCOUNT", gms_tool_shown(c.type));
         return GMS_TOOL_USAGE;
     }
 
@@ -341,7 +353,7 @@ gms_manage_create(gms_tool_t *t, const gms_graphql_conf_t *gms,
         return rc;
     }
 
-    input = json_pack("{s:s, s:s, s:s, s:s}", "type", "PERSONAL",
+    input = json_pack("{s:s, s:s, s:s, s:s}", "type", c->type,
                       "actorUrn", c->actor, "duration", c->duration,
                       "name", c->name);
 
@@ -437,7 +449,7 @@ gms_manage_create(gms_tool_t *t, const gms_graphql_conf_t *gms,
     tok.actor_len = strlen(c->actor);
     tok.expires_at = expires;
     tok.created_at = gms_tool_now_ms();
-    tok.type = "PERSONAL";
+    tok.type = c->type;
 
     /* the id published: an edge drops a miss it may have cached for it */
     if (gms_tool_put_token(t, id, &tok, &put_rc) != 0

@@ -16,21 +16,28 @@
 
 
 static int gms_cmd_sync_handler(gms_tool_t *t, gms_tool_args_t *a);
+static void gms_cmd_sync_print(gms_tool_t *t,
+    const gms_tool_sync_counts_t *counts);
 
 
 const gms_tool_command_t  gms_cmd_sync = {
     "sync", gms_cmd_sync_handler,
     GMS_OPTS_CONN | GMS_OPTS_GMS | GMS_OPT(GMS_OPT_PRUNE)
-    | GMS_OPT(GMS_OPT_PAGE_SIZE) | GMS_OPT(GMS_OPT_PRIVILEGES), 0, 0,
-    "Usage: gms-token sync [--prune] [connection options] < tokens.json\n"
-    "       gms-token sync --gms URL [--prune] [--page-size N]\n"
+    | GMS_OPT(GMS_OPT_MAX_PRUNE) | GMS_OPT(GMS_OPT_PAGE_SIZE)
+    | GMS_OPT(GMS_OPT_PRIVILEGES), 0, 0,
+    "Usage: gms-token sync [--prune [--max-prune N|P%]] [connection options]\n"
+    "                      < tokens.json\n"
+    "       gms-token sync --gms URL [--prune [--max-prune N|P%]] "
+    "[--page-size N]\n"
     "                      [--privileges policies|graphql|off] "
     "[GMS options]\n"
     "                      [connection options]\n"
     "\n"
     "With --gms, the pages are asked of GMS itself (listAccessTokens,\n"
     "--page-size tokens a page, default 100); a failed page changes\n"
-    "nothing.  Then the users' privileges are mirrored into\n"
+    "nothing, nor does a GMS whose pages never end (a page with no token\n"
+    "the pages before lacked, more pages than its first total allows).\n"
+    "Then the users' privileges are mirrored into\n"
     "<prefix>actor:<urn>, for every user holding a token or named in a\n"
     "platform policy (a second line of counts: users, sets changed, sets\n"
     "of users no longer known removed, sets skipped: a user with more\n"
@@ -58,12 +65,27 @@ const gms_tool_command_t  gms_cmd_sync = {
     "expired are deleted.  Prints counts.  Running it again with the same\n"
     "input changes nothing.\n"
     "\n"
+    "Tokens of a user in <prefix>inactive are not cached (a cached one is\n"
+    "deleted), counted inactive=N.\n"
+    "\n"
     "  --prune  also delete cached tokens that are not in the input; "
     "refused\n"
     "           when the input has fewer tokens than its total says; "
     "tokens\n"
     "           created in the last minute are kept (DataHub's index "
-    "lags)\n"
+    "lags).\n"
+    "           With --gms, each unlisted token is asked of GMS's entity\n"
+    "           store (entityExists, 100 a request), which a reindex of "
+    "the\n"
+    "           search index leaves whole: one GMS still has is kept\n"
+    "           (kept=), one it has not is pruned\n"
+    "  --max-prune N|P%  of the cached tokens, how many (N) or what share\n"
+    "           (P%) may be pruned without GMS confirming each one gone\n"
+    "           (entityExists failing; stdin: always).  Over it none is,\n"
+    "           counted held=N, with a warning.  Default with --gms: "
+    GMS_TOOL_MAX_PRUNE_DEFAULT ";\n"
+    "           from stdin: no bound.  A listing lacking most of the cache\n"
+    "           is a warning on stderr too, with the numbers\n"
     GMS_TOOL_GMS_USAGE
     GMS_TOOL_CONN_USAGE
 };
@@ -73,14 +95,31 @@ static int
 gms_cmd_sync_handler(gms_tool_t *t, gms_tool_args_t *a)
 {
     int                           rc;
-    long                          page_size;
     gms_graphql_conf_t            gms;
     gms_tool_holders_t            holders;
+    gms_tool_sync_conf_t          conf;
     gms_tool_sync_counts_t        counts;
     gms_tool_privileges_e         mode;
     gms_tool_privileges_counts_t  privileges;
 
+    memset(&conf, 0, sizeof(gms_tool_sync_conf_t));
     memset(&counts, 0, sizeof(gms_tool_sync_counts_t));
+
+    conf.prune = a->val[GMS_OPT_PRUNE] != NULL;
+
+    if (a->val[GMS_OPT_MAX_PRUNE] && !conf.prune) {
+        gms_tool_error(t, "--max-prune needs --prune");
+        return GMS_TOOL_USAGE;
+    }
+
+    /* from stdin, no bound unless asked: nothing can confirm a token gone */
+    if ((a->val[GMS_OPT_GMS] || a->val[GMS_OPT_MAX_PRUNE])
+        && gms_tool_max_prune_option(t, a->val[GMS_OPT_MAX_PRUNE],
+                                     &conf.max_prune)
+           != 0)
+    {
+        return GMS_TOOL_USAGE;
+    }
 
     if (a->val[GMS_OPT_GMS] == NULL) {
         if (a->val[GMS_OPT_GMS_TOKEN_FILE] || a->val[GMS_OPT_GMS_CA_FILE]
@@ -92,17 +131,17 @@ gms_cmd_sync_handler(gms_tool_t *t, gms_tool_args_t *a)
             return GMS_TOOL_USAGE;
         }
 
-        rc = gms_tool_sync(t, a->val[GMS_OPT_PRUNE] != NULL, NULL, 0,
-                           &counts, NULL);
+        rc = gms_tool_sync_run(t, &conf, &counts, NULL);
         goto done;
     }
 
     if (gms_tool_gms_options(t, a, &gms) != 0
-        || gms_tool_page_size(t, a, &page_size) != 0)
+        || gms_tool_page_size(t, a, &conf.page_size) != 0)
     {
         return GMS_TOOL_USAGE;
     }
 
+    conf.gms = &gms;
     mode = GMS_TOOL_PRIVILEGES_POLICIES;
 
     if (a->val[GMS_OPT_PRIVILEGES]
@@ -112,15 +151,14 @@ gms_cmd_sync_handler(gms_tool_t *t, gms_tool_args_t *a)
         return GMS_TOOL_USAGE;
     }
 
-    rc = gms_tool_sync(t, a->val[GMS_OPT_PRUNE] != NULL, &gms, page_size,
-                       &counts,
-                       mode == GMS_TOOL_PRIVILEGES_OFF ? NULL : &holders);
+    rc = gms_tool_sync_run(t, &conf, &counts,
+                           mode == GMS_TOOL_PRIVILEGES_OFF ? NULL : &holders);
 
     if (rc != GMS_TOOL_OK || mode == GMS_TOOL_PRIVILEGES_OFF) {
         goto done;
     }
 
-    gms_tool_sync_print(&counts);
+    gms_cmd_sync_print(t, &counts);
     fflush(stdout);
 
     memset(&privileges, 0, sizeof(gms_tool_privileges_counts_t));
@@ -137,8 +175,25 @@ gms_cmd_sync_handler(gms_tool_t *t, gms_tool_args_t *a)
 done:
 
     if (rc == GMS_TOOL_OK) {
-        gms_tool_sync_print(&counts);
+        gms_cmd_sync_print(t, &counts);
     }
 
     return rc;
+}
+
+
+/*
+ * The counts on stdout; a warning (a listing lacking most of the cache,
+ * tokens held back) on stderr, after them.
+ */
+
+static void
+gms_cmd_sync_print(gms_tool_t *t, const gms_tool_sync_counts_t *counts)
+{
+    gms_tool_sync_print(counts);
+
+    if (counts->warning[0]) {
+        fflush(stdout);
+        gms_tool_warn(t, "warning: %s", counts->warning);
+    }
 }

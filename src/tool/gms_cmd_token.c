@@ -54,7 +54,8 @@ const gms_tool_command_t  gms_cmd_put = {
     | GMS_OPT(GMS_OPT_TYPE), 0, 0,
     "Usage: gms-token put (--id ID | --token-stdin) --actor URN\n"
     "                     [--expires-at MS | --expires-in DURATION]\n"
-    "                     [--type PERSONAL|SESSION] [connection options]\n"
+    "                     [--type PERSONAL|SESSION|SERVICE_ACCOUNT]\n"
+    "                     [connection options]\n"
     "\n"
     "Caches a token: replaces the hash <prefix>token:<id> with the token's\n"
     "user, expiry and type, in one transaction, and makes the key expire\n"
@@ -69,7 +70,9 @@ const gms_tool_command_t  gms_cmd_put = {
     "                         0 or none: the token never expires\n"
     "  --expires-in DURATION  expiry from now: 30d, 12h, 90m, 3600s, "
     "1d12h\n"
-    "  --type TYPE            PERSONAL or SESSION\n"
+    "  --type TYPE            PERSONAL, SESSION or SERVICE_ACCOUNT "
+    "(DataHub\n"
+    "                         1.4 and later)\n"
     "\n"
     "An expiry already past is refused.\n"
     GMS_TOOL_CONN_USAGE
@@ -158,10 +161,12 @@ gms_cmd_put_handler(gms_tool_t *t, gms_tool_args_t *a)
 
     type = a->val[GMS_OPT_TYPE];
 
-    if (type && strcmp(type, "PERSONAL") != 0 && strcmp(type, "SESSION") != 0)
+    /* DataHub's TokenType, as the module's $gms_token_type takes it */
+    if (type && strcmp(type, "PERSONAL") != 0 && strcmp(type, "SESSION") != 0
+        && strcmp(type, "SERVICE_ACCOUNT") != 0)
     {
-        gms_tool_error(t, "--type: '%s' is neither PERSONAL nor SESSION",
-                       gms_tool_shown(type));
+        gms_tool_error(t, "--type: '%s' is neither PERSONAL nor SESSION nor "
+                       "SERVICE_ACCOUNT", gms_tool_shown(type));
         return GMS_TOOL_USAGE;
     }
 

@@ -4,8 +4,9 @@
  * pages, one a line on stdin or asked of GMS itself (--gms), read whole
  * and checked before anything is written: every token has an id, a user
  * and an expiry the module can take, an id listed twice is listed alike,
- * a page that fails fails the list.  Sorted by id, each id once, for
- * gms_sync_tokens.c to write.
+ * a page that fails fails the list, and so does a GMS whose pages never
+ * end (a page with nothing new, more pages than its first total allows).
+ * Sorted by id, each id once, for gms_sync_tokens.c to write.
  */
 
 
@@ -31,6 +32,20 @@
     "      name\n      createdAt\n      expiresAt\n    }\n  }\n}"
 
 
+/* the ids listed so far, for the page that brings nothing new */
+typedef struct {
+    size_t                *slots;          /* index + 1 in tokens[], 0: free */
+    size_t                 size;           /* a power of two */
+    size_t                 n;
+} gms_sync_seen_t;
+
+
+static int gms_sync_list_ask(gms_tool_t *t, gms_graphql_t *g, json_t *vars,
+    unsigned page, gms_sync_list_t *in);
+static int gms_sync_seen_add(gms_tool_t *t, gms_sync_seen_t *seen,
+    gms_sync_list_t *in, size_t from, size_t *fresh);
+static int gms_sync_seen_grow(gms_sync_seen_t *seen, gms_sync_list_t *in);
+static size_t gms_sync_seen_hash(const char *id);
 static char *gms_sync_list_read_all(gms_tool_t *t, size_t *len);
 static int gms_sync_list_parse(gms_tool_t *t, const char *buf, size_t len,
     gms_sync_list_t *in);
@@ -67,27 +82,38 @@ gms_sync_list_stdin(gms_tool_t *t, gms_sync_list_t *in)
 /*
  * Every page of listAccessTokens, asked of GMS: until the tokens number
  * the total it gives, or a page comes back empty.  A failed page fails
- * the whole sync before anything is written.
+ * the whole sync before anything is written.  So does a GMS that would
+ * page forever: one (or a proxy in front of it) that ignores start and
+ * answers the first page again and again under a total of 10^9 once made
+ * sync ask 12,504 pages and grow to 187 MB.  A page on which every token
+ * was listed already ends it, and so does a page past what the first
+ * page's total and size allow (and two more: tokens made meanwhile).
  */
 
 int
 gms_sync_list_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
     long page_size, gms_sync_list_t *in)
 {
-    int             rc;
-    size_t          before;
-    json_t         *vars;
-    json_int_t      start;
-    unsigned        page;
-    gms_graphql_t  *g;
+    int              rc;
+    size_t           before, fresh;
+    json_t          *vars;
+    int64_t          pages, first;
+    unsigned         page;
+    json_int_t       start;
+    gms_graphql_t   *g;
+    gms_sync_seen_t  seen;
 
     g = gms_graphql_open(t, gms);
     if (g == NULL) {
         return GMS_TOOL_GMS;
     }
 
+    memset(&seen, 0, sizeof(gms_sync_seen_t));
+
     rc = GMS_TOOL_OK;
     start = 0;
+    pages = 1;
+    first = 0;
 
     for (page = 1; /* void */ ; page++) {
         vars = json_pack("{s:{s:I, s:I, s:[]}}", "input", "start", start,
@@ -100,13 +126,46 @@ gms_sync_list_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
             break;
         }
 
-        if (in->ntokens == before || (int64_t) in->ntokens >= in->total) {
+        if (in->ntokens == before) {
+            break;
+        }
+
+        if (gms_sync_seen_add(t, &seen, in, before, &fresh) != 0) {
+            rc = GMS_TOOL_REDIS;
+            break;
+        }
+
+        if (fresh == 0) {
+            gms_tool_error(t, "%s: page %u (start %lld) lists only tokens "
+                           "of the pages before: GMS, or a proxy in front "
+                           "of it, ignores start; the listing is refused",
+                           gms->url, page, (long long) start);
+            rc = GMS_TOOL_GMS;
+            break;
+        }
+
+        if (page == 1) {
+            first = in->total;
+            pages = (first + in->ntokens - 1) / in->ntokens + 2;
+        }
+
+        if ((int64_t) seen.n >= in->total) {
+            break;
+        }
+
+        if (page >= pages) {
+            gms_tool_error(t, "%s: page %u and the listing goes on, past "
+                           "the %lld pages its first total (%lld tokens) "
+                           "allows: the listing is refused", gms->url, page,
+                           (long long) pages, (long long) first);
+            rc = GMS_TOOL_GMS;
             break;
         }
 
         start += in->ntokens - before;
     }
 
+    free(seen.slots);
     gms_graphql_close(g);
 
     return rc;
@@ -118,7 +177,7 @@ gms_sync_list_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
  * read into "in" as a page of the stdin form, checked the same way.
  */
 
-int
+static int
 gms_sync_list_ask(gms_tool_t *t, gms_graphql_t *g, json_t *vars, unsigned page,
     gms_sync_list_t *in)
 {
@@ -144,6 +203,109 @@ gms_sync_list_ask(gms_tool_t *t, gms_graphql_t *g, json_t *vars, unsigned page,
     json_decref(doc);
 
     return rc == GMS_TOOL_OK ? GMS_TOOL_OK : GMS_TOOL_GMS;
+}
+
+
+/*
+ * The tokens of a page (from "from" on) added to the ids seen; *fresh:
+ * how many of them were not seen before.  An open-addressing table of
+ * indexes: the ids are SHA-256 digests, any bytes of them hash well.
+ */
+
+static int
+gms_sync_seen_add(gms_tool_t *t, gms_sync_seen_t *seen, gms_sync_list_t *in,
+    size_t from, size_t *fresh)
+{
+    size_t  i, h, slot;
+
+    *fresh = 0;
+
+    for (i = from; i < in->ntokens; i++) {
+        if (2 * (seen->n + 1) > seen->size
+            && gms_sync_seen_grow(seen, in) != 0)
+        {
+            gms_tool_error(t, "out of memory");
+            return -1;
+        }
+
+        h = gms_sync_seen_hash(in->tokens[i].id) & (seen->size - 1);
+
+        for ( ;; ) {
+            slot = seen->slots[h];
+
+            if (slot == 0) {
+                seen->slots[h] = i + 1;
+                seen->n++;
+                (*fresh)++;
+                break;
+            }
+
+            if (memcmp(in->tokens[slot - 1].id, in->tokens[i].id,
+                       GMS_TOKEN_ID_LEN)
+                == 0)
+            {
+                break;
+            }
+
+            h = (h + 1) & (seen->size - 1);
+        }
+    }
+
+    return 0;
+}
+
+
+static int
+gms_sync_seen_grow(gms_sync_seen_t *seen, gms_sync_list_t *in)
+{
+    size_t   i, h, size, *slots;
+
+    size = seen->size ? 2 * seen->size : 1024;
+
+    slots = calloc(size, sizeof(size_t));
+    if (slots == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < seen->size; i++) {
+        if (seen->slots[i] == 0) {
+            continue;
+        }
+
+        h = gms_sync_seen_hash(in->tokens[seen->slots[i] - 1].id)
+            & (size - 1);
+
+        while (slots[h]) {
+            h = (h + 1) & (size - 1);
+        }
+
+        slots[h] = seen->slots[i];
+    }
+
+    free(seen->slots);
+    seen->slots = slots;
+    seen->size = size;
+
+    return 0;
+}
+
+
+/* FNV-1a */
+
+static size_t
+gms_sync_seen_hash(const char *id)
+{
+    size_t    i;
+    uint64_t  h;
+
+    h = 14695981039346656037ULL;
+
+    for (i = 0; i < GMS_TOKEN_ID_LEN; i++) {
+        h ^= (unsigned char) id[i];
+        h *= 1099511628211ULL;
+    }
+
+    return (size_t) h;
 }
 
 
@@ -436,6 +598,8 @@ gms_sync_list_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
     tok->created_at = created_ms;
     tok->seq = in->ntokens;
     tok->changed = 0;
+    tok->cached = 0;
+    tok->action = 0;
     tok->index = index;
     tok->line = line;
 
@@ -503,13 +667,15 @@ gms_sync_list_unique(gms_tool_t *t, gms_sync_list_t *in)
 
 /* an empty listing has no array: no bsearch of NULL */
 
-int
-gms_sync_list_has(gms_sync_list_t *in, const char *id, size_t len)
+gms_sync_token_t *
+gms_sync_list_find(gms_sync_list_t *in, const char *id, size_t len)
 {
-    return len == GMS_TOKEN_ID_LEN && in->ntokens
-           && bsearch(id, in->tokens, in->ntokens, sizeof(gms_sync_token_t),
-                      gms_sync_list_id_cmp)
-              != NULL;
+    if (len != GMS_TOKEN_ID_LEN || in->ntokens == 0) {
+        return NULL;
+    }
+
+    return bsearch(id, in->tokens, in->ntokens, sizeof(gms_sync_token_t),
+                   gms_sync_list_id_cmp);
 }
 
 

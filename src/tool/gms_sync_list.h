@@ -12,8 +12,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
 #include "gms_token.h"
 #include "gms_tool.h"
 #include "gms_graphql.h"
@@ -26,7 +24,9 @@ typedef struct {
     int64_t                expires_at;     /* ms since the epoch, 0: never */
     int64_t                created_at;     /* ms since the epoch, 0: unknown */
     size_t                 seq;            /* input order */
-    unsigned               changed;        /* written: added or updated */
+    unsigned               changed:1;      /* written: added or updated */
+    unsigned               cached:1;       /* in the cache before (--prune) */
+    unsigned               action:2;       /* gms_sync_tokens.c's */
     size_t                 index;          /* in its page's tokens[] */
     unsigned               line;
 } gms_sync_token_t;
@@ -45,10 +45,9 @@ typedef struct {
 int gms_sync_list_stdin(gms_tool_t *t, gms_sync_list_t *in);
 int gms_sync_list_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
     long page_size, gms_sync_list_t *in);
-int gms_sync_list_ask(gms_tool_t *t, gms_graphql_t *g, json_t *vars,
-    unsigned page, gms_sync_list_t *in);
 int gms_sync_list_unique(gms_tool_t *t, gms_sync_list_t *in);
-int gms_sync_list_has(gms_sync_list_t *in, const char *id, size_t len);
+gms_sync_token_t *gms_sync_list_find(gms_sync_list_t *in, const char *id,
+    size_t len);
 void gms_sync_list_free(gms_sync_list_t *in);
 
 

@@ -3,17 +3,24 @@
  * gms-token sync (and every cycle of follow): the cached tokens made equal
  * to DataHub's own list, which gms_sync_list.c reads and checks whole
  * first, so that bad input or a failed page changes nothing.  Every token
- * is written as 'put' writes it, in pipelined batches; --prune walks the
- * cached tokens with SCAN and deletes those the list does not have,
- * except those created in the last minute (DataHub's search index lags
- * behind) and, with --gms, those GMS still has when asked for by urn
- * (gms_sync_lookup).
+ * is written as 'put' writes it, in pipelined batches, but those of the
+ * users in <prefix>inactive (DataHub 1.2+ refuses them), which are deleted
+ * instead.  --prune walks the cached tokens with SCAN and deletes those
+ * the list does not have, but not on the listing's word alone: the list
+ * is DataHub's search index, which a reindex or a restore empties while
+ * GMS still takes every token.  With --gms, each unlisted token is asked
+ * of GMS's entity store (gms_sync_confirm): one it still has is kept, one
+ * it no longer has is pruned; those it could not answer for are pruned
+ * only as long as they are no more than --max-prune of the cache.  A
+ * token created in the last minute is kept in any case (the index lags
+ * behind a new token, and put's tokens are none of GMS's).
  * Every token added, changed, deleted as expired or pruned is published
  * on <prefix>invalidate: an edge drops what it cached for it, the "no such
  * token" of a token tried before it was listed included.
  */
 
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +42,15 @@
 /* a token created this recently may be missing from DataHub's list */
 #define GMS_SYNC_PRUNE_GRACE   60000
 
-/* cached tokens the list misses, asked for by urn in one request */
-#define GMS_SYNC_LOOKUP        100
+/*
+ * entityExists fields in one request, as aliases: GMS's GraphQL refuses
+ * a query whose complexity passes graphQL.query.complexityLimit (2000 by
+ * default, application.yaml, 0.13 to 1.6), each field counting 1
+ */
+#define GMS_SYNC_CONFIRM       100
+
+/* a listing lacking this many cached tokens, and most, is a warning */
+#define GMS_SYNC_SHRINK_MIN    10
 
 /* StatefulTokenService.tokenUrnFromKey: a token's urn, from its id */
 #define GMS_SYNC_TOKEN_URN     "urn:li:dataHubAccessToken:"
@@ -58,10 +72,29 @@ static const char  gms_sync_delete_script[] =
 #define GMS_SYNC_FOREVER       "9007199254740992"
 
 
+/* what becomes of a listed token */
+typedef enum {
+    GMS_SYNC_PUT = 0,
+    GMS_SYNC_EXPIRED,                      /* deleted */
+    GMS_SYNC_INACTIVE                      /* its user's: deleted */
+} gms_sync_action_e;
+
+
+/* what GMS's entity store says of an unlisted token */
+typedef enum {
+    GMS_SYNC_UNCONFIRMED = 0,              /* not asked, or no answer */
+    GMS_SYNC_GONE,
+    GMS_SYNC_EXISTS,
+    GMS_SYNC_HELD,                         /* unconfirmed, over --max-prune */
+    GMS_SYNC_NOT_A_TOKEN                   /* a key that holds no token id */
+} gms_sync_state_e;
+
+
 /* a cached token's key that the list does not have */
 typedef struct {
     char                  *key;
     size_t                 len;
+    gms_sync_state_e       state;
 } gms_sync_missing_t;
 
 
@@ -70,44 +103,60 @@ typedef struct {
     gms_sync_list_t        list;
     char                  *channel;        /* <prefix>invalidate */
     size_t                 channel_len;
+    redisReply            *inactive;       /* SMEMBERS <prefix>inactive,
+                                              sorted */
     gms_sync_missing_t    *missing;        /* --prune: sorted, unique */
     size_t                 nmissing;
     size_t                 nalloc_missing;
+    size_t                 nexists;        /* missing[] GMS still has */
+    char                   why[300];       /* why some are unconfirmed */
 } gms_sync_input_t;
 
 
+static int gms_sync_inactive_read(gms_tool_t *t, gms_sync_input_t *in);
+static int gms_sync_inactive_has(gms_sync_input_t *in, const char *actor,
+    size_t len);
 static int gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
     gms_tool_sync_counts_t *counts);
-static void gms_sync_as_put(const gms_sync_token_t *s,
+static void gms_sync_as_put(const gms_sync_token_t *s, int64_t now,
     gms_tool_token_t *tok);
 static int gms_sync_publish(gms_tool_t *t, gms_sync_input_t *in,
     size_t from, size_t to);
-static int gms_sync_missing(gms_tool_t *t, gms_sync_input_t *in);
-static int gms_sync_lookup(gms_tool_t *t, const gms_graphql_conf_t *gms,
+static int gms_sync_missing(gms_tool_t *t, gms_sync_input_t *in,
+    gms_tool_sync_counts_t *counts);
+static int gms_sync_confirm(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    gms_sync_input_t *in);
+static int gms_sync_confirm_batch(gms_tool_t *t, gms_graphql_t *g,
+    gms_sync_input_t *in, size_t *from);
+static void gms_sync_bound(const gms_tool_sync_conf_t *conf,
     gms_sync_input_t *in, gms_tool_sync_counts_t *counts);
-static int gms_sync_lookup_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
-    gms_sync_input_t *in, size_t from, size_t to, size_t before);
 static int gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
     gms_tool_sync_counts_t *counts);
+static void gms_sync_warning(const gms_tool_sync_conf_t *conf,
+    gms_sync_input_t *in, gms_tool_sync_counts_t *counts);
+static int gms_sync_health(gms_tool_t *t, gms_tool_sync_counts_t *counts);
 static int gms_sync_holders(gms_tool_t *t, gms_sync_input_t *in,
+    gms_tool_holders_t *holders);
+static int gms_sync_holders_kept(gms_tool_t *t, gms_sync_input_t *in,
     gms_tool_holders_t *holders);
 static int gms_sync_missing_cmp(const void *one, const void *two);
 static void gms_sync_free(gms_sync_input_t *in);
 
 
 int
-gms_tool_sync(gms_tool_t *t, int prune, const gms_graphql_conf_t *gms,
-    long page_size, gms_tool_sync_counts_t *counts,
-    gms_tool_holders_t *holders)
+gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
+    gms_tool_sync_counts_t *counts, gms_tool_holders_t *holders)
 {
-    int                rc;
-    gms_sync_input_t   in;
+    int                        rc;
+    gms_sync_input_t           in;
+    const gms_graphql_conf_t  *gms;
 
     memset(&in, 0, sizeof(gms_sync_input_t));
 
+    gms = conf->gms;
     in.list.where = gms ? "page " : "stdin:";
 
-    rc = gms ? gms_sync_list_fetch(t, gms, page_size, &in.list)
+    rc = gms ? gms_sync_list_fetch(t, gms, conf->page_size, &in.list)
              : gms_sync_list_stdin(t, &in.list);
 
     if (rc != GMS_TOOL_OK) {
@@ -125,7 +174,7 @@ gms_tool_sync(gms_tool_t *t, int prune, const gms_graphql_conf_t *gms,
         goto done;
     }
 
-    if (prune && in.list.total > (int64_t) in.list.ntokens) {
+    if (conf->prune && in.list.total > (int64_t) in.list.ntokens) {
         gms_tool_error(t, "%s: %zu tokens, but listAccessTokens has a "
                        "total of %lld: the list is incomplete, refusing "
                        "to --prune", gms ? gms->url : "stdin", in.list.ntokens,
@@ -149,25 +198,46 @@ gms_tool_sync(gms_tool_t *t, int prune, const gms_graphql_conf_t *gms,
         goto done;
     }
 
-    if (prune && gms_sync_missing(t, &in) != 0) {
+    if (gms_sync_inactive_read(t, &in) != 0) {
         goto done;
     }
 
-    if (prune && gms && in.nmissing) {
-        rc = gms_sync_lookup(t, gms, &in, counts);
-        if (rc != GMS_TOOL_OK) {
-            goto done;
+    if (conf->prune && gms_sync_missing(t, &in, counts) != 0) {
+        goto done;
+    }
+
+    if (conf->prune && in.nmissing) {
+        if (gms) {
+            rc = gms_sync_confirm(t, gms, &in);
+            if (rc != GMS_TOOL_OK) {
+                goto done;
+            }
+
+            rc = GMS_TOOL_REDIS;
+
+        } else {
+            snprintf(in.why, sizeof(in.why), "stdin: no GMS to ask");
         }
 
-        rc = GMS_TOOL_REDIS;
+        gms_sync_bound(conf, &in, counts);
     }
 
     counts->tokens = in.list.ntokens;
 
     if (gms_sync_write(t, &in, counts) != 0
-        || (prune && gms_sync_prune(t, &in, counts) != 0)
+        || (conf->prune && gms_sync_prune(t, &in, counts) != 0)
         || (holders && gms_sync_holders(t, &in, holders) != 0))
     {
+        goto done;
+    }
+
+    gms_sync_warning(conf, &in, counts);
+
+    if (conf->health && gms_sync_health(t, counts) != 0) {
+        if (holders) {
+            gms_tool_holders_free(holders);
+        }
+
         goto done;
     }
 
@@ -181,13 +251,94 @@ done:
 }
 
 
+/*
+ * The call of before --max-prune, follow's until it passes a conf of its
+ * own: the default bound, the warning into <prefix>sync.
+ */
+
+int
+gms_tool_sync(gms_tool_t *t, int prune, const gms_graphql_conf_t *gms,
+    long page_size, gms_tool_sync_counts_t *counts,
+    gms_tool_holders_t *holders)
+{
+    gms_tool_sync_conf_t  conf;
+
+    memset(&conf, 0, sizeof(gms_tool_sync_conf_t));
+    conf.gms = gms;
+    conf.page_size = page_size;
+    conf.prune = prune != 0;
+    conf.health = 1;
+
+    if (gms && gms_tool_max_prune_option(t, NULL, &conf.max_prune) != 0) {
+        return GMS_TOOL_USAGE;
+    }
+
+    return gms_tool_sync_run(t, &conf, counts, holders);
+}
+
+
+/*
+ * --max-prune N (tokens) or P% (of the tokens cached), 0 included: never
+ * without GMS's word.  NULL: the default, GMS_TOOL_MAX_PRUNE_DEFAULT.
+ */
+
+int
+gms_tool_max_prune_option(gms_tool_t *t, const char *value,
+    gms_tool_max_prune_t *max)
+{
+    char                *end;
+    const char          *s;
+    unsigned long long   n;
+
+    s = value ? value : GMS_TOOL_MAX_PRUNE_DEFAULT;
+
+    memset(max, 0, sizeof(gms_tool_max_prune_t));
+
+    errno = 0;
+    n = strtoull(s, &end, 10);
+
+    if (errno || end == s || s[0] < '0' || s[0] > '9'
+        || (*end != '\0' && strcmp(end, "%") != 0)
+        || (*end == '%' && n > 100) || n > 1000000000)
+    {
+        gms_tool_error(t, "--max-prune: '%s' is neither a count of tokens "
+                       "nor a percentage from 0%% to 100%%",
+                       gms_tool_shown(s));
+        return -1;
+    }
+
+    max->bounded = 1;
+
+    if (*end == '%') {
+        max->is_percent = 1;
+        max->percent = (unsigned) n;
+
+    } else {
+        max->count = (size_t) n;
+    }
+
+    return 0;
+}
+
+
 void
 gms_tool_sync_print(const gms_tool_sync_counts_t *counts)
 {
     printf("tokens=%zu added=%zu updated=%zu unchanged=%zu expired=%zu "
-           "pruned=%zu kept=%zu\n", counts->tokens, counts->added,
+           "pruned=%zu kept=%zu", counts->tokens, counts->added,
            counts->updated, counts->unchanged, counts->expired,
            counts->pruned, counts->kept);
+
+    /* what most syncs never see is said only when it happens */
+    if (counts->held) {
+        printf(" held=%zu", counts->held);
+    }
+
+    if (counts->inactive) {
+        printf(" inactive=%zu", counts->inactive);
+    }
+
+    putchar('\n');
 }
 
 
@@ -204,6 +355,79 @@ gms_tool_holders_free(gms_tool_holders_t *holders)
     free(holders->urns);
     free(holders->ids);
     memset(holders, 0, sizeof(gms_tool_holders_t));
+}
+
+
+/*
+ * The users gms_sync_users.c found inactive, once a sync: none of their
+ * tokens is written (and a cached one is deleted), so that a user made
+ * active again, taken out of the set, has them back at the next sync.
+ * A set that does not exist is empty.
+ */
+
+static int
+gms_sync_inactive_read(gms_tool_t *t, gms_sync_input_t *in)
+{
+    char        *key;
+    size_t       i, key_len;
+    redisReply  *reply;
+
+    key = gms_tool_key(t, GMS_KEY_INACTIVE, "", 0, &key_len);
+    if (key == NULL) {
+        return -1;
+    }
+
+    reply = gms_tool_command(t, "SMEMBERS %b", key, key_len);
+    free(key);
+
+    if (gms_tool_reply_error(t, reply, "SMEMBERS") != 0) {
+        return -1;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY) {
+        gms_tool_error(t, "redis %s: SMEMBERS %sinactive: not an array",
+                       t->redis, t->prefix);
+        freeReplyObject(reply);
+        return -1;
+    }
+
+    for (i = 0; i < reply->elements; i++) {
+        if (reply->element[i]->type != REDIS_REPLY_STRING) {
+            gms_tool_error(t, "redis %s: SMEMBERS %sinactive: a member "
+                           "that is not a string", t->redis, t->prefix);
+            freeReplyObject(reply);
+            return -1;
+        }
+    }
+
+    if (reply->elements > 1) {
+        qsort(reply->element, reply->elements, sizeof(redisReply *),
+              gms_tool_reply_cmp);
+    }
+
+    in->inactive = reply;
+
+    return 0;
+}
+
+
+static int
+gms_sync_inactive_has(gms_sync_input_t *in, const char *actor, size_t len)
+{
+    redisReply   key, *k;
+
+    if (in->inactive == NULL || in->inactive->elements == 0) {
+        return 0;
+    }
+
+    memset(&key, 0, sizeof(redisReply));
+    key.str = (char *) actor;
+    key.len = len;
+    k = &key;
+
+    return bsearch(&k, in->inactive->element, in->inactive->elements,
+                   sizeof(redisReply *), gms_tool_reply_cmp)
+           != NULL;
 }
 
 
@@ -228,8 +452,15 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
         for (j = i; j < end; j++) {
             s = &in->list.tokens[j];
 
-            if (s->expires_at == 0 || s->expires_at > now) {
-                gms_sync_as_put(s, &tok);
+            if (s->expires_at != 0 && s->expires_at <= now) {
+                s->action = GMS_SYNC_EXPIRED;
+
+            } else if (gms_sync_inactive_has(in, s->actor, s->actor_len)) {
+                s->action = GMS_SYNC_INACTIVE;
+
+            } else {
+                s->action = GMS_SYNC_PUT;
+                gms_sync_as_put(s, now, &tok);
 
                 if (gms_tool_put_append(t, s->id, &tok) != 0) {
                     return -1;
@@ -254,7 +485,7 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
         for (j = i; j < end; j++) {
             s = &in->list.tokens[j];
 
-            if (s->expires_at != 0 && s->expires_at <= now) {
+            if (s->action != GMS_SYNC_PUT) {
                 (void) gms_tool_get_reply(t, &reply);
 
                 if (gms_tool_reply_error(t, reply, "EVAL") != 0) {
@@ -262,11 +493,18 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
                 }
 
                 freeReplyObject(reply);
-                counts->expired++;
+
+                if (s->action == GMS_SYNC_EXPIRED) {
+                    counts->expired++;
+
+                } else {
+                    counts->inactive++;
+                }
+
                 continue;
             }
 
-            gms_sync_as_put(s, &tok);
+            gms_sync_as_put(s, now, &tok);
 
             if (gms_tool_put_read(t, &tok, &rc) != 0) {
                 return -1;
@@ -295,16 +533,20 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
 }
 
 
-/* a listed token, as 'put' would write it: DataHub gives no type */
+/*
+ * A listed token, as 'put' would write it: DataHub gives no type.  A
+ * createdAt still to come (GMS's clock ahead of ours) is taken as now:
+ * the grace period of --prune counts on our clock, never longer than it.
+ */
 
 static void
-gms_sync_as_put(const gms_sync_token_t *s, gms_tool_token_t *tok)
+gms_sync_as_put(const gms_sync_token_t *s, int64_t now, gms_tool_token_t *tok)
 {
     memset(tok, 0, sizeof(gms_tool_token_t));
     tok->actor = s->actor;
     tok->actor_len = s->actor_len;
     tok->expires_at = s->expires_at;
-    tok->created_at = s->created_at;
+    tok->created_at = s->created_at > now ? now : s->created_at;
 }
 
 
@@ -347,16 +589,19 @@ gms_sync_publish(gms_tool_t *t, gms_sync_input_t *in, size_t from,
 /*
  * SCAN MATCH <prefix>token:*, never KEYS: Redis goes on serving
  * meanwhile.  The keys of the tokens the list does not have are kept, each
- * once (SCAN may return a key twice), for gms_sync_prune.
+ * once (SCAN may return a key twice), for gms_sync_prune; the listed ones
+ * found are marked, to count the tokens cached.
  */
 
 static int
-gms_sync_missing(gms_tool_t *t, gms_sync_input_t *in)
+gms_sync_missing(gms_tool_t *t, gms_sync_input_t *in,
+    gms_tool_sync_counts_t *counts)
 {
     int                  rc;
     size_t               i, n, base;
     redisReply          *keys, *key;
     gms_tool_scan_t      scan;
+    gms_sync_token_t    *listed;
     gms_sync_missing_t  *m;
 
     base = t->prefix_len + sizeof(GMS_KEY_TOKEN) - 1;
@@ -376,10 +621,14 @@ gms_sync_missing(gms_tool_t *t, gms_sync_input_t *in)
         for (i = 0; i < keys->elements; i++) {
             key = keys->element[i];
 
-            if (key->type != REDIS_REPLY_STRING || key->len < base
-                || gms_sync_list_has(&in->list, key->str + base,
-                                     key->len - base))
-            {
+            if (key->type != REDIS_REPLY_STRING || key->len < base) {
+                continue;
+            }
+
+            listed = gms_sync_list_find(&in->list, key->str + base,
+                                        key->len - base);
+            if (listed) {
+                listed->cached = 1;
                 continue;
             }
 
@@ -406,6 +655,8 @@ gms_sync_missing(gms_tool_t *t, gms_sync_input_t *in)
 
             memcpy(m->key, key->str, key->len);
             m->len = key->len;
+            m->state = gms_token_id_valid(key->str + base, key->len - base)
+                       ? GMS_SYNC_UNCONFIRMED : GMS_SYNC_NOT_A_TOKEN;
             in->nmissing++;
         }
 
@@ -413,23 +664,36 @@ gms_sync_missing(gms_tool_t *t, gms_sync_input_t *in)
 
     rc = 0;
 
-    if (in->nmissing == 0) {
-        goto done;
-    }
+    if (in->nmissing > 1) {
+        qsort(in->missing, in->nmissing, sizeof(gms_sync_missing_t),
+              gms_sync_missing_cmp);
 
-    qsort(in->missing, in->nmissing, sizeof(gms_sync_missing_t),
-          gms_sync_missing_cmp);
+        for (n = 1, i = 1; i < in->nmissing; i++) {
+            if (gms_sync_missing_cmp(&in->missing[n - 1], &in->missing[i])
+                == 0)
+            {
+                free(in->missing[i].key);
+                continue;
+            }
 
-    for (n = 1, i = 1; i < in->nmissing; i++) {
-        if (gms_sync_missing_cmp(&in->missing[n - 1], &in->missing[i]) == 0) {
-            free(in->missing[i].key);
-            continue;
+            in->missing[n++] = in->missing[i];
         }
 
-        in->missing[n++] = in->missing[i];
+        in->nmissing = n;
     }
 
-    in->nmissing = n;
+    /* a key that holds no token id is no token: the edge never reads it */
+    for (i = 0; i < in->nmissing; i++) {
+        if (in->missing[i].state != GMS_SYNC_NOT_A_TOKEN) {
+            counts->unlisted++;
+        }
+    }
+
+    counts->cached = counts->unlisted;
+
+    for (i = 0; i < in->list.ntokens; i++) {
+        counts->cached += in->list.tokens[i].cached;
+    }
 
 done:
 
@@ -440,169 +704,212 @@ done:
 
 
 /*
- * The cached tokens the list misses, asked for by urn, GMS_SYNC_LOOKUP at
- * a time: a filter on the "urn" that every search document has
- * (SearchDocumentTransformer).  ListAccessTokensResolver pages by offset
- * over a search index that may change between two pages: a token deleted
- * from a page already read while another is created moves a live token
- * past the pages read, the total still matching.  A token found is listed
- * after all (written, its user a holder, not pruned); a revoked one is
- * gone from the index, and pruned in this very sync.  A failed,
- * incomplete or strange answer fails the sync: nothing is written.
+ * Each unlisted token asked of GMS's entity store, GMS_SYNC_CONFIRM at a
+ * time, as aliases of one query: entityExists(urn) (entity.graphql, since
+ * 0.13; EntityExistsResolver -> EntityService.exists, the key aspect in
+ * the aspect table, not the search index; StatefulTokenService's own
+ * revoked-token cache asks the same).  A revoked token is deleted there
+ * (revokeAccessToken -> EntityService.deleteUrn).  A request that fails
+ * leaves its tokens and those after it unconfirmed, for gms_sync_bound;
+ * the sync goes on (why says why, for the warning), unless it was
+ * stopped (follow's SIGTERM): then it fails, nothing written.
  */
 
 static int
-gms_sync_lookup(gms_tool_t *t, const gms_graphql_conf_t *gms,
-    gms_sync_input_t *in, gms_tool_sync_counts_t *counts)
+gms_sync_confirm(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    gms_sync_input_t *in)
+{
+    int             quiet, rc;
+    size_t          i;
+    gms_graphql_t  *g;
+
+    /* a failure here is the warning's, not an error line of its own */
+    quiet = t->quiet;
+    t->quiet = 1;
+    t->error[0] = '\0';
+
+    rc = GMS_TOOL_OK;
+
+    g = gms_graphql_open(t, gms);
+
+    for (i = 0; g != NULL && i < in->nmissing; /* void */ ) {
+        if (gms_sync_confirm_batch(t, g, in, &i) != 0) {
+            break;
+        }
+    }
+
+    if (g == NULL || i < in->nmissing) {
+        snprintf(in->why, sizeof(in->why), "entityExists: %s",
+                 t->error[0] ? t->error : "no answer");
+
+        if (gms->stop && *gms->stop) {
+            rc = GMS_TOOL_GMS;
+        }
+    }
+
+    gms_graphql_close(g);
+    t->quiet = quiet;
+
+    if (rc == GMS_TOOL_OK) {
+        t->error[0] = '\0';
+    }
+
+    return rc;
+}
+
+
+/* one request, for the unconfirmed tokens from *from on; -1: it failed */
+
+static int
+gms_sync_confirm_batch(gms_tool_t *t, gms_graphql_t *g, gms_sync_input_t *in,
+    size_t *from)
 {
     int                  rc;
     char                 urn[sizeof(GMS_SYNC_TOKEN_URN) + GMS_TOKEN_ID_LEN];
-    size_t               i, from, n, base, listed, before;
-    json_t              *urns, *vars;
-    int64_t              total;
-    unsigned             page;
-    gms_graphql_t       *g;
+    char                 name[16], *query, *p;
+    size_t               i, n, end, base, batch[GMS_SYNC_CONFIRM];
+    json_t              *vars, *data, *v;
     gms_sync_missing_t  *m;
-
-    g = gms_graphql_open(t, gms);
-    if (g == NULL) {
-        return GMS_TOOL_GMS;
-    }
 
     base = t->prefix_len + sizeof(GMS_KEY_TOKEN) - 1;
     memcpy(urn, GMS_SYNC_TOKEN_URN, sizeof(GMS_SYNC_TOKEN_URN) - 1);
 
-    rc = GMS_TOOL_OK;
-    in->list.where = "urn lookup ";
-    total = in->list.total;
-    listed = in->list.ntokens;
-    page = 0;
-
-    for (i = 0; i < in->nmissing; /* void */ ) {
-        urns = json_array();
-        if (urns == NULL) {
-            gms_tool_error(t, "out of memory");
-            rc = GMS_TOOL_REDIS;
-            break;
-        }
-
-        from = i;
-
-        for (n = 0; i < in->nmissing && n < GMS_SYNC_LOOKUP; i++) {
-            m = &in->missing[i];
-
-            /* a key that holds no token id: no token to ask for */
-            if (!gms_token_id_valid(m->key + base, m->len - base)) {
-                continue;
-            }
-
-            memcpy(urn + sizeof(GMS_SYNC_TOKEN_URN) - 1, m->key + base,
-                   GMS_TOKEN_ID_LEN);
-
-            if (json_array_append_new(urns,
-                                      json_stringn(urn, sizeof(urn) - 1))
-                != 0)
-            {
-                gms_tool_error(t, "out of memory");
-                rc = GMS_TOOL_REDIS;
-                break;
-            }
-
-            n++;
-        }
-
-        if (rc != GMS_TOOL_OK) {
-            json_decref(urns);
-            break;
-        }
-
-        if (n == 0) {
-            json_decref(urns);
-            continue;
-        }
-
-        vars = json_pack("{s:{s:i, s:I, s:[{s:s, s:o}]}}", "input", "start",
-                         0, "count", (json_int_t) n, "filters", "field", "urn",
-                         "values", urns);
-
-        before = in->list.ntokens;
-        in->list.total = 0;
-
-        if (gms_sync_list_ask(t, g, vars, ++page, &in->list) != GMS_TOOL_OK) {
-            rc = GMS_TOOL_GMS;
-            break;
-        }
-
-        if (gms_sync_lookup_check(t, gms, in, from, i, before) != 0) {
-            rc = GMS_TOOL_GMS;
-            break;
+    for (n = 0, i = *from; i < in->nmissing && n < GMS_SYNC_CONFIRM; i++) {
+        if (in->missing[i].state == GMS_SYNC_UNCONFIRMED) {
+            batch[n++] = i;
         }
     }
 
-    in->list.total = total;
-    gms_graphql_close(g);
+    end = i;
 
-    if (rc != GMS_TOOL_OK) {
-        return rc;
+    if (n == 0) {
+        *from = end;
+        return 0;
     }
 
-    if (gms_sync_list_unique(t, &in->list) != 0) {
-        return GMS_TOOL_GMS;
-    }
+    /* "query q($u0: String!, ...) { e0: entityExists(urn: $u0) ... }" */
+    query = malloc(32 + n * 64);
+    vars = json_object();
 
-    counts->kept += in->list.ntokens - listed;
-
-    return GMS_TOOL_OK;
-}
-
-
-/* an answer lists every token asked for it has, and only those */
-
-static int
-gms_sync_lookup_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
-    gms_sync_input_t *in, size_t from, size_t to, size_t before)
-{
-    size_t               i, j, base;
-    gms_sync_missing_t  *m;
-
-    if (in->list.total > (int64_t) (in->list.ntokens - before)) {
-        gms_tool_error(t, "%s: listAccessTokens by urn lists %zu tokens of "
-                       "a total of %lld: the answer is incomplete, refusing "
-                       "to --prune", gms->url, in->list.ntokens - before,
-                       (long long) in->list.total);
+    if (query == NULL || vars == NULL) {
+        free(query);
+        json_decref(vars);
+        gms_tool_error(t, "out of memory");
         return -1;
     }
 
-    base = t->prefix_len + sizeof(GMS_KEY_TOKEN) - 1;
+    p = query + sprintf(query, "query entityExists(");
 
-    for (i = before; i < in->list.ntokens; i++) {
-        for (j = from; j < to; j++) {
-            m = &in->missing[j];
+    for (i = 0; i < n; i++) {
+        p += sprintf(p, "%s$u%zu: String!", i ? ", " : "", i);
+    }
 
-            if (m->len == base + GMS_TOKEN_ID_LEN
-                && memcmp(m->key + base, in->list.tokens[i].id,
-                          GMS_TOKEN_ID_LEN)
-                   == 0)
-            {
-                break;
-            }
-        }
+    p += sprintf(p, ") {");
 
-        if (j == to) {
-            gms_tool_error(t, "%s: listAccessTokens by urn lists the token "
-                           "%s, not asked for: refusing to --prune", gms->url,
-                           in->list.tokens[i].id);
+    for (i = 0; i < n; i++) {
+        p += sprintf(p, " e%zu: entityExists(urn: $u%zu)", i, i);
+
+        m = &in->missing[batch[i]];
+        memcpy(urn + sizeof(GMS_SYNC_TOKEN_URN) - 1, m->key + base,
+               GMS_TOKEN_ID_LEN);
+        snprintf(name, sizeof(name), "u%zu", i);
+
+        if (json_object_set_new(vars, name,
+                                json_stringn(urn, sizeof(urn) - 1))
+            != 0)
+        {
+            free(query);
+            json_decref(vars);
+            gms_tool_error(t, "out of memory");
             return -1;
         }
     }
 
-    return 0;
+    sprintf(p, " }");
+
+    data = gms_graphql_query(g, query, vars, NULL);
+    free(query);
+
+    if (data == NULL) {
+        return -1;
+    }
+
+    rc = 0;
+
+    for (i = 0; i < n; i++) {
+        snprintf(name, sizeof(name), "e%zu", i);
+        v = json_object_get(data, name);
+
+        if (!json_is_boolean(v)) {
+            /* Boolean, nullable: null is GMS's failure for that one */
+            gms_tool_error(t, "GMS's answer has no true or false for %s",
+                           name);
+            rc = -1;
+            continue;
+        }
+
+        in->missing[batch[i]].state = json_is_true(v) ? GMS_SYNC_EXISTS
+                                                      : GMS_SYNC_GONE;
+        in->nexists += json_is_true(v);
+    }
+
+    json_decref(data);
+
+    if (rc == 0) {
+        *from = end;
+    }
+
+    return rc;
 }
 
 
 /*
- * The missing keys deleted, pipelined, but those of the tokens found since
- * (gms_sync_lookup) and, in the script, those created in the last minute.
+ * The unlisted tokens GMS did not answer for are pruned as before only
+ * while they are no more than --max-prune of the cache: a revocation
+ * still takes one sync when entityExists is out of reach, a listing
+ * emptied by a reindex prunes nothing.  Over it, none is pruned (which
+ * few to take would be a guess).
+ */
+
+static void
+gms_sync_bound(const gms_tool_sync_conf_t *conf, gms_sync_input_t *in,
+    gms_tool_sync_counts_t *counts)
+{
+    size_t                       i, unconfirmed, limit;
+    const gms_tool_max_prune_t  *max;
+
+    max = &conf->max_prune;
+
+    if (!max->bounded) {
+        return;
+    }
+
+    unconfirmed = 0;
+
+    for (i = 0; i < in->nmissing; i++) {
+        unconfirmed += in->missing[i].state == GMS_SYNC_UNCONFIRMED;
+    }
+
+    limit = max->is_percent ? (counts->cached * max->percent + 99) / 100
+                            : max->count;
+
+    if (unconfirmed <= limit) {
+        return;
+    }
+
+    for (i = 0; i < in->nmissing; i++) {
+        if (in->missing[i].state == GMS_SYNC_UNCONFIRMED) {
+            in->missing[i].state = GMS_SYNC_HELD;
+        }
+    }
+
+    counts->held = unconfirmed;
+}
+
+
+/*
+ * The missing keys deleted, pipelined, but those GMS still has, those
+ * held back and, in the script, those created in the last minute.
  */
 
 static int
@@ -618,6 +925,8 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
     base = t->prefix_len + sizeof(GMS_KEY_TOKEN) - 1;
     cutoff = gms_tool_now_ms() - GMS_SYNC_PRUNE_GRACE;
 
+    counts->kept += in->nexists;
+
     for (i = 0; i < in->nmissing; i = end) {
         end = i + GMS_SYNC_BATCH < in->nmissing ? i + GMS_SYNC_BATCH
                                                 : in->nmissing;
@@ -625,16 +934,13 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
 
         for (j = i; j < end; j++) {
             m = &in->missing[j];
-            id = m->key + base;
-            id_len = m->len - base;
 
-            if (gms_sync_list_has(&in->list, id, id_len)) {
+            if (m->state == GMS_SYNC_EXISTS || m->state == GMS_SYNC_HELD) {
                 continue;
             }
 
-            if (!gms_token_id_valid(id, id_len)) {
-                id_len = 0;
-            }
+            id = m->key + base;
+            id_len = m->state == GMS_SYNC_NOT_A_TOKEN ? 0 : m->len - base;
 
             gms_tool_append(t, "EVAL %s 1 %b %lld %b %b",
                             gms_sync_delete_script, m->key, m->len,
@@ -667,25 +973,113 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
 }
 
 
-/* the users of the tokens listed, handed over to the privileges mirror */
+/*
+ * A listing that lacks most of the cache (at least GMS_SYNC_SHRINK_MIN
+ * tokens, or all of them), or unlisted tokens held back: one line with
+ * the numbers, for sync's stderr and follow's log and <prefix>sync.
+ */
+
+static void
+gms_sync_warning(const gms_tool_sync_conf_t *conf, gms_sync_input_t *in,
+    gms_tool_sync_counts_t *counts)
+{
+    int     n;
+    size_t  len, limit;
+
+    len = 0;
+
+    if (counts->unlisted
+        && (in->list.ntokens == 0
+            || (2 * counts->unlisted > counts->cached
+                && counts->unlisted >= GMS_SYNC_SHRINK_MIN)))
+    {
+        n = snprintf(counts->warning, sizeof(counts->warning),
+                     "the listing lacks %zu of the %zu tokens cached "
+                     "(%zu listed; GMS's search index reindexed or "
+                     "restored?): %zu kept, GMS still has them; %zu pruned; "
+                     "%zu held back", counts->unlisted, counts->cached,
+                     in->list.ntokens, in->nexists, counts->pruned,
+                     counts->held);
+        len = n < 0 ? 0 : (size_t) n;
+    }
+
+    if (counts->held && len < sizeof(counts->warning)) {
+        limit = conf->max_prune.is_percent
+                ? (counts->cached * conf->max_prune.percent + 99) / 100
+                : conf->max_prune.count;
+
+        snprintf(counts->warning + len, sizeof(counts->warning) - len,
+                 "%s%zu unlisted tokens not confirmed gone (%.200s), more than "
+                 "--max-prune %zu of %zu cached: none pruned",
+                 len ? "; " : "", counts->held, in->why, limit,
+                 counts->cached);
+    }
+}
+
+
+/*
+ * follow: the warning (or "" once there is none) into <prefix>sync,
+ * beside follow's own fields; warning_at stays, as error_at does.
+ */
+
+static int
+gms_sync_health(gms_tool_t *t, gms_tool_sync_counts_t *counts)
+{
+    char        *key;
+    size_t       key_len;
+    redisReply  *reply;
+
+    key = gms_tool_key(t, GMS_KEY_SYNC, "", 0, &key_len);
+    if (key == NULL) {
+        return -1;
+    }
+
+    if (counts->warning[0]) {
+        reply = gms_tool_command(t, "HSET %b warning %s warning_at %lld",
+                                 key, key_len, counts->warning,
+                                 (long long) gms_tool_now_ms());
+
+    } else {
+        reply = gms_tool_command(t, "HSET %b warning %s", key, key_len, "");
+    }
+
+    free(key);
+
+    if (gms_tool_reply_error(t, reply, "HSET") != 0) {
+        return -1;
+    }
+
+    freeReplyObject(reply);
+
+    return 0;
+}
+
+
+/*
+ * The users of the tokens listed, handed over to the privileges mirror
+ * and the users' status, then those of the unlisted tokens GMS still has
+ * (gms_sync_holders_kept): they still hold a token GMS takes.
+ */
 
 static int
 gms_sync_holders(gms_tool_t *t, gms_sync_input_t *in,
     gms_tool_holders_t *holders)
 {
-    size_t  i;
+    size_t  i, n;
 
     memset(holders, 0, sizeof(gms_tool_holders_t));
 
     holders->listed = in->list.ntokens;
     holders->total = in->list.total;
 
-    if (in->list.ntokens == 0) {
+    n = in->list.ntokens + in->nexists;
+
+    if (n == 0) {
         return 0;
     }
 
-    holders->urns = malloc(in->list.ntokens * sizeof(char *));
-    holders->ids = malloc(in->list.ntokens * sizeof(char *));
+    holders->urns = calloc(n, sizeof(char *));
+    holders->ids = calloc(n, sizeof(char *));
 
     if (holders->urns == NULL || holders->ids == NULL) {
         gms_tool_error(t, "out of memory");
@@ -710,6 +1104,81 @@ gms_sync_holders(gms_tool_t *t, gms_sync_input_t *in,
     }
 
     holders->n = in->list.ntokens;
+
+    if (in->nexists && gms_sync_holders_kept(t, in, holders) != 0) {
+        gms_tool_holders_free(holders);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* their actor, as the cache has it (HGET, pipelined); one gone since: none */
+
+static int
+gms_sync_holders_kept(gms_tool_t *t, gms_sync_input_t *in,
+    gms_tool_holders_t *holders)
+{
+    size_t               i, j, end, n, base;
+    char                *urn, *id;
+    redisReply          *actor;
+    gms_sync_missing_t  *m;
+
+    base = t->prefix_len + sizeof(GMS_KEY_TOKEN) - 1;
+
+    for (i = 0; i < in->nmissing; i = end) {
+        end = i + GMS_SYNC_BATCH < in->nmissing ? i + GMS_SYNC_BATCH
+                                                : in->nmissing;
+        n = 0;
+
+        for (j = i; j < end; j++) {
+            m = &in->missing[j];
+
+            if (m->state == GMS_SYNC_EXISTS) {
+                gms_tool_append(t, "HGET %b actor", m->key, m->len);
+                n++;
+            }
+        }
+
+        for (j = i; n; j++) {
+            m = &in->missing[j];
+
+            if (m->state != GMS_SYNC_EXISTS) {
+                continue;
+            }
+
+            n--;
+
+            (void) gms_tool_get_reply(t, &actor);
+
+            if (gms_tool_reply_error(t, actor, "HGET") != 0) {
+                return -1;
+            }
+
+            if (actor->type != REDIS_REPLY_STRING
+                || !gms_actor_valid(actor->str, actor->len))
+            {
+                freeReplyObject(actor);
+                continue;
+            }
+
+            urn = strndup(actor->str, actor->len);
+            id = strndup(m->key + base, GMS_TOKEN_ID_LEN);
+            freeReplyObject(actor);
+
+            if (urn == NULL || id == NULL) {
+                free(urn);
+                free(id);
+                gms_tool_error(t, "out of memory");
+                return -1;
+            }
+
+            holders->urns[holders->n] = urn;
+            holders->ids[holders->n] = id;
+            holders->n++;
+        }
+    }
 
     return 0;
 }
@@ -747,4 +1216,8 @@ gms_sync_free(gms_sync_input_t *in)
 
     free(in->missing);
     free(in->channel);
+
+    if (in->inactive) {
+        freeReplyObject(in->inactive);
+    }
 }
