@@ -183,8 +183,12 @@ is(answer('carol-token'), 401, 'carol refused');
 
 # --- GMS failing on one user leaves that user as it was ----------------------
 
-$gms->users({ $carol => { status => 'SUSPENDED', error => 'no mapping' },
-              $bob => { error => 'no mapping' },
+# users({URN => {error => 1}}): corpUser fails for that user alone, as
+# GMS's does when CorpUserMapper throws (a corpUserStatus the enum lacks):
+# null under its alias, "An unknown error occurred." naming the alias
+
+$gms->users({ $carol => { status => 'SUSPENDED', error => 1 },
+              $bob => { error => 1 },
               $dave => { status => 'SUSPENDED' } });
 $before = $gms->count('corpUser');
 $res = sync('--privileges', 'off');
@@ -193,7 +197,8 @@ is($res->{rc}, 0, 'corpUser failing for carol and bob only: sync exit 0')
 is(users_line($res),
    'checked=4 inactive=1 newly=1 reactivated=0 dropped=1 unknown=2',
    'dave read and refused; carol and bob unknown');
-like($res->{err}, qr/2 of 4 users left as they were.*no mapping/,
+like($res->{err},
+     qr/2 of 4 users left as they were.*\Q$bob\E: .*An unknown error/,
      'a warning names the first user GMS failed on and why');
 is(inactive(), "$carol $dave",
    'carol still in gms:inactive (not let out), bob still out (not put in)');
