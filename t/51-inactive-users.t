@@ -164,7 +164,7 @@ is(inactive(), $bob, 'bob suspended again');
 
 $gms->users({ $carol => { status => 'SUSPENDED' } });
 $gms->misbehave(field => 'corpUser', graphql_error => 'boom');
-$res = sync('--privileges', 'off');
+$res = sync('--privileges', 'graphql');
 isnt($res->{rc}, 0, 'corpUser failing: sync fails');
 like($res->{err}, qr/boom/, "with GMS's error");
 is(users_line($res), '', 'no users line');
@@ -191,7 +191,7 @@ $gms->users({ $carol => { status => 'SUSPENDED', error => 1 },
               $bob => { error => 1 },
               $dave => { status => 'SUSPENDED' } });
 $before = $gms->count('corpUser');
-$res = sync('--privileges', 'off');
+$res = sync('--privileges', 'graphql');
 is($res->{rc}, 0, 'corpUser failing for carol and bob only: sync exit 0')
     or diag($res->{err});
 is(users_line($res),
@@ -208,7 +208,7 @@ note('the request asked again in halves down to each failing user: '
      . ($gms->count('corpUser') - $before) . ' requests');
 
 $gms->users({ $carol => { status => 'SUSPENDED' } });
-$res = sync('--privileges', 'off');
+$res = sync('--privileges', 'graphql');
 is(users_line($res),
    'checked=4 inactive=1 newly=0 reactivated=1 dropped=0 unknown=0',
    'GMS answering for them: dave active again');
@@ -249,7 +249,7 @@ $gms->users({ $carol => { status => 'SUSPENDED' },
               map { ("urn:li:corpuser:$many[$_ * 17]" =>
                      { status => 'SUSPENDED' }) } 0 .. 6 });
 $before = $gms->count('corpUser');
-$res = sync('--privileges', 'off');
+$res = sync('--privileges', 'graphql');
 my $asked = $gms->count('corpUser') - $before;
 is(users_line($res),
    'checked=124 inactive=8 newly=7 reactivated=0 dropped=7 unknown=0',
