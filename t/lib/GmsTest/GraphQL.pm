@@ -34,7 +34,8 @@ package GmsTest::GraphQL;
 #                                total; entityExists, getAccessTokenMetadata
 #                                and revokeAccessToken find it
 #   users      corpUser's state: { URN => { status => 'ACTIVE'|'SUSPENDED',
-#              removed => 1, deleted => 1 } } (see users())
+#              removed => 1, deleted => 1, service_account => 1 } } (see
+#              users())
 #   memberships, policies, granted: the privileges' sources (see there)
 #   delay      GMS's latency: every answer waits that long (seconds)
 #
@@ -82,8 +83,11 @@ package GmsTest::GraphQL;
 #                   => 0: {"removed":false}, a user restored)
 #     deleted => 1  no aspect but the added key, status null, exists false,
 #                   no relationships
+#     service_account => 1
+#                   a service account (DataHub 1.4+): the subTypes aspect,
+#                   payload {"typeNames":["SERVICE_ACCOUNT"]}
 #   aspects are listed in the entity registry's order (corpUserKey,
-#   corpUserStatus, status), only those asked for (all three if no
+#   corpUserStatus, status, subTypes), only those asked for (all if no
 #   aspectNames).  memberships { URN => undef } still makes corpUser null
 #   (what the tests before entityExists called a user GMS lacks).
 # - corpUser / corpGroup / role relationships(input: {types, direction,
@@ -105,6 +109,15 @@ package GmsTest::GraphQL;
 #   GetGrantedPrivilegesResolver; see policies(), granted().
 # - createAccessToken, revokeAccessToken, getAccessTokenMetadata:
 #   auth.graphql and their resolvers (see _create, _revoke, _metadata).
+# - Service accounts (DataHub 1.4+, auth.graphql at v1.4.0): a corpuser
+#   urn:li:corpuser:service_<UUID> whose subTypes aspect names
+#   SERVICE_ACCOUNT, made by createServiceAccount, deleted by
+#   deleteServiceAccount (_create_service_account, _delete_service_
+#   account); its tokens are createAccessToken(input: {type:
+#   SERVICE_ACCOUNT, actorUrn: the account ...}), listed by
+#   listAccessTokens like any other: no field of AccessTokenMetadata says
+#   the token's type (DataHubAccessTokenInfo has none; only the JWT's type
+#   claim does).  See _create.
 #
 # Answers and errors:
 # - An answer carries exactly the fields the query selects, in its order,
@@ -168,7 +181,11 @@ my %FIELDS = (
     Query                     => [qw(listAccessTokens getAccessTokenMetadata
                                      listPolicies corpUser corpGroup role
                                      getGrantedPrivileges entityExists)],
-    Mutation                  => [qw(createAccessToken revokeAccessToken)],
+    Mutation                  => [qw(createAccessToken revokeAccessToken
+                                     createServiceAccount
+                                     deleteServiceAccount)],
+    ServiceAccount            => [qw(urn type name displayName description
+                                     createdBy createdAt updatedAt)],
     ListAccessTokenResult     => [qw(start count total tokens)],
     AccessTokenMetadata       => [qw(urn type id name description actorUrn
                                      ownerUrn createdAt expiresAt)],
@@ -213,13 +230,15 @@ my %CHILD = (
     'EntityRelationshipsResult.relationships' => 'EntityRelationship',
     'EntityRelationship.entity'               => 'Entity',
     'Query.getGrantedPrivileges'              => 'Privileges',
+    'Mutation.createServiceAccount'           => 'ServiceAccount',
 );
 
 # Root fields whose type is non-null (auth.graphql): their error nulls the
 # whole of data, as graphql-java propagates a null to the nearest nullable
 # parent.
 my %NON_NULL_ROOT = map { $_ => 1 }
-    qw(listAccessTokens getAccessTokenMetadata revokeAccessToken);
+    qw(listAccessTokens getAccessTokenMetadata revokeAccessToken
+       createServiceAccount deleteServiceAccount);
 
 # application.yml graphQL.query.complexityLimit (v0.13.0 .. v1.6)
 my $COMPLEXITY_LIMIT = 2000;
@@ -227,6 +246,13 @@ my $COMPLEXITY_LIMIT = 2000;
 # graphService.limit.results (application.yaml, v1.x): a count above max,
 # or none, is apiDefault (strict false: replaced, not refused)
 my ($GRAPH_MAX, $GRAPH_DEFAULT) = (10_000, 5_000);
+
+# The state lives in one file a part, so that a change reads and writes
+# only its part: conf (the token, salt, caller, delay, misbehaviour ...),
+# the tokens as given, the changes the workers made to them (tokens
+# added, ids revoked: a revocation among 100,000 tokens writes a few
+# bytes), users, memberships, policies, granted.
+my @PARTS = qw(conf tokens changes users memberships policies granted);
 
 # DataHub's default token salt before v1.5 (application.yml
 # authentication.tokenService.salt): the fixtures' ids are made with it
@@ -258,24 +284,30 @@ sub start {
     my ($class, %opt) = @_;
 
     my $self = bless { owner => $$, dir => GmsTest::tempdir() }, $class;
-    $self->{state_file} = "$self->{dir}/state.sto";
-    $self->{state} = { token => $opt{token}, tokens => $opt{tokens} // [],
-                       misbehave => {}, salt => $opt{salt} // $DEFAULT_SALT,
-                       caller => $opt{caller} // 'urn:li:corpuser:datahub',
-                       delay => $opt{delay} // 0,
-                       max_result_window => $opt{max_result_window} };
-    $self->{state}{policies} = [ map { _policy($_) } @{ $opt{policies} // [] } ];
-    $self->{state}{memberships} = $opt{memberships} // {};
-    $self->{state}{granted} = $opt{granted} // {};
-    $self->{state}{users} = $opt{users} // {};
-    $self->{state}{users_time} = int(Time::HiRes::time() * 1000);
-    $self->_save;
+    $self->{state_dir} = "$self->{dir}/state";
+    mkdir $self->{state_dir}
+        or die "GmsTest::GraphQL: cannot mkdir $self->{state_dir}: $!\n";
+    $self->{state} = {
+        conf => { token => $opt{token}, misbehave => {},
+                  salt => $opt{salt} // $DEFAULT_SALT,
+                  caller => $opt{caller} // 'urn:li:corpuser:datahub',
+                  delay => $opt{delay} // 0,
+                  max_result_window => $opt{max_result_window},
+                  users_time => int(Time::HiRes::time() * 1000) },
+        tokens      => _numbers($opt{tokens} // []),
+        changes     => { added => [], removed => {} },
+        policies    => [ map { _policy($_) } @{ $opt{policies} // [] } ],
+        memberships => $opt{memberships} // {},
+        granted     => $opt{granted} // {},
+        users       => $opt{users} // {},
+    };
+    $self->_save(@PARTS);
 
-    my $file = $self->{state_file};
+    my $dir = $self->{state_dir};
     $self->{stub} = GmsTest::Stub->start(
         workers => $opt{workers} // 2,
         port    => $opt{port},
-        handler => sub { _answer($file, $_[0]) },
+        handler => sub { _answer($dir, $_[0]) },
     );
 
     return $self;
@@ -298,36 +330,55 @@ sub port {
 # created or revoked through GMS included).
 sub tokens {
     my ($self, $tokens) = @_;
-    $self->_load;
     if ($tokens) {
-        $self->{state}{tokens} = $tokens;
-        $self->_save;
+        $self->{state}{tokens} = _numbers($tokens);
+        $self->{state}{changes} = { added => [], removed => {} };
+        $self->_save(qw(tokens changes));
     }
-    return $self->{state}{tokens};
+    $self->_load(qw(tokens changes));
+    return _effective($self->{state}{tokens}, $self->{state}{changes});
+}
+
+# Revokes tokens by id, as revokeAccessToken does (an id the stand-in
+# lacks is ignored): quicker than tokens() for 100,000 tokens, whose list
+# it does not write again.
+sub revoke {
+    my ($self, @ids) = @_;
+    $self->_load('changes');
+    my $c = $self->{state}{changes};
+    for my $id (@ids) {
+        my $n = @{ $c->{added} };
+        $c->{added} = [ grep { $_->{id} ne $id } @{ $c->{added} } ];
+        $c->{removed}{$id} = 1 if $n == @{ $c->{added} };
+    }
+    $self->_save('changes');
 }
 
 # Replaces the users' state; returns it:
 #   { URN => { status => 'ACTIVE' | 'SUSPENDED', removed => 1 | 0,
 #              deleted => 1 }, ... }
 # A user absent from it is active, and exists if the stand-in knows the
-# URN otherwise (see entityExists above).
+# URN otherwise (see entityExists above).  service_account => 1 makes the
+# user a service account (createAccessToken type SERVICE_ACCOUNT accepts
+# it as actor).
 sub users {
     my ($self, $users) = @_;
-    $self->_load;
     if ($users) {
+        $self->_load('conf');
         $self->{state}{users} = $users;
-        $self->{state}{users_time} = int(Time::HiRes::time() * 1000);
-        $self->_save;
+        $self->{state}{conf}{users_time} = int(Time::HiRes::time() * 1000);
+        $self->_save(qw(users conf));
     }
+    $self->_load('users');
     return $self->{state}{users};
 }
 
 # Sets GMS's latency: every answer waits SECONDS.
 sub delay {
     my ($self, $seconds) = @_;
-    $self->_load;
-    $self->{state}{delay} = $seconds // 0;
-    $self->_save;
+    $self->_load('conf');
+    $self->{state}{conf}{delay} = $seconds // 0;
+    $self->_save('conf');
 }
 
 # Replaces the policies (listPolicies); returns them, as served.  Each a
@@ -336,10 +387,9 @@ sub delay {
 # or undef), allUsers, allGroups, resourceOwners (true or false)}.
 sub policies {
     my ($self, $policies) = @_;
-    $self->_load;
     if ($policies) {
         $self->{state}{policies} = [ map { _policy($_) } @$policies ];
-        $self->_save;
+        $self->_save('policies');
     }
     return $self->{state}{policies};
 }
@@ -352,10 +402,9 @@ sub policies {
 # (corpGroup) is null.  Any other URN: an entity with no relationships.
 sub memberships {
     my ($self, $memberships) = @_;
-    $self->_load;
     if ($memberships) {
         $self->{state}{memberships} = $memberships;
-        $self->_save;
+        $self->_save('memberships');
     }
     return $self->{state}{memberships};
 }
@@ -366,10 +415,10 @@ sub memberships {
 # (graphql-error-getGrantedPrivileges-other-actor.json).
 sub granted {
     my ($self, $granted, %opt) = @_;
-    $self->_load;
+    $self->_load('conf');
     $self->{state}{granted} = $granted;
-    $self->{state}{only_self} = $opt{only_self};
-    $self->_save;
+    $self->{state}{conf}{only_self} = $opt{only_self};
+    $self->_save(qw(granted conf));
 }
 
 # Replaces the misbehaviour; misbehave() alone behaves again.
@@ -389,13 +438,17 @@ sub granted {
 #                    the page's first token has these fields changed
 #   delay => SECONDS the answer waits that long (besides delay())
 #   total => N       every page, whatever page says, has total N
+#   ignore_start => 1
+#                    listAccessTokens answers the first page's tokens
+#                    whatever start is asked (start itself as asked): a
+#                    GMS or a proxy that drops the offset
 #   field => NAME    all of the above for queries holding that root field
 #                    only (listAccessTokens, listPolicies, corpUser, ...)
 sub misbehave {
     my ($self, %how) = @_;
-    $self->_load;
-    $self->{state}{misbehave} = \%how;
-    $self->_save;
+    $self->_load('conf');
+    $self->{state}{conf}{misbehave} = \%how;
+    $self->_save('conf');
 }
 
 # Every request received, oldest first: GmsTest::Stub's record (method, uri,
@@ -420,6 +473,7 @@ sub count {
             $n++;
             next;
         }
+        next if index($req->{body}, $field) < 0;
         my $body = eval { GmsTest::json_decode($req->{body}) };
         next unless ref $body eq 'HASH' && defined $body->{query}
                     && !ref $body->{query};
@@ -453,34 +507,46 @@ sub fixture {
     return $bytes;
 }
 
-# the workers change the tokens (createAccessToken, revokeAccessToken)
+# the workers change the tokens (createAccessToken, revokeAccessToken) and
+# the users (createServiceAccount, deleteServiceAccount)
 sub _load {
-    my ($self) = @_;
-    $self->{state} = Storable::retrieve($self->{state_file});
+    my ($self, @parts) = @_;
+    $self->{state}{$_} = Storable::retrieve("$self->{state_dir}/$_")
+        for @parts;
 }
 
 sub _save {
-    my ($self) = @_;
+    my ($self, @parts) = @_;
+    _write("$self->{state_dir}/$_", $self->{state}{$_}) for @parts;
+}
 
-    # a number used as a string since (a test's is() does that) is written
-    # as a string: GMS's Longs are numbers
-    my %state = %{ $self->{state} };
-    $state{tokens} = [ map {
+# a number used as a string since (a test's is() does that) is stored as a
+# string: GMS's Longs are numbers
+sub _numbers {
+    my ($tokens) = @_;
+    return [ map {
         my $t = { %$_ };
         for my $f (qw(createdAt expiresAt)) {
             $t->{$f} = 0 + $t->{$f} if _is_int($t->{$f});
         }
         $t;
-    } @{ $state{tokens} } ];
-
-    _write($self->{state_file}, \%state);
+    } @$tokens ];
 }
 
-# the state file, whole: tmp and rename, so that a worker never reads half
+# The tokens GMS has: those given, less those revoked, then those created.
+sub _effective {
+    my ($tokens, $changes) = @_;
+    my $removed = $changes->{removed} // {};
+    return [ (%$removed ? grep { !$removed->{ $_->{id} } } @$tokens
+                        : @$tokens),
+             @{ $changes->{added} // [] } ];
+}
+
+# a part's file, whole: tmp and rename, so that a worker never reads half
 sub _write {
-    my ($file, $state) = @_;
+    my ($file, $data) = @_;
     my $tmp = "$file.$$.tmp";
-    Storable::store($state, $tmp)
+    Storable::store($data, $tmp)
         or die "GmsTest::GraphQL: cannot write $tmp\n";
     rename $tmp, $file
         or die "GmsTest::GraphQL: cannot rename $tmp: $!\n";
@@ -489,33 +555,59 @@ sub _write {
 
 # --- in the stub's workers ----------------------------------------------------
 
-# The state a worker answers from, read again when the file changed; memo
-# holds what is derived from it (_memo).
+# The state a worker answers from: each part read again when its file
+# changed (inode, size, mtime: its key); state is conf's fields and the
+# other parts by name; memo holds what is derived from them (_memo).
 my %CONTEXT;
 
 sub _context {
-    my ($file) = @_;
+    my ($dir) = @_;
 
-    my @st = Time::HiRes::stat($file);
-    my $key = join ':', @st[1, 7, 9];
-    my $ctx = $CONTEXT{$file};
-
-    if (!$ctx || $ctx->{key} ne $key) {
-        $ctx = $CONTEXT{$file} = { key => $key, file => $file, memo => {},
-                                   state => Storable::retrieve($file) };
+    my $ctx = $CONTEXT{$dir} //= { dir => $dir, keys => {}, parts => {},
+                                   memo => {} };
+    my $changed;
+    for my $part (@PARTS) {
+        my $key = _key("$dir/$part");
+        next if ($ctx->{keys}{$part} // '') eq $key;
+        $ctx->{parts}{$part} = Storable::retrieve("$dir/$part");
+        $ctx->{keys}{$part} = $key;
+        $changed = 1;
     }
+    $ctx->{state} = { %{ $ctx->{parts}{conf} },
+                      map { $_ => $ctx->{parts}{$_} } @PARTS[1 .. $#PARTS] }
+        if $changed;
+
     return $ctx;
 }
 
+sub _key {
+    my @st = Time::HiRes::stat($_[0]);
+    return join ':', @st[1, 7, 9];
+}
+
+# What make() derives from the parts named, kept until one of them changes.
 sub _memo {
-    my ($ctx, $name, $make) = @_;
-    return $ctx->{memo}{$name} //= $make->();
+    my ($ctx, $name, $parts, $make) = @_;
+    my $key = join '|', map { $ctx->{keys}{$_} } @$parts;
+    my $memo = $ctx->{memo}{$name};
+    return $memo->[1] if $memo && $memo->[0] eq $key;
+    my $value = $make->();
+    $ctx->{memo}{$name} = [$key, $value];
+    return $value;
+}
+
+# A part changed by a worker, written; the worker's own key follows.
+sub _store {
+    my ($ctx, $part) = @_;
+    my $file = "$ctx->{dir}/$part";
+    _write($file, $ctx->{parts}{$part});
+    $ctx->{keys}{$part} = _key($file);
 }
 
 sub _answer {
-    my ($file, $req) = @_;
+    my ($dir, $req) = @_;
 
-    my $ctx = _context($file);
+    my $ctx = _context($dir);
     my ($res, $how) = _respond($ctx, $req);
 
     my $delay = ($ctx->{state}{delay} // 0) + ($how->{delay} // 0);
@@ -870,6 +962,8 @@ my %ROOT = (
     role                   => \&_role,
     getGrantedPrivileges   => \&_granted,
     entityExists           => \&_entity_exists,
+    createServiceAccount   => \&_create_service_account,
+    deleteServiceAccount   => \&_delete_service_account,
 );
 
 sub _failed {
@@ -1076,11 +1170,13 @@ sub _list {
 
     my $sorted = _listed($ctx, $input->{filters});
 
-    my $last = $start + $count - 1 < $#$sorted ? $start + $count - 1
-                                               : $#$sorted;
+    # a GMS (or a proxy) that ignores start: the first page, every time
+    my $from = $how->{ignore_start} ? 0 : $start;
+    my $last = $from + $count - 1 < $#$sorted ? $from + $count - 1
+                                              : $#$sorted;
     my @page = map { { %$_, type => 'ACCESS_TOKEN',
                        __typename => 'AccessTokenMetadata' } }
-               @$sorted[$start .. $last];
+               @$sorted[$from .. $last];
 
     if ($how->{token} && @page) {
         $page[0] = { %{ $page[0] }, %{ $how->{token} } };
@@ -1093,19 +1189,82 @@ sub _list {
 
 # The tokens the search index lists (not the unlisted ones) that match the
 # filters, expiresAt descending, those without one last (Elasticsearch's
-# missing values); kept until the state changes.
+# missing values), equal ones in the order given.  Kept until the tokens
+# change; a revocation or a new token among 100,000 costs a pass over the
+# sorted list, not a sort.
 sub _listed {
     my ($ctx, $filters) = @_;
 
-    my $key = 'listed ' . GmsTest::json_encode($filters);
-    return _memo($ctx, $key, sub {
-        my @match = grep { !$_->{unlisted} && _matches($_, $filters) }
-                    @{ $ctx->{state}{tokens} };
-        [ sort {
-            defined $a->{expiresAt} && defined $b->{expiresAt}
-                ? $b->{expiresAt} <=> $a->{expiresAt}
-                : defined $b->{expiresAt} <=> defined $a->{expiresAt}
-        } @match ];
+    my @filters = ref $filters eq 'ARRAY' ? grep { ref $_ eq 'HASH' }
+                                                 @$filters
+                                          : ();
+    my $all = _memo($ctx, 'listed', [qw(tokens changes)], sub {
+        my $base = _memo($ctx, 'listed base', ['tokens'], sub {
+            [ sort { _later($a, $b) }
+              grep { !$_->{unlisted} } @{ $ctx->{parts}{tokens} } ];
+        });
+        _changed($base, $ctx->{parts}{changes});
+    });
+    return $all unless @filters;
+
+    # by urn or id: the few tokens named, in the listing's order
+    my ($by) = grep { ($_->{field} // '') =~ /^(?:urn|id)\z/ } @filters;
+    if ($by) {
+        my $rank = _memo($ctx, "rank $by->{field}", [qw(tokens changes)],
+                         sub { my $i = 0;
+                               +{ map { $_->{ $by->{field} } => $i++ }
+                                  @$all } });
+        my @named = sort { $a <=> $b } grep { defined }
+                    map { $rank->{$_} } @{ $by->{values} // [] };
+        return [ grep { _matches($_, \@filters) } @$all[@named] ];
+    }
+
+    my $memo = $ctx->{memo};
+    delete @$memo{ grep { /^filtered / } keys %$memo } if keys %$memo > 100;
+    return _memo($ctx, 'filtered ' . GmsTest::json_encode(\@filters),
+                 [qw(tokens changes)],
+                 sub { [ grep { _matches($_, \@filters) } @$all ] });
+}
+
+# the listing's order: a sorts after b (1), before (-1), or equal
+sub _later {
+    my ($a, $b) = @_;
+    return defined $a->{expiresAt} && defined $b->{expiresAt}
+           ? $b->{expiresAt} <=> $a->{expiresAt}
+           : defined $b->{expiresAt} <=> defined $a->{expiresAt};
+}
+
+# the sorted listing less the tokens revoked, with those created (listed
+# after the equal ones)
+sub _changed {
+    my ($sorted, $changes) = @_;
+
+    my $removed = $changes->{removed} // {};
+    my @list = %$removed ? grep { !$removed->{ $_->{id} } } @$sorted
+                         : @$sorted;
+
+    for my $t (grep { !$_->{unlisted} } @{ $changes->{added} // [] }) {
+        my ($lo, $hi) = (0, scalar @list);
+        while ($lo < $hi) {
+            my $mid = int(($lo + $hi) / 2);
+            if (_later($t, $list[$mid]) < 0) {
+                $hi = $mid;
+            } else {
+                $lo = $mid + 1;
+            }
+        }
+        splice @list, $lo, 0, $t;
+    }
+
+    return \@list;
+}
+
+# every token GMS has, listed or not, by id
+sub _token_ids {
+    my ($ctx) = @_;
+    return _memo($ctx, 'ids', [qw(tokens changes)], sub {
+        +{ map { $_->{id} => $_ }
+           @{ _effective($ctx->{parts}{tokens}, $ctx->{parts}{changes}) } };
     });
 }
 
@@ -1134,21 +1293,28 @@ sub _entity_exists {
 
 sub _exists {
     my ($ctx, $urn) = @_;
+
+    if ($urn =~ /^urn:li:dataHubAccessToken:(.+)\z/s) {
+        my $token = _token_ids($ctx)->{$1};
+        return $token && $token->{urn} eq $urn ? 1 : 0;
+    }
+
     my $user = $ctx->{state}{users}{$urn};
     return 0 if $user && $user->{deleted};
-    return _memo($ctx, 'known', sub { _known($ctx->{state}) })->{$urn} ? 1 : 0;
+    return 1 if _memo($ctx, 'known', [qw(conf users memberships policies)],
+                      sub { _known($ctx->{state}) })->{$urn};
+    return _memo($ctx, 'holders', [qw(tokens changes)], sub {
+        +{ map { (($_->{actorUrn} // '') => 1, ($_->{ownerUrn} // '') => 1) }
+           @{ _effective($ctx->{parts}{tokens}, $ctx->{parts}{changes}) } };
+    })->{$urn} ? 1 : 0;
 }
 
-# Every URN the stand-in has an entity for: tokens (listed or not), their
-# actors and owners, the caller, users, memberships and the policies'
-# actors.
+# The URNs of entities the stand-in has besides tokens and their holders:
+# the caller, users, memberships and the policies' actors.
 sub _known {
     my ($state) = @_;
     my %known = ($state->{caller} => 1);
 
-    for my $t (@{ $state->{tokens} }) {
-        $known{$_} = 1 for grep { defined } @$t{qw(urn actorUrn ownerUrn)};
-    }
     $known{$_} = 1 for keys %{ $state->{users} // {} };
 
     my $m = $state->{memberships} // {};
@@ -1215,6 +1381,8 @@ sub _aspects {
             if defined $user->{status};
         push @have, [status => { removed => _bool($user->{removed}) }]
             if exists $user->{removed};
+        push @have, [subTypes => { typeNames => ['SERVICE_ACCOUNT'] }]
+            if $user->{service_account};
     }
 
     return [ map {
@@ -1224,8 +1392,8 @@ sub _aspects {
     } grep { !@$names || $want{ $_->[0] } } @have ];
 }
 
-# a record as JSON, its fields in this order: status, lastModified, actor,
-# time, username, removed
+# a record as JSON, its fields in the .pdl's order (status before
+# lastModified, actor before time; the others have one field)
 sub _payload {
     my ($v) = @_;
     return GmsTest::json_encode($v) unless ref $v eq 'HASH';
@@ -1283,7 +1451,8 @@ sub _related {
     my $types = ref $input->{types} eq 'ARRAY' ? $input->{types} : [];
 
     my $graph = $direction eq 'INCOMING'
-                ? _memo($ctx, 'incoming', sub { _incoming($ctx->{state}) })
+                ? _memo($ctx, 'incoming', [qw(memberships users)],
+                        sub { _incoming($ctx->{state}) })
                 : $ctx->{state}{memberships} // {};
     my $mine = $graph->{$urn} // {};
 
@@ -1408,7 +1577,19 @@ sub _granted {
 # loaded again by its urn (GmsGraphQLEngine's AccessToken.metadata), so it
 # carries every field.  The stand-in does not check the caller's
 # privileges (MANAGE_ACCESS_TOKENS, or GENERATE_PERSONAL_ACCESS_TOKENS for
-# oneself): misbehave(graphql_error => 1) gives their refusal.
+# oneself, MANAGE_SERVICE_ACCOUNTS): misbehave(graphql_error => 1) gives
+# their refusal.
+#
+# type SERVICE_ACCOUNT (DataHub 1.4+, commit 61dda29b "feat(service
+# accounts)", PR 15972): the actor must be a service account, a corpuser
+# whose subTypes aspect names SERVICE_ACCOUNT (users({URN =>
+# {service_account => 1}}) or createServiceAccount), else the resolver's
+# IllegalArgumentException, 400-coded BAD_REQUEST "The specified URN is not
+# a service account: URN"; the JWT's type claim is SERVICE_ACCOUNT (its
+# actorType USER, TokenType.SERVICE_ACCOUNT).  DataHubAccessTokenInfo has
+# no type: listAccessTokens lists the token as any other (actorUrn the
+# service account, ownerUrn the caller); tokens() marks it token_type =>
+# 'SERVICE_ACCOUNT', which nothing serves.
 sub _create {
     my ($ctx, $args) = @_;
 
@@ -1416,13 +1597,22 @@ sub _create {
     my $in = $args->{input};
     return _whole(_validation_error(
         "Variable 'input' has an invalid value: CreateAccessTokenInput "
-        . "needs type PERSONAL, actorUrn, duration (AccessTokenDuration) "
-        . "and name"))
-        unless ref $in eq 'HASH' && ($in->{type} // '') eq 'PERSONAL'
+        . "needs type PERSONAL or SERVICE_ACCOUNT, actorUrn, duration "
+        . "(AccessTokenDuration) and name"))
+        unless ref $in eq 'HASH'
+               && ($in->{type} // '') =~ /^(?:PERSONAL|SERVICE_ACCOUNT)\z/
                && defined $in->{actorUrn} && !ref $in->{actorUrn}
                && defined $in->{name} && !ref $in->{name}
                && defined $in->{duration} && !ref $in->{duration}
                && exists $DURATION_MS{ $in->{duration} };
+
+    if ($in->{type} eq 'SERVICE_ACCOUNT') {
+        my $account = $state->{users}{ $in->{actorUrn} } // {};
+        return _failed(message => 'The specified URN is not a service '
+                                  . "account: $in->{actorUrn}",
+                       code => 400, type => 'BAD_REQUEST')
+            unless $account->{service_account} && !$account->{deleted};
+    }
 
     my $now = int(Time::HiRes::time() * 1000);
     my $ms = $DURATION_MS{ $in->{duration} };
@@ -1430,7 +1620,7 @@ sub _create {
     $user //= $in->{actorUrn};
 
     my $claims = '{"actorType":"USER","actorId":' . GmsTest::json_encode($user)
-        . ',"type":"PERSONAL","version":"2","jti":"'
+        . ',"type":"' . $in->{type} . '","version":"2","jti":"'
         . join('-', map { sprintf '%08x', int rand 0xffffffff } 1 .. 4)
         . '","sub":' . GmsTest::json_encode($user)
         . (defined $ms ? ',"exp":' . int(($now + $ms) / 1000) : '')
@@ -1445,13 +1635,63 @@ sub _create {
                   name => $in->{name}, description => $in->{description},
                   createdAt => $now,
                   expiresAt => defined $ms ? $now + $ms : undef };
+    $token->{token_type} = 'SERVICE_ACCOUNT'
+        if $in->{type} eq 'SERVICE_ACCOUNT';
 
-    push @{ $state->{tokens} }, $token;
-    _store($ctx);
+    push @{ $ctx->{parts}{changes}{added} }, $token;
+    _store($ctx, 'changes');
 
     return { accessToken => $jwt, __typename => 'AccessToken',
              metadata => { %$token, type => 'ACCESS_TOKEN',
                            __typename => 'AccessTokenMetadata' } };
+}
+
+# createServiceAccount(input: {displayName, description}) as
+# CreateServiceAccountResolver (DataHub 1.4+): a corpuser
+# urn:li:corpuser:service_<UUID> with corpUserKey, corpUserInfo and the
+# subTypes aspect [SERVICE_ACCOUNT]; the answer's name is that username
+# (buildServiceAccount), type CORP_USER, createdBy the caller.
+sub _create_service_account {
+    my ($ctx, $args) = @_;
+
+    my $state = $ctx->{state};
+    my $in = ref $args->{input} eq 'HASH' ? $args->{input} : {};
+    my $id = 'service_' . join '-', map { sprintf '%0*x', $_, int rand 16**$_ }
+                                        8, 4, 4, 4, 12;
+    my $urn = "urn:li:corpuser:$id";
+    my $now = int(Time::HiRes::time() * 1000);
+
+    $state->{users}{$urn} = { service_account => 1,
+                              displayName => $in->{displayName} // $id,
+                              description => $in->{description} };
+    _store($ctx, 'users');
+
+    return { urn => $urn, type => 'CORP_USER', name => $id,
+             displayName => $in->{displayName},
+             description => $in->{description},
+             createdBy => $state->{caller}, createdAt => $now,
+             updatedAt => undef, __typename => 'ServiceAccount' };
+}
+
+# deleteServiceAccount(urn) as DeleteServiceAccountResolver: a service
+# account's entity deleted (users() marks it deleted: entityExists false,
+# ActorContext.isActive false); its tokens stay listed.  Anything else is
+# the resolver's 400 "The specified URN is not a service account: URN".
+sub _delete_service_account {
+    my ($ctx, $args) = @_;
+
+    my $urn = $args->{urn} // '';
+    my $account = $ctx->{state}{users}{$urn};
+    return _failed(message => "The specified URN is not a service account: "
+                              . $urn,
+                   code => 400, type => 'BAD_REQUEST')
+        unless $account && $account->{service_account}
+               && !$account->{deleted};
+
+    $account->{deleted} = 1;
+    _store($ctx, 'users');
+
+    return JSON::PP::true();
 }
 
 # revokeAccessToken(tokenId) as RevokeAccessTokenResolver: true, or for an
@@ -1459,15 +1699,15 @@ sub _create {
 sub _revoke {
     my ($ctx, $args) = @_;
 
-    my $state = $ctx->{state};
     my $id = $args->{tokenId};
-    my @keep = grep { !(defined $id && $_->{id} eq $id) } @{ $state->{tokens} };
-
     return _failed(fixture => 'graphql-error-revokeAccessToken-unknown-id.json')
-        if !defined $id || ref $id || @keep == @{ $state->{tokens} };
+        if !defined $id || ref $id || !_token_ids($ctx)->{$id};
 
-    $state->{tokens} = \@keep;
-    _store($ctx);
+    my $changes = $ctx->{parts}{changes};
+    my $n = @{ $changes->{added} };
+    $changes->{added} = [ grep { $_->{id} ne $id } @{ $changes->{added} } ];
+    $changes->{removed}{$id} = 1 if $n == @{ $changes->{added} };
+    _store($ctx, 'changes');
 
     return JSON::PP::true();
 }
@@ -1483,7 +1723,7 @@ sub _metadata {
     my $token = $args->{token};
     my $id = defined $token && !ref $token
              ? GmsTest::sha256_b64($token . $state->{salt}) : '';
-    my ($found) = grep { $_->{id} eq $id } @{ $state->{tokens} };
+    my $found = _token_ids($ctx)->{$id};
 
     return _failed(message => $GRAPHQL_UNKNOWN, code => 500,
                    type => 'SERVER_ERROR')
@@ -1493,11 +1733,5 @@ sub _metadata {
              __typename => 'AccessTokenMetadata' };
 }
 
-# the state file, from a worker; what the worker derived from it goes
-sub _store {
-    my ($ctx) = @_;
-    _write($ctx->{file}, $ctx->{state});
-    delete $CONTEXT{ $ctx->{file} };
-}
 
 1;
