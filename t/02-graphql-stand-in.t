@@ -155,6 +155,19 @@ subtest 'corpUser: status, exists, aspects' => sub {
     is_deeply([ map { $_->{aspectName} } @{ $doc->{data}{b}{aspects} } ],
               [qw(corpUserKey corpUserStatus)],
               "aspects in the registry's order");
+
+    my $users = $gms->users;
+    $gms->users({ %$users, $CAROL => { error => 1 } });
+    my $two = '{ a: corpUser(urn: "urn:li:corpuser:alice") { urn } '
+              . 'c: corpUser(urn: "urn:li:corpuser:carol") { urn } }';
+    $doc = ask($two);
+    is_deeply($doc->{data}, { a => undef, c => undef },
+              'a user the mapper fails on: every user of the request null');
+    is_deeply([ map { $_->{path}[0] } @{ $doc->{errors} } ], [qw(a c)],
+              '... an error each');
+    is(ask('{ a: corpUser(urn: "urn:li:corpuser:alice") { urn } }')
+       ->{data}{a}{urn}, $ALICE, '... asked alone, the others answer');
+    $gms->users($users);
 };
 
 

@@ -86,6 +86,12 @@ package GmsTest::GraphQL;
 #     service_account => 1
 #                   a service account (DataHub 1.4+): the subTypes aspect,
 #                   payload {"typeNames":["SERVICE_ACCOUNT"]}
+#     error => 1    CorpUserMapper throws for this user (a corpUserStatus
+#                   the enum lacks: CorpUserStatusMapper's valueOf): as
+#                   CorpUserType.batchLoad maps every user of a request in
+#                   one call, every corpUser field of a request naming
+#                   this user fails: null, "An unknown error occurred."
+#                   under its alias
 #   aspects are listed in the entity registry's order (corpUserKey,
 #   corpUserStatus, status, subTypes), only those asked for (all if no
 #   aspectNames).  memberships { URN => undef } still makes corpUser null
@@ -356,7 +362,7 @@ sub revoke {
 
 # Replaces the users' state; returns it:
 #   { URN => { status => 'ACTIVE' | 'SUSPENDED', removed => 1 | 0,
-#              deleted => 1 }, ... }
+#              deleted => 1, service_account => 1, error => 1 }, ... }
 # A user absent from it is active, and exists if the stand-in knows the
 # URN otherwise (see entityExists above).  service_account => 1 makes the
 # user a service account (createAccessToken type SERVICE_ACCOUNT accepts
@@ -996,6 +1002,14 @@ sub _run {
     my (@errors, %value, $null_data);
     my @fields = @{ $op->{sel} };
 
+    # GMS loads the users of one request in one batchLoad (a DataLoader
+    # per entity type): CorpUserMapper throwing for one fails them all
+    my $users = $ctx->{state}{users} // {};
+    local $ctx->{failing} = grep {
+        $_->{name} eq 'corpUser' && !ref $_->{args}{urn}
+        && ($users->{ $_->{args}{urn} // '' } // {})->{error}
+    } @fields;
+
     for my $f (@fields) {
         my $key = $f->{alias} // $f->{name};
         if ($f->{name} eq '__typename') {
@@ -1335,6 +1349,10 @@ sub _known {
 # with its aspects, exists and relationships (see the top).
 sub _corp_user {
     my ($ctx, $args, $how) = @_;
+
+    return _failed(message => $GRAPHQL_UNKNOWN, code => 500,
+                   type => 'SERVER_ERROR')
+        if $ctx->{failing};
 
     my $urn = $args->{urn} // '';
     my $m = $ctx->{state}{memberships} // {};
