@@ -13,6 +13,7 @@
 #include "gms_tool_msgs.h"
 #include "gms_sync_tokens.h"
 #include "gms_sync_privileges.h"
+#include "gms_sync_users.h"
 
 
 static int gms_cmd_sync_handler(gms_tool_t *t, gms_tool_args_t *a);
@@ -24,13 +25,13 @@ const gms_tool_command_t  gms_cmd_sync = {
     "sync", gms_cmd_sync_handler,
     GMS_OPTS_CONN | GMS_OPTS_GMS | GMS_OPT(GMS_OPT_PRUNE)
     | GMS_OPT(GMS_OPT_MAX_PRUNE) | GMS_OPT(GMS_OPT_PAGE_SIZE)
-    | GMS_OPT(GMS_OPT_PRIVILEGES), 0, 0,
+    | GMS_OPT(GMS_OPT_PRIVILEGES) | GMS_OPT(GMS_OPT_INACTIVE), 0, 0,
     "Usage: gms-token sync [--prune [--max-prune N|P%]] [connection options]\n"
     "                      < tokens.json\n"
     "       gms-token sync --gms URL [--prune [--max-prune N|P%]] "
     "[--page-size N]\n"
-    "                      [--privileges policies|graphql|off] "
-    "[GMS options]\n"
+    "                      [--privileges policies|graphql|off]\n"
+    "                      [--inactive refuse|keep] [GMS options]\n"
     "                      [connection options]\n"
     "\n"
     "With --gms, the pages are asked of GMS itself (listAccessTokens,\n"
@@ -50,6 +51,17 @@ const gms_tool_command_t  gms_cmd_sync = {
     "  --privileges graphql   ask getGrantedPrivileges for each user\n"
     "                         (DataHub 1.0 and later)\n"
     "  --privileges off       leave privileges alone\n"
+    "\n"
+    "Then the status of every token holder is read (a last line of counts:\n"
+    "users checked, inactive, newly inactive, reactivated, tokens dropped,\n"
+    "users GMS failed on):\n"
+    "\n"
+    "  --inactive refuse      (the default) the users DataHub 1.2 and later\n"
+    "                         refuse (suspended, removed, deleted) go into\n"
+    "                         <prefix>inactive and their tokens out of the\n"
+    "                         cache; back once they are active again\n"
+    "  --inactive keep        (DataHub before 1.2) nobody refused, the set\n"
+    "                         emptied\n"
     "\n"
     "A set is replaced in one transaction, only when it changed; a failed\n"
     "or incomplete listing changes no set.  Without --gms:\n"
@@ -94,12 +106,13 @@ const gms_tool_command_t  gms_cmd_sync = {
 static int
 gms_cmd_sync_handler(gms_tool_t *t, gms_tool_args_t *a)
 {
-    int                           rc;
+    int                           rc, refuse;
     gms_graphql_conf_t            gms;
     gms_tool_holders_t            holders;
     gms_tool_sync_conf_t          conf;
     gms_tool_sync_counts_t        counts;
     gms_tool_privileges_e         mode;
+    gms_tool_users_counts_t       users;
     gms_tool_privileges_counts_t  privileges;
 
     memset(&conf, 0, sizeof(gms_tool_sync_conf_t));
@@ -124,19 +137,26 @@ gms_cmd_sync_handler(gms_tool_t *t, gms_tool_args_t *a)
     if (a->val[GMS_OPT_GMS] == NULL) {
         if (a->val[GMS_OPT_GMS_TOKEN_FILE] || a->val[GMS_OPT_GMS_CA_FILE]
             || a->val[GMS_OPT_GMS_TIMEOUT] || a->val[GMS_OPT_PAGE_SIZE]
-            || a->val[GMS_OPT_PRIVILEGES])
+            || a->val[GMS_OPT_PRIVILEGES] || a->val[GMS_OPT_INACTIVE])
         {
-            gms_tool_error(t, "the GMS options, --page-size and --privileges "
-                           "need --gms");
+            gms_tool_error(t, "the GMS options, --page-size, --privileges "
+                           "and --inactive need --gms");
             return GMS_TOOL_USAGE;
         }
 
         rc = gms_tool_sync_run(t, &conf, &counts, NULL);
-        goto done;
+
+        if (rc == GMS_TOOL_OK) {
+            gms_cmd_sync_print(t, &counts);
+        }
+
+        return rc;
     }
 
     if (gms_tool_gms_options(t, a, &gms) != 0
-        || gms_tool_page_size(t, a, &conf.page_size) != 0)
+        || gms_tool_page_size(t, a, &conf.page_size) != 0
+        || gms_tool_inactive_option(t, a->val[GMS_OPT_INACTIVE], &refuse)
+           != 0)
     {
         return GMS_TOOL_USAGE;
     }
@@ -151,32 +171,39 @@ gms_cmd_sync_handler(gms_tool_t *t, gms_tool_args_t *a)
         return GMS_TOOL_USAGE;
     }
 
-    rc = gms_tool_sync_run(t, &conf, &counts,
-                           mode == GMS_TOOL_PRIVILEGES_OFF ? NULL : &holders);
-
-    if (rc != GMS_TOOL_OK || mode == GMS_TOOL_PRIVILEGES_OFF) {
-        goto done;
+    rc = gms_tool_sync_run(t, &conf, &counts, &holders);
+    if (rc != GMS_TOOL_OK) {
+        return rc;
     }
 
     gms_cmd_sync_print(t, &counts);
     fflush(stdout);
 
-    memset(&privileges, 0, sizeof(gms_tool_privileges_counts_t));
+    if (mode != GMS_TOOL_PRIVILEGES_OFF) {
+        memset(&privileges, 0, sizeof(gms_tool_privileges_counts_t));
 
-    rc = gms_tool_privileges_mirror(t, &gms, mode, &holders, &privileges);
-    gms_tool_holders_free(&holders);
+        rc = gms_tool_privileges_mirror(t, &gms, mode, &holders,
+                                        &privileges);
+        if (rc != GMS_TOOL_OK) {
+            goto done;
+        }
 
-    if (rc == GMS_TOOL_OK) {
         gms_tool_privileges_print(&privileges);
+        fflush(stdout);
     }
 
-    return rc;
+    /* the holders' status, then their tokens out of the cache or back */
+    memset(&users, 0, sizeof(gms_tool_users_counts_t));
+
+    rc = gms_tool_users_check(t, &gms, refuse, &holders, &users);
+
+    if (rc == GMS_TOOL_OK) {
+        gms_tool_users_print(&users);
+    }
 
 done:
 
-    if (rc == GMS_TOOL_OK) {
-        gms_cmd_sync_print(t, &counts);
-    }
+    gms_tool_holders_free(&holders);
 
     return rc;
 }

@@ -1,0 +1,461 @@
+#!/usr/bin/perl
+
+# gms-token sync --gms --prune (and follow's token cycle) when GMS's search
+# index and GMS disagree or GMS misbehaves, against a real redis-server and
+# the stand-in GMS (GmsTest::GraphQL): a listing emptied or halved by a
+# reindex (tokens flagged unlisted: in the entity store, not the index)
+# prunes nothing GMS still has, asked with entityExists in batches of 100,
+# with a warning that gives the numbers (stderr, follow's <prefix>sync);
+# tokens GMS no longer has are pruned; --max-prune bounds what is pruned
+# while GMS cannot confirm; a live token offset paging skipped is kept; a
+# GMS that ignores start under a total of 10^9, or pages past its first
+# total, fails the sync at once with one line, nothing written; a
+# createdAt in the future spares a token a minute of the follower's clock,
+# not until that time; SERVICE_ACCOUNT tokens are listed, cached, pruned
+# and created as personal ones; the tokens of users in <prefix>inactive
+# are not cached, and are again once the user leaves the set.
+
+use strict;
+use warnings;
+
+use Test::More;
+use Time::HiRes qw(sleep time);
+
+use GmsTest;
+use GmsTest::GraphQL;
+use GmsTest::Subscriber;
+use GmsTest::Tool qw(start_follow gms_account gms_args datahub_id key_of
+                     listed now_ms hash_of);
+
+GmsTest::Tool::need_tool();
+GmsTest::need_redis();
+
+my $redis = GmsTest::Redis->start;
+my @at = ('--redis', '127.0.0.1:' . $redis->port);
+
+my $dir = GmsTest::tempdir();
+
+my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJzeW5jLXNhZmV0eSJ9.'
+             . 'c2VjcmV0LXN5bmMtc2FmZXR5LXNpZ25hdHVyZS00OQ';
+my $token_file = gms_account($SECRET, $dir);
+
+my $now = now_ms();
+my $alice = 'urn:li:corpuser:alice';
+my $bob = 'urn:li:corpuser:bob';
+
+my $gms = GmsTest::GraphQL->start(token => $SECRET);
+my @gms = gms_args($gms->url, $token_file);
+my @sync = ('sync', @gms, '--privileges', 'off', '--prune');
+
+sub cached { return $redis->cmd(EXISTS => key_of($_[0])) }
+
+# A run to its end: {rc, out, err, users}, the line of counts of the
+# users' status that sync --gms ends with (t/51-inactive-users.t's) taken
+# out of out into users.
+sub run_tool {
+    my $res = GmsTest::Tool::run_tool(@_);
+    $res->{users} = $1 if $res->{out} =~ s/^(checked=[^\n]*\n)//m;
+    return $res;
+}
+
+sub counts {
+    my (%c) = @_;
+    my $line = join ' ', map { "$_=" . ($c{$_} // 0) }
+                         qw(tokens added updated unchanged expired pruned
+                            kept);
+    $line .= " held=$c{held}" if $c{held};
+    $line .= " inactive=$c{inactive}" if $c{inactive};
+    return "$line\n";
+}
+
+# The names cached, of those given.
+sub cached_of { return [ grep { cached($_) } @_ ] }
+
+# A fresh start: Redis empty, these tokens listed and cached.
+sub cache_all {
+    my (@tokens) = @_;
+    $redis->cmd('FLUSHDB');
+    $gms->misbehave;
+    $gms->tokens(\@tokens);
+    my $res = run_tool('', @sync, @at);
+    is($res->{out}, counts(tokens => scalar @tokens,
+                           added => scalar @tokens),
+       scalar(@tokens) . ' tokens cached') or diag(explain($res));
+}
+
+# The tokens' urns asked with entityExists since clear_requests, per
+# request (the users' status asks entityExists too, for users).
+sub asked {
+    return [ grep { @$_ }
+             map { [ sort grep { /^urn:li:dataHubAccessToken:/ }
+                     values %{ $_->{json}{variables} // {} } ] }
+             grep { ($_->{json}{query} // '') =~ /\bentityExists\s*\(/ }
+             @{ $gms->requests } ];
+}
+
+sub urn_of { return 'urn:li:dataHubAccessToken:' . datahub_id($_[0]) }
+
+# The warning line of a sync's stderr, its numbers picked out.
+my $SHRINK = qr/^gms-token: sync: warning: the listing lacks (\d+) of the (?x:
+               )(\d+) tokens cached \((\d+) listed; GMS's search index (?x:
+               )reindexed or restored\?\): (\d+) kept, GMS still has them; (?x:
+               )(\d+) pruned; (\d+) held back/;
+
+
+# --- a createdAt in the future: the grace counts on our clock -------------
+#
+# Started first, finished last: the minute of grace runs meanwhile.  A GMS
+# of its own, a database of its own (the rest empties database 0).
+
+my $future_gms = GmsTest::GraphQL->start(token => $SECRET);
+my @future = ('sync', gms_args($future_gms->url, $token_file),
+              '--privileges', 'off', '--prune', '--db', 1, @at);
+my ($future_t0, $future_t1);
+
+{
+    $future_gms->tokens([ listed('ahead', created => $now + 3_600_000) ]);
+    $future_t0 = int(time * 1000);
+    my $res = run_tool('', @future);
+    $future_t1 = int(time * 1000) + 1;
+    is($res->{out}, counts(tokens => 1, added => 1),
+       'createdAt an hour ahead: cached');
+    $redis->cmd(SELECT => 1);
+    my $c = $redis->cmd(HGET => key_of('ahead'), 'createdAt');
+    $redis->cmd(SELECT => 0);
+    ok($c >= $future_t0 && $c <= $future_t1,
+       'its createdAt is the time of the sync, not the hour ahead')
+        or diag("createdAt $c, sync from $future_t0 to $future_t1");
+
+    $future_gms->tokens([]);
+    $res = run_tool('', @future);
+    is($res->{out}, counts(kept => 1),
+       'revoked at once: kept for now, younger than a minute');
+}
+
+
+# --- the listing emptied: nothing pruned that GMS still has ---------------
+
+my @twenty = map { listed("reindexed-$_") } 1 .. 20;
+
+{
+    cache_all(@twenty);
+    my $sub = GmsTest::Subscriber->new($redis, 'gms:invalidate');
+    my $before = $redis->dump_all;
+
+    $gms->tokens([ map { { %$_, unlisted => 1 } } @twenty ]);
+    $gms->clear_requests;
+    my $res = run_tool('', @sync, @at);
+    is_deeply([@$res{qw(rc out)}], [0, counts(kept => 20)],
+              'an empty listing, GMS still has all 20: none pruned, 20 kept')
+        or diag(explain($res));
+    $redis->unchanged($before, '... Redis as it was');
+    is_deeply([$sub->messages], [], '... nothing published');
+    like($res->{err}, qr/\A$SHRINK\n\z/, '... one warning line on stderr');
+    my @n = $res->{err} =~ $SHRINK;
+    is_deeply(\@n, [20, 20, 0, 20, 0, 0],
+              '... lacks 20 of 20 cached, 0 listed, 20 kept, 0 pruned, '
+              . '0 held back');
+    is_deeply(asked(), [ [ sort map { urn_of($_->{name}) } @twenty ] ],
+              '... the 20 asked of GMS by urn in one entityExists request');
+    my ($request) = grep { ($_->{json}{variables}{u0} // '')
+                           =~ /^urn:li:dataHubAccessToken:/ }
+                    @{ $gms->requests };
+    like($request->{json}{query} // '',
+         qr/^query \w+\(\$u0: String!, \$u1: String!.*\) \{ (?x:
+            )e0: entityExists\(urn: \$u0\) e1: entityExists\(urn: \$u1\) /s,
+         '... as aliases, the urns as variables');
+}
+
+
+# --- half the listing missing, some tokens truly revoked ------------------
+
+{
+    my @all = map { listed("half-$_") } 1 .. 300;
+    cache_all(@all);
+    my $sub = GmsTest::Subscriber->new($redis, 'gms:invalidate');
+
+    # 150 gone from the index but not from GMS, 10 revoked (gone from both)
+    my @unlisted = @all[0 .. 149];
+    my @revoked = @all[150 .. 159];
+    my @listed = @all[160 .. 299];
+    $gms->tokens([ (map { { %$_, unlisted => 1 } } @unlisted), @listed ]);
+    $gms->clear_requests;
+
+    my $res = run_tool('', @sync, @at);
+    is_deeply([@$res{qw(rc out)}],
+              [0, counts(tokens => 140, unchanged => 140, pruned => 10,
+                         kept => 150)],
+              '160 of 300 unlisted: the 10 revoked pruned, 150 kept')
+        or diag(explain($res));
+    is_deeply(cached_of(map { $_->{name} } @all),
+              [ map { $_->{name} } @unlisted, @listed ],
+              '... exactly the 290 GMS has are cached');
+    is_deeply([ sort $sub->messages ], [ sort map { $_->{id} } @revoked ],
+              '... the 10 pruned published');
+    my @n = $res->{err} =~ $SHRINK;
+    is_deeply(\@n, [160, 300, 140, 150, 10, 0],
+              '... a warning: lacks 160 of 300, 140 listed, 150 kept, '
+              . '10 pruned');
+    my $asked = asked();
+    is_deeply([ map { scalar @$_ } @$asked ], [100, 60],
+              '... 160 asked in 2 entityExists requests: 100, then 60');
+    is_deeply([ sort map { @$_ } @$asked ],
+              [ sort map { urn_of($_->{name}) } @unlisted, @revoked ],
+              '... each unlisted token once');
+
+    # back in the index: nothing to ask, no warning
+    $gms->tokens([ @unlisted, @listed ]);
+    $gms->clear_requests;
+    $res = run_tool('', @sync, @at);
+    is_deeply([@$res{qw(rc out err)}],
+              [0, counts(tokens => 290, unchanged => 290), ''],
+              'the index back: 290 listed, unchanged, no warning');
+    is_deeply(asked(), [], '... entityExists not asked');
+}
+
+
+# --- a live token that offset paging skipped ------------------------------
+#
+# listAccessTokens pages by offset over an index that changes meanwhile: a
+# token deleted on a page already read while another is created moves a
+# live token past the pages read, the total still matching.  Page 2 of the
+# stand-in lists a new token in place of the live 'skipped'.
+
+{
+    my @live = map { listed($_) } qw(race-1 race-2 skipped);
+    cache_all(@live);
+
+    $gms->misbehave(page => 2, token => listed('race-new'));
+    $gms->clear_requests;
+    my $res = run_tool('', @sync, '--page-size', 2, @at);
+    is_deeply([@$res{qw(rc out err)}],
+              [0, counts(tokens => 3, added => 1, unchanged => 2,
+                         kept => 1), ''],
+              'a live token the listing skipped: kept, GMS has it');
+    ok(cached('skipped'), '... still cached');
+    is_deeply(asked(), [ [ urn_of('skipped') ] ],
+              '... asked for with entityExists');
+
+    # revoked: missing from the listing and from GMS
+    $gms->misbehave;
+    $gms->tokens([ @live[0, 1] ]);
+    $res = run_tool('', @sync, '--page-size', 2, @at);
+    is($res->{out}, counts(tokens => 2, unchanged => 2, pruned => 2),
+       'revoked (and the phantom): GMS has neither, pruned in this sync');
+    ok(!cached('skipped') && !cached('race-new'), '... deleted');
+}
+
+
+# --- --max-prune while GMS cannot confirm ---------------------------------
+#
+# entityExists failing with HTTP 500: the users' status that sync asks
+# after the tokens (entityExists too) fails on it as well, and the sync
+# ends with exit 4 once the tokens are done; what is checked here is the
+# tokens' line and the cache.
+
+{
+    my @all = map { listed("bound-$_") } 1 .. 100;
+    cache_all(@all);
+
+    # five revoked, entityExists failing: under 10% of 100, pruned
+    $gms->tokens([ @all[5 .. 99] ]);
+    $gms->misbehave(field => 'entityExists', status => 500);
+    $gms->clear_requests;
+    my $res = run_tool('', @sync, @at);
+    is($res->{out}, counts(tokens => 95, unchanged => 95, pruned => 5),
+       'entityExists failing, 5 of 100 unlisted: within the default 10%, '
+       . 'pruned') or diag(explain($res));
+    unlike($res->{err}, qr/warning/, '... no warning');
+    is(scalar @{ asked() }, 1, '... entityExists was asked');
+
+    # thirty more revoked: over 10%, none pruned
+    my @kept = @all[35 .. 99];
+    $gms->tokens(\@kept);
+    my $before = $redis->dump_all;
+    $res = run_tool('', @sync, @at);
+    is($res->{out}, counts(tokens => 65, unchanged => 65, held => 30),
+       '30 of 95 unlisted, not confirmed: over 10%, none pruned, held=30')
+        or diag(explain($res));
+    $redis->unchanged($before, '... Redis as it was');
+    like($res->{err}, qr/^gms-token: sync: warning: 30 unlisted tokens not (?x:
+                         )confirmed gone \(entityExists: [^\n]*HTTP 500[^\n]*\), (?x:
+                         )more than --max-prune 10 of 95 cached: none (?x:
+                         )pruned$/m,
+         '... a warning: 30 not confirmed, HTTP 500, the bound 10 of 95');
+
+    $res = run_tool('', @sync, '--max-prune', '29', @at);
+    is($res->{out}, counts(tokens => 65, unchanged => 65, held => 30),
+       '--max-prune 29: still held');
+    $res = run_tool('', @sync, '--max-prune', '30%', @at);
+    is($res->{out}, counts(tokens => 65, unchanged => 65, held => 30),
+       '--max-prune 30% (29 of 95): still held');
+    $redis->unchanged($before, '... Redis as it was');
+
+    # GMS confirms again: all 30 pruned, whatever the bound
+    $gms->misbehave;
+    $res = run_tool('', @sync, '--max-prune', '0', @at);
+    is_deeply([@$res{qw(rc out err)}],
+              [0, counts(tokens => 65, unchanged => 65, pruned => 30), ''],
+              'entityExists answering: the 30 confirmed gone pruned, '
+              . '--max-prune 0 or not');
+
+    # --max-prune 0: not even one without GMS's word
+    $gms->tokens([ @kept[1 .. $#kept] ]);
+    $gms->misbehave(field => 'entityExists', status => 500);
+    $res = run_tool('', @sync, '--max-prune', '0', @at);
+    is($res->{out}, counts(tokens => 64, unchanged => 64, held => 1),
+       '--max-prune 0, entityExists failing: one revocation held');
+    $res = run_tool('', @sync, '--max-prune', '1', @at);
+    is($res->{out}, counts(tokens => 64, unchanged => 64, pruned => 1),
+       '--max-prune 1: pruned');
+    $gms->misbehave;
+
+    # from stdin there is no GMS to ask: no bound unless one is given
+    my $page = GmsTest::json_encode({ data => { listAccessTokens => {
+        total => 1, tokens => [ $kept[1] ] } } });
+    $before = $redis->dump_all;
+    $res = run_tool("$page\n", 'sync', '--prune', '--max-prune', '10%', @at);
+    is_deeply([@$res{qw(rc out)}],
+              [0, counts(tokens => 1, unchanged => 1, held => 63)],
+              'stdin, --max-prune 10%: 63 of 64 unlisted held');
+    like($res->{err}, qr/\(stdin: no GMS to ask\)/, '... the warning says why');
+    $redis->unchanged($before, '... Redis as it was');
+    $res = run_tool("$page\n", 'sync', '--prune', @at);
+    is($res->{out}, counts(tokens => 1, unchanged => 1, pruned => 63),
+       'stdin without --max-prune: pruned, as always');
+
+    # usage
+    for my $bad ('101%', '-1', 'ten', '10%%', '', '5x') {
+        $res = run_tool('', @sync, '--max-prune', $bad, @at);
+        is_deeply([ $res->{rc}, $res->{err} =~ /--max-prune: '\Q$bad\E' is (?x:
+                                               )neither a count of tokens/ ],
+                  [2, 1], "--max-prune '$bad': usage error");
+    }
+    $res = run_tool('', 'sync', @gms, '--max-prune', '5', @at);
+    is_deeply([ $res->{rc}, $res->{err} ],
+              [2, "gms-token: sync: --max-prune needs --prune\n"],
+              '--max-prune without --prune: usage error');
+}
+
+
+# --- follow records the warning in <prefix>sync ---------------------------
+
+{
+    cache_all(@twenty);
+    $gms->tokens([ map { { %$_, unlisted => 1 } } @twenty ]);
+
+    my $f = start_follow(@gms, '--interval', '1s', '--privileges', 'off',
+                         @at);
+    my $h = {};
+    ok(GmsTest::wait_until(sub {
+        $h = { @{ $redis->cmd(HGETALL => 'gms:sync') } };
+        ($h->{warning} // '') ne ''
+    }, 15), 'follow, the listing emptied: gms:sync has a warning')
+        or diag(explain($h));
+    like($h->{warning} // '', qr/^the listing lacks 20 of the 20 tokens (?x:
+                                )cached \(0 listed; .*\): 20 kept/,
+         '... with the numbers');
+    ok(($h->{warning_at} // 0) >= $now, '... and warning_at');
+    is_deeply(cached_of(map { $_->{name} } @twenty),
+              [ map { $_->{name} } @twenty ], '... nothing pruned');
+
+    $gms->tokens(\@twenty);
+    ok(GmsTest::wait_until(sub {
+        ($redis->cmd(HGET => 'gms:sync', 'warning') // 'x') eq ''
+    }, 15), 'the index back: the warning cleared');
+    ok($redis->cmd(HGET => 'gms:sync', 'warning_at') >= $now,
+       '... warning_at stays, as error_at does');
+
+    kill 'TERM', $f->{pid};
+    waitpid $f->{pid}, 0;
+}
+
+
+# --- users in <prefix>inactive --------------------------------------------
+#
+# The users' status (t/51-inactive-users.t) puts bob into gms:inactive at
+# the end of a sync and takes him out at the end of another; the token
+# cycle of the syncs in between writes none of his tokens.
+
+{
+    my @tokens = (listed('alice-1'), listed('bob-1', actor => $bob),
+                  listed('bob-2', actor => $bob,
+                         expires => $now - 1000));
+    cache_all(@tokens[0, 1]);
+    $gms->tokens(\@tokens);
+    $gms->users({ $bob => { status => 'SUSPENDED' } });
+    my $sub = GmsTest::Subscriber->new($redis, 'gms:invalidate');
+
+    my $res = run_tool('', @sync, @at);
+    is($res->{out}, counts(tokens => 3, unchanged => 2, expired => 1),
+       'bob suspended, not yet in gms:inactive: his token written');
+    is_deeply($redis->cmd(SMEMBERS => 'gms:inactive'), [$bob],
+              '... then the users\' status put him there');
+    ok(!cached('bob-1'), '... and dropped his token');
+    $sub->messages;
+
+    $res = run_tool('', @sync, @at);
+    is_deeply([@$res{qw(rc out err)}],
+              [0, counts(tokens => 3, unchanged => 1, expired => 1,
+                         inactive => 1), ''],
+              'bob in gms:inactive: his live token not written, counted '
+              . 'inactive=1 (the expired one is expired)');
+    ok(!cached('bob-1'), '... not cached');
+    is_deeply([$sub->messages], [], '... nothing published');
+    ok(cached('alice-1'), "alice's token stays");
+
+    # from stdin, the same
+    my $page = GmsTest::json_encode({ data => { listAccessTokens => {
+        total => 2, tokens => [ @tokens[0, 1] ] } } });
+    $res = run_tool("$page\n", 'sync', @at);
+    is($res->{out}, counts(tokens => 2, unchanged => 1, inactive => 1),
+       'from stdin too: not written');
+    ok(!cached('bob-1'), '... not cached');
+
+    # a token cached behind the follower's back: deleted and published
+    $redis->cmd(HSET => key_of('bob-1'), actor => $bob);
+    $res = run_tool("$page\n", 'sync', @at);
+    is($res->{out}, counts(tokens => 2, unchanged => 1, inactive => 1),
+       'bob\'s token found cached: inactive=1');
+    ok(!cached('bob-1'), '... deleted');
+    is_deeply([$sub->messages], [datahub_id('bob-1')], '... its id published');
+
+    # active again: out of the set at the end of a sync, back at the next
+    $gms->users({});
+    $res = run_tool('', @sync, @at);
+    is($res->{out}, counts(tokens => 3, unchanged => 1, expired => 1,
+                           inactive => 1),
+       'bob active again: still in the set for this token cycle');
+    is_deeply($redis->cmd(SMEMBERS => 'gms:inactive'), [],
+              '... then out of it');
+    $res = run_tool('', @sync, @at);
+    is($res->{out}, counts(tokens => 3, added => 1, unchanged => 1,
+                           expired => 1),
+       '... and his token written at the next sync');
+    is(hash_of($redis, key_of('bob-1'))->{actor}, $bob, '... cached');
+    is_deeply([$sub->messages], [datahub_id('bob-1')], '... published');
+
+    $redis->cmd(SET => 'gms:inactive', 'not a set');
+    my $before = $redis->dump_all;
+    $res = run_tool("$page\n", 'sync', @at);
+    is($res->{rc}, 3, '<prefix>inactive not a set: a Redis error, exit 3');
+    like($res->{err}, qr/WRONGTYPE/, '... saying so');
+    $redis->unchanged($before, '... nothing written');
+    $redis->cmd(DEL => 'gms:inactive');
+}
+
+
+# --- the createdAt in the future, a minute of our clock later -------------
+
+{
+    my $wait = $future_t1 + 61_000 - int(time * 1000);
+    note(sprintf 'waiting %.1f s for the minute of grace to pass',
+         $wait / 1000) if $wait > 0;
+    sleep($wait / 1000) if $wait > 0;
+    my $res = run_tool('', @future);
+    is($res->{out}, counts(pruned => 1),
+       'createdAt an hour ahead, a minute later on our clock: pruned');
+    $future_gms->stop;
+}
+
+done_testing();
