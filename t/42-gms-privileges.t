@@ -2,16 +2,21 @@
 
 # gms-token sync --gms --privileges: users' platform privileges mirrored
 # from DataHub into <prefix>actor:<urn>, against a real redis-server and a
-# stand-in GMS (GmsTest::GraphQL: listAccessTokens, listPolicies, corpUser
-# and corpGroup relationships, getGrantedPrivileges).  From policies: each
-# actor kind (allUsers, users, allGroups, groups, roles, roles of a group),
-# inactive and METADATA policies ignored, users named by a policy without a
-# token, paging; from getGrantedPrivileges; each set replaced in one
-# MULTI/DEL/SADD/EXEC only when it changed, the set of a user no longer
-# known deleted, each change published on <prefix>invalidate; and every
-# failure (a GraphQL error, a 401, a dead GMS, an incomplete listing, bad
-# policies, DataHub 0.13 refusing to answer about another user) changing no
-# set.
+# stand-in GMS (GmsTest::GraphQL: listAccessTokens, listPolicies, the
+# relationships of corpGroup, role and corpUser, getGrantedPrivileges).
+# From policies: each actor kind (allUsers, users, allGroups, groups,
+# roles, roles of a group), inactive and METADATA policies ignored, users
+# named by a policy without a token, paging; groups and roles read by
+# their members (INCOMING), users asked only for allGroups, several under
+# aliases in one request; 5,000 users over 10 groups and 3 roles in a
+# handful of requests, each set as DataHub's PolicyEngine has it (computed
+# here from the memberships, user by user); from getGrantedPrivileges, a
+# hundred users a request; each set replaced in one MULTI/DEL/SADD/EXEC
+# only when it changed, the set of a user no longer known deleted, each
+# change published on <prefix>invalidate; and every failure (a GraphQL
+# error, a 401, a dead GMS, an incomplete listing, a GMS ignoring start,
+# bad policies, DataHub 0.13 refusing to answer about another user)
+# changing no set.
 
 use strict;
 use warnings;
@@ -107,6 +112,62 @@ sub seen {
     kill 'TERM', $w->[0];
     waitpid $w->[0], 0;
     return \@lines;
+}
+
+# The root fields a request asks, aliases dropped, in the query's order.
+sub root_fields {
+    my ($req) = @_;
+    (my $q = $req->{json}{query} // '') =~ s/^[^{]*\{//;
+    my @t = $q =~ /([{}()]|\$?\w+|[^\s\w{}()\$])/g;
+    my ($braces, $parens, @fields) = (0, 0);
+    for my $i (0 .. $#t) {
+        my $t = $t[$i];
+        if    ($t eq '{') { $braces++ }
+        elsif ($t eq '}') { $braces-- }
+        elsif ($t eq '(') { $parens++ }
+        elsif ($t eq ')') { $parens-- }
+        elsif ($braces == 0 && $parens == 0 && $t =~ /^\w+\z/
+               && ($t[$i + 1] // '') ne ':') {
+            push @fields, $t;
+        }
+    }
+    return @fields;
+}
+
+# The requests of the tokens' listing and of the privileges mirror (not
+# those about the users' status).
+sub mirror_requests {
+    my ($gms) = @_;
+    return grep {
+        ($_->{json}{query} // '')
+            =~ /\b(?:listAccessTokens|listPolicies|relationships)\(/
+    } @{ $gms->requests };
+}
+
+# Each relationships question these requests held: [field, urn, input],
+# the variables resolved.
+sub asked_relationships {
+    my @out;
+    for my $req (@_) {
+        my $v = $req->{json}{variables} // {};
+        my $q = $req->{json}{query} // '';
+        while ($q =~ /\b(\w+)\(urn:\s*\$(\w+)\)\s*\{\s*
+                      relationships\(input:\s*\$(\w+)\)/gx) {
+            push @out, [$1, $v->{$2}, $v->{$3}];
+        }
+    }
+    return @out;
+}
+
+sub uniq {
+    my %seen;
+    return grep { !$seen{$_}++ } @_;
+}
+
+sub count_by {
+    my %n;
+    $n{$_}++ for @_;
+    return %n;
 }
 
 # what was published, but the token ids that sync publishes too
@@ -216,21 +277,31 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
     is_deeply(published($sub, 5), [sort $alice, $bob, $carol, $erin, $gone],
               'each changed or removed user published on gms:invalidate');
 
-    my @asked = map { $_->{json}{query} =~ /\{\s*(\w+)/ ? $1 : '?' }
-                @{ $gms->requests };
-    is_deeply(\@asked, [qw(listAccessTokens listPolicies
-                           corpUser corpUser corpGroup corpUser corpGroup
-                           corpUser corpUser)],
+    my @asked = map { join ' ', root_fields($_) } mirror_requests($gms);
+    is_deeply(\@asked, ['listAccessTokens', 'listPolicies', 'corpGroup role',
+                        'corpGroup', 'corpUser corpUser corpUser'],
               'asked: the tokens once (the mirror takes the holders from '
-              . "the sync), the policies, each user's relationships, after "
-              . "bob's and carol's their group's roles");
-    my ($rel) = grep { ($_->{json}{variables}{urn} // '') eq $bob }
-                @{ $gms->requests };
-    is_deeply($rel->{json}{variables}{input},
-              { types => [qw(IsMemberOfGroup IsMemberOfNativeGroup
-                             IsMemberOfRole)],
-                direction => 'OUTGOING', start => 0, count => 100 },
-              'relationships: the three types, outgoing');
+              . 'the sync), the policies, the group and the role they name '
+              . 'in one request, the group holding the role, then for '
+              . 'allGroups the users found in no group, in one request')
+        or diag(explain(\@asked));
+    my $groups = [qw(IsMemberOfGroup IsMemberOfNativeGroup)];
+    is_deeply([ asked_relationships(@{ $gms->requests }) ],
+              [ [corpGroup => $eng, { types => $groups, direction => 'INCOMING',
+                                      start => 0, count => 100 }],
+                [role => $admin, { types => ['IsMemberOfRole'],
+                                   direction => 'INCOMING', start => 0,
+                                   count => 100 }],
+                [corpGroup => $ops, { types => $groups, direction => 'INCOMING',
+                                      start => 0, count => 100 }],
+                map { [corpUser => $_, { types => $groups,
+                                         direction => 'OUTGOING', start => 0,
+                                         count => 100 }] }
+                    $alice, $dave, $erin ],
+              'relationships: the members of eng, Admin (a user and ops) and '
+              . 'ops; the groups of alice, dave and erin (bob and carol are '
+              . 'in one): users in no group are asked, no others')
+        or diag(explain([ asked_relationships(@{ $gms->requests }) ]));
 
     my $state = $redis->dump_all;
     $sub = watch('subscribe');
@@ -301,28 +372,190 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
     } 1 .. 150);
     push @many, { urn => 'urn:li:dataHubPolicy:last',
                   privileges => ['MANAGE_TESTS'], actors => { groups => [$ops] } };
-    my @groups = map { "urn:li:corpGroup:g$_" } 1 .. 120;
+    # ops: 250 members without a token, then carol (native, listed last)
+    my %more = map { (sprintf('urn:li:corpuser:m%03d', $_)
+                      => { IsMemberOfGroup => [$ops] }) } 1 .. 250;
     $gms->policies(\@many);
-    $gms->memberships({ %memberships, $carol => {
-        IsMemberOfNativeGroup => [$ops], IsMemberOfGroup => \@groups } });
+    $gms->memberships({ %memberships, %more });
     $gms->clear_requests;
 
     my $res = sync_from($gms);
     like($res->{out}, qr/\nusers=5 changed=1 removed=0 skipped=0\n\z/,
-         '160 policies, 121 groups: one set changed');
+         '160 policies, 251 members of ops: one set changed');
     is(sets()->{$carol},
        'MANAGE_GLOSSARIES MANAGE_SECRETS MANAGE_TESTS VIEW_ANALYTICS',
-       'carol: the policy on page 2, through the group past the first page');
+       'carol: the policy on page 2, through the group, on its third page');
     my @pages = map { [ @{ $_->{json}{variables}{input} }{qw(start count)} ] }
                 grep { $_->{json}{query} =~ /listPolicies/ } @{ $gms->requests };
     is_deeply(\@pages, [[0, 100], [100, 100]], 'listPolicies: two pages');
-    my @carol = map { $_->{json}{variables}{input}{start} }
-                grep { ($_->{json}{variables}{urn} // '') eq $carol }
-                @{ $gms->requests };
-    is_deeply(\@carol, [0, 100], "carol's relationships: two pages");
+    my @ops = map {
+        my @starts = map { $_->[2]{start} } grep { $_->[1] eq $ops }
+                     asked_relationships($_);
+        @starts ? [@starts] : ();
+    } @{ $gms->requests };
+    is_deeply(\@ops, [[0], [100, 200]],
+              "ops' members: the first page, then the other two together");
+    is(scalar(grep { $_->[0] eq 'corpUser' }
+              asked_relationships(@{ $gms->requests })), 3,
+       '... and the users in no group asked all the same (alice, dave, erin)');
     $gms->policies(\@policies);
     $gms->memberships(\%memberships);
     is(sync_from($gms)->{rc}, 0, 'all back');
+}
+
+# --- 5,000 users over 10 groups and 3 roles ----------------------------------
+
+# Every user holds a token; the policies name one user twice over, two
+# groups, the three roles, all users and all groups.  The sets expected
+# are DataHub's PolicyEngine's, computed user by user from the
+# memberships: the user's groups (IsMemberOfGroup, IsMemberOfNativeGroup)
+# and roles (its own IsMemberOfRole and each of its groups').  GMS answers
+# each request after 45 ms, as in the issue.
+{
+    my $n = 5000;
+    my @users = map { sprintf 'urn:li:corpuser:u%04d', $_ } 0 .. $n - 1;
+    my @g = map { "urn:li:corpGroup:g$_" } 0 .. 9;
+    my ($ra, $re, $rr) =
+        map { "urn:li:dataHubRole:$_" } qw(Admin Editor Reader);
+    my $notoken = 'urn:li:corpuser:no-token';
+
+    my %m;
+    for my $i (0 .. $n - 1) {
+        my $u = $users[$i];
+        if ($i < 4000) {            # one group, corp or native
+            push @{ $m{$u}{ $i % 2 ? 'IsMemberOfNativeGroup'
+                                   : 'IsMemberOfGroup' } }, $g[$i % 10];
+        } elsif ($i < 4500) {       # two groups
+            push @{ $m{$u}{IsMemberOfGroup} }, $g[$i % 10];
+            push @{ $m{$u}{IsMemberOfNativeGroup} }, $g[($i + 1) % 10];
+        }                           # and 500 in none
+    }
+    push @{ $m{ $users[2] }{IsMemberOfNativeGroup} }, $g[2];   # twice in g2
+    push @{ $m{ $users[$_] }{IsMemberOfRole} }, $ra for 0 .. 4;
+    push @{ $m{ $users[$_] }{IsMemberOfRole} }, $re for 4500 .. 4549;
+    push @{ $m{ $users[$_] }{IsMemberOfRole} }, $rr for 4990 .. 4999;
+    $m{ $g[9] }{IsMemberOfRole} = [$ra];
+    $m{ $g[7] }{IsMemberOfRole} = [$re];
+    $m{ $g[8] }{IsMemberOfRole} = [$re, $rr];
+    $m{ $g[0] }{IsMemberOfRole} = [$rr];
+    $m{$notoken} = { IsMemberOfGroup => [$g[2]], IsMemberOfRole => [$ra] };
+
+    my @big = (
+        { urn => 'urn:li:dataHubPolicy:users',
+          privileges => ['MANAGE_POLICIES'],
+          actors => { users => [$users[4999], $users[1]] } },
+        { urn => 'urn:li:dataHubPolicy:groups',
+          privileges => ['MANAGE_INGESTION'],
+          actors => { groups => [@g[2, 5]] } },
+        { urn => 'urn:li:dataHubPolicy:admin', privileges => ['MANAGE_SECRETS'],
+          actors => { roles => [$ra] } },
+        { urn => 'urn:li:dataHubPolicy:editors',
+          privileges => ['MANAGE_DOMAINS'], actors => { roles => [$re, $rr] } },
+        { urn => 'urn:li:dataHubPolicy:all', privileges => ['VIEW_ANALYTICS'],
+          actors => { allUsers => 1 } },
+        { urn => 'urn:li:dataHubPolicy:any-group',
+          privileges => ['MANAGE_GLOSSARIES'], actors => { allGroups => 1 } },
+        { urn => 'urn:li:dataHubPolicy:off', state => 'INACTIVE',
+          privileges => ['MANAGE_TESTS'], actors => { groups => [$g[3]] } },
+    );
+
+    # PolicyEngine, user by user
+    my %want;
+    for my $u (@users) {
+        my $mine = $m{$u} // {};
+        my %groups = map { $_ => 1 } @{ $mine->{IsMemberOfGroup} // [] },
+                                     @{ $mine->{IsMemberOfNativeGroup} // [] };
+        my %roles = map { $_ => 1 } @{ $mine->{IsMemberOfRole} // [] },
+            map { @{ ($m{$_} // {})->{IsMemberOfRole} // [] } } keys %groups;
+        my %p;
+        for my $pol (@big) {
+            next if ($pol->{state} // '') eq 'INACTIVE';
+            my $a = $pol->{actors};
+            $p{$_} = 1 for grep {
+                $a->{allUsers}
+                || grep({ $_ eq $u } @{ $a->{users} // [] })
+                || ($a->{allGroups} && %groups)
+                || grep({ $groups{$_} } @{ $a->{groups} // [] })
+                || grep({ $roles{$_} } @{ $a->{roles} // [] })
+            } @{ $pol->{privileges} };
+        }
+        $want{$u} = join ' ', sort keys %p if %p;
+    }
+
+    my $big_redis = GmsTest::Redis->start;
+    my $big_gms = GmsTest::GraphQL->start(
+        token => $SECRET, policies => \@big, memberships => \%m,
+        tokens => [ map { listed("t$_", $users[$_]) } 0 .. $n - 1 ]);
+    $big_gms->delay(0.045);
+
+    my $sync = sub {
+        my $t0 = time;
+        my $res = run_tool(undef, 'sync', gms_args($big_gms->url, $token_file),
+                           '--page-size', '1000', '--redis',
+                           '127.0.0.1:' . $big_redis->port);
+        return ($res, time - $t0);
+    };
+    my $dump = sub {
+        my %s = @{ $big_redis->cmd(EVAL => q{
+            local r = {}
+            for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
+                r[#r + 1] = string.sub(k, 11)
+                r[#r + 1] = table.concat(redis.call('SORT', k, 'ALPHA'), ' ')
+            end
+            return r }, 0, 'gms:actor:*') };
+        return \%s;
+    };
+
+    my ($res, $took) = $sync->();
+    is_deeply([@$res{qw(rc out err)}],
+              [0, "tokens=$n added=$n updated=0 unchanged=0 expired=0 "
+                  . "pruned=0 kept=0\nusers=$n changed=$n removed=0 "
+                  . "skipped=0\n", ''],
+              "$n users: every set written")
+        or diag(explain($res));
+    my $got = $dump->();
+    is(scalar(grep { ($got->{$_} // '') ne ($want{$_} // '') } @users), 0,
+       "$n users: each set is the one PolicyEngine gives, user by user");
+    is_deeply($got, \%want, '... and no other set (the member without a '
+              . 'token has none)');
+
+    # groups read: those named and those holding a named role; users asked:
+    # those in none of them
+    my %read = map { $_ => 1 } @g[2, 5, 9, 7, 8, 0];
+    my $alone = grep {
+        my $mine = $m{$_} // {};
+        !grep { $read{$_} } @{ $mine->{IsMemberOfGroup} // [] },
+                            @{ $mine->{IsMemberOfNativeGroup} // [] };
+    } @users;
+    my @mirror = grep { !/^listAccessTokens\z/ }
+                 map { join ' ', sort(uniq(root_fields($_))) }
+                 mirror_requests($big_gms);
+    my %by = count_by(@mirror);
+    is_deeply(\%by,
+              { listPolicies => 1, 'corpGroup role' => 1, corpGroup => 2,
+                corpUser => int(($alone + 99) / 100) },
+              "$n users: listPolicies, 3 requests for the members of 2 "
+              . 'groups, 3 roles and the 4 groups holding those roles (a '
+              . 'first page each, then the rest together), '
+              . int(($alone + 99) / 100) . " for the $alone users in none "
+              . 'of those groups (allGroups), 100 a request')
+        or diag(explain(\%by));
+    is(scalar(grep { $_->[0] eq 'corpUser' }
+                asked_relationships(@{ $big_gms->requests })),
+       $alone, "... each of those $alone users asked once");
+    note(sprintf '%d users, 45 ms a request: %d requests in %.1f s (%d of '
+         . 'them for the privileges); user by user, the privileges took '
+         . '%d (listPolicies, a corpUser a user, a corpGroup a group)', $n,
+         scalar @{ $big_gms->requests }, $took, scalar @mirror, 1 + $n + 10);
+
+    $big_gms->clear_requests;
+    ($res, $took) = $sync->();
+    like($res->{out}, qr/\nusers=$n changed=0 removed=0 skipped=0\n\z/,
+         "$n users again: nothing changed");
+    note(sprintf 'again: %.1f s', $took);
+
+    $big_gms->stop;
+    $big_redis->stop;
 }
 
 # --- a set larger than the edge accepts is not written -----------------------
@@ -390,6 +623,11 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
         [ 'corpGroup: a GraphQL error',
           [field => 'corpGroup', graphql_error => $GRAPHQL_UNKNOWN],
           [], qr/\Q$GRAPHQL_UNKNOWN\E/ ],
+        [ 'corpGroup: incomplete', [field => 'corpGroup', total => 400], [],
+          qr/corpGroup \Q$eng\E: no relationships at 100 of a total of 400: /
+          . qr/the list is incomplete/ ],
+        [ 'role: HTTP 500', [field => 'role', status => 500], [],
+          qr/HTTP 500/ ],
         [ 'listAccessTokens: incomplete for the mirror',
           [field => 'listAccessTokens', total => 7], [],
           qr/listAccessTokens lists 5 tokens of a total of 7/ ],
@@ -461,17 +699,27 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
     is_deeply(sets(), { $alice => 'MANAGE_POLICIES VIEW_ANALYTICS',
                         $bob => 'EDIT_ENTITY' },
               'graphql: each once; none for who has none');
-    my @asked = map { $_->{json}{variables}{input}{actorUrn} }
-                grep { $_->{json}{query} =~ /getGrantedPrivileges/ }
-                @{ $gms->requests };
-    is_deeply(\@asked, [sort $alice, $bob, $carol, $dave, $erin],
-              'graphql: asked for each user');
-    is(normalized(
-           (grep { $_->{json}{query} =~ /getGrantedPrivileges/ }
-            @{ $gms->requests })[0]{json}{query}),
-       normalized(GmsTest::json_decode(GmsTest::GraphQL->fixture(
-           'getGrantedPrivileges.request.json'))->{query}),
-       "graphql: the query of the fixture (datahub-web-react's)");
+    my @granted = grep { $_->{json}{query} =~ /getGrantedPrivileges/ }
+                  @{ $gms->requests };
+    is(scalar @granted, 1, 'graphql: one request for the five users');
+    my $vars = $granted[0]{json}{variables};
+    is_deeply([ map { $vars->{"i$_"}{actorUrn} } 0 .. 4 ],
+              [sort $alice, $bob, $carol, $dave, $erin],
+              'graphql: asked for each user, one alias each');
+
+    # the fixture's field (datahub-web-react's query), once a user under
+    # an alias, its variable renamed
+    my $fixture = GmsTest::json_decode(GmsTest::GraphQL->fixture(
+        'getGrantedPrivileges.request.json'))->{query};
+    my ($field) =
+        normalized($fixture) =~ /^query \w+\(\$input: [^)]*\) \{ (.*) \}\z/;
+    is(normalized($granted[0]{json}{query}),
+       'query getGrantedPrivileges('
+       . join(', ', map { "\$i$_: GetGrantedPrivilegesInput!" } 0 .. 4)
+       . ') { ' . join(' ', map { "g$_: " . ($field =~ s/\$input\b/\$i$_/r) }
+                              0 .. 4) . ' }',
+       "graphql: the fixture's field (datahub-web-react's query) under an "
+       . 'alias a user');
 
     $gms->misbehave(field => 'getGrantedPrivileges', status => 401);
     my $before = $redis->dump_all;

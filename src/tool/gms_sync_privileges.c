@@ -5,19 +5,19 @@
  *
  * The users are those holding an access token (in the listAccessTokens
  * the sync just made: gms_tool_holders_t) and those a platform policy
- * names (listPolicies); members of a group or a role a policy names are
- * not enumerated (DataHub has no cheap list of them, and a user without
- * a token never reaches the edge with one of its own... except a session
- * token: see the README).  Each user's set is computed first, from GMS
- * alone, in one of two ways:
+ * names (listPolicies); members of a group or a role a policy names who
+ * do neither are not mirrored (a user without a token never reaches the
+ * edge with one of its own... except a session token: see the README).
+ * Each user's set is computed first, from GMS alone, in one of two ways:
  *
  *  - policies: listPolicies' active PLATFORM policies, matched here
- *    (gms_policy.c, after DataHub's PolicyEngine) to the user and the
- *    groups and roles GraphQL's relationships give (IsMemberOfGroup,
- *    IsMemberOfNativeGroup, IsMemberOfRole of the user, IsMemberOfRole of
- *    each of its groups: PolicyEngine.resolveRoles);
+ *    (gms_policy.c, after DataHub's PolicyEngine) to the user and its
+ *    groups and roles, read by membership: the members of each group and
+ *    role the policies name (gms_sync_members.c), so that the requests
+ *    grow with those groups and roles, not with the users;
  *  - graphql: getGrantedPrivileges of each user, asked of GMS (DataHub
- *    1.0 and later answer a Manage Policies holder about anyone).
+ *    1.0 and later answer a Manage Policies holder about anyone),
+ *    GMS_MEMBERS_BATCH users a request under aliases.
  *
  * Any failure or incomplete listing stops there: Redis is not touched.
  * Then each set that differs from Redis's (SMEMBERS) is replaced at once
@@ -38,6 +38,7 @@
 #include "gms_contract.h"
 #include "gms_token.h"
 #include "gms_sync_privileges.h"
+#include "gms_sync_members.h"
 #include "gms_policy.h"
 #include "gms_tool_msgs.h"
 #include "gms_tool_conn.h"
@@ -57,20 +58,13 @@
     "      actors {\n        users\n        groups\n        roles\n"         \
     "        allUsers\n        allGroups\n      }\n    }\n  }\n}"
 
-/* entity.graphql: CorpUser.relationships and CorpGroup.relationships */
-#define GMS_PRIV_RELATIONSHIPS(field)                                        \
-    "query " field "($urn: String!, $input: RelationshipsInput!) {\n"        \
-    "  " field "(urn: $urn) {\n"                                             \
-    "    relationships(input: $input) {\n"                                   \
-    "      start\n      count\n      total\n"                                \
-    "      relationships {\n        type\n"                                  \
-    "        entity {\n          urn\n        }\n      }\n    }\n  }\n}"
-
-/* GetGrantedPrivilegesResolver; the query of datahub-web-react's own */
-#define GMS_PRIV_GRANTED_QUERY                                               \
-    "query getGrantedPrivileges($input: GetGrantedPrivilegesInput!) {\n"     \
-    "  getGrantedPrivileges(input: $input) {\n"                              \
-    "    privileges\n  }\n}"
+/*
+ * GetGrantedPrivilegesResolver; the query of datahub-web-react's own, one
+ * alias (g0, g1, ...) a user
+ */
+#define GMS_PRIV_GRANTED_ALIAS                                               \
+    "  g%zu: getGrantedPrivileges(input: $i%zu) {\n    privileges\n  }\n"
+#define GMS_PRIV_GRANTED_VARIABLES  "$i%zu: GetGrantedPrivilegesInput!"
 
 
 /* a growing list of strings it owns */
@@ -83,18 +77,9 @@ typedef struct {
 
 typedef struct {
     char                  *urn;
-    gms_priv_list_t        groups;
-    gms_priv_list_t        roles;
     gms_priv_list_t        privileges;     /* sorted, unique */
     unsigned               changed:1;      /* differs from Redis's set */
 } gms_priv_user_t;
-
-
-/* a group's own roles, asked once a run */
-typedef struct {
-    char                  *urn;
-    gms_priv_list_t        roles;
-} gms_priv_group_t;
 
 
 typedef struct {
@@ -104,24 +89,17 @@ typedef struct {
     gms_priv_list_t        urns;           /* the users, sorted, unique */
     gms_priv_user_t       *users;
     gms_policies_t         policies;
-    gms_priv_group_t      *groups;
-    size_t                 ngroups;
-    size_t                 nalloc_groups;
 } gms_priv_ctx_t;
 
 
 static int gms_priv_token_holders(gms_priv_ctx_t *c,
     const gms_tool_holders_t *holders);
 static int gms_priv_list_policies(gms_priv_ctx_t *c);
-static int gms_priv_memberships(gms_priv_ctx_t *c, gms_priv_user_t *u,
-    int roles);
-static int gms_priv_group_roles(gms_priv_ctx_t *c, const char *group,
-    gms_priv_list_t *roles);
-static int gms_priv_relationships(gms_priv_ctx_t *c, const char *field,
-    const char *query, const char *urn, int groups, int roles,
-    gms_priv_list_t *gl, gms_priv_list_t *rl);
-static int gms_priv_from_policies(gms_priv_ctx_t *c, gms_priv_user_t *u);
-static int gms_priv_from_graphql(gms_priv_ctx_t *c, gms_priv_user_t *u);
+static int gms_priv_from_policies(gms_priv_ctx_t *c);
+static int gms_priv_from_graphql(gms_priv_ctx_t *c);
+static char *gms_priv_granted_query(size_t n);
+static int gms_priv_granted(gms_priv_ctx_t *c, gms_priv_user_t *u,
+    json_t *granted);
 static int gms_priv_page_total(gms_priv_ctx_t *c, json_t *page,
     const char *what, const char *items, json_t **list, json_int_t *total);
 static int gms_priv_write(gms_priv_ctx_t *c,
@@ -183,14 +161,12 @@ gms_tool_privileges_mirror(gms_tool_t *t, const gms_graphql_conf_t *gms,
 
     for (i = 0; i < c.urns.n; i++) {
         c.users[i].urn = c.urns.s[i];
+    }
 
-        rc = mode == GMS_TOOL_PRIVILEGES_GRAPHQL
-             ? gms_priv_from_graphql(&c, &c.users[i])
-             : gms_priv_from_policies(&c, &c.users[i]);
-
-        if (rc != GMS_TOOL_OK) {
-            goto done;
-        }
+    rc = mode == GMS_TOOL_PRIVILEGES_GRAPHQL ? gms_priv_from_graphql(&c)
+                                             : gms_priv_from_policies(&c);
+    if (rc != GMS_TOOL_OK) {
+        goto done;
     }
 
     /* everything is known: only now is Redis touched */
@@ -367,133 +343,113 @@ gms_priv_page_total(gms_priv_ctx_t *c, json_t *page, const char *what,
 }
 
 
+/* each user's groups and roles read by membership, then matched */
+
 static int
-gms_priv_from_policies(gms_priv_ctx_t *c, gms_priv_user_t *u)
+gms_priv_from_policies(gms_priv_ctx_t *c)
 {
     int                  rc;
-    size_t               i, n;
+    size_t               i, j, n;
     const char         **granted;
+    gms_members_t       *m;
     gms_policy_actor_t   a;
 
-    if (gms_policy_needs_groups(&c->policies)) {
-        rc = gms_priv_memberships(c, u, gms_policy_needs_roles(&c->policies));
-        if (rc != GMS_TOOL_OK) {
-            return rc;
-        }
-    }
-
-    a.urn = u->urn;
-    a.groups = (const char *const *) u->groups.s;
-    a.ngroups = u->groups.n;
-    a.roles = (const char *const *) u->roles.s;
-    a.nroles = u->roles.n;
-
-    if (gms_policy_grant(&c->policies, &a, &granted, &n) != 0) {
-        gms_tool_error(c->tool, "out of memory");
-        return GMS_TOOL_REDIS;
-    }
-
-    for (i = 0; i < n; i++) {
-        if (gms_priv_add(&u->privileges, granted[i], strlen(granted[i])) != 0)
-        {
-            free(granted);
-            return GMS_TOOL_REDIS;
-        }
-    }
-
-    free(granted);
-
-    return GMS_TOOL_OK;
-}
-
-
-/* the user's groups, and with roles its roles and its groups' roles */
-
-static int
-gms_priv_memberships(gms_priv_ctx_t *c, gms_priv_user_t *u, int roles)
-{
-    int     rc;
-    size_t  i;
-
-    rc = gms_priv_relationships(c, "corpUser",
-                                GMS_PRIV_RELATIONSHIPS("corpUser"), u->urn,
-                                1, roles, &u->groups, &u->roles);
+    rc = gms_members_read(c->tool, c->g, c->url, &c->policies, c->urns.s,
+                          c->urns.n, &m);
     if (rc != GMS_TOOL_OK) {
         return rc;
     }
 
-    gms_priv_sort_unique(&u->groups);
+    for (i = 0; i < c->urns.n; i++) {
+        gms_members_actor(m, i, &a);
 
-    if (!roles) {
-        return GMS_TOOL_OK;
-    }
-
-    for (i = 0; i < u->groups.n; i++) {
-        rc = gms_priv_group_roles(c, u->groups.s[i], &u->roles);
-        if (rc != GMS_TOOL_OK) {
-            return rc;
+        if (gms_policy_grant(&c->policies, &a, &granted, &n) != 0) {
+            rc = GMS_TOOL_REDIS;
+            break;
         }
-    }
 
-    gms_priv_sort_unique(&u->roles);
+        for (j = 0; j < n; j++) {
+            if (gms_priv_add(&c->users[i].privileges, granted[j],
+                             strlen(granted[j]))
+                != 0)
+            {
+                rc = GMS_TOOL_REDIS;
+                break;
+            }
+        }
 
-    return GMS_TOOL_OK;
-}
+        free(granted);
 
-
-/* a group's roles, added to roles; each group asked once a run */
-
-static int
-gms_priv_group_roles(gms_priv_ctx_t *c, const char *group,
-    gms_priv_list_t *roles)
-{
-    int                rc;
-    size_t             i;
-    gms_priv_group_t  *gr, *p;
-
-    for (i = 0; i < c->ngroups; i++) {
-        if (strcmp(c->groups[i].urn, group) == 0) {
+        if (rc != GMS_TOOL_OK) {
             break;
         }
     }
 
-    if (i == c->ngroups) {
-        if (c->ngroups == c->nalloc_groups) {
-            c->nalloc_groups = c->nalloc_groups ? 2 * c->nalloc_groups : 16;
-            p = realloc(c->groups, c->nalloc_groups * sizeof(gms_priv_group_t));
+    gms_members_free(m);
 
-            if (p == NULL) {
-                gms_tool_error(c->tool, "out of memory");
-                return GMS_TOOL_REDIS;
+    if (rc != GMS_TOOL_OK) {
+        gms_tool_error(c->tool, "out of memory");
+    }
+
+    return rc;
+}
+
+
+/* getGrantedPrivileges, GMS_MEMBERS_BATCH users a request */
+
+static int
+gms_priv_from_graphql(gms_priv_ctx_t *c)
+{
+    int      rc;
+    char    *query, name[32];
+    size_t   i, k, n;
+    json_t  *vars, *data;
+
+    for (i = 0; i < c->urns.n; i += n) {
+        n = c->urns.n - i < GMS_MEMBERS_BATCH ? c->urns.n - i
+                                              : GMS_MEMBERS_BATCH;
+
+        query = gms_priv_granted_query(n);
+        vars = query ? json_object() : NULL;
+
+        for (k = 0; vars && k < n; k++) {
+            snprintf(name, sizeof(name), "i%zu", k);
+
+            if (json_object_set_new(vars, name,
+                                    json_pack("{s:s}", "actorUrn",
+                                              c->users[i + k].urn))
+                != 0)
+            {
+                json_decref(vars);
+                vars = NULL;
             }
-
-            c->groups = p;
         }
 
-        gr = &c->groups[c->ngroups];
-        memset(gr, 0, sizeof(gms_priv_group_t));
-
-        gr->urn = strdup(group);
-        if (gr->urn == NULL) {
+        if (vars == NULL) {
+            free(query);
             gms_tool_error(c->tool, "out of memory");
             return GMS_TOOL_REDIS;
         }
 
-        c->ngroups++;
+        data = gms_graphql_query(c->g, query, vars, NULL);
+        free(query);
 
-        rc = gms_priv_relationships(c, "corpGroup",
-                                    GMS_PRIV_RELATIONSHIPS("corpGroup"),
-                                    group, 0, 1, NULL, &gr->roles);
+        if (data == NULL) {
+            return GMS_TOOL_GMS;
+        }
+
+        rc = GMS_TOOL_OK;
+
+        for (k = 0; rc == GMS_TOOL_OK && k < n; k++) {
+            snprintf(name, sizeof(name), "g%zu", k);
+            rc = gms_priv_granted(c, &c->users[i + k],
+                                  json_object_get(data, name));
+        }
+
+        json_decref(data);
+
         if (rc != GMS_TOOL_OK) {
             return rc;
-        }
-    }
-
-    gr = &c->groups[i];
-
-    for (i = 0; i < gr->roles.n; i++) {
-        if (gms_priv_add(roles, gr->roles.s[i], strlen(gr->roles.s[i])) != 0) {
-            return GMS_TOOL_REDIS;
         }
     }
 
@@ -502,158 +458,62 @@ gms_priv_group_roles(gms_priv_ctx_t *c, const char *group,
 
 
 /*
- * An entity's outgoing IsMemberOfGroup and IsMemberOfNativeGroup (into
- * gl) and IsMemberOfRole (into rl) relationships, page after page.  An
- * entity GMS does not have (null) is in no group and has no role.
+ * query getGrantedPrivileges($i0: GetGrantedPrivilegesInput!, ...) {
+ * g0: getGrantedPrivileges(input: $i0) { privileges } ... }
  */
 
-static int
-gms_priv_relationships(gms_priv_ctx_t *c, const char *field,
-    const char *query, const char *urn, int groups, int roles,
-    gms_priv_list_t *gl, gms_priv_list_t *rl)
+static char *
+gms_priv_granted_query(size_t n)
 {
-    size_t            i, seen;
-    json_t           *vars, *types, *entity, *result, *list, *rel, *v, *to;
-    json_int_t        total;
-    const char       *type;
-    gms_priv_list_t  *into;
+    char    *query, *p, *end;
+    size_t   k, size;
 
-    seen = 0;
+    size = sizeof("query getGrantedPrivileges() {\n}")
+           + n * (sizeof(GMS_PRIV_GRANTED_ALIAS) + 2 * 20
+                  + sizeof(GMS_PRIV_GRANTED_VARIABLES) + 20 + 2);
 
-    for ( ;; ) {
-        types = json_array();
-
-        if (types != NULL && groups) {
-            json_array_append_new(types, json_string("IsMemberOfGroup"));
-            json_array_append_new(types, json_string("IsMemberOfNativeGroup"));
-        }
-
-        if (types != NULL && roles) {
-            json_array_append_new(types, json_string("IsMemberOfRole"));
-        }
-
-        vars = types ? json_pack("{s:s, s:{s:o, s:s, s:I, s:I}}", "urn", urn,
-                                 "input", "types", types, "direction",
-                                 "OUTGOING", "start", (json_int_t) seen,
-                                 "count", (json_int_t) GMS_PRIV_PAGE)
-                     : NULL;
-
-        entity = vars ? gms_graphql_query_nullable(c->g, query, vars, field)
-                      : NULL;
-        if (entity == NULL) {
-            return GMS_TOOL_GMS;
-        }
-
-        if (json_is_null(entity)) {
-            return GMS_TOOL_OK;
-        }
-
-        result = json_object_get(entity, "relationships");
-
-        if (json_is_null(result)) {
-            json_decref(entity);
-            return GMS_TOOL_OK;
-        }
-
-        list = json_object_get(result, "relationships");
-
-        if (!json_is_object(result) || !json_is_array(list)) {
-            gms_tool_error(c->tool, "%s: %s %s: no relationships.relationships "
-                           "array", c->url, field, gms_tool_shown(urn));
-            json_decref(entity);
-            return GMS_TOOL_GMS;
-        }
-
-        for (i = 0; i < json_array_size(list); i++) {
-            rel = json_array_get(list, i);
-            type = json_string_value(json_object_get(rel, "type"));
-
-            if (type == NULL) {
-                gms_tool_error(c->tool, "%s: %s %s: relationships[%zu]: type "
-                               "is not a string", c->url, field,
-                               gms_tool_shown(urn), seen + i);
-                json_decref(entity);
-                return GMS_TOOL_GMS;
-            }
-
-            into = strcmp(type, "IsMemberOfRole") == 0 ? (roles ? rl : NULL)
-                   : (strcmp(type, "IsMemberOfGroup") == 0
-                      || strcmp(type, "IsMemberOfNativeGroup") == 0)
-                     ? (groups ? gl : NULL)
-                   : NULL;
-
-            to = json_object_get(rel, "entity");
-
-            /* a group or role that is gone: GMS resolves it to null */
-            if (into == NULL || json_is_null(to)) {
-                continue;
-            }
-
-            v = json_object_get(to, "urn");
-
-            if (!json_is_string(v)
-                || !gms_actor_valid(json_string_value(v),
-                                    json_string_length(v)))
-            {
-                gms_tool_error(c->tool, "%s: %s %s: relationships[%zu]: "
-                               "entity.urn is not a URN", c->url, field,
-                               gms_tool_shown(urn), seen + i);
-                json_decref(entity);
-                return GMS_TOOL_GMS;
-            }
-
-            if (gms_priv_add(into, json_string_value(v), json_string_length(v))
-                != 0)
-            {
-                json_decref(entity);
-                return GMS_TOOL_REDIS;
-            }
-        }
-
-        seen += json_array_size(list);
-
-        /* total is a nullable Int here: without it, a short page ends */
-        v = json_object_get(result, "total");
-        total = json_is_integer(v) ? json_integer_value(v) : -1;
-
-        json_decref(entity);
-
-        if (total < 0 ? i < GMS_PRIV_PAGE : (json_int_t) seen >= total) {
-            return GMS_TOOL_OK;
-        }
-
-        if (i == 0) {
-            gms_tool_error(c->tool, "%s: %s %s: %zu relationships of a total "
-                           "of %lld: the list is incomplete, privileges left "
-                           "as they are", c->url, field, gms_tool_shown(urn),
-                           seen, (long long) total);
-            return GMS_TOOL_GMS;
-        }
+    query = malloc(size);
+    if (query == NULL) {
+        return NULL;
     }
+
+    p = query;
+    end = query + size;
+
+    p += snprintf(p, end - p, "query getGrantedPrivileges(");
+
+    for (k = 0; k < n; k++) {
+        p += snprintf(p, end - p, "%s" GMS_PRIV_GRANTED_VARIABLES,
+                      k ? ", " : "", k);
+    }
+
+    p += snprintf(p, end - p, ") {\n");
+
+    for (k = 0; k < n; k++) {
+        p += snprintf(p, end - p, GMS_PRIV_GRANTED_ALIAS, k, k);
+    }
+
+    snprintf(p, end - p, "}");
+
+    return query;
 }
 
 
+/* one alias of the answer: the user's Privileges */
+
 static int
-gms_priv_from_graphql(gms_priv_ctx_t *c, gms_priv_user_t *u)
+gms_priv_granted(gms_priv_ctx_t *c, gms_priv_user_t *u, json_t *granted)
 {
     size_t   i;
-    json_t  *vars, *granted, *list, *v;
-
-    vars = json_pack("{s:{s:s}}", "input", "actorUrn", u->urn);
-
-    granted = vars ? gms_graphql_query(c->g, GMS_PRIV_GRANTED_QUERY, vars,
-                                       "getGrantedPrivileges")
-                   : NULL;
-    if (granted == NULL) {
-        return GMS_TOOL_GMS;
-    }
+    json_t  *list, *v;
 
     list = json_object_get(granted, "privileges");
 
     if (!json_is_array(list)) {
-        gms_tool_error(c->tool, "%s: getGrantedPrivileges of %s: privileges "
-                       "is not an array", c->url, gms_tool_shown(u->urn));
-        json_decref(granted);
+        gms_tool_error(c->tool, "%s: getGrantedPrivileges of %s: %s", c->url,
+                       gms_tool_shown(u->urn),
+                       json_is_object(granted) ? "privileges is not an array"
+                                               : "no Privileges object");
         return GMS_TOOL_GMS;
     }
 
@@ -667,7 +527,6 @@ gms_priv_from_graphql(gms_priv_ctx_t *c, gms_priv_user_t *u)
             gms_tool_error(c->tool, "%s: getGrantedPrivileges of %s: "
                            "privileges[%zu] is not a privilege name", c->url,
                            gms_tool_shown(u->urn), i);
-            json_decref(granted);
             return GMS_TOOL_GMS;
         }
 
@@ -675,12 +534,11 @@ gms_priv_from_graphql(gms_priv_ctx_t *c, gms_priv_user_t *u)
                          json_string_length(v))
             != 0)
         {
-            json_decref(granted);
+            gms_tool_error(c->tool, "out of memory");
             return GMS_TOOL_REDIS;
         }
     }
 
-    json_decref(granted);
     gms_priv_sort_unique(&u->privileges);
 
     return GMS_TOOL_OK;
@@ -1062,18 +920,10 @@ gms_priv_free(gms_priv_ctx_t *c)
     gms_graphql_close(c->g);
 
     for (i = 0; c->users && i < c->urns.n; i++) {
-        gms_priv_list_free(&c->users[i].groups);
-        gms_priv_list_free(&c->users[i].roles);
         gms_priv_list_free(&c->users[i].privileges);
     }
 
-    for (i = 0; i < c->ngroups; i++) {
-        free(c->groups[i].urn);
-        gms_priv_list_free(&c->groups[i].roles);
-    }
-
     free(c->users);
-    free(c->groups);
     gms_priv_list_free(&c->urns);
     gms_policies_free(&c->policies);
 }
