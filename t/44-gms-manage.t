@@ -1,8 +1,10 @@
 #!/usr/bin/perl
 
-# gms-token create, revoke --gms, list and check-salt: DataHub's own token
-# API (createAccessToken, revokeAccessToken, listAccessTokens,
-# getAccessTokenMetadata; GmsTest::GraphQL stands in for GMS, its shapes
+# gms-token create (personal tokens, and DataHub 1.4's service accounts'
+# with --type SERVICE_ACCOUNT), revoke --gms, list and check-salt:
+# DataHub's own token API (createAccessToken, revokeAccessToken,
+# listAccessTokens, getAccessTokenMetadata; GmsTest::GraphQL stands in
+# for GMS, its shapes
 # from DataHub's auth.graphql and resolvers and t/fixtures/datahub) with
 # the cache kept in step, on a real redis-server.  What a user sees: the
 # token once on stdout and nowhere else, the hash the edge will read, the
@@ -64,6 +66,7 @@ sub create {
     my $res = run_tool('', 'create', gms_args($o{gms}),
                        '--actor', $o{actor} // $alice,
                        '--name', $o{name} // 'ci-pipeline',
+                       ($o{type} ? ('--type', $o{type}) : ()),
                        ($o{duration} ? ('--duration', $o{duration}) : ()),
                        ($o{description}
                         ? ('--description', $o{description}) : ()),
@@ -179,6 +182,9 @@ my $sub = subscriber($redis->port, 'gms:invalidate');
             2, qr/--actor/, 'create without --actor');
     refused(create(duration => 'TWO_WEEKS'), 2, qr/--duration: 'TWO_WEEKS'/,
             'create with a duration DataHub does not have');
+    refused(create(type => 'SESSION'), 2,
+            qr/--type: 'SESSION' is neither PERSONAL nor SERVICE_ACCOUNT/,
+            'create --type SESSION: DataHub makes no such token');
     refused(run_tool('', 'create', '--actor', $alice, '--name', 'x', @at),
             2, qr/--gms URL is required/, 'create without --gms');
     refused(run_tool('', 'create', gms_args(), '--actor', 'alice',
@@ -314,6 +320,54 @@ my $made;
     is(scalar @{ $gms->tokens }, $tokens, 'refused: GMS has no new token');
     $redis->unchanged($before, 'refused: Redis unchanged');
     is_deeply(published($sub), [], 'refused: nothing published');
+}
+
+
+# --- service accounts (DataHub 1.4+) ----------------------------------------
+
+{
+    my $svc = 'urn:li:corpuser:service_9f3c2a10-4b7e-4d2a-9c1e-0a5b6c7d8e9f';
+    $gms->users({ $svc => { service_account => 1 } });
+    $gms->clear_requests;
+    published($sub);
+
+    my $res = create(type => 'SERVICE_ACCOUNT', actor => $svc,
+                     name => 'ingestion', duration => 'ONE_YEAR');
+    is($res->{rc}, 0, 'create --type SERVICE_ACCOUNT: exit 0')
+        or diag($res->{err});
+    like($res->{out}, qr/\A[A-Za-z0-9_.-]+\n\z/, '... the token printed');
+    my ($token) = $res->{out} =~ /^(\S+)/;
+    my $id = id_of($token // '');
+
+    is_deeply($gms->requests->[0]{json}{variables}{input},
+              { type => 'SERVICE_ACCOUNT', actorUrn => $svc,
+                duration => 'ONE_YEAR', name => 'ingestion' },
+              '... asked of GMS as CreateAccessTokenInput type '
+              . 'SERVICE_ACCOUNT');
+    my ($listed) = grep { $_->{id} eq $id } @{ $gms->tokens };
+    ok($listed && ($listed->{token_type} // '') eq 'SERVICE_ACCOUNT',
+       "... GMS made a service account's token, GMS's id");
+    my $h = hash_of($redis, "gms:token:$id");
+    is_deeply([ @$h{qw(actor type)} ], [$svc, 'SERVICE_ACCOUNT'],
+              '... cached: the service account, type SERVICE_ACCOUNT');
+    is_deeply(published($sub), [$id], '... its id published');
+
+    # DataHub refuses a token of that type for anyone else
+    my $before = $redis->dump_all;
+    my $tokens = scalar @{ $gms->tokens };
+    refused(create(type => 'SERVICE_ACCOUNT', actor => $bob), 4,
+            qr/The specified URN is not a service account: \Q$bob\E/,
+            'create --type SERVICE_ACCOUNT for a user: GMS refuses');
+    $redis->unchanged($before, '... Redis unchanged');
+    is(scalar @{ $gms->tokens }, $tokens, '... GMS has no new token');
+
+    # revoked like any other
+    $res = run_tool('', 'revoke', gms_args(), $id, @at);
+    is($res->{rc}, 0, "revoke --gms of a service account's token: exit 0")
+        or diag($res->{err});
+    ok(!grep({ $_->{id} eq $id } @{ $gms->tokens }), '... GMS revoked it');
+    is($redis->cmd(EXISTS => "gms:token:$id"), 0, '... no longer cached');
+    is_deeply(published($sub), [$id], '... its id published');
 }
 
 
@@ -511,7 +565,7 @@ my $made;
 # --- the token passes a real edge at once -----------------------------------
 
 SKIP: {
-    skip 'nginx or the module not built (make module)', 4
+    skip 'nginx or the module not built (make module)', 5
         unless -x GmsTest::nginx_bin() && -f GmsTest::module_path();
 
     my $e = GmsTest::Edge->start(salt => $SALT);
@@ -528,6 +582,16 @@ SKIP: {
     run_tool('', 'revoke', gms_args(), id_of($token), @$to_edge);
     is($e->get('/entities/x', $token)->{status}, 401,
        'edge: revoked with --gms, refused at once');
+
+    my $svc = 'urn:li:corpuser:service_edge';
+    $gms->users({ $svc => { service_account => 1 } });
+    $res = create(name => 'svc-edge', type => 'SERVICE_ACCOUNT',
+                  actor => $svc, redis => $to_edge);
+    ($token) = $res->{out} =~ /^(\S+)/;
+    $r = $e->get('/entities/x', $token // '');
+    is_deeply([ $r->{status}, $r->{headers}{'x-gms-actor'} ], [200, $svc],
+              "edge: a service account's token passes at once, as the "
+              . 'account');
 
     $e->nginx->stop;
 }
