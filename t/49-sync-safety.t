@@ -19,6 +19,7 @@ use strict;
 use warnings;
 
 use Test::More;
+use POSIX ();
 use Time::HiRes qw(sleep time);
 
 use GmsTest;
@@ -335,6 +336,129 @@ my @twenty = map { listed("reindexed-$_") } 1 .. 20;
     is_deeply([ $res->{rc}, $res->{err} ],
               [2, "gms-token: sync: --max-prune needs --prune\n"],
               '--max-prune without --prune: usage error');
+}
+
+
+# --- a GMS whose pages never end -------------------------------------------
+
+# The tool's peak resident memory in kB, run under GNU time if there is one.
+sub peak_kb {
+    my (@args) = @_;
+    return undef unless -x '/usr/bin/time';
+    my $out = GmsTest::tempdir() . '/time';
+    my $pid = fork // die "fork: $!\n";
+    if ($pid == 0) {
+        open STDIN, '<', '/dev/null';
+        open STDOUT, '>', '/dev/null';
+        open STDERR, '>', $out;
+        exec '/usr/bin/time', '-f', 'peak %M', GmsTest::Tool::bin(), @args;
+        POSIX::_exit(127);
+    }
+    waitpid $pid, 0;
+    my ($kb) = GmsTest::slurp($out) =~ /^peak (\d+)$/m;
+    return $kb;
+}
+
+{
+    my @all = map { listed("paged-$_") } 1 .. 250;
+    cache_all(@all[0 .. 199]);
+    $gms->tokens([ @all[50 .. 249] ]);
+    my $before = $redis->dump_all;
+
+    # a GMS, or a proxy in front of it, that drops start: page 1 again and
+    # again, under a total of 10^9
+    $gms->misbehave(ignore_start => 1, total => 10**9);
+    $gms->clear_requests;
+    my $t0 = time;
+    my $res = run_tool('', @sync, @at);
+    my $took = time - $t0;
+    is($res->{rc}, 4, 'start ignored, total 10^9: exit 4');
+    like($res->{err}, qr/\Agms-token: sync: \S+: page 2 \(start 100\) lists (?x:
+                         )only tokens of the pages before \(GMS, or a proxy (?x:
+                         )in front of it, ignores start; or tokens come (?x:
+                         )faster than the pages\): the listing is (?x:
+                         )refused\n\z/, '... one line saying so');
+    is($res->{out}, '', '... nothing on stdout');
+    is($gms->count('listAccessTokens'), 2, '... after 2 pages');
+    ok($took < 10, sprintf '... within seconds (%.2f s)', $took);
+    note(sprintf 'start ignored, total 10^9: refused in %.2f s', $took);
+    $redis->unchanged($before, '... nothing written, nothing pruned');
+
+    my $kb = peak_kb(@sync, @at);
+    SKIP: {
+        skip 'no /usr/bin/time to measure the peak memory', 1
+            unless defined $kb;
+        ok($kb < 64 * 1024, "... its memory bounded: peak $kb kB");
+    }
+
+    # tokens made while the listing runs: the first page says 200 tokens,
+    # the next ones 400, 200 of them new (expiring first: listed last); no
+    # more pages than 200 allows (4 of 50), and two more.  Page 1 waits 2 s
+    # on its way back: the new tokens come meanwhile.
+    $gms->misbehave(page => 1, delay => 2);
+    $gms->clear_requests;
+    my $run = GmsTest::Tool::start_tool('', @sync, '--page-size', 50, @at);
+    ok(GmsTest::wait_until(sub { $gms->count('listAccessTokens') >= 1 }, 5),
+       'page 1 asked');
+    sleep 0.5;
+    $gms->tokens([ @all[50 .. 249],
+                   map { listed("paged-new-$_",
+                                expires => $now + 10 * 86_400_000 + $_) }
+                       1 .. 200 ]);
+    $res = GmsTest::Tool::finish_tool($run);
+    $res->{users} = $1 if $res->{out} =~ s/^(checked=[^\n]*\n)//m;
+    is($res->{rc}, 4, 'a total of 200 at first, then 400: exit 4');
+    like($res->{err}, qr/\Agms-token: sync: \S+: page 6 and the listing (?x:
+                         )goes on, past the 6 pages its first total \(200 (?x:
+                         )tokens\) allows: the listing is refused\n\z/,
+         '... one line saying so') or diag(explain($res));
+    is($gms->count('listAccessTokens'), 6, '... after 6 pages of 50');
+    $redis->unchanged($before, '... nothing written, nothing pruned');
+
+    $gms->tokens([ @all[50 .. 249] ]);
+    $gms->misbehave;
+    $gms->clear_requests;
+    $res = run_tool('', @sync, '--page-size', 50, @at);
+    is($res->{out}, counts(tokens => 200, added => 50, unchanged => 150,
+                           pruned => 50),
+       'GMS behaving: synced');
+    is($gms->count('listAccessTokens'), 4, '... in 4 pages of 50');
+}
+
+
+# --- service accounts' tokens (DataHub 1.4+) -------------------------------
+
+{
+    my $svc = 'urn:li:corpuser:service_0b7e6a2c-52f1-4c3d-8e9a-1f2e3d4c5b6a';
+    my @tokens = (listed('svc-ingest', actor => $svc),
+                  listed('svc-ci', actor => $svc), listed('alice-own'));
+    cache_all();
+    $gms->users({ $svc => { service_account => 1 } });
+    $gms->tokens(\@tokens);
+
+    my $res = run_tool('', @sync, @at);
+    is($res->{out}, counts(tokens => 3, added => 3),
+       "a service account's tokens listed like any: cached");
+    is(hash_of($redis, key_of('svc-ci'))->{actor}, $svc,
+       '... as the service account');
+    like($res->{users} // '', qr/^checked=2 inactive=0 /,
+         '... the account a holder like any user');
+
+    $gms->tokens([ @tokens[0, 2] ]);
+    $res = run_tool('', @sync, @at);
+    is($res->{out}, counts(tokens => 2, unchanged => 2, pruned => 1),
+       'one revoked: pruned, GMS has it no more');
+    ok(!cached('svc-ci') && cached('svc-ingest'), '... that one only');
+
+    # the account deleted: DataHub 1.2+ refuses its tokens
+    $gms->users({ $svc => { service_account => 1, deleted => 1 } });
+    $res = run_tool('', @sync, @at);
+    ok(!cached('svc-ingest'), 'the service account deleted: its token '
+                              . 'dropped');
+    $res = run_tool('', @sync, @at);
+    is($res->{out}, counts(tokens => 2, unchanged => 1, inactive => 1),
+       '... and not written again');
+    $gms->users({});
 }
 
 

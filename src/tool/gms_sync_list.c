@@ -137,8 +137,9 @@ gms_sync_list_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
 
         if (fresh == 0) {
             gms_tool_error(t, "%s: page %u (start %lld) lists only tokens "
-                           "of the pages before: GMS, or a proxy in front "
-                           "of it, ignores start; the listing is refused",
+                           "of the pages before (GMS, or a proxy in front "
+                           "of it, ignores start; or tokens come faster "
+                           "than the pages): the listing is refused",
                            gms->url, page, (long long) start);
             rc = GMS_TOOL_GMS;
             break;
