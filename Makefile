@@ -96,6 +96,8 @@ TOOL_DEPS        := $(TOOL_SRCS) $(wildcard src/tool/*.h) $(LIB_HDRS)
 CFLAGS_TOOL      := -g -O2 -Wall -Wextra -Werror -fstack-protector-strong \
                     -Wformat -Werror=format-security -D_FORTIFY_SOURCE=2 \
                     -Isrc/lib -Isrc/tool
+# -pthread: follow mirrors the privileges in a thread of its own
+LIBS_TOOL        := $(LIBS_UNIT) -lssl -lcurl -pthread
 MODULES_DIR      ?= /usr/lib/nginx/modules
 BIN_DIR          ?= /usr/local/bin
 
@@ -110,7 +112,7 @@ tool: $(TOOL)
 
 $(TOOL): $(TOOL_DEPS)
 	@mkdir -p $(BUILD)
-	$(CC) $(CFLAGS_TOOL) $(LDFLAGS) -o $@ $(TOOL_SRCS) $(LIBS_UNIT) -lssl -lcurl
+	$(CC) $(CFLAGS_TOOL) $(LDFLAGS) -o $@ $(TOOL_SRCS) $(LIBS_TOOL)
 
 install: module tool
 	install -D -m 0644 $(MODULE) \
@@ -183,7 +185,7 @@ $(ASAN_MODULE): $(ASAN_BUILD)/objs/Makefile $(SRCS)
 
 $(ASAN_TOOL): $(TOOL_DEPS) Makefile
 	@mkdir -p $(BUILD)/asan
-	$(CC) $(ASAN_TOOL_CFLAGS) -o $@ $(TOOL_SRCS) $(LIBS_UNIT) -lssl -lcurl
+	$(CC) $(ASAN_TOOL_CFLAGS) -o $@ $(TOOL_SRCS) $(LIBS_TOOL)
 
 # nginx is not built with ASan: libasan is preloaded into it (libubsan
 # comes with the module); leaks are not checked (nginx frees its pools,

@@ -8,8 +8,12 @@
 # listing prunes nothing and is retried later and later (fewer requests to
 # GMS); a Redis outage is survived; SIGTERM and SIGINT end it with exit 0,
 # in its wait or in a slow GMS request; bad options are usage errors.
+# The privileges mirror runs in its own thread, every
+# --privileges-interval: a revocation is pruned within an interval while
+# the mirror is stuck in a slow GMS request (measured and printed).
 # Also what one 'sync' publishes, the systemd unit example and the
 # container's way of running follow, checked against 'follow --help'.
+# Two followers sharing one Redis (the lease): t/48-follow-lease.t.
 
 use strict;
 use warnings;
@@ -71,9 +75,27 @@ sub stop_follow {
 my $TIME = qr/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/;
 my $OK_LINE = qr/^gms-token follow: $TIME ok tokens=(\d+) added=(\d+) (?x:
                  )updated=(\d+) unchanged=(\d+) expired=(\d+) pruned=(\d+) (?x:
-                 )kept=(\d+) users=0 changed=0 removed=0 skipped=0 in \d+ms\z/;
+                 )kept=(\d+) in \d+ms\z/;
+my $PRIVILEGES_LINE = qr/^gms-token follow: $TIME privileges ok (?x:
+                         )users=(\d+) changed=(\d+) removed=(\d+) (?x:
+                         )skipped=(\d+) checked=(\d+) inactive=(\d+) (?x:
+                         )newly=(\d+) reactivated=(\d+) dropped=(\d+) (?x:
+                         )unknown=(\d+) in (\d+)ms\z/;
 my $FAILED_LINE = qr/^gms-token follow: $TIME failed \((GMS|Redis)\): (.+); (?x:
                      )next try in (\d+\.\d)s\z/;
+my $LEASE_TAKEN = qr/^gms-token follow: $TIME lease taken: (\S+) works\z/;
+my $LEASE_RELEASED = qr/^gms-token follow: $TIME lease released: (\S+)\z/;
+
+sub privileges_lines {
+    return grep { $_ =~ $PRIVILEGES_LINE } out_lines($_[0]);
+}
+
+# The dataset but for the follower's own keys: the lease, and its name in
+# gms:sync (a follower takes the lease before it asks GMS anything)
+sub tokens_dump {
+    return join "\n", grep { !/^gms:(?:lease|sync) / } split /\n/,
+                                                          $redis->dump_all;
+}
 
 my $gms = GmsTest::GraphQL->start(token => $SECRET);
 my @gms = gms_args($gms->url, $token_file);
@@ -101,8 +123,10 @@ my @gms = gms_args($gms->url, $token_file);
                        '--privileges', 'off', @at);
     is_deeply([@$res{qw(rc out err)}],
               [0, "tokens=5 added=1 updated=1 unchanged=1 expired=2 "
-                  . "pruned=2 kept=0\n", ''],
-              'sync --prune: its line as before');
+                  . "pruned=2 kept=0\n"
+                  . "checked=1 inactive=0 newly=0 reactivated=0 dropped=0 "
+                  . "unknown=0\n", ''],
+              'sync --prune: its line as before, then the users\' status');
     is_deeply([sort $sub->messages],
               [sort map { datahub_id($_) }
                         qw(new moved expired-cached revoked)],
@@ -138,64 +162,55 @@ my @gms = gms_args($gms->url, $token_file);
 }
 
 
-# --- --prune asks GMS by urn for the tokens its listing misses ----------------
+# --- --prune asks GMS's entity store for the tokens its listing misses ------
 
 {
     # listAccessTokens pages by offset over a search index: a token deleted
     # on a page already read and another created meanwhile leave the total
     # right and move a live token past the pages read.  The stand-in's page
-    # 2 lists a new token in place of the live 'skipped'.
+    # 2 lists a new token in place of the live 'skipped'.  (The entity
+    # store's answers in full: t/49-sync-safety.t.)
     my @live = map { listed($_) } qw(race-1 race-2 skipped);
     my @sync = ('sync', @gms, '--prune', '--privileges', 'off',
                 '--page-size', '2', @at);
     my $urn = sub { "urn:li:dataHubAccessToken:" . datahub_id($_[0]) };
-    my $lookups = sub {
-        [ map { $_->{json}{variables}{input} }
-          grep { @{ $_->{json}{variables}{input}{filters} // [] } }
+    # the URNs each entityExists request asked about
+    my $asked = sub {
+        [ grep { @$_ }
+          map { [ sort grep { /^urn:li:dataHubAccessToken:/ }
+                  values %{ $_->{json}{variables} // {} } ] }
+          grep { ($_->{json}{query} // '') =~ /\bentityExists\s*\(\s*urn/ }
           @{ $gms->requests } ]
     };
 
     $gms->tokens(\@live);
     my $res = run_tool('', @sync);
-    is($res->{out}, "tokens=3 added=3 updated=0 unchanged=0 expired=0 "
-                    . "pruned=0 kept=0\n", 'race: the three tokens cached');
+    like($res->{out}, qr/^tokens=3 added=3 updated=0 unchanged=0 expired=0 (?x:
+                         )pruned=0 kept=0\n/, 'race: the three tokens cached');
 
     $gms->misbehave(page => 2, token => listed('race-new'));
     $gms->clear_requests;
     $res = run_tool('', @sync);
-    is_deeply([@$res{qw(rc out err)}],
-              [0, "tokens=4 added=1 updated=0 unchanged=3 expired=0 "
-                  . "pruned=0 kept=1\n", ''],
-              'a live token the listing skipped: found by urn, kept');
+    is($res->{rc}, 0, 'a live token the listing skipped: exit 0');
+    like($res->{out}, qr/^tokens=3 added=1 updated=0 unchanged=2 (?x:
+                         )expired=0 pruned=0 kept=1\n/,
+         '... kept: the entity store has it');
     ok(cached('skipped'), '... still cached');
-    is_deeply($lookups->(),
-              [ { start => 0, count => 1,
-                  filters => [ { field => 'urn',
-                                 values => [ $urn->('skipped') ] } ] } ],
-              '... asked for by its urn, in one request');
+    is_deeply($asked->(), [ [ $urn->('skipped') ] ],
+              '... asked of entityExists, in one request');
 
-    # a lookup that answers a token it was not asked for: nothing changes
-    $gms->misbehave(page => 1, token => listed('stranger'));
-    my $before = $redis->dump_all;
-    $res = run_tool('', @sync);
-    is($res->{rc}, 4, 'a lookup answering another token: exit 4');
-    like($res->{err}, qr/^gms-token: sync: \S+: listAccessTokens by urn (?x:
-                         )lists the token \S+, not asked for: refusing to (?x:
-                         )--prune\n\z/, '... one line');
-    is($redis->dump_all, $before, '... Redis unchanged');
-
-    # revoked: missing from the listing and not found by urn either
+    # revoked: missing from the listing and from the entity store
     $gms->misbehave;
     $gms->tokens([ @live[0, 1] ]);
     $gms->clear_requests;
     $res = run_tool('', @sync);
-    is($res->{out}, "tokens=2 added=0 updated=0 unchanged=2 expired=0 "
-                    . "pruned=2 kept=0\n",
-       'revoked (and the phantom): not found by urn, pruned in this sync');
+    like($res->{out}, qr/^tokens=2 added=0 updated=0 unchanged=2 expired=0 (?x:
+                         )pruned=2 kept=0\n/,
+         'revoked (and the phantom): gone from the entity store, pruned in '
+         . 'this sync');
     ok(!cached('skipped') && !cached('race-new'), '... deleted');
-    is_deeply([ sort @{ $lookups->()->[0]{filters}[0]{values} } ],
-              [ sort map { $urn->($_) } qw(skipped race-new) ],
-              '... both asked for by urn');
+    is_deeply($asked->(), [ [ sort map { $urn->($_) } qw(skipped race-new) ] ],
+              '... both asked of entityExists, in one request');
 
     $redis->cmd('FLUSHALL');
 }
@@ -211,6 +226,15 @@ my @gms = gms_args($gms->url, $token_file);
         [ [@gms, '--interval', '500ms'], qr/--interval: '500ms'/ ],
         [ [@gms, '--interval', 'soon'], qr/--interval: 'soon'/ ],
         [ [@gms, '--interval', '2d'], qr/--interval: '2d'/ ],
+        [ [@gms, '--privileges-interval', '0s'],
+          qr/--privileges-interval: '0s' is not a time from 1s to 1d/ ],
+        [ [@gms, '--privileges-interval', '900ms'],
+          qr/--privileges-interval: '900ms'/ ],
+        [ [@gms, '--privileges-interval', '2d'],
+          qr/--privileges-interval: '2d'/ ],
+        [ [@gms, '--max-prune', '200%'], qr/--max-prune: '200%'/ ],
+        [ [@gms, '--inactive', 'maybe'],
+          qr/--inactive: 'maybe' is neither refuse nor keep/ ],
         [ [@gms, '--privileges', 'all'], qr/--privileges: 'all'/ ],
         [ [@gms, '--page-size', '0'], qr/--page-size: '0'/ ],
         [ [@gms, '--prune'], qr/--prune is not an option of follow/ ],
@@ -246,8 +270,12 @@ my @gms = gms_args($gms->url, $token_file);
     is_deeply($gms->requests, [], 'usage errors: GMS not asked');
 
     my $help = run_tool('', 'follow', '--help');
-    like($help->{out}, qr/--interval TIME.*--privileges MODE/s,
-         'follow --help names --interval and --privileges');
+    like($help->{out}, qr/--interval TIME.*--privileges-interval TIME(?x:
+                          ).*--privileges MODE/s,
+         'follow --help names --interval, --privileges-interval and '
+         . '--privileges');
+    like($help->{out}, qr/between mirrors: 60s \(default\); at least 1s/,
+         '... with the default and the least of --privileges-interval');
     like(run_tool('', '--help')->{out}, qr/^  follow  /m,
          'gms-token --help lists follow');
 }
@@ -267,7 +295,11 @@ my @tokens = map { listed("follow-$_") } 1 .. 5;
 
     ok(GmsTest::wait_until(sub { ok_lines($f) >= 1 }, 10),
        'the first cycle at once: an ok line');
-    my ($first) = out_lines($f);
+    my ($taken, $first) = out_lines($f);
+    like($taken // '', $LEASE_TAKEN, 'first, the lease taken: one line');
+    my ($me) = ($taken // '') =~ $LEASE_TAKEN;
+    like($me // '', qr/^[^:\s]+:$f->{pid}:[0-9a-f]{16}\z/,
+         '... naming the follower: host:pid:nonce');
     like($first // '', $OK_LINE, 'the line: time, counts, duration');
     my @n = ($first // '') =~ $OK_LINE;
     is_deeply([@n[0 .. 6]], [3, 3, 0, 0, 0, 0, 0],
@@ -278,10 +310,21 @@ my @tokens = map { listed("follow-$_") } 1 .. 5;
     my $h = health();
     ok($h->{at} >= $t0 && $h->{at} <= int(time * 1000),
        'gms:sync at: the time of the sync') or diag(explain($h));
-    is_deeply([@$h{qw(tokens users error failures interval)}],
-              [3, 0, '', 0, 1000],
-              'gms:sync: tokens 3, users 0, error "", failures 0, '
-              . 'interval 1000');
+    is_deeply([@$h{qw(tokens error failures interval holder)}],
+              [3, '', 0, 1000, $me],
+              'gms:sync: tokens 3, error "", failures 0, interval 1000, '
+              . 'holder: the follower');
+    ok(GmsTest::wait_until(sub { privileges_lines($f) >= 1 }, 10),
+       "--privileges off: the second thread's line all the same (the "
+       . "users' status)");
+    like((privileges_lines($f))[0] // '',
+         qr/ privileges ok users=0 changed=0 removed=0 skipped=0 checked=1 /,
+         '... no privileges mirrored, alice checked');
+    is(health()->{users}, 0, 'gms:sync users: 0');
+    is($redis->cmd(GET => 'gms:lease'), $me, 'gms:lease: its value');
+    my $pttl = $redis->cmd(PTTL => 'gms:lease');
+    ok($pttl > 0 && $pttl <= 4000,
+       "... for 2 intervals and 2 s at most: PTTL $pttl ms");
     is_deeply([sort $sub->messages],
               [sort map { $_->{id} } @tokens[0 .. 2]],
               'the new tokens published');
@@ -352,15 +395,26 @@ my @tokens = map { listed("follow-$_") } 1 .. 5;
     ok(cached('follow-3') && cached('follow-4') && cached('follow-5'),
        'the tokens cached again');
     is(health()->{tokens}, 3, 'gms:sync written again');
+    is(health()->{holder}, $me, '... the holder too');
+    my @again = grep { /lease taken again/ } err_lines($f);
+    is(scalar @again, 1, 'Redis lost the lease with its data: taken again, '
+                         . 'one line on stderr');
+    like($again[0] // '', qr/^gms-token follow: $TIME lease taken again: (?x:
+                             )it had expired \(/, '... saying it had expired');
 
     is(stop_follow($f, 'TERM'), 0, 'SIGTERM: exit 0');
     my @out = out_lines($f);
     like($out[-1], qr/^gms-token follow: \S+ stopped by SIGTERM\z/,
          'the last line says so');
-    is_deeply([ grep { $_ !~ $OK_LINE } @out[0 .. $#out - 1] ], [],
-              'every other line on stdout is a cycle');
-    is_deeply([ grep { $_ !~ $FAILED_LINE } err_lines($f) ], [],
-              'every line on stderr is a failed cycle');
+    like($out[-2], $LEASE_RELEASED, '... after the lease released');
+    is($redis->cmd(EXISTS => 'gms:lease'), 0, '... deleted from Redis');
+    is(health()->{holder}, '', '... gms:sync holder: "", nobody works');
+    is_deeply([ grep { $_ !~ $OK_LINE && $_ !~ $PRIVILEGES_LINE }
+                @out[1 .. $#out - 2] ], [],
+              'every other line on stdout is a cycle of either thread');
+    is_deeply([ grep { $_ !~ $FAILED_LINE } err_lines($f) ],
+              [ grep { /lease taken again/ } err_lines($f) ],
+              'every line on stderr is a failed cycle, but one');
     ok(index(GmsTest::slurp($f->{out}) . GmsTest::slurp($f->{err}),
              $SECRET) < 0, 'the GMS token never shown');
 }
@@ -377,25 +431,109 @@ my @tokens = map { listed("follow-$_") } 1 .. 5;
 
     $gms->clear_requests;
     my $f = start_follow(@gms, '--interval', '1h', @at);
-    ok(GmsTest::wait_until(sub { ok_lines($f) >= 1 }, 10),
-       '257 privileges for alice: the cycle is ok');
+    ok(GmsTest::wait_until(sub { privileges_lines($f) >= 1 }, 10),
+       '257 privileges for alice: the mirror is ok');
     is(scalar(grep { $_->{json}{query} =~ /\{\s*listAccessTokens\b/
                      && !@{ $_->{json}{variables}{input}{filters} } }
               @{ $gms->requests }), 1,
-       'a cycle with the mirror lists the tokens once (and asks by urn '
-       . 'for those it pruned)');
-    like((ok_lines($f))[0] // '',
-         qr/ users=1 changed=0 removed=0 skipped=1 in /,
-         '... alice skipped, counted');
+       'the mirror lists no token: the token cycle listed them once (and '
+       . 'asked by urn for those it pruned) and handed their holders over');
+    like((privileges_lines($f))[0] // '',
+         qr/ privileges ok users=1 changed=0 removed=0 skipped=1 checked=1 /,
+         '... alice skipped, counted on the line of the mirror');
     is_deeply([err_lines($f)],
               ['gms-token: follow: ' . $gms->url . ": $alice has 257 "
                . 'privileges, more than the edge accepts (256): the set '
                . 'left as it was'],
               '... one line on stderr');
     is($redis->cmd(EXISTS => "gms:actor:$alice"), 0, '... no set written');
-    is(health()->{failures}, 0, '... no failure recorded');
+    is_deeply([@{ health() }{qw(failures users privileges_error
+                               privileges_failures privileges_interval)}],
+              [0, 1, '', 0, 60000],
+              '... no failure recorded; gms:sync: users 1, '
+              . 'privileges_interval 60000 (the default)');
+    ok(health()->{privileges_at} >= health()->{at} - 5000,
+       'gms:sync privileges_at: the time of the mirror');
     is(stop_follow($f, 'TERM', 5), 0, 'stopped');
     $gms->policies([]);
+}
+
+
+# --- a revocation never waits for the privileges mirror ---------------------
+
+{
+    # GMS takes 10 s to answer listPolicies: the mirror, in its thread, is
+    # stuck in that request; the token cycle goes on every second.  Before
+    # the mirror had a thread of its own, a cycle was tokens then mirror:
+    # a token revoked just after a token cycle waited for the mirror, 10 s.
+    my $slow = GmsTest::GraphQL->start(token => $SECRET, workers => 4,
+        tokens => [ listed('slow-kept'), listed('slow-revoked') ],
+        policies => [ { urn => 'urn:li:dataHubPolicy:tokens',
+                        privileges => ['MANAGE_ACCESS_TOKENS'],
+                        actors => { users => [$alice] } } ]);
+    my $delay = 10;
+    my $interval = 1;
+    $slow->misbehave(field => 'listPolicies', delay => $delay);
+
+    my $f = start_follow(gms_args($slow->url, $token_file), '--interval',
+                         "${interval}s", '--privileges-interval', '1s',
+                         @at);
+    ok(GmsTest::wait_until(sub { cached('slow-revoked') }, 10),
+       'slow mirror: the tokens cached by the first token cycle');
+    my $asked_policies = sub {
+        grep { ($_->{json}{query} // '') =~ /\{\s*listPolicies\b/ }
+             @{ $slow->requests }
+    };
+    ok(GmsTest::wait_until(sub { $asked_policies->() >= 1 }, 10),
+       '... the mirror asked for the policies: stuck for 10 s');
+
+    my $sub = GmsTest::Subscriber->new($redis, 'gms:invalidate');
+    my $oks = ok_lines($f);
+    ok(GmsTest::wait_until(sub { ok_lines($f) > $oks }, 5),
+       '... the token cycles go on meanwhile');
+
+    # revoked right after a token cycle ended: the worst case of the
+    # serial cycle, and the next token cycle an interval away here
+    $slow->tokens([ listed('slow-kept') ]);
+    my $t0 = time;
+    ok(GmsTest::wait_until(sub { !cached('slow-revoked') }, 15),
+       'the revoked token is deleted from Redis');
+    my $took = time - $t0;
+    ok($took < $interval + 4,
+       "... within the interval and 4 s, the mirror still stuck: "
+       . sprintf('%.2f s', $took));
+    note sprintf 'revocation with the mirror stuck in a %d s request: '
+                 . '%.2f s from the revoke to the token gone from Redis '
+                 . '(--interval %d s)', $delay, $took, $interval;
+    is_deeply([$sub->messages], [datahub_id('slow-revoked')],
+              '... and its id published on gms:invalidate');
+    is(scalar(privileges_lines($f)), 0,
+       '... while the mirror had not ended once');
+    ok(cached('slow-kept'), 'the other token kept');
+
+    my $t1 = time;
+    is(stop_follow($f, 'TERM', 5), 0,
+       'SIGTERM with the mirror in a slow request: exit 0');
+    my $stopped = time - $t1;
+    ok($stopped < 3, sprintf('... at once (%.2f s): the mirror\'s request '
+                             . 'abandoned', $stopped));
+    is_deeply([err_lines($f)], [], '... no failure logged');
+    like((out_lines($f))[-1], qr/ stopped by SIGTERM\z/, '... stopped');
+
+    # the mirror, fast again: its own line, its own cadence
+    $slow->misbehave;
+    $f = start_follow(gms_args($slow->url, $token_file), '--interval', '1h',
+                      '--privileges-interval', '1s', @at);
+    ok(GmsTest::wait_until(sub { privileges_lines($f) >= 3 }, 10),
+       '--privileges-interval 1s: a mirror every second, --interval 1h');
+    is(scalar(ok_lines($f)), 1, '... and one token cycle');
+    my @p = (privileges_lines($f))[0] =~ $PRIVILEGES_LINE;
+    is_deeply([@p[0 .. 3]], [1, 1, 0, 0],
+              "the mirror's line: alice, her set written (no mirror had "
+              . 'ended before)');
+    is(stop_follow($f, 'TERM', 5), 0, 'stopped');
+    $slow->stop;
+    $redis->cmd('FLUSHALL');
 }
 
 
@@ -416,7 +554,7 @@ my @tokens = map { listed("follow-$_") } 1 .. 5;
 
     $gms->misbehave(delay => 30);
     $gms->clear_requests;
-    my $before = $redis->dump_all;
+    my $before = tokens_dump();
     $f = start_follow(@gms, '--interval', '1s', '--privileges', 'off',
                       '--gms-timeout', '1m', @at);
     ok(GmsTest::wait_until(sub { @{ $gms->requests } >= 1 }, 10),
@@ -424,7 +562,8 @@ my @tokens = map { listed("follow-$_") } 1 .. 5;
     is(stop_follow($f, 'INT', 5), 0, 'SIGINT in a request: exit 0 at once');
     is_deeply([err_lines($f)], [], 'the abandoned cycle is no failure');
     like((out_lines($f))[-1], qr/ stopped by SIGINT\z/, 'stopped by SIGINT');
-    is($redis->dump_all, $before, 'Redis untouched');
+    is(tokens_dump(), $before, 'Redis untouched, but for the lease');
+    is($redis->cmd(EXISTS => 'gms:lease'), 0, '... released');
     $gms->misbehave;
 }
 

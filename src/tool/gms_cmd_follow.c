@@ -1,20 +1,33 @@
 
 /*
  * gms-token follow: a long-running process that keeps the cache equal to
- * DataHub.  A cycle is 'sync --prune' from GMS then the privileges mirror;
- * the first runs at once, the next one an interval after the end of the
- * last, give or take a tenth (so that followers started together drift
- * apart).  A failed cycle waits twice as long as the one before, up to
- * five minutes or the interval if that is longer, and a failed listing
- * never prunes (gms_tool_sync writes nothing unless every page came).
- * The tokens are listed once a cycle: the mirror takes their users from
- * the sync.
+ * DataHub.  Two loops, so that a revocation never waits for the users:
+ *
+ *  - the token cycle, in the main thread: 'sync --prune' from GMS (the
+ *    listing, the prune, the invalidations), every --interval;
+ *  - the privileges mirror and the users' status, in a second thread
+ *    (gms_follow_privileges.c), every --privileges-interval, from the
+ *    token holders the last token cycle handed over (the tokens are
+ *    listed once, by the token cycle).
+ *
+ * The first token cycle runs at once, the next one an interval after the
+ * end of the last, give or take a tenth; a failed cycle waits twice as
+ * long as the one before, up to five minutes or the interval if that is
+ * longer (gms_follow_cycle.c), and a failed listing never prunes
+ * (gms_tool_sync_run writes nothing unless every page came, and prunes
+ * no more than --max-prune without GMS's entity store's word).
+ *
+ * Several followers may share one Redis: only the one holding the lease
+ * (gms_follow_lease.c) works; the others try to take it at each of their
+ * cycles, and as soon as it expires.  The holder renews it before and
+ * after each token cycle, and every interval while it backs off.
  *
  * Each cycle is one line: on stdout when it succeeded, on stderr when it
- * failed, with the error the cycle stopped at.  Its outcome is kept in
- * the hash <prefix>sync (gms_token.h), for monitoring.  SIGTERM, SIGINT
- * and SIGQUIT (the container image's STOPSIGNAL, nginx's graceful stop)
- * end the wait at once, abandon a GMS request under way, and exit 0.
+ * failed, with the error the cycle stopped at; so is each change of the
+ * lease.  The outcome is kept in the hash <prefix>sync (gms_contract.h),
+ * for monitoring.  SIGTERM, SIGINT and SIGQUIT (the container image's
+ * STOPSIGNAL, nginx's graceful stop) end the waits of both threads at
+ * once, abandon a GMS request under way, release the lease, and exit 0.
  */
 
 
@@ -27,6 +40,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+#include <jansson.h>
+
 #include "gms_contract.h"
 #include "gms_cmd_follow.h"
 #include "gms_tool_input.h"
@@ -35,70 +51,122 @@
 #include "gms_tool_redis.h"
 #include "gms_sync_tokens.h"
 #include "gms_sync_privileges.h"
+#include "gms_sync_users.h"
+#include "gms_follow_cycle.h"
+#include "gms_follow_lease.h"
+#include "gms_follow_privileges.h"
 
 
-/* the longest wait after failures, unless the interval is longer */
-#define GMS_FOLLOW_BACKOFF_MAX 300000
+/*
+ * The lease lasts two token cycles (a wait of up to an interval and a
+ * tenth, and a cycle as long as the last one) and this margin: a holder
+ * that misses one renewal keeps it, a dead one loses it that long after
+ * its last renewal.
+ */
+#define GMS_FOLLOW_LEASE_MARGIN  2000
 
-/* the wait varies by up to this many thousandths either way */
-#define GMS_FOLLOW_JITTER      100
+/* a standby tries again this long after the holder's lease runs out */
+#define GMS_FOLLOW_LEASE_AFTER   50
 
 
-/* gms-token follow: sync and the mirror, every interval, until a signal */
+/* gms-token follow: its options */
 typedef struct {
     const gms_graphql_conf_t  *gms;
-    long                       page_size;
+    gms_tool_sync_conf_t       sync;       /* its gms is the run's own */
     gms_tool_privileges_e      privileges;
+    int                        refuse;     /* --inactive refuse */
     int64_t                    interval_ms;
+    int64_t                    privileges_interval_ms;
 } gms_follow_conf_t;
 
 
+/* the token cycle's state, in the main thread */
+typedef struct {
+    gms_tool_t                *tool;
+    const gms_follow_conf_t   *conf;
+    gms_graphql_conf_t         gms;        /* its stop is the signal */
+    gms_tool_sync_conf_t       sync;       /* with that gms */
+    gms_follow_lease_t         lease;
+    int64_t                    took;       /* the last token cycle, ms */
+    int                        mirror;     /* the second thread runs */
+    gms_follow_privileges_t    privileges;
+} gms_follow_t;
+
+
 static int gms_cmd_follow_handler(gms_tool_t *t, gms_tool_args_t *a);
+static int gms_follow_interval(gms_tool_t *t, const char *option,
+    const char *value, int64_t *ms);
 static int gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf);
+static int gms_follow_start(gms_follow_t *f);
+static void gms_follow_stop(gms_follow_t *f);
+static int gms_follow_lease(gms_follow_t *f);
+static int gms_follow_tokens(gms_follow_t *f);
+static int64_t gms_follow_standby_wait(gms_follow_t *f);
 static void gms_follow_on_signal(int signo);
 static int gms_follow_signals(void);
-static int gms_follow_health_ok(gms_tool_t *t,
-    const gms_follow_conf_t *conf, const gms_tool_sync_counts_t *sync,
-    const gms_tool_privileges_counts_t *privileges);
+static int gms_follow_health_ok(gms_follow_t *f,
+    const gms_tool_sync_counts_t *sync);
 static void gms_follow_health_failed(gms_tool_t *t, unsigned failures);
-static int64_t gms_follow_backoff(int64_t interval, unsigned failures);
-static int64_t gms_follow_jitter(int64_t ms);
 static void gms_follow_wait(int64_t ms);
 static void gms_follow_drop(gms_tool_t *t);
-static void gms_follow_clean(char *s);
-static const char *gms_follow_time(char *buf, size_t size);
-static int64_t gms_follow_monotonic(void);
 
 
 const gms_tool_command_t  gms_cmd_follow = {
     "follow", gms_cmd_follow_handler,
     GMS_OPTS_CONN | GMS_OPTS_GMS | GMS_OPT(GMS_OPT_INTERVAL)
-    | GMS_OPT(GMS_OPT_PAGE_SIZE) | GMS_OPT(GMS_OPT_PRIVILEGES), 0, 0,
+    | GMS_OPT(GMS_OPT_PRIVILEGES_INTERVAL) | GMS_OPT(GMS_OPT_PAGE_SIZE)
+    | GMS_OPT(GMS_OPT_PRIVILEGES) | GMS_OPT(GMS_OPT_MAX_PRUNE)
+    | GMS_OPT(GMS_OPT_INACTIVE), 0, 0,
     "Usage: gms-token follow --gms URL [--interval TIME] [--page-size N]\n"
-    "                        [--privileges policies|graphql|off] "
-    "[GMS options]\n"
+    "                        [--max-prune N|P%]\n"
+    "                        [--privileges policies|graphql|off]\n"
+    "                        [--inactive refuse|keep]\n"
+    "                        [--privileges-interval TIME] [GMS options]\n"
     "                        [connection options]\n"
     "\n"
     "Runs until SIGTERM, SIGINT or SIGQUIT, then exits 0.  Every interval:\n"
-    "'sync --gms URL --prune', then the users' privileges mirrored as\n"
-    "--privileges says.  The first cycle runs at once, the next one an\n"
+    "'sync --gms URL --prune' (the tokens: listed, cached, pruned).\n"
+    "Beside it, in a thread of its own, every --privileges-interval: the\n"
+    "privileges of the users holding a token, mirrored as --privileges\n"
+    "says, then their status read as --inactive says (a revocation never\n"
+    "waits for either).  The first token cycle runs at once, the first\n"
+    "mirror as soon as that cycle listed the holders; each next one an\n"
     "interval after the last ended, give or take 10%.  A failed cycle (GMS\n"
     "or Redis) never prunes, and is retried after twice the last wait, up\n"
     "to 5 minutes (or the interval if longer).  Each cycle is one line: on\n"
-    "stdout with its counts, or on stderr with its error.  The hash\n"
-    "<prefix>sync holds at (the last complete cycle, ms since the epoch),\n"
-    "tokens, users, interval, and error, error_at, failures (of the last\n"
-    "failure; error \"\" and failures 0 after a success).  Every token\n"
-    "or user changed is published on <prefix>invalidate.  The GMS token\n"
-    "file is read again at each cycle.\n"
+    "stdout with its counts ('ok tokens=...', 'privileges ok users=...'),\n"
+    "or on stderr with its error.  The hash <prefix>sync holds, of the\n"
+    "tokens: at (the last complete cycle, ms since the epoch), tokens,\n"
+    "interval, error, error_at, failures (of the last failure; error \"\"\n"
+    "and failures 0 after a success), warning, warning_at; of the\n"
+    "privileges: privileges_at, users, privileges_interval,\n"
+    "privileges_error, privileges_error_at, privileges_failures; holder,\n"
+    "holder_since (the follower that works).  Every token or user changed\n"
+    "is published on <prefix>invalidate.  The GMS token file is read again\n"
+    "at each cycle.\n"
     "\n"
-    "  --interval TIME     between cycles: 15s (default), 1m, 1h; at "
+    "Several followers may run against one Redis: the one holding the\n"
+    "lease <prefix>lease (host:pid:nonce, for 2 intervals and 2s) works,\n"
+    "the others stand by, write nothing, and try to take it at each of\n"
+    "their cycles and as soon as it expires; a stopped follower releases\n"
+    "it.  Taking, losing and standing by are each a line.\n"
+    "\n"
+    "  --interval TIME     between token cycles: 15s (default), 1m, 1h; at "
     "least 1s\n"
     "  --page-size N       tokens asked a page (default 100)\n"
+    "  --max-prune N|P%    of the cached tokens, how many or what share a\n"
+    "                      cycle may prune without GMS's entity store\n"
+    "                      confirming each one gone (default "
+    GMS_TOOL_MAX_PRUNE_DEFAULT "; as sync)\n"
     "  --privileges MODE   policies (default): DataHub's policies, "
     "matched here;\n"
     "                      graphql: asked of GMS for each user; off: "
-    "tokens only\n"
+    "none\n"
+    "  --inactive MODE     refuse (default): the tokens of users DataHub\n"
+    "                      refuses (suspended, removed, deleted) out of\n"
+    "                      the cache; keep: DataHub before 1.2 (as sync)\n"
+    "  --privileges-interval TIME\n"
+    "                      between mirrors: 60s (default); at least 1s\n"
     GMS_TOOL_GMS_USAGE
     GMS_TOOL_CONN_USAGE
 };
@@ -116,24 +184,32 @@ gms_cmd_follow_handler(gms_tool_t *t, gms_tool_args_t *a)
     memset(&conf, 0, sizeof(gms_follow_conf_t));
 
     if (gms_tool_gms_options(t, a, &gms) != 0
-        || gms_tool_page_size(t, a, &conf.page_size) != 0)
+        || gms_tool_page_size(t, a, &conf.sync.page_size) != 0
+        || gms_tool_max_prune_option(t, a->val[GMS_OPT_MAX_PRUNE],
+                                     &conf.sync.max_prune)
+           != 0
+        || gms_tool_inactive_option(t, a->val[GMS_OPT_INACTIVE],
+                                    &conf.refuse)
+           != 0)
     {
         return GMS_TOOL_USAGE;
     }
 
     conf.gms = &gms;
+    conf.sync.prune = 1;
+    conf.sync.health = 1;
     conf.interval_ms = 15000;
+    conf.privileges_interval_ms = 60000;
 
-    if (a->val[GMS_OPT_INTERVAL]) {
-        if (gms_tool_parse_duration(a->val[GMS_OPT_INTERVAL],
-                                    &conf.interval_ms) != 0
-            || conf.interval_ms < 1000 || conf.interval_ms > 86400000)
-        {
-            gms_tool_error(t, "--interval: '%s' is not a time from 1s to "
-                           "1d (as 15s, 1m)",
-                           gms_tool_shown(a->val[GMS_OPT_INTERVAL]));
-            return GMS_TOOL_USAGE;
-        }
+    if (gms_follow_interval(t, "--interval", a->val[GMS_OPT_INTERVAL],
+                            &conf.interval_ms)
+        != 0
+        || gms_follow_interval(t, "--privileges-interval",
+                               a->val[GMS_OPT_PRIVILEGES_INTERVAL],
+                               &conf.privileges_interval_ms)
+           != 0)
+    {
+        return GMS_TOOL_USAGE;
     }
 
     conf.privileges = GMS_TOOL_PRIVILEGES_POLICIES;
@@ -150,17 +226,36 @@ gms_cmd_follow_handler(gms_tool_t *t, gms_tool_args_t *a)
 }
 
 
+/* a time from 1s to 1d; value NULL: the default stays */
+
+static int
+gms_follow_interval(gms_tool_t *t, const char *option, const char *value,
+    int64_t *ms)
+{
+    if (value == NULL) {
+        return 0;
+    }
+
+    if (gms_tool_parse_duration(value, ms) != 0
+        || *ms < 1000 || *ms > 86400000)
+    {
+        gms_tool_error(t, "%s: '%s' is not a time from 1s to 1d (as 15s, "
+                       "1m)", option, gms_tool_shown(value));
+        return -1;
+    }
+
+    return 0;
+}
+
+
 static int
 gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
 {
-    int                           rc;
-    char                          now[32], error[sizeof(t->error)];
-    int64_t                       start, took, wait;
-    unsigned                      failures;
-    gms_graphql_conf_t            gms;
-    gms_tool_holders_t            holders;
-    gms_tool_sync_counts_t        counts;
-    gms_tool_privileges_counts_t  pcounts;
+    int                     rc;
+    char                    now[32], error[sizeof(t->error)];
+    int64_t                 next, wait, wake, at;
+    unsigned                failures;
+    gms_follow_t            f;
 
     if (gms_follow_signals() != 0) {
         gms_tool_error(t, "cannot set the signal handlers: %s",
@@ -173,14 +268,24 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
 
     srandom((unsigned) getpid() ^ (unsigned) gms_tool_now_ms());
 
-    gms = *conf->gms;
-    gms.stop = &gms_follow_signal;
+    memset(&f, 0, sizeof(gms_follow_t));
+    f.tool = t;
+    f.conf = conf;
+    f.gms = *conf->gms;
+    f.gms.stop = &gms_follow_signal;
+    f.sync = conf->sync;
+    f.sync.gms = &f.gms;
 
     /* a cycle's errors go into its one line, not on lines of their own */
     t->quiet = 1;
     failures = 0;
 
-    /* a bad --redis or --password-file is a usage error, not an outage */
+    /*
+     * A bad --redis or --password-file is a usage error, not an outage.
+     * This first connection also sets up, once, what gms_tool_conn.c
+     * keeps in statics (hiredis's reply functions), before the second
+     * thread connects.
+     */
     rc = gms_tool_connect(t);
 
     if (rc == GMS_TOOL_USAGE) {
@@ -194,69 +299,94 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
         gms_follow_drop(t);
     }
 
+    rc = gms_follow_start(&f);
+    if (rc != GMS_TOOL_OK) {
+        t->quiet = 0;
+        gms_tool_error(t, "%s", f.tool->error);
+        return rc;
+    }
+
+    next = gms_follow_monotonic();
+
     while (!gms_follow_signal) {
-        memset(&counts, 0, sizeof(gms_tool_sync_counts_t));
-        memset(&pcounts, 0, sizeof(gms_tool_privileges_counts_t));
-        t->error[0] = '\0';
+        at = gms_follow_monotonic();
 
-        start = gms_follow_monotonic();
+        if (at >= next) {
+            /* a cycle: the lease, then the tokens if it is held */
 
-        rc = gms_tool_sync(t, 1, &gms, conf->page_size, &counts, &holders);
+            t->error[0] = '\0';
 
-        if (rc == GMS_TOOL_OK) {
-            rc = gms_tool_privileges_mirror(t, &gms, conf->privileges,
-                                            &holders, &pcounts);
-            gms_tool_holders_free(&holders);
-        }
+            rc = gms_follow_lease(&f);
 
-        if (rc == GMS_TOOL_OK) {
-            rc = gms_follow_health_ok(t, conf, &counts, &pcounts);
-        }
+            if (rc == GMS_TOOL_OK && f.lease.held) {
+                rc = gms_follow_tokens(&f);
 
-        took = gms_follow_monotonic() - start;
-
-        if (rc != GMS_TOOL_OK && gms_follow_signal) {
-            /* abandoned for the signal: not a failure of GMS or Redis */
-            break;
-        }
-
-        if (rc == GMS_TOOL_OK) {
-            failures = 0;
-            wait = gms_follow_jitter(conf->interval_ms);
-
-            printf("gms-token follow: %s ok tokens=%zu added=%zu "
-                   "updated=%zu unchanged=%zu expired=%zu pruned=%zu "
-                   "kept=%zu users=%zu changed=%zu removed=%zu skipped=%zu "
-                   "in %lldms\n",
-                   gms_follow_time(now, sizeof(now)), counts.tokens,
-                   counts.added, counts.updated, counts.unchanged,
-                   counts.expired, counts.pruned, counts.kept,
-                   pcounts.users, pcounts.changed, pcounts.removed,
-                   pcounts.skipped, (long long) took);
-
-        } else {
-            failures++;
-
-            if (rc == GMS_TOOL_REDIS) {
-                gms_follow_drop(t);
+                if (rc == GMS_TOOL_OK) {
+                    /* renewed after a long cycle as well as before */
+                    (void) gms_follow_lease(&f);
+                }
             }
 
-            gms_follow_clean(t->error);
-            gms_follow_health_failed(t, failures);
+            if (rc != GMS_TOOL_OK && gms_follow_signal) {
+                /* abandoned for the signal: not a failure of GMS or Redis */
+                break;
+            }
 
-            wait = gms_follow_jitter(gms_follow_backoff(conf->interval_ms,
-                                                        failures));
+            if (rc == GMS_TOOL_OK) {
+                failures = 0;
+                wait = f.lease.held ? gms_follow_jitter(f.conf->interval_ms)
+                                    : gms_follow_standby_wait(&f);
 
-            fprintf(stderr, "gms-token follow: %s failed (%s): %s; "
-                    "next try in %.1fs\n", gms_follow_time(now, sizeof(now)),
-                    rc == GMS_TOOL_REDIS ? "Redis"
-                    : rc == GMS_TOOL_GMS ? "GMS" : "bad input",
-                    t->error[0] ? t->error : "no message",
-                    (double) wait / 1000);
+            } else {
+                failures++;
+
+                if (rc == GMS_TOOL_REDIS) {
+                    gms_follow_drop(t);
+                }
+
+                gms_follow_clean(t->error);
+
+                /* a standby writes nothing but its tries for the lease */
+                if (f.lease.held) {
+                    gms_follow_health_failed(t, failures);
+                }
+
+                wait = gms_follow_jitter(gms_follow_backoff(conf->interval_ms,
+                                                            failures));
+
+                fprintf(stderr, "gms-token follow: %s failed (%s): %s; "
+                        "next try in %.1fs\n",
+                        gms_follow_time(now, sizeof(now)),
+                        rc == GMS_TOOL_REDIS ? "Redis"
+                        : rc == GMS_TOOL_GMS ? "GMS" : "bad input",
+                        t->error[0] ? t->error : "no message",
+                        (double) wait / 1000);
+            }
+
+            next = gms_follow_monotonic() + wait;
+
+        } else if (f.lease.held && t->conn) {
+            /*
+             * A backoff longer than an interval: the lease is renewed
+             * meanwhile; a failure here is the next cycle's to report.
+             */
+            t->error[0] = '\0';
+            (void) gms_follow_lease(&f);
         }
 
-        gms_follow_wait(wait);
+        /* a holder wakes at least every interval, to renew the lease */
+
+        at = gms_follow_monotonic();
+        wake = next;
+
+        if (f.lease.held && wake - at > conf->interval_ms) {
+            wake = at + conf->interval_ms;
+        }
+
+        gms_follow_wait(wake - at);
     }
+
+    gms_follow_stop(&f);
 
     printf("gms-token follow: %s stopped by %s\n",
            gms_follow_time(now, sizeof(now)),
@@ -266,6 +396,213 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
     t->quiet = 0;
 
     return GMS_TOOL_OK;
+}
+
+
+/*
+ * What the libraries keep global is set up here, once, before the second
+ * thread: libcurl's global state (gms_graphql_open calls
+ * curl_global_init again, which then only counts) and jansson's hash
+ * seed.  The thread gets its own copy of the tool's state and connects
+ * on its own.
+ */
+
+static int
+gms_follow_start(gms_follow_t *f)
+{
+    int  rc;
+
+    gms_follow_lease_init(&f->lease);
+
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        gms_tool_error(f->tool, "cannot initialise libcurl");
+        return GMS_TOOL_GMS;
+    }
+
+    json_object_seed(0);
+
+    rc = gms_follow_privileges_start(&f->privileges, f->tool, &f->gms,
+                                     f->conf->privileges, f->conf->refuse,
+                                     f->conf->privileges_interval_ms);
+    if (rc != 0) {
+        gms_tool_error(f->tool, "cannot start the privileges thread: %s",
+                       strerror(rc));
+        return GMS_TOOL_USAGE;
+    }
+
+    f->mirror = 1;
+
+    return GMS_TOOL_OK;
+}
+
+
+/*
+ * The mirror first, so that nothing is written after the lease is
+ * released; then the lease, which a standby takes at its next try rather
+ * than after it expires.
+ */
+
+static void
+gms_follow_stop(gms_follow_t *f)
+{
+    char  now[32];
+
+    if (f->mirror) {
+        gms_follow_privileges_stop(&f->privileges);
+        f->mirror = 0;
+    }
+
+    if (f->lease.held
+        && gms_follow_lease_release(f->tool, &f->lease) == GMS_TOOL_OK)
+    {
+        printf("gms-token follow: %s lease released: %s\n",
+               gms_follow_time(now, sizeof(now)), f->lease.me);
+    }
+}
+
+
+/*
+ * Takes or renews the lease, for two token cycles as long as the last
+ * one (or two intervals) and a margin; a change is one line, and the
+ * privileges thread is told.
+ */
+
+static int
+gms_follow_lease(gms_follow_t *f)
+{
+    int                 rc;
+    char                now[32];
+    int64_t             px;
+    gms_follow_lease_e  event;
+
+    px = f->took > f->conf->interval_ms ? f->took : f->conf->interval_ms;
+    px = 2 * px + GMS_FOLLOW_LEASE_MARGIN;
+
+    rc = gms_follow_lease_keep(f->tool, &f->lease, px, &event);
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    switch (event) {
+
+    case GMS_FOLLOW_LEASE_TAKEN:
+        printf("gms-token follow: %s lease taken: %s works\n",
+               gms_follow_time(now, sizeof(now)), f->lease.me);
+        break;
+
+    case GMS_FOLLOW_LEASE_RETAKEN:
+        fprintf(stderr, "gms-token follow: %s lease taken again: it had "
+                "expired (a cycle longer than %lldms, or Redis lost it)\n",
+                gms_follow_time(now, sizeof(now)), (long long) px);
+        break;
+
+    case GMS_FOLLOW_LEASE_LOST:
+        fprintf(stderr, "gms-token follow: %s lease lost to %s; standing "
+                "by\n", gms_follow_time(now, sizeof(now)), f->lease.holder);
+        break;
+
+    case GMS_FOLLOW_LEASE_STANDBY:
+        printf("gms-token follow: %s lease held by %s; standing by\n",
+               gms_follow_time(now, sizeof(now)), f->lease.holder);
+        break;
+
+    default:
+        break;
+    }
+
+    if (f->mirror) {
+        gms_follow_privileges_lease(&f->privileges, f->lease.held);
+    }
+
+    return GMS_TOOL_OK;
+}
+
+
+/* a token cycle: sync --prune, the holders handed over, its line */
+
+static int
+gms_follow_tokens(gms_follow_t *f)
+{
+    int                     rc, n;
+    char                    now[32], extra[64];
+    int64_t                 start;
+    gms_tool_t             *t;
+    gms_tool_holders_t      holders;
+    gms_tool_sync_counts_t  counts;
+
+    t = f->tool;
+
+    memset(&counts, 0, sizeof(gms_tool_sync_counts_t));
+    memset(&holders, 0, sizeof(gms_tool_holders_t));
+
+    start = gms_follow_monotonic();
+
+    rc = gms_tool_sync_run(t, &f->sync, &counts, &holders);
+
+    if (rc == GMS_TOOL_OK) {
+        gms_follow_privileges_hand(&f->privileges, &holders);
+    }
+
+    if (rc == GMS_TOOL_OK) {
+        rc = gms_follow_health_ok(f, &counts);
+    }
+
+    f->took = gms_follow_monotonic() - start;
+
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    /* held= and inactive= only when not 0, as sync prints them */
+
+    n = 0;
+    extra[0] = '\0';
+
+    if (counts.held) {
+        n = snprintf(extra, sizeof(extra), " held=%zu", counts.held);
+    }
+
+    if (counts.inactive) {
+        snprintf(extra + n, sizeof(extra) - n, " inactive=%zu",
+                 counts.inactive);
+    }
+
+    printf("gms-token follow: %s ok tokens=%zu added=%zu updated=%zu "
+           "unchanged=%zu expired=%zu pruned=%zu kept=%zu%s in %lldms\n",
+           gms_follow_time(now, sizeof(now)), counts.tokens, counts.added,
+           counts.updated, counts.unchanged, counts.expired, counts.pruned,
+           counts.kept, extra, (long long) f->took);
+
+    /* a listing lacking most of the cache, tokens held back */
+    if (counts.warning[0]) {
+        gms_follow_clean(counts.warning);
+        fprintf(stderr, "gms-token follow: %s warning: %s\n",
+                gms_follow_time(now, sizeof(now)), counts.warning);
+    }
+
+    return GMS_TOOL_OK;
+}
+
+
+/*
+ * A standby tries again at its next cycle, or as soon as the holder's
+ * lease has run out, if that comes first: it takes over at most the
+ * lease's PX after the holder's last renewal.
+ */
+
+static int64_t
+gms_follow_standby_wait(gms_follow_t *f)
+{
+    int64_t  wait;
+
+    wait = gms_follow_jitter(f->conf->interval_ms);
+
+    if (f->lease.left >= 0 && f->lease.left + GMS_FOLLOW_LEASE_AFTER < wait)
+    {
+        wait = f->lease.left + GMS_FOLLOW_LEASE_AFTER;
+    }
+
+    return wait;
 }
 
 
@@ -311,20 +648,24 @@ gms_follow_signals(void)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGQUIT);
 
-    return sigprocmask(SIG_UNBLOCK, &set, NULL);
+    return pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 }
 
 
-/* one HSET: a reader never sees the counts of one sync with another's at */
+/*
+ * One HSET: a reader never sees the counts of one sync with another's
+ * at.  The privileges thread keeps its own fields, the lease the holder.
+ */
 
 static int
-gms_follow_health_ok(gms_tool_t *t, const gms_follow_conf_t *conf,
-    const gms_tool_sync_counts_t *sync,
-    const gms_tool_privileges_counts_t *privileges)
+gms_follow_health_ok(gms_follow_t *f, const gms_tool_sync_counts_t *sync)
 {
     char        *key;
     size_t       key_len;
     redisReply  *reply;
+    gms_tool_t  *t;
+
+    t = f->tool;
 
     key = gms_tool_key(t, GMS_KEY_SYNC, "", 0, &key_len);
     if (key == NULL) {
@@ -332,12 +673,11 @@ gms_follow_health_ok(gms_tool_t *t, const gms_follow_conf_t *conf,
     }
 
     /* hiredis's format knows no %zu */
-    reply = gms_tool_command(t, "HSET %b at %lld tokens %llu users %llu "
-                             "error %s failures 0 interval %lld", key, key_len,
+    reply = gms_tool_command(t, "HSET %b at %lld tokens %llu error %s "
+                             "failures 0 interval %lld", key, key_len,
                              (long long) gms_tool_now_ms(),
-                             (unsigned long long) sync->tokens,
-                             (unsigned long long) privileges->users, "",
-                             (long long) conf->interval_ms);
+                             (unsigned long long) sync->tokens, "",
+                             (long long) f->conf->interval_ms);
     free(key);
 
     if (gms_tool_reply_error(t, reply, "HSET") != 0) {
@@ -351,8 +691,8 @@ gms_follow_health_ok(gms_tool_t *t, const gms_follow_conf_t *conf,
 
 
 /*
- * The error and when, beside the last success's at, tokens and users;
- * Redis itself may be what failed: then it is only logged.
+ * The error and when, beside the last success's at and tokens; Redis
+ * itself may be what failed: then it is only logged.
  */
 
 static void
@@ -393,37 +733,6 @@ done:
 }
 
 
-/* interval * 2^failures, up to GMS_FOLLOW_BACKOFF_MAX or the interval */
-
-static int64_t
-gms_follow_backoff(int64_t interval, unsigned failures)
-{
-    int64_t   ms, max;
-    unsigned  i;
-
-    max = interval > GMS_FOLLOW_BACKOFF_MAX ? interval
-                                            : GMS_FOLLOW_BACKOFF_MAX;
-    ms = interval;
-
-    for (i = 0; i < failures && ms < max; i++) {
-        ms *= 2;
-    }
-
-    return ms < max ? ms : max;
-}
-
-
-static int64_t
-gms_follow_jitter(int64_t ms)
-{
-    long  r;
-
-    r = random() % (2 * GMS_FOLLOW_JITTER + 1) - GMS_FOLLOW_JITTER;
-
-    return ms + ms / 1000 * r;
-}
-
-
 /*
  * Sleeps, unless a signal came or comes: it is blocked between the test
  * of the flag and pselect(), which unblocks it while it waits.
@@ -443,7 +752,7 @@ gms_follow_wait(int64_t ms)
 
     end = gms_follow_monotonic() + ms;
 
-    sigprocmask(SIG_BLOCK, &set, &old);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
 
     while (!gms_follow_signal) {
         left = end - gms_follow_monotonic();
@@ -458,7 +767,7 @@ gms_follow_wait(int64_t ms)
         (void) pselect(0, NULL, NULL, NULL, &ts, &old);
     }
 
-    sigprocmask(SIG_SETMASK, &old, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 
@@ -471,46 +780,4 @@ static void
 gms_follow_drop(gms_tool_t *t)
 {
     gms_tool_close(t);
-}
-
-
-/* GMS's messages are any text: one line in the log and the hash */
-
-static void
-gms_follow_clean(char *s)
-{
-    for ( /* void */ ; *s; s++) {
-        if ((unsigned char) *s < 0x20 || *s == 0x7f) {
-            *s = ' ';
-        }
-    }
-}
-
-
-static const char *
-gms_follow_time(char *buf, size_t size)
-{
-    time_t     now;
-    struct tm  tm;
-
-    now = time(NULL);
-
-    if (gmtime_r(&now, &tm) == NULL
-        || strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-    {
-        snprintf(buf, size, "%lld", (long long) now);
-    }
-
-    return buf;
-}
-
-
-static int64_t
-gms_follow_monotonic(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

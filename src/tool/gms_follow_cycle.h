@@ -1,0 +1,24 @@
+
+/*
+ * gms-token follow: what its two loops share, the tokens' and the
+ * privileges': when the next cycle runs, the time on a log line, a GMS
+ * message made one line, the waits; gms_follow_cycle.c.
+ */
+
+
+#ifndef _GMS_FOLLOW_CYCLE_H_INCLUDED_
+#define _GMS_FOLLOW_CYCLE_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+
+int64_t gms_follow_backoff(int64_t interval, unsigned failures);
+int64_t gms_follow_jitter(int64_t ms);
+void gms_follow_clean(char *s);
+const char *gms_follow_time(char *buf, size_t size);
+int64_t gms_follow_monotonic(void);
+
+
+#endif /* _GMS_FOLLOW_CYCLE_H_INCLUDED_ */

@@ -1,0 +1,58 @@
+
+/*
+ * gms-token follow's second thread: the work that grows with the users
+ * (the privileges mirror, the users' status), on its own cadence, from
+ * the token holders the token cycle hands over; gms_follow_privileges.c.
+ */
+
+
+#ifndef _GMS_FOLLOW_PRIVILEGES_H_INCLUDED_
+#define _GMS_FOLLOW_PRIVILEGES_H_INCLUDED_
+
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+
+#include "gms_tool.h"
+#include "gms_graphql.h"
+#include "gms_sync_tokens.h"
+#include "gms_sync_privileges.h"
+
+
+typedef struct {
+    gms_tool_t                    tool;    /* a copy: its own connection */
+    gms_graphql_conf_t            gms;     /* its stop is abandon */
+    gms_tool_privileges_e         mode;
+    int                           refuse;  /* --inactive refuse */
+    int64_t                       interval_ms;
+
+    pthread_t                     thread;
+    pthread_mutex_t               mutex;
+    pthread_cond_t                cond;
+
+    /* under the mutex */
+    gms_tool_holders_t            latest;  /* handed over, not yet taken */
+    int                           fresh;   /* latest holds some */
+    int                           held;    /* the lease is this process's */
+    int                           stop;
+
+    /* set under the mutex, read by libcurl's progress callback */
+    volatile sig_atomic_t         abandon;
+
+    /* the thread's own */
+    gms_tool_holders_t            holders;
+    int                           have;    /* holders holds some */
+} gms_follow_privileges_t;
+
+
+int gms_follow_privileges_start(gms_follow_privileges_t *p,
+    const gms_tool_t *t, const gms_graphql_conf_t *gms,
+    gms_tool_privileges_e mode, int refuse, int64_t interval_ms);
+void gms_follow_privileges_hand(gms_follow_privileges_t *p,
+    gms_tool_holders_t *holders);
+void gms_follow_privileges_lease(gms_follow_privileges_t *p, int held);
+void gms_follow_privileges_stop(gms_follow_privileges_t *p);
+
+
+#endif /* _GMS_FOLLOW_PRIVILEGES_H_INCLUDED_ */
