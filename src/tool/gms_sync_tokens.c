@@ -252,32 +252,6 @@ done:
 
 
 /*
- * The call of before --max-prune, follow's until it passes a conf of its
- * own: the default bound, the warning into <prefix>sync.
- */
-
-int
-gms_tool_sync(gms_tool_t *t, int prune, const gms_graphql_conf_t *gms,
-    long page_size, gms_tool_sync_counts_t *counts,
-    gms_tool_holders_t *holders)
-{
-    gms_tool_sync_conf_t  conf;
-
-    memset(&conf, 0, sizeof(gms_tool_sync_conf_t));
-    conf.gms = gms;
-    conf.page_size = page_size;
-    conf.prune = prune != 0;
-    conf.health = 1;
-
-    if (gms && gms_tool_max_prune_option(t, NULL, &conf.max_prune) != 0) {
-        return GMS_TOOL_USAGE;
-    }
-
-    return gms_tool_sync_run(t, &conf, counts, holders);
-}
-
-
-/*
  * --max-prune N (tokens) or P% (of the tokens cached), 0 included: never
  * without GMS's word.  NULL: the default, GMS_TOOL_MAX_PRUNE_DEFAULT.
  */
