@@ -248,6 +248,22 @@ bench:
 # --- end of bench -----------------------------------------------------------
 
 
+# --- bench-follow: gms-token follow at DataHub's size (issue 25) -------------
+#
+#   make bench-follow  follow against the stand-in GMS (20 ms a request) and
+#                      an edge, 1,000 to 100,000 tokens (bench/follow.pl);
+#                      not part of make test.  BENCH_FOLLOW_SIZES, _DELAY,
+#                      _ARGS, _REVOKES: see there
+
+.PHONY: bench-follow
+
+bench-follow: deps module tool
+	NGINX_BIN=$(NGINX_BIN) GMS_MODULE=$(MODULE) GMS_TOKEN_BIN=$(TOOL) \
+	    perl -I t/lib bench/follow.pl
+
+# --- end of bench-follow ----------------------------------------------------
+
+
 # --- Debian packages (issue 16) ----------------------------------------------
 #
 #   make deb        libnginx-mod-http-gms and gms-token .debs in build/deb/,

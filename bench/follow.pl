@@ -1,0 +1,432 @@
+#!/usr/bin/perl
+#
+# make bench-follow (issue 25): gms-token follow against a GMS that takes
+# its time, at three sizes of DataHub.
+#
+#   perl -I t/lib bench/follow.pl
+#
+# For each size (tokens/users: 1,000/100, 20,000/5,000, 100,000/20,000;
+# BENCH_FOLLOW_SIZES="1000/100 ..." to choose), on 127.0.0.1 only and in
+# temporary directories:
+#
+#   - the stand-in GMS (t/lib/GmsTest/GraphQL.pm) answering every GraphQL
+#     request after BENCH_FOLLOW_DELAY seconds (0.02: GMS's latency), with
+#     the tokens spread over the users, the users in 10 groups (a tenth of
+#     each group's members also in a second one, native) and the groups
+#     g0..g2 holding the roles r0..r2, one user in 20 in a role directly,
+#     and four active platform policies: one naming a user, one a group,
+#     one a role, one all users;
+#   - an edge (GmsTest::Edge: nginx with the module, 2 workers, a real
+#     redis-server) caching for 300 s: gms_token_cache ttl=300s
+#     negative_ttl=300s, so that only the follower's invalidation can make
+#     it refuse a token it has let through;
+#   - build/gms-token follow --interval 1s --privileges-interval 10s
+#     (BENCH_FOLLOW_ARGS replaces these two) writing to that Redis.
+#
+# It reads the follower's lines as they come ('ok tokens=... in Nms', the
+# token cycle; 'privileges ok users=... in Nms', the mirror and the
+# users' status, when the follower has that thread; a follower without it
+# mirrors in the token cycle, whose requests then count them), notes how
+# many requests the stand-in had received at each, and sorts the requests
+# by what asked them: listAccessTokens and entityExists of tokens are the
+# token cycle's, the rest (listPolicies, corpGroup, role, corpUser,
+# getGrantedPrivileges, entityExists of users) the privileges thread's.
+# Then, BENCH_FOLLOW_REVOKES times (3), a token the edge has let through
+# (and cached) is revoked in the stand-in at a random moment of the
+# cycle, and the edge asked every 10 ms until it answers 401: the time
+# from the revocation to that 401.
+#
+# Printed per size: GraphQL requests per token cycle and per privileges
+# cycle (the median over the cycles after the first, which loads
+# everything; by root field below), the token cycle's and the privileges
+# cycle's time (the follower's own 'in Nms', median), and the revocation's
+# times (median and max).  Exit 1 if a size could not be measured.
+
+use strict;
+use warnings;
+
+use Digest::SHA qw(sha256);
+use List::Util qw(max);
+use MIME::Base64 qw(encode_base64);
+use POSIX qw(WNOHANG);
+use Time::HiRes qw(sleep time);
+
+use GmsTest ();
+use GmsTest::Edge;
+use GmsTest::GraphQL;
+use GmsTest::HTTP;
+use GmsTest::Tool ();
+
+my @SIZES = map { [ split m{/} ] }
+            split ' ', $ENV{BENCH_FOLLOW_SIZES}
+                       // '1000/100 20000/5000 100000/20000';
+my $DELAY = $ENV{BENCH_FOLLOW_DELAY} // 0.02;
+my $REVOKES = $ENV{BENCH_FOLLOW_REVOKES} // 3;
+my @ARGS = split ' ', $ENV{BENCH_FOLLOW_ARGS}
+                      // '--interval 1s --privileges-interval 10s';
+
+# how long the first cycle (everything written) and the next ones may take
+my $FIRST_WAIT = $ENV{BENCH_FOLLOW_FIRST_WAIT} // 900;
+my $CYCLES_WAIT = $ENV{BENCH_FOLLOW_CYCLES_WAIT} // 900;
+
+my $BIN = GmsTest::Tool::bin();
+-x $BIN or die "bench-follow: $BIN not built (make tool)\n";
+-f GmsTest::module_path()
+    or die 'bench-follow: ' . GmsTest::module_path() . " not built (make)\n";
+GmsTest::in_path('redis-server') or die "bench-follow: no redis-server\n";
+delete $ENV{GMS_REDIS_PASSWORD};
+
+# a follower older than the second thread has no --privileges-interval
+my $help = `$BIN follow --help 2>&1`;
+@ARGS = grep_option(\@ARGS, '--privileges-interval')
+    unless $help =~ /--privileges-interval/;
+
+my $interval = 1;
+for my $i (0 .. $#ARGS - 1) {
+    $interval = seconds($ARGS[$i + 1]) if $ARGS[$i] eq '--interval';
+}
+
+printf "bench-follow: %s, GMS answering after %.0f ms, follow %s\n",
+       join(', ', map { "$_->[0] tokens/$_->[1] users" } @SIZES),
+       $DELAY * 1000, "@ARGS";
+
+my (@rows, $failed);
+for my $size (@SIZES) {
+    my $row = eval { measure(@$size) };
+    if (!$row) {
+        warn "bench-follow: $size->[0]/$size->[1]: $@";
+        $failed = 1;
+        next;
+    }
+    push @rows, $row;
+    print_row($row);
+}
+
+print "\n";
+print_table(@rows);
+exit($failed ? 1 : 0);
+
+
+sub measure {
+    my ($ntokens, $nusers) = @_;
+
+    printf "\n--- %d tokens, %d users\n", $ntokens, $nusers;
+
+    my $t0 = time;
+    my ($tokens, $raw, $memberships, $policies) = datahub($ntokens, $nusers);
+
+    my $edge = GmsTest::Edge->start(
+        workers => 2, log_level => 'warn',
+        http => 'gms_token_cache zone=tokens:64m ttl=300s negative_ttl=300s;');
+    my $gms = GmsTest::GraphQL->start(token => 'follower-token', workers => 4,
+                                      tokens => $tokens, policies => $policies,
+                                      memberships => $memberships,
+                                      delay => $DELAY);
+    warm($gms);
+    printf "stand-in and edge ready in %.1f s\n", time - $t0;
+
+    my $dir = GmsTest::tempdir();
+    GmsTest::write_file("$dir/gms-token", "follower-token\n");
+    my $follow = GmsTest::Tool::start_follow(
+        '--gms', $gms->url, '--gms-token-file', "$dir/gms-token",
+        '--redis', '127.0.0.1:' . $edge->redis->port, @ARGS);
+
+    my $watch = { follow => $follow, gms => $gms, seen => 0, lines => [] };
+    my $ok = eval {
+        # the first cycles load everything; then two of each kind at least
+        wait_lines($watch, 1, 1, $FIRST_WAIT, 'the first cycles');
+        my @n = counts($watch);
+        wait_lines($watch, $n[0] + 2, $n[1] + 1, $CYCLES_WAIT,
+                   'two more cycles');
+        1;
+    };
+    my $row = $ok ? cycles($watch, $ntokens, $nusers) : undef;
+    my $why = $@;
+
+    if ($row) {
+        $row->{revocations} = eval {
+            revocations($edge, $gms, $watch, $raw, $tokens,
+                        $row->{tokens}{ms} / 1000 + $interval)
+        } // [];
+        $why = $@ unless @{ $row->{revocations} };
+    }
+
+    kill 'TERM', $follow->{pid};
+    waitpid $follow->{pid}, 0;
+    my @err = GmsTest::Tool::err_lines($follow);
+    print "follow's stderr: $_\n" for @err[0 .. ($#err < 4 ? $#err : 4)];
+
+    $gms->stop;
+    $edge->nginx->stop;
+    $edge->redis->stop;
+
+    die $why unless $row && @{ $row->{revocations} };
+    return $row;
+}
+
+# DataHub at a size: tokens spread over users, users in groups and roles,
+# the four policies.  Tokens are listed as GMS lists them, made a day ago,
+# expiring in 30 days (each its own expiresAt), ids as DataHub hashes them
+# (no salt: the edge has none).
+sub datahub {
+    my ($ntokens, $nusers) = @_;
+
+    my $now = int(time * 1000);
+    my @users = map { "urn:li:corpuser:user$_" } 0 .. $nusers - 1;
+    my (@tokens, @raw);
+
+    for my $i (0 .. $ntokens - 1) {
+        my $raw = "bench-follow-token-$i";
+        my $id = encode_base64(sha256($raw), '');
+        my $actor = $users[$i % $nusers];
+        push @raw, $raw;
+        push @tokens, { urn => "urn:li:dataHubAccessToken:$id", id => $id,
+                        actorUrn => $actor, ownerUrn => $actor,
+                        name => "bench-$i", createdAt => $now - 86_400_000,
+                        expiresAt => $now + 30 * 86_400_000 + $i };
+    }
+
+    my %m;
+    for my $i (0 .. $#users) {
+        my %mine = (IsMemberOfGroup => [ 'urn:li:corpGroup:g' . $i % 10 ]);
+        $mine{IsMemberOfNativeGroup} = [ 'urn:li:corpGroup:g' . ($i + 1) % 10 ]
+            if $i % 10 == 0;
+        $mine{IsMemberOfRole} = [ 'urn:li:dataHubRole:r' . $i % 3 ]
+            if $i % 20 == 0;
+        $m{ $users[$i] } = \%mine;
+    }
+    $m{"urn:li:corpGroup:g$_"} = { IsMemberOfRole => ["urn:li:dataHubRole:r$_"] }
+        for 0 .. 2;
+
+    my @policies = (
+        { urn => 'urn:li:dataHubPolicy:a-user', privileges => ['MANAGE_POLICIES'],
+          actors => { users => [ $users[0] ] } },
+        { urn => 'urn:li:dataHubPolicy:a-group',
+          privileges => ['MANAGE_ACCESS_TOKENS'],
+          actors => { groups => ['urn:li:corpGroup:g4'] } },
+        { urn => 'urn:li:dataHubPolicy:a-role',
+          privileges => ['GET_ES_TASK_STATUS_PRIVILEGE'],
+          actors => { roles => ['urn:li:dataHubRole:r1'] } },
+        { urn => 'urn:li:dataHubPolicy:all-users',
+          privileges => ['GENERATE_PERSONAL_ACCESS_TOKENS'],
+          actors => { allUsers => 1 } },
+    );
+
+    return (\@tokens, \@raw, \%m, \@policies);
+}
+
+# Each worker of the stand-in reads (and sorts) the state once: done
+# before the follower's first page, so that it does not time that.
+sub warm {
+    my ($gms) = @_;
+    my $body = GmsTest::json_encode({
+        query => '{ listAccessTokens(input: {start: 0, count: 1}) '
+                 . '{ total } entityExists(urn: "urn:li:corpuser:user0") '
+                 . 'corpGroup(urn: "urn:li:corpGroup:g0") { relationships('
+                 . 'input: {types: ["IsMemberOfGroup"], direction: INCOMING, '
+                 . 'start: 0, count: 1}) { total } } }' });
+    for (1 .. 3) {
+        GmsTest::HTTP::parallel($gms->port, [ map {
+            [ 'POST', '/api/graphql',
+              { 'Content-Type' => 'application/json',
+                Authorization => 'Bearer follower-token' }, $body ]
+        } 1 .. 16 ], timeout => 120);
+    }
+    $gms->clear_requests;
+}
+
+# The follower's new lines, each with the time it was seen and how many
+# requests the stand-in had received by then.
+sub poll {
+    my ($w) = @_;
+    my @lines = GmsTest::Tool::out_lines($w->{follow});
+    return if @lines <= $w->{seen};
+    my $requests = $w->{gms}->count;
+    for my $line (@lines[ $w->{seen} .. $#lines ]) {
+        my $kind = $line =~ / privileges ok / ? 'privileges'
+                 : $line =~ / ok tokens=/ ? 'tokens' : 'other';
+        my ($ms) = $line =~ / in (\d+)ms\b/;
+        push @{ $w->{lines} }, { kind => $kind, at => time, ms => $ms,
+                                 requests => $requests, text => $line };
+        print "  $line\n" if $kind ne 'other' || $line =~ /lease/;
+    }
+    $w->{seen} = @lines;
+    die "the follower died\n" if waitpid($w->{follow}{pid}, WNOHANG) > 0;
+}
+
+sub counts {
+    my ($w) = @_;
+    return (scalar(grep { $_->{kind} eq 'tokens' } @{ $w->{lines} }),
+            scalar(grep { $_->{kind} eq 'privileges' } @{ $w->{lines} }));
+}
+
+# Until $tokens token cycles and $privileges mirrors were seen (no mirror
+# line wanted from a follower that mirrors within the token cycle).
+sub wait_lines {
+    my ($w, $tokens, $privileges, $timeout, $what) = @_;
+    my $deadline = time + $timeout;
+    while (time < $deadline) {
+        poll($w);
+        my ($t, $p) = counts($w);
+        return if $t >= $tokens
+                  && ($p >= $privileges || ($t >= $tokens + 1 && !$p
+                                            && $help !~ /privileges-interval/));
+        my @err = GmsTest::Tool::err_lines($w->{follow});
+        die "the follower fails: $err[-1]\n"
+            if @err >= 3 && $err[-1] =~ / failed /;
+        sleep 0.01;
+    }
+    die "$what: not within $timeout s\n";
+}
+
+# What the stand-in received, cycle by cycle: each request given to the
+# thread that asks its root fields, counted between two of that thread's
+# lines.
+sub cycles {
+    my ($w, $ntokens, $nusers) = @_;
+
+    my @kinds = map { kind($_) } @{ $w->{gms}->requests };
+    my $threads = (grep { $_->{kind} eq 'privileges' } @{ $w->{lines} })
+                  ? 2 : 1;
+    my %row = (size => [$ntokens, $nusers], threads => $threads);
+
+    for my $thread ($threads == 2 ? qw(tokens privileges) : 'tokens') {
+        my @lines = grep { $_->{kind} eq $thread } @{ $w->{lines} };
+        my (@per, @ms, %fields);
+        # the first cycle (everything loaded) is not counted
+        for my $k (1 .. $#lines) {
+            my @in = grep { $threads == 1 || $_->{thread} eq $thread }
+                     @kinds[ $lines[$k - 1]{requests} .. $lines[$k]{requests} - 1 ];
+            push @per, scalar @in;
+            push @ms, $lines[$k]{ms} // ($lines[$k]{at} - $lines[$k - 1]{at}
+                                         - ($thread eq 'tokens' ? $interval
+                                                                 : 0)) * 1000;
+            $fields{$_} += 1 / $#lines for map { @{ $_->{fields} } } @in;
+        }
+        $row{$thread} = { requests => median(@per), ms => median(@ms),
+                          cycles => scalar @per,
+                          fields => { map { $_ => sprintf '%.0f', $fields{$_} }
+                                      keys %fields } };
+    }
+
+    return \%row;
+}
+
+# the thread a request belongs to, and its root fields
+sub kind {
+    my ($req) = @_;
+    my $json = $req->{json} // {};
+    my @fields = GmsTest::GraphQL->root_fields($json->{query} // '');
+    my @urns = ((grep { defined && !ref && /^urn:li:/ }
+                 values %{ $json->{variables} // {} }),
+                ($json->{query} // '') =~ /"(urn:li:[^"]+)"/g);
+    my $tokens = (grep { $_ eq 'listAccessTokens' } @fields)
+                 || ((grep { $_ eq 'entityExists' } @fields)
+                     && !grep { !/^urn:li:dataHubAccessToken:/ } @urns);
+    my %once = map { $_ => 1 } @fields;
+    return { thread => $tokens ? 'tokens' : 'privileges',
+             fields => [ sort keys %once ] };
+}
+
+# Tokens the edge lets through, revoked in the stand-in one by one at a
+# random moment of the token cycle: the seconds until the edge says 401.
+sub revocations {
+    my ($edge, $gms, $w, $raw, $tokens, $period) = @_;
+
+    my @took;
+    for my $k (1 .. $REVOKES) {
+        my $i = int($k * @$raw / ($REVOKES + 1));
+        my $answer = sub {
+            my $res = $edge->get('/entities/x', $raw->[$i]);
+            return $res->{status} // 0;
+        };
+        GmsTest::wait_until(sub { $answer->() == 200 }, 30)
+            or die "token $i: not let through by the edge\n";
+        $answer->() == 200 or die "token $i: not let through twice\n";
+
+        sleep rand($period);
+        my $t0 = time;
+        $gms->revoke($tokens->[$i]{id});
+        my $deadline = $t0 + $CYCLES_WAIT;
+        my $status;
+        while (time < $deadline) {
+            poll($w);
+            $status = $answer->();
+            last if $status == 401;
+            sleep 0.01;
+        }
+        $status == 401 or die "token $i: still $status at the edge\n";
+        push @took, time - $t0;
+        printf "  revoked token %d: 401 at the edge %.2f s later\n", $i,
+               $took[-1];
+    }
+    return \@took;
+}
+
+sub print_row {
+    my ($r) = @_;
+    for my $thread (qw(tokens privileges)) {
+        my $c = $r->{$thread} or next;
+        printf "%s: %s requests a cycle (%s), %.2f s a cycle, over %d "
+               . "cycles\n",
+               $thread eq 'tokens' ? 'token cycle' : 'privileges cycle',
+               $c->{requests},
+               join(', ', map { "$_ $c->{fields}{$_}" }
+                          sort keys %{ $c->{fields} }),
+               $c->{ms} / 1000, $c->{cycles};
+    }
+    printf "revocation to the edge's 401: %s s\n",
+           join(', ', map { sprintf '%.2f', $_ } @{ $r->{revocations} });
+}
+
+sub print_table {
+    my (@rows) = @_;
+    my @head = ('tokens / users', 'requests / token cycle',
+                'requests / privileges cycle', 'token cycle',
+                'privileges cycle', 'revocation to 401 (median, max)');
+    print '| ', join(' | ', @head), " |\n";
+    print '|', join('|', map { '---' } @head), "|\n";
+    for my $r (@rows) {
+        my $p = $r->{privileges};
+        print '| ', join(' | ',
+            commas($r->{size}[0]) . ' / ' . commas($r->{size}[1]),
+            $r->{tokens}{requests},
+            $p ? $p->{requests} : 'in the token cycle',
+            sprintf('%.2f s', $r->{tokens}{ms} / 1000),
+            $p ? sprintf('%.2f s', $p->{ms} / 1000) : '-',
+            sprintf('%.2f s, %.2f s', median(@{ $r->{revocations} }),
+                    max(@{ $r->{revocations} }))), " |\n";
+    }
+}
+
+sub median {
+    my @v = sort { $a <=> $b } @_;
+    return 0 unless @v;
+    return @v % 2 ? $v[$#v / 2] : ($v[@v / 2 - 1] + $v[@v / 2]) / 2;
+}
+
+sub commas {
+    my ($n) = @_;
+    1 while $n =~ s/^(\d+)(\d{3})/$1,$2/;
+    return $n;
+}
+
+sub seconds {
+    my ($t) = @_;
+    my ($n, $unit) = $t =~ /^(\d+)(ms|s|m|h)?\z/ or return 1;
+    return $n / 1000 if ($unit // 's') eq 'ms';
+    return $n * { s => 1, m => 60, h => 3600 }->{ $unit // 's' };
+}
+
+sub grep_option {
+    my ($args, $name) = @_;
+    my @out;
+    for (my $i = 0; $i < @$args; $i++) {
+        if ($args->[$i] eq $name) {
+            $i++;
+            next;
+        }
+        push @out, $args->[$i];
+    }
+    return @out;
+}
