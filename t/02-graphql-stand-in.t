@@ -278,6 +278,38 @@ subtest 'misbehaviour: start ignored, the result window, the limit' => sub {
 };
 
 
+subtest 'the fixtures: what GMS answers, byte for byte' => sub {
+    my $page = GmsTest::json_decode(
+        GmsTest::GraphQL->fixture('listAccessTokens-page.json'));
+    my %by = map { $_->{name} => $_ }
+             @{ $page->{data}{listAccessTokens}{tokens} };
+    my $datahub = GmsTest::GraphQL->start(
+        tokens => [ $by{'ci-pipeline'},
+                    { %{ $by{'ingestion-prod'} }, unlisted => 1 } ],
+        users => { $BOB => { status => 'SUSPENDED',
+                             time => 1_790_812_800_000 },
+                   $CAROL => { removed => 1 },
+                   'urn:li:corpuser:dave' => { deleted => 1 } },
+        memberships => {
+            (map { $_ => { IsMemberOfGroup => [$GROUP] } }
+                 $ALICE, $BOB, $CAROL),
+            'urn:li:corpuser:erin' => { IsMemberOfNativeGroup => [$GROUP] },
+        });
+
+    for my $name (qw(entityExists-batch corpUser-status-batch
+                     corpGroup-members-incoming)) {
+        my $res = GmsTest::HTTP::request(
+            $datahub->port, 'POST', '/api/graphql',
+            { 'Content-Type' => 'application/json' },
+            GmsTest::json_encode(GmsTest::json_decode(
+                GmsTest::GraphQL->fixture("$name.request.json"))));
+        is("$res->{body}\n", GmsTest::GraphQL->fixture("$name.json"),
+           "$name.request.json: $name.json");
+    }
+    $datahub->stop;
+};
+
+
 subtest 'count and delay' => sub {
     $gms->clear_requests;
     ask('{ a: corpUser(urn: "urn:li:corpuser:alice") { urn } '

@@ -78,7 +78,9 @@ package GmsTest::GraphQL;
 #                   CorpUser.status SUSPENDED (CorpUserStatusMapper) and
 #                   the corpUserStatus aspect, payload {"status":
 #                   "SUSPENDED","lastModified":{"actor":...,"time":...}};
-#                   no status: CorpUser.status null, no such aspect
+#                   no status: CorpUser.status null, no such aspect;
+#                   time => MS its lastModified.time (default: when
+#                   users() was called), its actor the caller
 #     removed => 1  the status aspect, payload {"removed":true} (removed
 #                   => 0: {"removed":false}, a user restored)
 #     deleted => 1  no aspect but the added key, status null, exists false,
@@ -127,7 +129,10 @@ package GmsTest::GraphQL;
 #
 # Answers and errors:
 # - An answer carries exactly the fields the query selects, in its order,
-#   as graphql-java writes them.
+#   as graphql-java writes them.  entityExists-batch.json,
+#   corpUser-status-batch.json and corpGroup-members-incoming.json (their
+#   .source.txt name the DataHub files) are what this stand-in answers to
+#   their requests, byte for byte (t/02-graphql-stand-in.t).
 # - GraphQL errors come with HTTP 200: graphql-error-listAccessTokens-
 #   unauthorized.json (a real answer, the resolver's 403-coded
 #   "Unauthorized to perform this action. ...") and graphql-error-
@@ -1404,7 +1409,8 @@ sub _aspects {
                          status => $user->{status},
                          lastModified => {
                              actor => $ctx->{state}{caller},
-                             time  => $ctx->{state}{users_time} // 0 } }]
+                             time  => $user->{time}
+                                      // $ctx->{state}{users_time} // 0 } }]
             if defined $user->{status};
         push @have, [status => { removed => _bool($user->{removed}) }]
             if exists $user->{removed};
