@@ -131,10 +131,10 @@ until curl -s -o /dev/null "http://127.0.0.1:$graphql_port/api/graphql"; do
 done
 
 # gms-token follow fills Redis from it, as in production: the token, then
-# its user's privileges from the policy, again every 2 seconds
+# its user's privileges from the policy, both again every 2 seconds
 "$tool" follow --gms "http://127.0.0.1:$graphql_port" \
     --gms-token-file "$dir/demo-token" --redis "127.0.0.1:$redis_port" \
-    --interval 2s > "$dir/follow.log" 2>&1 &
+    --interval 2s --privileges-interval 2s > "$dir/follow.log" 2>&1 &
 follow_pid=$!
 
 i=0

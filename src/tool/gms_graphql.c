@@ -371,5 +371,6 @@ gms_graphql_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow,
     (void) ultotal;
     (void) ulnow;
 
-    return *g->stop != 0;
+    /* set by a signal handler or, in follow, by the other thread */
+    return __atomic_load_n(g->stop, __ATOMIC_RELAXED) != 0;
 }

@@ -740,7 +740,7 @@ gms_sync_confirm_batch(gms_tool_t *t, gms_graphql_t *g, gms_sync_input_t *in,
 {
     int                  rc;
     char                 urn[sizeof(GMS_SYNC_TOKEN_URN) + GMS_TOKEN_ID_LEN];
-    char                 name[16], *query, *p;
+    char                 name[32], *query, *p;
     size_t               i, n, end, base, batch[GMS_SYNC_CONFIRM];
     json_t              *vars, *data, *v;
     gms_sync_missing_t  *m;

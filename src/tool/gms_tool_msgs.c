@@ -53,6 +53,9 @@ gms_tool_warn(gms_tool_t *t, const char *fmt, ...)
 static void
 gms_tool_vline(gms_tool_t *t, const char *fmt, va_list args)
 {
+    /* follow's two threads: one line is never split by the other's */
+    flockfile(stderr);
+
     fputs("gms-token: ", stderr);
 
     if (t->command) {
@@ -61,6 +64,8 @@ gms_tool_vline(gms_tool_t *t, const char *fmt, va_list args)
 
     vfprintf(stderr, fmt, args);
     fputc('\n', stderr);
+
+    funlockfile(stderr);
 }
 
 
@@ -72,9 +77,11 @@ gms_tool_shown(const char *s)
     char                *p, *buf;
     size_t               i;
     unsigned char        c;
-    static int           next;
-    static char          bufs[4][128];
     static const char    hex[] = "0123456789abcdef";
+
+    /* per thread: follow's privileges thread reports errors too */
+    static __thread int  next;
+    static __thread char bufs[4][128];
 
     buf = bufs[next++ % 4];
     p = buf;
