@@ -165,8 +165,9 @@ sub measure {
 }
 
 # DataHub at a size: tokens spread over users, users in groups and roles,
-# the four policies.  Tokens are listed as GMS lists them, made a day ago,
-# expiring in 30 days (each its own expiresAt), ids as DataHub hashes them
+# the four policies.  Tokens are listed as GMS lists them, made a second
+# apart until a day ago, expiring in 30 days (each its own createdAt and
+# expiresAt, as tokens made one by one have), ids as DataHub hashes them
 # (no salt: the edge has none).
 sub datahub {
     my ($ntokens, $nusers) = @_;
@@ -182,7 +183,8 @@ sub datahub {
         push @raw, $raw;
         push @tokens, { urn => "urn:li:dataHubAccessToken:$id", id => $id,
                         actorUrn => $actor, ownerUrn => $actor,
-                        name => "bench-$i", createdAt => $now - 86_400_000,
+                        name => "bench-$i",
+                        createdAt => $now - 86_400_000 - ($ntokens - $i) * 1000,
                         expiresAt => $now + 30 * 86_400_000 + $i };
     }
 
