@@ -13,7 +13,8 @@
 # createdAt in the future spares a token a minute of the follower's clock,
 # not until that time; SERVICE_ACCOUNT tokens are listed, cached, pruned
 # and created as personal ones; the tokens of users in <prefix>inactive
-# are not cached, and are again once the user leaves the set.
+# are not cached, and are again once the user leaves the set; past the
+# search index's 10,000 tokens, the listing asked by spans of createdAt.
 
 use strict;
 use warnings;
@@ -580,6 +581,57 @@ sub peak_kb {
     is($res->{out}, counts(pruned => 1),
        'createdAt an hour ahead, a minute later on our clock: pruned');
     $future_gms->stop;
+}
+
+
+# --- past the search index's 10,000 ------------------------------------------
+
+# GMS pages listAccessTokens through Elasticsearch, which refuses a page
+# past index.max_result_window (10,000: DataHub keeps the default): past
+# that, sync asks by spans of createdAt, each within the window.
+{
+    my $big = GmsTest::GraphQL->start(token => $SECRET,
+                                      max_result_window => 10_000);
+    my @big_sync = ('sync', gms_args($big->url, $token_file),
+                    '--privileges', 'off', '--prune', '--inactive', 'keep');
+    my $day = 86_400_000;
+
+    # 25,000 tokens made over a year, a few an hour
+    my @tokens = map { listed("window-$_", created => $now - 365 * $day
+                                                    + $_ * 1_261_000) }
+                 1 .. 25_000;
+    $big->tokens(\@tokens);
+    $redis->cmd('FLUSHDB');
+
+    my $res = run_tool('', @big_sync, '--page-size', 1000, @at);
+    is($res->{rc}, 0, '25,000 tokens, a window of 10,000: exit 0')
+        or diag($res->{err});
+    is($res->{out}, counts(tokens => 25_000, added => 25_000),
+       '... every token listed and cached');
+    is($redis->cmd('DBSIZE'), 25_000, '... 25,000 keys in Redis');
+
+    my @pages = grep { defined } @{ $big->pages_asked };
+    my @past = grep { $_->[0] + $_->[1] > 10_000 } @pages;
+    is(scalar @past, 0, '... no page asked past the 10,000th token');
+    my $asked = $big->count('listAccessTokens');
+    ok($asked < 25 + 3 * 54,
+       "... in $asked requests (25 pages of 1,000 and the halvings)");
+    note("25,000 tokens listed in $asked listAccessTokens requests");
+
+    # 10,001 tokens made in the same millisecond cannot be paged through
+    my $at = $now - $day;
+    $big->tokens([ map { listed("same-ms-$_", created => $at) }
+                   1 .. 10_001 ]);
+    my $before = $redis->dump_all;
+    $res = run_tool('', @big_sync, '--page-size', 1000, @at);
+    is($res->{rc}, 4, '10,001 tokens made in one millisecond: exit 4');
+    like($res->{err}, qr/\Agms-token: sync: \S+: more than 10000 tokens (?x:
+                         )were created at $at ms: they cannot be listed (?x:
+                         )page by page \(the search index's (?x:
+                         )max_result_window\)\n\z/, '... one line saying so')
+        or diag(explain($res));
+    $redis->unchanged($before, '... nothing written, nothing pruned');
+    $big->stop;
 }
 
 done_testing();

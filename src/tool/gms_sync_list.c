@@ -32,6 +32,21 @@
     "      name\n      createdAt\n      expiresAt\n    }\n  }\n}"
 
 
+/*
+ * Elasticsearch's index.max_result_window: no page reaches past it; a
+ * span of createdAt (ms since the epoch, both ends in it) holds no more
+ */
+#define GMS_SYNC_WINDOW        10000
+#define GMS_SYNC_TIME_MAX      ((int64_t) 1 << 53)
+#define GMS_SYNC_SPANS         128
+#define GMS_SYNC_IDLE          256
+
+typedef struct {
+    int64_t                lo;
+    int64_t                hi;
+} gms_sync_span_t;
+
+
 /* the ids listed so far, for the page that brings nothing new */
 typedef struct {
     size_t                *slots;          /* index + 1 in tokens[], 0: free */
@@ -40,6 +55,9 @@ typedef struct {
 } gms_sync_seen_t;
 
 
+static int gms_sync_list_span(gms_tool_t *t, gms_graphql_t *g,
+    const gms_graphql_conf_t *gms, long page_size, const gms_sync_span_t *span,
+    gms_sync_list_t *in, gms_sync_seen_t *seen, unsigned *page, int *over);
 static int gms_sync_list_ask(gms_tool_t *t, gms_graphql_t *g, json_t *vars,
     unsigned page, gms_sync_list_t *in);
 static int gms_sync_seen_add(gms_tool_t *t, gms_sync_seen_t *seen,
@@ -88,20 +106,28 @@ gms_sync_list_stdin(gms_tool_t *t, gms_sync_list_t *in)
  * sync ask 12,504 pages and grow to 187 MB.  A page on which every token
  * was listed already ends it, and so does a page past what the first
  * page's total and size allow (and two more: tokens made meanwhile).
+ *
+ * listAccessTokens pages by offset through the search index, and
+ * Elasticsearch (OpenSearch alike) refuses a page reaching past its
+ * index.max_result_window, 10,000 unless an operator changed it: DataHub
+ * does not (docs/api/graphql/getting-started.md).  Past 10,000 tokens
+ * the listing is asked by spans of createdAt instead (a FacetFilterInput
+ * with GREATER_THAN_OR_EQUAL_TO and LESS_THAN_OR_EQUAL_TO: a range query
+ * on the long field, ResolverUtils.criterionFromFilter and ESUtils since
+ * 0.13), a span halved until it holds no more than the window.
  */
 
 int
 gms_sync_list_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
     long page_size, gms_sync_list_t *in)
 {
-    int              rc;
-    size_t           before, fresh;
-    json_t          *vars;
-    int64_t          pages, first;
-    unsigned         page;
-    json_int_t       start;
+    int              rc, over;
+    size_t           nspans, before;
+    int64_t          mid;
+    unsigned         page, idle;
     gms_graphql_t   *g;
     gms_sync_seen_t  seen;
+    gms_sync_span_t  spans[GMS_SYNC_SPANS], span;
 
     g = gms_graphql_open(t, gms);
     if (g == NULL) {
@@ -110,66 +136,194 @@ gms_sync_list_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
 
     memset(&seen, 0, sizeof(gms_sync_seen_t));
 
-    rc = GMS_TOOL_OK;
-    start = 0;
-    pages = 1;
-    first = 0;
+    page = 0;
 
-    for (page = 1; /* void */ ; page++) {
-        vars = json_pack("{s:{s:I, s:I, s:[]}}", "input", "start", start,
-                         "count", (json_int_t) page_size, "filters");
+    rc = gms_sync_list_span(t, g, gms, page_size, NULL, in, &seen, &page,
+                            &over);
 
-        before = in->ntokens;
+    /* the spans still to list, the earliest on top */
+    spans[0].lo = 0;
+    spans[0].hi = GMS_SYNC_TIME_MAX;
+    nspans = over ? 1 : 0;
+    idle = 0;
 
-        if (gms_sync_list_ask(t, g, vars, page, in) != GMS_TOOL_OK) {
+    /* done once the tokens seen number the total the listing first gave */
+    while (rc == GMS_TOOL_OK && nspans > 0 && (int64_t) seen.n < in->total) {
+        span = spans[--nspans];
+        before = seen.n;
+
+        rc = gms_sync_list_span(t, g, gms, page_size, &span, in, &seen,
+                                &page, &over);
+
+        if (rc != GMS_TOOL_OK) {
+            break;
+        }
+
+        /*
+         * A descent to a span small enough passes spans that bring
+         * nothing new (empty, or holding only tokens listed already): a
+         * few per halving, and there are no more than 54 of them.  More
+         * in a row: GMS (or a proxy) ignores the filter.
+         */
+        idle = seen.n > before ? 0 : idle + 1;
+
+        if (idle > GMS_SYNC_IDLE) {
+            gms_tool_error(t, "%s: %u spans of createdAt in a row list "
+                           "nothing new (GMS, or a proxy in front of it, "
+                           "ignores the filter): the listing is refused",
+                           gms->url, idle);
             rc = GMS_TOOL_GMS;
             break;
         }
 
-        if (in->ntokens == before) {
-            break;
+        if (!over) {
+            continue;
         }
 
-        if (gms_sync_seen_add(t, &seen, in, before, &fresh) != 0) {
-            rc = GMS_TOOL_REDIS;
-            break;
-        }
-
-        if (fresh == 0) {
-            gms_tool_error(t, "%s: page %u (start %lld) lists only tokens "
-                           "of the pages before (GMS, or a proxy in front "
-                           "of it, ignores start; or tokens come faster "
-                           "than the pages): the listing is refused",
-                           gms->url, page, (long long) start);
+        if (span.lo == span.hi || nspans + 2 > GMS_SYNC_SPANS) {
+            gms_tool_error(t, "%s: more than %d tokens were created at "
+                           "%lld ms: they cannot be listed page by page "
+                           "(the search index's max_result_window)",
+                           gms->url, GMS_SYNC_WINDOW, (long long) span.lo);
             rc = GMS_TOOL_GMS;
             break;
         }
 
-        if (page == 1) {
-            first = in->total;
-            pages = (first + in->ntokens - 1) / in->ntokens + 2;
-        }
+        mid = span.lo + (span.hi - span.lo) / 2;
 
-        if ((int64_t) seen.n >= in->total) {
-            break;
-        }
-
-        if (page >= pages) {
-            gms_tool_error(t, "%s: page %u and the listing goes on, past "
-                           "the %lld pages its first total (%lld tokens) "
-                           "allows: the listing is refused", gms->url, page,
-                           (long long) pages, (long long) first);
-            rc = GMS_TOOL_GMS;
-            break;
-        }
-
-        start += in->ntokens - before;
+        spans[nspans].lo = mid + 1;
+        spans[nspans].hi = span.hi;
+        spans[nspans + 1].lo = span.lo;
+        spans[nspans + 1].hi = mid;
+        nspans += 2;
     }
 
     free(seen.slots);
     gms_graphql_close(g);
 
     return rc;
+}
+
+
+/*
+ * The pages of one span of createdAt (NULL: the whole listing), from its
+ * start on.  *over: the span holds more tokens than a search may page
+ * through (a span's first page said so, or the pages reached the window's
+ * end): it is to be halved; what it listed so far is kept.
+ */
+
+static int
+gms_sync_list_span(gms_tool_t *t, gms_graphql_t *g,
+    const gms_graphql_conf_t *gms, long page_size, const gms_sync_span_t *span,
+    gms_sync_list_t *in, gms_sync_seen_t *seen, unsigned *page, int *over)
+{
+    char        lo[24], hi[24], first[GMS_TOKEN_ID_LEN];
+    size_t      before, fresh;
+    json_t     *vars;
+    int64_t     pages, total, nth;
+    json_int_t  start, count;
+
+    *over = 0;
+
+    start = 0;
+    pages = 1;
+    total = 0;
+
+    for (nth = 1; /* void */ ; nth++) {
+        count = page_size;
+
+        if (start + count > GMS_SYNC_WINDOW) {
+            count = GMS_SYNC_WINDOW - start;
+        }
+
+        if (count <= 0) {
+            *over = 1;
+            return GMS_TOOL_OK;
+        }
+
+        if (span == NULL) {
+            vars = json_pack("{s:{s:I, s:I, s:[]}}", "input", "start", start,
+                             "count", count, "filters");
+
+        } else {
+            snprintf(lo, sizeof(lo), "%lld", (long long) span->lo);
+            snprintf(hi, sizeof(hi), "%lld", (long long) span->hi);
+
+            vars = json_pack("{s:{s:I, s:I, s:[{s:s, s:[s], s:s}, "
+                             "{s:s, s:[s], s:s}]}}", "input", "start", start,
+                             "count", count, "filters",
+                             "field", "createdAt", "values", lo,
+                             "condition", "GREATER_THAN_OR_EQUAL_TO",
+                             "field", "createdAt", "values", hi,
+                             "condition", "LESS_THAN_OR_EQUAL_TO");
+        }
+
+        before = in->ntokens;
+        in->page_total = -1;
+
+        if (gms_sync_list_ask(t, g, vars, ++*page, in) != GMS_TOOL_OK) {
+            return GMS_TOOL_GMS;
+        }
+
+        if (in->ntokens == before) {
+            return GMS_TOOL_OK;
+        }
+
+        if (gms_sync_seen_add(t, seen, in, before, &fresh) != 0) {
+            return GMS_TOOL_REDIS;
+        }
+
+        /*
+         * Within a span, a page may hold only tokens that other spans
+         * listed; one that starts as the span's first did repeats it
+         */
+        if (nth == 1) {
+            memcpy(first, in->tokens[before].id, sizeof(first));
+
+        } else if (span != NULL && fresh == 0
+                   && memcmp(first, in->tokens[before].id, sizeof(first))
+                      != 0)
+        {
+            fresh = 1;
+        }
+
+        if (fresh == 0 && (span == NULL || nth > 1)) {
+            gms_tool_error(t, "%s: page %u (start %lld) lists only tokens "
+                           "of the pages before (GMS, or a proxy in front "
+                           "of it, ignores start; or tokens come faster "
+                           "than the pages): the listing is refused",
+                           gms->url, *page, (long long) start);
+            return GMS_TOOL_GMS;
+        }
+
+        if (nth == 1) {
+            total = in->page_total >= 0 ? in->page_total : in->total;
+
+            /* the whole listing: its first 10,000 by offset, as ever */
+            if (span != NULL && total > GMS_SYNC_WINDOW) {
+                *over = 1;
+                return GMS_TOOL_OK;
+            }
+
+            pages = (total + (in->ntokens - before) - 1)
+                    / (in->ntokens - before) + 2;
+        }
+
+        start += in->ntokens - before;
+
+        /* the whole listing: the largest total any page gave */
+        if (span == NULL ? (int64_t) seen->n >= in->total : start >= total) {
+            return GMS_TOOL_OK;
+        }
+
+        if (nth >= pages) {
+            gms_tool_error(t, "%s: page %u and the listing goes on, past "
+                           "the %lld pages its first total (%lld tokens) "
+                           "allows: the listing is refused", gms->url, *page,
+                           (long long) pages, (long long) total);
+            return GMS_TOOL_GMS;
+        }
+    }
 }
 
 
@@ -462,6 +616,8 @@ gms_sync_list_page(gms_tool_t *t, json_t *doc, unsigned line,
                            "a count", in->where, line);
             return GMS_TOOL_USAGE;
         }
+
+        in->page_total = json_integer_value(total);
 
         if (json_integer_value(total) > in->total) {
             in->total = json_integer_value(total);

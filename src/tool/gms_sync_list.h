@@ -38,6 +38,7 @@ typedef struct {
     size_t                 nalloc;
     size_t                 pages;
     int64_t                total;          /* the largest total of a page */
+    int64_t                page_total;     /* the last page's, -1: none */
     const char            *where;          /* "stdin:", "page ", ... */
 } gms_sync_list_t;
 

@@ -46,13 +46,15 @@ package GmsTest::GraphQL;
 #   ListAccessTokensResolver: start and count are the request's (count is
 #   the size asked for, not the number of tokens returned), total is the
 #   number of tokens matching the filters, tokens are sorted by expiresAt
-#   descending, tokens without one last.  listAccessTokens-page.json is what
-#   this stand-in answers to listAccessTokens-page.request.json, byte for
-#   byte.  With start(max_result_window => N) a page reaching past the Nth
-#   token fails as GMS does on Elasticsearch's index.max_result_window
-#   (10,000 by default; DataHub sets no other: docs/api/graphql/getting-
-#   started.md "only allows pagination through 10,000 entities"): the
-#   catch-all "An unknown error occurred.".
+#   descending, tokens without one last; a filter's condition (EQUAL, or
+#   a range on a long: createdAt >= and <= a value) as _matches() says.
+#   listAccessTokens-page.json is what this stand-in answers to
+#   listAccessTokens-page.request.json, byte for byte.  With
+#   start(max_result_window => N) a page reaching past the Nth token fails
+#   as GMS does on Elasticsearch's index.max_result_window (10,000 by
+#   default; DataHub sets no other: docs/api/graphql/getting-started.md
+#   "only allows pagination through 10,000 entities"): the catch-all "An
+#   unknown error occurred.".
 # - entityExists(urn): EntityExistsResolver -> EntityService.exists(urns,
 #   includeSoftDeleted true): the entity's key aspect in the entity store,
 #   never the search index.  true for a token in tokens (listed or
@@ -1296,10 +1298,27 @@ sub _token_ids {
     });
 }
 
+# A FacetFilterInput as ResolverUtils.criterionFromFilter and ESUtils
+# apply it: condition EQUAL (the default) matches one of the values; a
+# range condition compares the field, a long (createdAt, expiresAt), with
+# the first value, and a token without the field matches none of them.
+my %RANGE = (GREATER_THAN             => sub { $_[0] >  $_[1] },
+             GREATER_THAN_OR_EQUAL_TO => sub { $_[0] >= $_[1] },
+             LESS_THAN                => sub { $_[0] <  $_[1] },
+             LESS_THAN_OR_EQUAL_TO    => sub { $_[0] <= $_[1] });
+
 sub _matches {
     my ($token, $filters) = @_;
     for my $f (ref $filters eq 'ARRAY' ? @$filters : ()) {
         my $v = $token->{ $f->{field} // '' };
+        my $range = $RANGE{ $f->{condition} // 'EQUAL' };
+        if ($range) {
+            my $bound = (ref $f->{values} eq 'ARRAY' ? $f->{values}[0] : undef)
+                        // $f->{value};
+            return 0 unless defined $v && _is_int($bound)
+                            && $range->($v, $bound);
+            next;
+        }
         return 0 unless defined $v
                         && grep { $_ eq $v } @{ $f->{values} // [] };
     }
