@@ -3,7 +3,8 @@
 # gms-token sync --gms --privileges: users' platform privileges mirrored
 # from DataHub into <prefix>actor:<urn>, against a real redis-server and a
 # stand-in GMS (GmsTest::GraphQL: listAccessTokens, listPolicies, the
-# relationships of corpGroup, role and corpUser, getGrantedPrivileges).
+# relationships of corpGroup, entity (a role) and corpUser,
+# getGrantedPrivileges).
 # From policies: each actor kind (allUsers, users, allGroups, groups,
 # roles, roles of a group), inactive and METADATA policies ignored, users
 # named by a policy without a token, paging; groups and roles read by
@@ -285,7 +286,7 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
               'each changed or removed user published on gms:invalidate');
 
     my @asked = map { join ' ', root_fields($_) } mirror_requests($gms);
-    is_deeply(\@asked, ['listAccessTokens', 'listPolicies', 'corpGroup role',
+    is_deeply(\@asked, ['listAccessTokens', 'listPolicies', 'corpGroup entity',
                         'corpGroup', 'corpUser corpUser corpUser'],
               'asked: the tokens once (the mirror takes the holders from '
               . 'the sync), the policies, the group and the role they name '
@@ -296,9 +297,9 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
     is_deeply([ asked_relationships(@{ $gms->requests }) ],
               [ [corpGroup => $eng, { types => $groups, direction => 'INCOMING',
                                       start => 0, count => 100 }],
-                [role => $admin, { types => ['IsMemberOfRole'],
-                                   direction => 'INCOMING', start => 0,
-                                   count => 100 }],
+                [entity => $admin, { types => ['IsMemberOfRole'],
+                                     direction => 'INCOMING', start => 0,
+                                     count => 100 }],
                 [corpGroup => $ops, { types => $groups, direction => 'INCOMING',
                                       start => 0, count => 100 }],
                 map { [corpUser => $_, { types => $groups,
@@ -539,7 +540,7 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
                  mirror_requests($big_gms);
     my %by = count_by(@mirror);
     is_deeply(\%by,
-              { listPolicies => 1, 'corpGroup role' => 1, corpGroup => 2,
+              { listPolicies => 1, 'corpGroup entity' => 1, corpGroup => 2,
                 corpUser => int(($alone + 99) / 100) },
               "$n users: listPolicies, 3 requests for the members of 2 "
               . 'groups, 3 roles and the 4 groups holding those roles (a '
@@ -634,7 +635,7 @@ my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
         [ 'corpGroup: incomplete', [field => 'corpGroup', total => 400], [],
           qr/corpGroup \Q$eng\E: no relationships at 100 of a total of 400: /
           . qr/the list is incomplete/ ],
-        [ 'role: HTTP 500', [field => 'role', status => 500], [],
+        [ 'entity (a role): HTTP 500', [field => 'entity', status => 500], [],
           qr/HTTP 500/ ],
         [ 'listAccessTokens: incomplete for the mirror',
           [field => 'listAccessTokens', total => 7], [],

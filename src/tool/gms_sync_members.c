@@ -22,13 +22,13 @@
  *    IsMemberOfGroup and IsMemberOfNativeGroup) }, users only: a group is
  *    no member of a group (corpGroup has no groupMembership aspect in
  *    entity-registry.yml, and PolicyEngine does not nest groups);
- *  - a role's members: role(urn) { relationships(INCOMING,
+ *  - a role's members: entity(urn) { relationships(INCOMING,
  *    IsMemberOfRole) }: users, which have the role, and groups, whose
  *    members have it (one level, as fetchRolesViaGroups): each such group
- *    is asked for its members as above.  role(urn) is the Role type's
- *    loader; with a dataHubRole URN it answers all the same (GMS's
- *    batchGetV2 always adds the URN's key aspect: never null) and its
- *    relationships are the graph's, read by URN;
+ *    is asked for its members as above.  entity(urn) loads the URN with
+ *    its own type's loader, DataHubRoleType for urn:li:dataHubRole:...
+ *    (Query.role is the Role type's, urn:li:role:..., another entity),
+ *    and relationships is a field of the Entity interface: no fragment;
  *  - allGroups needs to know whether a user is in any group, which no
  *    group can say: the users not found in a group above are asked
  *    (corpUser(urn) { relationships(OUTGOING, the two group types) }),
@@ -896,7 +896,7 @@ gms_members_field(gms_members_kind_e kind)
     case GMS_MEMBERS_GROUP:
         return "corpGroup";
     case GMS_MEMBERS_ROLE:
-        return "role";
+        return "entity";
     default:
         return "corpUser";
     }

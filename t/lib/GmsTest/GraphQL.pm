@@ -111,6 +111,10 @@ package GmsTest::GraphQL;
 #   v1.x: viewable.size()), total all of them; count null or above 10,000
 #   is 5,000 (graphService.limit.results: apiDefault, max, not strict).
 #   Entities carry urn and type (CORP_USER, CORP_GROUP, DATAHUB_ROLE).
+# - entity(urn) { urn type relationships(input) }: entity.graphql's
+#   entity(urn: String!): Entity (since 0.13.0), the URN's own loader
+#   (DataHubRoleType for urn:li:dataHubRole:..., whose relationships field
+#   GmsGraphQLEngine wires to EntityRelationshipsResultResolver).
 # - role(urn) { urn type relationships(input) }: entity.graphql's
 #   role(urn: String!): Role, RoleType.batchLoad (batchGetV2 adds the key
 #   aspect: never null), RoleMapper (type ROLE).
@@ -192,7 +196,7 @@ my $FIXTURES = abs_path(dirname(__FILE__) . '/../../fixtures/datahub');
 # such as AccessTokenMetadata.owner are not served).
 my %FIELDS = (
     Query                     => [qw(listAccessTokens getAccessTokenMetadata
-                                     listPolicies corpUser corpGroup role
+                                     listPolicies corpUser corpGroup role entity
                                      getGrantedPrivileges entityExists)],
     Mutation                  => [qw(createAccessToken revokeAccessToken
                                      createServiceAccount
@@ -215,7 +219,7 @@ my %FIELDS = (
     Role                      => [qw(urn type id relationships)],
     EntityRelationshipsResult => [qw(start count total relationships)],
     EntityRelationship        => [qw(type direction entity created)],
-    Entity                    => [qw(urn type)],
+    Entity                    => [qw(urn type relationships)],
     Privileges                => [qw(privileges)],
 );
 my %HAS = map {
@@ -236,6 +240,8 @@ my %CHILD = (
     'Query.corpUser'                          => 'CorpUser',
     'Query.corpGroup'                         => 'CorpGroup',
     'Query.role'                              => 'Role',
+    'Query.entity'                            => 'Entity',
+    'Entity.relationships'                    => 'EntityRelationshipsResult',
     'CorpUser.aspects'                        => 'RawAspect',
     'CorpUser.relationships'                  => 'EntityRelationshipsResult',
     'CorpGroup.relationships'                 => 'EntityRelationshipsResult',
@@ -982,6 +988,7 @@ my %ROOT = (
     corpUser               => \&_corp_user,
     corpGroup              => \&_corp_group,
     role                   => \&_role,
+    entity                 => \&_entity,
     getGrantedPrivileges   => \&_granted,
     entityExists           => \&_entity_exists,
     createServiceAccount   => \&_create_service_account,
@@ -1487,6 +1494,28 @@ sub _role {
         id            => $id // $urn,
         relationships => sub { _related($ctx, $urn, $_[0]{input}, $how) },
         __typename    => 'Role',
+    };
+}
+
+# entity(urn) as EntityResolver answers it: the loader of the URN's
+# entity type (EntityTypeResolver; DataHubRoleType for a dataHubRole),
+# here only the Entity interface's urn, type and relationships.
+sub _entity {
+    my ($ctx, $args, $how) = @_;
+
+    my $urn = $args->{urn} // '';
+    my %type = (corpuser => ['CORP_USER', 'CorpUser'],
+                corpGroup => ['CORP_GROUP', 'CorpGroup'],
+                dataHubRole => ['DATAHUB_ROLE', 'DataHubRole']);
+    my ($kind) = $urn =~ /^urn:li:(\w+):./s;
+    my $t = $type{ $kind // '' };
+    return _failed(message => $GRAPHQL_UNKNOWN, code => 500,
+                   type => 'SERVER_ERROR') unless $t;
+    return {
+        urn           => $urn,
+        type          => $t->[0],
+        relationships => sub { _related($ctx, $urn, $_[0]{input}, $how) },
+        __typename    => $t->[1],
     };
 }
 
