@@ -245,7 +245,7 @@ subtest 'service accounts and their tokens (DataHub 1.4+)' => sub {
 };
 
 
-subtest 'misbehaviour: start ignored, the result window, the limit' => sub {
+subtest 'paging: start ignored, spans of createdAt, the result window, the complexity limit' => sub {
     my $page = sub {
         ask('query($s: Int) { listAccessTokens(input: {start: $s, count: 1}) '
             . '{ start total tokens { id } } }', { s => $_[0] })
@@ -267,6 +267,43 @@ subtest 'misbehaviour: start ignored, the result window, the limit' => sub {
     like($res->{body}, qr/"An unknown error occurred\."/,
          'max_result_window: a page past it fails');
     $small->stop;
+
+    # spans of createdAt, as gms-token lists past Elasticsearch's window:
+    # the tokens of the span, in the listing's order (expiresAt descending)
+    my @many = map { token("t$_", createdAt => 1_000 + $_ % 7 * 10,
+                           expiresAt => 5_000_000 - $_) } 1 .. 40;
+    my $spans = GmsTest::GraphQL->start(tokens => \@many);
+    for my $span ([1_010, 1_030, 'GREATER_THAN_OR_EQUAL_TO',
+                   'LESS_THAN_OR_EQUAL_TO'],
+                  [1_010, 1_030, 'GREATER_THAN', 'LESS_THAN'],
+                  [0, 1_000, 'GREATER_THAN', 'LESS_THAN_OR_EQUAL_TO']) {
+        my ($lo, $hi, $from, $to) = @$span;
+        my $ok = { GREATER_THAN => sub { $_[0] > $lo },
+                   GREATER_THAN_OR_EQUAL_TO => sub { $_[0] >= $lo } }->{$from};
+        my $under = { LESS_THAN => sub { $_[0] < $hi },
+                      LESS_THAN_OR_EQUAL_TO => sub { $_[0] <= $hi } }->{$to};
+        my @want = map { $_->{id} }
+                   sort { $b->{expiresAt} <=> $a->{expiresAt} }
+                   grep { $ok->($_->{createdAt}) && $under->($_->{createdAt}) }
+                   @many;
+        my $res = GmsTest::HTTP::request(
+            $spans->port, 'POST', '/api/graphql',
+            { 'Content-Type' => 'application/json' },
+            GmsTest::json_encode({
+                query => 'query($in: ListAccessTokenInput!) { '
+                         . 'listAccessTokens(input: $in) { total tokens '
+                         . '{ id } } }',
+                variables => { in => { start => 0, count => 100, filters => [
+                    { field => 'createdAt', values => ["$lo"],
+                      condition => $from },
+                    { field => 'createdAt', values => ["$hi"],
+                      condition => $to } ] } } }));
+        my $got = GmsTest::json_decode($res->{body})->{data}{listAccessTokens};
+        is_deeply([ map { $_->{id} } @{ $got->{tokens} } ], \@want,
+                  "createdAt $from $lo, $to $hi: " . scalar(@want)
+                  . ' tokens, in the listing\'s order');
+    }
+    $spans->stop;
 
     my $big = 'query { ' . join(' ', map {
         "c$_: corpUser(urn: \"urn:li:corpuser:u$_\") { urn username status "

@@ -1224,6 +1224,15 @@ sub _list {
              __typename => 'ListAccessTokenResult' };
 }
 
+# A FacetFilterInput as ResolverUtils.criterionFromFilter and ESUtils
+# apply it: condition EQUAL (the default) matches one of the values; a
+# range condition compares the field, a long (createdAt, expiresAt), with
+# the first value, and a token without the field matches none of them.
+my %RANGE = (GREATER_THAN             => sub { $_[0] >  $_[1] },
+             GREATER_THAN_OR_EQUAL_TO => sub { $_[0] >= $_[1] },
+             LESS_THAN                => sub { $_[0] <  $_[1] },
+             LESS_THAN_OR_EQUAL_TO    => sub { $_[0] <= $_[1] });
+
 # The tokens the search index lists (not the unlisted ones) that match the
 # filters, expiresAt descending, those without one last (Elasticsearch's
 # missing values), equal ones in the order given.  Kept until the tokens
@@ -1254,6 +1263,24 @@ sub _listed {
         my @named = sort { $a <=> $b } grep { defined }
                     map { $rank->{$_} } @{ $by->{values} // [] };
         return [ grep { _matches($_, \@filters) } @$all[@named] ];
+    }
+
+    # a span of createdAt (or another long): binary searches in the
+    # tokens sorted by that field, the span's tokens in the listing's order
+    my ($span) = grep { $RANGE{ $_->{condition} // 'EQUAL' } } @filters;
+    if ($span && !grep { ($_->{field} // '') ne $span->{field} } @filters) {
+        my $field = $span->{field};
+        my ($lo, $hi) = _bounds(\@filters) or return [];
+        my $index = _memo($ctx, "by $field", [qw(tokens changes)], sub {
+            my @by = sort { $a->[0] <=> $b->[0] }
+                     grep { _is_int($_->[0]) }
+                     map { [ $all->[$_]{$field}, $_ ] } 0 .. $#$all;
+            [ [ map { $_->[0] } @by ], [ map { $_->[1] } @by ] ];
+        });
+        my ($values, $ranks) = @$index;
+        my $from = _first_at_least($values, $lo);
+        my $to = _first_at_least($values, $hi + 1) - 1;
+        return [ @$all[ sort { $a <=> $b } @$ranks[$from .. $to] ] ];
     }
 
     my $memo = $ctx->{memo};
@@ -1305,14 +1332,42 @@ sub _token_ids {
     });
 }
 
-# A FacetFilterInput as ResolverUtils.criterionFromFilter and ESUtils
-# apply it: condition EQUAL (the default) matches one of the values; a
-# range condition compares the field, a long (createdAt, expiresAt), with
-# the first value, and a token without the field matches none of them.
-my %RANGE = (GREATER_THAN             => sub { $_[0] >  $_[1] },
-             GREATER_THAN_OR_EQUAL_TO => sub { $_[0] >= $_[1] },
-             LESS_THAN                => sub { $_[0] <  $_[1] },
-             LESS_THAN_OR_EQUAL_TO    => sub { $_[0] <= $_[1] });
+# The range filters' bounds, both inclusive (longs); none when a bound is
+# not a long (no token matches).
+sub _bounds {
+    my ($filters) = @_;
+    my ($lo, $hi) = (-9**18, 9**18);
+    for my $f (@$filters) {
+        my $bound = (ref $f->{values} eq 'ARRAY' ? $f->{values}[0] : undef)
+                    // $f->{value};
+        return () unless _is_int($bound);
+        my $c = $f->{condition};
+        $lo = _max($lo, $bound + ($c eq 'GREATER_THAN' ? 1 : 0))
+            if $c =~ /^GREATER_THAN/;
+        $hi = _min($hi, $bound - ($c eq 'LESS_THAN' ? 1 : 0))
+            if $c =~ /^LESS_THAN/;
+    }
+    return ($lo, $hi);
+}
+
+sub _max { $_[0] > $_[1] ? $_[0] : $_[1] }
+sub _min { $_[0] < $_[1] ? $_[0] : $_[1] }
+
+# the index of the first value at least $v in a sorted list (its length
+# if none)
+sub _first_at_least {
+    my ($values, $v) = @_;
+    my ($lo, $hi) = (0, scalar @$values);
+    while ($lo < $hi) {
+        my $mid = int(($lo + $hi) / 2);
+        if ($values->[$mid] < $v) {
+            $lo = $mid + 1;
+        } else {
+            $hi = $mid;
+        }
+    }
+    return $lo;
+}
 
 sub _matches {
     my ($token, $filters) = @_;
