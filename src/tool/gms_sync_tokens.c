@@ -174,12 +174,21 @@ gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
         goto done;
     }
 
-    if (conf->prune && in.list.total > (int64_t) in.list.ntokens) {
-        gms_tool_error(t, "%s: %zu tokens, but listAccessTokens has a "
+    /*
+     * A listing short of its total: from stdin nothing may be pruned on
+     * it.  From GMS it is what a token revoked while the pages were read
+     * leaves (the tokens after it move up a place, and one may fall
+     * between two pages): each cached token it lacks is asked of GMS's
+     * entity store below, which says which to keep, so a revocation is
+     * not put off to a cycle after next at tens of thousands of tokens.
+     */
+    if (conf->prune && gms == NULL
+        && in.list.total > (int64_t) in.list.ntokens)
+    {
+        gms_tool_error(t, "stdin: %zu tokens, but listAccessTokens has a "
                        "total of %lld: the list is incomplete, refusing "
-                       "to --prune", gms ? gms->url : "stdin", in.list.ntokens,
+                       "to --prune", in.list.ntokens,
                        (long long) in.list.total);
-        rc = gms ? GMS_TOOL_GMS : GMS_TOOL_USAGE;
         goto done;
     }
 
@@ -229,6 +238,16 @@ gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
         || (holders && gms_sync_holders(t, &in, holders) != 0))
     {
         goto done;
+    }
+
+    /*
+     * Every cached token the listing lacks was asked of GMS and is kept
+     * or gone: the holders are whole, the listing short or not (unless
+     * some were held back, their word missing)
+     */
+    if (holders && gms && conf->prune && counts->held == 0) {
+        holders->listed = holders->n;
+        holders->total = (int64_t) holders->n;
     }
 
     gms_sync_warning(conf, &in, counts);
