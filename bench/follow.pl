@@ -121,7 +121,9 @@ sub measure {
     my $gms = GmsTest::GraphQL->start(token => 'follower-token', workers => 4,
                                       tokens => $tokens, policies => $policies,
                                       memberships => $memberships,
-                                      delay => $DELAY);
+                                      delay => $DELAY,
+                                      # Elasticsearch's page limit, as GMS
+                                      max_result_window => 10_000);
     warm($gms);
     printf "stand-in and edge ready in %.1f s\n", time - $t0;
 
