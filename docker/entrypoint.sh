@@ -589,6 +589,24 @@ render() {
         *) NGX_CACHE="gms_token_cache $cache;" ;;
     esac
 
+    # a token GMS signed that Redis does not have yet: the module's default
+    # (pass to GMS with a signing key and a cache) unless set
+    unknown=${GMS_TOKEN_UNKNOWN_SIGNED:-}
+    case $unknown in
+        '') NGX_UNKNOWN_SIGNED='# gms_token_unknown_signed: the default' ;;
+        refuse) NGX_UNKNOWN_SIGNED='gms_token_unknown_signed refuse;' ;;
+        pass)
+            if [ -z "${GMS_TOKEN_SIGNING_KEY_FILE:-}" ] || [ "$cache" = off ]
+            then
+                die "GMS_TOKEN_UNKNOWN_SIGNED=pass needs" \
+                    "GMS_TOKEN_SIGNING_KEY_FILE and a cache" \
+                    "(GMS_TOKEN_CACHE not off)"
+            fi
+            NGX_UNKNOWN_SIGNED='gms_token_unknown_signed pass;' ;;
+        *) die "GMS_TOKEN_UNKNOWN_SIGNED: '$unknown' is neither pass" \
+               "nor refuse" ;;
+    esac
+
     NGX_METRICS_ALLOW=
     set -f
     # shellcheck disable=SC2086
@@ -617,7 +635,8 @@ render() {
                NGX_USER NGX_GMS_SERVERS NGX_SEARCH_SERVERS NGX_RESOLVER \
                NGX_REDIS NGX_REDIS_SSL NGX_REDIS_TIMEOUT NGX_KEY_PREFIX \
                NGX_SALT NGX_CACHE NGX_METRICS_ALLOW NGX_CREDENTIALS \
-               NGX_FRONTEND_SERVERS NGX_TOKEN_SOURCE NGX_PREFLIGHT
+               NGX_FRONTEND_SERVERS NGX_TOKEN_SOURCE NGX_PREFLIGHT \
+               NGX_UNKNOWN_SIGNED
 
         layout=$(mktemp "$run_dir/nginx.conf.XXXXXX")
         tmp=$(mktemp "$run_dir/nginx.conf.XXXXXX")
@@ -633,7 +652,8 @@ render() {
                   ${NGX_REDIS_SSL} ${NGX_REDIS_TIMEOUT} ${NGX_KEY_PREFIX}
                   ${NGX_SALT} ${NGX_CACHE} ${NGX_METRICS_ALLOW}
                   ${NGX_CREDENTIALS} ${NGX_FRONTEND_SERVERS}
-                  ${NGX_TOKEN_SOURCE} ${NGX_PREFLIGHT}' \
+                  ${NGX_TOKEN_SOURCE} ${NGX_PREFLIGHT}
+                  ${NGX_UNKNOWN_SIGNED}' \
             < "$layout" > "$tmp" \
             || { rm -f "$layout" "$tmp"; exit 1; }
         rm -f "$layout"

@@ -438,6 +438,15 @@ my @rendered = (
       [ 'gms_token_preflight pass;' ] ],
     [ 'GMS_TOKEN_PREFLIGHT=check', { GMS_TOKEN_PREFLIGHT => 'check' },
       [ 'gms_token_preflight check;' ] ],
+    [ 'GMS_TOKEN_UNKNOWN_SIGNED unset: the module\'s default',
+      { GMS_TOKEN_SIGNING_KEY_FILE => "$files/signing-key" },
+      [ '# gms_token_unknown_signed: the default' ] ],
+    [ 'GMS_TOKEN_UNKNOWN_SIGNED=refuse', { GMS_TOKEN_UNKNOWN_SIGNED => 'refuse' },
+      [ 'gms_token_unknown_signed refuse;' ] ],
+    [ 'GMS_TOKEN_UNKNOWN_SIGNED=pass, a signing key and the cache',
+      { GMS_TOKEN_UNKNOWN_SIGNED => 'pass',
+        GMS_TOKEN_SIGNING_KEY_FILE => "$files/signing-key" },
+      [ 'gms_token_unknown_signed pass;' ] ],
 );
 
 for my $case (@rendered) {
@@ -761,6 +770,13 @@ SKIP: {
              '$http_a $http_b', '$http_a"'),
         [ { GMS_TOKEN_PREFLIGHT => 'off' },
           qr/^gms-edge: GMS_TOKEN_PREFLIGHT: 'off' is neither check nor pass$/ ],
+        [ { GMS_TOKEN_UNKNOWN_SIGNED => 'yes' },
+          qr/^gms-edge: GMS_TOKEN_UNKNOWN_SIGNED: 'yes' is neither pass nor refuse$/ ],
+        [ { GMS_TOKEN_UNKNOWN_SIGNED => 'pass' },
+          qr/^gms-edge: GMS_TOKEN_UNKNOWN_SIGNED=pass needs GMS_TOKEN_SIGNING_KEY_FILE and a cache \(GMS_TOKEN_CACHE not off\)$/ ],
+        [ { GMS_TOKEN_UNKNOWN_SIGNED => 'pass', GMS_TOKEN_CACHE => 'off',
+            GMS_TOKEN_SIGNING_KEY_FILE => "$files/signing-key" },
+          qr/^gms-edge: GMS_TOKEN_UNKNOWN_SIGNED=pass needs GMS_TOKEN_SIGNING_KEY_FILE and a cache \(GMS_TOKEN_CACHE not off\)$/ ],
     );
 
     refused(@$_) for @refusals;
