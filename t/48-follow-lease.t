@@ -8,7 +8,11 @@
 # two intervals and the margin (measured and printed), and <prefix>sync
 # names it; a holder stopped with SIGTERM releases the lease, which the
 # next standby takes at its next try, well before it would have run out;
-# a holder that finds another's value in the lease stops working.
+# a holder that finds another's value in the lease stops working.  The
+# lease keeper: a holder whose token cycles take longer than its lease
+# (a slow listAccessTokens) keeps it throughout, with PX still two
+# intervals and 2 s, and stops at once on SIGTERM; a holder whose Redis
+# stops answering (SIGSTOP) gives the lease up before it could run out.
 
 use strict;
 use warnings;
@@ -246,5 +250,100 @@ ok(GmsTest::wait_until(sub { ok_lines($three) > $oks }, 5), '... and works');
 is(stop_follow($three, 'TERM', 5), 0, 'stopped: exit 0');
 is($redis->cmd(EXISTS => 'gms:lease'), 0, 'the lease released');
 is(holder(), '', 'gms:sync holder: "", nobody works');
+
+
+# --- a token cycle longer than the lease: the holder keeps it -------------
+
+# every listAccessTokens answer waits $SLOW s, longer than the lease: the
+# lease keeper renews it while the token cycle waits for GMS
+my $SLOW = 6;
+$gms->misbehave(field => 'listAccessTokens', delay => $SLOW);
+
+my $four = follower();
+ok(GmsTest::wait_until(sub { taken($four) >= 1 }, 5),
+   "GMS answers listAccessTokens in $SLOW s: a follower takes the lease");
+my ($four_value) = taken($four);
+my $five = follower();
+ok(GmsTest::wait_until(sub { standing_by($five) >= 1 }, 5),
+   '... another stands by');
+
+# the lease and gms:sync, watched through two slow token cycles
+my ($samples, $max_pttl, @other) = (0, 0);
+my $until = time + 2.5 * ($SLOW + $INTERVAL);
+while (time < $until) {
+    my $value = $redis->cmd(GET => 'gms:lease') // '(none)';
+    my $pttl = $redis->cmd(PTTL => 'gms:lease');
+    my $named = holder() // '(none)';
+    push @other, "lease $value, holder $named"
+        if $value ne $four_value || $named ne $four_value;
+    $max_pttl = $pttl if $pttl > $max_pttl;
+    $samples++;
+    sleep 0.2;
+}
+is_deeply(\@other, [], "the lease and gms:sync holder name the slow holder "
+                       . "throughout ($samples samples)");
+ok($max_pttl <= $PX * 1000,
+   "... the lease kept at $PX s, not stretched: PTTL at most $max_pttl ms");
+my @slow = map { / in (\d+)ms\z/ ? $1 : () } ok_lines($four);
+ok(@slow >= 1 && !grep({ $_ < $SLOW * 1000 } @slow),
+   "... its token cycles longer than the lease: @slow ms");
+note "slow token cycles: @slow ms, the lease ${PX} s";
+is_deeply([ grep { / lease / } err_lines($four) ], [],
+          '... no lease lost, taken again or given up');
+is_deeply([taken($five), ok_lines($five), mirrors($five)], [],
+          'the standby took no lease, ran no cycle, no mirror');
+is_deeply([standing_by($five)], [$four_value], '... one line, the holder');
+
+# stopped in the middle of a slow listing: at once, the lease released
+$gms->misbehave();
+ok(GmsTest::wait_until(sub { ok_lines($four) > @slow }, 2 * $SLOW),
+   'GMS fast again: the holder works on');
+my $lists = $gms->count('listAccessTokens');
+$gms->misbehave(field => 'listAccessTokens', delay => $SLOW);
+ok(GmsTest::wait_until(sub { $gms->count('listAccessTokens') > $lists },
+                       2 * $INTERVAL + 1),
+   '... a slow listing under way');
+sleep 0.5;
+$t0 = time;
+is(stop_follow($four, 'TERM', 5), 0,
+   'stopped by SIGTERM during a slow listing: exit 0');
+my $stopped = time - $t0;
+ok($stopped < 2.5, sprintf('... in %.2f s, the listing abandoned', $stopped));
+like((out_lines($four))[-2] // '', qr/ lease released: \Q$four_value\E\z/,
+     '... the lease released');
+$gms->misbehave();
+ok(GmsTest::wait_until(sub { taken($five) >= 1 }, 2 * $INTERVAL + 1),
+   'the standby takes it at its next try');
+ok(GmsTest::wait_until(sub { ok_lines($five) >= 1 }, 5), '... and works');
+is(stop_follow($five, 'TERM', 5), 0, 'stopped: exit 0');
+
+
+# --- Redis silent longer than the lease: the holder gives it up ------------
+
+# SIGSTOP: the keeper's renewal waits on a connection that never answers;
+# past PX a standby could have taken the lease, so the holder stops first
+my $six = follower();
+ok(GmsTest::wait_until(sub { taken($six) >= 1 && ok_lines($six) >= 1 }, 5),
+   'a follower works');
+$redis->pause;
+$t0 = time;
+my $gave = GmsTest::wait_until(
+    sub { grep { / lease given up: / } err_lines($six) }, 2 * $PX);
+my $after = time - $t0;
+$redis->resume;
+ok($gave, 'Redis stopped (SIGSTOP): the holder gives the lease up');
+ok($after < $PX, sprintf('... before it could run out: %.2f s after Redis '
+                         . 'stopped (lease %d s)', $after, $PX));
+note sprintf 'lease given up %.2f s after Redis stopped', $after;
+my ($given) = grep { / lease given up: / } err_lines($six);
+like($given // '', qr/^gms-token follow: $TIME lease given up: not (?x:
+                     )renewed for \d+ms \(Redis did not answer\); (?x:
+                     )standing by\z/, '... one line, on stderr');
+my $six_oks = ok_lines($six);
+ok(GmsTest::wait_until(sub { taken($six) >= 2 }, 2 * $PX),
+   'Redis back: it takes the lease again');
+ok(GmsTest::wait_until(sub { ok_lines($six) > $six_oks }, 5), '... and works');
+is(stop_follow($six, 'TERM', 5), 0, 'stopped: exit 0');
+is($redis->cmd(EXISTS => 'gms:lease'), 0, 'the lease released');
 
 done_testing();

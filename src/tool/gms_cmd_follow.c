@@ -19,8 +19,10 @@
  *
  * Several followers may share one Redis: only the one holding the lease
  * (gms_follow_lease.c) works; the others try to take it at each of their
- * cycles, and as soon as it expires.  The holder renews it before and
- * after each token cycle, and every interval while it backs off.
+ * cycles, and as soon as it expires.  Once the main thread took it, the
+ * lease keeper's threads renew it every half interval, however long a
+ * cycle blocks, and stop both working threads at once if it is lost or
+ * goes unrenewed for nearly its PX.
  *
  * Each cycle is one line: on stdout when it succeeded, on stderr when it
  * failed, with the error the cycle stopped at; so is each change of the
@@ -58,9 +60,9 @@
 
 
 /*
- * The lease lasts two token cycles (a wait of up to an interval and a
- * tenth, and a cycle as long as the last one) and this margin: a holder
- * that misses one renewal keeps it, a dead one loses it that long after
+ * The lease lasts two intervals and this margin (PX); the keeper renews
+ * it every half interval, whatever the working threads do: a holder that
+ * misses three renewals in a row keeps it, a dead one loses it PX after
  * its last renewal.
  */
 #define GMS_FOLLOW_LEASE_MARGIN  2000
@@ -84,12 +86,15 @@ typedef struct {
 typedef struct {
     gms_tool_t                *tool;
     const gms_follow_conf_t   *conf;
-    gms_graphql_conf_t         gms;        /* its stop is the signal */
+    gms_graphql_conf_t         gms;        /* its stop: a signal, the
+                                              lease lost */
     gms_tool_sync_conf_t       sync;       /* with that gms */
-    gms_follow_lease_t         lease;
-    int64_t                    took;       /* the last token cycle, ms */
+    gms_follow_lease_t         lease;      /* the standby's tries' */
+    int64_t                    px;         /* the lease's */
     int                        mirror;     /* the second thread runs */
+    int                        keeping;    /* the keeper's threads run */
     gms_follow_privileges_t    privileges;
+    gms_follow_keeper_t        keeper;
 } gms_follow_t;
 
 
@@ -100,6 +105,7 @@ static int gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf);
 static int gms_follow_start(gms_follow_t *f);
 static void gms_follow_stop(gms_follow_t *f);
 static int gms_follow_lease(gms_follow_t *f);
+static void gms_follow_lost(void *data);
 static int gms_follow_tokens(gms_follow_t *f);
 static int64_t gms_follow_standby_wait(gms_follow_t *f);
 static void gms_follow_on_signal(int signo);
@@ -146,10 +152,13 @@ const gms_tool_command_t  gms_cmd_follow = {
     "at each cycle.\n"
     "\n"
     "Several followers may run against one Redis: the one holding the\n"
-    "lease <prefix>lease (host:pid:nonce, for 2 intervals and 2s) works,\n"
-    "the others stand by, write nothing, and try to take it at each of\n"
-    "their cycles and as soon as it expires; a stopped follower releases\n"
-    "it.  Taking, losing and standing by are each a line.\n"
+    "lease <prefix>lease (host:pid:nonce, for 2 intervals and 2s, renewed\n"
+    "every half interval by a thread of its own, however long a cycle\n"
+    "takes) works, the others stand by, write nothing, and try to take it\n"
+    "at each of their cycles and as soon as it expires; a stopped\n"
+    "follower releases it.  A holder that loses it, or cannot renew it\n"
+    "for nearly that long, stops working at once.  Taking, losing and\n"
+    "standing by are each a line.\n"
     "\n"
     "  --interval TIME     between token cycles: 15s (default), 1m, 1h; at "
     "least 1s\n"
@@ -173,6 +182,9 @@ const gms_tool_command_t  gms_cmd_follow = {
 
 
 static volatile sig_atomic_t  gms_follow_signal;
+
+/* the token cycle's GMS request abandoned: a signal, or the lease lost */
+static volatile sig_atomic_t  gms_follow_abandon;
 
 
 static int
@@ -251,9 +263,9 @@ gms_follow_interval(gms_tool_t *t, const char *option, const char *value,
 static int
 gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
 {
-    int                     rc;
+    int                     rc, working;
     char                    now[32], error[sizeof(t->error)];
-    int64_t                 next, wait, wake, at;
+    int64_t                 wait;
     unsigned                failures;
     gms_follow_t            f;
 
@@ -272,9 +284,10 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
     f.tool = t;
     f.conf = conf;
     f.gms = *conf->gms;
-    f.gms.stop = &gms_follow_signal;
+    f.gms.stop = &gms_follow_abandon;
     f.sync = conf->sync;
     f.sync.gms = &f.gms;
+    f.px = 2 * conf->interval_ms + GMS_FOLLOW_LEASE_MARGIN;
 
     /* a cycle's errors go into its one line, not on lines of their own */
     t->quiet = 1;
@@ -283,8 +296,8 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
     /*
      * A bad --redis or --password-file is a usage error, not an outage.
      * This first connection also sets up, once, what gms_tool_conn.c
-     * keeps in statics (hiredis's reply functions), before the second
-     * thread connects.
+     * keeps in statics (hiredis's reply functions), before the other
+     * threads connect.
      */
     rc = gms_tool_connect(t);
 
@@ -306,84 +319,78 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
         return rc;
     }
 
-    next = gms_follow_monotonic();
-
     while (!gms_follow_signal) {
-        at = gms_follow_monotonic();
 
-        if (at >= next) {
-            /* a cycle: the lease, then the tokens if it is held */
+        /* a cycle: a standby's try for the lease, the tokens if held */
 
-            t->error[0] = '\0';
+        t->error[0] = '\0';
+        working = 0;
 
-            rc = gms_follow_lease(&f);
+        rc = gms_follow_lease(&f);
 
-            if (rc == GMS_TOOL_OK && f.lease.held) {
-                rc = gms_follow_tokens(&f);
+        if (rc == GMS_TOOL_OK) {
+            /*
+             * Cleared before the lease is read: a loss from then on
+             * abandons this cycle; a signal since the test above ends it.
+             */
+            __atomic_store_n(&gms_follow_abandon, 0, __ATOMIC_SEQ_CST);
 
-                if (rc == GMS_TOOL_OK) {
-                    /* renewed after a long cycle as well as before */
-                    (void) gms_follow_lease(&f);
-                }
-            }
-
-            if (rc != GMS_TOOL_OK && gms_follow_signal) {
-                /* abandoned for the signal: not a failure of GMS or Redis */
+            if (gms_follow_signal) {
                 break;
             }
 
-            if (rc == GMS_TOOL_OK) {
-                failures = 0;
-                wait = f.lease.held ? gms_follow_jitter(f.conf->interval_ms)
-                                    : gms_follow_standby_wait(&f);
+            working = gms_follow_keeper_held(&f.keeper);
 
-            } else {
-                failures++;
+            if (working) {
+                rc = gms_follow_tokens(&f);
+            }
+        }
 
-                if (rc == GMS_TOOL_REDIS) {
-                    gms_follow_drop(t);
-                }
+        if (rc != GMS_TOOL_OK && gms_follow_signal) {
+            /* abandoned for the signal: not a failure of GMS or Redis */
+            break;
+        }
 
-                gms_follow_clean(t->error);
+        if (rc != GMS_TOOL_OK && working
+            && !gms_follow_keeper_held(&f.keeper))
+        {
+            /* abandoned for the lease, lost as the keeper's line said */
+            rc = GMS_TOOL_OK;
+        }
 
-                /* a standby writes nothing but its tries for the lease */
-                if (f.lease.held) {
-                    gms_follow_health_failed(t, failures);
-                }
+        if (rc == GMS_TOOL_OK) {
+            failures = 0;
+            wait = gms_follow_keeper_held(&f.keeper)
+                   ? gms_follow_jitter(conf->interval_ms)
+                   : gms_follow_standby_wait(&f);
 
-                wait = gms_follow_jitter(gms_follow_backoff(conf->interval_ms,
-                                                            failures));
+        } else {
+            failures++;
 
-                fprintf(stderr, "gms-token follow: %s failed (%s): %s; "
-                        "next try in %.1fs\n",
-                        gms_follow_time(now, sizeof(now)),
-                        rc == GMS_TOOL_REDIS ? "Redis"
-                        : rc == GMS_TOOL_GMS ? "GMS" : "bad input",
-                        t->error[0] ? t->error : "no message",
-                        (double) wait / 1000);
+            if (rc == GMS_TOOL_REDIS) {
+                gms_follow_drop(t);
             }
 
-            next = gms_follow_monotonic() + wait;
+            gms_follow_clean(t->error);
 
-        } else if (f.lease.held && t->conn) {
-            /*
-             * A backoff longer than an interval: the lease is renewed
-             * meanwhile; a failure here is the next cycle's to report.
-             */
-            t->error[0] = '\0';
-            (void) gms_follow_lease(&f);
+            /* a standby writes nothing but its tries for the lease */
+            if (gms_follow_keeper_held(&f.keeper)) {
+                gms_follow_health_failed(t, failures);
+            }
+
+            wait = gms_follow_jitter(gms_follow_backoff(conf->interval_ms,
+                                                        failures));
+
+            fprintf(stderr, "gms-token follow: %s failed (%s): %s; "
+                    "next try in %.1fs\n",
+                    gms_follow_time(now, sizeof(now)),
+                    rc == GMS_TOOL_REDIS ? "Redis"
+                    : rc == GMS_TOOL_GMS ? "GMS" : "bad input",
+                    t->error[0] ? t->error : "no message",
+                    (double) wait / 1000);
         }
 
-        /* a holder wakes at least every interval, to renew the lease */
-
-        at = gms_follow_monotonic();
-        wake = next;
-
-        if (f.lease.held && wake - at > conf->interval_ms) {
-            wake = at + conf->interval_ms;
-        }
-
-        gms_follow_wait(wake - at);
+        gms_follow_wait(wait);
     }
 
     gms_follow_stop(&f);
@@ -400,11 +407,12 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
 
 
 /*
- * What the libraries keep global is set up here, once, before the second
- * thread: libcurl's global state (gms_graphql_open calls
+ * What the libraries keep global is set up here, once, before the other
+ * threads: libcurl's global state (gms_graphql_open calls
  * curl_global_init again, which then only counts) and jansson's hash
- * seed.  The thread gets its own copy of the tool's state and connects
- * on its own.
+ * seed.  The privileges thread and the lease keeper get their own copies
+ * of the tool's state and connect on their own.  The keeper renews every
+ * half interval: four tries, at least, before the lease could run out.
  */
 
 static int
@@ -432,20 +440,44 @@ gms_follow_start(gms_follow_t *f)
 
     f->mirror = 1;
 
+    rc = gms_follow_keeper_start(&f->keeper, f->tool, &f->lease, f->px,
+                                 f->conf->interval_ms / 2, gms_follow_lost,
+                                 f);
+    if (rc != 0) {
+        gms_follow_privileges_stop(&f->privileges);
+        f->mirror = 0;
+
+        gms_tool_error(f->tool, "cannot start the lease keeper: %s",
+                       strerror(rc));
+        return GMS_TOOL_USAGE;
+    }
+
+    f->keeping = 1;
+
     return GMS_TOOL_OK;
 }
 
 
 /*
- * The mirror first, so that nothing is written after the lease is
+ * The keeper first, so that it neither renews nor calls back any more;
+ * the mirror next, so that nothing is written after the lease is
  * released; then the lease, which a standby takes at its next try rather
- * than after it expires.
+ * than after it expires.  The release compares: a lease the keeper lost
+ * is left alone.
  */
 
 static void
 gms_follow_stop(gms_follow_t *f)
 {
     char  now[32];
+
+    if (f->keeping) {
+        if (gms_follow_keeper_stop(&f->keeper)) {
+            f->lease.held = 1;
+        }
+
+        f->keeping = 0;
+    }
 
     if (f->mirror) {
         gms_follow_privileges_stop(&f->privileges);
@@ -462,9 +494,9 @@ gms_follow_stop(gms_follow_t *f)
 
 
 /*
- * Takes or renews the lease, for two token cycles as long as the last
- * one (or two intervals) and a margin; a change is one line, and the
- * privileges thread is told.
+ * A standby's try for the lease, for PX: taken, the privileges thread is
+ * told and the keeper renews it from then on; another's, a line when it
+ * is a holder not yet named.  A holder's lease is the keeper's alone.
  */
 
 static int
@@ -472,13 +504,22 @@ gms_follow_lease(gms_follow_t *f)
 {
     int                 rc;
     char                now[32];
-    int64_t             px;
+    int64_t             sent;
     gms_follow_lease_e  event;
 
-    px = f->took > f->conf->interval_ms ? f->took : f->conf->interval_ms;
-    px = 2 * px + GMS_FOLLOW_LEASE_MARGIN;
+    if (gms_follow_keeper_held(&f->keeper)) {
+        return GMS_TOOL_OK;
+    }
 
-    rc = gms_follow_lease_keep(f->tool, &f->lease, px, &event);
+    if (f->lease.held) {
+        /* lost or given up, as the keeper's line said: what it learnt */
+        gms_follow_keeper_view(&f->keeper, &f->lease);
+    }
+
+    /* PX runs from when Redis got the try: from this, at the latest */
+    sent = gms_follow_monotonic();
+
+    rc = gms_follow_lease_keep(f->tool, &f->lease, f->px, &event);
     if (rc != GMS_TOOL_OK) {
         return rc;
     }
@@ -488,17 +529,10 @@ gms_follow_lease(gms_follow_t *f)
     case GMS_FOLLOW_LEASE_TAKEN:
         printf("gms-token follow: %s lease taken: %s works\n",
                gms_follow_time(now, sizeof(now)), f->lease.me);
-        break;
 
-    case GMS_FOLLOW_LEASE_RETAKEN:
-        fprintf(stderr, "gms-token follow: %s lease taken again: it had "
-                "expired (a cycle longer than %lldms, or Redis lost it)\n",
-                gms_follow_time(now, sizeof(now)), (long long) px);
-        break;
-
-    case GMS_FOLLOW_LEASE_LOST:
-        fprintf(stderr, "gms-token follow: %s lease lost to %s; standing "
-                "by\n", gms_follow_time(now, sizeof(now)), f->lease.holder);
+        /* before the keeper, which alone may tell it the lease lost */
+        gms_follow_privileges_lease(&f->privileges, 1);
+        gms_follow_keeper_hold(&f->keeper, sent);
         break;
 
     case GMS_FOLLOW_LEASE_STANDBY:
@@ -507,14 +541,28 @@ gms_follow_lease(gms_follow_t *f)
         break;
 
     default:
+        /* the holder named already */
         break;
     }
 
-    if (f->mirror) {
-        gms_follow_privileges_lease(&f->privileges, f->lease.held);
-    }
-
     return GMS_TOOL_OK;
+}
+
+
+/*
+ * The keeper lost the lease or gave it up (in a thread of its own): the
+ * work under way stops, a GMS request abandoned in either thread.  The
+ * mirror runs as long as the keeper does.
+ */
+
+static void
+gms_follow_lost(void *data)
+{
+    gms_follow_t *f = data;
+
+    __atomic_store_n(&gms_follow_abandon, 1, __ATOMIC_SEQ_CST);
+
+    gms_follow_privileges_lease(&f->privileges, 0);
 }
 
 
@@ -525,7 +573,7 @@ gms_follow_tokens(gms_follow_t *f)
 {
     int                     rc, n;
     char                    now[32], extra[64];
-    int64_t                 start;
+    int64_t                 start, took;
     gms_tool_t             *t;
     gms_tool_holders_t      holders;
     gms_tool_sync_counts_t  counts;
@@ -539,6 +587,15 @@ gms_follow_tokens(gms_follow_t *f)
 
     rc = gms_tool_sync_run(t, &f->sync, &counts, &holders);
 
+    if (rc == GMS_TOOL_OK
+        && __atomic_load_n(&gms_follow_abandon, __ATOMIC_SEQ_CST))
+    {
+        /* the lease lost, or a signal, after the listing: no more writes */
+        gms_tool_holders_free(&holders);
+        gms_tool_error(t, "stopped");
+        rc = GMS_TOOL_GMS;
+    }
+
     if (rc == GMS_TOOL_OK) {
         gms_follow_privileges_hand(&f->privileges, &holders);
     }
@@ -547,7 +604,7 @@ gms_follow_tokens(gms_follow_t *f)
         rc = gms_follow_health_ok(f, &counts);
     }
 
-    f->took = gms_follow_monotonic() - start;
+    took = gms_follow_monotonic() - start;
 
     if (rc != GMS_TOOL_OK) {
         return rc;
@@ -571,7 +628,7 @@ gms_follow_tokens(gms_follow_t *f)
            "unchanged=%zu expired=%zu pruned=%zu kept=%zu%s in %lldms\n",
            gms_follow_time(now, sizeof(now)), counts.tokens, counts.added,
            counts.updated, counts.unchanged, counts.expired, counts.pruned,
-           counts.kept, extra, (long long) f->took);
+           counts.kept, extra, (long long) took);
 
     /* a listing lacking most of the cache, tokens held back */
     if (counts.warning[0]) {
@@ -610,6 +667,7 @@ static void
 gms_follow_on_signal(int signo)
 {
     gms_follow_signal = signo;
+    gms_follow_abandon = 1;
 }
 
 

@@ -9,12 +9,26 @@
  * it holds.  A follower that dies keeps the lease until PX runs out; a
  * standby learns how long that is (PTTL) and tries again then, so it
  * takes over at most PX after the holder's last renewal.
+ *
+ * The follower's threads block for as long as a token cycle or a mirror
+ * takes (a minute at 100,000 tokens), far longer than PX: the holder's
+ * lease is kept by a keeper of its own.  Its thread renews the lease
+ * every so often on its own Redis connection; finding another's value,
+ * it says the lease is lost and stops the work (the lost callback: the
+ * working threads abandon a GMS request under way and write nothing
+ * more).  A second thread, the watch, gives the lease up once it went
+ * unrenewed for PX less GMS_FOLLOW_KEEPER_SAFETY, even while the first
+ * still waits for Redis (a connection that hangs): past PX a standby may
+ * have taken it, and the holder cannot know.  Both threads start with
+ * the signals blocked: they go to the main thread.
  */
 
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/rand.h>
@@ -60,8 +74,23 @@ static const char  gms_follow_release_script[] =
     "return 1\n";
 
 
+/*
+ * The keeper gives the lease up this long before it could run out: the
+ * working threads abandon a GMS request within a second (libcurl's
+ * progress callback), before a standby may take over.
+ */
+#define GMS_FOLLOW_KEEPER_SAFETY  1000
+
+
 static int gms_follow_lease_keys(gms_tool_t *t, char **lease,
     size_t *lease_len, char **sync, size_t *sync_len);
+static void *gms_follow_keeper_thread(void *data);
+static void gms_follow_keeper_renewed(gms_follow_keeper_t *k,
+    const gms_follow_lease_t *l, int rc, gms_follow_lease_e event,
+    int64_t sent);
+static void *gms_follow_keeper_watch(void *data);
+static void gms_follow_keeper_drop(gms_follow_keeper_t *k);
+static void gms_follow_keeper_wait(gms_follow_keeper_t *k, int64_t until);
 
 
 /*
@@ -264,4 +293,368 @@ gms_follow_lease_keys(gms_tool_t *t, char **lease, size_t *lease_len,
     }
 
     return 0;
+}
+
+
+/*
+ * l: the follower's lease, for its value; px and every: the renewals'.
+ * lost(data) is called, in a thread of the keeper's and under its mutex,
+ * when the lease is lost or given up.  0, or an errno.
+ */
+
+int
+gms_follow_keeper_start(gms_follow_keeper_t *k, const gms_tool_t *t,
+    const gms_follow_lease_t *l, int64_t px, int64_t every,
+    void (*lost)(void *data), void *data)
+{
+    int                 rc;
+    sigset_t            set, old;
+    pthread_condattr_t  attr;
+
+    memset(k, 0, sizeof(gms_follow_keeper_t));
+
+    k->tool = *t;
+    k->tool.conn = NULL;
+    k->tool.quiet = 1;
+    k->tool.error[0] = '\0';
+
+    k->lease = *l;
+    k->px = px;
+    k->every = every;
+    k->lost = lost;
+    k->data = data;
+    k->left = -1;
+
+    rc = pthread_mutex_init(&k->mutex, NULL);
+    if (rc != 0) {
+        return rc;
+    }
+
+    /* the deadlines count on the monotonic clock */
+
+    rc = pthread_condattr_init(&attr);
+    if (rc != 0) {
+        pthread_mutex_destroy(&k->mutex);
+        return rc;
+    }
+
+    rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+
+    if (rc == 0) {
+        rc = pthread_cond_init(&k->cond, &attr);
+    }
+
+    pthread_condattr_destroy(&attr);
+
+    if (rc != 0) {
+        pthread_mutex_destroy(&k->mutex);
+        return rc;
+    }
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGQUIT);
+
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+
+    rc = pthread_create(&k->keeper, NULL, gms_follow_keeper_thread, k);
+
+    if (rc == 0) {
+        rc = pthread_create(&k->watch, NULL, gms_follow_keeper_watch, k);
+
+        if (rc != 0) {
+            pthread_mutex_lock(&k->mutex);
+            k->stop = 1;
+            pthread_cond_broadcast(&k->cond);
+            pthread_mutex_unlock(&k->mutex);
+
+            pthread_join(k->keeper, NULL);
+        }
+    }
+
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+    if (rc != 0) {
+        pthread_cond_destroy(&k->cond);
+        pthread_mutex_destroy(&k->mutex);
+    }
+
+    return rc;
+}
+
+
+/*
+ * The lease taken (by the main thread, as a standby's try); sent: when
+ * that try was sent, from which on the lease lasts PX at least.
+ */
+
+void
+gms_follow_keeper_hold(gms_follow_keeper_t *k, int64_t sent)
+{
+    pthread_mutex_lock(&k->mutex);
+
+    k->renewed = sent;
+    k->next = sent + k->every;
+    k->takes++;
+    k->holder[0] = '\0';
+    k->left = -1;
+    k->error[0] = '\0';
+
+    __atomic_store_n(&k->held, 1, __ATOMIC_SEQ_CST);
+
+    pthread_cond_broadcast(&k->cond);
+    pthread_mutex_unlock(&k->mutex);
+}
+
+
+/* whether the lease is this process's: read by the working threads */
+
+int
+gms_follow_keeper_held(gms_follow_keeper_t *k)
+{
+    return __atomic_load_n(&k->held, __ATOMIC_SEQ_CST);
+}
+
+
+/*
+ * The lease lost or given up: what the keeper learnt of the holder, for
+ * the standby's next try (which then says nothing of a holder the lost
+ * line named).
+ */
+
+void
+gms_follow_keeper_view(gms_follow_keeper_t *k, gms_follow_lease_t *l)
+{
+    pthread_mutex_lock(&k->mutex);
+
+    memcpy(l->holder, k->holder, sizeof(l->holder));
+    l->seen = k->holder[0] != '\0';
+    l->left = l->seen ? k->left : -1;
+    l->held = 0;
+
+    pthread_mutex_unlock(&k->mutex);
+}
+
+
+/*
+ * Ends both threads: a Redis command under way is finished (it is
+ * short); whether the lease was still held then, to be released.
+ */
+
+int
+gms_follow_keeper_stop(gms_follow_keeper_t *k)
+{
+    int  held;
+
+    pthread_mutex_lock(&k->mutex);
+    k->stop = 1;
+    pthread_cond_broadcast(&k->cond);
+    pthread_mutex_unlock(&k->mutex);
+
+    pthread_join(k->keeper, NULL);
+    pthread_join(k->watch, NULL);
+
+    held = k->held;
+
+    pthread_cond_destroy(&k->cond);
+    pthread_mutex_destroy(&k->mutex);
+
+    return held;
+}
+
+
+/*
+ * The renewals, every k->every while the lease is held, the sooner after
+ * a failure.  Redis is asked without the mutex: the watch gives the
+ * lease up meanwhile if Redis takes too long, and an answer that comes
+ * after that belongs to a lease no longer held.
+ */
+
+static void *
+gms_follow_keeper_thread(void *data)
+{
+    gms_follow_keeper_t *k = data;
+
+    int                 rc;
+    int64_t             sent;
+    unsigned            takes, mine;
+    gms_follow_lease_t  l;
+    gms_follow_lease_e  event;
+
+    l = k->lease;
+    mine = 0;
+
+    pthread_mutex_lock(&k->mutex);
+
+    while (!k->stop) {
+        if (!k->held) {
+            pthread_cond_wait(&k->cond, &k->mutex);
+            continue;
+        }
+
+        sent = gms_follow_monotonic();
+
+        if (sent < k->next) {
+            gms_follow_keeper_wait(k, k->next);
+            continue;
+        }
+
+        takes = k->takes;
+
+        pthread_mutex_unlock(&k->mutex);
+
+        if (takes != mine) {
+            /* a new take: held from the start, nobody else seen */
+            l.held = 1;
+            l.seen = 0;
+            l.holder[0] = '\0';
+            l.left = -1;
+            mine = takes;
+        }
+
+        k->tool.error[0] = '\0';
+
+        rc = gms_follow_lease_keep(&k->tool, &l, k->px, &event);
+
+        if (rc != GMS_TOOL_OK) {
+            gms_tool_close(&k->tool);
+        }
+
+        pthread_mutex_lock(&k->mutex);
+
+        if (k->held && k->takes == takes) {
+            gms_follow_keeper_renewed(k, &l, rc, event, sent);
+        }
+    }
+
+    pthread_mutex_unlock(&k->mutex);
+
+    gms_tool_close(&k->tool);
+
+    return NULL;
+}
+
+
+/* a renewal's answer, under the mutex */
+
+static void
+gms_follow_keeper_renewed(gms_follow_keeper_t *k, const gms_follow_lease_t *l,
+    int rc, gms_follow_lease_e event, int64_t sent)
+{
+    char  now[32];
+
+    if (rc != GMS_TOOL_OK) {
+        /* for the watch's line, should it come to that */
+        memcpy(k->error, k->tool.error, sizeof(k->error));
+        k->error[sizeof(k->error) - 1] = '\0';
+        gms_follow_clean(k->error);
+
+        k->next = gms_follow_monotonic() + k->every / 4;
+        return;
+    }
+
+    switch (event) {
+
+    case GMS_FOLLOW_LEASE_LOST:
+        memcpy(k->holder, l->holder, sizeof(k->holder));
+        k->left = l->left;
+
+        fprintf(stderr, "gms-token follow: %s lease lost to %s; standing "
+                "by\n", gms_follow_time(now, sizeof(now)), k->holder);
+
+        gms_follow_keeper_drop(k);
+        return;
+
+    case GMS_FOLLOW_LEASE_RETAKEN:
+        fprintf(stderr, "gms-token follow: %s lease taken again: it had "
+                "expired (not renewed within %lldms, or Redis lost it)\n",
+                gms_follow_time(now, sizeof(now)), (long long) k->px);
+        break;
+
+    default:
+        /* kept: a holder's renewal finds nothing else */
+        break;
+    }
+
+    k->error[0] = '\0';
+    k->renewed = sent;
+    k->next = sent + k->every;
+}
+
+
+/*
+ * Gives the lease up once it went unrenewed for PX less the safety: from
+ * the last renewal sent, not answered, as Redis counts PX from its
+ * arrival.
+ */
+
+static void *
+gms_follow_keeper_watch(void *data)
+{
+    gms_follow_keeper_t *k = data;
+
+    char     now[32];
+    int64_t  at, until;
+
+    pthread_mutex_lock(&k->mutex);
+
+    while (!k->stop) {
+        if (!k->held) {
+            pthread_cond_wait(&k->cond, &k->mutex);
+            continue;
+        }
+
+        until = k->renewed + k->px - GMS_FOLLOW_KEEPER_SAFETY;
+        at = gms_follow_monotonic();
+
+        if (at < until) {
+            gms_follow_keeper_wait(k, until);
+            continue;
+        }
+
+        k->holder[0] = '\0';
+        k->left = -1;
+
+        fprintf(stderr, "gms-token follow: %s lease given up: not renewed "
+                "for %lldms (%s); standing by\n",
+                gms_follow_time(now, sizeof(now)),
+                (long long) (at - k->renewed),
+                k->error[0] ? k->error : "Redis did not answer");
+
+        gms_follow_keeper_drop(k);
+    }
+
+    pthread_mutex_unlock(&k->mutex);
+
+    return NULL;
+}
+
+
+/* under the mutex: the flag down first, then the work stopped */
+
+static void
+gms_follow_keeper_drop(gms_follow_keeper_t *k)
+{
+    __atomic_store_n(&k->held, 0, __ATOMIC_SEQ_CST);
+
+    pthread_cond_broadcast(&k->cond);
+
+    if (k->lost) {
+        k->lost(k->data);
+    }
+}
+
+
+/* under the mutex, until the monotonic ms until or a broadcast */
+
+static void
+gms_follow_keeper_wait(gms_follow_keeper_t *k, int64_t until)
+{
+    struct timespec  ts;
+
+    ts.tv_sec = until / 1000;
+    ts.tv_nsec = (long) (until % 1000) * 1000000;
+
+    (void) pthread_cond_timedwait(&k->cond, &k->mutex, &ts);
 }

@@ -1,7 +1,8 @@
 
 /*
  * gms-token follow's lease: which of the followers sharing one Redis
- * works, <prefix>lease; gms_follow_lease.c.
+ * works, <prefix>lease, and the keeper that renews it while this process
+ * holds it; gms_follow_lease.c.
  */
 
 
@@ -9,6 +10,7 @@
 #define _GMS_FOLLOW_LEASE_H_INCLUDED_
 
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "gms_tool.h"
@@ -41,10 +43,55 @@ typedef struct {
 } gms_follow_lease_t;
 
 
+/*
+ * The keeper: two threads of their own while the follower runs.  One
+ * renews the lease every so often on a Redis connection of its own; the
+ * other gives it up once it went unrenewed for nearly PX, even while the
+ * first waits for Redis.  held is what the working threads read.
+ */
+typedef struct {
+    gms_tool_t             tool;           /* a copy: its own connection */
+    gms_follow_lease_t     lease;          /* its value, me; read only */
+    int64_t                px;
+    int64_t                every;          /* between renewals */
+    void                 (*lost)(void *data);   /* the lease lost or given
+                                                   up: stop the work */
+    void                  *data;
+
+    pthread_t              keeper;
+    pthread_t              watch;
+    pthread_mutex_t        mutex;
+    pthread_cond_t         cond;
+
+    /* under the mutex */
+    int64_t                renewed;        /* monotonic: the last renewal
+                                              (or the take) was sent */
+    int64_t                next;           /* the next renewal */
+    unsigned               takes;          /* a renewal answered after a
+                                              take that followed it is
+                                              not this take's */
+    int                    stop;
+    char                   holder[GMS_FOLLOW_LEASE_MAX];  /* lost to */
+    int64_t                left;           /* its PTTL, ms */
+    char                   error[256];     /* the last renewal's failure */
+
+    /* written under the mutex, read by the working threads without it */
+    int                    held;
+} gms_follow_keeper_t;
+
+
 void gms_follow_lease_init(gms_follow_lease_t *l);
 int gms_follow_lease_keep(gms_tool_t *t, gms_follow_lease_t *l, int64_t px,
     gms_follow_lease_e *event);
 int gms_follow_lease_release(gms_tool_t *t, gms_follow_lease_t *l);
+
+int gms_follow_keeper_start(gms_follow_keeper_t *k, const gms_tool_t *t,
+    const gms_follow_lease_t *l, int64_t px, int64_t every,
+    void (*lost)(void *data), void *data);
+void gms_follow_keeper_hold(gms_follow_keeper_t *k, int64_t sent);
+int gms_follow_keeper_held(gms_follow_keeper_t *k);
+void gms_follow_keeper_view(gms_follow_keeper_t *k, gms_follow_lease_t *l);
+int gms_follow_keeper_stop(gms_follow_keeper_t *k);
 
 
 #endif /* _GMS_FOLLOW_LEASE_H_INCLUDED_ */

@@ -227,6 +227,13 @@ gms_follow_privileges_thread(void *data)
             }
         }
 
+        if (rc == GMS_TOOL_OK
+            && __atomic_load_n(&p->abandon, __ATOMIC_RELAXED))
+        {
+            /* the lease lost, or a signal, since: no more writes */
+            rc = GMS_TOOL_GMS;
+        }
+
         if (rc == GMS_TOOL_OK) {
             rc = gms_follow_privileges_health_ok(p, &counts);
         }
