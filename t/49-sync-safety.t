@@ -352,8 +352,8 @@ sub peak_kb {
         open STDIN, '<', '/dev/null';
         open STDOUT, '>', '/dev/null';
         open STDERR, '>', $out;
-        exec '/usr/bin/time', '-f', 'peak %M', GmsTest::Tool::bin(), @args;
-        POSIX::_exit(127);
+        exec('/usr/bin/time', '-f', 'peak %M', GmsTest::Tool::bin(), @args)
+            or POSIX::_exit(127);
     }
     waitpid $pid, 0;
     my ($kb) = GmsTest::slurp($out) =~ /^peak (\d+)$/m;
