@@ -112,7 +112,6 @@ static void gms_follow_on_signal(int signo);
 static int gms_follow_signals(void);
 static int gms_follow_health_ok(gms_follow_t *f,
     const gms_tool_sync_counts_t *sync);
-static void gms_follow_health_failed(gms_tool_t *t, unsigned failures);
 static void gms_follow_wait(int64_t ms);
 static void gms_follow_drop(gms_tool_t *t);
 
@@ -384,7 +383,7 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
 
             /* a standby writes nothing but its tries for the lease */
             if (gms_follow_keeper_held(&f.keeper)) {
-                gms_follow_health_failed(t, failures);
+                gms_follow_health_failed(t, "", failures);
             }
 
             wait = gms_follow_jitter(gms_follow_backoff(conf->interval_ms,
@@ -754,49 +753,6 @@ gms_follow_health_ok(gms_follow_t *f, const gms_tool_sync_counts_t *sync)
     freeReplyObject(reply);
 
     return GMS_TOOL_OK;
-}
-
-
-/*
- * The error and when, beside the last success's at and tokens; Redis
- * itself may be what failed: then it is only logged.
- */
-
-static void
-gms_follow_health_failed(gms_tool_t *t, unsigned failures)
-{
-    char        *key, error[sizeof(t->error)];
-    size_t       key_len;
-    redisReply  *reply;
-
-    /* the cycle's error is the one to log, not this one's */
-    memcpy(error, t->error, sizeof(error));
-
-    if (t->conn == NULL && gms_tool_connect(t) != GMS_TOOL_OK) {
-        gms_follow_drop(t);
-        goto done;
-    }
-
-    key = gms_tool_key(t, GMS_KEY_SYNC, "", 0, &key_len);
-    if (key == NULL) {
-        goto done;
-    }
-
-    reply = gms_tool_command(t, "HSET %b error %s error_at %lld "
-                             "failures %u", key, key_len, error,
-                             (long long) gms_tool_now_ms(), failures);
-    free(key);
-
-    if (gms_tool_reply_error(t, reply, "HSET") != 0) {
-        gms_follow_drop(t);
-        goto done;
-    }
-
-    freeReplyObject(reply);
-
-done:
-
-    memcpy(t->error, error, sizeof(error));
 }
 
 

@@ -9,11 +9,16 @@
  */
 
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
+#include "gms_contract.h"
 #include "gms_follow_cycle.h"
+#include "gms_tool_conn.h"
+#include "gms_tool_redis.h"
 
 
 /* the longest wait after failures, unless the interval is longer */
@@ -93,4 +98,112 @@ gms_follow_monotonic(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
 
     return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+
+/*
+ * A cycle's failure in <prefix>sync: its error and when, and how many in
+ * a row, beside the last success's fields; prefix: "" for the token
+ * cycle's, "privileges_" for the mirror's.  Redis itself may be what
+ * failed: then the failure is only logged, and t's error is the cycle's
+ * again.
+ */
+
+void
+gms_follow_health_failed(gms_tool_t *t, const char *prefix,
+    unsigned failures)
+{
+    char        *key, error[sizeof(t->error)];
+    size_t       key_len;
+    redisReply  *reply;
+
+    /* the cycle's error is the one to log, not this one's */
+    memcpy(error, t->error, sizeof(error));
+
+    if (t->conn == NULL && gms_tool_connect(t) != GMS_TOOL_OK) {
+        gms_tool_close(t);
+        goto done;
+    }
+
+    key = gms_tool_key(t, GMS_KEY_SYNC, "", 0, &key_len);
+    if (key == NULL) {
+        goto done;
+    }
+
+    /* hiredis joins %s and the text beside it into one argument */
+    reply = gms_tool_command(t, "HSET %b %serror %s %serror_at %lld "
+                             "%sfailures %u", key, key_len, prefix, error,
+                             prefix, (long long) gms_tool_now_ms(), prefix,
+                             failures);
+    free(key);
+
+    if (gms_tool_reply_error(t, reply, "HSET") != 0) {
+        gms_tool_close(t);
+        goto done;
+    }
+
+    freeReplyObject(reply);
+
+done:
+
+    memcpy(t->error, error, sizeof(error));
+}
+
+
+/* a mutex, and a condition whose timed waits count on CLOCK_MONOTONIC */
+
+int
+gms_follow_lock_init(pthread_mutex_t *mutex, pthread_cond_t *cond)
+{
+    int                 rc;
+    pthread_condattr_t  attr;
+
+    rc = pthread_mutex_init(mutex, NULL);
+    if (rc != 0) {
+        return rc;
+    }
+
+    rc = pthread_condattr_init(&attr);
+    if (rc != 0) {
+        pthread_mutex_destroy(mutex);
+        return rc;
+    }
+
+    rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+
+    if (rc == 0) {
+        rc = pthread_cond_init(cond, &attr);
+    }
+
+    pthread_condattr_destroy(&attr);
+
+    if (rc != 0) {
+        pthread_mutex_destroy(mutex);
+    }
+
+    return rc;
+}
+
+
+/*
+ * A thread that SIGTERM, SIGINT and SIGQUIT never reach: the main thread
+ * takes them (its handler sets the flags the threads read).
+ */
+
+int
+gms_follow_thread(pthread_t *thread, void *(*run)(void *), void *arg)
+{
+    int       rc;
+    sigset_t  set, old;
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGQUIT);
+
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    rc = pthread_create(thread, NULL, run, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+    return rc;
 }

@@ -2,7 +2,8 @@
 /*
  * gms-token follow: what its two loops share, the tokens' and the
  * privileges': when the next cycle runs, the time on a log line, a GMS
- * message made one line, the waits; gms_follow_cycle.c.
+ * message made one line, the waits, a failure in <prefix>sync, and how
+ * their threads are made; gms_follow_cycle.c.
  */
 
 
@@ -10,8 +11,11 @@
 #define _GMS_FOLLOW_CYCLE_H_INCLUDED_
 
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "gms_tool.h"
 
 
 int64_t gms_follow_backoff(int64_t interval, unsigned failures);
@@ -19,6 +23,10 @@ int64_t gms_follow_jitter(int64_t ms);
 void gms_follow_clean(char *s);
 const char *gms_follow_time(char *buf, size_t size);
 int64_t gms_follow_monotonic(void);
+void gms_follow_health_failed(gms_tool_t *t, const char *prefix,
+    unsigned failures);
+int gms_follow_lock_init(pthread_mutex_t *mutex, pthread_cond_t *cond);
+int gms_follow_thread(pthread_t *thread, void *(*run)(void *), void *arg);
 
 
 #endif /* _GMS_FOLLOW_CYCLE_H_INCLUDED_ */

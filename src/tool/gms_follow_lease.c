@@ -307,9 +307,7 @@ gms_follow_keeper_start(gms_follow_keeper_t *k, const gms_tool_t *t,
     const gms_follow_lease_t *l, int64_t px, int64_t every,
     void (*lost)(void *data), void *data)
 {
-    int                 rc;
-    sigset_t            set, old;
-    pthread_condattr_t  attr;
+    int  rc;
 
     memset(k, 0, sizeof(gms_follow_keeper_t));
 
@@ -325,43 +323,16 @@ gms_follow_keeper_start(gms_follow_keeper_t *k, const gms_tool_t *t,
     k->data = data;
     k->left = -1;
 
-    rc = pthread_mutex_init(&k->mutex, NULL);
-    if (rc != 0) {
-        return rc;
-    }
-
     /* the deadlines count on the monotonic clock */
-
-    rc = pthread_condattr_init(&attr);
+    rc = gms_follow_lock_init(&k->mutex, &k->cond);
     if (rc != 0) {
-        pthread_mutex_destroy(&k->mutex);
         return rc;
     }
 
-    rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    rc = gms_follow_thread(&k->keeper, gms_follow_keeper_thread, k);
 
     if (rc == 0) {
-        rc = pthread_cond_init(&k->cond, &attr);
-    }
-
-    pthread_condattr_destroy(&attr);
-
-    if (rc != 0) {
-        pthread_mutex_destroy(&k->mutex);
-        return rc;
-    }
-
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGQUIT);
-
-    pthread_sigmask(SIG_BLOCK, &set, &old);
-
-    rc = pthread_create(&k->keeper, NULL, gms_follow_keeper_thread, k);
-
-    if (rc == 0) {
-        rc = pthread_create(&k->watch, NULL, gms_follow_keeper_watch, k);
+        rc = gms_follow_thread(&k->watch, gms_follow_keeper_watch, k);
 
         if (rc != 0) {
             pthread_mutex_lock(&k->mutex);
@@ -372,8 +343,6 @@ gms_follow_keeper_start(gms_follow_keeper_t *k, const gms_tool_t *t,
             pthread_join(k->keeper, NULL);
         }
     }
-
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
 
     if (rc != 0) {
         pthread_cond_destroy(&k->cond);

@@ -44,8 +44,6 @@ static void gms_follow_privileges_sleep(gms_follow_privileges_t *p,
     int64_t ms);
 static int gms_follow_privileges_health_ok(gms_follow_privileges_t *p,
     const gms_tool_privileges_counts_t *counts);
-static void gms_follow_privileges_health_failed(gms_follow_privileges_t *p,
-    unsigned failures);
 static void gms_follow_privileges_abandon(gms_follow_privileges_t *p,
     int abandon);
 
@@ -60,9 +58,7 @@ gms_follow_privileges_start(gms_follow_privileges_t *p, const gms_tool_t *t,
     const gms_graphql_conf_t *gms, gms_tool_privileges_e mode, int refuse,
     int64_t interval_ms)
 {
-    int                 rc;
-    sigset_t            set, old;
-    pthread_condattr_t  attr;
+    int  rc;
 
     memset(p, 0, sizeof(gms_follow_privileges_t));
 
@@ -77,40 +73,13 @@ gms_follow_privileges_start(gms_follow_privileges_t *p, const gms_tool_t *t,
     p->refuse = refuse;
     p->interval_ms = interval_ms;
 
-    rc = pthread_mutex_init(&p->mutex, NULL);
-    if (rc != 0) {
-        return rc;
-    }
-
     /* the waits count on the monotonic clock, as the token cycle's */
-
-    rc = pthread_condattr_init(&attr);
+    rc = gms_follow_lock_init(&p->mutex, &p->cond);
     if (rc != 0) {
-        pthread_mutex_destroy(&p->mutex);
         return rc;
     }
 
-    rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-
-    if (rc == 0) {
-        rc = pthread_cond_init(&p->cond, &attr);
-    }
-
-    pthread_condattr_destroy(&attr);
-
-    if (rc != 0) {
-        pthread_mutex_destroy(&p->mutex);
-        return rc;
-    }
-
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGQUIT);
-
-    pthread_sigmask(SIG_BLOCK, &set, &old);
-    rc = pthread_create(&p->thread, NULL, gms_follow_privileges_thread, p);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    rc = gms_follow_thread(&p->thread, gms_follow_privileges_thread, p);
 
     if (rc != 0) {
         pthread_cond_destroy(&p->cond);
@@ -269,7 +238,7 @@ gms_follow_privileges_thread(void *data)
             }
 
             gms_follow_clean(t->error);
-            gms_follow_privileges_health_failed(p, failures);
+            gms_follow_health_failed(t, "privileges_", failures);
 
             wait = gms_follow_jitter(gms_follow_backoff(p->interval_ms,
                                                         failures));
@@ -405,51 +374,6 @@ gms_follow_privileges_health_ok(gms_follow_privileges_t *p,
     freeReplyObject(reply);
 
     return GMS_TOOL_OK;
-}
-
-
-/* as the token cycle's: Redis itself may be what failed, then only logged */
-
-static void
-gms_follow_privileges_health_failed(gms_follow_privileges_t *p,
-    unsigned failures)
-{
-    char        *key, error[sizeof(p->tool.error)];
-    size_t       key_len;
-    redisReply  *reply;
-    gms_tool_t  *t;
-
-    t = &p->tool;
-
-    /* the mirror's error is the one to log, not this one's */
-    memcpy(error, t->error, sizeof(error));
-
-    if (t->conn == NULL && gms_tool_connect(t) != GMS_TOOL_OK) {
-        gms_tool_close(t);
-        goto done;
-    }
-
-    key = gms_tool_key(t, GMS_KEY_SYNC, "", 0, &key_len);
-    if (key == NULL) {
-        goto done;
-    }
-
-    reply = gms_tool_command(t, "HSET %b privileges_error %s "
-                             "privileges_error_at %lld "
-                             "privileges_failures %u", key, key_len, error,
-                             (long long) gms_tool_now_ms(), failures);
-    free(key);
-
-    if (gms_tool_reply_error(t, reply, "HSET") != 0) {
-        gms_tool_close(t);
-        goto done;
-    }
-
-    freeReplyObject(reply);
-
-done:
-
-    memcpy(t->error, error, sizeof(error));
 }
 
 
