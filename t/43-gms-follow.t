@@ -21,14 +21,14 @@ use warnings;
 use Test::More;
 use Cwd qw(abs_path);
 use File::Basename qw(dirname);
-use POSIX qw(WNOHANG);
 use Time::HiRes qw(sleep time);
 
 use GmsTest;
 use GmsTest::GraphQL;
 use GmsTest::Subscriber;
-use GmsTest::Tool qw(run_tool start_follow out_lines err_lines ok_lines
-                     gms_account gms_args datahub_id key_of listed now_ms);
+use GmsTest::Tool qw(run_tool start_follow stop_follow out_lines err_lines
+                     ok_lines gms_account gms_args datahub_id key_of listed
+                     now_ms);
 
 my $repo = abs_path(dirname(__FILE__) . '/..');
 my $bin = GmsTest::Tool::bin();
@@ -57,25 +57,10 @@ my $alice = 'urn:li:corpuser:alice';
 sub cached { return $redis->cmd(EXISTS => key_of($_[0])) }
 sub health { return { @{ $redis->cmd(HGETALL => 'gms:sync') } } }
 
-# Sends the signal; the exit status, or undef if it is still running after
-# $within seconds (a hang guard, then it is killed).
-sub stop_follow {
-    my ($f, $signal, $within) = @_;
-    kill $signal, $f->{pid};
-    if (GmsTest::wait_until(sub { waitpid($f->{pid}, WNOHANG) != 0 },
-                            $within // 5))
-    {
-        return $? & 127 ? 128 + ($? & 127) : $? >> 8;
-    }
-    kill 'KILL', $f->{pid};
-    waitpid $f->{pid}, 0;
-    return undef;
-}
-
 my $TIME = qr/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/;
 my $OK_LINE = qr/^gms-token follow: $TIME ok tokens=(\d+) added=(\d+) (?x:
                  )updated=(\d+) unchanged=(\d+) expired=(\d+) pruned=(\d+) (?x:
-                 )kept=(\d+) in \d+ms\z/;
+                 )kept=(\d+)(?: spans=\d+\/\d+)? in \d+ms\z/;
 my $PRIVILEGES_LINE = qr/^gms-token follow: $TIME privileges ok (?x:
                          )users=(\d+) changed=(\d+) removed=(\d+) (?x:
                          )skipped=(\d+) checked=(\d+) inactive=(\d+) (?x:

@@ -17,14 +17,13 @@
 use strict;
 use warnings;
 
-use POSIX qw(WNOHANG);
 use Test::More;
 use Time::HiRes qw(sleep time);
 
 use GmsTest;
 use GmsTest::GraphQL;
-use GmsTest::Tool qw(start_follow out_lines err_lines ok_lines gms_account
-                     gms_args key_of listed);
+use GmsTest::Tool qw(start_follow stop_follow out_lines err_lines ok_lines
+                     gms_account gms_args key_of listed);
 
 GmsTest::Tool::need_tool();
 GmsTest::need_redis();
@@ -78,21 +77,6 @@ sub standing_by {
 sub mirrors { return grep { / privileges ok / } out_lines($_[0]) }
 sub holder  { return $redis->cmd(HGET => 'gms:sync', 'holder') }
 sub cached  { return $redis->cmd(EXISTS => key_of($_[0])) }
-
-# Sends the signal: the exit status, or undef if still running after
-# $within seconds (then killed)
-sub stop_follow {
-    my ($f, $signal, $within) = @_;
-    kill $signal, $f->{pid};
-    if (GmsTest::wait_until(sub { waitpid($f->{pid}, WNOHANG) != 0 },
-                            $within // 5))
-    {
-        return $? & 127 ? 128 + ($? & 127) : $? >> 8;
-    }
-    kill 'KILL', $f->{pid};
-    waitpid $f->{pid}, 0;
-    return undef;
-}
 
 # Every command Redis runs, from a MONITOR connection (GmsTest::Redis's
 # RESP reader, as GmsTest::Subscriber): lines() returns those run since

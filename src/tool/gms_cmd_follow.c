@@ -79,6 +79,7 @@ typedef struct {
     int                        refuse;     /* --inactive refuse */
     int64_t                    interval_ms;
     int64_t                    privileges_interval_ms;
+    int64_t                    full_interval_ms;   /* 0: always whole */
 } gms_follow_conf_t;
 
 
@@ -88,7 +89,8 @@ typedef struct {
     const gms_follow_conf_t   *conf;
     gms_graphql_conf_t         gms;        /* its stop: a signal, the
                                               lease lost */
-    gms_tool_sync_conf_t       sync;       /* with that gms */
+    gms_tool_sync_conf_t       sync;       /* with that gms, and spans */
+    gms_sync_spans_t           spans;      /* the listing kept */
     gms_follow_lease_t         lease;      /* the standby's tries' */
     int64_t                    px;         /* the lease's */
     int                        mirror;     /* the second thread runs */
@@ -101,6 +103,7 @@ typedef struct {
 static int gms_cmd_follow_handler(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_follow_interval(gms_tool_t *t, const char *option,
     const char *value, int64_t *ms);
+static int gms_follow_zero(const char *value);
 static int gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf);
 static int gms_follow_start(gms_follow_t *f);
 static void gms_follow_stop(gms_follow_t *f);
@@ -120,9 +123,11 @@ const gms_tool_command_t  gms_cmd_follow = {
     "follow", gms_cmd_follow_handler,
     GMS_OPTS_CONN | GMS_OPTS_GMS | GMS_OPT(GMS_OPT_INTERVAL)
     | GMS_OPT(GMS_OPT_PRIVILEGES_INTERVAL) | GMS_OPT(GMS_OPT_PAGE_SIZE)
+    | GMS_OPT(GMS_OPT_FULL_INTERVAL)
     | GMS_OPT(GMS_OPT_PRIVILEGES) | GMS_OPT(GMS_OPT_MAX_PRUNE)
     | GMS_OPT(GMS_OPT_INACTIVE), 0, 0,
     "Usage: gms-token follow --gms URL [--interval TIME] [--page-size N]\n"
+    "                        [--full-interval TIME]\n"
     "                        [--max-prune N|P%]\n"
     "                        [--privileges policies|graphql|off]\n"
     "                        [--inactive refuse|keep]\n"
@@ -130,7 +135,11 @@ const gms_tool_command_t  gms_cmd_follow = {
     "                        [connection options]\n"
     "\n"
     "Runs until SIGTERM, SIGINT or SIGQUIT, then exits 0.  Every interval:\n"
-    "'sync --gms URL --prune' (the tokens: listed, cached, pruned).\n"
+    "'sync --gms URL --prune' (the tokens: listed, cached, pruned), the\n"
+    "listing read whole every --full-interval; in between, by spans of\n"
+    "createdAt: every span counted, those whose count changed and the\n"
+    "last one listed again, the others' tokens taken as last listed\n"
+    "('spans=LISTED/SPANS' on the line).\n"
     "Beside it, in a thread of its own, every --privileges-interval: the\n"
     "privileges of the users holding a token, mirrored as --privileges\n"
     "says, then their status read as --inactive says (a revocation never\n"
@@ -175,6 +184,9 @@ const gms_tool_command_t  gms_cmd_follow = {
     "                      the cache; keep: DataHub before 1.2 (as sync)\n"
     "  --privileges-interval TIME\n"
     "                      between mirrors: 60s (default); at least 1s\n"
+    "  --full-interval TIME\n"
+    "                      between whole listings: 10m (default); 0: every\n"
+    "                      listing whole\n"
     GMS_TOOL_GMS_USAGE
     GMS_TOOL_CONN_USAGE
 };
@@ -220,6 +232,7 @@ gms_cmd_follow_handler(gms_tool_t *t, gms_tool_args_t *a)
     conf.sync.health = 1;
     conf.interval_ms = 15000;
     conf.privileges_interval_ms = 60000;
+    conf.full_interval_ms = 600000;
 
     if (gms_follow_interval(t, "--interval", a->val[GMS_OPT_INTERVAL],
                             &conf.interval_ms)
@@ -227,9 +240,18 @@ gms_cmd_follow_handler(gms_tool_t *t, gms_tool_args_t *a)
         || gms_follow_interval(t, "--privileges-interval",
                                a->val[GMS_OPT_PRIVILEGES_INTERVAL],
                                &conf.privileges_interval_ms)
-           != 0)
+           != 0
+        || (!gms_follow_zero(a->val[GMS_OPT_FULL_INTERVAL])
+            && gms_follow_interval(t, "--full-interval",
+                                   a->val[GMS_OPT_FULL_INTERVAL],
+                                   &conf.full_interval_ms)
+               != 0))
     {
         return GMS_TOOL_USAGE;
+    }
+
+    if (gms_follow_zero(a->val[GMS_OPT_FULL_INTERVAL])) {
+        conf.full_interval_ms = 0;
     }
 
     conf.privileges = GMS_TOOL_PRIVILEGES_POLICIES;
@@ -268,6 +290,22 @@ gms_follow_interval(gms_tool_t *t, const char *option, const char *value,
 }
 
 
+/* --full-interval 0 (0s, 0m ...): every listing whole */
+
+static int
+gms_follow_zero(const char *value)
+{
+    int64_t  ms;
+
+    if (value == NULL) {
+        return 0;
+    }
+
+    return strcmp(value, "0") == 0
+           || (gms_tool_parse_duration(value, &ms) == 0 && ms == 0);
+}
+
+
 static int
 gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
 {
@@ -295,6 +333,8 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
     f.gms.stop = &gms_follow_abandon;
     f.sync = conf->sync;
     f.sync.gms = &f.gms;
+    f.spans.full_interval = conf->full_interval_ms;
+    f.sync.spans = &f.spans;
     f.px = 2 * conf->interval_ms + GMS_FOLLOW_LEASE_MARGIN;
 
     /* a cycle's errors go into its one line, not on lines of their own */
@@ -498,6 +538,8 @@ gms_follow_stop(gms_follow_t *f)
         printf("gms-token follow: %s lease released: %s\n",
                gms_follow_time(now, sizeof(now)), f->lease.me);
     }
+
+    gms_sync_spans_free(&f->spans);
 }
 
 
@@ -580,7 +622,7 @@ static int
 gms_follow_tokens(gms_follow_t *f)
 {
     int                     rc, n;
-    char                    now[32], extra[64];
+    char                    now[32], extra[96];
     int64_t                 start, took;
     gms_tool_t             *t;
     gms_tool_holders_t      holders;
@@ -628,8 +670,14 @@ gms_follow_tokens(gms_follow_t *f)
     }
 
     if (counts.inactive) {
-        snprintf(extra + n, sizeof(extra) - n, " inactive=%zu",
-                 counts.inactive);
+        n += snprintf(extra + n, sizeof(extra) - n, " inactive=%zu",
+                      counts.inactive);
+    }
+
+    /* a cycle by spans: how many were listed again */
+    if (counts.spans) {
+        snprintf(extra + n, sizeof(extra) - n, " spans=%zu/%zu",
+                 counts.spans_listed, counts.spans);
     }
 
     printf("gms-token follow: %s ok tokens=%zu added=%zu updated=%zu "

@@ -37,7 +37,6 @@
  * span of createdAt (ms since the epoch, both ends in it) holds no more
  */
 #define GMS_SYNC_WINDOW        10000
-#define GMS_SYNC_TIME_MAX      ((int64_t) 1 << 53)
 #define GMS_SYNC_SPANS         128
 #define GMS_SYNC_IDLE          256
 
@@ -200,6 +199,36 @@ gms_sync_list_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
 
     free(seen.slots);
     gms_graphql_close(g);
+
+    return rc;
+}
+
+
+/*
+ * The tokens created from lo to hi (ms, both in), added to "in", for
+ * follow's cycles by spans (gms_sync_spans.c); *over as below.
+ */
+
+int
+gms_sync_list_range(gms_tool_t *t, gms_graphql_t *g,
+    const gms_graphql_conf_t *gms, long page_size, int64_t lo, int64_t hi,
+    gms_sync_list_t *in, int *over)
+{
+    int              rc;
+    unsigned         page;
+    gms_sync_seen_t  seen;
+    gms_sync_span_t  span;
+
+    memset(&seen, 0, sizeof(gms_sync_seen_t));
+
+    span.lo = lo;
+    span.hi = hi;
+    page = (unsigned) in->pages;
+
+    rc = gms_sync_list_span(t, g, gms, page_size, &span, in, &seen, &page,
+                            over);
+
+    free(seen.slots);
 
     return rc;
 }
@@ -757,6 +786,7 @@ gms_sync_list_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
     tok->changed = 0;
     tok->cached = 0;
     tok->action = 0;
+    tok->known = 0;
     tok->index = index;
     tok->line = line;
 

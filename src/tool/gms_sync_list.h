@@ -17,6 +17,10 @@
 #include "gms_graphql.h"
 
 
+/* createdAt's end of time, ms: a span to it is open-ended */
+#define GMS_SYNC_TIME_MAX      ((int64_t) 1 << 53)
+
+
 typedef struct {
     char                   id[GMS_TOKEN_ID_LEN + 1];
     char                  *actor;
@@ -27,6 +31,9 @@ typedef struct {
     unsigned               changed:1;      /* written: added or updated */
     unsigned               cached:1;       /* in the cache before (--prune) */
     unsigned               action:2;       /* gms_sync_tokens.c's */
+    unsigned               known:1;        /* not listed again: as the last
+                                              cycle listed it, written then
+                                              (gms_sync_spans.c) */
     size_t                 index;          /* in its page's tokens[] */
     unsigned               line;
 } gms_sync_token_t;
@@ -46,6 +53,9 @@ typedef struct {
 int gms_sync_list_stdin(gms_tool_t *t, gms_sync_list_t *in);
 int gms_sync_list_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
     long page_size, gms_sync_list_t *in);
+int gms_sync_list_range(gms_tool_t *t, gms_graphql_t *g,
+    const gms_graphql_conf_t *gms, long page_size, int64_t lo, int64_t hi,
+    gms_sync_list_t *in, int *over);
 int gms_sync_list_unique(gms_tool_t *t, gms_sync_list_t *in);
 gms_sync_token_t *gms_sync_list_find(gms_sync_list_t *in, const char *id,
     size_t len);

@@ -113,6 +113,11 @@ typedef struct {
 } gms_sync_input_t;
 
 
+static int gms_sync_whole(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
+    gms_sync_input_t *in);
+static int gms_sync_gone(gms_tool_t *t, gms_sync_input_t *in,
+    char (*gone)[GMS_TOKEN_ID_LEN + 1], const gms_sync_spans_counts_t *spans,
+    size_t known, gms_tool_sync_counts_t *counts);
 static int gms_sync_inactive_read(gms_tool_t *t, gms_sync_input_t *in);
 static int gms_sync_inactive_has(gms_sync_input_t *in, const char *actor,
     size_t len);
@@ -147,49 +152,53 @@ int
 gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
     gms_tool_sync_counts_t *counts, gms_tool_holders_t *holders)
 {
-    int                        rc;
+    int                        rc, whole;
+    char                     (*gone)[GMS_TOKEN_ID_LEN + 1];
     gms_sync_input_t           in;
+    gms_sync_spans_t           next;
+    gms_sync_spans_counts_t    spans;
     const gms_graphql_conf_t  *gms;
 
     memset(&in, 0, sizeof(gms_sync_input_t));
+    memset(&next, 0, sizeof(gms_sync_spans_t));
+    memset(&spans, 0, sizeof(gms_sync_spans_counts_t));
+    gone = NULL;
 
     gms = conf->gms;
     in.list.where = gms ? "page " : "stdin:";
 
-    rc = gms ? gms_sync_list_fetch(t, gms, conf->page_size, &in.list)
-             : gms_sync_list_stdin(t, &in.list);
+    /* follow: by spans of createdAt, unless the whole listing is due */
+    whole = 1;
 
-    if (rc != GMS_TOOL_OK) {
-        goto done;
+    if (gms && conf->spans) {
+        whole = gms_sync_spans_due(t, conf->spans);
+
+        if (whole < 0) {
+            rc = GMS_TOOL_REDIS;
+            goto done;
+        }
     }
 
-    rc = GMS_TOOL_USAGE;
+    if (!whole) {
+        rc = gms_sync_spans_fetch(t, gms, conf->page_size, conf->spans,
+                                  &in.list, &gone, &spans);
 
-    if (in.list.pages == 0) {
-        gms_tool_error(t, "stdin: no listAccessTokens page");
-        goto done;
+        if (rc == GMS_SYNC_SPANS_WHOLE) {
+            gms_sync_list_free(&in.list);
+            memset(&in.list, 0, sizeof(gms_sync_list_t));
+            in.list.where = "page ";
+            whole = 1;
+
+        } else if (rc != GMS_TOOL_OK) {
+            goto done;
+        }
     }
 
-    if (gms_sync_list_unique(t, &in.list) != 0) {
-        goto done;
-    }
-
-    /*
-     * A listing short of its total: from stdin nothing may be pruned on
-     * it.  From GMS it is what a token revoked while the pages were read
-     * leaves (the tokens after it move up a place, and one may fall
-     * between two pages): each cached token it lacks is asked of GMS's
-     * entity store below, which says which to keep, so a revocation is
-     * not put off to a cycle after next at tens of thousands of tokens.
-     */
-    if (conf->prune && gms == NULL
-        && in.list.total > (int64_t) in.list.ntokens)
-    {
-        gms_tool_error(t, "stdin: %zu tokens, but listAccessTokens has a "
-                       "total of %lld: the list is incomplete, refusing "
-                       "to --prune", in.list.ntokens,
-                       (long long) in.list.total);
-        goto done;
+    if (whole) {
+        rc = gms_sync_whole(t, conf, &in);
+        if (rc != GMS_TOOL_OK) {
+            goto done;
+        }
     }
 
     if (t->conn == NULL) {
@@ -211,7 +220,21 @@ gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
         goto done;
     }
 
-    if (conf->prune && gms_sync_missing(t, &in, counts) != 0) {
+    /* the spans of this listing, kept for the next cycle if this one works */
+    if (conf->spans
+        && gms_sync_spans_make(t, &in.list, conf->page_size, &next) != 0)
+    {
+        goto done;
+    }
+
+    if (!whole) {
+        if (gms_sync_gone(t, &in, gone, &spans, conf->spans->ntokens, counts)
+            != 0)
+        {
+            goto done;
+        }
+
+    } else if (conf->prune && gms_sync_missing(t, &in, counts) != 0) {
         goto done;
     }
 
@@ -260,13 +283,127 @@ gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
         goto done;
     }
 
+    if (conf->spans) {
+        if (whole && gms_sync_spans_mark(t, &next) != 0) {
+            if (holders) {
+                gms_tool_holders_free(holders);
+            }
+
+            goto done;
+        }
+
+        gms_sync_spans_take(conf->spans, &next, whole);
+    }
+
     rc = GMS_TOOL_OK;
 
 done:
 
+    gms_sync_spans_free(&next);
     gms_sync_free(&in);
+    free(gone);
 
     return rc;
+}
+
+
+/* the listing read whole: from GMS, or the pages on stdin */
+
+static int
+gms_sync_whole(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
+    gms_sync_input_t *in)
+{
+    int                        rc;
+    const gms_graphql_conf_t  *gms;
+
+    gms = conf->gms;
+
+    rc = gms ? gms_sync_list_fetch(t, gms, conf->page_size, &in->list)
+             : gms_sync_list_stdin(t, &in->list);
+
+    if (rc != GMS_TOOL_OK) {
+        return rc;
+    }
+
+    if (in->list.pages == 0) {
+        gms_tool_error(t, "stdin: no listAccessTokens page");
+        return GMS_TOOL_USAGE;
+    }
+
+    if (gms_sync_list_unique(t, &in->list) != 0) {
+        return GMS_TOOL_USAGE;
+    }
+
+    /*
+     * A listing short of its total: from stdin nothing may be pruned on
+     * it.  From GMS it is what a token revoked while the pages were read
+     * leaves (the tokens after it move up a place, and one may fall
+     * between two pages): each cached token it lacks is asked of GMS's
+     * entity store below, which says which to keep, so a revocation is
+     * not put off to a cycle after next at tens of thousands of tokens.
+     */
+    if (conf->prune && gms == NULL
+        && in->list.total > (int64_t) in->list.ntokens)
+    {
+        gms_tool_error(t, "stdin: %zu tokens, but listAccessTokens has a "
+                       "total of %lld: the list is incomplete, refusing "
+                       "to --prune", in->list.ntokens,
+                       (long long) in->list.total);
+        return GMS_TOOL_USAGE;
+    }
+
+    return GMS_TOOL_OK;
+}
+
+
+/*
+ * A cycle by spans: the known tokens its spans no longer hold are the
+ * missing ones (no SCAN), asked of the entity store as in a whole sync.
+ */
+
+static int
+gms_sync_gone(gms_tool_t *t, gms_sync_input_t *in,
+    char (*gone)[GMS_TOKEN_ID_LEN + 1], const gms_sync_spans_counts_t *spans,
+    size_t known, gms_tool_sync_counts_t *counts)
+{
+    size_t               i;
+    gms_sync_missing_t  *m;
+
+    counts->cached = known;
+    counts->spans = spans->spans;
+    counts->spans_listed = spans->listed;
+
+    if (spans->gone == 0) {
+        return 0;
+    }
+
+    in->missing = calloc(spans->gone, sizeof(gms_sync_missing_t));
+    if (in->missing == NULL) {
+        gms_tool_error(t, "out of memory");
+        return -1;
+    }
+
+    in->nalloc_missing = spans->gone;
+
+    for (i = 0; i < spans->gone; i++) {
+        m = &in->missing[i];
+
+        m->key = gms_tool_key(t, GMS_KEY_TOKEN, gone[i], GMS_TOKEN_ID_LEN,
+                              &m->len);
+        if (m->key == NULL) {
+            return -1;
+        }
+
+        m->state = GMS_SYNC_UNCONFIRMED;
+        in->nmissing++;
+    }
+
+    qsort(in->missing, in->nmissing, sizeof(gms_sync_missing_t),
+          gms_sync_missing_cmp);
+
+    counts->unlisted = in->nmissing;
+
+    return 0;
 }
 
 
@@ -445,6 +582,10 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
         for (j = i; j < end; j++) {
             s = &in->list.tokens[j];
 
+            if (s->known) {
+                continue;
+            }
+
             if (s->expires_at != 0 && s->expires_at <= now) {
                 s->action = GMS_SYNC_EXPIRED;
 
@@ -477,6 +618,12 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
 
         for (j = i; j < end; j++) {
             s = &in->list.tokens[j];
+
+            /* a cycle by spans: as the last cycle wrote it */
+            if (s->known) {
+                counts->unchanged++;
+                continue;
+            }
 
             if (s->action != GMS_SYNC_PUT) {
                 (void) gms_tool_get_reply(t, &reply);

@@ -14,6 +14,7 @@
 
 #include "gms_tool.h"
 #include "gms_graphql.h"
+#include "gms_sync_spans.h"
 
 
 /*
@@ -38,6 +39,9 @@ typedef struct {
     unsigned                   health:1;   /* follow: a warning goes into
                                               <prefix>sync too */
     gms_tool_max_prune_t       max_prune;
+    gms_sync_spans_t          *spans;      /* follow: the listing kept, read
+                                              by spans between whole ones;
+                                              NULL: always whole */
 } gms_tool_sync_conf_t;
 
 
@@ -58,6 +62,8 @@ typedef struct {
                                               <prefix>inactive: not cached */
     size_t                 cached;         /* --prune: tokens in the cache */
     size_t                 unlisted;       /* of them, not in the listing */
+    size_t                 spans;          /* a cycle by spans: of them */
+    size_t                 spans_listed;   /* listed again; 0 0: whole */
     char                   warning[512];   /* "": none; else one line */
 } gms_tool_sync_counts_t;
 

@@ -44,6 +44,8 @@ static const struct option  gms_tool_long_options[] = {
     { "interval",      required_argument, NULL, 256 + GMS_OPT_INTERVAL },
     { "privileges-interval", required_argument, NULL,
       256 + GMS_OPT_PRIVILEGES_INTERVAL },
+    { "full-interval", required_argument, NULL,
+      256 + GMS_OPT_FULL_INTERVAL },
     { "max-prune",     required_argument, NULL, 256 + GMS_OPT_MAX_PRUNE },
     { "inactive",      required_argument, NULL, 256 + GMS_OPT_INACTIVE },
     { "name",          required_argument, NULL, 256 + GMS_OPT_NAME },

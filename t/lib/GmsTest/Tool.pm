@@ -35,7 +35,8 @@ use Time::HiRes qw(sleep time);
 
 use GmsTest ();
 
-our @EXPORT_OK = qw(run_tool start_tool finish_tool start_follow ok_lines
+our @EXPORT_OK = qw(run_tool start_tool finish_tool start_follow stop_follow
+                    ok_lines
                     out_lines err_lines gms_account gms_args datahub_id
                     key_of listed now_ms hash_of normalized);
 
@@ -120,6 +121,21 @@ sub start_follow {
     my (@args) = @_;
     my $run = start_tool(undef, 'follow', @args);
     return { pid => $run->{pid}, out => $run->{out}, err => $run->{err} };
+}
+
+# Sends the signal to a follower; its exit status, or undef if it is still
+# running after $within seconds (a hang guard, then it is killed).
+sub stop_follow {
+    my ($f, $signal, $within) = @_;
+    kill $signal, $f->{pid};
+    if (GmsTest::wait_until(sub { waitpid($f->{pid}, WNOHANG) != 0 },
+                            $within // 5))
+    {
+        return $? & 127 ? 128 + ($? & 127) : $? >> 8;
+    }
+    kill 'KILL', $f->{pid};
+    waitpid $f->{pid}, 0;
+    return undef;
 }
 
 sub out_lines { return split /\n/, GmsTest::slurp($_[0]{out}) }
