@@ -186,6 +186,54 @@ $e->nginx->stop;
 is_deeply([$e->nginx->bad_log_lines], [], 'no alerts or crashes');
 
 
+# --- beside GMS's signing key and a cache: DataHub's own tokens as before ----
+
+# DataHub's default signing key (DATAHUB_TOKEN_SERVICE_SIGNING_KEY)
+my $KEY = 'WnEdIeTG/VVCLQqGwC/BAkqyY0k+H8NEAtWGejrBI94=';
+GmsTest::write_file("$dir/key", "$KEY\n");
+write_jwks(GmsTest::JWT::jwks([$k1, 'k1']));
+
+my $s = GmsTest::Edge->start(
+    http   => "gms_token_oauth issuer=$ISS audience=$AUD "
+              . "jwks_file=$dir/jwks.json;\n"
+              . "gms_token_signing_key_file $dir/key;\n"
+              . 'gms_token_cache zone=tokens:1m ttl=30s;',
+    server => 'add_header X-Gms-Type $gms_token_type always;',
+);
+
+subtest 'a DataHub session token and an OAuth token side by side' => sub {
+    my $session = GmsTest::JWT::session($KEY, 'carol');
+    my $res = $s->get('/entities/x', $session);
+    is($res->{status}, 200, 'the session token: 200');
+    is($res->{headers}{'x-gms-type'}, 'SESSION', 'as SESSION');
+    is($res->{headers}{'x-gms-actor'}, 'urn:li:corpuser:carol',
+       'for its actorId');
+
+    my $t = token();
+    $res = $s->get('/entities/x', $t);
+    is($res->{status}, 200, 'the OAuth token: 200');
+    is($res->{headers}{'x-gms-type'}, 'OAUTH', 'as OAUTH');
+    $res = $s->get('/entities/y', $t);
+    is($res->{status}, 200, 'again, from the cache: 200');
+    is($res->{headers}{'x-gms-type'}, 'OAUTH', 'still OAUTH');
+    is($res->{headers}{'x-gms-actor'}, $ALICE, 'for the derived user');
+
+    my $lookups = $s->lookups;
+    $res = $s->get('/entities/x',
+                   GmsTest::JWT::mint($pub_pem, claims(),
+                                      header => { alg => 'HS256' }));
+    is($res->{status}, 401,
+       'HS256 with the public key and the trusted issuer: 401');
+    $res = $s->get('/entities/x',
+                   GmsTest::JWT::session('not the key', 'carol'));
+    is($res->{status}, 401, 'a DataHub token under another key: 401');
+    is($s->lookups - $lookups, 0, 'neither asked Redis');
+};
+
+$s->nginx->stop;
+is_deeply([$s->nginx->bad_log_lines], [], 'no alerts or crashes');
+
+
 # --- nginx -t ------------------------------------------------------------------
 
 my $conf = <<'CONF';
