@@ -434,13 +434,13 @@ ngx_int_t
 ngx_http_gms_oauth_verify(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
     const u_char *token, size_t len, gms_jwt_claims_t *claims)
 {
-    ngx_uint_t                  i, n;
-    gms_oauth_rc_e              rc;
-    gms_oauth_claims_t          oc;
-    ngx_http_gms_oauth_t       *oa;
-    ngx_http_gms_main_conf_t   *gmcf;
-    ngx_http_gms_oauth_state_t *st;
-    gms_oauth_provider_t        providers[NGX_HTTP_GMS_OAUTH_MAX];
+    ngx_uint_t                   i, n;
+    gms_oauth_rc_e               rc;
+    gms_oauth_claims_t           oc;
+    ngx_http_gms_oauth_t        *oa;
+    gms_oauth_provider_t         providers[NGX_HTTP_GMS_OAUTH_MAX];
+    ngx_http_gms_main_conf_t    *gmcf;
+    ngx_http_gms_oauth_state_t  *st;
 
     gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
 
