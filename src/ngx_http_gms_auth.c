@@ -24,6 +24,7 @@
 #include "ngx_http_gms_response.h"
 #include "ngx_http_gms_source.h"
 #include "ngx_http_gms_credentials.h"
+#include "ngx_http_gms_oauth.h"
 #include "ngx_http_gms_privilege.h"
 #include "ngx_http_gms_verdict.h"
 #include "ngx_http_gms_es_task.h"
@@ -35,6 +36,8 @@
 static ngx_int_t ngx_http_gms_check(ngx_http_request_t *r,
     ngx_http_gms_loc_conf_t *glcf);
 static ngx_int_t ngx_http_gms_check_signed(ngx_http_request_t *r,
+    ngx_http_gms_ctx_t *ctx, const u_char *token, size_t len);
+static ngx_int_t ngx_http_gms_check_oauth(ngx_http_request_t *r,
     ngx_http_gms_ctx_t *ctx, const u_char *token, size_t len);
 static ngx_int_t ngx_http_gms_ask_redis(ngx_http_request_t *r,
     ngx_http_gms_ctx_t *ctx, gms_jwt_claims_t *claims);
@@ -130,6 +133,7 @@ static ngx_int_t
 ngx_http_gms_check(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf)
 {
     size_t                       len;
+    ngx_int_t                    rc;
     ngx_str_t                    credential;
     ngx_uint_t                   bad_basic;
     const u_char                *token;
@@ -284,11 +288,55 @@ ngx_http_gms_check(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf)
         ngx_http_gms_count(cache_misses);
     }
 
+    if (gmcf->oauth) {
+        rc = ngx_http_gms_check_oauth(r, ctx, token, len);
+
+        if (rc != NGX_DECLINED) {
+            return rc;
+        }
+    }
+
     if (gmcf->nkeys) {
         return ngx_http_gms_check_signed(r, ctx, token, len);
     }
 
     return ngx_http_gms_ask_redis(r, ctx, NULL);
+}
+
+
+/*
+ * An external OAuth token (gms_token_oauth) not in the cache: refused
+ * here if it does not verify; else as a session token: accepted here
+ * where no privilege is needed, its user's privileges read from Redis
+ * where one is.  NGX_DECLINED: not an OAuth token.
+ */
+
+static ngx_int_t
+ngx_http_gms_check_oauth(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
+    const u_char *token, size_t len)
+{
+    ngx_int_t         rc;
+    gms_jwt_claims_t  claims;
+
+    rc = ngx_http_gms_oauth_verify(r, ctx, token, len, &claims);
+
+    if (rc == NGX_DECLINED) {
+        return NGX_DECLINED;
+    }
+
+    if (rc != NGX_OK) {
+        return ngx_http_gms_decide(r, ctx);
+    }
+
+    if (ngx_http_gms_wants_privileges(r)) {
+        return ngx_http_gms_ask_redis(r, ctx, &claims);
+    }
+
+    if (ngx_http_gms_accept_session(r, ctx, &claims) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_gms_decide(r, ctx);
 }
 
 

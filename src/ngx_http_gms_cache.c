@@ -18,6 +18,7 @@
 
 
 #include "ngx_http_gms_cache.h"
+#include "ngx_http_gms_oauth.h"
 
 #include <openssl/sha.h>
 
@@ -912,6 +913,7 @@ ngx_http_gms_cache_source(ngx_http_gms_main_conf_t *gmcf)
 
     ngx_crc32_update(&crc, (u_char *) &gmcf->jwt_leeway,
                      sizeof(gmcf->jwt_leeway));
+    ngx_http_gms_oauth_source(gmcf, &crc);
     ngx_crc32_final(crc);
 
     return crc;

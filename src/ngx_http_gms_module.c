@@ -13,6 +13,7 @@
 #include "ngx_http_gms_log.h"
 #include "ngx_http_gms_source.h"
 #include "ngx_http_gms_credentials.h"
+#include "ngx_http_gms_oauth.h"
 #include "ngx_http_gms_privilege.h"
 #include "ngx_http_gms_auth.h"
 #include "ngx_http_gms_verdict.h"
@@ -217,6 +218,13 @@ static ngx_command_t  ngx_http_gms_commands[] = {
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_http_gms_main_conf_t, jwt_leeway),
       &ngx_http_gms_jwt_leeway_p },
+
+    { ngx_string("gms_token_oauth"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_2MORE,
+      ngx_http_gms_oauth_directive,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
 
     { ngx_string("gms_token_system_client"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE2,
@@ -520,6 +528,7 @@ ngx_http_gms_create_main_conf(ngx_conf_t *cf)
      *     gmcf->script_sha = "";
      *     gmcf->cache = NULL;
      *     gmcf->nkeys = 0;
+     *     gmcf->oauth = NULL;
      *     gmcf->system_client = 0;
      */
 

@@ -113,6 +113,9 @@ typedef struct {
     ngx_uint_t                 nkeys;
     ngx_msec_t                 jwt_leeway;
 
+    /* gms_token_oauth: of ngx_http_gms_oauth_t (ngx_http_gms_oauth.c) */
+    ngx_array_t               *oauth;
+
     /* gms_token_system_client: SHA-256 of "id:secret" */
     ngx_flag_t                 system_client;
     u_char                     system_digest[32];

@@ -56,9 +56,13 @@ gms_jwt_rc_e gms_jwt_verify(const unsigned char *token, size_t len,
  * Whether GMS checks the token against its store: version 2 tokens
  * (StatefulTokenService's); the edge also asks for every token that is
  * not a session token, so a stateless personal token needs an entry too.
+ * An external OAuth token (gms_oauth.c) has no entry: as a session token,
+ * only its user's privileges are read.
  */
 #define gms_jwt_stateful(claims)                                             \
-    ((claims)->version == 2 || (claims)->type != GMS_TOKEN_SESSION)
+    ((claims)->version == 2                                                  \
+     || ((claims)->type != GMS_TOKEN_SESSION                                 \
+         && (claims)->type != GMS_TOKEN_OAUTH))
 
 
 #endif /* _GMS_JWT_H_INCLUDED_ */

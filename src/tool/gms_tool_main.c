@@ -27,6 +27,7 @@
 #include "gms_cmd_sync.h"
 #include "gms_cmd_manage.h"
 #include "gms_cmd_follow.h"
+#include "gms_cmd_jwks.h"
 
 
 static int gms_tool_main(int argc, char **argv, char **args);
@@ -57,6 +58,8 @@ static const char  gms_tool_usage[] =
     "  follow      sync tokens and privileges from GMS every interval, "
     "until\n"
     "              stopped\n"
+    "  jwks        fetch an OAuth issuer's JWKS into gms_token_oauth's "
+    "file\n"
     "\n"
     "'gms-token COMMAND --help' describes a command and its options.\n"
     "Exit status: 0 ok, 1 not found, 2 usage or bad input, 3 Redis error,\n"
@@ -77,6 +80,7 @@ static const gms_tool_command_t  *gms_tool_commands[] = {
     &gms_cmd_list,
     &gms_cmd_check_salt,
     &gms_cmd_follow,
+    &gms_cmd_jwks,
     NULL
 };
 

@@ -60,6 +60,9 @@ static const struct option  gms_tool_long_options[] = {
     { "master",        required_argument, NULL, 256 + GMS_OPT_MASTER },
     { "sentinel-password-file", required_argument, NULL,
       256 + GMS_OPT_SENTINEL_PASSWORD_FILE },
+    { "issuer",        required_argument, NULL, 256 + GMS_OPT_ISSUER },
+    { "out",           required_argument, NULL, 256 + GMS_OPT_OUT },
+    { "ca-file",       required_argument, NULL, 256 + GMS_OPT_CA_FILE },
     { "help",          no_argument,       NULL, 256 + GMS_OPT_HELP },
     { NULL, 0, NULL, 0 }
 };

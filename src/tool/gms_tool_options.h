@@ -54,6 +54,9 @@ typedef enum {
     GMS_OPT_SENTINEL,
     GMS_OPT_MASTER,
     GMS_OPT_SENTINEL_PASSWORD_FILE,
+    GMS_OPT_ISSUER,
+    GMS_OPT_OUT,
+    GMS_OPT_CA_FILE,
     GMS_OPT_HELP,
     GMS_OPT_N
 } gms_tool_opt_e;

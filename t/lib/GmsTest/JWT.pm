@@ -91,6 +91,97 @@ sub service_account {
     return mint($key, claims('SERVICE_ACCOUNT', $actor_id, %over));
 }
 
+# External OAuth tokens (DataHub 1.3's DataHubOAuthAuthenticator): an RSA
+# key pair made by the openssl CLI, its public half as a JWK, and tokens
+# signed with it, as an identity provider signs them:
+#
+#   my $pem = GmsTest::JWT::rsa_key("$dir/k1.pem");
+#   my $jwks = GmsTest::JWT::jwks([$pem, 'k1']);
+#   my $t = GmsTest::JWT::rs256($pem, 'k1', { iss => ..., aud => ..., ... });
+#
+# rs256(..., header => {...}) replaces the header; alg => 'RS384' (or
+# PS256 ...) signs with that algorithm instead.
+
+# A new 2048-bit RSA private key in $path (PEM); returns $path.
+sub rsa_key {
+    my ($path, $bits) = @_;
+    _openssl('genpkey', '-quiet', '-algorithm', 'RSA', '-pkeyopt',
+             'rsa_keygen_bits:' . ($bits // 2048), '-out', $path);
+    return $path;
+}
+
+# The public half of $path in PEM, as a string.
+sub public_pem {
+    my ($path) = @_;
+    return _openssl('pkey', '-in', $path, '-pubout');
+}
+
+# {"kty":"RSA","kid":...,"n":...,"e":...} of the key in $path.
+sub jwk {
+    my ($path, $kid) = @_;
+    my ($n) = _openssl('rsa', '-in', $path, '-noout', '-modulus')
+              =~ /Modulus=([0-9A-F]+)/;
+    my $e_text = _openssl('rsa', '-in', $path, '-noout', '-text');
+    my ($e) = $e_text =~ /publicExponent: (\d+)/;
+    my $e_hex = sprintf('%x', $e);
+    $e_hex = "0$e_hex" if length($e_hex) % 2;
+    return { kty => 'RSA', use => 'sig', kid => $kid,
+             n => encode_base64url(pack('H*', $n)),
+             e => encode_base64url(pack('H*', $e_hex)) };
+}
+
+# A JWKS document of ([$path, $kid], ...).
+sub jwks {
+    my (@keys) = @_;
+    return $JSON->encode({ keys => [map { jwk(@$_) } @keys] });
+}
+
+# A token of %$claims signed with the key in $path, its header naming $kid.
+sub rs256 {
+    my ($path, $kid, $claims, %opt) = @_;
+    my $alg = $opt{alg} // 'RS256';
+    my ($bits) = $alg =~ /(\d+)$/;
+    my @pss = $alg =~ /^PS/
+              ? ('-sigopt', 'rsa_padding_mode:pss', '-sigopt',
+                 'rsa_pss_saltlen:digest')
+              : ();
+    return mint($path, $claims,
+                header => $opt{header} // { alg => $alg, kid => $kid,
+                                            typ => 'JWT' },
+                hmac => sub {
+                    my ($input, $key) = @_;
+                    return _openssl_in($input, 'dgst', "-sha$bits", @pss,
+                                       '-sign', $key);
+                });
+}
+
+sub _openssl {
+    my (@args) = @_;
+    open my $fh, '-|', 'openssl', @args
+        or die "cannot run openssl: $!\n";
+    local $/;
+    my $out = <$fh> // '';
+    close $fh or die "openssl @args failed\n";
+    return $out;
+}
+
+# openssl with $input on its stdin (through a temporary file)
+sub _openssl_in {
+    my ($input, @args) = @_;
+    require File::Temp;
+    my $tmp = File::Temp->new;
+    binmode $tmp;
+    print $tmp $input;
+    close $tmp;
+    open my $fh, '-|', 'openssl', @args, $tmp->filename
+        or die "cannot run openssl: $!\n";
+    binmode $fh;
+    local $/;
+    my $out = <$fh> // '';
+    close $fh or die "openssl @args failed\n";
+    return $out;
+}
+
 # The three parts of a token: its header and claims decoded, its signature
 # part as it is.
 sub parts {

@@ -1,0 +1,555 @@
+
+/*
+ * External OAuth tokens, as DataHub 1.3.0's DataHubOAuthAuthenticator
+ * accepts them (src/lib/gms_oauth.c says how): gms_token_oauth names an
+ * issuer, its audiences and the file its JWKS is kept in (gms-token jwks
+ * writes it).  No network from a worker: the file is read by the master
+ * at configuration time (nginx -t refuses one that is not a JWKS), and
+ * each worker looks at it again at most once a second (a stat, when a
+ * token is checked) and reads it when it changed, so that keys rotated by
+ * the issuer are picked up without a reload.  A file that no longer
+ * parses is logged and the keys read before stay.
+ *
+ * A good token's user is urn:li:corpuser:__oauth_<issuer>_<subject>;
+ * its privileges are read from Redis as a session token's user's are,
+ * only where a location needs one.  A bad one is refused here: no Redis.
+ */
+
+
+#include "ngx_http_gms_oauth.h"
+#include "ngx_http_gms_cache.h"
+#include "ngx_http_gms_metrics.h"
+
+#include "gms_oauth.h"
+
+
+/* issuers: one gms_token_oauth each */
+#define NGX_HTTP_GMS_OAUTH_MAX  8
+
+
+typedef struct {
+    gms_oauth_provider_t       provider;       /* jwks: the master's */
+    ngx_str_t                  jwks_file;      /* full, NUL-terminated */
+    ngx_file_uniq_t            uniq;
+    time_t                     mtime;
+    off_t                      size;
+} ngx_http_gms_oauth_t;
+
+
+/* a worker's own JWKS of an issuer, once its file changed */
+typedef struct {
+    ngx_http_gms_oauth_t      *oauth;          /* what it is for */
+    gms_jwks_t                *jwks;           /* NULL: the master's */
+    time_t                     checked;
+    ngx_file_uniq_t            uniq;
+    time_t                     mtime;
+    off_t                      size;
+    unsigned                   missing:1;      /* logged */
+} ngx_http_gms_oauth_state_t;
+
+
+static char *ngx_http_gms_oauth_audiences(ngx_conf_t *cf,
+    ngx_http_gms_oauth_t *oa, ngx_str_t *list);
+static gms_jwks_t *ngx_http_gms_oauth_read(u_char *path,
+    ngx_file_info_t *fi, const char **error, ngx_err_t *err);
+static void ngx_http_gms_oauth_refresh(ngx_log_t *log,
+    ngx_http_gms_oauth_t *oa, ngx_http_gms_oauth_state_t *st);
+static void ngx_http_gms_oauth_cleanup(void *data);
+
+
+/* per worker process: written only at request time, so zero at fork */
+static ngx_http_gms_oauth_state_t
+    ngx_http_gms_oauth_states[NGX_HTTP_GMS_OAUTH_MAX];
+
+
+/*
+ * gms_token_oauth issuer=URL audience=AUD[,AUD...] ... jwks_file=PATH
+ *     [user_claim=NAME] [algorithm=RS256]
+ *
+ * GMS's static configuration (EXTERNAL_OAUTH_TRUSTED_ISSUERS, _ALLOWED_
+ * AUDIENCES, _USER_ID_CLAIM, _ALGORITHM), one issuer a directive.
+ */
+
+char *
+ngx_http_gms_oauth_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_gms_main_conf_t *gmcf = conf;
+
+    char                  *rv;
+    ngx_err_t              err;
+    ngx_str_t             *value, v;
+    ngx_uint_t             i;
+    const char            *error;
+    ngx_file_info_t        fi;
+    ngx_pool_cleanup_t    *cln;
+    ngx_http_gms_oauth_t  *oa, *other;
+
+    if (gmcf->oauth == NULL) {
+        gmcf->oauth = ngx_array_create(cf->pool, 2,
+                                       sizeof(ngx_http_gms_oauth_t));
+        if (gmcf->oauth == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (gmcf->oauth->nelts == NGX_HTTP_GMS_OAUTH_MAX) {
+        return "is given for more than 8 issuers";
+    }
+
+    oa = ngx_array_push(gmcf->oauth);
+    if (oa == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(oa, sizeof(ngx_http_gms_oauth_t));
+
+    /*
+     * set by ngx_memzero():
+     *
+     *     oa->provider.issuer = NULL;
+     *     oa->provider.naudiences = 0;
+     *     oa->provider.alg = GMS_OAUTH_RS256;   (GMS's default)
+     *     oa->provider.jwks = NULL;
+     *     oa->jwks_file = { 0, NULL };
+     */
+
+    oa->provider.user_claim = "sub";
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        /* nginx's arguments end in a NUL: the values are C strings */
+
+        if (ngx_strncmp(value[i].data, "issuer=", 7) == 0
+            && value[i].len > 7 && oa->provider.issuer == NULL)
+        {
+            oa->provider.issuer = (const char *) value[i].data + 7;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "audience=", 9) == 0) {
+            v.data = value[i].data + 9;
+            v.len = value[i].len - 9;
+
+            rv = ngx_http_gms_oauth_audiences(cf, oa, &v);
+            if (rv != NGX_CONF_OK) {
+                return rv;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "jwks_file=", 10) == 0
+            && value[i].len > 10 && oa->jwks_file.data == NULL)
+        {
+            oa->jwks_file.data = value[i].data + 10;
+            oa->jwks_file.len = value[i].len - 10;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "user_claim=", 11) == 0
+            && value[i].len > 11 && value[i].len <= 11 + GMS_OAUTH_CLAIM_MAX)
+        {
+            oa->provider.user_claim = (const char *) value[i].data + 11;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "algorithm=", 10) == 0) {
+            if (gms_oauth_alg_parse((const char *) value[i].data + 10,
+                                    value[i].len - 10, &oa->provider.alg)
+                != 0)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid algorithm \"%V\": GMS verifies "
+                                   "RS256, RS384, RS512, PS256, PS384 or "
+                                   "PS512 only", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\"", &value[i]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (oa->provider.issuer == NULL || oa->provider.naudiences == 0
+        || oa->jwks_file.data == NULL)
+    {
+        return "needs issuer=, audience= and jwks_file=";
+    }
+
+    other = gmcf->oauth->elts;
+
+    for (i = 0; i + 1 < gmcf->oauth->nelts; i++) {
+        if (ngx_strcmp(other[i].provider.issuer, oa->provider.issuer) == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "issuer \"%s\" is given twice: give its "
+                               "audiences in one gms_token_oauth",
+                               oa->provider.issuer);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (ngx_conf_full_name(cf->cycle, &oa->jwks_file, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    err = 0;
+    oa->provider.jwks = ngx_http_gms_oauth_read(oa->jwks_file.data, &fi,
+                                                &error, &err);
+
+    if (oa->provider.jwks == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, err,
+                           "jwks_file \"%s\" is not a JWKS: %s",
+                           oa->jwks_file.data, error);
+        return NGX_CONF_ERROR;
+    }
+
+    cln->handler = ngx_http_gms_oauth_cleanup;
+    cln->data = (void *) oa->provider.jwks;
+
+    oa->uniq = ngx_file_uniq(&fi);
+    oa->mtime = ngx_file_mtime(&fi);
+    oa->size = ngx_file_size(&fi);
+
+    return NGX_CONF_OK;
+}
+
+
+/* audience=A,B: split at commas and trimmed, as GMS's allowedAudiences */
+
+static char *
+ngx_http_gms_oauth_audiences(ngx_conf_t *cf, ngx_http_gms_oauth_t *oa,
+    ngx_str_t *list)
+{
+    u_char  *p, *end, *start, *last, *aud;
+
+    p = list->data;
+    end = list->data + list->len;
+
+    while (p < end) {
+        start = p;
+
+        while (p < end && *p != ',') {
+            p++;
+        }
+
+        last = p++;
+
+        while (start < last && *start == ' ') {
+            start++;
+        }
+
+        while (last > start && last[-1] == ' ') {
+            last--;
+        }
+
+        if (start == last) {
+            continue;
+        }
+
+        if (oa->provider.naudiences == GMS_OAUTH_AUDIENCES_MAX) {
+            return "has more than 16 audiences for an issuer";
+        }
+
+        aud = ngx_pnalloc(cf->pool, last - start + 1);
+        if (aud == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        *ngx_cpymem(aud, start, last - start) = '\0';
+        oa->provider.audiences[oa->provider.naudiences++] = (char *) aud;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* a JWKS file read and parsed; NULL, with why (and errno, if a call) */
+
+static gms_jwks_t *
+ngx_http_gms_oauth_read(u_char *path, ngx_file_info_t *fi,
+    const char **error, ngx_err_t *err)
+{
+    u_char      *buf;
+    ssize_t      n;
+    ngx_fd_t     fd;
+    gms_jwks_t  *jwks;
+
+    *err = 0;
+
+    fd = ngx_open_file(path, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+
+    if (fd == NGX_INVALID_FILE) {
+        *err = ngx_errno;
+        *error = ngx_open_file_n " failed";
+        return NULL;
+    }
+
+    jwks = NULL;
+    buf = NULL;
+
+    if (ngx_fd_info(fd, fi) == NGX_FILE_ERROR) {
+        *err = ngx_errno;
+        *error = ngx_fd_info_n " failed";
+        goto done;
+    }
+
+    if (!ngx_is_file(fi) || ngx_file_size(fi) > GMS_JWKS_MAX_LEN) {
+        *error = "not a file of at most 1 MiB";
+        goto done;
+    }
+
+    buf = ngx_alloc(GMS_JWKS_MAX_LEN + 1, ngx_cycle->log);
+    if (buf == NULL) {
+        *error = "out of memory";
+        goto done;
+    }
+
+    n = ngx_read_fd(fd, buf, GMS_JWKS_MAX_LEN + 1);
+
+    if (n == -1) {
+        *err = ngx_errno;
+        *error = ngx_read_fd_n " failed";
+        goto done;
+    }
+
+    if (n > GMS_JWKS_MAX_LEN) {
+        *error = "longer than 1 MiB";
+        goto done;
+    }
+
+    jwks = gms_jwks_parse((const char *) buf, (size_t) n, error);
+
+done:
+
+    if (buf) {
+        ngx_free(buf);
+    }
+
+    (void) ngx_close_file(fd);
+
+    return jwks;
+}
+
+
+/*
+ * At most once a second: the file's identity (inode, size, mtime) as
+ * stat says it; read again when it changed.  gms-token jwks replaces it
+ * by a rename, so a new inode.
+ */
+
+static void
+ngx_http_gms_oauth_refresh(ngx_log_t *log, ngx_http_gms_oauth_t *oa,
+    ngx_http_gms_oauth_state_t *st)
+{
+    time_t            now;
+    ngx_err_t         err;
+    gms_jwks_t       *jwks;
+    const char       *error;
+    ngx_file_info_t   fi;
+
+    now = ngx_time();
+
+    if (st->oauth != oa) {
+        if (st->jwks) {
+            gms_jwks_free(st->jwks);
+        }
+
+        ngx_memzero(st, sizeof(ngx_http_gms_oauth_state_t));
+
+        st->oauth = oa;
+        st->uniq = oa->uniq;
+        st->mtime = oa->mtime;
+        st->size = oa->size;
+    }
+
+    if (st->checked == now) {
+        return;
+    }
+
+    st->checked = now;
+
+    if (ngx_file_info(oa->jwks_file.data, &fi) == NGX_FILE_ERROR) {
+        if (!st->missing) {
+            ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
+                          "gms: jwks_file \"%s\": " ngx_file_info_n
+                          " failed; the keys read before stay",
+                          oa->jwks_file.data);
+            st->missing = 1;
+        }
+
+        return;
+    }
+
+    st->missing = 0;
+
+    if (ngx_file_uniq(&fi) == st->uniq && ngx_file_mtime(&fi) == st->mtime
+        && ngx_file_size(&fi) == st->size)
+    {
+        return;
+    }
+
+    st->uniq = ngx_file_uniq(&fi);
+    st->mtime = ngx_file_mtime(&fi);
+    st->size = ngx_file_size(&fi);
+
+    jwks = ngx_http_gms_oauth_read(oa->jwks_file.data, &fi, &error, &err);
+
+    if (jwks == NULL) {
+        ngx_log_error(NGX_LOG_ERR, log, err,
+                      "gms: jwks_file \"%s\" changed but is not a JWKS: "
+                      "%s; the keys read before stay",
+                      oa->jwks_file.data, error);
+        return;
+    }
+
+    if (st->jwks) {
+        gms_jwks_free(st->jwks);
+    }
+
+    st->jwks = jwks;
+
+    ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                  "gms: jwks_file \"%s\" read again: %uz keys",
+                  oa->jwks_file.data, gms_jwks_nkeys(jwks));
+}
+
+
+/*
+ * A token not in the cache: NGX_DECLINED, not an OAuth token (DataHub's
+ * own, checked as before); NGX_OK, verified, claims filled as a session
+ * token's; NGX_ABORT, refused (ctx->result says why), without Redis.
+ */
+
+ngx_int_t
+ngx_http_gms_oauth_verify(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
+    const u_char *token, size_t len, gms_jwt_claims_t *claims)
+{
+    ngx_uint_t                   i, n;
+    gms_oauth_rc_e               rc;
+    gms_oauth_claims_t           oc;
+    ngx_http_gms_oauth_t        *oa;
+    gms_oauth_provider_t         providers[NGX_HTTP_GMS_OAUTH_MAX];
+    ngx_http_gms_main_conf_t    *gmcf;
+    ngx_http_gms_oauth_state_t  *st;
+
+    gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
+
+    if (gmcf->oauth == NULL) {
+        return NGX_DECLINED;
+    }
+
+    oa = gmcf->oauth->elts;
+    n = gmcf->oauth->nelts;
+
+    for (i = 0; i < n; i++) {
+        st = &ngx_http_gms_oauth_states[i];
+        ngx_http_gms_oauth_refresh(r->connection->log, &oa[i], st);
+
+        providers[i] = oa[i].provider;
+
+        if (st->jwks) {
+            providers[i].jwks = st->jwks;
+        }
+    }
+
+    rc = gms_oauth_verify(token, len, providers, n, ngx_http_gms_now_ms(),
+                          (int64_t) gmcf->jwt_leeway, &oc);
+
+    switch (rc) {
+
+    case GMS_OAUTH_NOT_OAUTH:
+        return NGX_DECLINED;
+
+    case GMS_OAUTH_OK:
+        ngx_memzero(claims, sizeof(gms_jwt_claims_t));
+
+        claims->type = GMS_TOKEN_OAUTH;
+        claims->version = 1;
+        claims->expires_at = oc.expires_at;
+        claims->actor_len = oc.actor_len;
+        ngx_memcpy(claims->actor, oc.actor, oc.actor_len + 1);
+
+        ctx->type = GMS_TOKEN_OAUTH;
+
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "gms: token id \"%s\" an OAuth token of \"%s\"",
+                       ctx->id, providers[oc.provider].issuer);
+
+        return NGX_OK;
+
+    case GMS_OAUTH_EXPIRED:
+        ngx_http_gms_count(jwt_rejected[NGX_HTTP_GMS_JWT_EXPIRED]);
+        ctx->result = NGX_HTTP_GMS_EXPIRED;
+        break;
+
+    case GMS_OAUTH_PREMATURE:
+        ngx_http_gms_count(jwt_rejected[NGX_HTTP_GMS_JWT_EXPIRED]);
+        ctx->result = NGX_HTTP_GMS_INVALID;
+        break;
+
+    case GMS_OAUTH_MALFORMED:
+        ngx_http_gms_count(jwt_rejected[NGX_HTTP_GMS_JWT_MALFORMED]);
+        ctx->result = NGX_HTTP_GMS_INVALID;
+        break;
+
+    default: /* GMS_OAUTH_UNTRUSTED, GMS_OAUTH_BAD_SIGNATURE */
+        ngx_http_gms_count(jwt_rejected[NGX_HTTP_GMS_JWT_BAD_SIGNATURE]);
+        ctx->result = NGX_HTTP_GMS_INVALID;
+        break;
+    }
+
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "gms: token id \"%s\" refused as an OAuth token: %s",
+                  ctx->id, oc.error);
+
+    return NGX_ABORT;
+}
+
+
+/* what the cache's entries of OAuth tokens depend on, for its source */
+
+void
+ngx_http_gms_oauth_source(ngx_http_gms_main_conf_t *gmcf, uint32_t *crc)
+{
+    ngx_uint_t             i, k;
+    ngx_http_gms_oauth_t  *oa;
+
+    if (gmcf->oauth == NULL) {
+        return;
+    }
+
+    oa = gmcf->oauth->elts;
+
+    for (i = 0; i < gmcf->oauth->nelts; i++) {
+        ngx_crc32_update(crc, (u_char *) oa[i].provider.issuer,
+                         ngx_strlen(oa[i].provider.issuer) + 1);
+
+        for (k = 0; k < oa[i].provider.naudiences; k++) {
+            ngx_crc32_update(crc, (u_char *) oa[i].provider.audiences[k],
+                             ngx_strlen(oa[i].provider.audiences[k]) + 1);
+        }
+
+        ngx_crc32_update(crc, (u_char *) oa[i].provider.user_claim,
+                         ngx_strlen(oa[i].provider.user_claim) + 1);
+        ngx_crc32_update(crc, (u_char *) &oa[i].provider.alg,
+                         sizeof(oa[i].provider.alg));
+        ngx_crc32_update(crc, oa[i].jwks_file.data, oa[i].jwks_file.len);
+    }
+}
+
+
+static void
+ngx_http_gms_oauth_cleanup(void *data)
+{
+    gms_jwks_free(data);
+}
