@@ -23,6 +23,7 @@
 #include "ngx_http_gms_sentinel.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
+#include "ngx_http_gms_release.h"
 
 #include "gms_lookup.h"
 
@@ -62,11 +63,6 @@ static ngx_conf_post_handler_pt  ngx_http_gms_forbidden_status_p =
     ngx_http_gms_forbidden_status;
 static ngx_conf_post_handler_pt  ngx_http_gms_redis_timeout_p =
     ngx_http_gms_redis_timeout;
-
-
-/* what GMS 0.14 and later accept for getEsTaskStatus, any one of them */
-static ngx_str_t  ngx_http_gms_es_default_privileges =
-    ngx_string("GET_ES_TASK_STATUS_PRIVILEGE,MANAGE_SYSTEM_OPERATIONS");
 
 
 static ngx_conf_enum_t  ngx_http_gms_phases[] = {
@@ -243,7 +239,7 @@ static ngx_command_t  ngx_http_gms_commands[] = {
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_num_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_gms_loc_conf_t, forbidden_status),
+      offsetof(ngx_http_gms_loc_conf_t, forbidden_conf),
       &ngx_http_gms_forbidden_status_p },
 
     { ngx_string("gms_token_cache"),
@@ -263,6 +259,13 @@ static ngx_command_t  ngx_http_gms_commands[] = {
     { ngx_string("gms_es_task_status"),
       NGX_HTTP_LOC_CONF|NGX_CONF_TAKE12,
       ngx_http_gms_es_task_directive,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("gms_datahub_version"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_gms_datahub_version,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
@@ -531,15 +534,6 @@ ngx_http_gms_create_main_conf(ngx_conf_t *cf)
         return NULL;
     }
 
-    if (ngx_array_init(&gmcf->es_privileges, cf->pool, 2, sizeof(ngx_str_t))
-        != NGX_OK
-        || ngx_http_gms_privilege_list(cf, &ngx_http_gms_es_default_privileges,
-                                       &gmcf->es_privileges)
-           != NGX_OK)
-    {
-        return NULL;
-    }
-
     gmcf->timeout = NGX_CONF_UNSET_MSEC;
     gmcf->ssl_verify = NGX_CONF_UNSET;
     gmcf->jwt_leeway = NGX_CONF_UNSET_MSEC;
@@ -658,8 +652,9 @@ ngx_http_gms_create_loc_conf(ngx_conf_t *cf)
     conf->unknown_signed = NGX_CONF_UNSET_UINT;
     conf->source = NGX_CONF_UNSET_PTR;
     conf->privileges = NGX_CONF_UNSET_PTR;
-    conf->forbidden_status = NGX_CONF_UNSET_UINT;
-    conf->es_privileges = NGX_CONF_UNSET_PTR;
+    conf->forbidden_conf = NGX_CONF_UNSET_UINT;
+    conf->es_privileges_conf = NGX_CONF_UNSET_PTR;
+    conf->release = NGX_CONF_UNSET_UINT;
 
     return conf;
 }
@@ -717,11 +712,12 @@ ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     ngx_conf_merge_str_value(conf->realm, prev->realm, "DataHub");
     ngx_conf_merge_ptr_value(conf->privileges, prev->privileges, NULL);
-    ngx_conf_merge_uint_value(conf->forbidden_status, prev->forbidden_status,
-                              NGX_HTTP_UNAUTHORIZED);
     ngx_conf_merge_str_value(conf->es_task_uri, prev->es_task_uri, "");
-    ngx_conf_merge_ptr_value(conf->es_privileges, prev->es_privileges,
-                             &gmcf->es_privileges);
+
+    /* forbidden_status and es_privileges: as set, or by release */
+    if (ngx_http_gms_release_merge(cf, prev, conf) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
 
     if (conf->enable && !gmcf->salt_set) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

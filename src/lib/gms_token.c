@@ -96,14 +96,16 @@ gms_bearer_parse(const unsigned char *value, size_t len,
 /*
  * The system client's credentials as DataHubSystemAuthenticator reads
  * them: the scheme "Basic " or "basic ", then "<client id>:<secret>" as
- * they are, not base64.  Java's split(":") drops trailing empty parts and
- * GMS wants exactly two, so trailing colons are ignored and one colon must
- * remain.  Returns 0 and "id:secret"; -1: another scheme; -2: Basic, but
+ * they are, not base64.  Before DataHub 1.4.0, Java's split(":") drops
+ * trailing empty parts and GMS wants exactly two, so trailing colons are
+ * ignored and one colon must remain; from 1.4.0 (split_first), split(":",
+ * 2): the id ends at the first colon, the rest, colons and all, is the
+ * secret.  Returns 0 and "id:secret"; -1: another scheme; -2: Basic, but
  * not an id and a secret.
  */
 
 int
-gms_basic_parse(const unsigned char *value, size_t len,
+gms_basic_parse(const unsigned char *value, size_t len, int split_first,
     const unsigned char **credentials, size_t *credentials_len)
 {
     size_t                i, colons;
@@ -118,6 +120,17 @@ gms_basic_parse(const unsigned char *value, size_t len,
 
     value += scheme_len;
     len -= scheme_len;
+
+    if (split_first) {
+        if (memchr(value, ':', len) == NULL) {
+            return -2;
+        }
+
+        *credentials = value;
+        *credentials_len = len;
+
+        return 0;
+    }
 
     while (len > 0 && value[len - 1] == ':') {
         len--;
