@@ -117,6 +117,11 @@ ngx_http_gms_passed(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf,
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
 
+    if (ctx != NULL && ctx->result == NGX_HTTP_GMS_GUEST) {
+        /* no credential to forward */
+        return NGX_OK;
+    }
+
     if (ctx == NULL || ctx->credential.data == NULL
         || ngx_http_gms_forward_token(r, &ctx->credential) != NGX_OK)
     {
@@ -220,7 +225,25 @@ ngx_http_gms_check(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf)
     }
 
     if (credential.data == NULL) {
-        ctx->result = NGX_HTTP_GMS_MISSING;
+
+        /*
+         * gms_token_guest: GMS's guest user (DataHubGuestAuthenticator)
+         * decides, but not where the edge checks a privilege: the
+         * guest's are not known here.  An Authorization that
+         * gms_token_source does not read is a credential all the same,
+         * one GMS would read unchecked.
+         */
+
+        if (glcf->guest && r->headers_in.authorization == NULL
+            && !ngx_http_gms_wants_privileges(r))
+        {
+            ctx->result = NGX_HTTP_GMS_GUEST;
+            ctx->type = GMS_TOKEN_GUEST;
+
+        } else {
+            ctx->result = NGX_HTTP_GMS_MISSING;
+        }
+
         return ngx_http_gms_decide(r, ctx);
     }
 
@@ -356,6 +379,14 @@ ngx_http_gms_decide(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
 {
     ngx_http_gms_loc_conf_t   *glcf;
     ngx_http_gms_main_conf_t  *gmcf;
+
+    if (ctx->result == NGX_HTTP_GMS_GUEST) {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "gms: no credential: GMS's guest decides");
+
+        ngx_http_gms_count(requests[NGX_HTTP_GMS_GUEST]);
+        return NGX_OK;
+    }
 
     if (ctx->result == NGX_HTTP_GMS_PASSED) {
 
@@ -631,6 +662,12 @@ ngx_http_gms_subrequest_handler(ngx_http_request_t *r)
 
     if (ctx != NULL && ctx->result == NGX_HTTP_GMS_PASSED
         && ngx_http_gms_may_pass(r))
+    {
+        return NGX_DECLINED;
+    }
+
+    if (ctx != NULL && ctx->result == NGX_HTTP_GMS_GUEST && glcf->guest
+        && glcf->privileges == NULL)
     {
         return NGX_DECLINED;
     }

@@ -270,6 +270,13 @@ static ngx_command_t  ngx_http_gms_commands[] = {
       0,
       NULL },
 
+    { ngx_string("gms_token_guest"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_gms_loc_conf_t, guest),
+      NULL },
+
       ngx_null_command
 };
 
@@ -336,7 +343,8 @@ static ngx_str_t  ngx_http_gms_results[] = {
     ngx_string("invalid"),
     ngx_string("forbidden"),
     ngx_string("error"),
-    ngx_string("passed")
+    ngx_string("passed"),
+    ngx_string("guest")
 };
 
 
@@ -417,7 +425,10 @@ ngx_http_gms_result_variable(ngx_http_request_t *r,
 }
 
 
-/* PERSONAL, SESSION, SERVICE_ACCOUNT, SYSTEM: for an accepted credential */
+/*
+ * PERSONAL, SESSION, SERVICE_ACCOUNT, SYSTEM: for an accepted credential;
+ * GUEST: for none, where gms_token_guest lets it through
+ */
 
 static ngx_int_t
 ngx_http_gms_type_variable(ngx_http_request_t *r,
@@ -429,7 +440,9 @@ ngx_http_gms_type_variable(ngx_http_request_t *r,
     ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
 
     if (ctx == NULL || (ctx->es && r == ctx->es->subrequest)
-        || ctx->result != NGX_HTTP_GMS_OK || ctx->type == GMS_TOKEN_NONE)
+        || (ctx->result != NGX_HTTP_GMS_OK
+            && ctx->result != NGX_HTTP_GMS_GUEST)
+        || ctx->type == GMS_TOKEN_NONE)
     {
         v->not_found = 1;
         return NGX_OK;
@@ -655,6 +668,7 @@ ngx_http_gms_create_loc_conf(ngx_conf_t *cf)
     conf->forbidden_conf = NGX_CONF_UNSET_UINT;
     conf->es_privileges_conf = NGX_CONF_UNSET_PTR;
     conf->release = NGX_CONF_UNSET_UINT;
+    conf->guest = NGX_CONF_UNSET;
 
     return conf;
 }
@@ -713,6 +727,8 @@ ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_str_value(conf->realm, prev->realm, "DataHub");
     ngx_conf_merge_ptr_value(conf->privileges, prev->privileges, NULL);
     ngx_conf_merge_str_value(conf->es_task_uri, prev->es_task_uri, "");
+
+    ngx_conf_merge_value(conf->guest, prev->guest, 0);
 
     /* forbidden_status and es_privileges: as set, or by release */
     if (ngx_http_gms_release_merge(cf, prev, conf) != NGX_OK) {

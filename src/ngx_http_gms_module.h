@@ -33,6 +33,7 @@ typedef enum {
     NGX_HTTP_GMS_FORBIDDEN,
     NGX_HTTP_GMS_ERROR,
     NGX_HTTP_GMS_PASSED,            /* signed, unknown to Redis: to GMS */
+    NGX_HTTP_GMS_GUEST,             /* no credential: GMS's guest user */
     NGX_HTTP_GMS_NRESULTS
 } ngx_http_gms_result_e;
 
@@ -144,6 +145,7 @@ typedef struct {
 
     /* gms_datahub_version, and what depends on it unless set */
     ngx_uint_t                 release;        /* a gms_release_t */
+    ngx_flag_t                 guest;          /* gms_token_guest */
     ngx_uint_t                 forbidden_conf; /* 0: by release */
     ngx_array_t               *es_privileges_conf;
 

@@ -3,9 +3,10 @@
  * gms_datahub_version X.Y[.Z]: the DataHub release GMS runs.  A location
  * takes from it what it does not set itself: the status of a missing
  * privilege (gms_token_forbidden_status), getEsTaskStatus's privileges
- * (gms_es_task_status ... privilege=), and whether the system client's
- * secret may hold a colon.  What changes by release at request time (the
- * expired token's message, service-account tokens) is read in
+ * (gms_es_task_status ... privilege=), whether the system client's
+ * secret may hold a colon, and whether gms_token_guest may be on.  What
+ * changes by release at request time (the expired token's message,
+ * service-account tokens, the system client's split) is read in
  * ngx_http_gms_auth.c.  The table itself is src/lib/gms_release.c.
  */
 
@@ -106,6 +107,18 @@ ngx_http_gms_release_merge(ngx_conf_t *cf, ngx_http_gms_loc_conf_t *prev,
             "GMS before DataHub 1.4.0 could never accept "
             "(DataHubSystemAuthenticator splits at every colon), and "
             "gms_datahub_version is %ui.%ui.%ui here",
+            (ngx_uint_t) (conf->release >> 16),
+            (ngx_uint_t) ((conf->release >> 8) & 0xff),
+            (ngx_uint_t) (conf->release & 0xff));
+        return NGX_ERROR;
+    }
+
+    if (conf->enable && conf->guest && conf->release < GMS_RELEASE(1, 0, 0))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+            "gms_token_guest needs DataHub 1.0.0 or later "
+            "(DataHubGuestAuthenticator), and gms_datahub_version is "
+            "%ui.%ui.%ui here",
             (ngx_uint_t) (conf->release >> 16),
             (ngx_uint_t) ((conf->release >> 8) & 0xff),
             (ngx_uint_t) (conf->release & 0xff));

@@ -19,7 +19,7 @@
 
 
 const char  *gms_token_type_names[GMS_TOKEN_NTYPES] = {
-    "", "PERSONAL", "SESSION", "SERVICE_ACCOUNT", "SYSTEM"
+    "", "PERSONAL", "SESSION", "SERVICE_ACCOUNT", "SYSTEM", "GUEST"
 };
 
 
@@ -158,7 +158,9 @@ gms_token_type_parse(const char *name, size_t len)
 {
     size_t  i;
 
-    for (i = 1; i < GMS_TOKEN_NTYPES; i++) {
+    /* a token's types only: SYSTEM and GUEST are no token's */
+
+    for (i = 1; i < GMS_TOKEN_SYSTEM; i++) {
         if (strlen(gms_token_type_names[i]) == len
             && memcmp(gms_token_type_names[i], name, len) == 0)
         {

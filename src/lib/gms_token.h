@@ -26,6 +26,7 @@ typedef enum {
     GMS_TOKEN_SESSION,
     GMS_TOKEN_SERVICE_ACCOUNT,
     GMS_TOKEN_SYSTEM,               /* the system client, not a token */
+    GMS_TOKEN_GUEST,                /* no credential: GMS's guest user */
     GMS_TOKEN_NTYPES
 } gms_token_type_e;
 

@@ -301,7 +301,9 @@ test_basic(void)
        && gms_token_type_parse("SERVICE_ACCOUNT", 15)
           == GMS_TOKEN_SERVICE_ACCOUNT
        && gms_token_type_parse("personal", 8) == GMS_TOKEN_NONE
-       && gms_token_type_parse("", 0) == GMS_TOKEN_NONE,
+       && gms_token_type_parse("", 0) == GMS_TOKEN_NONE
+       && gms_token_type_parse("SYSTEM", 6) == GMS_TOKEN_NONE
+       && gms_token_type_parse("GUEST", 5) == GMS_TOKEN_NONE,
        "token type names");
 }
 
