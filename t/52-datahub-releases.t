@@ -42,12 +42,15 @@ GmsTest::write_file("$dir/colon-secret", "$COLON_SECRET\n");
 # release that does (authentication.excludedPaths in metadata-service/
 # configuration/src/main/resources/application.yaml from v1.0.0; before,
 # the servlets outside the AuthenticationFilter: web.xml at v0.13.0,
-# WebApplicationInitializer.java at v0.14.1 and v0.15.0).
+# WebApplicationInitializer.java at v0.14.1 and v0.15.0), and the health
+# checks HealthStatusAuthenticator lets in, in every release.
 my @OPEN_PATHS = (
     ['/health',                                    '0.13.0'],
     ['/config',                                    '0.13.0'],
     ['/config/search/export',                      '0.13.0'],
     ['/schema-registry/api/subjects',              '0.13.0'],
+    ['/openapi/check/ready',                       '0.13.0'],
+    ['/openapi/up/',                               '0.13.0'],
     ['/public-iceberg/v1/config',                  '1.0.0'],
     ['/actuator/prometheus',                       '1.2.0'],
     ['/health/live',                               '1.3.0'],
