@@ -113,8 +113,7 @@ ngx_http_gms_release_merge(ngx_conf_t *cf, ngx_http_gms_loc_conf_t *prev,
         return NGX_ERROR;
     }
 
-    if (conf->enable && conf->guest && conf->release < GMS_RELEASE(1, 0, 0))
-    {
+    if (conf->enable && conf->guest && !gms_release_guest(conf->release)) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
             "gms_token_guest needs DataHub 1.0.0 or later "
             "(DataHubGuestAuthenticator), and gms_datahub_version is "

@@ -146,3 +146,21 @@ gms_release_service_accounts(gms_release_t v)
 {
     return v >= GMS_RELEASE(1, 4, 0);
 }
+
+
+/* DataHubGuestAuthenticator, off by default, from 1.0.0 */
+
+int
+gms_release_guest(gms_release_t v)
+{
+    return v >= GMS_RELEASE(1, 0, 0);
+}
+
+
+/* DataHubOAuthAuthenticator, off by default, from 1.3.0 (PR 14707) */
+
+int
+gms_release_oauth(gms_release_t v)
+{
+    return v >= GMS_RELEASE(1, 3, 0);
+}

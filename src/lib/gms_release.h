@@ -57,5 +57,11 @@ int gms_release_secret_colon(gms_release_t v);
 /* 1 when GMS knows the SERVICE_ACCOUNT token type */
 int gms_release_service_accounts(gms_release_t v);
 
+/* 1 when GMS has a guest user to give a request without a credential */
+int gms_release_guest(gms_release_t v);
+
+/* 1 when GMS can accept external OAuth tokens (an identity provider's) */
+int gms_release_oauth(gms_release_t v);
+
 
 #endif /* _GMS_RELEASE_H_INCLUDED_ */

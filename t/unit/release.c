@@ -98,6 +98,13 @@ test_answers(void)
        "1.3.0: no SERVICE_ACCOUNT tokens");
     ok(gms_release_service_accounts(GMS_RELEASE(1, 4, 0)),
        "1.4.0: SERVICE_ACCOUNT tokens");
+
+    ok(!gms_release_guest(GMS_RELEASE(0, 15, 0))
+       && gms_release_guest(GMS_RELEASE(1, 0, 0)),
+       "a guest user from 1.0.0 (DataHubGuestAuthenticator)");
+    ok(!gms_release_oauth(GMS_RELEASE(1, 2, 0))
+       && gms_release_oauth(GMS_RELEASE(1, 3, 0)),
+       "OAuth tokens from 1.3.0 (DataHubOAuthAuthenticator, PR 14707)");
 }
 
 
