@@ -574,6 +574,18 @@ render() {
             NGX_TOKEN_SOURCE="gms_token_source $source;" ;;
     esac
 
+    # the DataHub release GMS runs: nginx refuses one it does not know,
+    # naming the known ones
+    NGX_DATAHUB_VERSION=${GMS_DATAHUB_VERSION:-0.13.0}
+    case $NGX_DATAHUB_VERSION in
+        *[!0-9.]*|.*|*.|*..*|*.*.*.*) version_ok= ;;
+        *.*) version_ok=1 ;;
+        *) version_ok= ;;
+    esac
+    [ -n "$version_ok" ] \
+        || die "GMS_DATAHUB_VERSION: '$NGX_DATAHUB_VERSION' is not a" \
+               "DataHub release such as 1.4.0"
+
     NGX_PREFLIGHT=${GMS_TOKEN_PREFLIGHT:-check}
     case $NGX_PREFLIGHT in
         check|pass) ;;
@@ -636,7 +648,7 @@ render() {
                NGX_REDIS NGX_REDIS_SSL NGX_REDIS_TIMEOUT NGX_KEY_PREFIX \
                NGX_SALT NGX_CACHE NGX_METRICS_ALLOW NGX_CREDENTIALS \
                NGX_FRONTEND_SERVERS NGX_TOKEN_SOURCE NGX_PREFLIGHT \
-               NGX_UNKNOWN_SIGNED
+               NGX_UNKNOWN_SIGNED NGX_DATAHUB_VERSION
 
         layout=$(mktemp "$run_dir/nginx.conf.XXXXXX")
         tmp=$(mktemp "$run_dir/nginx.conf.XXXXXX")
@@ -653,7 +665,7 @@ render() {
                   ${NGX_SALT} ${NGX_CACHE} ${NGX_METRICS_ALLOW}
                   ${NGX_CREDENTIALS} ${NGX_FRONTEND_SERVERS}
                   ${NGX_TOKEN_SOURCE} ${NGX_PREFLIGHT}
-                  ${NGX_UNKNOWN_SIGNED}' \
+                  ${NGX_UNKNOWN_SIGNED} ${NGX_DATAHUB_VERSION}' \
             < "$layout" > "$tmp" \
             || { rm -f "$layout" "$tmp"; exit 1; }
         rm -f "$layout"

@@ -78,9 +78,12 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 
     check(gms_jwt_verify(data, size, &key, 1, 1800000000000LL, 0, &c), &c);
 
-    if (gms_basic_parse(data, size, &cred, &len) == 0
-        && (cred < data || cred + len > data + size
-            || memchr(cred, ':', len) == NULL))
+    if ((gms_basic_parse(data, size, 0, &cred, &len) == 0
+         && (cred < data || cred + len > data + size
+             || memchr(cred, ':', len) == NULL))
+        || (gms_basic_parse(data, size, 1, &cred, &len) == 0
+            && (cred < data || cred + len > data + size
+                || memchr(cred, ':', len) == NULL)))
     {
         abort();
     }

@@ -59,6 +59,7 @@ static ngx_int_t ngx_http_gms_challenge(ngx_conf_t *cf, ngx_str_t *realm,
 
 static ngx_str_t  ngx_http_gms_deny_bodies[NGX_HTTP_GMS_NRESULTS];
 static ngx_str_t  ngx_http_gms_deny_forbidden_403;
+static ngx_str_t  ngx_http_gms_deny_expired_generic;
 
 
 ngx_int_t
@@ -118,6 +119,11 @@ ngx_http_gms_passed(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf,
     }
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
+
+    if (ctx != NULL && ctx->result == NGX_HTTP_GMS_GUEST) {
+        /* no credential to forward */
+        return NGX_OK;
+    }
 
     if (ctx == NULL || ctx->credential.data == NULL
         || ngx_http_gms_forward_token(r, &ctx->credential) != NGX_OK)
@@ -196,8 +202,9 @@ ngx_http_gms_check(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf)
     if (credential.data != NULL && gmcf->system_client
         && glcf->source == NULL)
     {
-        switch (gms_basic_parse(credential.data, credential.len, &token,
-                                &len))
+        switch (gms_basic_parse(credential.data, credential.len,
+                                gms_release_secret_colon(glcf->release),
+                                &token, &len))
         {
 
         case 0:
@@ -222,7 +229,25 @@ ngx_http_gms_check(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf)
     }
 
     if (credential.data == NULL) {
-        ctx->result = NGX_HTTP_GMS_MISSING;
+
+        /*
+         * gms_token_guest: GMS's guest user (DataHubGuestAuthenticator)
+         * decides, but not where the edge checks a privilege: the
+         * guest's are not known here.  An Authorization that
+         * gms_token_source does not read is a credential all the same,
+         * one GMS would read unchecked.
+         */
+
+        if (glcf->guest && r->headers_in.authorization == NULL
+            && !ngx_http_gms_wants_privileges(r))
+        {
+            ctx->result = NGX_HTTP_GMS_GUEST;
+            ctx->type = GMS_TOKEN_GUEST;
+
+        } else {
+            ctx->result = NGX_HTTP_GMS_MISSING;
+        }
+
         return ngx_http_gms_decide(r, ctx);
     }
 
@@ -403,6 +428,14 @@ ngx_http_gms_decide(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
     ngx_http_gms_loc_conf_t   *glcf;
     ngx_http_gms_main_conf_t  *gmcf;
 
+    if (ctx->result == NGX_HTTP_GMS_GUEST) {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "gms: no credential: GMS's guest decides");
+
+        ngx_http_gms_count(requests[NGX_HTTP_GMS_GUEST]);
+        return NGX_OK;
+    }
+
     if (ctx->result == NGX_HTTP_GMS_PASSED) {
 
         if (ngx_http_gms_may_pass(r)) {
@@ -423,12 +456,19 @@ ngx_http_gms_decide(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
     if (ctx->result == NGX_HTTP_GMS_OK) {
         glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
 
-        if (ngx_http_gms_has_any_privilege(ctx, glcf->privileges)) {
+        if (ctx->type == GMS_TOKEN_SERVICE_ACCOUNT
+            && !gms_release_service_accounts(glcf->release))
+        {
+            /* unknown to GMS's TokenType before 1.4.0: 401, as GMS */
+            ctx->result = NGX_HTTP_GMS_INVALID;
+
+        } else if (ngx_http_gms_has_any_privilege(ctx, glcf->privileges)) {
             ngx_http_gms_count(requests[NGX_HTTP_GMS_OK]);
             return NGX_OK;
-        }
 
-        ctx->result = NGX_HTTP_GMS_FORBIDDEN;
+        } else {
+            ctx->result = NGX_HTTP_GMS_FORBIDDEN;
+        }
     }
 
     ngx_http_gms_count(requests[ctx->result]);
@@ -459,9 +499,17 @@ ngx_http_gms_deny(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
         challenge = &glcf->challenge;
         break;
 
+    case NGX_HTTP_GMS_EXPIRED:
+
+        /* from 1.3.0 (and in 0.14.0 to 1.0) GMS does not say "expired" */
+        if (gms_release_expired_generic(glcf->release)) {
+            body = &ngx_http_gms_deny_expired_generic;
+        }
+
+        break;
+
     case NGX_HTTP_GMS_MALFORMED:
     case NGX_HTTP_GMS_UNKNOWN:
-    case NGX_HTTP_GMS_EXPIRED:
     case NGX_HTTP_GMS_INVALID:
         break;
 
@@ -533,6 +581,14 @@ ngx_http_gms_auth_init_bodies(ngx_conf_t *cf)
         {
             return NGX_ERROR;
         }
+    }
+
+    if (ngx_http_gms_error_body(cf, NGX_HTTP_UNAUTHORIZED,
+                                GMS_RELEASE_UNAUTHORIZED,
+                                &ngx_http_gms_deny_expired_generic)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
     }
 
     return ngx_http_gms_error_body(cf, NGX_HTTP_FORBIDDEN,
@@ -654,6 +710,12 @@ ngx_http_gms_subrequest_handler(ngx_http_request_t *r)
 
     if (ctx != NULL && ctx->result == NGX_HTTP_GMS_PASSED
         && ngx_http_gms_may_pass(r))
+    {
+        return NGX_DECLINED;
+    }
+
+    if (ctx != NULL && ctx->result == NGX_HTTP_GMS_GUEST && glcf->guest
+        && glcf->privileges == NULL)
     {
         return NGX_DECLINED;
     }

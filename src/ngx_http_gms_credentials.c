@@ -158,15 +158,17 @@ ngx_http_gms_system_client(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return rv;
     }
 
-    if (secret.len == 0
-        || ngx_strlchr(secret.data, secret.data + secret.len, ':'))
-    {
+    if (secret.len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "system client secret in \"%V\" is empty or "
-                           "holds a colon, which GMS could never accept",
-                           &path);
+                           "system client secret in \"%V\" is empty, "
+                           "which GMS could never accept", &path);
         return NGX_CONF_ERROR;
     }
+
+    /* refused where gms_datahub_version is before 1.4.0: release.c */
+    gmcf->system_colon = (ngx_strlchr(secret.data, secret.data + secret.len,
+                                      ':')
+                          != NULL);
 
     pair.len = value[1].len + 1 + secret.len;
     pair.data = ngx_pnalloc(cf->temp_pool, pair.len);

@@ -11,6 +11,7 @@
 #include "ngx_http_gms_response.h"
 #include "ngx_http_gms_privilege.h"
 #include "ngx_http_gms_metrics.h"
+#include "ngx_http_gms_release.h"
 
 #include "gms_restli.h"
 
@@ -45,8 +46,8 @@ static ngx_http_output_body_filter_pt  ngx_http_next_body_filter;
 
 /*
  * gms_es_task_status URI [privilege=NAME[,NAME...] | privilege=off];
- * without privilege= the default pair, not what an enclosing location's
- * directive set
+ * without privilege= those of gms_datahub_version's release, not what an
+ * enclosing location's directive set
  */
 
 char *
@@ -55,8 +56,7 @@ ngx_http_gms_es_task_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 {
     ngx_http_gms_loc_conf_t *glcf = conf;
 
-    ngx_str_t                 *value, list;
-    ngx_http_gms_main_conf_t  *gmcf;
+    ngx_str_t  *value, list;
 
     if (glcf->es_task_uri.data != NULL) {
         return "is duplicate";
@@ -73,8 +73,7 @@ ngx_http_gms_es_task_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     glcf->es_task_uri = value[1];
 
     if (cf->args->nelts == 2) {
-        gmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_gms_module);
-        glcf->es_privileges = &gmcf->es_privileges;
+        glcf->es_privileges_conf = &ngx_http_gms_es_by_release;
         return NGX_CONF_OK;
     }
 
@@ -91,16 +90,17 @@ ngx_http_gms_es_task_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     list.len = value[2].len - (sizeof("privilege=") - 1);
 
     if (list.len == 3 && ngx_strncmp(list.data, "off", 3) == 0) {
-        glcf->es_privileges = NULL;
+        glcf->es_privileges_conf = NULL;
         return NGX_CONF_OK;
     }
 
-    glcf->es_privileges = ngx_array_create(cf->pool, 2, sizeof(ngx_str_t));
-    if (glcf->es_privileges == NULL) {
+    glcf->es_privileges_conf = ngx_array_create(cf->pool, 2,
+                                                sizeof(ngx_str_t));
+    if (glcf->es_privileges_conf == NULL) {
         return NGX_CONF_ERROR;
     }
 
-    if (ngx_http_gms_privilege_list(cf, &list, glcf->es_privileges)
+    if (ngx_http_gms_privilege_list(cf, &list, glcf->es_privileges_conf)
         != NGX_OK)
     {
         return NGX_CONF_ERROR;

@@ -53,7 +53,7 @@ static ngx_uint_t  ngx_http_gms_latency_bounds[NGX_HTTP_GMS_LATENCY_BUCKETS] = {
 
 static const char * const  ngx_http_gms_result_names[NGX_HTTP_GMS_NRESULTS] = {
     "off", "ok", "missing", "malformed", "unknown", "expired", "invalid",
-    "forbidden", "error", "passed"
+    "forbidden", "error", "passed", "guest"
 };
 
 static const char * const  ngx_http_gms_answer_names[NGX_HTTP_GMS_NANSWERS] = {

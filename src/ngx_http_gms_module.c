@@ -24,6 +24,7 @@
 #include "ngx_http_gms_sentinel.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
+#include "ngx_http_gms_release.h"
 
 #include "gms_lookup.h"
 
@@ -63,11 +64,6 @@ static ngx_conf_post_handler_pt  ngx_http_gms_forbidden_status_p =
     ngx_http_gms_forbidden_status;
 static ngx_conf_post_handler_pt  ngx_http_gms_redis_timeout_p =
     ngx_http_gms_redis_timeout;
-
-
-/* what GMS 0.14 and later accept for getEsTaskStatus, any one of them */
-static ngx_str_t  ngx_http_gms_es_default_privileges =
-    ngx_string("GET_ES_TASK_STATUS_PRIVILEGE,MANAGE_SYSTEM_OPERATIONS");
 
 
 static ngx_conf_enum_t  ngx_http_gms_phases[] = {
@@ -251,7 +247,7 @@ static ngx_command_t  ngx_http_gms_commands[] = {
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_num_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_gms_loc_conf_t, forbidden_status),
+      offsetof(ngx_http_gms_loc_conf_t, forbidden_conf),
       &ngx_http_gms_forbidden_status_p },
 
     { ngx_string("gms_token_cache"),
@@ -273,6 +269,20 @@ static ngx_command_t  ngx_http_gms_commands[] = {
       ngx_http_gms_es_task_directive,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
+      NULL },
+
+    { ngx_string("gms_datahub_version"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_gms_datahub_version,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("gms_token_guest"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_gms_loc_conf_t, guest),
       NULL },
 
       ngx_null_command
@@ -341,7 +351,8 @@ static ngx_str_t  ngx_http_gms_results[] = {
     ngx_string("invalid"),
     ngx_string("forbidden"),
     ngx_string("error"),
-    ngx_string("passed")
+    ngx_string("passed"),
+    ngx_string("guest")
 };
 
 
@@ -422,7 +433,10 @@ ngx_http_gms_result_variable(ngx_http_request_t *r,
 }
 
 
-/* PERSONAL, SESSION, SERVICE_ACCOUNT, SYSTEM: for an accepted credential */
+/*
+ * PERSONAL, SESSION, SERVICE_ACCOUNT, SYSTEM: for an accepted credential;
+ * GUEST: for none, where gms_token_guest lets it through
+ */
 
 static ngx_int_t
 ngx_http_gms_type_variable(ngx_http_request_t *r,
@@ -434,7 +448,9 @@ ngx_http_gms_type_variable(ngx_http_request_t *r,
     ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
 
     if (ctx == NULL || (ctx->es && r == ctx->es->subrequest)
-        || ctx->result != NGX_HTTP_GMS_OK || ctx->type == GMS_TOKEN_NONE)
+        || (ctx->result != NGX_HTTP_GMS_OK
+            && ctx->result != NGX_HTTP_GMS_GUEST)
+        || ctx->type == GMS_TOKEN_NONE)
     {
         v->not_found = 1;
         return NGX_OK;
@@ -535,15 +551,6 @@ ngx_http_gms_create_main_conf(ngx_conf_t *cf)
     if (ngx_array_init(&gmcf->error_logs, cf->pool, 16, sizeof(ngx_log_t **))
         != NGX_OK
         || ngx_array_init(&gmcf->mask_headers, cf->pool, 2, sizeof(char *))
-           != NGX_OK)
-    {
-        return NULL;
-    }
-
-    if (ngx_array_init(&gmcf->es_privileges, cf->pool, 2, sizeof(ngx_str_t))
-        != NGX_OK
-        || ngx_http_gms_privilege_list(cf, &ngx_http_gms_es_default_privileges,
-                                       &gmcf->es_privileges)
            != NGX_OK)
     {
         return NULL;
@@ -667,8 +674,10 @@ ngx_http_gms_create_loc_conf(ngx_conf_t *cf)
     conf->unknown_signed = NGX_CONF_UNSET_UINT;
     conf->source = NGX_CONF_UNSET_PTR;
     conf->privileges = NGX_CONF_UNSET_PTR;
-    conf->forbidden_status = NGX_CONF_UNSET_UINT;
-    conf->es_privileges = NGX_CONF_UNSET_PTR;
+    conf->forbidden_conf = NGX_CONF_UNSET_UINT;
+    conf->es_privileges_conf = NGX_CONF_UNSET_PTR;
+    conf->release = NGX_CONF_UNSET_UINT;
+    conf->guest = NGX_CONF_UNSET;
 
     return conf;
 }
@@ -726,11 +735,14 @@ ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     ngx_conf_merge_str_value(conf->realm, prev->realm, "DataHub");
     ngx_conf_merge_ptr_value(conf->privileges, prev->privileges, NULL);
-    ngx_conf_merge_uint_value(conf->forbidden_status, prev->forbidden_status,
-                              NGX_HTTP_UNAUTHORIZED);
     ngx_conf_merge_str_value(conf->es_task_uri, prev->es_task_uri, "");
-    ngx_conf_merge_ptr_value(conf->es_privileges, prev->es_privileges,
-                             &gmcf->es_privileges);
+
+    ngx_conf_merge_value(conf->guest, prev->guest, 0);
+
+    /* forbidden_status and es_privileges: as set, or by release */
+    if (ngx_http_gms_release_merge(cf, prev, conf) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
 
     if (conf->enable && !gmcf->salt_set) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

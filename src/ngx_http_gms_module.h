@@ -19,6 +19,7 @@
 #include "gms_token.h"
 #include "gms_es_task.h"
 #include "gms_jwt.h"
+#include "gms_release.h"
 
 
 typedef enum {
@@ -32,6 +33,7 @@ typedef enum {
     NGX_HTTP_GMS_FORBIDDEN,
     NGX_HTTP_GMS_ERROR,
     NGX_HTTP_GMS_PASSED,            /* signed, unknown to Redis: to GMS */
+    NGX_HTTP_GMS_GUEST,             /* no credential: GMS's guest user */
     NGX_HTTP_GMS_NRESULTS
 } ngx_http_gms_result_e;
 
@@ -106,7 +108,6 @@ typedef struct {
     ngx_str_t                  sync_key;       /* <prefix>sync */
     ngx_str_t                  salt;
     ngx_flag_t                 salt_set;
-    ngx_array_t                es_privileges;  /* the default, of ngx_str_t */
 
     /* gms_token_signing_key_file: tokens verified here when given */
     gms_jwt_key_t              keys[GMS_JWT_KEYS_MAX];
@@ -118,6 +119,7 @@ typedef struct {
 
     /* gms_token_system_client: SHA-256 of "id:secret" */
     ngx_flag_t                 system_client;
+    ngx_flag_t                 system_colon;   /* a ':' in its secret */
     u_char                     system_digest[32];
 
     u_char                     script_sha[41];
@@ -143,6 +145,12 @@ typedef struct {
     ngx_uint_t                 forbidden_status;
     ngx_str_t                  es_task_uri;
     ngx_array_t               *es_privileges;  /* of ngx_str_t; NULL: off */
+
+    /* gms_datahub_version, and what depends on it unless set */
+    ngx_uint_t                 release;        /* a gms_release_t */
+    ngx_flag_t                 guest;          /* gms_token_guest */
+    ngx_uint_t                 forbidden_conf; /* 0: by release */
+    ngx_array_t               *es_privileges_conf;
 
     /* WWW-Authenticate values, made at configuration time */
     ngx_str_t                  challenge;

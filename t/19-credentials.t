@@ -191,6 +191,12 @@ HTTP
             gms_token_auth off;
             gms_token_metrics;
         }
+
+        # service-account tokens exist from DataHub 1.4.0 (TokenType)
+        location /v1.4/ {
+            gms_datahub_version 1.4.0;
+            proxy_pass http://gms;
+        }
 SERVER
 );
 
@@ -288,8 +294,13 @@ subtest 'a personal token with its Redis entry' => sub {
 
 subtest 'a service-account token with its Redis entry' => sub {
     $e->token($svc, actor => urn('svc-ingest'), type => 'SERVICE_ACCOUNT');
-    passed($e->get('/entities/x', $svc), urn('svc-ingest'),
-           'SERVICE_ACCOUNT', 'passed as svc-ingest');
+    passed($e->get('/v1.4/entities/x', $svc), urn('svc-ingest'),
+           'SERVICE_ACCOUNT', 'passed as svc-ingest at 1.4.0');
+
+    # the default release, 0.13.0: TokenType.valueOf fails in GMS's
+    # StatelessTokenService, 401 "Unable to verify the provided token."
+    refused($e->get('/entities/x', $svc), 401, $INVALID_TOKEN, $CANNOT_VERIFY,
+            'refused before 1.4.0');
 };
 
 subtest "a personal token whose Redis entry names another user" => sub {
@@ -476,20 +487,20 @@ for my $case (['a wrong secret', "Basic $SYSTEM:wrong"],
 subtest '$gms_token_type in the access log' => sub {
     $e->get('/logged/session', session('alice'));
     $e->get('/logged/personal', $pat);
-    $e->get('/logged/service-account', $svc);
+    $e->get('/v1.4/logged/service-account', $svc);
     $e->get('/logged/system', undef, Authorization => $BASIC);
     $e->get('/logged/none');
 
     my %want = ('/logged/session' => 'SESSION',
                 '/logged/personal' => 'PERSONAL',
-                '/logged/service-account' => 'SERVICE_ACCOUNT',
+                '/v1.4/logged/service-account' => 'SERVICE_ACCOUNT',
                 '/logged/system' => 'SYSTEM',
                 '/logged/none' => '-');
     my %logged;
 
     # a request is logged as it ends, which may be after its answer
     GmsTest::wait_until(sub {
-        %logged = map { /^(\S+) (\/logged\/\S+)$/ ? ($2 => $1) : () }
+        %logged = map { /^(\S+) ((?:\/v1\.4)?\/logged\/\S+)$/ ? ($2 => $1) : () }
                   split /\n/, GmsTest::slurp($type_log);
         return keys %logged == keys %want;
     }, 5);
@@ -748,6 +759,9 @@ my $colon_secret = file('colon-secret' => "John:Snow\n");
 
 my @good = (
     "gms_token_signing_key_file $key_file;",
+    # DataHubSystemAuthenticator splits at the first ':' from 1.4.0 (PR 15023)
+    "gms_datahub_version 1.4.0;\n"
+    . "gms_token_system_client $SYSTEM secret_file=$colon_secret;",
     "gms_token_signing_key_file $key_file;\n"
     . "gms_token_signing_key_file $new_key_file;",
     "gms_token_signing_key_file $key_file; gms_token_jwt_leeway 30s;\n"
@@ -765,6 +779,7 @@ my @bad = (
      "gms_token_signing_key_file $key_file;\n"
      . "gms_token_signing_key_file $new_key_file;\n"
      . "gms_token_signing_key_file $third_key_file;"],
+    # before 1.4.0 (the default, 0.13.0), at every ':'
     ["a system client secret with ':'", $colon_secret,
      "gms_token_system_client $SYSTEM secret_file=$colon_secret;"],
     ['an empty system client secret', file('empty-secret' => ''),

@@ -1224,11 +1224,15 @@ subtest 'token and privilege' => sub {
 };
 
 
-# Which privilege lets a token ask, per GMS release: the default accepts
-# GET_ES_TASK_STATUS_PRIVILEGE or MANAGE_SYSTEM_OPERATIONS (GMS 0.14 and
-# later), privilege=off any valid token (GMS 0.13.0, REST API
-# authorisation off), or a list of the operator's; a refusal is 401 or,
-# with gms_token_forbidden_status 403, 403 as later releases answer.
+# Which privilege lets a token ask, per GMS release (gms_datahub_version;
+# t/52-datahub-releases.t has every release): the default, 0.13.0, accepts
+# GET_ES_TASK_STATUS_PRIVILEGE alone (OperationsResource at v0.13.0:
+# MANAGE_SYSTEM_OPERATIONS alone no longer passes, as it did before the
+# directive existed), 0.15.0 and later either it or
+# MANAGE_SYSTEM_OPERATIONS (AuthUtil.isAPIOperationsAuthorized, PR 11549);
+# privilege=off any valid token (GMS before 1.0.0 without
+# REST_API_AUTHORIZATION_ENABLED), or a list of the operator's; a refusal
+# is 401 in 0.13.0, 403 from 0.13.1, or gms_token_forbidden_status's.
 subtest 'privilege rules by release' => sub {
     # each location strips its prefix: the edge answers on GMS's own
     # path only
@@ -1243,8 +1247,15 @@ subtest 'privilege rules by release' => sub {
             gms_es_task_status /_es_tasks/ privilege=VIEW_ANALYTICS,MANAGE_INGESTION;
             proxy_pass http://gms;
         }
+        location /rel015/ {
+            rewrite ^/rel015(/operations)$ $1 break;
+            gms_datahub_version 0.15.0;
+            gms_es_task_status /_es_tasks/;
+            proxy_pass http://gms;
+        }
         location /rel1/ {
             rewrite ^/rel1(/operations)$ $1 break;
+            gms_datahub_version 1.0.0;
             gms_token_forbidden_status 403;
             gms_es_task_status /_es_tasks/;
             proxy_pass http://gms;
@@ -1263,8 +1274,9 @@ subtest 'privilege rules by release' => sub {
                 proxy_pass http://gms;
             }
 
-            # its own directive without privilege=: the default pair, not
-            # the enclosing location's privilege=off
+            # its own directive without privilege=: the release's (the
+            # default, 0.13.0: GET_ES_TASK_STATUS_PRIVILEGE alone), not the
+            # enclosing location's privilege=off
             location /outer/own/ {
                 rewrite ^/outer/own(/operations)$ $1 break;
                 gms_es_task_status /_es_tasks/;
@@ -1285,19 +1297,24 @@ S
     my @cases = (
         # path prefix, token, answered (1) or the refusal status
         ['', 'task-reader', 1],
-        ['', 'sysops', 1],
+        # 0.13.0: MANAGE_SYSTEM_OPERATIONS does not grant it
+        ['', 'sysops', 401],
         ['', 'analyst', 401],
         ['', 'nobody', 401],
         ['/rel013', 'nobody', 1],
         ['/rel013', 'analyst', 1],
         ['/custom', 'analyst', 1],
         ['/custom', 'task-reader', 401],
+        ['/rel015', 'sysops', 1],
+        ['/rel015', 'task-reader', 1],
+        ['/rel015', 'nobody', 403],
         ['/rel1', 'sysops', 1],
         ['/rel1', 'nobody', 403],
         ['/outer/inner', 'nobody', 1],
         ['/outer/own', 'nobody', 401],
         ['/outer/own', 'analyst', 401],
-        ['/outer/own', 'sysops', 1],
+        ['/outer/own', 'sysops', 401],
+        ['/outer/own', 'task-reader', 1],
     );
 
     for my $case (@cases) {

@@ -568,7 +568,9 @@ SKIP: {
     skip 'nginx or the module not built (make module)', 5
         unless -x GmsTest::nginx_bin() && -f GmsTest::module_path();
 
-    my $e = GmsTest::Edge->start(salt => $SALT);
+    # service accounts' tokens: DataHub 1.4.0 and later (TokenType)
+    my $e = GmsTest::Edge->start(salt => $SALT,
+                                 http => 'gms_datahub_version 1.4.0;');
     my $to_edge = ['--redis', '127.0.0.1:' . $e->redis->port];
 
     my $res = create(name => 'edge', redis => $to_edge);

@@ -20,7 +20,7 @@ use GmsTest;
 use GmsTest::Edge;
 use GmsTest::JWT;
 use GmsTest::Messages qw($RESTLI_EXCEPTION $INVALID_TOKEN $CANNOT_VERIFY
-                         $EXPIRED_TOKEN);
+                         $GMS_UNAUTHORIZED);
 
 GmsTest::need_module();
 GmsTest::need_redis();
@@ -54,8 +54,10 @@ sub claims {
 
 sub token { GmsTest::JWT::rs256($k1, 'k1', claims(@_)) }
 
+# DataHubOAuthAuthenticator came with DataHub 1.3.0
 my $e = GmsTest::Edge->start(
-    http   => "gms_token_oauth issuer=$ISS audience=$AUD,datahub "
+    http   => "gms_datahub_version 1.3.0;\n"
+              . "gms_token_oauth issuer=$ISS audience=$AUD,datahub "
               . "jwks_file=$dir/jwks.json;",
     server => 'add_header X-Gms-Type $gms_token_type always;',
 );
@@ -94,7 +96,8 @@ subtest "a privilege is read from Redis for the token's user" => sub {
     my $bob = 'urn:li:corpuser:__oauth_idp_example_test_realms_dh_bob';
     my $lookups = $e->lookups;
     my $res = $e->get('/admin/x', $t);
-    is($res->{status}, 401, 'without the privilege: refused (401)');
+    # DataHub 1.3.0: a missing privilege is 403 (from 0.13.1, PR 10066)
+    is($res->{status}, 403, 'without the privilege: refused (403)');
     is($e->lookups - $lookups, 1, 'after one Redis lookup');
     $e->grant($bob, 'MANAGE_ACCESS_TOKENS');
     $res = $e->get('/admin/x', $t);
@@ -113,7 +116,8 @@ my @bad = (
      $CANNOT_VERIFY],
     ['wrong audience', token(aud => 'someone-else'), $CANNOT_VERIFY],
     ['no audience', token(aud => undef), $CANNOT_VERIFY],
-    ['expired', token(exp => time() - 60), $EXPIRED_TOKEN],
+    # 1.3.0: AuthenticationEnforcementFilter's one message (PR 14292)
+    ['expired', token(exp => time() - 60), $GMS_UNAUTHORIZED],
     ['not yet valid (nbf)', token(nbf => time() + 600), $CANNOT_VERIFY],
     ['unknown kid', GmsTest::JWT::rs256($k1, 'k9', claims()),
      $CANNOT_VERIFY],
@@ -194,7 +198,8 @@ GmsTest::write_file("$dir/key", "$KEY\n");
 write_jwks(GmsTest::JWT::jwks([$k1, 'k1']));
 
 my $s = GmsTest::Edge->start(
-    http   => "gms_token_oauth issuer=$ISS audience=$AUD "
+    http   => "gms_datahub_version 1.7.0;\n"
+              . "gms_token_oauth issuer=$ISS audience=$AUD "
               . "jwks_file=$dir/jwks.json;\n"
               . "gms_token_signing_key_file $dir/key;\n"
               . 'gms_token_cache zone=tokens:1m ttl=30s;',
@@ -242,6 +247,7 @@ error_log %%TESTDIR%%/error.log;
 events { }
 http {
     gms_token_salt "";
+    gms_datahub_version %%VERSION%%;
     %%HTTP%%
     server {
         listen 127.0.0.1:1;
@@ -251,8 +257,9 @@ http {
 CONF
 
 sub nginx_t {
-    my ($http) = @_;
-    return GmsTest::nginx_t($conf =~ s/%%HTTP%%/$http/r);
+    my ($http, $version) = @_;
+    my $text = $conf =~ s/%%HTTP%%/$http/r;
+    return GmsTest::nginx_t($text =~ s/%%VERSION%%/$version \/\/ '1.3.0'/er);
 }
 
 GmsTest::write_file("$dir/good.json", GmsTest::JWT::jwks([$k1, 'k1']));
@@ -291,5 +298,18 @@ like($out, qr/needs issuer=, audience= and jwks_file=/,
                       . "jwks_file=$dir/good.json;");
 like($out, qr/issuer ".*" is given twice/,
      'nginx -t refuses an issuer given twice');
+
+# GMS before 1.3.0 has no DataHubOAuthAuthenticator: it refuses them all
+for my $version (qw(0.13.0 1.2.0)) {
+    ($rc, $out) = nginx_t("gms_token_oauth issuer=$ISS audience=a "
+                          . "jwks_file=$dir/good.json;", $version);
+    isnt($rc, 0, "nginx -t refuses gms_token_oauth for DataHub $version");
+    like($out, qr/gms_token_oauth needs DataHub 1\.3\.0 or later (?x:
+                  )\(DataHubOAuthAuthenticator\), and gms_datahub_version (?x:
+                  )is \Q$version\E here/, '... saying why');
+}
+($rc, $out) = nginx_t("gms_token_oauth issuer=$ISS audience=a "
+                      . "jwks_file=$dir/good.json;", '1.3.0');
+is($rc, 0, '... and accepts it for 1.3.0') or diag($out);
 
 done_testing();

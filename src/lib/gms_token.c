@@ -19,7 +19,7 @@
 
 
 const char  *gms_token_type_names[GMS_TOKEN_NTYPES] = {
-    "", "PERSONAL", "SESSION", "SERVICE_ACCOUNT", "SYSTEM", "OAUTH"
+    "", "PERSONAL", "SESSION", "SERVICE_ACCOUNT", "SYSTEM", "OAUTH", "GUEST"
 };
 
 
@@ -96,14 +96,16 @@ gms_bearer_parse(const unsigned char *value, size_t len,
 /*
  * The system client's credentials as DataHubSystemAuthenticator reads
  * them: the scheme "Basic " or "basic ", then "<client id>:<secret>" as
- * they are, not base64.  Java's split(":") drops trailing empty parts and
- * GMS wants exactly two, so trailing colons are ignored and one colon must
- * remain.  Returns 0 and "id:secret"; -1: another scheme; -2: Basic, but
+ * they are, not base64.  Before DataHub 1.4.0, Java's split(":") drops
+ * trailing empty parts and GMS wants exactly two, so trailing colons are
+ * ignored and one colon must remain; from 1.4.0 (split_first), split(":",
+ * 2): the id ends at the first colon, the rest, colons and all, is the
+ * secret.  Returns 0 and "id:secret"; -1: another scheme; -2: Basic, but
  * not an id and a secret.
  */
 
 int
-gms_basic_parse(const unsigned char *value, size_t len,
+gms_basic_parse(const unsigned char *value, size_t len, int split_first,
     const unsigned char **credentials, size_t *credentials_len)
 {
     size_t                i, colons;
@@ -118,6 +120,17 @@ gms_basic_parse(const unsigned char *value, size_t len,
 
     value += scheme_len;
     len -= scheme_len;
+
+    if (split_first) {
+        if (memchr(value, ':', len) == NULL) {
+            return -2;
+        }
+
+        *credentials = value;
+        *credentials_len = len;
+
+        return 0;
+    }
 
     while (len > 0 && value[len - 1] == ':') {
         len--;
@@ -145,9 +158,9 @@ gms_token_type_parse(const char *name, size_t len)
 {
     size_t  i;
 
-    /* OAUTH is the edge's name for an issuer's token: no entry holds it */
+    /* a token's types only: SYSTEM, OAUTH and GUEST are no token's */
 
-    for (i = 1; i <= GMS_TOKEN_SYSTEM; i++) {
+    for (i = 1; i < GMS_TOKEN_SYSTEM; i++) {
         if (strlen(gms_token_type_names[i]) == len
             && memcmp(gms_token_type_names[i], name, len) == 0)
         {

@@ -27,13 +27,14 @@ typedef enum {
     GMS_TOKEN_SERVICE_ACCOUNT,
     GMS_TOKEN_SYSTEM,               /* the system client, not a token */
     GMS_TOKEN_OAUTH,                /* an external OAuth token (1.3.0) */
+    GMS_TOKEN_GUEST,                /* no credential: GMS's guest user */
     GMS_TOKEN_NTYPES
 } gms_token_type_e;
 
 
 int gms_bearer_parse(const unsigned char *value, size_t len,
     const unsigned char **token, size_t *token_len);
-int gms_basic_parse(const unsigned char *value, size_t len,
+int gms_basic_parse(const unsigned char *value, size_t len, int split_first,
     const unsigned char **credentials, size_t *credentials_len);
 gms_token_type_e gms_token_type_parse(const char *name, size_t len);
 void gms_token_id(const unsigned char *token, size_t token_len,

@@ -270,7 +270,9 @@ test_basic(void)
     const unsigned char  *cred;
 
 #define BASIC(s)                                                             \
-    gms_basic_parse((const unsigned char *) s, strlen(s), &cred, &len)
+    gms_basic_parse((const unsigned char *) s, strlen(s), 0, &cred, &len)
+#define BASIC14(s)                                                           \
+    gms_basic_parse((const unsigned char *) s, strlen(s), 1, &cred, &len)
 
     ok(BASIC("Basic __datahub_system:s3cret") == 0 && len == 23
        && memcmp(cred, "__datahub_system:s3cret", len) == 0, "raw form");
@@ -284,12 +286,24 @@ test_basic(void)
     ok(BASIC("Basic ") == -1, "nothing");
     ok(BASIC("Bearer id:secret") == -1, "another scheme");
 
+    /* DataHub 1.4.0: split(":", 2) (PR 15023) */
+    ok(BASIC14("Basic id:se:cret") == 0 && len == 10
+       && memcmp(cred, "id:se:cret", len) == 0,
+       "1.4.0: the secret holds a colon");
+    ok(BASIC14("Basic id:secret::") == 0 && len == 11,
+       "1.4.0: trailing colons are the secret's");
+    ok(BASIC14("Basic aWQ6c2VjcmV0") == -2, "1.4.0: base64: no colon");
+    ok(BASIC14("Basic ") == -1 && BASIC14("Bearer a:b") == -1,
+       "1.4.0: nothing, another scheme");
+
     ok(gms_token_type_parse("SESSION", 7) == GMS_TOKEN_SESSION
        && gms_token_type_parse("PERSONAL", 8) == GMS_TOKEN_PERSONAL
        && gms_token_type_parse("SERVICE_ACCOUNT", 15)
           == GMS_TOKEN_SERVICE_ACCOUNT
        && gms_token_type_parse("personal", 8) == GMS_TOKEN_NONE
-       && gms_token_type_parse("", 0) == GMS_TOKEN_NONE,
+       && gms_token_type_parse("", 0) == GMS_TOKEN_NONE
+       && gms_token_type_parse("SYSTEM", 6) == GMS_TOKEN_NONE
+       && gms_token_type_parse("GUEST", 5) == GMS_TOKEN_NONE,
        "token type names");
 }
 

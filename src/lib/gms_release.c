@@ -1,0 +1,166 @@
+
+/*
+ * DataHub's releases and the answers of GMS that changed between them, as
+ * read in DataHub's source at each release (the tags of acryldata/datahub
+ * are CLI tags: the boundaries are checked against
+ * docs/how/updating-datahub.md).  1.7.0 is read from master after 1.6.0.
+ */
+
+
+#include "gms_release.h"
+
+
+static const gms_release_t  gms_releases[] = {
+    GMS_RELEASE(0, 13, 0), GMS_RELEASE(0, 13, 1), GMS_RELEASE(0, 13, 2),
+    GMS_RELEASE(0, 13, 3), GMS_RELEASE(0, 14, 0), GMS_RELEASE(0, 14, 1),
+    GMS_RELEASE(0, 15, 0), GMS_RELEASE(1, 0, 0), GMS_RELEASE(1, 1, 0),
+    GMS_RELEASE(1, 2, 0), GMS_RELEASE(1, 3, 0), GMS_RELEASE(1, 4, 0),
+    GMS_RELEASE(1, 5, 0), GMS_RELEASE(1, 6, 0), GMS_RELEASE(1, 7, 0)
+};
+
+const char  gms_release_known[] =
+    "0.13.0, 0.13.1, 0.13.2, 0.13.3, 0.14.0, 0.14.1, 0.15.0, 1.0.0, "
+    "1.1.0, 1.2.0, 1.3.0, 1.4.0, 1.5.0, 1.6.0, 1.7.0";
+
+
+int
+gms_release_parse(const unsigned char *s, size_t len, gms_release_t *out)
+{
+    size_t         i, n;
+    unsigned int   part[3], digits;
+    gms_release_t  v;
+
+    n = 0;
+    part[0] = part[1] = part[2] = 0;
+    digits = 0;
+
+    for (i = 0; i < len; i++) {
+
+        if (s[i] == '.') {
+            if (digits == 0 || ++n == 3) {
+                return -1;
+            }
+
+            digits = 0;
+            continue;
+        }
+
+        if (s[i] < '0' || s[i] > '9' || ++digits > 3) {
+            return -1;
+        }
+
+        part[n] = part[n] * 10 + (s[i] - '0');
+    }
+
+    /* X.Y or X.Y.Z, each part 1 to 3 digits */
+
+    if (digits == 0 || n == 0 || part[0] > 255 || part[1] > 255
+        || part[2] > 255)
+    {
+        return -1;
+    }
+
+    v = GMS_RELEASE(part[0], part[1], part[2]);
+
+    for (i = 0; i < sizeof(gms_releases) / sizeof(gms_releases[0]); i++) {
+        if (gms_releases[i] == v) {
+            *out = v;
+            return 0;
+        }
+    }
+
+    return -1;
+}
+
+
+/*
+ * OperationsResource and the other Rest.li resources: a missing privilege
+ * is HttpStatus.S_401_UNAUTHORIZED in 0.13.0, S_403_FORBIDDEN from 0.13.1
+ * (commit f9e64d03, PR 10066)
+ */
+
+unsigned
+gms_release_forbidden_status(gms_release_t v)
+{
+    return v < GMS_RELEASE(0, 13, 1) ? 401 : 403;
+}
+
+
+/*
+ * OperationsResource.getTaskStatus: isAPIAuthorized(GET_ES_TASK_STATUS_
+ * PRIVILEGE) before 0.15.0; isAPIOperationsAuthorized, which adds
+ * MANAGE_SYSTEM_OPERATIONS_PRIVILEGE (AuthUtil), from 0.15.0 (PR 11549)
+ */
+
+gms_release_es_e
+gms_release_es_privileges(gms_release_t v)
+{
+    return v < GMS_RELEASE(0, 15, 0) ? GMS_RELEASE_ES_GET_ONLY
+                                     : GMS_RELEASE_ES_GET_OR_MANAGE;
+}
+
+
+/*
+ * The 401 for an expired token (AuthenticationFilter, then
+ * AuthenticationEnforcementFilter):
+ *   0.13.x     the TokenExpiredException's message ("Failed to validate
+ *              DataHub token. Token has expired.");
+ *   0.14.0     "Unauthorized to perform this action." for every
+ *              AuthenticationException (PR 11091);
+ *   1.1.0      "Unauthorized to perform this action due to expired auth."
+ *              (PR 13035);
+ *   1.3.0      "Unauthorized to perform this action.": expiry only sets an
+ *              anonymous context, which the enforcement filter refuses
+ *              (PR 14292).
+ * Where GMS says that the token expired, the edge says it in its words.
+ */
+
+int
+gms_release_expired_generic(gms_release_t v)
+{
+    return !(v < GMS_RELEASE(0, 14, 0)
+             || (v >= GMS_RELEASE(1, 1, 0) && v < GMS_RELEASE(1, 3, 0)));
+}
+
+
+/*
+ * DataHubSystemAuthenticator: credentials.split(":") needs exactly two
+ * parts before 1.4.0; split(":", 2) from 1.4.0 (PR 15023)
+ */
+
+int
+gms_release_secret_colon(gms_release_t v)
+{
+    return v >= GMS_RELEASE(1, 4, 0);
+}
+
+
+/*
+ * TokenType: SERVICE_ACCOUNT from 1.4.0 (PR 15972); before, StatelessToken
+ * Service's TokenType.valueOf fails and DataHubTokenAuthenticator answers
+ * 401 "Unable to verify the provided token."
+ */
+
+int
+gms_release_service_accounts(gms_release_t v)
+{
+    return v >= GMS_RELEASE(1, 4, 0);
+}
+
+
+/* DataHubGuestAuthenticator, off by default, from 1.0.0 */
+
+int
+gms_release_guest(gms_release_t v)
+{
+    return v >= GMS_RELEASE(1, 0, 0);
+}
+
+
+/* DataHubOAuthAuthenticator, off by default, from 1.3.0 (PR 14707) */
+
+int
+gms_release_oauth(gms_release_t v)
+{
+    return v >= GMS_RELEASE(1, 3, 0);
+}

@@ -1,0 +1,67 @@
+
+/*
+ * DataHub's releases, and what a client of GMS sees change between them:
+ * gms_datahub_version.  Each answer names the DataHub file it follows
+ * (docs/directives.md#gms_datahub_version has the table).
+ */
+
+
+#ifndef _GMS_RELEASE_H_INCLUDED_
+#define _GMS_RELEASE_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+
+/* major << 16 | minor << 8 | patch: compared as numbers */
+typedef uint32_t  gms_release_t;
+
+#define GMS_RELEASE(major, minor, patch)                                      \
+    ((gms_release_t) (((major) << 16) | ((minor) << 8) | (patch)))
+
+/* the release this edge was first written against */
+#define GMS_RELEASE_DEFAULT  GMS_RELEASE(0, 13, 0)
+
+
+/* getEsTaskStatus's privileges: OperationsResource, AuthUtil */
+typedef enum {
+    GMS_RELEASE_ES_GET_ONLY = 0,        /* GET_ES_TASK_STATUS_PRIVILEGE */
+    GMS_RELEASE_ES_GET_OR_MANAGE        /* ... or MANAGE_SYSTEM_OPERATIONS */
+} gms_release_es_e;
+
+
+/*
+ * "X.Y" or "X.Y.Z" (digits only), a release in the table: 0 and *out
+ * set, or -1
+ */
+int gms_release_parse(const unsigned char *s, size_t len, gms_release_t *out);
+
+/* "0.13.0, 0.13.1, ...": the releases gms_release_parse knows */
+extern const char  gms_release_known[];
+
+/* 401 in 0.13.0, 403 from 0.13.1 (Rest.li, PR 10066) */
+unsigned gms_release_forbidden_status(gms_release_t v);
+
+gms_release_es_e gms_release_es_privileges(gms_release_t v);
+
+/* AuthenticationFilter's 401 for any credential it refuses */
+#define GMS_RELEASE_UNAUTHORIZED  "Unauthorized to perform this action."
+
+/* 1 when GMS's 401 for an expired token is GMS_RELEASE_UNAUTHORIZED */
+int gms_release_expired_generic(gms_release_t v);
+
+/* 1 when the system client's secret may hold ':' (PR 15023) */
+int gms_release_secret_colon(gms_release_t v);
+
+/* 1 when GMS knows the SERVICE_ACCOUNT token type */
+int gms_release_service_accounts(gms_release_t v);
+
+/* 1 when GMS has a guest user to give a request without a credential */
+int gms_release_guest(gms_release_t v);
+
+/* 1 when GMS can accept external OAuth tokens (an identity provider's) */
+int gms_release_oauth(gms_release_t v);
+
+
+#endif /* _GMS_RELEASE_H_INCLUDED_ */

@@ -1,0 +1,139 @@
+
+/*
+ * gms_datahub_version X.Y[.Z]: the DataHub release GMS runs.  A location
+ * takes from it what it does not set itself: the status of a missing
+ * privilege (gms_token_forbidden_status), getEsTaskStatus's privileges
+ * (gms_es_task_status ... privilege=), whether the system client's
+ * secret may hold a colon, and whether gms_token_guest may be on.  What
+ * changes by release at request time (the expired token's message,
+ * service-account tokens, the system client's split) is read in
+ * ngx_http_gms_auth.c.  The table itself is src/lib/gms_release.c.
+ */
+
+
+#include "ngx_http_gms_release.h"
+
+
+static ngx_str_t  ngx_http_gms_es_get_only_names[] = {
+    ngx_string("GET_ES_TASK_STATUS_PRIVILEGE")
+};
+
+static ngx_str_t  ngx_http_gms_es_get_or_manage_names[] = {
+    ngx_string("GET_ES_TASK_STATUS_PRIVILEGE"),
+    ngx_string("MANAGE_SYSTEM_OPERATIONS")
+};
+
+/* read-only: never pushed to, so no pool */
+
+static ngx_array_t  ngx_http_gms_es_get_only = {
+    ngx_http_gms_es_get_only_names, 1, sizeof(ngx_str_t), 1, NULL
+};
+
+static ngx_array_t  ngx_http_gms_es_get_or_manage = {
+    ngx_http_gms_es_get_or_manage_names, 2, sizeof(ngx_str_t), 2, NULL
+};
+
+/* its address only: "no privilege= given" */
+ngx_array_t  ngx_http_gms_es_by_release;
+
+
+char *
+ngx_http_gms_datahub_version(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_gms_loc_conf_t *glcf = conf;
+
+    ngx_str_t      *value;
+    gms_release_t   v;
+
+    if (glcf->release != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (gms_release_parse(value[1].data, value[1].len, &v) != 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "unknown DataHub release \"%V\": expected one of "
+                           "%s", &value[1], gms_release_known);
+        return NGX_CONF_ERROR;
+    }
+
+    glcf->release = v;
+
+    return NGX_CONF_OK;
+}
+
+
+ngx_int_t
+ngx_http_gms_release_merge(ngx_conf_t *cf, ngx_http_gms_loc_conf_t *prev,
+    ngx_http_gms_loc_conf_t *conf)
+{
+    ngx_http_gms_main_conf_t  *gmcf;
+
+    ngx_conf_merge_uint_value(conf->release, prev->release,
+                              GMS_RELEASE_DEFAULT);
+
+    /* what a location sets wins over its release, inherited or not */
+
+    ngx_conf_merge_uint_value(conf->forbidden_conf, prev->forbidden_conf, 0);
+
+    conf->forbidden_status = conf->forbidden_conf
+                             ? conf->forbidden_conf
+                             : gms_release_forbidden_status(conf->release);
+
+    ngx_conf_merge_ptr_value(conf->es_privileges_conf,
+                             prev->es_privileges_conf,
+                             &ngx_http_gms_es_by_release);
+
+    if (conf->es_privileges_conf != &ngx_http_gms_es_by_release) {
+        conf->es_privileges = conf->es_privileges_conf;
+
+    } else if (gms_release_es_privileges(conf->release)
+               == GMS_RELEASE_ES_GET_ONLY)
+    {
+        conf->es_privileges = &ngx_http_gms_es_get_only;
+
+    } else {
+        conf->es_privileges = &ngx_http_gms_es_get_or_manage;
+    }
+
+    gmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_gms_module);
+
+    if (conf->enable && gmcf->system_colon
+        && !gms_release_secret_colon(conf->release))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+            "the secret of gms_token_system_client holds a colon, which "
+            "GMS before DataHub 1.4.0 could never accept "
+            "(DataHubSystemAuthenticator splits at every colon), and "
+            "gms_datahub_version is %ui.%ui.%ui here",
+            (ngx_uint_t) (conf->release >> 16),
+            (ngx_uint_t) ((conf->release >> 8) & 0xff),
+            (ngx_uint_t) (conf->release & 0xff));
+        return NGX_ERROR;
+    }
+
+    if (conf->enable && conf->guest && !gms_release_guest(conf->release)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+            "gms_token_guest needs DataHub 1.0.0 or later "
+            "(DataHubGuestAuthenticator), and gms_datahub_version is "
+            "%ui.%ui.%ui here",
+            (ngx_uint_t) (conf->release >> 16),
+            (ngx_uint_t) ((conf->release >> 8) & 0xff),
+            (ngx_uint_t) (conf->release & 0xff));
+        return NGX_ERROR;
+    }
+
+    if (conf->enable && gmcf->oauth && !gms_release_oauth(conf->release)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+            "gms_token_oauth needs DataHub 1.3.0 or later "
+            "(DataHubOAuthAuthenticator), and gms_datahub_version is "
+            "%ui.%ui.%ui here",
+            (ngx_uint_t) (conf->release >> 16),
+            (ngx_uint_t) ((conf->release >> 8) & 0xff),
+            (ngx_uint_t) (conf->release & 0xff));
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}

@@ -1,0 +1,25 @@
+
+/*
+ * gms_datahub_version: the DataHub release GMS runs, and the defaults of
+ * a location that follow from it.
+ */
+
+
+#ifndef _NGX_HTTP_GMS_RELEASE_H_INCLUDED_
+#define _NGX_HTTP_GMS_RELEASE_H_INCLUDED_
+
+
+#include "ngx_http_gms_module.h"
+
+
+char *ngx_http_gms_datahub_version(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_gms_release_merge(ngx_conf_t *cf,
+    ngx_http_gms_loc_conf_t *prev, ngx_http_gms_loc_conf_t *conf);
+
+
+/* gms_es_task_status without privilege=: the release's privileges */
+extern ngx_array_t  ngx_http_gms_es_by_release;
+
+
+#endif /* _NGX_HTTP_GMS_RELEASE_H_INCLUDED_ */

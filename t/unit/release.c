@@ -1,0 +1,118 @@
+
+/*
+ * Unit tests of src/lib/gms_release.c: gms_datahub_version's parsing and
+ * the answers that change by DataHub release.
+ */
+
+
+#include "tap.h"
+#include "gms_release.h"
+
+
+static int
+parses(const char *s, gms_release_t want)
+{
+    gms_release_t  v;
+
+    v = 0;
+
+    if (gms_release_parse((const unsigned char *) s, strlen(s), &v) != 0) {
+        return want == 0;
+    }
+
+    return v == want;
+}
+
+
+static void
+test_parse(void)
+{
+    ok(parses("0.13.0", GMS_RELEASE(0, 13, 0)), "0.13.0");
+    ok(parses("0.13", GMS_RELEASE(0, 13, 0)), "X.Y is X.Y.0");
+    ok(parses("1.4", GMS_RELEASE(1, 4, 0)), "1.4");
+    ok(parses("1.7.0", GMS_RELEASE(1, 7, 0)), "1.7.0");
+    ok(parses("0.14.1", GMS_RELEASE(0, 14, 1)), "0.14.1");
+
+    ok(parses("0.12.1", 0), "0.12.1, before the table, refused");
+    ok(parses("1.3.1", 0), "1.3.1, not a server release, refused");
+    ok(parses("1.8.0", 0), "a release to come refused");
+    ok(parses("1", 0), "X alone refused");
+    ok(parses("1.0.0.1", 0), "four parts refused");
+    ok(parses("1..0", 0), "an empty part refused");
+    ok(parses("1.0.", 0), "a trailing dot refused");
+    ok(parses(".1.0", 0), "a leading dot refused");
+    ok(parses("v1.0.0", 0), "a leading v refused");
+    ok(parses("1.0.0rc1", 0), "a suffix refused");
+    ok(parses("", 0), "empty refused");
+    ok(parses("0001.0.0", 0), "a part of more than 3 digits refused");
+    ok(parses("256.0.0", 0), "a part over 255 refused");
+
+    ok(strstr(gms_release_known, "0.13.0, ") == gms_release_known
+       && strstr(gms_release_known, ", 1.7.0") != NULL,
+       "the known releases, first to last");
+}
+
+
+static void
+test_answers(void)
+{
+    ok(GMS_RELEASE(0, 15, 0) > GMS_RELEASE(0, 14, 1)
+       && GMS_RELEASE(1, 0, 0) > GMS_RELEASE(0, 15, 0),
+       "releases compare as numbers");
+    ok(GMS_RELEASE_DEFAULT == GMS_RELEASE(0, 13, 0), "the default: 0.13.0");
+
+    ok(gms_release_forbidden_status(GMS_RELEASE(0, 13, 0)) == 401,
+       "0.13.0: 401 for a missing privilege");
+    ok(gms_release_forbidden_status(GMS_RELEASE(0, 13, 1)) == 403,
+       "0.13.1: 403 (PR 10066)");
+    ok(gms_release_forbidden_status(GMS_RELEASE(1, 7, 0)) == 403,
+       "1.7.0: 403");
+
+    ok(gms_release_es_privileges(GMS_RELEASE(0, 14, 1))
+       == GMS_RELEASE_ES_GET_ONLY,
+       "0.14.1: GET_ES_TASK_STATUS_PRIVILEGE alone");
+    ok(gms_release_es_privileges(GMS_RELEASE(0, 15, 0))
+       == GMS_RELEASE_ES_GET_OR_MANAGE,
+       "0.15.0: or MANAGE_SYSTEM_OPERATIONS (PR 11549)");
+
+    ok(!gms_release_expired_generic(GMS_RELEASE(0, 13, 3)),
+       "0.13.3: GMS says the token expired");
+    ok(gms_release_expired_generic(GMS_RELEASE(0, 14, 0)),
+       "0.14.0: generic (PR 11091)");
+    ok(gms_release_expired_generic(GMS_RELEASE(1, 0, 0)),
+       "1.0.0: generic");
+    ok(!gms_release_expired_generic(GMS_RELEASE(1, 1, 0))
+       && !gms_release_expired_generic(GMS_RELEASE(1, 2, 0)),
+       "1.1.0 to 1.2.0: due to expired auth (PR 13035)");
+    ok(gms_release_expired_generic(GMS_RELEASE(1, 3, 0)),
+       "1.3.0: generic (PR 14292)");
+    is_str(GMS_RELEASE_UNAUTHORIZED, "Unauthorized to perform this action.",
+           "the generic message, AuthenticationEnforcementFilter's");
+
+    ok(!gms_release_secret_colon(GMS_RELEASE(1, 3, 0)),
+       "1.3.0: no colon in the system secret");
+    ok(gms_release_secret_colon(GMS_RELEASE(1, 4, 0)),
+       "1.4.0: split at the first colon (PR 15023)");
+
+    ok(!gms_release_service_accounts(GMS_RELEASE(1, 3, 0)),
+       "1.3.0: no SERVICE_ACCOUNT tokens");
+    ok(gms_release_service_accounts(GMS_RELEASE(1, 4, 0)),
+       "1.4.0: SERVICE_ACCOUNT tokens");
+
+    ok(!gms_release_guest(GMS_RELEASE(0, 15, 0))
+       && gms_release_guest(GMS_RELEASE(1, 0, 0)),
+       "a guest user from 1.0.0 (DataHubGuestAuthenticator)");
+    ok(!gms_release_oauth(GMS_RELEASE(1, 2, 0))
+       && gms_release_oauth(GMS_RELEASE(1, 3, 0)),
+       "OAuth tokens from 1.3.0 (DataHubOAuthAuthenticator, PR 14707)");
+}
+
+
+int
+main(void)
+{
+    test_parse();
+    test_answers();
+
+    return done_testing();
+}
