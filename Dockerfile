@@ -71,6 +71,7 @@ RUN set -eux; \
 COPY --from=build /src/build/nginx/objs/ngx_http_gms_module.so /usr/lib/nginx/modules/
 COPY --from=build /src/build/gms-token /usr/local/bin/gms-token
 COPY conf-examples/gms-edge.conf.template /etc/gms-edge/nginx.conf.template
+COPY conf-examples/open-paths/ /etc/gms-edge/open-paths/
 COPY docker/entrypoint.sh /usr/local/bin/gms-edge-entrypoint
 COPY docker/healthcheck.sh /usr/local/bin/gms-edge-healthcheck
 

@@ -586,6 +586,16 @@ render() {
         || die "GMS_DATAHUB_VERSION: '$NGX_DATAHUB_VERSION' is not a" \
                "DataHub release such as 1.4.0"
 
+    # what that GMS serves without a credential: the shipped include file
+    # of its release range (conf-examples/open-paths/, in the image)
+    case $NGX_DATAHUB_VERSION in
+        0.*) NGX_OPEN_PATHS=datahub-0.13.conf ;;
+        1.0|1.0.*|1.1|1.1.*) NGX_OPEN_PATHS=datahub-1.0.conf ;;
+        1.2|1.2.*) NGX_OPEN_PATHS=datahub-1.2.conf ;;
+        1.3|1.3.*|1.4|1.4.*) NGX_OPEN_PATHS=datahub-1.3.conf ;;
+        *) NGX_OPEN_PATHS=datahub-1.5.conf ;;
+    esac
+
     NGX_PREFLIGHT=${GMS_TOKEN_PREFLIGHT:-check}
     case $NGX_PREFLIGHT in
         check|pass) ;;
@@ -648,7 +658,7 @@ render() {
                NGX_REDIS NGX_REDIS_SSL NGX_REDIS_TIMEOUT NGX_KEY_PREFIX \
                NGX_SALT NGX_CACHE NGX_METRICS_ALLOW NGX_CREDENTIALS \
                NGX_FRONTEND_SERVERS NGX_TOKEN_SOURCE NGX_PREFLIGHT \
-               NGX_UNKNOWN_SIGNED NGX_DATAHUB_VERSION
+               NGX_UNKNOWN_SIGNED NGX_DATAHUB_VERSION NGX_OPEN_PATHS
 
         layout=$(mktemp "$run_dir/nginx.conf.XXXXXX")
         tmp=$(mktemp "$run_dir/nginx.conf.XXXXXX")
@@ -665,7 +675,8 @@ render() {
                   ${NGX_SALT} ${NGX_CACHE} ${NGX_METRICS_ALLOW}
                   ${NGX_CREDENTIALS} ${NGX_FRONTEND_SERVERS}
                   ${NGX_TOKEN_SOURCE} ${NGX_PREFLIGHT}
-                  ${NGX_UNKNOWN_SIGNED} ${NGX_DATAHUB_VERSION}' \
+                  ${NGX_UNKNOWN_SIGNED} ${NGX_DATAHUB_VERSION}
+                  ${NGX_OPEN_PATHS}' \
             < "$layout" > "$tmp" \
             || { rm -f "$layout" "$tmp"; exit 1; }
         rm -f "$layout"

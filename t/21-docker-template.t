@@ -39,6 +39,7 @@ my $REPO = abs_path(dirname(__FILE__) . '/..');
 my $ENTRY = "$REPO/docker/entrypoint.sh";
 my $HEALTH = "$REPO/docker/healthcheck.sh";
 my $TEMPLATE = "$REPO/conf-examples/gms-edge.conf.template";
+my $OPEN_PATHS = "$REPO/conf-examples/open-paths";
 my $MODULE = abs_path(GmsTest::module_path());
 my $NGINX = abs_path(GmsTest::nginx_bin());
 
@@ -104,6 +105,11 @@ sub conf_dir {
         mkdir "$dir/$sub" or die "$dir/$sub: $!\n";
         spew("$dir/$sub/test.conf", $opt{$sub}) if defined $opt{$sub};
     }
+
+    # as the image has them (Dockerfile)
+    mkdir "$dir/open-paths" or die "$dir/open-paths: $!\n";
+    spew("$dir/open-paths/$_", slurp("$OPEN_PATHS/$_"))
+        for map { s{.*/}{}r } glob "$OPEN_PATHS/*.conf";
 
     return $dir;
 }
@@ -475,6 +481,20 @@ for my $case (@rendered) {
     };
 }
 
+# GMS's open paths by its release: the shipped include file of the range
+# (conf-examples/open-paths/, t/52-datahub-releases.t tests each)
+for my $case (['0.13.0', '0.13'], ['0.15.0', '0.13'], ['1.0.0', '1.0'],
+              ['1.1.0', '1.0'], ['1.2.0', '1.2'], ['1.3.0', '1.3'],
+              ['1.4', '1.3'], ['1.5.0', '1.5'], ['1.7.0', '1.5'])
+{
+    my ($version, $file) = @$case;
+    my ($rc, $err, $path) = render({ %required,
+                                     GMS_DATAHUB_VERSION => $version });
+    like(slurp($path) // '',
+         qr{^[ ]*include [^ ;]+/open-paths/datahub-\Q$file\E\.conf;$}m,
+         "GMS_DATAHUB_VERSION=$version: the open paths of $file");
+}
+
 # without GMS_EDGE_RESOLV_CONF and GMS_EDGE_HOSTS: the system's files
 SKIP: {
     my @servers;
@@ -504,7 +524,9 @@ SKIP: {
     # module directives (in the rendered file: the cache is a variable;
     # the credentials' directives when their files are given)
     my $example = slurp("$REPO/conf-examples/gms-edge.conf");
-    my $template = $credentials_conf;
+    my $template = $credentials_conf
+                   =~ s{^\s*include\s+\S+/open-paths/(\S+);}
+                       {slurp("$OPEN_PATHS/$1")}mer;
 
     for my $loc ($example =~ /^\s*(location\s+[^{]+?)\s*\{/mg) {
         like($template, qr/^\s*\Q$loc\E\s*\{/m, "the container has '$loc'");
@@ -1057,6 +1079,35 @@ my @bad = grep { /\[(?:alert|emerg|crit)\]|exited on signal|open socket .* left/
           split /\n/, slurp("$logs/stderr") // '';
 is_deeply(\@bad, [], 'no alerts on stderr');
 
+# --- GMS_DATAHUB_VERSION: the open paths of that GMS, no others -----------
+
+{
+    my @common = (GMS_UPSTREAM => '127.0.0.1:' . $gms->port,
+                  SEARCH_UPSTREAM => '127.0.0.1:' . $search->port,
+                  REDIS_ADDRESS => '127.0.0.1:' . $redis->port,
+                  GMS_EDGE_RESOLV_CONF => "$NET/empty",
+                  GMS_EDGE_HOSTS => "$NET/hosts", GMS_TOKEN_SALT => '');
+    my $old = start_edge({ @common });
+    my $new = start_edge({ @common, GMS_DATAHUB_VERSION => '1.5.0' });
+
+    # (application.yaml's authentication.excludedPaths at v1.5.0)
+    for my $path ('/health/live', '/actuator/prometheus',
+                  '/openapi/operations/dev/featureFlags', '/public-iceberg/v1/config')
+    {
+        $gms->clear_requests;
+        my $r = GmsTest::HTTP::request($old->{port}, GET => $path);
+        is($r->{status}, 401, "0.13.0 (the default): $path needs a token");
+        is_deeply([ map { $_->{uri} } @{ $gms->requests } ], [],
+                  '... GMS saw nothing');
+        $r = GmsTest::HTTP::request($new->{port}, GET => $path);
+        is($r->{status}, 200, "GMS_DATAHUB_VERSION=1.5.0: $path open");
+        is_deeply([ map { $_->{uri} } @{ $gms->requests } ], [ $path ],
+                  "... GMS saw $path");
+    }
+    is_deeply([ stop_edge($old), stop_edge($new) ], [],
+              'both stopped, no alerts');
+}
+
 # --- more of the entry point's nginx: TLS, names, keys, the source ---------
 
 SKIP: {
@@ -1183,9 +1234,13 @@ SKIP: {
     spew("$www_conf/nginx.conf.template",
          slurp($TEMPLATE) =~ s{^load_module\s+\S+;}
                              {load_module $shared/ngx_http_gms_module.so;}mr);
-    for my $sub (qw(http.d server.d)) {
+    for my $sub (qw(http.d server.d open-paths)) {
         mkdir "$www_conf/$sub" or die "$www_conf/$sub: $!\n";
         chmod 0755, "$www_conf/$sub";
+    }
+    for my $file (map { s{.*/}{}r } glob "$OPEN_PATHS/*.conf") {
+        spew("$www_conf/open-paths/$file", slurp("$OPEN_PATHS/$file"));
+        chmod 0644, "$www_conf/open-paths/$file";
     }
     chmod 0644, "$www_conf/nginx.conf.template";
 

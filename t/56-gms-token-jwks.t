@@ -95,6 +95,7 @@ error_log %%TESTDIR%%/error.log;
 events { }
 http {
     gms_token_salt "";
+    gms_datahub_version 1.3.0;
     gms_token_oauth issuer=$ISS audience=datahub jwks_file=$out;
     server { listen 127.0.0.1:1; location / { gms_token_auth on; } }
 }

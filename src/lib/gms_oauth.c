@@ -241,8 +241,8 @@ done:
 /*
  * ServiceAccountService.buildServiceUserUrn, as urn:li:corpuser:<id>:
  * issuer.replaceAll("https?://", "").replaceAll("[^a-zA-Z0-9]", "_"),
- * Java's characters being UTF-16 units: one '_' for a character of the
- * basic plane, two for one past it (four bytes of UTF-8).
+ * Java's regular expressions matching code points, a character past the
+ * basic plane (a surrogate pair) included: one '_' for each character.
  */
 
 int
@@ -273,7 +273,7 @@ gms_oauth_actor(const char *issuer, size_t issuer_len, const char *subject,
             continue;               /* a continuation byte: no unit */
         }
 
-        units = (ch >= 0xf0) ? 2 : 1;
+        units = 1;
 
         if (n + units > GMS_ACTOR_MAX) {
             return -1;
@@ -497,7 +497,12 @@ gms_oauth_seconds(json_t *obj, const char *name, int64_t *ms)
         *ms = INT64_MAX / 2;
 
     } else {
-        *ms = (int64_t) (s * 1000);
+        /* jjwt: whole seconds (Number.longValue), an exp of 0.5 expired */
+        *ms = (int64_t) s * 1000;
+
+        if (*ms == 0) {
+            *ms = 1;
+        }
     }
 
     return 0;

@@ -219,6 +219,19 @@ gms_jwks_rsa(json_t *jwk, EVP_PKEY **pkey)
         goto done;
     }
 
+    /*
+     * Java's RSAKeyFactory refuses an exponent under 3 (and OpenSSL's
+     * public checks want it odd): with e = 1 the padded digest is its own
+     * signature, anyone could forge one
+     */
+    if (!BN_is_odd(e) || BN_num_bits(e) < 2 || BN_num_bits(e) > 64
+        || BN_cmp(e, n) >= 0)
+    {
+        err = "an RSA key's exponent is not an odd number from 3 to 2^64 "
+              "(GMS's Java refuses it)";
+        goto done;
+    }
+
     err = "an RSA key is not one libcrypto accepts";
 
     bld = OSSL_PARAM_BLD_new();

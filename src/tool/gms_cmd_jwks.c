@@ -152,6 +152,15 @@ gms_cmd_jwks_handler(gms_tool_t *t, gms_tool_args_t *a)
         goto done;
     }
 
+    /* keys over plain HTTP from an https issuer: anyone between forges */
+    if (strncmp(discovery, "https://", 8) == 0
+        && strncmp(jwks_uri, "https://", 8) != 0)
+    {
+        gms_tool_error(t, "%s: jwks_uri '%s' is not https, where the issuer "
+                       "is: refused", discovery, gms_tool_shown(jwks_uri));
+        goto done;
+    }
+
     /*
      * OpenID Connect Discovery 1.0, 4.3: the document names the issuer,
      * which tokens carry as iss; given the issuer, say when they differ

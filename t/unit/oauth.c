@@ -177,6 +177,16 @@ test_jwks(void)
        && strstr(err, "2048") != NULL, "jwks: a 1024-bit key refused: %s",
        err);
 
+    /* e = 1: the padded digest its own signature; e = 2: even */
+    sprintf(text, "{\"keys\":[%s]}", a);
+    memcpy(strstr(text, "\"e\":\"AQAB\""), "\"e\":\"AQ\"  ", 10);
+    ok(gms_jwks_parse(text, strlen(text), &err) == NULL
+       && strstr(err, "exponent") != NULL, "jwks: e = 1 refused: %s", err);
+    sprintf(text, "{\"keys\":[%s]}", a);
+    memcpy(strstr(text, "\"e\":\"AQAB\""), "\"e\":\"Ag\"  ", 10);
+    ok(gms_jwks_parse(text, strlen(text), &err) == NULL
+       && strstr(err, "exponent") != NULL, "jwks: e = 2 refused: %s", err);
+
     ok(gms_jwks_parse("[]", 2, &err) == NULL, "jwks: not an object: %s",
        err);
     ok(gms_jwks_parse("{\"keys\":{}}", 11, &err) == NULL,
@@ -214,8 +224,8 @@ test_actor(void)
            "actor: a character of two bytes is one '_' (one UTF-16 unit)");
 
     gms_oauth_actor("x\xf0\x9f\x98\x80y", 6, "s", 1, actor, &len);
-    is_str(actor, "urn:li:corpuser:__oauth_x__y_s",
-           "actor: a character past the BMP is two '_' (a surrogate pair)");
+    is_str(actor, "urn:li:corpuser:__oauth_x_y_s",
+           "actor: a character past the BMP is one '_' (regex: a code point)");
 
     ok(gms_oauth_actor("i", 1, "a\nb", 3, actor, &len) != 0,
        "actor: a control byte in the subject refused");
@@ -296,6 +306,13 @@ test_verify(void)
     ok(verify(t, p, 1, &c) == GMS_OAUTH_EXPIRED, "expired: %s", c.error);
     ok(gms_oauth_verify((const unsigned char *) t, strlen(t), p, 1, NOW_MS,
                         5000, &c) == GMS_OAUTH_OK, "expired, in the leeway");
+
+    /* jjwt takes whole seconds: 0.5 is 0 s, long expired, not "no exp" */
+    t = mint("{\"alg\":\"RS256\",\"kid\":\"k1\"}",
+             "{\"iss\":\"" ISS "\",\"aud\":\"datahub\",\"sub\":\"alice\","
+             "\"exp\":0.5}", "RS256", key1, NULL);
+    ok(verify(t, p, 1, &c) == GMS_OAUTH_EXPIRED, "exp 0.5: expired: %s",
+       c.error);
 
     t = mint("{\"alg\":\"RS256\",\"kid\":\"k1\"}",
              claims(ISS, "\"datahub\"", 1800000600, ",\"nbf\":1800000060"),
