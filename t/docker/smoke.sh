@@ -358,6 +358,7 @@ ok "master and workers as www-data (uid 33)"
     -e SEARCH_UPSTREAM="127.0.0.1:$search_port" \
     -e REDIS_ADDRESS="127.0.0.1:$redis_port" \
     -e GMS_TOKEN_SALT_FILE=/run/secrets/gms_token_salt \
+    -e GMS_DATAHUB_VERSION=1.5.0 \
     -e WORKER_PROCESSES=2 \
     "$image" >/dev/null || fail "docker run --user 0 failed"
 retry 30 curl -fs -o /dev/null "http://127.0.0.1:$root_port/healthz" \
@@ -365,6 +366,13 @@ retry 30 curl -fs -o /dev/null "http://127.0.0.1:$root_port/healthz" \
 request -H "Authorization: Bearer $token" \
     "http://127.0.0.1:$root_port/entities/urn%3Ali%3Acorpuser%3Asmoke"
 expect 200 "\"actor\":\"$actor\"" "--user 0: valid token (plain Redis)"
+
+# GMS_DATAHUB_VERSION=1.5.0: /health/live open, as that GMS serves it
+# (the image's /etc/gms-edge/open-paths/datahub-1.5.conf); not at 0.13.0
+request "http://127.0.0.1:$root_port/health/live"
+expect 200 '"uri":"/health/live"' "GMS_DATAHUB_VERSION=1.5.0: /health/live without a token"
+request "$url/health/live"
+expect 401 'Missing access token' "the default 0.13.0: /health/live needs a token"
 
 processes "$edge_root"
 grep -q '^0 nginx: master process' "$dir/ps" \
