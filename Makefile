@@ -241,7 +241,7 @@ docker-test: deps docker-deps
 .PHONY: bench
 
 bench:
-	@sh tools/install-deps.sh wrk
+	@sh tools/install-deps.sh wrk valgrind
 	@$(MAKE) --no-print-directory module
 	NGINX_BIN=$(NGINX_BIN) perl bench/run.pl $(MODULE)
 

@@ -61,7 +61,14 @@
 # BENCH_NGINX_PREFIX (a command the measured nginx runs under, for profiling:
 # "valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p"),
 # REDIS_SERVER (redis-server, built with TLS for front I), REDIS_CLI
-# (redis-cli), OPENSSL (openssl, for front I's certificates).
+# (redis-cli), OPENSSL (openssl, for front I's certificates),
+# BENCH_INSTRUCTIONS (1; 0: no instruction counts), BENCH_INSTRUCTION_COUNTS
+# ("500 2500": the two runs' requests under cachegrind, bench/Instructions.pm).
+#
+# Then, for each front, its user-space instructions per request: the
+# front's nginx once more, in the foreground, under cachegrind, counted
+# after a warm-up and 500 requests and after 2,500: the difference over
+# 2,000 (bench/Instructions.pm).  A column of the table, with its ratio.
 #
 # Core Perl only.
 
@@ -106,6 +113,13 @@ my $redis_cli = $ENV{REDIS_CLI} // 'redis-cli';
 my $openssl = $ENV{OPENSSL} // 'openssl';
 my $results = $ENV{BENCH_RESULTS} // "$bench/results";
 my @nginx_prefix = split ' ', $ENV{BENCH_NGINX_PREFIX} // '';
+my $count_instructions = $ENV{BENCH_INSTRUCTIONS} // 1;
+my @INSTRUCTION_COUNTS = split ' ', $ENV{BENCH_INSTRUCTION_COUNTS}
+                                   // '500 2500';
+@INSTRUCTION_COUNTS == 2 && $INSTRUCTION_COUNTS[1] > $INSTRUCTION_COUNTS[0]
+    or die "bench: BENCH_INSTRUCTION_COUNTS takes two counts, the second "
+         . "larger\n";
+require "$bench/Instructions.pm" if $count_instructions;
 
 my $TASK = 'HI4YEIRMRuSdwsE4bCK7Bg:192';
 my $FIXTURE = "$repo/t/fixtures/search-cluster/running-reindex-es6.json";
@@ -148,7 +162,7 @@ my @INSTANCES = grep { my $i = $_; grep { $FRONT{$_}[1] eq $i } @FRONTS }
 my $tls = grep { $INSTANCE{$_}[3] } @INSTANCES;
 
 for my $bin ($nginx_bin, $wrk_bin, $redis_server, $redis_cli,
-             $tls ? $openssl : ()) {
+             $tls ? $openssl : (), $count_instructions ? 'valgrind' : ()) {
     which($bin) or die "bench: $bin not found (sh tools/install-deps.sh wrk)\n";
 }
 
@@ -313,29 +327,9 @@ wait_port($port{$_}, 'stand-in nginx', "$dir/stand-ins.error.log")
 # cache and over TLS to Redis (I)
 my %master;
 for my $instance (@INSTANCES) {
-    my ($with_cache, $with_key, undef, $with_tls) = @{ $INSTANCE{$instance} };
-    my $cache = $with_cache
-        ? 'gms_token_cache zone=gms_tokens:16m ttl=30s negative_ttl=5s stale=60s;'
-        : '';
-    my $signing_key_file = $with_key
-        ? "gms_token_signing_key_file $dir/signing.key;" : '';
-    # the name the certificate is checked against (and sent as SNI), as a
-    # managed Redis is reached by its name
-    my $redis = $with_tls ? "127.0.0.1:$port{redis_tls} tls"
-                          : "127.0.0.1:$port{redis}";
-    my $redis_ssl = $with_tls
-        ? "gms_token_redis_ssl_trusted_certificate $dir/ca.crt;\n"
-        . "    gms_token_redis_ssl_verify on;\n"
-        . "    gms_token_redis_ssl_name localhost;"
-        : '';
-
-    write_conf("$bench/front.conf", "$dir/front-$instance.conf",
-               MODULE => $module, DIR => $dir, USER => $user,
-               INSTANCE => $instance, CACHE => $cache,
-               SIGNING_KEY => $signing_key_file,
-               REDIS => $redis, REDIS_SSL => $redis_ssl, GMS => $port{gms},
-               AUTH => $port{auth}, SEARCH => $port{search},
-               map { $_ => $port{"${instance}_$_"} } qw(A B C E F METRICS));
+    instance_conf($instance, $instance,
+                  { map { $_ => $port{"${instance}_$_"} }
+                    qw(A B C E F METRICS) });
 
     $master{$instance} = spawn("front-$instance", 'QUIT',
         pinned($front_cpus, @nginx_prefix, $nginx_bin, '-p', "$dir/",
@@ -393,6 +387,19 @@ for my $round (1 .. $cfg{rounds}) {
     print "\n";
 }
 
+# instructions per request, front by front, once the CPU-time rounds are
+# over (cachegrind runs its nginx 20 to 50 times slower)
+my %instr;
+if ($count_instructions) {
+    print "instructions (cachegrind, $INSTRUCTION_COUNTS[0] and "
+        . "$INSTRUCTION_COUNTS[1] requests):";
+    for my $f (@FRONTS) {
+        print " $f";
+        $instr{$f} = instructions($f);
+    }
+    print "\n";
+}
+
 
 # --- the table --------------------------------------------------------------
 
@@ -427,6 +434,8 @@ for my $f (@FRONTS) {
         $s{es_task_errors} = sum0(map { $_->{es_task_errors} // 0 } @$r);
     }
 
+    $s{instructions} = int($instr{$f}{per_request} + 0.5) if $instr{$f};
+
     $sum{$f} = \%s;
 }
 
@@ -442,6 +451,8 @@ for my $f (@FRONTS) {
     $s->{ratio}{$_} = ratio_between($f, $base, $_) for qw(rps cpu_us);
     $s->{ratio}{$_} = $sum{$base}{$_} ? $s->{$_} / $sum{$base}{$_} : undef
         for qw(p50_ms p99_ms);
+    $s->{ratio}{instructions} = $s->{instructions} / $sum{$base}{instructions}
+        if $s->{instructions} && $sum{$base}{instructions};
 }
 
 my @targets = grep { defined } (
@@ -453,9 +464,9 @@ my @targets = grep { defined } (
 );
 
 print "\n";
-printf "%-2s %-37s %8s %5s %7s %5s %7s %5s %6s %5s %5s %5s %7s\n",
+printf "%-2s %-37s %8s %5s %7s %5s %7s %5s %6s %5s %5s %5s %7s %9s %5s\n",
        '', 'front', 'req/s', 'x', 'p50 ms', 'x', 'p99 ms', 'x',
-       'us/req', 'x', 'cpu', 'rig', 'lookups';
+       'us/req', 'x', 'cpu', 'rig', 'lookups', 'instr/req', 'x';
 for my $f (@FRONTS) {
     my $s = $sum{$f};
     my $x = sub {
@@ -463,20 +474,23 @@ for my $f (@FRONTS) {
         return $f eq 'A' ? '1' : '-' unless $s->{ratio} && defined $s->{ratio}{$k};
         return sprintf '%.2f', $s->{ratio}{$k};
     };
-    printf "%-2s %-37s %8.0f %5s %7.3f %5s %7.3f %5s %6s %5s %5s %5s %7s\n",
+    printf "%-2s %-37s %8.0f %5s %7.3f %5s %7.3f %5s %6s %5s %5s %5s %7s %9s %5s\n",
            $f, $s->{what}, $s->{rps}, $x->('rps'), $s->{p50_ms}, $x->('p50_ms'),
            $s->{p99_ms}, $x->('p99_ms'),
            defined $s->{cpu_us} ? sprintf('%.1f', $s->{cpu_us}) : '-',
            $x->('cpu_us'), pct($s->{front_cpu}), pct($s->{rig_cpu}),
            defined $s->{lookups_per_request}
-               ? sprintf('%.3f', $s->{lookups_per_request}) : '';
+               ? sprintf('%.3f', $s->{lookups_per_request}) : '',
+           $s->{instructions} // '-', $x->('instructions');
 }
 print <<NOTE;
 
 Medians over rounds.  x: to A (E's to F); for req/s and us/req the median of
 the per-round ratios, for latencies the ratio of the medians.  us/req: CPU
 time of the measured nginx worker per request; cpu: its share of its CPU;
-rig: busy share of the other CPUs; lookups: Redis lookups per request.
+rig: busy share of the other CPUs; lookups: Redis lookups per request;
+instr/req: user-space instructions of the measured nginx per request
+(cachegrind, the difference of two runs; the kernel's share left out).
 
 NOTE
 
@@ -493,6 +507,21 @@ if ($pin) {
 for my $t (@targets) {
     printf "target %-22s %6.3f  %s\n", $t->{target},
            $t->{value}, $t->{met} ? 'met' : 'NOT met';
+}
+
+# issue 28's goals in instructions (the same on any machine of this kind)
+my $in = sub { $sum{$_[0]} && $sum{$_[0]}{instructions} };
+for my $g (['C - A', 'C', 'A', '-', 2500], ['G - C', 'G', 'C', '-', 1000],
+           ['D / A', 'D', 'A', '/', 1.35], ['E / F', 'E', 'F', '/', 1.6])
+{
+    my ($name, $x, $y, $op, $goal) = @$g;
+    next unless $in->($x) && $in->($y);
+    my $v = $op eq '-' ? $in->($x) - $in->($y) : $in->($x) / $in->($y);
+    push @targets, { target => "instructions $name <= $goal", value => $v,
+                     met => $v <= $goal ? JSON::PP::true : JSON::PP::false };
+    printf "instructions %-12s %8s  (goal <= %s) %s\n", $name,
+           $op eq '-' ? $v : sprintf('%.3f', $v), $goal,
+           $v <= $goal ? 'met' : 'NOT met';
 }
 
 # what TLS to Redis costs: I against D, round by round (no target)
@@ -534,6 +563,8 @@ my $out = {
                        ? { nginx => $front_cpus, others => $rig_cpus }
                        : undef },
     units     => { rps => 'requests/s', p50_ms => 'ms', p99_ms => 'ms',
+                   instructions => 'user-space instructions of the measured '
+                                 . 'nginx per request (cachegrind)',
                    cpu_us => 'CPU microseconds of the measured worker per request',
                    front_cpu => 'share of one CPU', rig_cpu => 'busy share of the other CPUs' },
     note      => 'medians over rounds; ratio: for rps and cpu_us the median '
@@ -556,6 +587,68 @@ exit($errors ? 1 : 0);
 
 
 # --- helpers ----------------------------------------------------------------
+
+# The configuration of an instance (its http-level directives), named
+# $name (its files), listening on $ports (A B C E F METRICS).
+sub instance_conf {
+    my ($instance, $name, $ports) = @_;
+
+    my ($with_cache, $with_key, undef, $with_tls) = @{ $INSTANCE{$instance} };
+    my $cache = $with_cache
+        ? 'gms_token_cache zone=gms_tokens:16m ttl=30s negative_ttl=5s stale=60s;'
+        : '';
+    my $signing_key_file = $with_key
+        ? "gms_token_signing_key_file $dir/signing.key;" : '';
+    # the name the certificate is checked against (and sent as SNI), as a
+    # managed Redis is reached by its name
+    my $redis = $with_tls ? "127.0.0.1:$port{redis_tls} tls"
+                          : "127.0.0.1:$port{redis}";
+    my $redis_ssl = $with_tls
+        ? "gms_token_redis_ssl_trusted_certificate $dir/ca.crt;\n"
+        . "    gms_token_redis_ssl_verify on;\n"
+        . "    gms_token_redis_ssl_name localhost;"
+        : '';
+
+    write_conf("$bench/front.conf", "$dir/front-$name.conf",
+               MODULE => $module, DIR => $dir, USER => $user,
+               INSTANCE => $name, CACHE => $cache,
+               SIGNING_KEY => $signing_key_file,
+               REDIS => $redis, REDIS_SSL => $redis_ssl, GMS => $port{gms},
+               AUTH => $port{auth}, SEARCH => $port{search}, %$ports);
+
+    return "$dir/front-$name.conf";
+}
+
+# Instructions per request of front $f (bench/Instructions.pm): its
+# instance's configuration on ports of its own, nginx in the foreground
+# under cachegrind, pinned as the measured nginx is.
+sub instructions {
+    my ($f) = @_;
+
+    my (undef, $instance, $port_name, $path, $script) = @{ $FRONT{$f} };
+    my %ports = map { $_ => free_port() } qw(A B C E F METRICS);
+    my $conf = instance_conf($instance, "$instance-cg-$f", \%ports);
+
+    my @requests;
+    if ($script eq 'tokens.lua') {
+        @requests = map { "GET $path HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          . "Authorization: Bearer $_\r\n\r\n" }
+                    split /\n/, slurp("$dir/$INSTANCE{$instance}[2]");
+    } else {
+        my $body = qq({"task":"$TASK"});
+        @requests = ("POST $path HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     . "Authorization: Bearer $token\r\n"
+                     . "Content-Type: application/json\r\n"
+                     . 'Content-Length: ' . length($body) . "\r\n\r\n$body");
+    }
+
+    return Instructions::per_request(
+        pin => [ pinned($front_cpus) ],
+        cmd => [ $nginx_bin, '-p', "$dir/", '-c', $conf ],
+        port => $ports{$port_name}, requests => \@requests,
+        warm => scalar @requests, counts => [ @INSTRUCTION_COUNTS ],
+        dir => $dir, name => $f);
+}
 
 sub measure {
     my ($f) = @_;

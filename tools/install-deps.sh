@@ -4,7 +4,7 @@
 set -eu
 
 packages="nginx nginx-dev redis-server redis-sentinel libhiredis-dev libjansson-dev \
-libssl-dev libcurl4-openssl-dev gcc make perl openssl curl gettext-base"
+libssl-dev libcurl4-openssl-dev gcc make perl openssl curl gettext-base valgrind"
 
 [ "$#" -gt 0 ] && packages="$packages $*"
 
