@@ -652,6 +652,35 @@ gms_token_char(int c)
 }
 
 
+/* 0.001 to 1 as Spring reads a quality: else refused or excluded */
+
+static int
+gms_accept_quality(const char *v, size_t len)
+{
+    size_t  i, nonzero;
+
+    if (len == 1) {
+        return v[0] == '1';
+    }
+
+    if (len < 3 || len > 5 || (v[0] != '0' && v[0] != '1') || v[1] != '.') {
+        return 0;
+    }
+
+    nonzero = 0;
+
+    for (i = 2; i < len; i++) {
+        if (v[i] < '0' || v[i] > '9') {
+            return 0;
+        }
+
+        nonzero += (v[i] != '0');
+    }
+
+    return (v[0] == '0') ? nonzero > 0 : nonzero == 0;
+}
+
+
 /*
  * One Accept header: 1 when one of its media ranges takes the
  * controller's application/json (any type, application with any
@@ -748,14 +777,7 @@ gms_es_openapi_accept(const char *value, size_t len)
             }
 
             if (al == 1 && (p[a] | 0x20) == 'q') {
-                /* 0.001 to 1: anything else Spring refuses or excludes */
-                if (!((vl == 1 && p[v] == '1')
-                      || (vl >= 3 && vl <= 5 && p[v] == '0' && p[v + 1] == '.'
-                          && strspn(p + v + 2, "0123456789") >= vl - 2
-                          && strspn(p + v + 2, "0") < vl - 2)
-                      || (vl >= 3 && vl <= 5 && p[v] == '1' && p[v + 1] == '.'
-                          && strspn(p + v + 2, "0") >= vl - 2)))
-                {
+                if (!gms_accept_quality(p + v, vl)) {
                     bad_q = 1;
                 }
             }

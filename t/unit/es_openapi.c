@@ -75,6 +75,12 @@ test_accept(void)
     ok(accept("text/plain, text/*") == 0, "text only");
     ok(accept("application/json;q=0") == -1, "q=0: GMS decides");
     ok(accept("application/json;q=abc") == -1, "a bad quality");
+    ok(accept("application/json;q=0.000") == -1, "q=0.000");
+    ok(accept("application/json;q=0.001") == 1, "q=0.001");
+    ok(accept("application/json;q=1.000") == 1, "q=1.000");
+    ok(accept("application/json;q=1.5") == -1, "q=1.5");
+    ok(gms_es_openapi_accept("*/*;q=0.5", 8) == -1,
+       "the value's length, not its NUL: q=0. is cut");
     ok(accept("json") == -1, "not a media range");
     ok(accept("application/json, garbage") == -1, "one bad range");
     ok(accept("application/json;charset=\"utf-8\"") == -1,
