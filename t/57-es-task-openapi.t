@@ -416,6 +416,41 @@ sub shipped {
     is_deeply([$n->bad_log_lines], [], 'gms-edge.conf: no alerts');
 }
 
+# datahub-one-hostname.conf: /api/gms/openapi/... answered; /openapi/...
+# at the root is the frontend's (its routes proxy it to GMS with the
+# user's session), unchanged and without a token asked here
+{
+    my $conf =
+        GmsTest::Shipped->load('conf-examples/datahub-one-hostname.conf');
+    my $frontend = GmsTest::Stub->echo;
+    $redis->cmd('FLUSHALL');
+    my $pat = $conf->personal_token($redis, $key, 'alice');
+    my $n = $conf->start(
+        redis => $redis->port, gms => $gms->port, search => $search->port,
+        secrets => $secrets,
+        replace => { qr/server 127\.0\.0\.1:9002;/
+                         => 'server 127.0.0.1:' . $frontend->port . ';' });
+
+    my $r = $n->http(GET => "/api/gms$PATH?task=$SAMPLE_TASK",
+                     { Authorization => "Bearer $pat" });
+    is($r->{status}, 200, 'one hostname: /api/gms form found');
+    is($r->{body}, $COMPLETED, 'one hostname: the bare task');
+
+    $r = $n->http(GET => "/api/gms$PATH?task=$SAMPLE_TASK");
+    is($r->{status}, 401, 'one hostname: /api/gms form without a token 401');
+    is_deeply(saw($gms), [], 'one hostname: GMS saw none of these');
+
+    $r = $n->http(GET => "$PATH?task=$SAMPLE_TASK",
+                  { Cookie => 'PLAY_SESSION=x' });
+    is($r->{status}, 200, "one hostname: /openapi/... to the frontend");
+    is_deeply(saw($frontend), ["GET $PATH?task=$SAMPLE_TASK"],
+              'one hostname: the frontend saw it as sent');
+    is_deeply(saw($search), ["GET /_tasks/$SAMPLE_TASK"],
+              'one hostname: the cluster asked once');
+    $n->stop;
+    is_deeply([$n->bad_log_lines], [], 'one hostname: no alerts');
+}
+
 SKIP: {
     skip 'envsubst not found (gettext-base)', 1
         unless grep { -x "$_/envsubst" } split /:/, $ENV{PATH} // '';
