@@ -893,7 +893,9 @@ ngx_http_gms_es_openapi_path(ngx_http_request_t *r)
  * (400, text); both answered here, before any subrequest.  A request the
  * edge cannot be sure of (not a GET, an Accept without JSON, no or more
  * than one "task", a guest's) goes on to the location's handler: GMS
- * answers it itself.
+ * answers it itself.  ngx_http_gms_es_task_action() counts this path as
+ * the edge's, for the access phase: the user's privileges are read, and
+ * an unknown signed token or a guest is not let through to GMS here.
  */
 
 static ngx_int_t
@@ -924,7 +926,10 @@ ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
 
     if (glcf->enable) {
         if (ctx == NULL || ctx->result != NGX_HTTP_GMS_OK) {
-            /* a guest: what GMS's guest may do, GMS knows */
+            /*
+             * a guest, with privilege=off (elsewhere the access phase
+             * refused it): what GMS's guest gets, GMS says
+             */
             return NGX_DECLINED;
         }
 

@@ -127,6 +127,22 @@ my $SERVER = <<'CONF';
             proxy_pass http://gms;
         }
 
+        location /guest/ {
+            gms_datahub_version 1.0.0;
+            gms_token_guest on;
+            rewrite ^/guest(/.*)$ $1 break;
+            gms_es_task_status /_es_tasks/ privilege=off;
+            proxy_pass http://gms;
+        }
+
+        location /guestp/ {
+            gms_datahub_version 1.0.0;
+            gms_token_guest on;
+            rewrite ^/guestp(/.*)$ $1 break;
+            gms_es_task_status /_es_tasks/;
+            proxy_pass http://gms;
+        }
+
         location /noauthz/ {
             rewrite ^/noauthz(/.*)$ $1 break;
             gms_es_task_status /_es_tasks/ privilege=off;
@@ -306,6 +322,22 @@ for my $target ("$PATH/?task=n:1", lc("$PATH") . '?task=n:1',
     is_deeply(saw($e->gms), ["GET " . ($target =~ s{^/api/gms}{}r)],
               "$target: another path, GMS's");
 }
+is_deeply(saw($e->search), [], 'the cluster saw none of these');
+
+# GMS's guest (gms_token_guest, 1.0.0 on): where the edge checks the
+# privilege it does not know the guest's, 401 as for the Rest.li form;
+# with privilege=off, what the guest gets is GMS's to say
+$res = get("/guestp$PATH?task=$SAMPLE_TASK");
+is($res->{status}, 401, 'a guest where the privilege is checked: 401');
+$res = get("/guest$PATH?task=$SAMPLE_TASK");
+is($res->{status}, 200, 'a guest, privilege=off: to GMS');
+is_deeply(saw($e->gms), ["GET $PATH?task=$SAMPLE_TASK"],
+          'a guest: GMS saw it');
+$res = get("/guest$PATH?task=$SAMPLE_TASK", 'nobody');
+is($res->{status}, 401, 'a bad token where guests pass: still 401');
+is_deeply(saw($e->gms), [], 'GMS saw nothing');
+$res = get("/guestp$PATH?task=$SAMPLE_TASK", 'bob');
+answered($res, 403, $FORBIDDEN, 'a user where guests pass: the edge');
 is_deeply(saw($e->search), [], 'the cluster saw none of these');
 
 # a gms_token_auth off location: nothing answered there, the path pinned
