@@ -39,9 +39,27 @@ static ngx_int_t ngx_http_gms_es_task_allowed(ngx_http_gms_ctx_t *ctx,
     ngx_http_gms_loc_conf_t *glcf);
 static ngx_int_t ngx_http_gms_es_task_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
+static ngx_uint_t ngx_http_gms_es_openapi_path(ngx_http_request_t *r);
+static ngx_int_t ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
+    ngx_http_gms_loc_conf_t *glcf);
+static ngx_int_t ngx_http_gms_es_openapi_accepts(ngx_http_request_t *r);
+static ngx_int_t ngx_http_gms_es_openapi_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_gms_es_openapi_answer(ngx_http_request_t *r,
+    ngx_http_gms_es_ctx_t *es, char *value, ngx_uint_t cluster_error);
 
 
 static ngx_http_output_body_filter_pt  ngx_http_next_body_filter;
+
+
+/* the OpenAPI form's privilege in every release: isAPIAuthorized's */
+
+static ngx_str_t  ngx_http_gms_es_openapi_names[] = {
+    ngx_string("GET_ES_TASK_STATUS_PRIVILEGE")
+};
+
+static ngx_array_t  ngx_http_gms_es_openapi_privileges = {
+    ngx_http_gms_es_openapi_names, 1, sizeof(ngx_str_t), 1, NULL
+};
 
 
 /*
@@ -130,6 +148,10 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
         return NGX_DECLINED;
     }
 
+    if (ngx_http_gms_es_openapi_path(r)) {
+        return ngx_http_gms_es_openapi_precontent(r, glcf);
+    }
+
     if (!ngx_http_gms_es_task_action(r)) {
         return NGX_DECLINED;
     }
@@ -190,7 +212,8 @@ answered:
 
 
 /*
- * The operations resource's getEsTaskStatus action, as Rest.li routes it:
+ * Either form of getEsTaskStatus: the OpenAPI controller's path (below),
+ * or the operations resource's getEsTaskStatus action, as Rest.li routes it:
  * the path exactly /operations, or /api/gms/operations as the frontend's
  * proxy has it (nginx's normalised path, after any rewrite: a location
  * that strips a prefix answers once its path is one of these), and a
@@ -208,6 +231,10 @@ ngx_http_gms_es_task_action(ngx_http_request_t *r)
     static ngx_str_t   resource = ngx_string("/operations");
     static ngx_str_t   proxied = ngx_string("/api/gms/operations");
     static const char  action[] = "action=getEsTaskStatus";
+
+    if (ngx_http_gms_es_openapi_path(r)) {
+        return 1;
+    }
 
     if ((r->uri.len != resource.len
          || ngx_strncmp(r->uri.data, resource.data, resource.len) != 0)
@@ -682,6 +709,12 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
 
         ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_CLUSTER_ERROR]);
 
+        if (es->openapi) {
+            ngx_http_finalize_request(r,
+                ngx_http_gms_es_openapi_answer(r, es, NULL, 1));
+            return;
+        }
+
         ngx_http_finalize_request(r,
             ngx_http_gms_es_task_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
                                        (char *) msg, last - msg));
@@ -697,6 +730,14 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
                           es->task.node, (int64_t) es->task.number,
                           reason);
         }
+    }
+
+    if (es->openapi) {
+        ngx_http_gms_count(es_tasks[value ? NGX_HTTP_GMS_ES_STATUS
+                                          : NGX_HTTP_GMS_ES_ERROR]);
+        ngx_http_finalize_request(r,
+            ngx_http_gms_es_openapi_answer(r, es, value, 0));
+        return;
     }
 
     if (value == NULL) {
@@ -819,4 +860,246 @@ ngx_http_gms_es_task_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * GET /openapi/operations/elasticSearch/getTaskStatus?task=<node>:<number>
+ * (OperationsController.getTaskStatus in 0.13-0.15, mapped under the
+ * /openapi servlet; ElasticsearchController.getTaskStatus from 1.0.0),
+ * also as /api/gms/openapi/... through the frontend's proxy
+ * (Application.java, mapPath): the same task status, another shape.  The
+ * path exactly, case-sensitive, as Spring matches it; anything else goes
+ * to GMS.
+ */
+
+static ngx_uint_t
+ngx_http_gms_es_openapi_path(ngx_http_request_t *r)
+{
+    static ngx_str_t  path =
+        ngx_string("/openapi/operations/elasticSearch/getTaskStatus");
+    static ngx_str_t  proxied =
+        ngx_string("/api/gms/openapi/operations/elasticSearch/getTaskStatus");
+
+    return (r->uri.len == path.len
+            && ngx_strncmp(r->uri.data, path.data, path.len) == 0)
+           || (r->uri.len == proxied.len
+               && ngx_strncmp(r->uri.data, proxied.data, proxied.len) == 0);
+}
+
+
+/*
+ * The controller checks the privilege first (403, text), then the task
+ * (400, text); both answered here, before any subrequest.  A request the
+ * edge cannot be sure of (not a GET, an Accept without JSON, no or more
+ * than one "task", a guest's) goes on to the location's handler: GMS
+ * answers it itself.  ngx_http_gms_es_task_action() counts this path as
+ * the edge's, for the access phase: the user's privileges are read, and
+ * an unknown signed token or a guest is not let through to GMS here.
+ */
+
+static ngx_int_t
+ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
+    ngx_http_gms_loc_conf_t *glcf)
+{
+    int                     rc;
+    char                   *body;
+    size_t                  len;
+    ngx_uint_t              status;
+    ngx_array_t            *privileges;
+    ngx_http_gms_ctx_t     *ctx;
+    ngx_http_gms_es_ctx_t  *es;
+    gms_es_task_ref_t       ref;
+    char                    task[GMS_ES_OPENAPI_TASK_MAX];
+
+    if (r->method != NGX_HTTP_GET || !ngx_http_gms_es_openapi_accepts(r)) {
+        return NGX_DECLINED;
+    }
+
+    if (gms_es_openapi_query((char *) r->args.data, r->args.len, task, &len)
+        != 0)
+    {
+        return NGX_DECLINED;
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
+
+    if (glcf->enable) {
+        if (ctx == NULL || ctx->result != NGX_HTTP_GMS_OK) {
+            /*
+             * a guest, with privilege=off (elsewhere the access phase
+             * refused it): what GMS's guest gets, GMS says
+             */
+            return NGX_DECLINED;
+        }
+
+        privileges = (glcf->es_privileges_conf == &ngx_http_gms_es_by_release)
+                     ? &ngx_http_gms_es_openapi_privileges
+                     : glcf->es_privileges;
+
+        if (!ngx_http_gms_has_any_privilege(ctx, privileges)) {
+            if (ngx_http_gms_add_header(r, "WWW-Authenticate",
+                                        &glcf->challenge_scope)
+                != NGX_OK)
+            {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            ctx->result = NGX_HTTP_GMS_FORBIDDEN;
+            ngx_http_gms_count_down(requests[NGX_HTTP_GMS_OK]);
+            ngx_http_gms_count(requests[NGX_HTTP_GMS_FORBIDDEN]);
+            ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_REFUSED]);
+
+            /* 403 in every release; gms_token_forbidden_status, if set */
+            status = glcf->forbidden_conf ? glcf->forbidden_conf
+                                          : NGX_HTTP_FORBIDDEN;
+
+            body = gms_es_openapi_forbidden((char *) ctx->actor.data,
+                                            ctx->actor.len);
+            goto answered;
+        }
+    }
+
+    rc = gms_es_openapi_task(task, len, &ref);
+
+    if (rc > 0) {
+        return NGX_DECLINED;
+    }
+
+    if (rc < 0) {
+        ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_REFUSED]);
+        status = NGX_HTTP_BAD_REQUEST;
+        body = gms_es_openapi_bad_task(task, len);
+        goto answered;
+    }
+
+    if (ctx == NULL) {
+        ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_gms_ctx_t));
+        if (ctx == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ctx->request = r;
+        ngx_http_set_ctx(r, ctx, ngx_http_gms_module);
+    }
+
+    es = ngx_pcalloc(r->pool, sizeof(ngx_http_gms_es_ctx_t));
+    if (es == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    es->openapi = 1;
+    es->task = ref;
+    ctx->es = es;
+
+    r->content_handler = ngx_http_gms_es_openapi_handler;
+
+    return NGX_DECLINED;
+
+answered:
+
+    ngx_http_finalize_request(r, ngx_http_gms_send_json(r, status, body));
+
+    return NGX_DONE;
+}
+
+
+/* every Accept header the request has must be one the edge reads alike */
+
+static ngx_int_t
+ngx_http_gms_es_openapi_accepts(ngx_http_request_t *r)
+{
+    int               rc;
+    ngx_uint_t        i, json, seen;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    json = 0;
+    seen = 0;
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len != sizeof("Accept") - 1
+            || ngx_strncasecmp(h[i].key.data, (u_char *) "Accept",
+                               sizeof("Accept") - 1) != 0)
+        {
+            continue;
+        }
+
+        seen = 1;
+        rc = gms_es_openapi_accept((char *) h[i].value.data, h[i].value.len);
+
+        if (rc < 0) {
+            return 0;
+        }
+
+        json |= rc;
+    }
+
+    return !seen || json;
+}
+
+
+static ngx_int_t
+ngx_http_gms_es_openapi_handler(ngx_http_request_t *r)
+{
+    ngx_int_t            rc;
+    ngx_http_gms_ctx_t  *ctx;
+
+    rc = ngx_http_discard_request_body(r);
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
+
+    rc = ngx_http_gms_es_task_subrequest(r, ctx->es);
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    /* ended by ngx_http_gms_es_task_respond */
+    r->main->count++;
+
+    return NGX_DONE;
+}
+
+
+/*
+ * The task, bare (the same org.json text as the Rest.li value), 200; no
+ * task, 500 with the controller's text; an exception from GMS's search
+ * client (the cluster answered another error), 500 with the body of
+ * GlobalControllerExceptionHandler from 1.0.0 (before it, GMS's servlet
+ * container's error page, not reproduced).
+ */
+
+static ngx_int_t
+ngx_http_gms_es_openapi_answer(ngx_http_request_t *r,
+    ngx_http_gms_es_ctx_t *es, char *value, ngx_uint_t cluster_error)
+{
+    if (cluster_error) {
+        return ngx_http_gms_send_json(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                      strdup(GMS_ES_OPENAPI_INTERNAL));
+    }
+
+    if (value == NULL) {
+        return ngx_http_gms_send_json(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                      gms_es_openapi_not_found(&es->task));
+    }
+
+    return ngx_http_gms_send_json(r, NGX_HTTP_OK, value);
 }

@@ -176,6 +176,7 @@ typedef struct {
     unsigned                   redirected:1;
     unsigned                   incomplete:1;
     unsigned                   ended:1;        /* upstream's last buffer */
+    unsigned                   openapi:1;      /* the OpenAPI form's */
 } ngx_http_gms_es_ctx_t;
 
 
