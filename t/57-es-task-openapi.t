@@ -490,10 +490,15 @@ SKIP: {
     # rendered by the container's entry point, then served as shipped
     my $conf_dir = GmsTest::scratch_dir();
     my $run_dir = GmsTest::scratch_dir();
-    mkdir "$conf_dir/$_" for qw(http.d server.d);
+    mkdir "$conf_dir/$_" for qw(http.d server.d open-paths);
     GmsTest::write_file("$conf_dir/nginx.conf.template",
                         GmsTest::slurp("$REPO/conf-examples/"
                                        . 'gms-edge.conf.template'));
+    # the open paths by release, where the image has them (Dockerfile)
+    for my $file (glob "$REPO/conf-examples/open-paths/*.conf") {
+        GmsTest::write_file("$conf_dir/open-paths/" . ($file =~ s{.*/}{}r),
+                            GmsTest::slurp($file));
+    }
     my $pid = fork // die "fork: $!\n";
     if ($pid == 0) {
         %ENV = (PATH => '/usr/bin:/bin:/usr/sbin:/sbin',
