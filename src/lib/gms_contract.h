@@ -39,7 +39,9 @@
 /*
  * <prefix>inactive, a set: the URNs of the users gms-token found inactive
  * in DataHub (suspended, removed or deleted: ActorContext.isActive); no
- * token of theirs is kept in the cache (DataHub 1.2+ refuses them).
+ * token of theirs is kept in the cache (DataHub 1.2+ refuses them), unless
+ * gms-token marks them (--inactive mark): the lookup reads the set, and
+ * the edge answers by gms_datahub_version.
  */
 #define GMS_KEY_INACTIVE       "inactive"
 

@@ -30,6 +30,7 @@ typedef struct {
     int64_t                expires_at;     /* ms since the epoch, 0: never */
     redisReply           **privileges;     /* string elements */
     size_t                 nprivileges;
+    unsigned               inactive;       /* in <prefix>inactive */
     const char            *error;          /* with GMS_LOOKUP_BAD_REPLY */
 } gms_lookup_t;
 

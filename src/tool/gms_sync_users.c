@@ -32,6 +32,11 @@
  * left as it was, either way: an error neither deletes a user's tokens nor
  * brings them back.  With refuse off (--inactive keep: DataHub before 1.2
  * accepts such tokens) the users are only counted, and the set emptied.
+ * With --inactive mark the set is kept as with refuse, but their tokens
+ * stay cached: the edge reads the set in its lookup and answers by its
+ * gms_datahub_version (403 "Actor is not active" from 0.15, 401 from
+ * 1.2); a user who enters or leaves the set is published on
+ * <prefix>invalidate, so every edge reads the user's tokens anew.
  */
 
 
@@ -143,25 +148,32 @@ static int gms_users_drop(gms_tool_t *t, gms_users_t *u,
 static int gms_users_dropped(gms_tool_t *t, size_t n,
     gms_tool_users_counts_t *counts);
 static int gms_users_release(gms_tool_t *t, gms_users_t *u);
+static int gms_users_publish(gms_tool_t *t, gms_users_t *u);
 static gms_users_user_t *gms_users_find(gms_users_t *u, size_t n,
     const char *urn, size_t len);
 static int gms_users_token_cmp(const void *one, const void *two);
 static void gms_users_free(gms_users_t *u);
 
 
-/* --inactive refuse|keep, for sync and follow; NULL: refuse */
+/* --inactive refuse|keep|mark, for sync and follow; NULL: refuse */
 
 int
 gms_tool_inactive_option(gms_tool_t *t, const char *value, int *refuse)
 {
+    t->inactive_mark = 0;
+
     if (value == NULL || strcmp(value, "refuse") == 0) {
-        *refuse = 1;
+        *refuse = GMS_TOOL_INACTIVE_REFUSE;
 
     } else if (strcmp(value, "keep") == 0) {
-        *refuse = 0;
+        *refuse = GMS_TOOL_INACTIVE_KEEP;
+
+    } else if (strcmp(value, "mark") == 0) {
+        *refuse = GMS_TOOL_INACTIVE_MARK;
+        t->inactive_mark = 1;
 
     } else {
-        gms_tool_error(t, "--inactive: '%s' is neither refuse nor keep",
+        gms_tool_error(t, "--inactive: '%s' is not refuse, keep or mark",
                        gms_tool_shown(value));
         return -1;
     }
@@ -298,8 +310,8 @@ gms_tool_users_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
 
     rc = GMS_TOOL_REDIS;
 
-    if (refuse ? gms_users_apply(t, &u, counts) != 0
-               : gms_users_release(t, &u) != 0)
+    if (refuse == GMS_TOOL_INACTIVE_KEEP ? gms_users_release(t, &u) != 0
+        : gms_users_apply(t, &u, counts) != 0)
     {
         goto done;
     }
@@ -696,7 +708,51 @@ gms_users_apply(gms_tool_t *t, gms_users_t *u,
         }
     }
 
-    return gms_users_drop(t, u, counts);
+    return t->inactive_mark ? gms_users_publish(t, u)
+                            : gms_users_drop(t, u, counts);
+}
+
+
+/*
+ * --inactive mark: the tokens stay cached; each user who entered or left
+ * the set is published, and every edge drops the user's cached entries
+ * and reads them anew, with the flag as it is now.
+ */
+
+static int
+gms_users_publish(gms_tool_t *t, gms_users_t *u)
+{
+    size_t             i, k, n;
+    redisReply        *reply;
+    gms_users_user_t  *user;
+
+    for (i = 0; i < u->n; i = k) {
+        n = 0;
+
+        for (k = i; k < u->n && n < GMS_USERS_PIPELINE; k++) {
+            user = &u->users[k];
+
+            if ((user->state == GMS_USERS_INACTIVE && !user->was)
+                || (user->state == GMS_USERS_ACTIVE && user->was))
+            {
+                gms_tool_append(t, "PUBLISH %b %b", u->channel,
+                                u->channel_len, user->urn, user->len);
+                n++;
+            }
+        }
+
+        while (n--) {
+            (void) gms_tool_get_reply(t, &reply);
+
+            if (gms_tool_reply_error(t, reply, "PUBLISH") != 0) {
+                return -1;
+            }
+
+            freeReplyObject(reply);
+        }
+    }
+
+    return 0;
 }
 
 

@@ -105,6 +105,21 @@ test_answers(void)
     ok(!gms_release_oauth(GMS_RELEASE(1, 2, 0))
        && gms_release_oauth(GMS_RELEASE(1, 3, 0)),
        "OAuth tokens from 1.3.0 (DataHubOAuthAuthenticator, PR 14707)");
+
+    ok(gms_release_inactive(GMS_RELEASE(0, 14, 1))
+       == GMS_RELEASE_INACTIVE_ACCEPTED,
+       "0.14.1: an inactive actor is not checked");
+    ok(gms_release_inactive(GMS_RELEASE(0, 15, 0))
+       == GMS_RELEASE_INACTIVE_ACTOR
+       && gms_release_inactive(GMS_RELEASE(1, 1, 0))
+          == GMS_RELEASE_INACTIVE_ACTOR,
+       "0.15.0 to 1.1.0: its operations refused (OperationContext, "
+       "PR 12158)");
+    ok(gms_release_inactive(GMS_RELEASE(1, 2, 0))
+       == GMS_RELEASE_INACTIVE_TOKEN
+       && gms_release_inactive(GMS_RELEASE(1, 7, 0))
+          == GMS_RELEASE_INACTIVE_TOKEN,
+       "from 1.2.0: its token refused (validateActor, PR 13947)");
 }
 
 
