@@ -301,6 +301,26 @@ ok($redis->cmd(EXISTS => key_of('bob-token')),
    'mark again: his token cached again');
 is(answers('bob-token'), '403 401 200', 'answered by release again');
 
+# follow --inactive mark: the same, by its mirror's thread
+$gms->users({ $bob => { status => 'ACTIVE' } });
+sync('--inactive', 'mark');
+is(answers('bob-token'), '200 200 200', 'follow: bob active');
+my $f = GmsTest::Tool::start_follow(
+    gms_args($gms->url, $token_file), '--interval', '1s',
+    '--privileges', 'off', '--privileges-interval', '1s',
+    '--inactive', 'mark', '--redis', '127.0.0.1:' . $redis->port);
+ok(GmsTest::wait_until(sub { GmsTest::Tool::ok_lines($f) >= 1 }, 10),
+   'follow --inactive mark: a token cycle');
+$gms->users({ $bob => { status => 'SUSPENDED' } });
+ok(GmsTest::wait_until(sub { answers('bob-token') eq '403 401 200' }, 10),
+   'follow: bob suspended, answered by release within a mirror');
+ok($redis->cmd(EXISTS => key_of('bob-token')),
+   "follow: bob's token still cached");
+$gms->users({ $bob => { status => 'ACTIVE' } });
+ok(GmsTest::wait_until(sub { answers('bob-token') eq '200 200 200' }, 10),
+   'follow: reactivated, 200 again');
+is(GmsTest::Tool::stop_follow($f, 'TERM'), 0, 'follow: exit 0 on SIGTERM');
+
 is(run_tool(undef, 'sync', gms_args($gms->url, $token_file),
             '--inactive', 'forget',
             '--redis', '127.0.0.1:' . $redis->port)->{rc}, 2,
