@@ -270,6 +270,13 @@ is(answers('bob-token'), '403 401 200',
    "at once, ttl 300 s notwithstanding: 403 for 0.15's privilege check, "
    . '401 for 1.2, GMS answers the rest');
 is(answers('alice-token'), '200 200 200', 'alice unaffected');
+like(run_tool(undef, 'show', datahub_id('bob-token'),
+              '--redis', '127.0.0.1:' . $redis->port)->{out},
+     qr/"privileges":\["MANAGE_ACCESS_TOKENS"\],"inactive":true\}$/,
+     "gms-token show: what the edge's lookup sees, the flag with it");
+unlike(run_tool(undef, 'show', datahub_id('alice-token'),
+                '--redis', '127.0.0.1:' . $redis->port)->{out},
+       qr/inactive/, 'and nothing for an active user');
 
 $res = sync('--inactive', 'mark');
 ok($redis->cmd(EXISTS => key_of('bob-token')),
