@@ -524,9 +524,8 @@ ngx_http_gms_deny(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
         challenge = &glcf->challenge_scope;
         status = glcf->forbidden_status;
 
-        if (ctx->inactive
-            && gms_release_inactive(glcf->release)
-               == GMS_RELEASE_INACTIVE_ACTOR)
+        if (gms_release_inactive_user(glcf->release, ctx->inactive)
+            == GMS_RELEASE_INACTIVE_ACTOR)
         {
             /* as GMS: 403, its message, no challenge (not a scope) */
             challenge = NULL;
@@ -749,8 +748,9 @@ ngx_http_gms_subrequest_handler(ngx_http_request_t *r)
         return NGX_HTTP_UNAUTHORIZED;
     }
 
-    if (ctx->inactive && glcf->privileges
-        && gms_release_inactive(glcf->release) != GMS_RELEASE_INACTIVE_ACCEPTED)
+    if (glcf->privileges
+        && gms_release_inactive_user(glcf->release, ctx->inactive)
+           != GMS_RELEASE_INACTIVE_ACCEPTED)
     {
         return NGX_HTTP_FORBIDDEN;
     }
@@ -771,7 +771,8 @@ ngx_http_gms_subrequest_handler(ngx_http_request_t *r)
 /*
  * A valid token whose user gms-token found inactive (<prefix>inactive,
  * written by follow --inactive mark), answered as the location's release
- * of GMS answers it.  From 1.2.0 GMS refuses the token itself: 401, as for
+ * of GMS answers it (gms_release_inactive_user: a hard-deleted user only
+ * from 1.2.0).  From 1.2.0 GMS refuses the token itself: 401, as for
  * a token Redis does not have.  From 0.15.0 it takes the token, but
  * refuses every operation ("Actor is not active"): where the edge checks
  * a privilege, which GMS would never reach, 403 with that message; the
@@ -782,11 +783,7 @@ ngx_http_gms_subrequest_handler(ngx_http_request_t *r)
 static ngx_int_t
 ngx_http_gms_inactive(ngx_http_gms_ctx_t *ctx, ngx_http_gms_loc_conf_t *glcf)
 {
-    if (!ctx->inactive) {
-        return NGX_DECLINED;
-    }
-
-    switch (gms_release_inactive(glcf->release)) {
+    switch (gms_release_inactive_user(glcf->release, ctx->inactive)) {
 
     case GMS_RELEASE_INACTIVE_TOKEN:
         ctx->result = NGX_HTTP_GMS_UNKNOWN;

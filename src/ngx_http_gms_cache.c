@@ -28,7 +28,7 @@ typedef struct {
     u_char                     result;
     u_char                     type;
     u_char                     no_privileges;
-    u_char                     inactive;       /* in <prefix>inactive */
+    u_char                     inactive;       /* gms_lookup_inactive_e */
     uint32_t                   source;         /* the cache's, when put */
     uint32_t                   actor_len;
     uint32_t                   privileges_len;

@@ -153,8 +153,8 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
          * maps only a wrapped one to 403: Rest.li's 500 (PR 12158)
          */
 
-        if (ctx && ctx->result == NGX_HTTP_GMS_OK && ctx->inactive
-            && gms_release_inactive(glcf->release)
+        if (ctx && ctx->result == NGX_HTTP_GMS_OK
+            && gms_release_inactive_user(glcf->release, ctx->inactive)
                == GMS_RELEASE_INACTIVE_ACTOR)
         {
             ctx->result = NGX_HTTP_GMS_FORBIDDEN;

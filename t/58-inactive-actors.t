@@ -49,6 +49,7 @@ my $INACTIVE_500 = 'io.datahubproject.metadata.exception.'
                  . "ActorAccessException: $INACTIVE";
 
 my $SUSPENDED = 'urn:li:corpuser:suspended';
+my $GONE = 'urn:li:corpuser:gone';
 
 sub search_cluster {
     my ($req) = @_;
@@ -118,8 +119,25 @@ for my $v (sort keys %RELEASES) {
         $e->grant($SUSPENDED, qw(MANAGE_ACCESS_TOKENS
                                  GET_ES_TASK_STATUS_PRIVILEGE));
         $e->token('plain-token', actor => 'urn:li:corpuser:plain');
+        $e->token('gone-token', actor => $GONE);
+        $e->grant($GONE, 'MANAGE_ACCESS_TOKENS');
         $e->redis->cmd(SADD => 'gms:inactive', $SUSPENDED,
-                       'urn:li:corpuser:plain');
+                       'urn:li:corpuser:plain', $GONE);
+        $e->redis->cmd(SADD => 'gms:deleted', $GONE);
+        $e->gms->clear_requests;
+
+        my $gone = $e->get('/admin/x', 'gone-token');
+
+        # hard-deleted only: asSession builds with enforceExistence off
+        # (its skipCache lands in build()'s enforceExistenceEnabled) until
+        # validateActor checks it, 1.2.0
+        is($gone->{status}, $rule eq 'token' ? 401 : 200,
+           'a hard-deleted user (gms:deleted): '
+           . ($rule eq 'token' ? '401 (validateActor, enforceExistence)'
+                               : '200 (OperationContext.asSession: no '
+                                 . 'existence check)'));
+
+        # it reached GMS (1.2: refused): nothing else should
         $e->gms->clear_requests;
 
         my $admin = $e->get('/admin/x', 'sus-token');
@@ -307,6 +325,32 @@ sync('--inactive', 'mark');
 ok($redis->cmd(EXISTS => key_of('bob-token')),
    'mark again: his token cached again');
 is(answers('bob-token'), '403 401 200', 'answered by release again');
+
+# hard-deleted: in gms:inactive and gms:deleted, served by 0.15's GMS
+my $carol = 'urn:li:corpuser:carol';
+$gms->users({ $bob => { status => 'ACTIVE' }, $carol => { deleted => 1 } });
+$gms->tokens([ GmsTest::Tool::listed('alice-token', actor => $alice),
+               GmsTest::Tool::listed('bob-token', actor => $bob),
+               GmsTest::Tool::listed('carol-token', actor => $carol) ]);
+$redis->cmd(SADD => "gms:actor:$carol", 'MANAGE_ACCESS_TOKENS');
+$res = sync('--inactive', 'mark');
+is($res->{rc}, 0, 'carol hard-deleted: sync exit 0') or diag($res->{err});
+is_deeply($redis->cmd(SMEMBERS => 'gms:deleted'), [$carol],
+          'carol in gms:deleted');
+is_deeply([sort @{ $redis->cmd(SMEMBERS => 'gms:inactive') }], [$carol],
+          'and in gms:inactive; bob out');
+is(answers('carol-token'), '200 401 200',
+   "carol: 0.15's GMS serves her (no existence check), 1.2's refuses");
+$gms->users({ $carol => { deleted => 0, status => 'SUSPENDED' } });
+$res = sync('--inactive', 'mark');
+is_deeply($redis->cmd(SMEMBERS => 'gms:deleted'), [],
+          'carol provisioned again but suspended: out of gms:deleted');
+is(answers('carol-token'), '403 401 200',
+   'her URN published: refused by both at once');
+$res = sync('--inactive', 'keep');
+is_deeply([$redis->cmd(EXISTS => 'gms:inactive', 'gms:deleted')], [0],
+          '--inactive keep: both sets deleted');
+$gms->users({ $carol => { status => 'ACTIVE' } });
 
 # follow --inactive mark: the same, by its mirror's thread
 $gms->users({ $bob => { status => 'ACTIVE' } });

@@ -46,6 +46,13 @@
 #define GMS_KEY_INACTIVE       "inactive"
 
 /*
+ * <prefix>deleted, a set: the members of <prefix>inactive who are inactive
+ * only for having no corpUserKey (hard-deleted), whom GMS 0.15 to 1.1
+ * still serves (OperationContext.asSession checks no existence)
+ */
+#define GMS_KEY_DELETED        "deleted"
+
+/*
  * <prefix>lease, a string: which gms-token follow works (host:pid:nonce),
  * set with NX and PX, renewed at each cycle; the others stand by.
  */

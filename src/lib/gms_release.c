@@ -189,3 +189,29 @@ gms_release_inactive(gms_release_t v)
     return v < GMS_RELEASE(1, 2, 0) ? GMS_RELEASE_INACTIVE_ACTOR
                                     : GMS_RELEASE_INACTIVE_TOKEN;
 }
+
+
+/*
+ * OperationContext.asSession builds the session with enforceExistence off
+ * (its skipCache lands in build()'s enforceExistenceEnabled) from 0.15.0
+ * to 1.1.x: a hard-deleted user, whose aspects are all gone, is active
+ * there; validateActor (1.2.0) checks existence.
+ */
+
+gms_release_inactive_e
+gms_release_inactive_user(gms_release_t v, unsigned inactive)
+{
+    gms_release_inactive_e  rule;
+
+    if (inactive == 0) {
+        return GMS_RELEASE_INACTIVE_ACCEPTED;
+    }
+
+    rule = gms_release_inactive(v);
+
+    if (rule == GMS_RELEASE_INACTIVE_ACTOR && inactive != 1) {
+        return GMS_RELEASE_INACTIVE_ACCEPTED;
+    }
+
+    return rule;
+}

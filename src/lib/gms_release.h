@@ -77,6 +77,14 @@ int gms_release_guest(gms_release_t v);
 
 gms_release_inactive_e gms_release_inactive(gms_release_t v);
 
+/*
+ * For a user as the lookup marks it (gms_lookup_inactive_e: 0 active,
+ * 1 suspended or soft-removed, 2 hard-deleted only): what the release
+ * does with their token
+ */
+gms_release_inactive_e gms_release_inactive_user(gms_release_t v,
+    unsigned inactive);
+
 /* 1 when GMS can accept external OAuth tokens (an identity provider's) */
 int gms_release_oauth(gms_release_t v);
 

@@ -182,8 +182,14 @@ test_reply(void)
 
     ok(lookup("*5\r\n$9\r\nurn:li:xy\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n"
               ":2\r\n", &lk, &r)
+       == GMS_LOOKUP_FOUND && lk.inactive == GMS_LOOKUP_DELETED,
+       "the user in <prefix>deleted too: hard-deleted only");
+    freeReplyObject(r);
+
+    ok(lookup("*5\r\n$9\r\nurn:li:xy\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n"
+              ":3\r\n", &lk, &r)
        == GMS_LOOKUP_BAD_REPLY,
-       "an inactive flag other than 0 or 1 is an error");
+       "an inactive flag other than 0, 1 or 2 is an error");
     freeReplyObject(r);
 
     ok(lookup("*5\r\n$9\r\nurn:li:xy\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n"
