@@ -49,6 +49,8 @@ static ngx_int_t ngx_http_gms_passed(ngx_http_request_t *r,
 static ngx_int_t ngx_http_gms_deny(ngx_http_request_t *r,
     ngx_http_gms_ctx_t *ctx);
 static ngx_int_t ngx_http_gms_drop_actor_header(ngx_http_request_t *r);
+static ngx_int_t ngx_http_gms_inactive(ngx_http_gms_ctx_t *ctx,
+    ngx_http_gms_loc_conf_t *glcf);
 static ngx_int_t ngx_http_gms_challenge(ngx_conf_t *cf, ngx_str_t *realm,
     const char *error, ngx_str_t *out);
 
@@ -60,6 +62,7 @@ static ngx_int_t ngx_http_gms_challenge(ngx_conf_t *cf, ngx_str_t *realm,
 static ngx_str_t  ngx_http_gms_deny_bodies[NGX_HTTP_GMS_NRESULTS];
 static ngx_str_t  ngx_http_gms_deny_forbidden_403;
 static ngx_str_t  ngx_http_gms_deny_expired_generic;
+static ngx_str_t  ngx_http_gms_deny_inactive;
 
 
 ngx_int_t
@@ -300,6 +303,7 @@ ngx_http_gms_check(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf)
             ctx->stale_actor = entry.actor;
             ctx->stale_privileges = entry.privileges;
             ctx->stale_type = entry.type;
+            ctx->stale_inactive = entry.inactive;
             ctx->has_stale = 1;
         }
 
@@ -462,6 +466,9 @@ ngx_http_gms_decide(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
             /* unknown to GMS's TokenType before 1.4.0: 401, as GMS */
             ctx->result = NGX_HTTP_GMS_INVALID;
 
+        } else if (ngx_http_gms_inactive(ctx, glcf) != NGX_DECLINED) {
+            /* ctx->result is the refusal */
+
         } else if (ngx_http_gms_has_any_privilege(ctx, glcf->privileges)) {
             ngx_http_gms_count(requests[NGX_HTTP_GMS_OK]);
             return NGX_OK;
@@ -517,7 +524,15 @@ ngx_http_gms_deny(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
         challenge = &glcf->challenge_scope;
         status = glcf->forbidden_status;
 
-        if (status == NGX_HTTP_FORBIDDEN) {
+        if (gms_release_inactive_user(glcf->release, ctx->inactive)
+            == GMS_RELEASE_INACTIVE_ACTOR)
+        {
+            /* as GMS: 403, its message, no challenge (not a scope) */
+            challenge = NULL;
+            status = NGX_HTTP_FORBIDDEN;
+            body = &ngx_http_gms_deny_inactive;
+
+        } else if (status == NGX_HTTP_FORBIDDEN) {
             body = &ngx_http_gms_deny_forbidden_403;
         }
 
@@ -530,12 +545,14 @@ ngx_http_gms_deny(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
         break;
     }
 
-    if (ngx_http_gms_add_header(r, challenge ? "WWW-Authenticate"
-                                             : "Retry-After",
-                                challenge ? challenge : &retry_after)
-        != NGX_OK)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (challenge != NULL || status == NGX_HTTP_SERVICE_UNAVAILABLE) {
+        if (ngx_http_gms_add_header(r, challenge ? "WWW-Authenticate"
+                                                 : "Retry-After",
+                                    challenge ? challenge : &retry_after)
+            != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
     }
 
     rc = ngx_http_gms_send_body(r, status, body);
@@ -586,7 +603,11 @@ ngx_http_gms_auth_init_bodies(ngx_conf_t *cf)
     if (ngx_http_gms_error_body(cf, NGX_HTTP_UNAUTHORIZED,
                                 GMS_RELEASE_UNAUTHORIZED,
                                 &ngx_http_gms_deny_expired_generic)
-        != NGX_OK)
+        != NGX_OK
+        || ngx_http_gms_error_body(cf, NGX_HTTP_FORBIDDEN,
+                                   GMS_RELEASE_INACTIVE_MESSAGE,
+                                   &ngx_http_gms_deny_inactive)
+           != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -727,6 +748,13 @@ ngx_http_gms_subrequest_handler(ngx_http_request_t *r)
         return NGX_HTTP_UNAUTHORIZED;
     }
 
+    if (glcf->privileges
+        && gms_release_inactive_user(glcf->release, ctx->inactive)
+           != GMS_RELEASE_INACTIVE_ACCEPTED)
+    {
+        return NGX_HTTP_FORBIDDEN;
+    }
+
     if (glcf->privileges && ctx->no_privileges) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "gms: subrequest \"%V\" refused: a session token's "
@@ -737,6 +765,42 @@ ngx_http_gms_subrequest_handler(ngx_http_request_t *r)
 
     return ngx_http_gms_has_any_privilege(ctx, glcf->privileges)
            ? NGX_DECLINED : (ngx_int_t) glcf->forbidden_status;
+}
+
+
+/*
+ * A valid token whose user gms-token found inactive (<prefix>inactive,
+ * written by follow --inactive mark), answered as the location's release
+ * of GMS answers it (gms_release_inactive_user: a hard-deleted user only
+ * from 1.2.0).  From 1.2.0 GMS refuses the token itself: 401, as for
+ * a token Redis does not have.  From 0.15.0 it takes the token, but
+ * refuses every operation ("Actor is not active"): where the edge checks
+ * a privilege, which GMS would never reach, 403 with that message; the
+ * rest goes to GMS, which answers it itself (getEsTaskStatus: its
+ * precontent check).  NGX_DECLINED: nothing to refuse here.
+ */
+
+static ngx_int_t
+ngx_http_gms_inactive(ngx_http_gms_ctx_t *ctx, ngx_http_gms_loc_conf_t *glcf)
+{
+    switch (gms_release_inactive_user(glcf->release, ctx->inactive)) {
+
+    case GMS_RELEASE_INACTIVE_TOKEN:
+        ctx->result = NGX_HTTP_GMS_UNKNOWN;
+        return NGX_OK;
+
+    case GMS_RELEASE_INACTIVE_ACTOR:
+
+        if (glcf->privileges == NULL) {
+            return NGX_DECLINED;
+        }
+
+        ctx->result = NGX_HTTP_GMS_FORBIDDEN;
+        return NGX_OK;
+
+    default: /* GMS_RELEASE_INACTIVE_ACCEPTED */
+        return NGX_DECLINED;
+    }
 }
 
 

@@ -28,6 +28,7 @@ typedef struct {
     u_char                     result;
     u_char                     type;
     u_char                     no_privileges;
+    u_char                     inactive;       /* gms_lookup_inactive_e */
     uint32_t                   source;         /* the cache's, when put */
     uint32_t                   actor_len;
     uint32_t                   privileges_len;
@@ -115,7 +116,7 @@ ngx_http_gms_cache_get(ngx_http_gms_cache_t *cache, u_char *id,
     size_t                      len, actor_len;
     int64_t                     now;
     uint32_t                    hash;
-    ngx_uint_t                  result, type, no_privileges;
+    ngx_uint_t                  result, type, no_privileges, inactive;
     ngx_rbtree_node_t          *node;
     ngx_http_gms_cache_rc_e     rc;
     ngx_http_gms_cache_node_t  *cn;
@@ -129,6 +130,7 @@ ngx_http_gms_cache_get(ngx_http_gms_cache_t *cache, u_char *id,
     result = 0;
     type = 0;
     no_privileges = 0;
+    inactive = 0;
 
     now = ngx_http_gms_now_ms();
     hash = ngx_crc32_short(id, GMS_TOKEN_ID_LEN);
@@ -178,6 +180,7 @@ ngx_http_gms_cache_get(ngx_http_gms_cache_t *cache, u_char *id,
     result = cn->result;
     type = cn->type;
     no_privileges = cn->no_privileges;
+    inactive = cn->inactive;
     actor_len = cn->actor_len;
     ngx_memcpy(ngx_http_gms_cache_scratch, cn->data, len);
 
@@ -204,6 +207,7 @@ done:
     entry->result = result;
     entry->type = (type < GMS_TOKEN_NTYPES) ? type : GMS_TOKEN_NONE;
     entry->no_privileges = no_privileges;
+    entry->inactive = inactive;
     entry->actor.data = p;
     entry->actor.len = actor_len;
     entry->privileges.data = p + actor_len;
@@ -297,6 +301,7 @@ ngx_http_gms_cache_put(ngx_http_gms_cache_t *cache, u_char *id,
     cn->result = (u_char) entry->result;
     cn->type = (u_char) entry->type;
     cn->no_privileges = (u_char) entry->no_privileges;
+    cn->inactive = (u_char) entry->inactive;
     cn->actor_len = entry->actor.len;
     cn->privileges_len = entry->privileges.len;
     ngx_memcpy(cn->id, id, GMS_TOKEN_ID_LEN);
@@ -448,6 +453,7 @@ ngx_http_gms_cache_changed_locked(ngx_http_gms_cache_t *cache, u_char *id,
     cn->result = NGX_HTTP_GMS_CACHE_CHANGED;
     cn->type = GMS_TOKEN_NONE;
     cn->no_privileges = 0;
+    cn->inactive = 0;
     cn->actor_len = 0;
     cn->privileges_len = 0;
     ngx_memcpy(cn->id, id, GMS_TOKEN_ID_LEN);

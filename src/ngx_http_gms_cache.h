@@ -33,6 +33,7 @@ typedef struct {
     ngx_http_gms_result_e      result;     /* OK, UNKNOWN, EXPIRED, PASSED */
     gms_token_type_e           type;
     ngx_uint_t                 no_privileges;  /* a session token's, unread */
+    ngx_uint_t                 inactive;       /* gms_lookup_inactive_e */
     ngx_str_t                  actor;
     ngx_str_t                  privileges;
 } ngx_http_gms_cache_entry_t;

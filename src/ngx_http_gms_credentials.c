@@ -371,6 +371,7 @@ ngx_http_gms_accept_session(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
     entry.result = NGX_HTTP_GMS_OK;
     entry.type = claims->type;
     entry.no_privileges = 1;
+    entry.inactive = 0;         /* a session's user: not looked up */
     entry.actor = ctx->actor;
     entry.privileges = ctx->privileges;
 

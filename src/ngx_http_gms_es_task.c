@@ -169,6 +169,26 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
     if (glcf->enable) {
         ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
 
+        /*
+         * An inactive user (0.15.0 to 1.1.x): OperationContext.asSession
+         * throws ActorAccessException inside RestliUtils.toTask, which
+         * maps only a wrapped one to 403: Rest.li's 500 (PR 12158)
+         */
+
+        if (ctx && ctx->result == NGX_HTTP_GMS_OK
+            && gms_release_inactive_user(glcf->release, ctx->inactive)
+               == GMS_RELEASE_INACTIVE_ACTOR)
+        {
+            ctx->result = NGX_HTTP_GMS_FORBIDDEN;
+            ngx_http_gms_count_down(requests[NGX_HTTP_GMS_OK]);
+            ngx_http_gms_count(requests[NGX_HTTP_GMS_FORBIDDEN]);
+
+            rc = ngx_http_gms_es_task_refuse(r,
+                                             NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                             GMS_RELEASE_INACTIVE_RESTLI_500);
+            goto answered;
+        }
+
         /* the metadata service checks the privilege before the body */
 
         if (!ngx_http_gms_es_task_allowed(ctx, glcf)) {

@@ -454,6 +454,7 @@ ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight, redisReply *reply,
     }
 
     entry->result = NGX_HTTP_GMS_OK;
+    entry->inactive = lk.inactive;
     entry->actor.data = (u_char *) lk.actor;
     entry->actor.len = lk.actor_len;
     entry->privileges.data = ngx_http_gms_flights.scratch;
@@ -575,6 +576,7 @@ ngx_http_gms_apply(ngx_http_gms_ctx_t *ctx, ngx_http_gms_cache_entry_t *entry)
     ctx->result = entry->result;
     ctx->type = entry->type;
     ctx->no_privileges = entry->no_privileges;
+    ctx->inactive = entry->inactive;
 
     if (entry->result != NGX_HTTP_GMS_OK || ctx->pending == 0) {
         ctx->actor = entry->actor;
@@ -609,6 +611,7 @@ ngx_http_gms_fail(ngx_http_gms_ctx_t *ctx, ngx_http_gms_error_e kind)
         ctx->type = ctx->stale_type;
         ctx->actor = ctx->stale_actor;
         ctx->privileges = ctx->stale_privileges;
+        ctx->inactive = ctx->stale_inactive;
         return;
     }
 

@@ -194,6 +194,7 @@ typedef struct {
     ngx_uint_t                 generation;     /* the cache's, when passed */
     unsigned                   pending:1;
     unsigned                   no_privileges:1; /* a session's, not read */
+    unsigned                   inactive:2;     /* gms_lookup_inactive_e */
     unsigned                   done:1;
 
     u_char                     id[GMS_TOKEN_ID_LEN + 1];
@@ -209,6 +210,7 @@ typedef struct {
     ngx_str_t                  stale_privileges;
     gms_token_type_e           stale_type;
     unsigned                   has_stale:1;
+    unsigned                   stale_inactive:2;
 } ngx_http_gms_ctx_t;
 
 

@@ -219,7 +219,7 @@ my @gms = gms_args($gms->url, $token_file);
           qr/--privileges-interval: '2d'/ ],
         [ [@gms, '--max-prune', '200%'], qr/--max-prune: '200%'/ ],
         [ [@gms, '--inactive', 'maybe'],
-          qr/--inactive: 'maybe' is neither refuse nor keep/ ],
+          qr/--inactive: 'maybe' is not refuse, keep or mark/ ],
         [ [@gms, '--privileges', 'all'], qr/--privileges: 'all'/ ],
         [ [@gms, '--page-size', '0'], qr/--page-size: '0'/ ],
         [ [@gms, '--prune'], qr/--prune is not an option of follow/ ],

@@ -235,7 +235,7 @@ is(answer('carol-token'), 401, 'carol refused at the edge');
 $res = run_tool(undef, 'sync', gms_args($gms->url, $token_file),
                 '--inactive', 'sometimes', @at);
 is($res->{rc}, 2, '--inactive sometimes: usage error');
-like($res->{err}, qr/--inactive: 'sometimes' is neither refuse nor keep/,
+like($res->{err}, qr/--inactive: 'sometimes' is not refuse, keep or mark/,
      'saying why');
 $res = run_tool('', 'sync', '--inactive', 'keep', @at);
 is($res->{rc}, 2, '--inactive without --gms: usage error');

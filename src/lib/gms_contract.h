@@ -39,9 +39,18 @@
 /*
  * <prefix>inactive, a set: the URNs of the users gms-token found inactive
  * in DataHub (suspended, removed or deleted: ActorContext.isActive); no
- * token of theirs is kept in the cache (DataHub 1.2+ refuses them).
+ * token of theirs is kept in the cache (DataHub 1.2+ refuses them), unless
+ * gms-token marks them (--inactive mark): the lookup reads the set, and
+ * the edge answers by gms_datahub_version.
  */
 #define GMS_KEY_INACTIVE       "inactive"
+
+/*
+ * <prefix>deleted, a set: the members of <prefix>inactive who are inactive
+ * only for having no corpUserKey (hard-deleted), whom GMS 0.15 to 1.1
+ * still serves (OperationContext.asSession checks no existence)
+ */
+#define GMS_KEY_DELETED        "deleted"
 
 /*
  * <prefix>lease, a string: which gms-token follow works (host:pid:nonce),

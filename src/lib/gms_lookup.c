@@ -14,16 +14,24 @@
 
 
 /*
- * One round trip per lookup: the token hash and the actor's privilege set.
+ * One round trip per lookup: the token hash, the actor's privilege set,
+ * and whether the actor is in <prefix>inactive, and then <prefix>deleted
+ * (their names are ARGV[1] with "actor:" replaced: the command keeps its
+ * shape).
  * KEYS[1] = <prefix>token:<id>, ARGV[1] = <prefix>actor:
  * Reply: nil when the token is unknown, else
- * [actor, expiresAt or "", type or "", [privilege, ...]].
+ * [actor, expiresAt or "", type or "", [privilege, ...], inactive], the
+ * last a gms_lookup_inactive_e.
  */
 const char  gms_lookup_script[] =
     "local t = redis.call('HMGET', KEYS[1], 'actor', 'expiresAt', 'type')\n"
     "if not t[1] then return false end\n"
+    "local p = string.sub(ARGV[1], 1, -7)\n"
+    "local i = redis.call('SISMEMBER', p .. 'inactive', t[1])\n"
+    "if i == 1 then i = 1 + redis.call('SISMEMBER', p .. 'deleted', t[1])"
+    " end\n"
     "return {t[1], t[2] or '', t[3] or '',"
-    " redis.call('SMEMBERS', ARGV[1] .. t[1])}\n";
+    " redis.call('SMEMBERS', ARGV[1] .. t[1]), i}\n";
 
 const size_t  gms_lookup_script_len = sizeof(gms_lookup_script) - 1;
 
@@ -53,9 +61,26 @@ gms_lookup_reply_parse(const redisReply *reply, gms_lookup_t *lookup)
         return GMS_LOOKUP_BAD_REPLY;
     }
 
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4) {
+    /* 4 elements: a script without the inactive flag */
+
+    if (reply->type != REDIS_REPLY_ARRAY
+        || (reply->elements != 4 && reply->elements != 5))
+    {
         lookup->error = "unexpected reply shape";
         return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    if (reply->elements == 5) {
+        e = reply->element[4];
+
+        if (e->type != REDIS_REPLY_INTEGER || e->integer < 0
+            || e->integer > GMS_LOOKUP_DELETED)
+        {
+            lookup->error = "the inactive flag is not 0, 1 or 2";
+            return GMS_LOOKUP_BAD_REPLY;
+        }
+
+        lookup->inactive = (unsigned) e->integer;
     }
 
     for (i = 0; i < 3; i++) {

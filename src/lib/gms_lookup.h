@@ -22,6 +22,14 @@ typedef enum {
 } gms_lookup_rc_e;
 
 
+/* the user's status, as gms-token wrote it */
+typedef enum {
+    GMS_LOOKUP_ACTIVE = 0,
+    GMS_LOOKUP_INACTIVE,        /* suspended or soft-removed */
+    GMS_LOOKUP_DELETED          /* hard-deleted only: no corpUserKey */
+} gms_lookup_inactive_e;
+
+
 typedef struct {
     const char            *actor;
     size_t                 actor_len;
@@ -30,6 +38,7 @@ typedef struct {
     int64_t                expires_at;     /* ms since the epoch, 0: never */
     redisReply           **privileges;     /* string elements */
     size_t                 nprivileges;
+    unsigned               inactive;       /* gms_lookup_inactive_e */
     const char            *error;          /* with GMS_LOOKUP_BAD_REPLY */
 } gms_lookup_t;
 

@@ -164,3 +164,54 @@ gms_release_oauth(gms_release_t v)
 {
     return v >= GMS_RELEASE(1, 3, 0);
 }
+
+
+/*
+ * A user who is suspended (corpUserStatus SUSPENDED), soft-removed
+ * (status removed) or hard-deleted (no corpUserKey), ActorContext.isActive:
+ *   before 0.15.0  nothing checks it;
+ *   0.15.0         OperationContext's builder throws ActorAccessException
+ *                  ("Actor is not active") for every session it makes
+ *                  (commit 8c724dbf, PR 12158, merged after the CLI's
+ *                  v0.15.0 tag, in the server's 0.15.0 release notes);
+ *   1.2.0          StatelessTokenService.validateActor refuses the token
+ *                  itself (TokenException "Actor is not active": 401;
+ *                  commit e7463ac1, PR 13947).
+ */
+
+gms_release_inactive_e
+gms_release_inactive(gms_release_t v)
+{
+    if (v < GMS_RELEASE(0, 15, 0)) {
+        return GMS_RELEASE_INACTIVE_ACCEPTED;
+    }
+
+    return v < GMS_RELEASE(1, 2, 0) ? GMS_RELEASE_INACTIVE_ACTOR
+                                    : GMS_RELEASE_INACTIVE_TOKEN;
+}
+
+
+/*
+ * OperationContext.asSession builds the session with enforceExistence off
+ * (its skipCache lands in build()'s enforceExistenceEnabled) from 0.15.0
+ * to 1.1.x: a hard-deleted user, whose aspects are all gone, is active
+ * there; validateActor (1.2.0) checks existence.
+ */
+
+gms_release_inactive_e
+gms_release_inactive_user(gms_release_t v, unsigned inactive)
+{
+    gms_release_inactive_e  rule;
+
+    if (inactive == 0) {
+        return GMS_RELEASE_INACTIVE_ACCEPTED;
+    }
+
+    rule = gms_release_inactive(v);
+
+    if (rule == GMS_RELEASE_INACTIVE_ACTOR && inactive != 1) {
+        return GMS_RELEASE_INACTIVE_ACCEPTED;
+    }
+
+    return rule;
+}

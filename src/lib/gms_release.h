@@ -31,6 +31,21 @@ typedef enum {
 } gms_release_es_e;
 
 
+/* what GMS does with the token of an inactive user (ActorContext.isActive) */
+typedef enum {
+    GMS_RELEASE_INACTIVE_ACCEPTED = 0,  /* no check at all */
+    GMS_RELEASE_INACTIVE_ACTOR,         /* token taken, operations refused */
+    GMS_RELEASE_INACTIVE_TOKEN          /* the token itself refused: 401 */
+} gms_release_inactive_e;
+
+
+/* GMS's messages for an inactive actor */
+#define GMS_RELEASE_INACTIVE_MESSAGE  "Actor is not active"
+#define GMS_RELEASE_INACTIVE_RESTLI_500                                       \
+    "io.datahubproject.metadata.exception.ActorAccessException: "           \
+    GMS_RELEASE_INACTIVE_MESSAGE
+
+
 /*
  * "X.Y" or "X.Y.Z" (digits only), a release in the table: 0 and *out
  * set, or -1
@@ -59,6 +74,16 @@ int gms_release_service_accounts(gms_release_t v);
 
 /* 1 when GMS has a guest user to give a request without a credential */
 int gms_release_guest(gms_release_t v);
+
+gms_release_inactive_e gms_release_inactive(gms_release_t v);
+
+/*
+ * For a user as the lookup marks it (gms_lookup_inactive_e: 0 active,
+ * 1 suspended or soft-removed, 2 hard-deleted only): what the release
+ * does with their token
+ */
+gms_release_inactive_e gms_release_inactive_user(gms_release_t v,
+    unsigned inactive);
 
 /* 1 when GMS can accept external OAuth tokens (an identity provider's) */
 int gms_release_oauth(gms_release_t v);

@@ -86,7 +86,8 @@ const gms_tool_command_t  gms_cmd_show = {
     "Prints the cached token as the module reads it, one line of JSON:\n"
     "{\"id\",\"actor\",\"expiresAt\",\"type\",\"privileges\":[...]}, "
     "expiresAt and\n"
-    "type null when absent.  Exit status 1 if it is not cached.\n"
+    "type null when absent, and \"inactive\":true when its user is in\n"
+    "<prefix>inactive.  Exit status 1 if it is not cached.\n"
     GMS_TOOL_CONN_USAGE
 };
 
@@ -363,6 +364,11 @@ gms_cmd_show_handler(gms_tool_t *t, gms_tool_args_t *a)
     }
 
     json_object_set(doc, "privileges", privileges);
+
+    /* the user in <prefix>inactive: the edge answers by release */
+    if (lk.inactive) {
+        json_object_set_new(doc, "inactive", json_true());
+    }
 
     out = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (out == NULL) {

@@ -502,6 +502,11 @@ gms_sync_inactive_read(gms_tool_t *t, gms_sync_input_t *in)
     size_t       i, key_len;
     redisReply  *reply;
 
+    if (t->inactive_mark) {
+        /* --inactive mark: their tokens cached too, the edge decides */
+        return 0;
+    }
+
     key = gms_tool_key(t, GMS_KEY_INACTIVE, "", 0, &key_len);
     if (key == NULL) {
         return -1;

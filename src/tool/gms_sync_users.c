@@ -32,6 +32,11 @@
  * left as it was, either way: an error neither deletes a user's tokens nor
  * brings them back.  With refuse off (--inactive keep: DataHub before 1.2
  * accepts such tokens) the users are only counted, and the set emptied.
+ * With --inactive mark the set is kept as with refuse, but their tokens
+ * stay cached: the edge reads the set in its lookup and answers by its
+ * gms_datahub_version (403 "Actor is not active" from 0.15, 401 from
+ * 1.2); a user who enters or leaves the set is published on
+ * <prefix>invalidate, so every edge reads the user's tokens anew.
  */
 
 
@@ -108,6 +113,8 @@ typedef struct {
     gms_users_state_e      state;
     unsigned               ask:1;          /* a user GMS is asked about */
     unsigned               was:1;          /* in <prefix>inactive before */
+    unsigned               deleted:1;      /* inactive: no corpUserKey */
+    unsigned               changed:1;      /* in or out of a set now */
 } gms_users_user_t;
 
 
@@ -120,6 +127,8 @@ typedef struct {
     redisReply            *members;        /* <prefix>inactive's */
     char                  *set;            /* <prefix>inactive */
     size_t                 set_len;
+    char                  *deleted;        /* <prefix>deleted */
+    size_t                 deleted_len;
     char                  *channel;        /* <prefix>invalidate */
     size_t                 channel_len;
     size_t                 failed;         /* users GMS failed on */
@@ -143,25 +152,33 @@ static int gms_users_drop(gms_tool_t *t, gms_users_t *u,
 static int gms_users_dropped(gms_tool_t *t, size_t n,
     gms_tool_users_counts_t *counts);
 static int gms_users_release(gms_tool_t *t, gms_users_t *u);
+static int gms_users_publish(gms_tool_t *t, gms_users_t *u);
+static int gms_users_deleted(gms_tool_t *t, gms_users_t *u);
 static gms_users_user_t *gms_users_find(gms_users_t *u, size_t n,
     const char *urn, size_t len);
 static int gms_users_token_cmp(const void *one, const void *two);
 static void gms_users_free(gms_users_t *u);
 
 
-/* --inactive refuse|keep, for sync and follow; NULL: refuse */
+/* --inactive refuse|keep|mark, for sync and follow; NULL: refuse */
 
 int
 gms_tool_inactive_option(gms_tool_t *t, const char *value, int *refuse)
 {
+    t->inactive_mark = 0;
+
     if (value == NULL || strcmp(value, "refuse") == 0) {
-        *refuse = 1;
+        *refuse = GMS_TOOL_INACTIVE_REFUSE;
 
     } else if (strcmp(value, "keep") == 0) {
-        *refuse = 0;
+        *refuse = GMS_TOOL_INACTIVE_KEEP;
+
+    } else if (strcmp(value, "mark") == 0) {
+        *refuse = GMS_TOOL_INACTIVE_MARK;
+        t->inactive_mark = 1;
 
     } else {
-        gms_tool_error(t, "--inactive: '%s' is neither refuse nor keep",
+        gms_tool_error(t, "--inactive: '%s' is not refuse, keep or mark",
                        gms_tool_shown(value));
         return -1;
     }
@@ -197,8 +214,9 @@ gms_tool_users_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
 
     u.set = gms_tool_key(t, GMS_KEY_INACTIVE, "", 0, &u.set_len);
     u.channel = gms_tool_key(t, GMS_KEY_INVALIDATE, "", 0, &u.channel_len);
+    u.deleted = gms_tool_key(t, GMS_KEY_DELETED, "", 0, &u.deleted_len);
 
-    if (u.set == NULL || u.channel == NULL) {
+    if (u.set == NULL || u.channel == NULL || u.deleted == NULL) {
         goto done;
     }
 
@@ -298,8 +316,8 @@ gms_tool_users_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
 
     rc = GMS_TOOL_REDIS;
 
-    if (refuse ? gms_users_apply(t, &u, counts) != 0
-               : gms_users_release(t, &u) != 0)
+    if (refuse == GMS_TOOL_INACTIVE_KEEP ? gms_users_release(t, &u) != 0
+        : gms_users_apply(t, &u, counts) != 0)
     {
         goto done;
     }
@@ -571,6 +589,7 @@ gms_users_read(json_t *data, size_t i, gms_users_user_t *user)
     /* no corpUserKey: never provisioned, or hard-deleted */
     if (json_is_false(exists)) {
         user->state = GMS_USERS_INACTIVE;
+        user->deleted = 1;
         return NULL;
     }
 
@@ -684,6 +703,8 @@ gms_users_apply(gms_tool_t *t, gms_users_t *u,
             }
 
             if (reply->type == REDIS_REPLY_INTEGER && reply->integer > 0) {
+                user->changed = 1;
+
                 if (user->was) {
                     counts->reactivated++;
 
@@ -696,7 +717,114 @@ gms_users_apply(gms_tool_t *t, gms_users_t *u,
         }
     }
 
-    return gms_users_drop(t, u, counts);
+    if (gms_users_deleted(t, u) != 0) {
+        return -1;
+    }
+
+    return t->inactive_mark ? gms_users_publish(t, u)
+                            : gms_users_drop(t, u, counts);
+}
+
+
+/*
+ * <prefix>deleted: which inactive users are so only for having no
+ * corpUserKey (GMS 0.15 to 1.1 still serves them).  Kept a subset of the
+ * set: a user known inactive goes in or out by why, a user active again
+ * out; a user GMS failed on stays as it was.
+ */
+
+static int
+gms_users_deleted(gms_tool_t *t, gms_users_t *u)
+{
+    size_t             i, j, k, n;
+    redisReply        *reply;
+    gms_users_user_t  *user;
+
+    for (i = 0; i < u->n; i = j) {
+        n = 0;
+
+        for (j = i; j < u->n && n < GMS_USERS_PIPELINE; j++) {
+            user = &u->users[j];
+
+            if (user->state == GMS_USERS_INACTIVE
+                || (user->state == GMS_USERS_ACTIVE && user->was))
+            {
+                gms_tool_append(t, user->deleted ? "SADD %b %b"
+                                                 : "SREM %b %b",
+                                u->deleted, u->deleted_len,
+                                user->urn, user->len);
+                n++;
+            }
+        }
+
+        for (k = i; k < j; k++) {
+            user = &u->users[k];
+
+            if (!(user->state == GMS_USERS_INACTIVE
+                  || (user->state == GMS_USERS_ACTIVE && user->was)))
+            {
+                continue;
+            }
+
+            (void) gms_tool_get_reply(t, &reply);
+
+            if (gms_tool_reply_error(t, reply,
+                                     user->deleted ? "SADD" : "SREM")
+                != 0)
+            {
+                return -1;
+            }
+
+            if (reply->type == REDIS_REPLY_INTEGER && reply->integer > 0) {
+                user->changed = 1;
+            }
+
+            freeReplyObject(reply);
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * --inactive mark: the tokens stay cached; each user who entered or left
+ * the set is published, and every edge drops the user's cached entries
+ * and reads them anew, with the flag as it is now.
+ */
+
+static int
+gms_users_publish(gms_tool_t *t, gms_users_t *u)
+{
+    size_t             i, k, n;
+    redisReply        *reply;
+    gms_users_user_t  *user;
+
+    for (i = 0; i < u->n; i = k) {
+        n = 0;
+
+        for (k = i; k < u->n && n < GMS_USERS_PIPELINE; k++) {
+            user = &u->users[k];
+
+            if (user->changed) {
+                gms_tool_append(t, "PUBLISH %b %b", u->channel,
+                                u->channel_len, user->urn, user->len);
+                n++;
+            }
+        }
+
+        while (n--) {
+            (void) gms_tool_get_reply(t, &reply);
+
+            if (gms_tool_reply_error(t, reply, "PUBLISH") != 0) {
+                return -1;
+            }
+
+            freeReplyObject(reply);
+        }
+    }
+
+    return 0;
 }
 
 
@@ -792,7 +920,8 @@ gms_users_release(gms_tool_t *t, gms_users_t *u)
         return 0;
     }
 
-    reply = gms_tool_command(t, "DEL %b", u->set, u->set_len);
+    reply = gms_tool_command(t, "DEL %b %b", u->set, u->set_len,
+                             u->deleted, u->deleted_len);
 
     if (gms_tool_reply_error(t, reply, "DEL") != 0) {
         return -1;
@@ -862,5 +991,6 @@ gms_users_free(gms_users_t *u)
     free(u->tokens);
     free(u->users);
     free(u->set);
+    free(u->deleted);
     free(u->channel);
 }

@@ -29,6 +29,11 @@ typedef struct {
 } gms_tool_users_counts_t;
 
 
+/* --inactive: what becomes of an inactive user's tokens */
+#define GMS_TOOL_INACTIVE_KEEP    0    /* cached; the set deleted */
+#define GMS_TOOL_INACTIVE_REFUSE  1    /* deleted, in the set */
+#define GMS_TOOL_INACTIVE_MARK    2    /* cached, in the set: the edge */
+
 int gms_tool_inactive_option(gms_tool_t *t, const char *value, int *refuse);
 int gms_tool_users_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
     int refuse, const gms_tool_holders_t *holders,

@@ -46,6 +46,7 @@ typedef struct {
     char                   master_addr[300];   /* the one last named */
 
     int                    quiet;          /* errors kept, not printed */
+    unsigned               inactive_mark:1;    /* --inactive mark */
     char                   error[256];     /* the last error message */
 } gms_tool_t;
 

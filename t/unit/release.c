@@ -105,6 +105,34 @@ test_answers(void)
     ok(!gms_release_oauth(GMS_RELEASE(1, 2, 0))
        && gms_release_oauth(GMS_RELEASE(1, 3, 0)),
        "OAuth tokens from 1.3.0 (DataHubOAuthAuthenticator, PR 14707)");
+
+    ok(gms_release_inactive(GMS_RELEASE(0, 14, 1))
+       == GMS_RELEASE_INACTIVE_ACCEPTED,
+       "0.14.1: an inactive actor is not checked");
+    ok(gms_release_inactive(GMS_RELEASE(0, 15, 0))
+       == GMS_RELEASE_INACTIVE_ACTOR
+       && gms_release_inactive(GMS_RELEASE(1, 1, 0))
+          == GMS_RELEASE_INACTIVE_ACTOR,
+       "0.15.0 to 1.1.0: its operations refused (OperationContext, "
+       "PR 12158)");
+    ok(gms_release_inactive(GMS_RELEASE(1, 2, 0))
+       == GMS_RELEASE_INACTIVE_TOKEN
+       && gms_release_inactive(GMS_RELEASE(1, 7, 0))
+          == GMS_RELEASE_INACTIVE_TOKEN,
+       "from 1.2.0: its token refused (validateActor, PR 13947)");
+
+    ok(gms_release_inactive_user(GMS_RELEASE(1, 0, 0), 0)
+       == GMS_RELEASE_INACTIVE_ACCEPTED, "1.0.0: an active user");
+    ok(gms_release_inactive_user(GMS_RELEASE(1, 0, 0), 1)
+       == GMS_RELEASE_INACTIVE_ACTOR, "1.0.0: a suspended user refused");
+    ok(gms_release_inactive_user(GMS_RELEASE(1, 1, 0), 2)
+       == GMS_RELEASE_INACTIVE_ACCEPTED,
+       "1.1.0: a hard-deleted user served (asSession: no existence check)");
+    ok(gms_release_inactive_user(GMS_RELEASE(1, 2, 0), 2)
+       == GMS_RELEASE_INACTIVE_TOKEN,
+       "1.2.0: a hard-deleted user's token refused (enforceExistence)");
+    ok(gms_release_inactive_user(GMS_RELEASE(0, 14, 1), 1)
+       == GMS_RELEASE_INACTIVE_ACCEPTED, "0.14.1: nobody refused");
 }
 
 

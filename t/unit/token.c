@@ -163,8 +163,39 @@ test_reply(void)
 
     ok(lookup("*4\r\n$9\r\nurn:li:xy\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n",
               &lk, &r)
-       == GMS_LOOKUP_FOUND && lk.expires_at == 0 && lk.nprivileges == 0,
-       "no expiry, no privileges");
+       == GMS_LOOKUP_FOUND && lk.expires_at == 0 && lk.nprivileges == 0
+       && lk.inactive == 0,
+       "no expiry, no privileges; without the flag, active");
+    freeReplyObject(r);
+
+    ok(lookup("*5\r\n$9\r\nurn:li:xy\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n"
+              ":1\r\n", &lk, &r)
+       == GMS_LOOKUP_FOUND && lk.inactive == 1,
+       "the user in <prefix>inactive");
+    freeReplyObject(r);
+
+    ok(lookup("*5\r\n$9\r\nurn:li:xy\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n"
+              ":0\r\n", &lk, &r)
+       == GMS_LOOKUP_FOUND && lk.inactive == 0,
+       "the user not in <prefix>inactive");
+    freeReplyObject(r);
+
+    ok(lookup("*5\r\n$9\r\nurn:li:xy\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n"
+              ":2\r\n", &lk, &r)
+       == GMS_LOOKUP_FOUND && lk.inactive == GMS_LOOKUP_DELETED,
+       "the user in <prefix>deleted too: hard-deleted only");
+    freeReplyObject(r);
+
+    ok(lookup("*5\r\n$9\r\nurn:li:xy\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n"
+              ":3\r\n", &lk, &r)
+       == GMS_LOOKUP_BAD_REPLY,
+       "an inactive flag other than 0, 1 or 2 is an error");
+    freeReplyObject(r);
+
+    ok(lookup("*5\r\n$9\r\nurn:li:xy\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n"
+              "$1\r\n1\r\n", &lk, &r)
+       == GMS_LOOKUP_BAD_REPLY,
+       "an inactive flag that is no integer is an error");
     freeReplyObject(r);
 
     ok(lookup("*4\r\n$1\r\nu\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n", &lk, &r)
