@@ -159,12 +159,12 @@ my @twenty = map { listed("reindexed-$_") } 1 .. 20;
               . '0 held back');
     is_deeply(asked(), [ [ sort map { urn_of($_->{name}) } @twenty ] ],
               '... the 20 asked of GMS by urn in one entityExists request');
-    my ($request) = grep { ($_->{json}{variables}{u0} // '')
+    my ($request) = grep { ($_->{json}{variables}{v0} // '')
                            =~ /^urn:li:dataHubAccessToken:/ }
                     @{ $gms->requests };
     like($request->{json}{query} // '',
-         qr/^query \w+\(\$u0: String!, \$u1: String!.*\) \{ (?x:
-            )e0: entityExists\(urn: \$u0\) e1: entityExists\(urn: \$u1\) /s,
+         qr/^query \w+\(\$v0: String!, \$v1: String!.*\) \{ (?x:
+            )a0: entityExists\(urn: \$v0\) a1: entityExists\(urn: \$v1\) /s,
          '... as aliases, the urns as variables');
 }
 

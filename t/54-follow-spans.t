@@ -102,12 +102,12 @@ is(scalar @req, 2, '... two requests: the counts, the last span');
 is_deeply([ fields_of($req[0]) ], [ ('listAccessTokens') x ($spans - 1) ],
           '... the counts: one listAccessTokens a span but the last, '
           . 'as aliases of one query');
-like($req[0]{json}{query} // '', qr/^query spans\(\$i0: (?x:
-                                    )ListAccessTokenInput!.*c0: (?x:
-                                    )listAccessTokens\(input: \$i0\) (?x:
+like($req[0]{json}{query} // '', qr/^query spans\(\$v0: (?x:
+                                    )ListAccessTokenInput!.*a0: (?x:
+                                    )listAccessTokens\(input: \$v0\) (?x:
                                     )\{ total \}/s,
      '... each asking only the total');
-is_deeply($req[0]{json}{variables}{i0},
+is_deeply($req[0]{json}{variables}{v0},
           { start => 0, count => 1,
             filters => [ { field => 'createdAt', values => ['1'],
                            condition => 'GREATER_THAN_OR_EQUAL_TO' },

@@ -185,6 +185,48 @@ gms_graphql_open(gms_tool_t *t, const gms_graphql_conf_t *c)
 
 
 /*
+ * One field asked n times in one query, as aliases, each with a variable
+ * of its own: "query NAME($v0: TYPE, ...) { a0: FIELD(ARG: $v0)SELECTION
+ * ... }" (a0 ... for the answer, v0 ... for the variables).  malloc'ed;
+ * NULL: out of memory.
+ */
+
+char *
+gms_graphql_aliases(const char *name, const char *type, const char *field,
+    const char *arg, const char *selection, size_t n)
+{
+    char    *query, *p;
+    size_t   i, size;
+
+    size = strlen(name) + 16
+           + n * (strlen(type) + strlen(field) + strlen(arg)
+                  + strlen(selection) + 3 * 24);
+
+    query = malloc(size);
+    if (query == NULL) {
+        return NULL;
+    }
+
+    p = query + sprintf(query, "query %s(", name);
+
+    for (i = 0; i < n; i++) {
+        p += sprintf(p, "%s$v%zu: %s", i ? ", " : "", i, type);
+    }
+
+    p += sprintf(p, ") {");
+
+    for (i = 0; i < n; i++) {
+        p += sprintf(p, " a%zu: %s(%s: $v%zu)%s", i, field, arg, i,
+                     selection);
+    }
+
+    sprintf(p, " }");
+
+    return query;
+}
+
+
+/*
  * The query's data.<field> (a new reference), or NULL once the failure is
  * reported.  variables is taken over.  field NULL: data itself, for a
  * field that is not an object (revokeAccessToken is a Boolean!).

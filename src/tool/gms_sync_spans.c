@@ -207,13 +207,13 @@ gms_sync_spans_count(gms_tool_t *t, gms_graphql_t *g, gms_sync_spans_t *s,
     size_t from, size_t n, unsigned char *changed)
 {
     int          rc;
-    char        *query, *p, name[32], lo[24], hi[24];
+    char        *query, name[32], lo[24], hi[24];
     size_t       i, k;
     json_t      *vars, *input, *data, *total;
     json_int_t   expected;
 
-    /* "query spans($i0: ListAccessTokenInput!, ...) { c0: ... }" */
-    query = malloc(32 + n * 96);
+    query = gms_graphql_aliases("spans", "ListAccessTokenInput!",
+                                "listAccessTokens", "input", " { total }", n);
     vars = json_object();
 
     if (query == NULL || vars == NULL) {
@@ -223,21 +223,10 @@ gms_sync_spans_count(gms_tool_t *t, gms_graphql_t *g, gms_sync_spans_t *s,
         return -1;
     }
 
-    p = query + sprintf(query, "query spans(");
-
-    for (i = 0; i < n; i++) {
-        p += sprintf(p, "%s$i%zu: ListAccessTokenInput!", i ? ", " : "", i);
-    }
-
-    p += sprintf(p, ") {");
-
     for (i = 0; i < n; i++) {
         k = from + i;
 
-        p += sprintf(p, " c%zu: listAccessTokens(input: $i%zu) { total }",
-                     i, i);
-
-        snprintf(name, sizeof(name), "i%zu", i);
+        snprintf(name, sizeof(name), "v%zu", i);
         snprintf(lo, sizeof(lo), "%lld", (long long) s->lo[k]);
         snprintf(hi, sizeof(hi), "%lld", (long long) gms_sync_spans_hi(s, k));
 
@@ -258,8 +247,6 @@ gms_sync_spans_count(gms_tool_t *t, gms_graphql_t *g, gms_sync_spans_t *s,
         }
     }
 
-    sprintf(p, " }");
-
     data = gms_graphql_query(g, query, vars, NULL);
     free(query);
 
@@ -272,7 +259,7 @@ gms_sync_spans_count(gms_tool_t *t, gms_graphql_t *g, gms_sync_spans_t *s,
     for (i = 0; i < n; i++) {
         k = from + i;
 
-        snprintf(name, sizeof(name), "c%zu", i);
+        snprintf(name, sizeof(name), "a%zu", i);
         total = json_object_get(json_object_get(data, name), "total");
 
         if (!json_is_integer(total) || json_integer_value(total) < 0) {

@@ -911,7 +911,7 @@ gms_sync_confirm_batch(gms_tool_t *t, gms_graphql_t *g, gms_sync_input_t *in,
 {
     int                  rc;
     char                 urn[sizeof(GMS_SYNC_TOKEN_URN) + GMS_TOKEN_ID_LEN];
-    char                 name[32], *query, *p;
+    char                 name[32], *query;
     size_t               i, n, end, base, batch[GMS_SYNC_CONFIRM];
     json_t              *vars, *data, *v;
     gms_sync_missing_t  *m;
@@ -932,8 +932,8 @@ gms_sync_confirm_batch(gms_tool_t *t, gms_graphql_t *g, gms_sync_input_t *in,
         return 0;
     }
 
-    /* "query q($u0: String!, ...) { e0: entityExists(urn: $u0) ... }" */
-    query = malloc(32 + n * 64);
+    query = gms_graphql_aliases("entityExists", "String!", "entityExists",
+                                "urn", "", n);
     vars = json_object();
 
     if (query == NULL || vars == NULL) {
@@ -943,21 +943,11 @@ gms_sync_confirm_batch(gms_tool_t *t, gms_graphql_t *g, gms_sync_input_t *in,
         return -1;
     }
 
-    p = query + sprintf(query, "query entityExists(");
-
     for (i = 0; i < n; i++) {
-        p += sprintf(p, "%s$u%zu: String!", i ? ", " : "", i);
-    }
-
-    p += sprintf(p, ") {");
-
-    for (i = 0; i < n; i++) {
-        p += sprintf(p, " e%zu: entityExists(urn: $u%zu)", i, i);
-
         m = &in->missing[batch[i]];
         memcpy(urn + sizeof(GMS_SYNC_TOKEN_URN) - 1, m->key + base,
                GMS_TOKEN_ID_LEN);
-        snprintf(name, sizeof(name), "u%zu", i);
+        snprintf(name, sizeof(name), "v%zu", i);
 
         if (json_object_set_new(vars, name,
                                 json_stringn(urn, sizeof(urn) - 1))
@@ -970,8 +960,6 @@ gms_sync_confirm_batch(gms_tool_t *t, gms_graphql_t *g, gms_sync_input_t *in,
         }
     }
 
-    sprintf(p, " }");
-
     data = gms_graphql_query(g, query, vars, NULL);
     free(query);
 
@@ -982,7 +970,7 @@ gms_sync_confirm_batch(gms_tool_t *t, gms_graphql_t *g, gms_sync_input_t *in,
     rc = 0;
 
     for (i = 0; i < n; i++) {
-        snprintf(name, sizeof(name), "e%zu", i);
+        snprintf(name, sizeof(name), "a%zu", i);
         v = json_object_get(data, name);
 
         if (!json_is_boolean(v)) {
