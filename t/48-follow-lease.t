@@ -200,7 +200,7 @@ ok($took < $PX - 1,
            . '(%d s): %.2f s', $PX, $took));
 note sprintf 'takeover after SIGTERM: %.2f s', $took;
 my ($three_value) = taken($three);
-ok(GmsTest::wait_until(sub { ok_lines($three) >= 1 }, 5), '... and works');
+ok(GmsTest::wait_until(sub { ok_lines($three) >= 1 }, 15), '... and works');
 is(holder(), $three_value, 'gms:sync holder names it');
 
 
@@ -298,7 +298,7 @@ like((out_lines($four))[-2] // '', qr/ lease released: \Q$four_value\E\z/,
 $gms->misbehave();
 ok(GmsTest::wait_until(sub { taken($five) >= 1 }, 2 * $INTERVAL + 1),
    'the standby takes it at its next try');
-ok(GmsTest::wait_until(sub { ok_lines($five) >= 1 }, 5), '... and works');
+ok(GmsTest::wait_until(sub { ok_lines($five) >= 1 }, 15), '... and works');
 is(stop_follow($five, 'TERM', 5), 0, 'stopped: exit 0');
 
 
