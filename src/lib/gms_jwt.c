@@ -51,8 +51,6 @@ static int gms_jwt_signed(const unsigned char *token, size_t signed_len,
     size_t nkeys);
 static gms_jwt_rc_e gms_jwt_payload(const unsigned char *in, size_t len,
     int64_t now_ms, int64_t leeway_ms, gms_jwt_claims_t *claims);
-static const char *gms_jwt_string(json_t *obj, const char *name,
-    size_t *len);
 static int gms_jwt_seconds(json_t *obj, const char *name, int64_t *ms);
 
 
@@ -330,9 +328,9 @@ gms_jwt_object(const unsigned char *in, size_t len, gms_jwt_claims_t *claims,
 }
 
 
-/* a string member without NUL bytes, or NULL */
+/* a string member without NUL bytes, or NULL (gms_oauth.c's claims too) */
 
-static const char *
+const char *
 gms_jwt_string(json_t *obj, const char *name, size_t *len)
 {
     json_t      *v;

@@ -25,6 +25,7 @@
  */
 
 
+#include "gms_jwt.h"
 #include "gms_oauth.h"
 #include "gms_token.h"
 
@@ -41,8 +42,6 @@ const char  *gms_oauth_alg_names[GMS_OAUTH_NALGS] = {
 
 
 static json_t *gms_oauth_part(const unsigned char *in, size_t len);
-static const char *gms_oauth_string(json_t *obj, const char *name,
-    size_t *len);
 static int gms_oauth_audience(json_t *aud, const gms_oauth_provider_t *p);
 static int gms_oauth_signed(const gms_oauth_provider_t *p, EVP_PKEY *pkey,
     const unsigned char *data, size_t data_len, const unsigned char *sig,
@@ -101,10 +100,10 @@ gms_oauth_verify(const unsigned char *token, size_t len,
         goto done;
     }
 
-    alg = gms_oauth_string(header, "alg", &alg_len);
+    alg = gms_jwt_string(header, "alg", &alg_len);
     hs256 = (alg != NULL && alg_len == 5 && memcmp(alg, "HS256", 5) == 0);
 
-    iss = (payload != NULL) ? gms_oauth_string(payload, "iss", &iss_len)
+    iss = (payload != NULL) ? gms_jwt_string(payload, "iss", &iss_len)
                             : NULL;
 
     if (hs256) {
@@ -169,7 +168,7 @@ gms_oauth_verify(const unsigned char *token, size_t len,
         goto done;
     }
 
-    kid = gms_oauth_string(header, "kid", &kid_len);
+    kid = gms_jwt_string(header, "kid", &kid_len);
 
     if (kid == NULL) {
         claims->error = "header has no kid";
@@ -211,7 +210,7 @@ gms_oauth_verify(const unsigned char *token, size_t len,
         goto done;
     }
 
-    sub = gms_oauth_string(payload, p->user_claim, &sub_len);
+    sub = gms_jwt_string(payload, p->user_claim, &sub_len);
 
     if (sub == NULL) {
         claims->error = "the user claim is missing or not a string";
@@ -353,27 +352,6 @@ gms_oauth_part(const unsigned char *in, size_t len)
     }
 
     return obj;
-}
-
-
-/* a string member without NUL bytes, or NULL */
-
-static const char *
-gms_oauth_string(json_t *obj, const char *name, size_t *len)
-{
-    json_t      *v;
-    const char  *s;
-
-    v = json_object_get(obj, name);
-
-    if (!json_is_string(v)) {
-        return NULL;
-    }
-
-    s = json_string_value(v);
-    *len = json_string_length(v);
-
-    return (memchr(s, '\0', *len) == NULL) ? s : NULL;
 }
 
 
