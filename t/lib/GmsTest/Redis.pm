@@ -14,7 +14,10 @@ package GmsTest::Redis;
 # 'yes' or 'optional': client certificates signed by the CA), plain (0: no
 # plain port, ->port is 0 and cmd() goes through redis-cli --tls), replicaof
 # ([host, port]: a replica, waited for until its link to the master is up),
-# unixsocket (1: a unix socket as well, ->unixsocket is its path).
+# unixsocket (1: a unix socket as well, ->unixsocket is its path),
+# cluster (a hash: a cluster node, cluster-enabled, its bus on a free port
+# of its own; node_timeout in ms, 2000 by default; GmsTest::Cluster makes
+# the cluster of them).
 #
 # cmd() returns simple and bulk strings as scalars, integers as numbers, nil
 # as undef, arrays as arrayrefs (recursively) and error replies as
@@ -290,6 +293,20 @@ sub _launch {
     push @cmd, '--replicaof', @{ $opt{replicaof} },
                '--replica-announce-ip', $self->{host}
         if $opt{replicaof};
+
+    if (my $cl = $opt{cluster}) {
+        $self->{bus_port} //= GmsTest::free_port();
+        push @cmd, '--cluster-enabled', 'yes',
+                   '--cluster-config-file', "$dir/nodes.conf",
+                   '--cluster-node-timeout', $cl->{node_timeout} // 2000,
+                   '--cluster-port', $self->{bus_port},
+                   '--cluster-announce-ip', $self->{host};
+        # the bus is mutual TLS: a node shows the client certificate
+        push @cmd, '--tls-cluster', 'yes', '--tls-replication', 'yes',
+                   '--tls-client-cert-file', $opt{tls}{client_cert},
+                   '--tls-client-key-file', $opt{tls}{client_key}
+            if $opt{tls};
+    }
 
     $self->{pid} = GmsTest::spawn(\@cmd, "$dir/redis.out");
 
