@@ -264,6 +264,23 @@ bench-follow: deps module tool
 # --- end of bench-follow ----------------------------------------------------
 
 
+# --- bench-scale: the edge at 1,000 to 1,000,000 tokens (issue 28) ----------
+#
+#   make bench-scale   the cache and Redis as the tokens grow, and a flood
+#                      of random ones (bench/scale.pl, about 6 minutes);
+#                      not part of make test.  BENCH_SCALE_SIZES,
+#                      BENCH_SCALE_DURATION: see there
+
+.PHONY: bench-scale
+
+bench-scale: deps module tool
+	@sh tools/install-deps.sh wrk
+	NGINX_BIN=$(NGINX_BIN) GMS_MODULE=$(MODULE) GMS_TOKEN_BIN=$(TOOL) \
+	    perl -I t/lib bench/scale.pl
+
+# --- end of bench-scale -----------------------------------------------------
+
+
 # --- Debian packages (issue 16) ----------------------------------------------
 #
 #   make deb        libnginx-mod-http-gms and gms-token .debs in build/deb/,

@@ -3,7 +3,10 @@
 -- H) concurrent requests never share a Redis lookup.  The requests are
 -- built once in init(); per request, Lua only picks the next one.
 --
---   wrk -s tokens.lua URL -- tokens-file
+--   wrk -s tokens.lua URL -- tokens-file [first]
+--
+-- first (make bench-scale): the 0-based line to start at, so that a run
+-- goes on where the one before stopped.
 --
 -- A and B get the same requests as C and D (they ignore the token), so
 -- that the client does the same work for those fronts; G and H get the
@@ -27,6 +30,8 @@ function init(args)
    if n == 0 then
       error("no tokens in " .. args[1])
    end
+
+   i = (tonumber(args[2]) or 0) % n
 end
 
 function request()

@@ -19,6 +19,7 @@
 
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_oauth.h"
+#include "ngx_http_gms_metrics.h"
 
 #include <openssl/sha.h>
 
@@ -651,6 +652,13 @@ ngx_http_gms_cache_evict(ngx_http_gms_cache_t *cache, ngx_queue_t *queue)
     q = ngx_queue_last(queue);
     cn = ngx_queue_data(q, ngx_http_gms_cache_node_t, queue);
 
+    if (queue == &cache->sh->positive) {
+        ngx_http_gms_count(cache_evictions[0]);
+
+    } else {
+        ngx_http_gms_count(cache_evictions[1]);
+    }
+
     ngx_http_gms_cache_remove(cache, (ngx_rbtree_node_t *)
                         ((u_char *) cn - offsetof(ngx_rbtree_node_t, color)));
 
@@ -696,14 +704,24 @@ ngx_http_gms_cache_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 {
     ngx_http_gms_cache_t  *ocache = data;
 
-    size_t                 len;
+    size_t                 len, slot;
     ngx_http_gms_cache_t  *cache;
 
     cache = shm_zone->data;
 
-    /* the largest node a negative entry takes, for its budget */
+    /*
+     * what a negative entry's node takes of the zone, for their budget: the
+     * slab hands out powers of two
+     */
     len = ngx_http_gms_cache_node_size(0);
-    cache->max_negative = shm_zone->shm.size / 4 / ngx_align(len, 16);
+
+    slot = 8;
+
+    while (slot < len) {
+        slot <<= 1;
+    }
+
+    cache->max_negative = shm_zone->shm.size / 4 / slot;
 
     if (ocache) {
         /* a reload with the same zone: the entries stay */

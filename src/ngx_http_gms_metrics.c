@@ -127,6 +127,11 @@ static const ngx_http_gms_metric_t  ngx_http_gms_metric_table[] = {
       "Expired cache entries used while Redis failed.",
       ngx_http_gms_metric_counter(cache_stale) },
 
+    { "gms_token_cache_evictions_total", "counter",
+      "Cache entries removed before their time to make room, by kind.",
+      ngx_http_gms_metric_counters(cache_evictions, 0, 2, "kind",
+                                   ngx_http_gms_kind_names) },
+
     { "gms_token_cache_entries", "gauge",
       "Entries in the shared cache, by kind.",
       NGX_HTTP_GMS_METRIC_ENTRIES, 0, 2, "kind", ngx_http_gms_kind_names },

@@ -58,6 +58,7 @@ typedef struct {
     ngx_atomic_t               cache_hits[2];      /* positive, negative */
     ngx_atomic_t               cache_misses;
     ngx_atomic_t               cache_stale;
+    ngx_atomic_t               cache_evictions[2]; /* positive, negative */
     ngx_atomic_t               coalesced;
     ngx_atomic_t               lookups;
     ngx_atomic_t               errors[NGX_HTTP_GMS_NERRORS];

@@ -69,7 +69,9 @@ my $actor = sub { $_[0]->{headers}{'x-gms-actor'} };
 
 {
     my $e = GmsTest::Edge->start(
-        http => 'gms_token_cache zone=tokens:128k ttl=60s negative_ttl=60s;');
+        http => 'gms_token_cache zone=tokens:128k ttl=60s negative_ttl=60s;',
+        server => 'location = /metrics { gms_token_auth off; '
+                  . 'gms_token_metrics; }');
     my $n = $e->nginx;
 
     $e->token("good-$_", actor => "urn:li:corpuser:user$_") for 1 .. 100;
@@ -89,6 +91,26 @@ my $actor = sub { $_[0]->{headers}{'x-gms-actor'} };
         $flooded += grep { $_->{status} == 401 } @$res;
     }
     is($flooded, 10_000, '10,000 random tokens refused');
+
+    # the negative budget is a quarter of the zone in the slab's own
+    # sizes: a negative node takes 256 bytes, so 128k / 4 / 256 of them
+    my $metrics = $n->http(GET => '/metrics')->{body} // '';
+    my ($negative) = $metrics
+        =~ /^gms_token_cache_entries\{kind="negative"\} (\d+)$/m;
+    my ($positive) = $metrics
+        =~ /^gms_token_cache_entries\{kind="positive"\} (\d+)$/m;
+    my ($evicted) = $metrics
+        =~ /^gms_token_cache_evictions_total\{kind="negative"\} (\d+)$/m;
+    my ($evicted_positive) = $metrics
+        =~ /^gms_token_cache_evictions_total\{kind="positive"\} (\d+)$/m;
+    ok(defined $negative && $negative <= 128 * 1024 / 4 / 256,
+       'negative entries within a quarter of the zone ('
+       . ($negative // 'none') . ')');
+    is($positive, 100, 'the 100 good tokens still cached');
+    ok(defined $evicted && $evicted >= 10_000 - $negative,
+       'the flood evicted negative entries, counted ('
+       . ($evicted // 'none') . ')');
+    is($evicted_positive, 0, 'no positive entry evicted');
 
     $e->redis->stop;
 
