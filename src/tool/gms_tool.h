@@ -52,6 +52,8 @@ typedef struct {
     int64_t                wait_skip_until;    /* monotonic ms */
     unsigned               redirected:1;   /* MOVED/ASK seen: rediscover */
     unsigned               role_warned:1;  /* ROLE refused: said once */
+    unsigned               password_env_off:1; /* GMS_REDIS_PASSWORD not
+                                                  this one's */
 
     int                    quiet;          /* errors kept, not printed */
     unsigned               inactive_mark:1;    /* --inactive mark */

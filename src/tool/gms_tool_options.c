@@ -73,6 +73,7 @@ static const struct option  gms_tool_long_options[] = {
     { "from-prefix",   required_argument, NULL, 256 + GMS_OPT_FROM_PREFIX },
     { "from-password-file", required_argument, NULL,
       256 + GMS_OPT_FROM_PASSWORD_FILE },
+    { "from-tls",      no_argument,       NULL, 256 + GMS_OPT_FROM_TLS },
     { "issuer",        required_argument, NULL, 256 + GMS_OPT_ISSUER },
     { "out",           required_argument, NULL, 256 + GMS_OPT_OUT },
     { "ca-file",       required_argument, NULL, 256 + GMS_OPT_CA_FILE },

@@ -105,7 +105,7 @@ gms_tool_password(gms_tool_t *t, char **password, size_t *len)
         return *password ? GMS_TOOL_OK : GMS_TOOL_USAGE;
     }
 
-    env = getenv("GMS_REDIS_PASSWORD");
+    env = t->password_env_off ? NULL : getenv("GMS_REDIS_PASSWORD");
 
     if (env == NULL || *env == '\0') {
         return GMS_TOOL_OK;
