@@ -377,7 +377,7 @@ gms_migrate_batch(gms_tool_t *t, gms_tool_t *from, redisReply *keys,
         }
 
         /* MULTI, DEL, HSET or SADD, PEXPIRE or not, EXEC */
-        for (j = 0; j < (read[3 * i + 1]->integer > 0 ? 5u : 4u); j++) {
+        for (j = 0; j < (read[3 * i + 1]->integer > 0 ? 4u : 3u); j++) {
             (void) gms_tool_get_reply(t, &key);
 
             if (gms_tool_reply_error(t, key, "MULTI") != 0) {
