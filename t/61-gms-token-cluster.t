@@ -90,6 +90,15 @@ is($res->{rc}, 2, '--redis with --redis-cluster: usage error');
 $res = run_tool(undef, 'show', datahub_id('x'), @conn, '--db', '1');
 is($res->{rc}, 2, '--db 1 with --redis-cluster: usage error');
 
+# --redis at a node that does not serve the slot: -MOVED, said for what it is
+$res = run_tool(undef, 'show', datahub_id('x'), '--redis',
+                $elsewhere->address, '--password-file', "$dir/password",
+                '--prefix', '{gms}:');
+is($res->{rc}, 3, '--redis at a cluster node: a Redis error');
+like($res->{err}, qr/MOVED $SLOT \S+ \(a node of a Redis Cluster: give (?x:
+                    )--redis-cluster/, '... which says to give --redis-cluster')
+    or diag($res->{err});
+
 
 # --- put, show, grant, revoke on the slot's master ------------------------------
 

@@ -396,8 +396,6 @@ gms_tool_cluster_redirect(gms_tool_t *t, redisReply *reply, const char *cmd,
         return reply;
     }
 
-    t->redirected = 1;
-
     if (gms_cluster_target(reply, addr, sizeof(addr)) != 0) {
         return reply;
     }
@@ -484,10 +482,19 @@ gms_cluster_target(const redisReply *reply, char *addr, size_t size)
  */
 
 const char *
-gms_tool_cluster_why(const redisReply *reply)
+gms_tool_cluster_why(gms_tool_t *t, const redisReply *reply)
 {
     if (reply == NULL || reply->type != REDIS_REPLY_ERROR) {
         return NULL;
+    }
+
+    if (t->cluster == NULL
+        && (strncmp(reply->str, "MOVED ", 6) == 0
+            || strncmp(reply->str, "ASK ", 4) == 0
+            || strncmp(reply->str, "CLUSTERDOWN", 11) == 0))
+    {
+        return "a node of a Redis Cluster: give --redis-cluster, and a "
+               "prefix with a hash tag, as {gms}:";
     }
 
     if (strncmp(reply->str, "MOVED ", 6) == 0) {

@@ -21,7 +21,7 @@ int gms_tool_cluster_connect(gms_tool_t *t, const char *password,
     size_t password_len);
 redisReply *gms_tool_cluster_redirect(gms_tool_t *t, redisReply *reply,
     const char *cmd, size_t len);
-const char *gms_tool_cluster_why(const redisReply *reply);
+const char *gms_tool_cluster_why(gms_tool_t *t, const redisReply *reply);
 
 
 #endif /* _GMS_TOOL_CLUSTER_H_INCLUDED_ */

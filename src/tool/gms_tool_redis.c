@@ -70,8 +70,6 @@ gms_tool_connect(gms_tool_t *t)
         return rc;
     }
 
-    t->redirected = 0;
-
     if (t->db) {
         reply = gms_tool_command(t, "SELECT %ld", t->db);
 
@@ -410,10 +408,9 @@ gms_tool_reply_error(gms_tool_t *t, redisReply *reply, const char *what)
     }
 
     if (reply->type == REDIS_REPLY_ERROR) {
-        why = gms_tool_cluster_why(reply);
+        why = gms_tool_cluster_why(t, reply);
 
         if (why) {
-            t->redirected = 1;
             gms_tool_error(t, "redis %s: %s: %s (%s)", t->redis, what,
                            reply->str, why);
 
