@@ -125,8 +125,9 @@ typedef struct {
     "  --prefix STRING       the key prefix (default gms:, {gms}: with\n"    \
     "                        --redis-cluster), as gms_token_key_prefix\n"    \
     "  --user NAME           the Redis ACL user (AUTH NAME PASSWORD)\n"      \
-    "  --tls                 TLS to Redis (and to the Sentinels); the\n"      \
-    "                        certificate is always verified\n"                \
+    "  --tls                 TLS to Redis (and to the Sentinels, or every\n"  \
+    "                        cluster node); the certificate is always\n"      \
+    "                        verified\n"                                      \
     "  --tls-ca-file FILE    the CAs to verify it with (default: the\n"       \
     "                        system's)\n"                                     \
     "  --tls-name NAME       the name it must hold, sent as SNI (default:\n"  \
