@@ -219,16 +219,29 @@ my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjbHVzdGVyIn0.'
              . 'c2VjcmV0LWdtcy1jbHVzdGVyLXNpZ25hdHVyZS02MQ';
 my $token_file = gms_account($SECRET, $dir);
 my $gms = GmsTest::GraphQL->start(token => $SECRET,
-    tokens => [ listed('s-1'), listed('s-2') ],
+    tokens => [ listed('s-1'), listed('s-2'),
+                listed('s-old', expires => $now - 60_000) ],
     policies => [ { urn => 'urn:li:dataHubPolicy:tokens',
                     privileges => ['MANAGE_ACCESS_TOKENS'],
                     actors => { users => [$alice] } } ]);
+
+# cached, listed as expired: sync deletes it
+run_tool(undef, 'put', '--id', datahub_id('s-old'), '--actor', $alice, @conn);
+seen(datahub_id('s-old'));
 
 $res = run_tool(undef, 'sync', gms_args($gms->url, $token_file), @conn);
 is($res->{rc}, 0, 'sync --gms through --redis-cluster') or diag($res->{err});
 is(master()->cmd(EXISTS => key('s-1'), key('s-2')), 2,
    '... the listed tokens are on the master');
-ok(seen(datahub_id('s-1')), '... and published');
+my @got;
+GmsTest::wait_until(sub {
+    push @got, $sub->messages;
+    return 2 <= grep { $_ eq datahub_id('s-old') } @got;
+}, 10);
+ok((grep { $_ eq datahub_id('s-1') } @got), '... and published');
+is(master()->cmd(EXISTS => key('s-old')), 0, '... the expired one deleted');
+is(scalar(grep { $_ eq datahub_id('s-old') } @got), 2,
+   '... its id published by the deletion, and again after WAIT');
 
 my $f = start_follow(gms_args($gms->url, $token_file), '--interval', '1s',
                      '--privileges-interval', '1s', @conn);
