@@ -90,6 +90,14 @@ is($res->{rc}, 2, '--redis with --redis-cluster: usage error');
 $res = run_tool(undef, 'show', datahub_id('x'), @conn, '--db', '1');
 is($res->{rc}, 2, '--db 1 with --redis-cluster: usage error');
 
+$res = run_tool(undef, 'show', datahub_id('x'), '--redis-cluster',
+                '127.0.0.1:1', @conn[2 .. $#conn]);
+is($res->{rc}, 3, 'no node reachable: a Redis error');
+like($res->{err}, qr/^gms-token: show: redis cluster 127.0.0.1:1: no node (?x:
+                     )led to the master of slot $SLOT.*127.0.0.1:1: (?x:
+                     )cannot connect[^\n]*\n\z/,
+     '... one line that says so') or diag($res->{err});
+
 # --redis at a node that does not serve the slot: -MOVED, said for what it is
 $res = run_tool(undef, 'show', datahub_id('x'), '--redis',
                 $elsewhere->address, '--password-file', "$dir/password",

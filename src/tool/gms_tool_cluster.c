@@ -118,8 +118,8 @@ gms_tool_cluster_connect(gms_tool_t *t, const char *password,
                  t->master_addr, reason);
     }
 
-    gms_tool_error(t, "redis cluster %s: no node named the master of slot "
-                   "%u (the prefix's hash tag) (the last: %s)", t->cluster,
+    gms_tool_error(t, "redis cluster %s: no node led to the master of slot "
+                   "%u, the prefix's hash tag's (the last: %s)", t->cluster,
                    slot, err);
 
 done:
