@@ -50,6 +50,8 @@ typedef struct {
     const char            *user;           /* NULL: AUTH with a password */
     long                   wait_ms;        /* WAIT's bound, 0: no WAIT */
     int64_t                wait_skip_until;    /* monotonic ms */
+    int64_t                replicas_at;    /* monotonic ms, 0: not known */
+    int                    replicas;       /* the master's, by ROLE */
     unsigned               role_warned:1;  /* ROLE refused: said once */
     unsigned               password_env_off:1; /* GMS_REDIS_PASSWORD not
                                                   this one's */

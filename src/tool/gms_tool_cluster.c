@@ -448,6 +448,7 @@ gms_tool_cluster_redirect(gms_tool_t *t, redisReply *reply, const char *cmd,
     /* MOVED: the node named is the slot's master from now on */
     gms_tool_close(t);
     t->conn = c;
+    t->replicas_at = 0;
     snprintf(t->master_addr, sizeof(t->master_addr), "%s", addr);
     t->redis = t->master_addr;
 

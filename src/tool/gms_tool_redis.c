@@ -70,6 +70,9 @@ gms_tool_connect(gms_tool_t *t)
         return rc;
     }
 
+    /* another server, maybe: its replicas are counted afresh */
+    t->replicas_at = 0;
+
     if (t->db) {
         reply = gms_tool_command(t, "SELECT %ld", t->db);
 
@@ -454,8 +457,8 @@ gms_tool_reply_cmp(const void *one, const void *two)
  * Before an invalidation is published: the master's replicas given
  * --wait-timeout to acknowledge the writes so far (WAIT), so that an edge
  * that reads a replica after the message finds the change there.  The
- * replicas are counted at each call (ROLE: one may have joined or left);
- * none, no WAIT.  A WAIT that expires is a warning, and the message goes
+ * replicas are counted (ROLE: one may have joined or left) after each
+ * connect and at most every GMS_TOOL_ROLE_AGE ms; none, no WAIT.  A WAIT that expires is a warning, and the message goes
  * anyway: a late invalidation is worse than none.  After one expired,
  * none is waited for GMS_TOOL_WAIT_PAUSE ms, so that a sync publishing
  * for many users does not wait the timeout for each.  Returns the
@@ -479,6 +482,11 @@ gms_tool_wait(gms_tool_t *t)
 
     if (now < t->wait_skip_until) {
         return 0;
+    }
+
+    if (t->replicas_at && now - t->replicas_at < GMS_TOOL_ROLE_AGE) {
+        n = t->replicas;
+        goto wait;
     }
 
     /* ROLE: ["master", offset, [[ip, port, offset], ...]] */
@@ -506,6 +514,11 @@ gms_tool_wait(gms_tool_t *t)
 
     n = (int) reply->element[2]->elements;
     freeReplyObject(reply);
+
+    t->replicas = n;
+    t->replicas_at = now;
+
+wait:
 
     if (n == 0) {
         return 0;

@@ -48,6 +48,9 @@ typedef struct {
 /* after a WAIT that expired, none for this long */
 #define GMS_TOOL_WAIT_PAUSE    10000
 
+/* the master's replicas are counted again after this long */
+#define GMS_TOOL_ROLE_AGE      1000
+
 
 int gms_tool_connect(gms_tool_t *t);
 int gms_tool_password(gms_tool_t *t, char **password, size_t *len);
