@@ -458,10 +458,11 @@ gms_tool_reply_cmp(const void *one, const void *two)
  * --wait-timeout to acknowledge the writes so far (WAIT), so that an edge
  * that reads a replica after the message finds the change there.  The
  * replicas are counted (ROLE: one may have joined or left) after each
- * connect and at most every GMS_TOOL_ROLE_AGE ms; none, no WAIT.  A WAIT that expires is a warning, and the message goes
- * anyway: a late invalidation is worse than none.  After one expired,
- * none is waited for GMS_TOOL_WAIT_PAUSE ms, so that a sync publishing
- * for many users does not wait the timeout for each.  Returns the
+ * connect and at most every GMS_TOOL_ROLE_AGE ms; none, no WAIT.  A WAIT
+ * that expires is a warning, and the message goes anyway: one that may
+ * come early is better than none.  After one expired, none is waited
+ * for GMS_TOOL_WAIT_PAUSE ms, so that a sync publishing for many users
+ * does not wait the timeout for each.  Returns the number of
  * replicas waited for (0: none, or not waited for).
  */
 
