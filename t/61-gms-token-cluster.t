@@ -2,17 +2,23 @@
 
 # gms-token against a real Redis Cluster (issue 27), on TLS with a
 # password: --redis-cluster ADDR,... finds the master of the slot of the
-# prefix's hash tag ({gms}: by default; a prefix without a tag is a usage
-# error), the seeds tried in turn; put, show, grant, revoke land on that
-# master and publish on {gms}:invalidate, which a subscriber on another
-# node sees; WAIT before PUBLISH: with the slot's replica stopped
-# (SIGSTOP) a revoke still completes, warns that WAIT expired, and
-# publishes; 'migrate' copies a standalone Redis's gms: keys to the
-# cluster's {gms}: with their TTLs, skipping a key of the wrong type and
-# the lease, idempotent; 'sync --gms' and 'follow' (with its lease)
-# against the cluster; the slot migrated to another master while follow
-# runs, then that master killed and its replica promoted: follow's next
-# cycles, and the next commands, succeed after rediscovery.
+# prefix's hash tag ({gms}: by default; a prefix without a tag, --redis
+# or --db beside it, are usage errors), the seeds tried in turn (a dead
+# one first; none reachable: one line, exit code 3); --redis at a node
+# that does not serve the slot says to give --redis-cluster; put, show,
+# grant, privileges, revoke land on that master and publish on
+# {gms}:invalidate, which a subscriber on another node sees; WAIT before
+# PUBLISH: with the slot's replica stopped (SIGSTOP) a revoke still
+# completes, warns that WAIT expired, and publishes; 'migrate' copies a
+# standalone Redis's gms: keys to the cluster's {gms}: with their TTLs,
+# skipping a key of the wrong type, the lease and keys of no contract,
+# idempotent, and from the master a Sentinel names; 'sync --gms' (an
+# expired token's id published twice: by the deletion's script, then
+# after WAIT) and 'follow' with its lease against the cluster; the slot
+# held mid-migration (show follows ASK, put's transaction fails naming
+# it), then moved to another master while follow runs, then that master
+# killed and its replica promoted: follow's next cycles, and the next
+# commands, succeed after rediscovery.
 
 use strict;
 use warnings;
@@ -25,6 +31,7 @@ use GmsTest;
 use GmsTest::Certs;
 use GmsTest::Cluster;
 use GmsTest::GraphQL;
+use GmsTest::Sentinel;
 use GmsTest::Subscriber;
 use GmsTest::Tool qw(run_tool start_follow stop_follow ok_lines out_lines
                      gms_account gms_args datahub_id listed now_ms);
@@ -218,6 +225,22 @@ is($res->{out}, "tokens=2 actors=1 inactive=1 deleted=1 sync=1 skipped=1\n",
    'migrate again: the same copies');
 is_deeply([ sort @{ $m->cmd(SMEMBERS => "{gms}:actor:$bob") } ],
           [ 'P1', 'P2' ], '... the same data');
+
+# the source's master named by a Sentinel, under another prefix
+$old->cmd(HSET => 'src:token:' . datahub_id('mig-c'), actor => $bob);
+my $sentinel = GmsTest::Sentinel->fake(master => $old->port);
+$res = run_tool(undef, 'migrate', '--from-sentinel', $sentinel->addresses,
+                '--from-master', $sentinel->name, '--from-prefix', 'src:',
+                @conn);
+is($res->{out}, "tokens=1 actors=0 inactive=0 deleted=0 sync=0 skipped=0\n",
+   'migrate --from-sentinel --from-master --from-prefix')
+    or diag($res->{err});
+is($m->cmd(HGET => '{gms}:token:' . datahub_id('mig-c'), 'actor'), $bob,
+   '... the token copied');
+
+$res = run_tool(undef, 'migrate', '--from-sentinel', $sentinel->addresses,
+                @conn);
+is($res->{rc}, 2, '--from-sentinel without --from-master: usage error');
 $old->stop;
 
 
