@@ -4,7 +4,8 @@
 # password: --redis-cluster ADDR,... finds the master of the slot of the
 # prefix's hash tag ({gms}: by default; a prefix without a tag, --redis
 # or --db beside it, are usage errors), the seeds tried in turn (a dead
-# one first; none reachable: one line, exit code 3); --redis at a node
+# one first; none reachable: one line, exit code 3); an ACL user
+# (--user); --redis at a node
 # that does not serve the slot says to give --redis-cluster; put, show,
 # grant, privileges, revoke land on that master and publish on
 # {gms}:invalidate, which a subscriber on another node sees; WAIT before
@@ -142,6 +143,21 @@ is($res->{rc}, 0, 'revoke') or diag($res->{err});
 is(master()->cmd(EXISTS => key('one')), 0, '... the token is gone');
 ok(seen(datahub_id('one')), '... its id published');
 unlike($res->{err}, qr/WAIT/, '... the replica acknowledged: no warning');
+
+# an ACL user: AUTH user password on every node (ACLs are each node's)
+$_->cmd(ACL => 'SETUSER', 'filler', 'on', '>filler-secret', '~{gms}:*',
+        '&*', '+@all') for $c->nodes;
+GmsTest::write_file("$dir/filler", "filler-secret\n");
+$res = run_tool(undef, 'put', '--id', datahub_id('acl'), '--actor', $alice,
+                @conn[0 .. 4], '--password-file', "$dir/filler", '--user',
+                'filler');
+is($res->{rc}, 0, '--user: put as an ACL user') or diag($res->{err});
+is(master()->cmd(HGET => key('acl'), 'actor'), $alice, '... written');
+$res = run_tool(undef, 'put', '--id', datahub_id('acl'), '--actor', $alice,
+                @conn[0 .. 4], '--password-file', "$dir/password", '--user',
+                'filler');
+is($res->{rc}, 3, '--user with a wrong password: a Redis error');
+like($res->{err}, qr/AUTH: WRONGPASS/, '... AUTH refused') or diag($res->{err});
 
 
 # --- WAIT before PUBLISH: the replica stopped ---------------------------------
