@@ -5,11 +5,10 @@
 # prefix's hash tag ({gms}: by default; a prefix without a tag, --redis
 # or --db beside it, are usage errors), the seeds tried in turn (a dead
 # one first; none reachable: one line, exit code 3); an ACL user
-# (--user); --redis at a node
-# that does not serve the slot says to give --redis-cluster; put, show,
-# grant, privileges, revoke land on that master and publish on
-# {gms}:invalidate, which a subscriber on another node sees; WAIT before
-# PUBLISH: with the slot's replica stopped (SIGSTOP) a revoke still
+# (--user); --redis at a node that does not serve the slot says to give
+# --redis-cluster; put, show, grant, privileges, revoke land on that
+# master and publish on {gms}:invalidate, which a subscriber on another
+# node sees; WAIT before PUBLISH: with the slot's replica stopped (SIGSTOP) a revoke still
 # completes, warns that WAIT expired, and publishes; 'migrate' copies a
 # standalone Redis's gms: keys to the cluster's {gms}: with their TTLs,
 # skipping a key of the wrong type, the lease and keys of no contract,
