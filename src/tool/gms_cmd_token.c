@@ -22,6 +22,7 @@
 #include "gms_tool_msgs.h"
 #include "gms_tool_conn.h"
 #include "gms_tool_redis.h"
+#include "gms_tool_cluster.h"
 
 
 static int gms_cmd_id_handler(gms_tool_t *t, gms_tool_args_t *a);
@@ -293,7 +294,8 @@ gms_cmd_show_handler(gms_tool_t *t, gms_tool_args_t *a)
     free(key);
     free(actor_key);
 
-    if (reply == NULL) {
+    /* a cluster's redirection, said for what it is */
+    if (reply == NULL || gms_tool_cluster_why(t, reply)) {
         gms_tool_reply_error(t, reply, "lookup");
         return GMS_TOOL_REDIS;
     }

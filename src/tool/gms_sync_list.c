@@ -784,6 +784,7 @@ gms_sync_list_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
     tok->created_at = created_ms;
     tok->seq = in->ntokens;
     tok->changed = 0;
+    tok->deleted = 0;
     tok->cached = 0;
     tok->action = 0;
     tok->known = 0;

@@ -29,6 +29,7 @@ typedef struct {
     int64_t                created_at;     /* ms since the epoch, 0: unknown */
     size_t                 seq;            /* input order */
     unsigned               changed:1;      /* written: added or updated */
+    unsigned               deleted:1;      /* deleted: expired, inactive */
     unsigned               cached:1;       /* in the cache before (--prune) */
     unsigned               action:2;       /* gms_sync_tokens.c's */
     unsigned               known:1;        /* not listed again: as the last

@@ -95,6 +95,7 @@ typedef struct {
     char                  *key;
     size_t                 len;
     gms_sync_state_e       state;
+    unsigned               deleted:1;      /* pruned by this run */
 } gms_sync_missing_t;
 
 
@@ -126,6 +127,8 @@ static int gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
 static void gms_sync_as_put(const gms_sync_token_t *s, int64_t now,
     gms_tool_token_t *tok);
 static int gms_sync_publish(gms_tool_t *t, gms_sync_input_t *in,
+    size_t from, size_t to);
+static int gms_sync_prune_republish(gms_tool_t *t, gms_sync_input_t *in,
     size_t from, size_t to);
 static int gms_sync_missing(gms_tool_t *t, gms_sync_input_t *in,
     gms_tool_sync_counts_t *counts);
@@ -637,6 +640,8 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
                     return -1;
                 }
 
+                s->deleted = reply->type == REDIS_REPLY_INTEGER
+                             && reply->integer > 0;
                 freeReplyObject(reply);
 
                 if (s->action == GMS_SYNC_EXPIRED) {
@@ -697,20 +702,33 @@ gms_sync_as_put(const gms_sync_token_t *s, int64_t now, gms_tool_token_t *tok)
 
 /*
  * The ids of a batch's added and changed tokens, pipelined.  After the
- * writes, not with them: only their replies tell what changed.
+ * writes, not with them: only their replies tell what changed.  With
+ * replicas, after they acknowledged the writes (WAIT), and then the
+ * deleted ones again (their script published them at once, before the
+ * replicas had the deletion: see gms_tool_wait).
  */
 
 static int
 gms_sync_publish(gms_tool_t *t, gms_sync_input_t *in, size_t from,
     size_t to)
 {
+    int          replicas;
     size_t       i, n;
     redisReply  *reply;
 
+    for (i = from; i < to; i++) {
+        if (in->list.tokens[i].changed || in->list.tokens[i].deleted) {
+            break;
+        }
+    }
+
+    replicas = i < to ? gms_tool_wait(t) : 0;
     n = 0;
 
     for (i = from; i < to; i++) {
-        if (in->list.tokens[i].changed) {
+        if (in->list.tokens[i].changed
+            || (replicas && in->list.tokens[i].deleted))
+        {
             gms_tool_append(t, "PUBLISH %b %s", in->channel,
                             in->channel_len, in->list.tokens[i].id);
             n++;
@@ -1050,8 +1068,8 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
     gms_tool_sync_counts_t *counts)
 {
     char                *id;
-    size_t               i, j, end, n, base, id_len;
-    int64_t              cutoff;
+    size_t               i, j, end, base, id_len;
+    int64_t              cutoff, deleted;
     redisReply          *del;
     gms_sync_missing_t  *m;
 
@@ -1063,7 +1081,6 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
     for (i = 0; i < in->nmissing; i = end) {
         end = i + GMS_SYNC_BATCH < in->nmissing ? i + GMS_SYNC_BATCH
                                                 : in->nmissing;
-        n = 0;
 
         for (j = i; j < end; j++) {
             m = &in->missing[j];
@@ -1079,10 +1096,19 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
                             gms_sync_delete_script, m->key, m->len,
                             (long long) cutoff, in->channel,
                             in->channel_len, id, id_len);
-            n++;
         }
 
-        for (j = 0; j < n; j++) {
+        deleted = 0;
+
+        for (j = i; j < end; j++) {
+            m = &in->missing[j];
+
+            m->deleted = 0;
+
+            if (m->state == GMS_SYNC_EXISTS || m->state == GMS_SYNC_HELD) {
+                continue;
+            }
+
             (void) gms_tool_get_reply(t, &del);
 
             if (gms_tool_reply_error(t, del, "EVAL") != 0) {
@@ -1095,11 +1121,59 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
 
                 } else {
                     counts->pruned += del->integer;
+                    deleted += del->integer;
                 }
+
+                m->deleted = del->integer > 0;
             }
 
             freeReplyObject(del);
         }
+
+        if (deleted && gms_sync_prune_republish(t, in, i, end) != 0) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* with replicas, the pruned ids published again after WAIT */
+
+static int
+gms_sync_prune_republish(gms_tool_t *t, gms_sync_input_t *in, size_t from,
+    size_t to)
+{
+    size_t               i, n, base;
+    redisReply          *reply;
+    gms_sync_missing_t  *m;
+
+    if (gms_tool_wait(t) == 0) {
+        return 0;
+    }
+
+    base = t->prefix_len + sizeof(GMS_KEY_TOKEN) - 1;
+    n = 0;
+
+    for (i = from; i < to; i++) {
+        m = &in->missing[i];
+
+        if (m->deleted && m->state != GMS_SYNC_NOT_A_TOKEN) {
+            gms_tool_append(t, "PUBLISH %b %b", in->channel, in->channel_len,
+                            m->key + base, m->len - base);
+            n++;
+        }
+    }
+
+    for (i = 0; i < n; i++) {
+        (void) gms_tool_get_reply(t, &reply);
+
+        if (gms_tool_reply_error(t, reply, "PUBLISH") != 0) {
+            return -1;
+        }
+
+        freeReplyObject(reply);
     }
 
     return 0;

@@ -102,6 +102,7 @@ typedef enum {
 typedef struct {
     const char            *urn;
     const char            *id;
+    unsigned               dropped:1;      /* deleted by this run */
 } gms_users_token_t;
 
 
@@ -149,8 +150,9 @@ static int gms_users_apply(gms_tool_t *t, gms_users_t *u,
     gms_tool_users_counts_t *counts);
 static int gms_users_drop(gms_tool_t *t, gms_users_t *u,
     gms_tool_users_counts_t *counts);
-static int gms_users_dropped(gms_tool_t *t, size_t n,
-    gms_tool_users_counts_t *counts);
+static int gms_users_dropped(gms_tool_t *t, gms_users_t *u,
+    const size_t *batch, size_t n, gms_tool_users_counts_t *counts);
+static int gms_users_republish(gms_tool_t *t, gms_users_t *u);
 static int gms_users_release(gms_tool_t *t, gms_users_t *u);
 static int gms_users_publish(gms_tool_t *t, gms_users_t *u);
 static int gms_users_deleted(gms_tool_t *t, gms_users_t *u);
@@ -379,6 +381,7 @@ gms_users_collect(gms_tool_t *t, gms_users_t *u,
         tok = &u->tokens[u->ntokens++];
         tok->urn = holders->urns[i];
         tok->id = holders->ids ? holders->ids[i] : NULL;
+        tok->dropped = 0;
     }
 
     qsort(u->tokens, u->ntokens, sizeof(gms_users_token_t),
@@ -800,6 +803,14 @@ gms_users_publish(gms_tool_t *t, gms_users_t *u)
     redisReply        *reply;
     gms_users_user_t  *user;
 
+    for (i = 0; i < u->n && !u->users[i].changed; i++) {
+        /* void */
+    }
+
+    if (i < u->n) {
+        (void) gms_tool_wait(t);
+    }
+
     for (i = 0; i < u->n; i = k) {
         n = 0;
 
@@ -840,9 +851,15 @@ gms_users_drop(gms_tool_t *t, gms_users_t *u,
     gms_tool_users_counts_t *counts)
 {
     char               *key;
-    size_t              i, k, n, key_len;
+    size_t              i, k, n, key_len, *batch;
     const char         *id;
     gms_users_user_t   *user;
+
+    batch = malloc(GMS_USERS_PIPELINE * sizeof(size_t));
+    if (batch == NULL) {
+        gms_tool_error(t, "out of memory");
+        return -1;
+    }
 
     n = 0;
 
@@ -864,16 +881,18 @@ gms_users_drop(gms_tool_t *t, gms_users_t *u,
 
             key = gms_tool_key(t, GMS_KEY_TOKEN, id, strlen(id), &key_len);
             if (key == NULL) {
-                return -1;
+                goto failed;
             }
 
             gms_tool_append(t, "EVAL %s 1 %b %b %s", gms_users_drop_script,
                             key, key_len, u->channel, u->channel_len, id);
             free(key);
 
-            if (++n == GMS_USERS_PIPELINE) {
-                if (gms_users_dropped(t, n, counts) != 0) {
-                    return -1;
+            batch[n++] = k;
+
+            if (n == GMS_USERS_PIPELINE) {
+                if (gms_users_dropped(t, u, batch, n, counts) != 0) {
+                    goto failed;
                 }
 
                 n = 0;
@@ -881,12 +900,25 @@ gms_users_drop(gms_tool_t *t, gms_users_t *u,
         }
     }
 
-    return gms_users_dropped(t, n, counts);
+    if (gms_users_dropped(t, u, batch, n, counts) != 0) {
+        goto failed;
+    }
+
+    free(batch);
+
+    return gms_users_republish(t, u);
+
+failed:
+
+    free(batch);
+
+    return -1;
 }
 
 
 static int
-gms_users_dropped(gms_tool_t *t, size_t n, gms_tool_users_counts_t *counts)
+gms_users_dropped(gms_tool_t *t, gms_users_t *u, const size_t *batch,
+    size_t n, gms_tool_users_counts_t *counts)
 {
     size_t       i;
     redisReply  *reply;
@@ -900,9 +932,56 @@ gms_users_dropped(gms_tool_t *t, size_t n, gms_tool_users_counts_t *counts)
 
         if (reply->type == REDIS_REPLY_INTEGER && reply->integer > 0) {
             counts->dropped++;
+            u->tokens[batch[i]].dropped = 1;
         }
 
         freeReplyObject(reply);
+    }
+
+    return 0;
+}
+
+
+/*
+ * With replicas, the ids the script published are published again once
+ * the replicas acknowledged the deletions (WAIT): an edge that read a
+ * lagging replica after the first message drops what it cached then.
+ * The first message stays in the script, so that no deletion goes
+ * unpublished whatever happens to this process.
+ */
+
+static int
+gms_users_republish(gms_tool_t *t, gms_users_t *u)
+{
+    size_t       k, i, n;
+    redisReply  *reply;
+
+    for (k = 0; k < u->ntokens && !u->tokens[k].dropped; k++) {
+        /* void */
+    }
+
+    if (k == u->ntokens || gms_tool_wait(t) == 0) {
+        return 0;
+    }
+
+    while (k < u->ntokens) {
+        for (n = 0; k < u->ntokens && n < GMS_USERS_PIPELINE; k++) {
+            if (u->tokens[k].dropped) {
+                gms_tool_append(t, "PUBLISH %b %s", u->channel,
+                                u->channel_len, u->tokens[k].id);
+                n++;
+            }
+        }
+
+        for (i = 0; i < n; i++) {
+            (void) gms_tool_get_reply(t, &reply);
+
+            if (gms_tool_reply_error(t, reply, "PUBLISH") != 0) {
+                return -1;
+            }
+
+            freeReplyObject(reply);
+        }
     }
 
     return 0;

@@ -12,6 +12,7 @@
 
 
 #include <stddef.h>
+#include <stdint.h>
 
 
 #define GMS_TOOL_OK            0
@@ -44,6 +45,16 @@ typedef struct {
     const char            *master;         /* the master's Sentinel name */
     const char            *sentinel_password_file;
     char                   master_addr[300];   /* the one last named */
+
+    const char            *cluster;        /* ADDR,ADDR,...: the seeds */
+    const char            *user;           /* NULL: AUTH with a password */
+    long                   wait_ms;        /* WAIT's bound, 0: no WAIT */
+    int64_t                wait_skip_until;    /* monotonic ms */
+    int64_t                replicas_at;    /* monotonic ms, 0: not known */
+    int                    replicas;       /* the master's, by ROLE */
+    unsigned               role_warned:1;  /* ROLE refused: said once */
+    unsigned               password_env_off:1; /* GMS_REDIS_PASSWORD not
+                                                  this one's */
 
     int                    quiet;          /* errors kept, not printed */
     unsigned               inactive_mark:1;    /* --inactive mark */

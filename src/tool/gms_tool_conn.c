@@ -38,6 +38,7 @@
 
 #include "gms_tool_conn.h"
 #include "gms_tool_msgs.h"
+#include "gms_tool_cluster.h"
 
 
 /* as hiredis's redisConnectWithTimeout and redisSetTimeout were given */
@@ -89,6 +90,7 @@ static int gms_conn_wait(gms_tool_conn_t *c, int ssl_rc, short events,
 static int gms_conn_flush(gms_tool_conn_t *c);
 static ssize_t gms_conn_recv(gms_tool_conn_t *c, char *buf, size_t size);
 static int gms_conn_buffer(gms_tool_conn_t *c, const char *cmd, int len);
+static redisReply *gms_conn_run(gms_tool_t *t, const char *cmd, int len);
 static void gms_conn_fail(gms_tool_conn_t *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void *gms_conn_create_array(const redisReadTask *task, int elements);
@@ -705,6 +707,17 @@ gms_tool_conn_append_argv(gms_tool_conn_t *c, int argc, const char **argv,
 }
 
 
+/* a command already in Redis's protocol */
+
+void
+gms_tool_conn_append_raw(gms_tool_conn_t *c, const char *cmd, size_t len)
+{
+    if (!c->failed) {
+        (void) gms_conn_buffer(c, cmd, (int) len);
+    }
+}
+
+
 static int
 gms_conn_buffer(gms_tool_conn_t *c, const char *cmd, int len)
 {
@@ -1044,6 +1057,8 @@ gms_conn_now(void)
 redisReply *
 gms_tool_command(gms_tool_t *t, const char *fmt, ...)
 {
+    int          len;
+    char        *cmd;
     va_list      args;
     redisReply  *reply;
 
@@ -1052,10 +1067,18 @@ gms_tool_command(gms_tool_t *t, const char *fmt, ...)
     }
 
     va_start(args, fmt);
-    gms_tool_conn_vappend(t->conn, fmt, args);
+    len = redisvFormatCommand(&cmd, fmt, args);
     va_end(args);
 
-    (void) gms_tool_conn_get_reply(t->conn, &reply);
+    if (len < 0) {
+        gms_conn_fail(t->conn, "cannot format a command: %s",
+                      len == -1 ? "out of memory" : "bad format");
+        return NULL;
+    }
+
+    reply = gms_conn_run(t, cmd, len);
+
+    redisFreeCommand(cmd);
 
     return reply;
 }
@@ -1065,15 +1088,46 @@ redisReply *
 gms_tool_command_argv(gms_tool_t *t, int argc, const char **argv,
     const size_t *lens)
 {
+    int          len;
+    char        *cmd;
     redisReply  *reply;
 
     if (t->conn == NULL) {
         return NULL;
     }
 
-    gms_tool_conn_append_argv(t->conn, argc, argv, lens);
+    len = redisFormatCommandArgv(&cmd, argc, argv, lens);
 
+    if (len < 0) {
+        gms_conn_fail(t->conn, "cannot format a command: out of memory");
+        return NULL;
+    }
+
+    reply = gms_conn_run(t, cmd, len);
+
+    redisFreeCommand(cmd);
+
+    return reply;
+}
+
+
+/* one command, and its reply; in a cluster a redirection followed once */
+
+static redisReply *
+gms_conn_run(gms_tool_t *t, const char *cmd, int len)
+{
+    redisReply  *reply;
+
+    if (t->conn->failed) {
+        return NULL;
+    }
+
+    (void) gms_conn_buffer(t->conn, cmd, len);
     (void) gms_tool_conn_get_reply(t->conn, &reply);
+
+    if (t->cluster && reply && reply->type == REDIS_REPLY_ERROR) {
+        reply = gms_tool_cluster_redirect(t, reply, cmd, len);
+    }
 
     return reply;
 }

@@ -27,6 +27,8 @@ void gms_tool_conn_vappend(gms_tool_conn_t *c, const char *fmt,
     va_list args);
 void gms_tool_conn_append_argv(gms_tool_conn_t *c, int argc,
     const char **argv, const size_t *lens);
+void gms_tool_conn_append_raw(gms_tool_conn_t *c, const char *cmd,
+    size_t len);
 int gms_tool_conn_get_reply(gms_tool_conn_t *c, redisReply **reply);
 redisReply *gms_tool_conn_command(gms_tool_conn_t *c, const char *fmt, ...);
 const char *gms_tool_conn_error(gms_tool_conn_t *c);

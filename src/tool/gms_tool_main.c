@@ -28,6 +28,7 @@
 #include "gms_cmd_manage.h"
 #include "gms_cmd_follow.h"
 #include "gms_cmd_jwks.h"
+#include "gms_cmd_migrate.h"
 
 
 static int gms_tool_main(int argc, char **argv, char **args);
@@ -60,6 +61,9 @@ static const char  gms_tool_usage[] =
     "              stopped\n"
     "  jwks        fetch an OAuth issuer's JWKS into gms_token_oauth's "
     "file\n"
+    "  migrate     copy the cache from one Redis and prefix to another "
+    "(as to a\n"
+    "              Redis Cluster)\n"
     "\n"
     "'gms-token COMMAND --help' describes a command and its options.\n"
     "Exit status: 0 ok, 1 not found, 2 usage or bad input, 3 Redis error,\n"
@@ -81,6 +85,7 @@ static const gms_tool_command_t  *gms_tool_commands[] = {
     &gms_cmd_check_salt,
     &gms_cmd_follow,
     &gms_cmd_jwks,
+    &gms_cmd_migrate,
     NULL
 };
 

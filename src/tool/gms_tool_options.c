@@ -17,7 +17,11 @@
 #include "gms_tool_options.h"
 #include "gms_tool_input.h"
 #include "gms_tool_msgs.h"
+#include "gms_slot.h"
 
+
+static int gms_tool_cluster_options(gms_tool_t *t, gms_tool_args_t *a);
+static int gms_tool_wait_option(gms_tool_t *t, const char *value);
 
 /* in the order of gms_tool_opt_e */
 static const struct option  gms_tool_long_options[] = {
@@ -60,6 +64,16 @@ static const struct option  gms_tool_long_options[] = {
     { "master",        required_argument, NULL, 256 + GMS_OPT_MASTER },
     { "sentinel-password-file", required_argument, NULL,
       256 + GMS_OPT_SENTINEL_PASSWORD_FILE },
+    { "redis-cluster", required_argument, NULL, 256 + GMS_OPT_REDIS_CLUSTER },
+    { "user",          required_argument, NULL, 256 + GMS_OPT_USER },
+    { "wait-timeout",  required_argument, NULL, 256 + GMS_OPT_WAIT_TIMEOUT },
+    { "from-redis",    required_argument, NULL, 256 + GMS_OPT_FROM_REDIS },
+    { "from-sentinel", required_argument, NULL, 256 + GMS_OPT_FROM_SENTINEL },
+    { "from-master",   required_argument, NULL, 256 + GMS_OPT_FROM_MASTER },
+    { "from-prefix",   required_argument, NULL, 256 + GMS_OPT_FROM_PREFIX },
+    { "from-password-file", required_argument, NULL,
+      256 + GMS_OPT_FROM_PASSWORD_FILE },
+    { "from-tls",      no_argument,       NULL, 256 + GMS_OPT_FROM_TLS },
     { "issuer",        required_argument, NULL, 256 + GMS_OPT_ISSUER },
     { "out",           required_argument, NULL, 256 + GMS_OPT_OUT },
     { "ca-file",       required_argument, NULL, 256 + GMS_OPT_CA_FILE },
@@ -178,6 +192,23 @@ gms_tool_conn_options(gms_tool_t *t, gms_tool_args_t *a)
         return -1;
     }
 
+    t->user = a->val[GMS_OPT_USER];
+
+    if (t->user && t->user[0] == '\0') {
+        gms_tool_error(t, "--user: the name cannot be empty");
+        return -1;
+    }
+
+    if (gms_tool_wait_option(t, a->val[GMS_OPT_WAIT_TIMEOUT]) != 0) {
+        return -1;
+    }
+
+    t->cluster = a->val[GMS_OPT_REDIS_CLUSTER];
+
+    if (t->cluster && gms_tool_cluster_options(t, a) != 0) {
+        return -1;
+    }
+
     t->sentinel = a->val[GMS_OPT_SENTINEL];
     t->master = a->val[GMS_OPT_MASTER];
     t->sentinel_password_file = a->val[GMS_OPT_SENTINEL_PASSWORD_FILE];
@@ -210,6 +241,91 @@ gms_tool_conn_options(gms_tool_t *t, gms_tool_args_t *a)
 
     /* for messages until a Sentinel names the master */
     t->redis = t->sentinel;
+
+    return 0;
+}
+
+
+/*
+ * --redis-cluster ADDR,...: neither --redis nor --sentinel nor --db (a
+ * cluster has database 0 only), and a prefix with a hash tag, {gms}: by
+ * default, so that every key lies in one slot.
+ */
+
+static int
+gms_tool_cluster_options(gms_tool_t *t, gms_tool_args_t *a)
+{
+    size_t  start, len;
+
+    if (a->val[GMS_OPT_REDIS] || a->val[GMS_OPT_SENTINEL]) {
+        gms_tool_error(t, "give one of --redis, --sentinel and "
+                       "--redis-cluster");
+        return -1;
+    }
+
+    if (t->cluster[0] == '\0') {
+        gms_tool_error(t, "--redis-cluster: no address");
+        return -1;
+    }
+
+    if (t->db) {
+        gms_tool_error(t, "--db goes with --redis or --sentinel: a Redis "
+                       "Cluster has database 0 only");
+        return -1;
+    }
+
+    if (a->val[GMS_OPT_PREFIX] == NULL) {
+        t->prefix = "{gms}:";
+        t->prefix_len = 6;
+
+    } else if (!gms_slot_tag(t->prefix, t->prefix_len, &start, &len)) {
+        gms_tool_error(t, "--prefix: '%s' has no hash tag: with "
+                       "--redis-cluster every key must lie in one slot, "
+                       "so the prefix needs one, as {gms}: (a non-empty "
+                       "{...})", gms_tool_shown(t->prefix));
+        return -1;
+    }
+
+    /* for messages until a node names the slot's master */
+    t->redis = t->cluster;
+
+    return 0;
+}
+
+
+/* --wait-timeout TIME: 0, N ms, or a duration (1s, the default) */
+
+static int
+gms_tool_wait_option(gms_tool_t *t, const char *value)
+{
+    char     *end;
+    int64_t   ms;
+
+    t->wait_ms = 1000;
+
+    if (value == NULL) {
+        return 0;
+    }
+
+    errno = 0;
+    ms = strtoll(value, &end, 10);
+
+    if (end != value && value[0] != '-' && errno == 0
+        && (strcmp(end, "ms") == 0 || (ms == 0 && *end == '\0')))
+    {
+        /* as given */
+
+    } else if (gms_tool_parse_duration(value, &ms) != 0) {
+        ms = -1;
+    }
+
+    if (ms < 0 || ms > 60000) {
+        gms_tool_error(t, "--wait-timeout: '%s' is not a time from 0 to 60s "
+                       "(as 500ms, 2s)", gms_tool_shown(value));
+        return -1;
+    }
+
+    t->wait_ms = (long) ms;
 
     return 0;
 }

@@ -54,6 +54,15 @@ typedef enum {
     GMS_OPT_SENTINEL,
     GMS_OPT_MASTER,
     GMS_OPT_SENTINEL_PASSWORD_FILE,
+    GMS_OPT_REDIS_CLUSTER,
+    GMS_OPT_USER,
+    GMS_OPT_WAIT_TIMEOUT,
+    GMS_OPT_FROM_REDIS,
+    GMS_OPT_FROM_SENTINEL,
+    GMS_OPT_FROM_MASTER,
+    GMS_OPT_FROM_PREFIX,
+    GMS_OPT_FROM_PASSWORD_FILE,
+    GMS_OPT_FROM_TLS,
     GMS_OPT_ISSUER,
     GMS_OPT_OUT,
     GMS_OPT_CA_FILE,
@@ -73,7 +82,10 @@ typedef enum {
                                 | GMS_OPT(GMS_OPT_TLS_NAME)                   \
                                 | GMS_OPT(GMS_OPT_SENTINEL)                   \
                                 | GMS_OPT(GMS_OPT_MASTER)                     \
-                                | GMS_OPT(GMS_OPT_SENTINEL_PASSWORD_FILE))
+                                | GMS_OPT(GMS_OPT_SENTINEL_PASSWORD_FILE)     \
+                                | GMS_OPT(GMS_OPT_REDIS_CLUSTER)              \
+                                | GMS_OPT(GMS_OPT_USER)                       \
+                                | GMS_OPT(GMS_OPT_WAIT_TIMEOUT))
 #define GMS_OPTS_SALT          (GMS_OPT(GMS_OPT_SALT)                         \
                                 | GMS_OPT(GMS_OPT_SALT_FILE))
 #define GMS_OPTS_GMS           (GMS_OPT(GMS_OPT_GMS)                          \
@@ -110,10 +122,12 @@ typedef struct {
     "  --password-file FILE  the Redis password, from a file; else the\n"     \
     "                        environment variable GMS_REDIS_PASSWORD\n"       \
     "  --db N                the Redis database (default 0)\n"                \
-    "  --prefix STRING       the key prefix (default gms:), as\n"             \
-    "                        gms_token_key_prefix\n"                          \
-    "  --tls                 TLS to Redis (and to the Sentinels); the\n"      \
-    "                        certificate is always verified\n"                \
+    "  --prefix STRING       the key prefix (default gms:, {gms}: with\n"    \
+    "                        --redis-cluster), as gms_token_key_prefix\n"    \
+    "  --user NAME           the Redis ACL user (AUTH NAME PASSWORD)\n"      \
+    "  --tls                 TLS to Redis (and to the Sentinels, or every\n"  \
+    "                        cluster node); the certificate is always\n"      \
+    "                        verified\n"                                      \
     "  --tls-ca-file FILE    the CAs to verify it with (default: the\n"       \
     "                        system's)\n"                                     \
     "  --tls-name NAME       the name it must hold, sent as SNI (default:\n"  \
@@ -124,7 +138,16 @@ typedef struct {
     "                        order, for the master, and write there\n"        \
     "  --master NAME         the master's name at the Sentinels\n"           \
     "  --sentinel-password-file FILE\n"                                       \
-    "                        the Sentinels' password, from a file\n"
+    "                        the Sentinels' password, from a file\n"       \
+    "  --redis-cluster ADDR,...\n"                                            \
+    "                        instead of --redis: a Redis Cluster; these\n"    \
+    "                        nodes, in order, name the master of the\n"      \
+    "                        prefix's hash slot (the prefix must hold a\n"   \
+    "                        hash tag, as {gms}:)\n"                          \
+    "  --wait-timeout TIME   before an invalidation is published, wait\n"    \
+    "                        that long at most for the master's replicas\n"  \
+    "                        to acknowledge the change (WAIT; default 1s,\n" \
+    "                        0: do not wait)\n"
 
 
 #define GMS_TOOL_GMS_USAGE                                                    \

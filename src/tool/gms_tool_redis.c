@@ -19,6 +19,7 @@
 #include "gms_tool_redis.h"
 #include "gms_tool_conn.h"
 #include "gms_tool_sentinel.h"
+#include "gms_tool_cluster.h"
 #include "gms_tool_input.h"
 #include "gms_tool_msgs.h"
 
@@ -37,33 +38,20 @@ gms_tool_connect(gms_tool_t *t)
     size_t       password_len;
     redisReply  *reply;
 
-    password = NULL;
-    password_len = 0;
-
-    if (t->password_file) {
-        password = gms_tool_read_file(t, "--password-file", t->password_file,
-                                      &password_len);
-        if (password == NULL) {
-            return GMS_TOOL_USAGE;
-        }
-
-    } else if (getenv("GMS_REDIS_PASSWORD") && *getenv("GMS_REDIS_PASSWORD"))
-    {
-        password = strdup(getenv("GMS_REDIS_PASSWORD"));
-        if (password == NULL) {
-            gms_tool_error(t, "out of memory");
-            return GMS_TOOL_REDIS;
-        }
-
-        password_len = strlen(password);
+    rc = gms_tool_password(t, &password, &password_len);
+    if (rc != GMS_TOOL_OK) {
+        return rc;
     }
 
-    if (t->sentinel) {
+    if (t->cluster) {
+        rc = gms_tool_cluster_connect(t, password, password_len);
+
+    } else if (t->sentinel) {
         rc = gms_tool_sentinel_connect(t, password, password_len);
 
     } else {
-        rc = gms_tool_open(t, "--redis", t->redis, password, password_len,
-                           &t->conn, err, sizeof(err));
+        rc = gms_tool_open(t, "--redis", t->redis, t->user, password,
+                           password_len, &t->conn, err, sizeof(err));
 
         if (rc == GMS_TOOL_USAGE) {
             gms_tool_error(t, "%s", err);
@@ -82,6 +70,9 @@ gms_tool_connect(gms_tool_t *t)
         return rc;
     }
 
+    /* another server, maybe: its replicas are counted afresh */
+    t->replicas_at = 0;
+
     if (t->db) {
         reply = gms_tool_command(t, "SELECT %ld", t->db);
 
@@ -97,14 +88,52 @@ gms_tool_connect(gms_tool_t *t)
 
 
 /*
+ * The Redis password: --password-file, else GMS_REDIS_PASSWORD, else none
+ * (NULL); the caller's to cleanse and free.  Returns an exit code.
+ */
+
+int
+gms_tool_password(gms_tool_t *t, char **password, size_t *len)
+{
+    const char  *env;
+
+    *password = NULL;
+    *len = 0;
+
+    if (t->password_file) {
+        *password = gms_tool_read_file(t, "--password-file", t->password_file,
+                                       len);
+        return *password ? GMS_TOOL_OK : GMS_TOOL_USAGE;
+    }
+
+    env = t->password_env_off ? NULL : getenv("GMS_REDIS_PASSWORD");
+
+    if (env == NULL || *env == '\0') {
+        return GMS_TOOL_OK;
+    }
+
+    *password = strdup(env);
+    if (*password == NULL) {
+        gms_tool_error(t, "out of memory");
+        return GMS_TOOL_REDIS;
+    }
+
+    *len = strlen(*password);
+
+    return GMS_TOOL_OK;
+}
+
+
+/*
  * A connection to a Redis or a Sentinel, authenticated when a password is
- * given; the reason of a failure in err, as gms_tool_conn_open's.
+ * given (as user when one is given: --user, never for a Sentinel); the
+ * reason of a failure in err, as gms_tool_conn_open's.
  */
 
 int
 gms_tool_open(gms_tool_t *t, const char *option, const char *addr,
-    const char *password, size_t password_len, gms_tool_conn_t **conn,
-    char *err, size_t size)
+    const char *user, const char *password, size_t password_len,
+    gms_tool_conn_t **conn, char *err, size_t size)
 {
     int               rc;
     char              reason[200];
@@ -130,7 +159,13 @@ gms_tool_open(gms_tool_t *t, const char *option, const char *addr,
 
     c = *conn;
 
-    reply = gms_tool_conn_command(c, "AUTH %b", password, password_len);
+    if (user) {
+        reply = gms_tool_conn_command(c, "AUTH %s %b", user, password,
+                                      password_len);
+
+    } else {
+        reply = gms_tool_conn_command(c, "AUTH %b", password, password_len);
+    }
 
     if (reply == NULL || reply->type == REDIS_REPLY_ERROR) {
         snprintf(err, size, "AUTH: %s",
@@ -358,11 +393,16 @@ gms_tool_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
 }
 
 
-/* reports a failed command (reply NULL: the connection) and frees it */
+/*
+ * reports a failed command (reply NULL: the connection) and frees it; a
+ * cluster's redirection or refusal is said for what it is
+ */
 
 int
 gms_tool_reply_error(gms_tool_t *t, redisReply *reply, const char *what)
 {
+    const char  *why;
+
     if (reply == NULL) {
         gms_tool_error(t, "redis %s: %s: %s", t->redis, what,
                        gms_tool_conn_error(t->conn)
@@ -371,7 +411,17 @@ gms_tool_reply_error(gms_tool_t *t, redisReply *reply, const char *what)
     }
 
     if (reply->type == REDIS_REPLY_ERROR) {
-        gms_tool_error(t, "redis %s: %s: %s", t->redis, what, reply->str);
+        why = gms_tool_cluster_why(t, reply);
+
+        if (why) {
+            gms_tool_error(t, "redis %s: %s: %s (%s)", t->redis, what,
+                           reply->str, why);
+
+        } else {
+            gms_tool_error(t, "redis %s: %s: %s", t->redis, what,
+                           reply->str);
+        }
+
         freeReplyObject(reply);
         return -1;
     }
@@ -404,6 +454,104 @@ gms_tool_reply_cmp(const void *one, const void *two)
 
 
 /*
+ * Before an invalidation is published: the master's replicas given
+ * --wait-timeout to acknowledge the writes so far (WAIT), so that an edge
+ * that reads a replica after the message finds the change there.  The
+ * replicas are counted (ROLE: one may have joined or left) after each
+ * connect and at most every GMS_TOOL_ROLE_AGE ms; none, no WAIT.  A WAIT
+ * that expires is a warning, and the message goes anyway: one that may
+ * come early is better than none.  After one expired, none is waited
+ * for GMS_TOOL_WAIT_PAUSE ms, so that a sync publishing for many users
+ * does not wait the timeout for each.  Returns the number of
+ * replicas waited for (0: none, or not waited for).
+ */
+
+int
+gms_tool_wait(gms_tool_t *t)
+{
+    int              n;
+    int64_t          now;
+    redisReply      *reply;
+    struct timespec  ts;
+
+    if (t->wait_ms == 0 || t->conn == NULL) {
+        return 0;
+    }
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now = (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+
+    if (now < t->wait_skip_until) {
+        return 0;
+    }
+
+    if (t->replicas_at && now - t->replicas_at < GMS_TOOL_ROLE_AGE) {
+        n = t->replicas;
+        goto wait;
+    }
+
+    /* ROLE: ["master", offset, [[ip, port, offset], ...]] */
+    reply = gms_tool_command(t, "ROLE");
+
+    if (reply == NULL) {
+        return 0;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 3
+        || reply->element[0]->type != REDIS_REPLY_STRING
+        || strcmp(reply->element[0]->str, "master") != 0
+        || reply->element[2]->type != REDIS_REPLY_ARRAY)
+    {
+        if (reply->type == REDIS_REPLY_ERROR && !t->role_warned) {
+            t->role_warned = 1;
+            gms_tool_warn(t, "redis %s: ROLE: %s: invalidations are "
+                          "published without waiting for the replicas",
+                          t->redis, reply->str);
+        }
+
+        freeReplyObject(reply);
+        return 0;
+    }
+
+    n = (int) reply->element[2]->elements;
+    freeReplyObject(reply);
+
+    t->replicas = n;
+    t->replicas_at = now;
+
+wait:
+
+    if (n == 0) {
+        return 0;
+    }
+
+    reply = gms_tool_command(t, "WAIT %d %ld", n, t->wait_ms);
+
+    if (reply == NULL || reply->type != REDIS_REPLY_INTEGER) {
+        gms_tool_warn(t, "redis %s: WAIT: %s; publishing anyway", t->redis,
+                      reply == NULL ? gms_tool_conn_error(t->conn)
+                      : reply->type == REDIS_REPLY_ERROR ? reply->str
+                      : "unexpected reply");
+
+    } else if (reply->integer < n) {
+        gms_tool_warn(t, "redis %s: WAIT: %lld of %d replicas acknowledged "
+                      "the change within %ld ms; publishing anyway (an edge "
+                      "reading a lagging replica may cache the old entry), "
+                      "and not waiting for the next %d s", t->redis,
+                      reply->integer, n, t->wait_ms,
+                      GMS_TOOL_WAIT_PAUSE / 1000);
+        t->wait_skip_until = now + GMS_TOOL_WAIT_PAUSE;
+    }
+
+    if (reply) {
+        freeReplyObject(reply);
+    }
+
+    return n;
+}
+
+
+/*
  * Tells every edge to drop what it cached for a token id or a user URN
  * (GMS_INVALIDATE_ALL: everything).  A failure is reported, and is the
  * caller's failure: Redis changed but the edges may keep the old answer
@@ -421,6 +569,8 @@ gms_tool_publish(gms_tool_t *t, const char *what, size_t len)
     if (channel == NULL) {
         return -1;
     }
+
+    (void) gms_tool_wait(t);
 
     reply = gms_tool_command(t, "PUBLISH %b %b", channel, channel_len,
                              what, len);

@@ -45,10 +45,18 @@ typedef struct {
 } gms_tool_scan_t;
 
 
+/* after a WAIT that expired, none for this long */
+#define GMS_TOOL_WAIT_PAUSE    10000
+
+/* the master's replicas are counted again after this long */
+#define GMS_TOOL_ROLE_AGE      1000
+
+
 int gms_tool_connect(gms_tool_t *t);
+int gms_tool_password(gms_tool_t *t, char **password, size_t *len);
 int gms_tool_open(gms_tool_t *t, const char *option, const char *addr,
-    const char *password, size_t password_len, gms_tool_conn_t **conn,
-    char *err, size_t size);
+    const char *user, const char *password, size_t password_len,
+    gms_tool_conn_t **conn, char *err, size_t size);
 
 char *gms_tool_key(gms_tool_t *t, const char *kind, const char *name,
     size_t len, size_t *key_len);
@@ -63,6 +71,7 @@ int gms_tool_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
 int gms_tool_reply_error(gms_tool_t *t, redisReply *reply, const char *what);
 int gms_tool_reply_cmp(const void *one, const void *two);
 
+int gms_tool_wait(gms_tool_t *t);
 int gms_tool_publish(gms_tool_t *t, const char *what, size_t len);
 int gms_tool_uncache(gms_tool_t *t, const char *id);
 

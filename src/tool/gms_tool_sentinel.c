@@ -81,7 +81,7 @@ gms_tool_sentinel_connect(gms_tool_t *t, const char *password,
             continue;
         }
 
-        rc = gms_tool_open(t, "--sentinel", t->master_addr, password,
+        rc = gms_tool_open(t, "--sentinel", t->master_addr, t->user, password,
                            password_len, &c, reason, sizeof(reason));
 
         if (rc == GMS_TOOL_USAGE) {
@@ -157,8 +157,8 @@ gms_sentinel_ask(gms_tool_t *t, const char *sentinel, const char *password,
     redisReply       *reply, *ip, *port;
     gms_tool_conn_t  *c;
 
-    rc = gms_tool_open(t, "--sentinel", sentinel, password, password_len, &c,
-                       reason, sizeof(reason));
+    rc = gms_tool_open(t, "--sentinel", sentinel, NULL, password,
+                       password_len, &c, reason, sizeof(reason));
 
     if (rc == GMS_TOOL_USAGE) {
         snprintf(err, size, "%s", reason);
