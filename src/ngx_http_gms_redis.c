@@ -22,7 +22,8 @@
  * replica while its connection is up and the replica is in step with its
  * master, and to the master otherwise, or when the replica answers an
  * error or its connection fails before the answer.  In step: ROLE says
- * its link to the master is "connected", asked when the connection opens
+ * its link to the master is "connected" and its offset has reached what
+ * the master's ROLE said a round before; asked when the connection opens
  * and every second after (a replica that has not answered the last one
  * is not in step either: it is asleep, or far behind).  A token or user
  * invalidated lately is read from the master (the caller says so): the
@@ -77,6 +78,8 @@ typedef struct {
     ngx_http_gms_discovery_e   discovery;
     ngx_event_t                replica_check;  /* its ROLE, every second */
     ngx_uint_t                 replica_missed; /* ROLEs unanswered */
+    long long                  master_offset;  /* the master's ROLE, last */
+    long long                  reach;          /* the replica's, a round on */
     u_char                    *key;            /* <prefix>token:<id> */
     u_char                    *members_key;    /* <prefix>actor:<urn> */
     u_char                    *evalsha;        /* the lookup, formatted */
@@ -90,6 +93,7 @@ typedef struct {
     unsigned                   replica_in_step:1;
     unsigned                   replica_out_said:1;
     unsigned                   role_pending:1; /* the replica's last ROLE */
+    unsigned                   master_role_pending:1;
     unsigned                   moving:1;       /* following a failover */
     unsigned                   exiting:1;
 } ngx_http_gms_redis_t;
@@ -447,6 +451,10 @@ ngx_http_gms_redis_set_master(struct sockaddr *sa, socklen_t socklen)
                   "gms: sentinel: master \"%V\" is at %V",
                   &rc->gmcf->master_name, &rc->peer);
 
+    /* another master: its offsets are not the old one's */
+    rd->master_offset = 0;
+    rd->reach = 0;
+
     /* the Sentinels have just said where: no need to ask them again */
 
     rd->moving = 1;
@@ -758,9 +766,12 @@ ngx_http_gms_redis_role(ngx_http_gms_rconn_t *rc, void *data,
 
     rd = &ngx_http_gms_redis;
 
-    if (data) {
+    if (data && rc->target == NGX_HTTP_GMS_TARGET_REPLICA) {
         rd->role_pending = 0;
         rd->replica_missed = 0;
+
+    } else if (data) {
+        rd->master_role_pending = 0;
     }
 
     expect = (rc->target == NGX_HTTP_GMS_TARGET_REPLICA) ? "slave" : "master";
@@ -770,6 +781,12 @@ ngx_http_gms_redis_role(ngx_http_gms_rconn_t *rc, void *data,
     {
         if (rc->target == NGX_HTTP_GMS_TARGET_REPLICA) {
             ngx_http_gms_redis_replica_step(rc, reply);
+
+        } else if (reply->elements >= 2
+                   && reply->element[1]->type == REDIS_REPLY_INTEGER)
+        {
+            /* its replication offset: where the replica must be soon */
+            rd->master_offset = reply->element[1]->integer;
         }
 
         return;
@@ -791,25 +808,33 @@ ngx_http_gms_redis_role(ngx_http_gms_rconn_t *rc, void *data,
 
 
 /*
- * A replica's link to its master: "connected" (in step, as far as ROLE
- * tells), or "connect", "connecting", "sync", "handshake": the link is
- * down or not yet streaming, and the replica may serve data its master
- * has deleted ("replica-serve-stale-data yes", Redis's default).  Read
- * from while in step only; the changes are logged, once each way.
+ * A replica's link to its master: "connected", or "connect",
+ * "connecting", "sync", "handshake": the link is down or not yet
+ * streaming, and the replica may serve data its master has deleted
+ * ("replica-serve-stale-data yes", Redis's default).  Connected, its
+ * offset must have reached the master's of a round ago (rd->reach): a
+ * replica that has not applied in a second what its master had is
+ * behind, by more than the invalidations' window, maybe.  Read from
+ * while in step only; the changes are logged, once each way.
  */
 
 static void
 ngx_http_gms_redis_replica_step(ngx_http_gms_rconn_t *rc, redisReply *reply)
 {
     size_t                 len;
+    long long              offset;
     redisReply            *state;
     ngx_http_gms_redis_t  *rd;
 
     rd = &ngx_http_gms_redis;
     state = (reply->elements >= 4) ? reply->element[3] : NULL;
+    offset = (reply->elements >= 5
+              && reply->element[4]->type == REDIS_REPLY_INTEGER)
+             ? reply->element[4]->integer : -1;
 
-    if (state && ngx_http_gms_rconn_says(state, "connected")) {
-
+    if (state && ngx_http_gms_rconn_says(state, "connected")
+        && offset >= rd->reach)
+    {
         if (!rd->replica_in_step && rd->replica_out_said) {
             ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
                           "gms: redis replica at %V is in step with its "
@@ -826,10 +851,20 @@ ngx_http_gms_redis_replica_step(ngx_http_gms_rconn_t *rc, redisReply *reply)
                          || state->type == REDIS_REPLY_STATUS))
               ? ngx_min(state->len, 32) : 0;
 
-        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
-                      "gms: redis replica at %V is not in step with its "
-                      "master (ROLE: \"%*s\"): lookups go to the master",
-                      &rc->peer, len, len ? state->str : "");
+        if (len == 9 && ngx_strncmp(state->str, "connected", 9) == 0) {
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                          "gms: redis replica at %V is behind its master "
+                          "(ROLE: offset %L, the master's a second ago "
+                          "%L): lookups go to the master", &rc->peer,
+                          (int64_t) offset, (int64_t) rd->reach);
+
+        } else {
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                          "gms: redis replica at %V is not in step with "
+                          "its master (ROLE: \"%*s\"): lookups go to the "
+                          "master", &rc->peer, len, len ? state->str : "");
+        }
+
         rd->replica_out_said = 1;
     }
 
@@ -880,6 +915,9 @@ ngx_http_gms_redis_replica_check(ngx_event_t *ev)
         argv[0] = "ROLE";
         lens[0] = sizeof("ROLE") - 1;
 
+        /* where the master was when last asked, a round ago at least */
+        rd->reach = rd->master_offset;
+
         if (ngx_http_gms_rconn_argv(rc, 1, argv, lens,
                                     ngx_http_gms_redis_role, rd)
             != NGX_OK)
@@ -892,6 +930,30 @@ ngx_http_gms_redis_replica_check(ngx_event_t *ev)
     }
 
     ngx_add_timer(ev, NGX_HTTP_GMS_REPLICA_CHECK_EVERY);
+
+    /* and the master, for the next round: its connection is opened */
+
+    rc = &ngx_http_gms_redis_master;
+
+    if (rd->master_role_pending
+        || (!ngx_http_gms_rconn_open(rc)
+            && ngx_http_gms_redis_connect(rc) != NGX_OK))
+    {
+        return;
+    }
+
+    argv[0] = "ROLE";
+    lens[0] = sizeof("ROLE") - 1;
+
+    if (ngx_http_gms_rconn_argv(rc, 1, argv, lens, ngx_http_gms_redis_role,
+                                rd)
+        != NGX_OK)
+    {
+        ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "cannot send ROLE");
+        return;
+    }
+
+    rd->master_role_pending = 1;
 }
 
 
@@ -963,6 +1025,9 @@ ngx_http_gms_redis_closed(ngx_http_gms_rconn_t *rc)
         if (rd->replica_check.timer_set) {
             ngx_del_timer(&rd->replica_check);
         }
+
+    } else {
+        rd->master_role_pending = 0;
     }
 
     if (rc == &ngx_http_gms_redis_master && rc->was_ready) {

@@ -16,7 +16,9 @@
 #   - a replica that lags (CLIENT PAUSE WRITE on it: it answers reads, but
 #     applies nothing its master sends) while a token is deleted and the
 #     invalidation published: 401 within about a second, never a cached
-#     200 afterwards;
+#     200 afterwards; and when it lags longer than the 5 s in which an
+#     invalidated token is read from the master anyway: the edge sees its
+#     offset behind the master's and reads from the master meanwhile;
 #   - a replica that answers nothing for a while (DEBUG SLEEP): the same.
 
 use strict;
@@ -122,7 +124,7 @@ my $r = GmsTest::Redis->start(replicaof => ['127.0.0.1', $m->port]);
 my $s = GmsTest::Sentinel->start(master => $m, down_after => 60_000);
 
 my %id;
-$id{$_} = seed($m, $_) for qw(steady cut-a cut-b lag-a sleep-a);
+$id{$_} = seed($m, $_) for qw(steady cut-a cut-b lag-a lag-b sleep-a);
 synced($r, $id{$_}) for keys %id;
 
 my $n = edge($s);
@@ -191,6 +193,40 @@ subtest "a lagging replica: the revoked token read from the master" => sub {
 
     ok(!$r->cmd(EXISTS => "gms:token:$id{'lag-a'}"),
        'the replica has applied the delete by now');
+};
+
+
+subtest 'a replica behind for longer than the window' => sub {
+    ok(GmsTest::wait_until(sub {
+           status($n, 'lag-b') == 200 && calls($r, 'evalsha_ro') > 0 }, 5),
+       'lag-b: 200, cached');
+
+    my $again = qr/replica at 127\.0\.0\.1:@{[ $r->port ]} is in step (?x:
+                   )with its master again/;
+    my $before = () = $n->error_log =~ /$again/g;
+
+    is($r->cmd(CLIENT => 'PAUSE', 9000, 'WRITE'), 'OK',
+       'CLIENT PAUSE WRITE on the replica, for 9 s');
+    my $paused = time;
+
+    # nobody asks for it while its invalidation is fresh: the first lookup
+    # comes after the window, the replica still behind
+    $m->cmd(DEL => "gms:token:$id{'lag-b'}");
+    $m->cmd(PUBLISH => 'gms:invalidate', $id{'lag-b'});
+    sleep 6.5;
+    ok($r->cmd(EXISTS => "gms:token:$id{'lag-b'}"),
+       'the replica still has the token');
+    my @got = watch($n, 'lag-b', 1.5);
+    is_deeply([ grep { $_ != 401 } @got ], [],
+              'lag-b, deleted and published 6.5 s ago: 401')
+        or diag join(' ', @got), "\n", gms_lines($n);
+    like($n->error_log, qr/gms: redis replica at 127\.0\.0\.1:(?x:
+                           )@{[ $r->port ]} is behind its master/,
+         'the replica seen behind (ROLE\'s offsets), and said');
+    sleep 0.1 while time < $paused + 9;
+    ok(GmsTest::wait_until(sub {
+           (() = $n->error_log =~ /$again/g) > $before }, 5),
+       'in step again once the pause is over');
 };
 
 
