@@ -11,6 +11,13 @@
  * the lookups' connection.  With Sentinel, the subscription follows the
  * master (ngx_http_gms_sentinel.c says where it is).
  *
+ * With replica=prefer, each worker also remembers what it was told to
+ * drop in the last NGX_HTTP_GMS_RECENT_TIME ms: a token id or a user is
+ * read from the master meanwhile (ngx_http_gms_invalidate_recent()),
+ * since a replica may answer before it has applied the change, and the
+ * answer would be cached for the whole ttl.  "*", anything else, and a
+ * (re)subscription mean everything.
+ *
  * Once a second, with a cache or without, one worker of the edge reads
  * <prefix>sync's "at" for the sync-age metric, on the lookups' connection
  * (ngx_http_gms_redis.c).
@@ -28,13 +35,43 @@
 /* how often the time of the last complete sync is read */
 #define NGX_HTTP_GMS_SYNC_EVERY    1000
 
+/*
+ * How long an invalidated token or user is read from the master: far
+ * longer than a healthy replica lags (milliseconds), short enough that
+ * the master does not take the replicas' load for long.
+ */
+#define NGX_HTTP_GMS_RECENT_TIME   5000
+
+/* remembered at most; more in the window: everything from the master */
+#define NGX_HTTP_GMS_RECENT_MAX    1024
+
+
+typedef struct {
+    ngx_str_node_t             sn;             /* key: an id or a URN */
+    ngx_queue_t                queue;          /* the oldest first */
+    ngx_msec_t                 until;
+    u_char                     data[1];
+} ngx_http_gms_recent_t;
+
 
 typedef struct {
     ngx_http_gms_main_conf_t  *gmcf;
     ngx_event_t                retry_timer;    /* the subscriber's */
     ngx_event_t                sync_timer;
+
+    /* invalidated lately, with replica=prefer */
+    ngx_rbtree_t               recent;
+    ngx_rbtree_node_t          recent_sentinel;
+    ngx_queue_t                recent_queue;
+    ngx_uint_t                 nrecent;
+    ngx_msec_t                 all_until;      /* everything */
+    ngx_msec_t                 users_until;    /* some user */
+
     unsigned                   subscribed:1;
     unsigned                   exiting:1;
+    unsigned                   recent_ready:1;
+    unsigned                   all_recent:1;   /* all_until is set */
+    unsigned                   users_recent:1; /* users_until is set */
 } ngx_http_gms_invalidate_t;
 
 
@@ -51,6 +88,10 @@ static void *ngx_http_gms_invalidate_array(const redisReadTask *task,
 static void *ngx_http_gms_invalidate_integer(const redisReadTask *task,
     long long value);
 static void *ngx_http_gms_invalidate_nil(const redisReadTask *task);
+static void ngx_http_gms_invalidate_remember(u_char *what, size_t len);
+static void ngx_http_gms_invalidate_expire(void);
+static ngx_uint_t ngx_http_gms_invalidate_until(ngx_uint_t set,
+    ngx_msec_t until);
 static void ngx_http_gms_invalidate_sync_age(ngx_event_t *ev);
 static void ngx_http_gms_invalidate_sync_reply(ngx_http_gms_rconn_t *rc,
     void *data, redisReply *reply, const char *error);
@@ -78,6 +119,11 @@ ngx_http_gms_invalidate_init_process(ngx_cycle_t *cycle,
 
     iv = &ngx_http_gms_invalidate;
     iv->gmcf = gmcf;
+
+    ngx_rbtree_init(&iv->recent, &iv->recent_sentinel,
+                    ngx_str_rbtree_insert_value);
+    ngx_queue_init(&iv->recent_queue);
+    iv->recent_ready = 1;
 
     rc = &ngx_http_gms_invalidate_sub;
     ngx_http_gms_rconn_init(rc, gmcf, "subscription",
@@ -327,6 +373,7 @@ ngx_http_gms_invalidate_message(ngx_http_gms_rconn_t *rc, void *data,
 
         n = ngx_http_gms_cache_drop(rc->gmcf->cache, (u_char *) "*", 1);
         ngx_http_gms_count(invalidation_flushes);
+        ngx_http_gms_invalidate_remember((u_char *) "*", 1);
 
         ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
                       "gms: subscribed to \"%V\" at %V, %ui cached entries "
@@ -346,12 +393,179 @@ ngx_http_gms_invalidate_message(ngx_http_gms_rconn_t *rc, void *data,
 
     ngx_http_gms_count(invalidations);
 
+    /* remembered first: a lookup may start between the two */
+    ngx_http_gms_invalidate_remember((u_char *) payload->str, payload->len);
+
     n = ngx_http_gms_cache_drop(rc->gmcf->cache, (u_char *) payload->str,
                                 payload->len);
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
                    "gms: invalidation \"%*s\": %ui entries dropped",
                    ngx_min(payload->len, 128), payload->str, n);
+}
+
+
+/*
+ * Whether a lookup must be read from the master: its token id, or its
+ * user (NULL: not known before the lookup, so any user) was invalidated
+ * in the last NGX_HTTP_GMS_RECENT_TIME ms, or everything was.
+ */
+
+ngx_uint_t
+ngx_http_gms_invalidate_recent(u_char *id, ngx_str_t *user)
+{
+    ngx_str_t                   key;
+    ngx_http_gms_invalidate_t  *iv;
+
+    iv = &ngx_http_gms_invalidate;
+
+    if (!iv->recent_ready || !iv->gmcf->replica) {
+        return 0;
+    }
+
+    ngx_http_gms_invalidate_expire();
+
+    if (ngx_http_gms_invalidate_until(iv->all_recent, iv->all_until)) {
+        return 1;
+    }
+
+    key.data = id;
+    key.len = GMS_TOKEN_ID_LEN;
+
+    if (iv->nrecent
+        && ngx_str_rbtree_lookup(&iv->recent, &key,
+                                 ngx_crc32_short(key.data, key.len))
+           != NULL)
+    {
+        return 1;
+    }
+
+    if (user == NULL || user->len == 0) {
+        return ngx_http_gms_invalidate_until(iv->users_recent,
+                                             iv->users_until);
+    }
+
+    return iv->nrecent
+           && ngx_str_rbtree_lookup(&iv->recent, user,
+                                    ngx_crc32_short(user->data, user->len))
+              != NULL;
+}
+
+
+/* a message, remembered for NGX_HTTP_GMS_RECENT_TIME ms */
+
+static void
+ngx_http_gms_invalidate_remember(u_char *what, size_t len)
+{
+    uint32_t                    hash;
+    ngx_str_t                   key;
+    ngx_msec_t                  until;
+    ngx_http_gms_recent_t      *rn;
+    ngx_http_gms_invalidate_t  *iv;
+
+    iv = &ngx_http_gms_invalidate;
+
+    if (!iv->recent_ready || !iv->gmcf->replica) {
+        return;
+    }
+
+    ngx_http_gms_invalidate_expire();
+
+    until = ngx_current_msec + NGX_HTTP_GMS_RECENT_TIME;
+
+    if (!(len == GMS_TOKEN_ID_LEN
+          && gms_token_id_valid((char *) what, len))
+        && !gms_actor_valid((char *) what, len))
+    {
+        /* "*", or what drops everything from the cache */
+        goto all;
+    }
+
+    if (len != GMS_TOKEN_ID_LEN || !gms_token_id_valid((char *) what, len)) {
+        /* a user: tokens whose user is unknown until read, the master */
+        iv->users_until = until;
+        iv->users_recent = 1;
+    }
+
+    key.data = what;
+    key.len = len;
+    hash = ngx_crc32_short(what, len);
+
+    rn = (ngx_http_gms_recent_t *) ngx_str_rbtree_lookup(&iv->recent, &key,
+                                                          hash);
+
+    if (rn != NULL) {
+        rn->until = until;
+        ngx_queue_remove(&rn->queue);
+        ngx_queue_insert_tail(&iv->recent_queue, &rn->queue);
+        return;
+    }
+
+    if (iv->nrecent >= NGX_HTTP_GMS_RECENT_MAX) {
+        goto all;
+    }
+
+    rn = ngx_alloc(offsetof(ngx_http_gms_recent_t, data) + len,
+                   ngx_cycle->log);
+    if (rn == NULL) {
+        goto all;
+    }
+
+    ngx_memcpy(rn->data, what, len);
+    rn->sn.node.key = hash;
+    rn->sn.str.data = rn->data;
+    rn->sn.str.len = len;
+    rn->until = until;
+
+    ngx_rbtree_insert(&iv->recent, &rn->sn.node);
+    ngx_queue_insert_tail(&iv->recent_queue, &rn->queue);
+    iv->nrecent++;
+
+    return;
+
+all:
+
+    iv->all_until = until;
+    iv->all_recent = 1;
+}
+
+
+/* what is older than the window goes: the oldest are first in the queue */
+
+static void
+ngx_http_gms_invalidate_expire(void)
+{
+    ngx_queue_t                *q;
+    ngx_http_gms_recent_t      *rn;
+    ngx_http_gms_invalidate_t  *iv;
+
+    iv = &ngx_http_gms_invalidate;
+
+    while (!ngx_queue_empty(&iv->recent_queue)) {
+        q = ngx_queue_head(&iv->recent_queue);
+        rn = ngx_queue_data(q, ngx_http_gms_recent_t, queue);
+
+        if (ngx_http_gms_invalidate_until(1, rn->until)) {
+            break;
+        }
+
+        ngx_queue_remove(q);
+        ngx_rbtree_delete(&iv->recent, &rn->sn.node);
+        ngx_free(rn);
+        iv->nrecent--;
+    }
+
+    iv->all_recent = ngx_http_gms_invalidate_until(iv->all_recent,
+                                                   iv->all_until);
+    iv->users_recent = ngx_http_gms_invalidate_until(iv->users_recent,
+                                                     iv->users_until);
+}
+
+
+static ngx_uint_t
+ngx_http_gms_invalidate_until(ngx_uint_t set, ngx_msec_t until)
+{
+    return set && (ngx_msec_int_t) (until - ngx_current_msec) > 0;
 }
 
 

@@ -9,11 +9,18 @@
  * requests resume through a posted event, outside the reply's callback.
  * The reply is cached as an entry: for every waiter, and for the requests
  * to come.
+ *
+ * A lookup sent before an invalidation (of anything: the cache's
+ * generation moved) is joined by no request that comes after it, whose
+ * answer must not be older than the invalidation: they start another.  A
+ * token or user invalidated lately is read from the master, not from a
+ * replica that may not have applied the change yet.
  */
 
 
 #include "ngx_http_gms_lookup.h"
 #include "ngx_http_gms_credentials.h"
+#include "ngx_http_gms_invalidate.h"
 #include "ngx_http_gms_redis.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
@@ -28,21 +35,23 @@
 
 
 struct ngx_http_gms_flight_s {
-    ngx_str_node_t             sn;             /* key: the token id */
-    ngx_queue_t                waiters;        /* of ngx_http_gms_ctx_t */
-    ngx_queue_t                free;
-    ngx_http_gms_main_conf_t  *gmcf;
-    ngx_uint_t                 sent_usec;
-    ngx_uint_t                 generation;     /* the cache's, when sent */
+    ngx_str_node_t                sn;          /* key: the token id */
+    ngx_queue_t                   waiters;     /* of ngx_http_gms_ctx_t */
+    ngx_queue_t                   free;
+    ngx_http_gms_main_conf_t     *gmcf;
+    ngx_http_gms_redis_lookup_t  *lookup;      /* until the answer */
+    ngx_uint_t                    sent_usec;
+    ngx_uint_t                    generation;  /* the cache's, when sent */
+    ngx_uint_t                    detached;    /* no longer in the tree */
 
     /* of a verified token (actor_len 0: a lookup without a key) */
-    gms_token_type_e           type;
-    int64_t                    expires_at;     /* the cache bound, or 0 */
-    ngx_uint_t                 members;        /* a session user's SMEMBERS */
-    size_t                     actor_len;
+    gms_token_type_e              type;
+    int64_t                       expires_at;  /* the cache bound, or 0 */
+    ngx_uint_t                    members;     /* a session user's SMEMBERS */
+    size_t                        actor_len;
 
-    u_char                     id[GMS_TOKEN_ID_LEN];
-    u_char                     actor[GMS_ACTOR_MAX];
+    u_char                        id[GMS_TOKEN_ID_LEN];
+    u_char                        actor[GMS_ACTOR_MAX];
 };
 
 
@@ -61,6 +70,7 @@ static ngx_http_gms_flight_t *ngx_http_gms_flight(
     ngx_http_gms_main_conf_t *gmcf, u_char *id, gms_jwt_claims_t *claims,
     ngx_uint_t *joined);
 static void ngx_http_gms_flight_free(ngx_http_gms_flight_t *flight);
+static ngx_int_t ngx_http_gms_flight_leave(ngx_http_gms_ctx_t *ctx);
 static void ngx_http_gms_lookup_done(void *data, redisReply *reply,
     const char *error);
 static ngx_uint_t ngx_http_gms_outage_log(ngx_uint_t *suppressed);
@@ -157,6 +167,7 @@ ngx_http_gms_flight(ngx_http_gms_main_conf_t *gmcf, u_char *id,
 {
     uint32_t                 hash;
     ngx_str_t                key, actor;
+    ngx_uint_t               master;
     ngx_queue_t             *q;
     ngx_str_node_t          *sn;
     ngx_http_gms_flight_t   *flight;
@@ -178,8 +189,19 @@ ngx_http_gms_flight(ngx_http_gms_main_conf_t *gmcf, u_char *id,
     sn = ngx_str_rbtree_lookup(&fl->rbtree, &key, hash);
 
     if (sn != NULL) {
-        *joined = 1;
-        return (ngx_http_gms_flight_t *) sn;
+        flight = (ngx_http_gms_flight_t *) sn;
+
+        if (flight->generation
+            == ngx_http_gms_cache_generation(gmcf->cache))
+        {
+            *joined = 1;
+            return flight;
+        }
+
+        /* sent before an invalidation: its waiters keep it, alone */
+
+        ngx_rbtree_delete(&fl->rbtree, &flight->sn.node);
+        flight->detached = 1;
     }
 
     *joined = 0;
@@ -203,6 +225,7 @@ ngx_http_gms_flight(ngx_http_gms_main_conf_t *gmcf, u_char *id,
     flight->gmcf = gmcf;
     flight->sent_usec = ngx_http_gms_usec();
     flight->generation = ngx_http_gms_cache_generation(gmcf->cache);
+    flight->detached = 0;
     ngx_queue_init(&flight->waiters);
 
     /* every waiter has this id, so this token and these claims */
@@ -223,8 +246,12 @@ ngx_http_gms_flight(ngx_http_gms_main_conf_t *gmcf, u_char *id,
     actor.data = flight->actor;
     actor.len = flight->actor_len;
 
+    /* the user is known beforehand for a signed token only */
+    master = ngx_http_gms_invalidate_recent(id, claims ? &actor : NULL);
+
     if (ngx_http_gms_redis_lookup(gmcf, id, flight->members ? &actor : NULL,
-                                  ngx_http_gms_lookup_done, flight)
+                                  master, ngx_http_gms_lookup_done, flight,
+                                  &flight->lookup)
         != NGX_OK)
     {
         ngx_queue_insert_head(&fl->free, &flight->free);
@@ -241,8 +268,40 @@ ngx_http_gms_flight(ngx_http_gms_main_conf_t *gmcf, u_char *id,
 static void
 ngx_http_gms_flight_free(ngx_http_gms_flight_t *flight)
 {
-    ngx_rbtree_delete(&ngx_http_gms_flights.rbtree, &flight->sn.node);
+    if (!flight->detached) {
+        ngx_rbtree_delete(&ngx_http_gms_flights.rbtree, &flight->sn.node);
+    }
+
     ngx_queue_insert_head(&ngx_http_gms_flights.free, &flight->free);
+}
+
+
+/*
+ * A request leaves its flight (its deadline, or it went).  The last one
+ * takes back a lookup that still waits for a server to be known: nobody
+ * would read its answer.  NGX_DECLINED: the lookup goes on (others wait,
+ * or it was sent).
+ */
+
+static ngx_int_t
+ngx_http_gms_flight_leave(ngx_http_gms_ctx_t *ctx)
+{
+    ngx_http_gms_flight_t  *flight;
+
+    flight = ctx->flight;
+
+    ngx_queue_remove(&ctx->queue);
+    ctx->flight = NULL;
+
+    if (!ngx_queue_empty(&flight->waiters)
+        || ngx_http_gms_redis_cancel(flight->lookup) != NGX_OK)
+    {
+        return NGX_DECLINED;
+    }
+
+    ngx_http_gms_flight_free(flight);
+
+    return NGX_OK;
 }
 
 
@@ -638,7 +697,8 @@ ngx_http_gms_deadline_handler(ngx_event_t *ev)
 {
     ngx_http_gms_ctx_t *ctx = ev->data;
 
-    ngx_uint_t  suppressed;
+    ngx_uint_t                    suppressed;
+    ngx_http_gms_redis_lookup_t  *lookup;
 
     if (ngx_http_gms_outage_log(&suppressed)) {
         ngx_log_error(NGX_LOG_ERR, ev->log, 0,
@@ -646,16 +706,23 @@ ngx_http_gms_deadline_handler(ngx_event_t *ev)
                       "(%ui such lines suppressed)", ctx->id, suppressed);
     }
 
+    lookup = NULL;
+
     if (ctx->flight) {
-        ngx_queue_remove(&ctx->queue);
-        ctx->flight = NULL;
+        lookup = ctx->flight->lookup;
+
+        if (ngx_http_gms_flight_leave(ctx) == NGX_OK) {
+            lookup = NULL;
+        }
     }
 
     ngx_http_gms_fail(ctx, NGX_HTTP_GMS_ERR_TIMEOUT);
     ctx->pending = 0;
 
-    /* every lookup pipelined behind the late one would be late too */
-    ngx_http_gms_redis_drop("lookup timed out");
+    if (lookup) {
+        /* every lookup pipelined behind the late one would be late too */
+        ngx_http_gms_redis_late(lookup, "lookup timed out");
+    }
 
     ngx_http_gms_wake_handler(&ctx->wake);
 }
@@ -690,8 +757,7 @@ ngx_http_gms_ctx_cleanup(void *data)
     /* the flight goes on without this request: its reply is still cached */
 
     if (ctx->flight) {
-        ngx_queue_remove(&ctx->queue);
-        ctx->flight = NULL;
+        (void) ngx_http_gms_flight_leave(ctx);
     }
 
     if (ctx->deadline.timer_set) {

@@ -14,10 +14,20 @@
  * With Sentinel, the connections go where ngx_http_gms_sentinel.c says
  * the master is, and each confirms it with ROLE; a connection lost, a
  * replica where the master should be, or -READONLY / -LOADING make the
- * worker ask the Sentinels again.  With replica=prefer, lookups (reads
- * only: EVALSHA_RO, SMEMBERS) go to a replica while its connection is up,
- * and to the master otherwise, or when the replica answers an error or
- * its connection fails before the answer.
+ * worker ask the Sentinels again.  Until the Sentinels have named the
+ * master (after a start, after every reload), lookups wait for it, each
+ * within its request's deadline; when no Sentinel names it, they fail.
+ *
+ * With replica=prefer, lookups (reads only: EVALSHA_RO, SMEMBERS) go to a
+ * replica while its connection is up and the replica is in step with its
+ * master, and to the master otherwise, or when the replica answers an
+ * error or its connection fails before the answer.  In step: ROLE says
+ * its link to the master is "connected" and its offset has reached what
+ * the master's ROLE said a round before; asked when the connection opens
+ * and every second after (a replica that has not answered the last one
+ * is not in step either: it is asleep, or far behind).  A token or user
+ * invalidated lately is read from the master (the caller says so): the
+ * replica may not have applied the change yet.
  *
  * The invalidation subscription and the sync-age poll are in
  * ngx_http_gms_invalidate.c; they connect as the lookups do
@@ -34,20 +44,42 @@
 #include "gms_lookup.h"
 
 
-typedef struct {
-    ngx_queue_t                    queue;          /* in the free list */
+/* a replica is asked its ROLE this often */
+#define NGX_HTTP_GMS_REPLICA_CHECK_EVERY  1000
+
+/* ROLE unanswered this many rounds: the replica's connection goes */
+#define NGX_HTTP_GMS_REPLICA_CHECK_MISSED  10
+
+
+struct ngx_http_gms_redis_lookup_s {
+    ngx_queue_t                    queue;          /* free list, or held */
     ngx_http_gms_redis_lookup_pt   handler;
     void                          *data;
-    ngx_http_gms_rconn_t          *rc;             /* where it was sent */
+    ngx_http_gms_rconn_t          *rc;             /* where; NULL: held */
     ngx_str_t                      actor;          /* SMEMBERS; or data NULL */
     u_char                         id[GMS_TOKEN_ID_LEN];
     unsigned                       evaluated:1;    /* sent with EVAL */
-} ngx_http_gms_redis_lookup_t;
+    unsigned                       master:1;       /* not from a replica */
+};
+
+
+typedef enum {
+    NGX_HTTP_GMS_DISCOVERY_DONE = 0,   /* a server configured, or named */
+    NGX_HTTP_GMS_DISCOVERY_UNDER_WAY,  /* none known yet: lookups wait */
+    NGX_HTTP_GMS_DISCOVERY_FAILED      /* gave up: lookups fail at once */
+} ngx_http_gms_discovery_e;
 
 
 typedef struct {
     ngx_http_gms_main_conf_t  *gmcf;
     ngx_queue_t                free;
+    ngx_queue_t                held;           /* waiting for a server */
+    ngx_event_t                release;        /* of the held lookups */
+    ngx_http_gms_discovery_e   discovery;
+    ngx_event_t                replica_check;  /* its ROLE, every second */
+    ngx_uint_t                 replica_missed; /* ROLEs unanswered */
+    long long                  master_offset;  /* the master's ROLE, last */
+    long long                  reach;          /* the replica's, a round on */
     u_char                    *key;            /* <prefix>token:<id> */
     u_char                    *members_key;    /* <prefix>actor:<urn> */
     u_char                    *evalsha;        /* the lookup, formatted */
@@ -58,6 +90,10 @@ typedef struct {
     size_t                     evalsha_ro_id;
     time_t                     replica_logged;
     unsigned                   replica_old:1;  /* no EVALSHA_RO */
+    unsigned                   replica_in_step:1;
+    unsigned                   replica_out_said:1;
+    unsigned                   role_pending:1; /* the replica's last ROLE */
+    unsigned                   master_role_pending:1;
     unsigned                   moving:1;       /* following a failover */
     unsigned                   exiting:1;
 } ngx_http_gms_redis_t;
@@ -74,6 +110,11 @@ static void ngx_http_gms_redis_loaded(ngx_http_gms_rconn_t *rc, void *data,
     redisReply *reply, const char *error);
 static void ngx_http_gms_redis_up(ngx_http_gms_rconn_t *rc);
 static void ngx_http_gms_redis_closed(ngx_http_gms_rconn_t *rc);
+static ngx_int_t ngx_http_gms_redis_start(ngx_http_gms_redis_lookup_t *lk);
+static void ngx_http_gms_redis_release(ngx_event_t *ev);
+static void ngx_http_gms_redis_replica_step(ngx_http_gms_rconn_t *rc,
+    redisReply *reply);
+static void ngx_http_gms_redis_replica_check(ngx_event_t *ev);
 static ngx_int_t ngx_http_gms_redis_ask(ngx_http_gms_redis_lookup_t *lk);
 static ngx_int_t ngx_http_gms_redis_send(ngx_http_gms_redis_lookup_t *lk);
 static ngx_int_t ngx_http_gms_redis_members(ngx_http_gms_redis_lookup_t *lk);
@@ -103,6 +144,16 @@ ngx_http_gms_redis_init_process(ngx_cycle_t *cycle,
 
     rd->gmcf = gmcf;
     ngx_queue_init(&rd->free);
+    ngx_queue_init(&rd->held);
+
+    rd->release.handler = ngx_http_gms_redis_release;
+    rd->release.data = rd;
+    rd->release.log = cycle->log;
+
+    rd->replica_check.handler = ngx_http_gms_redis_replica_check;
+    rd->replica_check.data = rd;
+    rd->replica_check.log = cycle->log;
+    rd->replica_check.cancelable = 1;
 
     rd->key = ngx_alloc(gmcf->token_prefix.len + GMS_TOKEN_ID_LEN,
                         ngx_cycle->log);
@@ -141,6 +192,12 @@ ngx_http_gms_redis_init_process(ngx_cycle_t *cycle,
 
     if (gmcf->sentinels == NULL) {
         ngx_http_gms_redis_master.addr = &gmcf->redis;
+    }
+
+    /* no server configured: the discovery names it */
+
+    if (ngx_http_gms_redis_master.addr == NULL) {
+        rd->discovery = NGX_HTTP_GMS_DISCOVERY_UNDER_WAY;
     }
 
     return NGX_OK;
@@ -190,35 +247,17 @@ ngx_http_gms_redis_format(u_char **cmd, size_t *len, size_t *id_offset,
 
 ngx_int_t
 ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
-    ngx_str_t *actor, ngx_http_gms_redis_lookup_pt handler, void *data)
+    ngx_str_t *actor, ngx_uint_t master, ngx_http_gms_redis_lookup_pt handler,
+    void *data, ngx_http_gms_redis_lookup_t **lookup)
 {
     ngx_queue_t                  *q;
-    ngx_http_gms_rconn_t         *rc, *replica;
     ngx_http_gms_redis_t         *rd;
     ngx_http_gms_redis_lookup_t  *lk;
 
     rd = &ngx_http_gms_redis;
-    rc = &ngx_http_gms_redis_master;
 
-    if (rd->gmcf != gmcf) {
-        return NGX_ERROR;
-    }
-
-    replica = &ngx_http_gms_redis_replica;
-
-    if (gmcf->replica && replica->socklen && !rd->replica_old) {
-
-        if (ngx_http_gms_rconn_ready(replica)) {
-            rc = replica;
-
-        } else if (!ngx_http_gms_rconn_open(replica)) {
-            /* for the next lookups; this one goes to the master */
-            (void) ngx_http_gms_redis_connect(replica);
-        }
-    }
-
-    if (!ngx_http_gms_rconn_open(rc)
-        && ngx_http_gms_redis_connect(rc) != NGX_OK)
+    if (rd->gmcf != gmcf || rd->exiting
+        || rd->discovery == NGX_HTTP_GMS_DISCOVERY_FAILED)
     {
         return NGX_ERROR;
     }
@@ -237,8 +276,9 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
 
     lk->handler = handler;
     lk->data = data;
-    lk->rc = rc;
+    lk->rc = NULL;
     lk->evaluated = (actor != NULL);
+    lk->master = master ? 1 : 0;
     ngx_memcpy(lk->id, id, GMS_TOKEN_ID_LEN);
 
     if (actor) {
@@ -249,8 +289,68 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
         ngx_str_null(&lk->actor);
     }
 
-    if (ngx_http_gms_redis_ask(lk) != NGX_OK) {
+    if (rd->discovery == NGX_HTTP_GMS_DISCOVERY_UNDER_WAY) {
+        /* sent when the master is named, answered if nobody names it */
+        ngx_queue_insert_tail(&rd->held, &lk->queue);
+
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "gms: redis lookup of \"%*s\" waits for discovery",
+                       (size_t) GMS_TOKEN_ID_LEN, id);
+
+        *lookup = lk;
+        return NGX_OK;
+    }
+
+    if (ngx_http_gms_redis_start(lk) != NGX_OK) {
         ngx_queue_insert_head(&rd->free, &lk->queue);
+        return NGX_ERROR;
+    }
+
+    *lookup = lk;
+
+    return NGX_OK;
+}
+
+
+/*
+ * A lookup to the replica, if one is up, in step, and allowed for it; to
+ * the master otherwise.  The connections are opened on first use.
+ */
+
+static ngx_int_t
+ngx_http_gms_redis_start(ngx_http_gms_redis_lookup_t *lk)
+{
+    ngx_http_gms_rconn_t      *rc, *replica;
+    ngx_http_gms_redis_t      *rd;
+    ngx_http_gms_main_conf_t  *gmcf;
+
+    rd = &ngx_http_gms_redis;
+    gmcf = rd->gmcf;
+    rc = &ngx_http_gms_redis_master;
+    replica = &ngx_http_gms_redis_replica;
+
+    if (gmcf->replica && replica->socklen && !rd->replica_old) {
+
+        if (ngx_http_gms_rconn_ready(replica)) {
+            if (rd->replica_in_step && !lk->master) {
+                rc = replica;
+            }
+
+        } else if (!ngx_http_gms_rconn_open(replica)) {
+            /* for the next lookups; this one goes to the master */
+            (void) ngx_http_gms_redis_connect(replica);
+        }
+    }
+
+    if (!ngx_http_gms_rconn_open(rc)
+        && ngx_http_gms_redis_connect(rc) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    lk->rc = rc;
+
+    if (ngx_http_gms_redis_ask(lk) != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -261,25 +361,53 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
 }
 
 
-/* a lookup timed out: every lookup pipelined behind it would be late too */
+ngx_int_t
+ngx_http_gms_redis_cancel(ngx_http_gms_redis_lookup_t *lk)
+{
+    if (lk->rc != NULL) {
+        return NGX_DECLINED;
+    }
+
+    ngx_queue_remove(&lk->queue);
+    ngx_queue_insert_head(&ngx_http_gms_redis.free, &lk->queue);
+
+    return NGX_OK;
+}
+
+
+/*
+ * A lookup timed out: every lookup pipelined behind it on its connection
+ * would be late too (on the replica's, they go to the master).  One that
+ * waits for the discovery has nothing behind it.
+ */
 
 void
-ngx_http_gms_redis_drop(const char *reason)
+ngx_http_gms_redis_late(ngx_http_gms_redis_lookup_t *lk, const char *reason)
 {
-    ngx_http_gms_rconn_close(&ngx_http_gms_redis_master, NGX_LOG_ERR,
-                             reason);
-    ngx_http_gms_rconn_close(&ngx_http_gms_redis_replica, NGX_LOG_ERR,
-                             reason);
+    if (lk->rc != NULL) {
+        ngx_http_gms_rconn_close(lk->rc, NGX_LOG_ERR, reason);
+    }
 }
 
 
 void
 ngx_http_gms_redis_exit_process(ngx_cycle_t *cycle)
 {
-    ngx_http_gms_redis.exiting = 1;
+    ngx_http_gms_redis_t  *rd;
 
-    if (ngx_http_gms_redis.gmcf == NULL) {
+    rd = &ngx_http_gms_redis;
+    rd->exiting = 1;
+
+    if (rd->gmcf == NULL) {
         return;
+    }
+
+    if (rd->release.posted) {
+        ngx_delete_posted_event(&rd->release);
+    }
+
+    if (rd->replica_check.timer_set) {
+        ngx_del_timer(&rd->replica_check);
     }
 
     ngx_http_gms_rconn_close(&ngx_http_gms_redis_master, NGX_LOG_DEBUG,
@@ -298,6 +426,16 @@ ngx_http_gms_redis_set_master(struct sockaddr *sa, socklen_t socklen)
     ngx_http_gms_redis_t  *rd;
 
     rc = &ngx_http_gms_redis_master;
+    rd = &ngx_http_gms_redis;
+
+    if (rd->discovery != NGX_HTTP_GMS_DISCOVERY_DONE) {
+        /* the lookups held meanwhile go, from an event of their own */
+        rd->discovery = NGX_HTTP_GMS_DISCOVERY_DONE;
+
+        if (!ngx_queue_empty(&rd->held) && !rd->release.posted) {
+            ngx_post_event(&rd->release, &ngx_posted_events);
+        }
+    }
 
     if (ngx_http_gms_rconn_is_peer(rc, sa, socklen)) {
         return;
@@ -313,9 +451,12 @@ ngx_http_gms_redis_set_master(struct sockaddr *sa, socklen_t socklen)
                   "gms: sentinel: master \"%V\" is at %V",
                   &rc->gmcf->master_name, &rc->peer);
 
+    /* another master: its offsets are not the old one's */
+    rd->master_offset = 0;
+    rd->reach = 0;
+
     /* the Sentinels have just said where: no need to ask them again */
 
-    rd = &ngx_http_gms_redis;
     rd->moving = 1;
 
     ngx_http_gms_rconn_close(rc, NGX_LOG_NOTICE, "the master moved");
@@ -347,6 +488,93 @@ ngx_http_gms_redis_set_replica(struct sockaddr *sa, socklen_t socklen)
 
     /* another server: it may know EVALSHA_RO */
     ngx_http_gms_redis.replica_old = 0;
+    ngx_http_gms_redis.replica_out_said = 0;
+}
+
+
+/*
+ * The discovery gave up (no Sentinel named the master): the lookups held
+ * fail now, and the next ones at once, until a master is named.  Nothing
+ * to do once one is known: its connections' failures say enough.
+ */
+
+void
+ngx_http_gms_redis_discovery_failed(const char *why)
+{
+    ngx_http_gms_redis_t  *rd;
+
+    rd = &ngx_http_gms_redis;
+
+    if (rd->discovery != NGX_HTTP_GMS_DISCOVERY_UNDER_WAY) {
+        return;
+    }
+
+    rd->discovery = NGX_HTTP_GMS_DISCOVERY_FAILED;
+
+    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                  "gms: no redis server known: %s; lookups fail until "
+                  "one is", why);
+
+    if (!ngx_queue_empty(&rd->held) && !rd->release.posted) {
+        ngx_post_event(&rd->release, &ngx_posted_events);
+    }
+}
+
+
+/*
+ * The lookups held while the discovery went on: sent, now that a master
+ * is known, or failed, since none is.  A posted event: the discovery's
+ * handlers, where this is decided, are not disturbed by the connects.
+ */
+
+static void
+ngx_http_gms_redis_release(ngx_event_t *ev)
+{
+    void                          *data;
+    ngx_queue_t                    held, *q;
+    const char                    *error;
+    ngx_http_gms_redis_t          *rd;
+    ngx_http_gms_redis_lookup_t   *lk;
+    ngx_http_gms_redis_lookup_pt   handler;
+
+    rd = ev->data;
+
+    if (rd->discovery == NGX_HTTP_GMS_DISCOVERY_UNDER_WAY
+        || ngx_queue_empty(&rd->held))
+    {
+        return;
+    }
+
+    /* handlers cannot add to it (they resume requests later): still */
+
+    held = rd->held;
+    held.next->prev = &held;
+    held.prev->next = &held;
+    ngx_queue_init(&rd->held);
+
+    error = (rd->discovery == NGX_HTTP_GMS_DISCOVERY_FAILED)
+            ? "no redis server known" : "redis cannot serve the lookup now";
+
+    while (!ngx_queue_empty(&held)) {
+        q = ngx_queue_head(&held);
+        ngx_queue_remove(q);
+
+        lk = ngx_queue_data(q, ngx_http_gms_redis_lookup_t, queue);
+
+        if (rd->discovery == NGX_HTTP_GMS_DISCOVERY_DONE && !rd->exiting
+            && ngx_http_gms_redis_start(lk) == NGX_OK)
+        {
+            continue;
+        }
+
+        lk->rc = &ngx_http_gms_redis_master;    /* no longer held */
+        handler = lk->handler;
+        data = lk->data;
+
+        ngx_queue_insert_head(&rd->free, &lk->queue);
+
+        handler(data, NULL, error);
+    }
 }
 
 
@@ -413,7 +641,9 @@ ngx_http_gms_redis_setup(ngx_http_gms_rconn_t *rc, ngx_uint_t role)
         }
     }
 
-    if (role && gmcf->sentinels) {
+    if (role
+        && (gmcf->sentinels || rc->target == NGX_HTTP_GMS_TARGET_REPLICA))
+    {
         argv[0] = "ROLE";
         lens[0] = 4;
 
@@ -519,17 +749,29 @@ ngx_http_gms_redis_ok(ngx_http_gms_rconn_t *rc, void *data,
 /*
  * ROLE: ["master", offset, replicas] or ["slave", host, port, state,
  * offset]; what the Sentinels said this server is, or they are asked
- * again.
+ * again.  A replica's state says whether it is in step with its master.
+ * The setup's ROLE has no data; the replica's check every second has.
  */
 
 static void
 ngx_http_gms_redis_role(ngx_http_gms_rconn_t *rc, void *data,
     redisReply *reply, const char *error)
 {
-    const char  *expect;
+    const char            *expect;
+    ngx_http_gms_redis_t  *rd;
 
     if (reply == NULL) {
         return;
+    }
+
+    rd = &ngx_http_gms_redis;
+
+    if (data && rc->target == NGX_HTTP_GMS_TARGET_REPLICA) {
+        rd->role_pending = 0;
+        rd->replica_missed = 0;
+
+    } else if (data) {
+        rd->master_role_pending = 0;
     }
 
     expect = (rc->target == NGX_HTTP_GMS_TARGET_REPLICA) ? "slave" : "master";
@@ -537,6 +779,20 @@ ngx_http_gms_redis_role(ngx_http_gms_rconn_t *rc, void *data,
     if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1
         && ngx_http_gms_rconn_says(reply->element[0], expect))
     {
+        if (rc->target == NGX_HTTP_GMS_TARGET_REPLICA) {
+            ngx_http_gms_redis_replica_step(rc, reply);
+
+        } else if (reply->elements >= 2
+                   && reply->element[1]->type == REDIS_REPLY_INTEGER)
+        {
+            /* its replication offset: where the replica must be soon */
+            rd->master_offset = reply->element[1]->integer;
+        }
+
+        return;
+    }
+
+    if (ngx_http_gms_redis_unavailable(rc, reply) != NGX_OK) {
         return;
     }
 
@@ -548,6 +804,156 @@ ngx_http_gms_redis_role(ngx_http_gms_rconn_t *rc, void *data,
 
     ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "wrong role");
     ngx_http_gms_sentinel_ask("a server of the wrong role");
+}
+
+
+/*
+ * A replica's link to its master: "connected", or "connect",
+ * "connecting", "sync", "handshake": the link is down or not yet
+ * streaming, and the replica may serve data its master has deleted
+ * ("replica-serve-stale-data yes", Redis's default).  Connected, its
+ * offset must have reached the master's of a round ago (rd->reach): a
+ * replica that has not applied in a second what its master had is
+ * behind, by more than the invalidations' window, maybe.  Read from
+ * while in step only; the changes are logged, once each way.
+ */
+
+static void
+ngx_http_gms_redis_replica_step(ngx_http_gms_rconn_t *rc, redisReply *reply)
+{
+    size_t                 len;
+    long long              offset;
+    redisReply            *state;
+    ngx_http_gms_redis_t  *rd;
+
+    rd = &ngx_http_gms_redis;
+    state = (reply->elements >= 4) ? reply->element[3] : NULL;
+    offset = (reply->elements >= 5
+              && reply->element[4]->type == REDIS_REPLY_INTEGER)
+             ? reply->element[4]->integer : -1;
+
+    if (state && ngx_http_gms_rconn_says(state, "connected")
+        && offset >= rd->reach)
+    {
+        if (!rd->replica_in_step && rd->replica_out_said) {
+            ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                          "gms: redis replica at %V is in step with its "
+                          "master again: lookups go to it", &rc->peer);
+            rd->replica_out_said = 0;
+        }
+
+        rd->replica_in_step = 1;
+        return;
+    }
+
+    if (rd->replica_in_step || !rd->replica_out_said) {
+        len = (state && (state->type == REDIS_REPLY_STRING
+                         || state->type == REDIS_REPLY_STATUS))
+              ? ngx_min(state->len, 32) : 0;
+
+        if (len == 9 && ngx_strncmp(state->str, "connected", 9) == 0) {
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                          "gms: redis replica at %V is behind its master "
+                          "(ROLE: offset %L, the master's a second ago "
+                          "%L): lookups go to the master", &rc->peer,
+                          (int64_t) offset, (int64_t) rd->reach);
+
+        } else {
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                          "gms: redis replica at %V is not in step with "
+                          "its master (ROLE: \"%*s\"): lookups go to the "
+                          "master", &rc->peer, len, len ? state->str : "");
+        }
+
+        rd->replica_out_said = 1;
+    }
+
+    rd->replica_in_step = 0;
+}
+
+
+/*
+ * Every second while the replica's connection is up, ROLE: whether it is
+ * still in step.  One left unanswered for a round (asleep, or too busy to
+ * answer a lookup in time) takes the replica out of step until it
+ * answers; unanswered for ten rounds, the connection goes.  This is also
+ * the replica's idle check: a replica gone silently is found.
+ */
+
+static void
+ngx_http_gms_redis_replica_check(ngx_event_t *ev)
+{
+    ngx_http_gms_redis_t *rd = ev->data;
+
+    size_t                 lens[1];
+    const char            *argv[1];
+    ngx_http_gms_rconn_t  *rc;
+
+    rc = &ngx_http_gms_redis_replica;
+
+    if (!ngx_http_gms_rconn_ready(rc) || rd->exiting) {
+        return;
+    }
+
+    if (rd->role_pending) {
+
+        if (++rd->replica_missed >= NGX_HTTP_GMS_REPLICA_CHECK_MISSED) {
+            ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "no answer to ROLE");
+            return;
+        }
+
+        if (rd->replica_in_step) {
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                          "gms: redis replica at %V has not answered ROLE "
+                          "in a second: lookups go to the master",
+                          &rc->peer);
+            rd->replica_in_step = 0;
+            rd->replica_out_said = 1;
+        }
+
+    } else {
+        argv[0] = "ROLE";
+        lens[0] = sizeof("ROLE") - 1;
+
+        /* where the master was when last asked, a round ago at least */
+        rd->reach = rd->master_offset;
+
+        if (ngx_http_gms_rconn_argv(rc, 1, argv, lens,
+                                    ngx_http_gms_redis_role, rd)
+            != NGX_OK)
+        {
+            ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "cannot send ROLE");
+            return;
+        }
+
+        rd->role_pending = 1;
+    }
+
+    ngx_add_timer(ev, NGX_HTTP_GMS_REPLICA_CHECK_EVERY);
+
+    /* and the master, for the next round: its connection is opened */
+
+    rc = &ngx_http_gms_redis_master;
+
+    if (rd->master_role_pending
+        || (!ngx_http_gms_rconn_open(rc)
+            && ngx_http_gms_redis_connect(rc) != NGX_OK))
+    {
+        return;
+    }
+
+    argv[0] = "ROLE";
+    lens[0] = sizeof("ROLE") - 1;
+
+    if (ngx_http_gms_rconn_argv(rc, 1, argv, lens, ngx_http_gms_redis_role,
+                                rd)
+        != NGX_OK)
+    {
+        ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "cannot send ROLE");
+        return;
+    }
+
+    rd->master_role_pending = 1;
 }
 
 
@@ -577,6 +983,10 @@ ngx_http_gms_redis_loaded(ngx_http_gms_rconn_t *rc, void *data,
 static void
 ngx_http_gms_redis_up(ngx_http_gms_rconn_t *rc)
 {
+    ngx_http_gms_redis_t  *rd;
+
+    rd = &ngx_http_gms_redis;
+
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
                    "gms: redis %s connection up", rc->what);
 
@@ -584,11 +994,19 @@ ngx_http_gms_redis_up(ngx_http_gms_rconn_t *rc)
         ngx_http_gms_count(connections);
 
         /*
-         * an idle master connection is PINGed (a replica's is not), a new
-         * one after 10 s of its own quiet
+         * an idle master connection is PINGed (a replica's is asked its
+         * ROLE instead), a new one after 10 s of its own quiet
          */
         rc->heard = ngx_current_msec;
         ngx_http_gms_rconn_watch(rc);
+        return;
+    }
+
+    rd->role_pending = 0;
+    rd->replica_missed = 0;
+
+    if (!rd->replica_check.timer_set) {
+        ngx_add_timer(&rd->replica_check, NGX_HTTP_GMS_REPLICA_CHECK_EVERY);
     }
 }
 
@@ -599,6 +1017,18 @@ ngx_http_gms_redis_closed(ngx_http_gms_rconn_t *rc)
     ngx_http_gms_redis_t  *rd;
 
     rd = &ngx_http_gms_redis;
+
+    if (rc == &ngx_http_gms_redis_replica) {
+        rd->replica_in_step = 0;
+        rd->role_pending = 0;
+
+        if (rd->replica_check.timer_set) {
+            ngx_del_timer(&rd->replica_check);
+        }
+
+    } else {
+        rd->master_role_pending = 0;
+    }
 
     if (rc == &ngx_http_gms_redis_master && rc->was_ready) {
         ngx_http_gms_count_down(connections);

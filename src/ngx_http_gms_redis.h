@@ -18,26 +18,48 @@
 #include <hiredis/hiredis.h>
 
 
+typedef struct ngx_http_gms_redis_lookup_s  ngx_http_gms_redis_lookup_t;
+
+
 /*
  * Called exactly once per lookup, never from inside the call that made
- * it: with the reply (freed on return) or with NULL and the reason.
+ * it: with the reply (freed on return) or with NULL and the reason; never
+ * for a lookup ngx_http_gms_redis_cancel() took back.
  */
 typedef void (*ngx_http_gms_redis_lookup_pt)(void *data,
     redisReply *reply, const char *error);
 
 
-/* a token's entry by id; with actor, that user's privileges (SMEMBERS) */
+/*
+ * A token's entry by id; with actor, that user's privileges (SMEMBERS);
+ * with master, never from a replica.  While no server is known yet (the
+ * Sentinels are being asked) the lookup waits; *lookup is the handle.
+ */
 ngx_int_t ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf,
-    u_char *id, ngx_str_t *actor, ngx_http_gms_redis_lookup_pt handler,
-    void *data);
-void ngx_http_gms_redis_drop(const char *reason);
+    u_char *id, ngx_str_t *actor, ngx_uint_t master,
+    ngx_http_gms_redis_lookup_pt handler, void *data,
+    ngx_http_gms_redis_lookup_t **lookup);
+
+/* taken back if it still waits for a server (NGX_OK), else NGX_DECLINED */
+ngx_int_t ngx_http_gms_redis_cancel(ngx_http_gms_redis_lookup_t *lk);
+
+/* its deadline passed: the connection it is on goes, with what is behind */
+void ngx_http_gms_redis_late(ngx_http_gms_redis_lookup_t *lk,
+    const char *reason);
+
 ngx_int_t ngx_http_gms_redis_init_process(ngx_cycle_t *cycle,
     ngx_http_gms_main_conf_t *gmcf);
 void ngx_http_gms_redis_exit_process(ngx_cycle_t *cycle);
 
-/* where a Sentinel says the master and a good replica are (NULL: none) */
+/*
+ * Where the discovery (Sentinel, or a cluster's slot map) says the master
+ * and a good replica are (replica NULL: none); until the master is named,
+ * lookups wait, unless the discovery gives up: then they fail, at once,
+ * until a master is named.
+ */
 void ngx_http_gms_redis_set_master(struct sockaddr *sa, socklen_t socklen);
 void ngx_http_gms_redis_set_replica(struct sockaddr *sa, socklen_t socklen);
+void ngx_http_gms_redis_discovery_failed(const char *why);
 
 /* for the other connections to the data server: the invalidations' */
 ngx_int_t ngx_http_gms_redis_setup(ngx_http_gms_rconn_t *rc, ngx_uint_t role);

@@ -944,7 +944,10 @@ ngx_http_gms_rconn_timeout(ngx_event_t *ev)
 
     ngx_http_gms_rconn_close(rc, NGX_LOG_ERR,
                              rc->state == NGX_HTTP_GMS_RCONN_RESOLVING
-                             ? "resolving timed out" : "connect timed out");
+                             ? "resolving timed out"
+                             : rc->state == NGX_HTTP_GMS_RCONN_SETUP
+                               ? "setup unanswered in time"
+                               : "connect timed out");
 }
 
 

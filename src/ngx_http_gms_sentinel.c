@@ -12,7 +12,11 @@
  * them at once; a connection to the master that fails or finds a replica
  * there makes the worker ask again (at most once a second), by opening
  * the Sentinel connection anew.  A Sentinel that fails, or does not know
- * NAME, gives way to the next in the list.
+ * NAME, gives way to the next in the list; one that does not answer
+ * within gms_token_redis_timeout too.  Until a Sentinel has named the
+ * master, the worker's lookups wait (ngx_http_gms_redis.c); when every
+ * Sentinel of the list has failed in turn without naming it, the
+ * discovery gives up: they fail, until one names it.
  *
  * With replica=prefer the replicas are asked for again after
  * +switch-master (the same way: a subscribed connection takes no other
@@ -29,6 +33,7 @@
 
 
 #include "ngx_http_gms_sentinel.h"
+#include "ngx_http_gms_redis.h"
 #include "ngx_http_gms_redis_conn.h"
 #include "ngx_http_gms_metrics.h"
 
@@ -51,7 +56,9 @@ typedef struct {
     ngx_msec_t                 asked;
     ngx_event_t                again;          /* for the replicas */
     ngx_msec_t                 again_after;
+    ngx_uint_t                 failed;         /* in turn, none named */
     unsigned                   asking:1;       /* the same one, again */
+    unsigned                   named:1;        /* a master, once */
     unsigned                   exiting:1;
 } ngx_http_gms_sentinel_t;
 
@@ -69,6 +76,7 @@ static void ngx_http_gms_sentinel_message(ngx_http_gms_rconn_t *rc,
     void *data, redisReply *reply, const char *error);
 static void ngx_http_gms_sentinel_closed(ngx_http_gms_rconn_t *rc);
 static void ngx_http_gms_sentinel_again(ngx_event_t *ev);
+static void ngx_http_gms_sentinel_gave_up(ngx_http_gms_sentinel_t *st);
 static void ngx_http_gms_sentinel_reopen(ngx_http_gms_sentinel_t *st,
     const char *why);
 
@@ -213,6 +221,11 @@ ngx_http_gms_sentinel_connect(ngx_event_t *ev)
         }
     }
 
+    /*
+     * the questions are the connection's setup: unanswered within the
+     * timeout (a Sentinel that accepts and says nothing), the next one
+     */
+
     argv[0] = "SENTINEL";
     lens[0] = sizeof("SENTINEL") - 1;
     argv[1] = "get-master-addr-by-name";
@@ -220,8 +233,8 @@ ngx_http_gms_sentinel_connect(ngx_event_t *ev)
     argv[2] = (const char *) gmcf->master_name.data;
     lens[2] = gmcf->master_name.len;
 
-    if (ngx_http_gms_rconn_argv(rc, 3, argv, lens,
-                                ngx_http_gms_sentinel_master, NULL)
+    if (ngx_http_gms_rconn_setup(rc, 3, argv, lens,
+                                 ngx_http_gms_sentinel_master)
         != NGX_OK)
     {
         goto failed;
@@ -231,8 +244,8 @@ ngx_http_gms_sentinel_connect(ngx_event_t *ev)
         argv[1] = "replicas";
         lens[1] = sizeof("replicas") - 1;
 
-        if (ngx_http_gms_rconn_argv(rc, 3, argv, lens,
-                                    ngx_http_gms_sentinel_replicas, NULL)
+        if (ngx_http_gms_rconn_setup(rc, 3, argv, lens,
+                                     ngx_http_gms_sentinel_replicas)
             != NGX_OK)
         {
             goto failed;
@@ -302,6 +315,8 @@ ngx_http_gms_sentinel_master(ngx_http_gms_rconn_t *rc, void *data,
         if (ngx_http_gms_sentinel_addr(&ip, &port, &sa, &socklen)
             == NGX_OK)
         {
+            ngx_http_gms_sentinel.named = 1;
+            ngx_http_gms_sentinel.failed = 0;
             ngx_http_gms_sentinel.master(&sa.sockaddr, socklen);
             return;
         }
@@ -319,8 +334,10 @@ ngx_http_gms_sentinel_master(ngx_http_gms_rconn_t *rc, void *data,
 
 /*
  * SENTINEL replicas: an array of flat field/value arrays; the first
- * replica whose flags are just "slave" and whose link to the master is
- * up is read from.
+ * replica whose flags are just "slave" (not s_down, o_down, disconnected)
+ * and whose link to the master is up ("master-link-status" ok and
+ * "master-link-down-time" 0, as the Sentinel last saw them in INFO) is
+ * read from; the edge's own ROLE check decides from then on.
  */
 
 static void
@@ -379,6 +396,9 @@ ngx_http_gms_sentinel_replicas(ngx_http_gms_rconn_t *rc, void *data,
 
             } else if (ngx_http_gms_rconn_says(k, "master-link-status")) {
                 good |= ngx_http_gms_rconn_says(v, "ok") << 1;
+
+            } else if (ngx_http_gms_rconn_says(k, "master-link-down-time")) {
+                good |= (!ngx_http_gms_rconn_says(v, "0")) << 2;
             }
         }
 
@@ -595,6 +615,10 @@ ngx_http_gms_sentinel_closed(ngx_http_gms_rconn_t *rc)
         if (ngx_http_gms_rconn_in_backoff(rc)) {
             delay = rc->retry_at - ngx_current_msec;
         }
+
+        if (!st->named && ++st->failed >= st->gmcf->sentinels->nelts) {
+            ngx_http_gms_sentinel_gave_up(st);
+        }
     }
 
     if (st->retry.timer_set) {
@@ -602,6 +626,23 @@ ngx_http_gms_sentinel_closed(ngx_http_gms_rconn_t *rc)
     }
 
     ngx_add_timer(&st->retry, delay);
+}
+
+
+/* every Sentinel failed in turn, and none has named the master yet */
+
+static void
+ngx_http_gms_sentinel_gave_up(ngx_http_gms_sentinel_t *st)
+{
+    u_char  *p;
+    u_char   why[NGX_MAX_ERROR_STR];
+
+    p = ngx_snprintf(why, sizeof(why) - 1,
+                     "no Sentinel named master \"%V\" (%ui asked)",
+                     &st->gmcf->master_name, st->gmcf->sentinels->nelts);
+    *p = '\0';
+
+    ngx_http_gms_redis_discovery_failed((const char *) why);
 }
 
 

@@ -88,13 +88,14 @@ sub calls {
     return $info =~ /^cmdstat_\Q$command\E:calls=(\d+)/m ? $1 : 0;
 }
 
-# A FakeRedis standing in for a replica: ROLE says slave, and $reply
-# (bytes, or a sub as GmsTest::FakeRedis takes them) answers the lookups.
+# A FakeRedis standing in for a replica: ROLE says slave, connected, at
+# an offset past any the master has (in step), and $reply (bytes, or a
+# sub as GmsTest::FakeRedis takes them) answers the lookups.
 sub fake_replica {
     my ($reply) = @_;
     return GmsTest::FakeRedis->start(on => {
         ROLE       => "*5\r\n\$5\r\nslave\r\n\$9\r\n127.0.0.1\r\n:6379\r\n"
-                      . "\$9\r\nconnected\r\n:0\r\n",
+                      . "\$9\r\nconnected\r\n:1000000000000\r\n",
         EVALSHA_RO => $reply,
         EVAL_RO    => $reply,
     });

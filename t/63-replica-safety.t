@@ -1,0 +1,246 @@
+#!/usr/bin/perl
+
+# Replica reads never undo a revocation (issue 27, item 6, the edge's
+# side): a master, a replica, three Sentinels, an edge with replica=prefer
+# and a cache of ttl 300 s.
+#
+#   - a replica cut off from its master (a wrong masterauth and its link
+#     killed: it keeps its data, cannot get back, and the Sentinels, who
+#     would mend a REPLICAOF to a dead port after a few seconds, see
+#     nothing to mend): the edge sees it in ROLE ("connect", not
+#     "connected") and reads from the
+#     master: a token deleted on the master, published or not, gets 401
+#     within about a second and never 200 afterwards, past the window in
+#     which an invalidated token is read from the master anyway; once the
+#     replica is back in step, it is read again;
+#   - a replica that lags (CLIENT PAUSE WRITE on it: it answers reads, but
+#     applies nothing its master sends) while a token is deleted and the
+#     invalidation published: 401 within about a second, never a cached
+#     200 afterwards; and when it lags longer than the 5 s in which an
+#     invalidated token is read from the master anyway: the edge sees its
+#     offset behind the master's and reads from the master meanwhile;
+#   - a replica that answers nothing for a while (DEBUG SLEEP): the same.
+
+use strict;
+use warnings;
+
+use Test::More;
+use Time::HiRes qw(sleep time);
+
+use GmsTest;
+use GmsTest::Checks qw(status metric no_crash);
+use GmsTest::Nginx;
+use GmsTest::Sentinel;
+
+GmsTest::need_module();
+GmsTest::need_redis();
+GmsTest::Sentinel::_need_sentinel();
+
+sub edge {
+    my ($s) = @_;
+
+    my $n = GmsTest::Nginx->new(log_level => 'info');
+    GmsTest::write_file($n->dir . '/ok', "ok\n");
+
+    $n->start(<<"CONF");
+    gms_token_redis_sentinel @{[ $s->addresses ]} master=@{[ $s->name ]}
+                             replica=prefer;
+    gms_token_redis_timeout 1s;
+    gms_token_cache zone=tokens:1m ttl=300s negative_ttl=300s;
+    gms_token_key_prefix gms:;
+    gms_token_salt "";
+
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        gms_token_auth on;
+
+        location / { root %%TESTDIR%%; }
+        location = /metrics { gms_token_auth off; gms_token_metrics; }
+    }
+CONF
+
+    return $n;
+}
+
+sub seed {
+    my ($redis, $token) = @_;
+    my $id = GmsTest::sha256_b64($token);
+    $redis->cmd(HSET => "gms:token:$id", actor => 'urn:li:corpuser:alice');
+    return $id;
+}
+
+sub synced {
+    my ($replica, $id) = @_;
+    return GmsTest::wait_until(sub { $replica->cmd(EXISTS => "gms:token:$id") },
+                               5);
+}
+
+sub calls {
+    my ($redis, $command) = @_;
+    my $info = $redis->cmd(INFO => 'commandstats');
+    return $info =~ /^cmdstat_\Q$command\E:calls=(\d+)/m ? $1 : 0;
+}
+
+sub gms_lines {
+    my ($n) = @_;
+    my @lines = grep { /\[(?:error|warn)\].*gms: / } split /\n/, $n->error_log;
+    return join "\n", @lines[0 .. ($#lines < 7 ? $#lines : 7)];
+}
+
+# The statuses of $token for $seconds, a request every 0.25 s.
+sub watch {
+    my ($n, $token, $seconds) = @_;
+    my @got;
+    my $end = time + $seconds;
+    while (time < $end) {
+        push @got, status($n, $token);
+        sleep 0.25;
+    }
+    return @got;
+}
+
+# Deletes $token's entry on the master and publishes its id there (what
+# gms-token revoke does, without waiting for the replicas); then 401 is
+# due within about a second, and nothing but 401 for $seconds more.
+sub revoked {
+    my ($n, $m, $token, $id, $seconds, $what) = @_;
+
+    $m->cmd(DEL => "gms:token:$id");
+    $m->cmd(PUBLISH => 'gms:invalidate', $id);
+
+    ok(GmsTest::wait_until(sub { status($n, $token) == 401 }, 1.5),
+       "$what: 401 within about a second")
+        or diag gms_lines($n);
+    my @got = watch($n, $token, $seconds);
+    is_deeply([ grep { $_ != 401 } @got ], [],
+              "$what: nothing but 401 for $seconds s more")
+        or diag join(' ', @got), "\n", gms_lines($n);
+}
+
+
+my $m = GmsTest::Redis->start;
+my $r = GmsTest::Redis->start(replicaof => ['127.0.0.1', $m->port]);
+# no failover here: the master stays
+my $s = GmsTest::Sentinel->start(master => $m, down_after => 60_000);
+
+my %id;
+$id{$_} = seed($m, $_) for qw(steady cut-a cut-b lag-a lag-b sleep-a);
+synced($r, $id{$_}) for keys %id;
+
+my $n = edge($s);
+my $i = 0;
+ok(GmsTest::wait_until(sub {
+       status($n, 'warm-' . $i++) == 401 && calls($r, 'evalsha_ro') > 0
+   }, 5),
+   'replica=prefer: the replica is read');
+
+
+subtest 'a replica cut off from its master is not read' => sub {
+    is(status($n, 'cut-a'), 200, 'cut-a: 200, cached');
+    my $ro = calls($r, 'evalsha_ro');
+    cmp_ok($ro, '>', 0, 'read from the replica');
+
+    # its master refuses it from now on: it keeps its data
+    is($r->cmd(CONFIG => 'SET', 'masterauth', 'wrong'), 'OK',
+       'a wrong masterauth on the replica');
+    $r->cmd(CLIENT => 'KILL', 'TYPE', 'master');
+
+    ok(GmsTest::wait_until(sub {
+           $n->error_log =~ /gms: redis replica at 127\.0\.0\.1:(?x:
+                             )@{[ $r->port ]} is not in step with its (?x:
+                             )master \(ROLE: "connect/ }, 5),
+       'the edge sees the replica\'s link down (ROLE), and says so')
+        or diag gms_lines($n);
+
+    # published: dropped from the cache, and read from the master
+    revoked($n, $m, 'cut-a', $id{'cut-a'}, 7, 'cut-a deleted and published');
+
+    # not published, never looked up: only the master knows
+    $m->cmd(DEL => "gms:token:$id{'cut-b'}");
+    is(status($n, 'cut-b'), 401, 'cut-b deleted, not published: 401');
+
+    $ro = calls($r, 'evalsha_ro');
+    is(status($n, 'steady'), 200, 'steady: 200');
+    is(calls($r, 'evalsha_ro'), $ro, 'from the master, not the replica');
+
+    # back in step: read again
+    $r->cmd(CONFIG => 'SET', 'masterauth', '');
+    ok(GmsTest::wait_until(sub {
+           $n->error_log =~ /gms: redis replica at 127\.0\.0\.1:(?x:
+                             )@{[ $r->port ]} is in step with its master (?x:
+                             )again/ }, 10),
+       'the replica back in step: said so')
+        or diag gms_lines($n);
+    $ro = calls($r, 'evalsha_ro');
+    my $j = 0;
+    ok(GmsTest::wait_until(sub {
+           status($n, 'back-' . $j++) == 401
+           && calls($r, 'evalsha_ro') > $ro }, 5),
+       'and read again');
+};
+
+
+subtest "a lagging replica: the revoked token read from the master" => sub {
+    is(status($n, 'lag-a'), 200, 'lag-a: 200, cached');
+
+    # the replica answers reads but applies nothing for 4 s
+    is($r->cmd(CLIENT => 'PAUSE', 4000, 'WRITE'), 'OK',
+       'CLIENT PAUSE WRITE on the replica');
+    my $paused = time;
+
+    revoked($n, $m, 'lag-a', $id{'lag-a'}, 6, 'lag-a deleted and published');
+    cmp_ok(time - $paused, '>', 4, 'past the pause');
+
+    ok(!$r->cmd(EXISTS => "gms:token:$id{'lag-a'}"),
+       'the replica has applied the delete by now');
+};
+
+
+subtest 'a replica behind for longer than the window' => sub {
+    ok(GmsTest::wait_until(sub {
+           status($n, 'lag-b') == 200 && calls($r, 'evalsha_ro') > 0 }, 5),
+       'lag-b: 200, cached');
+
+    my $again = qr/replica at 127\.0\.0\.1:@{[ $r->port ]} is in step (?x:
+                   )with its master again/;
+    my $before = () = $n->error_log =~ /$again/g;
+
+    is($r->cmd(CLIENT => 'PAUSE', 9000, 'WRITE'), 'OK',
+       'CLIENT PAUSE WRITE on the replica, for 9 s');
+    my $paused = time;
+
+    # nobody asks for it while its invalidation is fresh: the first lookup
+    # comes after the window, the replica still behind
+    $m->cmd(DEL => "gms:token:$id{'lag-b'}");
+    $m->cmd(PUBLISH => 'gms:invalidate', $id{'lag-b'});
+    sleep 6.5;
+    ok($r->cmd(EXISTS => "gms:token:$id{'lag-b'}"),
+       'the replica still has the token');
+    my @got = watch($n, 'lag-b', 1.5);
+    is_deeply([ grep { $_ != 401 } @got ], [],
+              'lag-b, deleted and published 6.5 s ago: 401')
+        or diag join(' ', @got), "\n", gms_lines($n);
+    like($n->error_log, qr/gms: redis replica at 127\.0\.0\.1:(?x:
+                           )@{[ $r->port ]} is behind its master/,
+         'the replica seen behind (ROLE\'s offsets), and said');
+    sleep 0.1 while time < $paused + 9;
+    ok(GmsTest::wait_until(sub {
+           (() = $n->error_log =~ /$again/g) > $before }, 5),
+       'in step again once the pause is over');
+};
+
+
+subtest 'a replica that answers nothing for a while' => sub {
+    is(status($n, 'sleep-a'), 200, 'sleep-a: 200, cached');
+
+    my $pid = $r->sleep_in_background(3);
+    sleep 0.2;
+
+    revoked($n, $m, 'sleep-a', $id{'sleep-a'}, 5,
+            'sleep-a deleted and published');
+    waitpid $pid, 0;
+};
+
+no_crash($n);
+
+done_testing();
