@@ -741,8 +741,11 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
         return;
 
     } else {
-        value = gms_es_task_value((char *) es->answer.data,
-                                  es->answer.len, reason, sizeof(reason));
+        /* the bare value for OpenAPI, Rest.li's body of it otherwise */
+
+        value = (es->openapi ? gms_es_task_value : gms_es_task_value_body)
+                    ((char *) es->answer.data, es->answer.len, reason,
+                     sizeof(reason));
 
         if (value == NULL) {
             ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
@@ -760,15 +763,18 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
         return;
     }
 
-    if (value == NULL) {
-        /* the metadata service's answer when it gets no task status */
-        value = gms_es_task_error_value(&es->task);
-        ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_ERROR]);
-
-    } else {
+    if (value != NULL) {
         ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_STATUS]);
+        ngx_http_finalize_request(r,
+            ngx_http_gms_send_json(r, NGX_HTTP_OK, value));
+        return;
     }
 
+    /* the metadata service's answer when it gets no task status */
+
+    ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_ERROR]);
+
+    value = gms_es_task_error_value(&es->task);
     body = (value != NULL) ? gms_restli_value_body(value) : NULL;
     free(value);
 
