@@ -386,7 +386,16 @@ ngx_http_gms_es_task_handler(ngx_http_request_t *r)
 
     ctx->es = es;
 
-    es->body = ngx_pnalloc(r->pool, GMS_ES_TASK_BODY_MAX + 1);
+    /*
+     * Room for the Content-Length (nginx reads no more), else for the
+     * limit: the usual body of a few dozen bytes is no 8 KB allocation.
+     */
+
+    es->body_size = (r->headers_in.content_length_n >= 0)
+                    ? (size_t) r->headers_in.content_length_n
+                    : GMS_ES_TASK_BODY_MAX;
+
+    es->body = ngx_pnalloc(r->pool, es->body_size + 1);
     if (es->body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -434,7 +443,7 @@ ngx_http_gms_es_task_body(ngx_http_request_t *r)
                 continue;
             }
 
-            if (n > GMS_ES_TASK_BODY_MAX - es->body_len) {
+            if (n > es->body_size - es->body_len) {
                 ngx_http_gms_es_task_too_large(r);
                 return;
             }

@@ -55,7 +55,8 @@ enum {
 
 static char *gms_es_task_map(const char *answer, size_t len, char *reason,
     size_t reason_size, unsigned restli);
-static char *gms_es_put(char *p, const char *s, unsigned twice);
+static char *gms_es_put(char *p, unsigned restli, const char *bare,
+    const char *twice);
 static char *gms_es_put_integer(char *p, json_int_t n);
 
 
@@ -593,22 +594,18 @@ gms_es_task_value_body(const char *answer, size_t len, char *reason,
 
 
 /*
- * A literal, as it is or (twice) as the content of a JSON string: what
- * the value holds, and the Rest.li body holds escaped
+ * A literal of the value (bare), or as the Rest.li body holds it (restli:
+ * within a JSON string, its '"' and '\\' escaped)
  */
 
 static char *
-gms_es_put(char *p, const char *s, unsigned twice)
+gms_es_put(char *p, unsigned restli, const char *bare, const char *twice)
 {
-    for ( /* void */ ; *s; s++) {
-        if (twice && (*s == '"' || *s == '\\')) {
-            *p++ = '\\';
-        }
+    size_t  len;
 
-        *p++ = *s;
-    }
+    len = strlen(restli ? twice : bare);
 
-    return p;
+    return (char *) memcpy(p, restli ? twice : bare, len) + len;
 }
 
 
@@ -745,33 +742,34 @@ gms_es_task_map(const char *answer, size_t len, char *reason,
 
     p = out;
 
-    if (restli) {
-        p = gms_es_put(p, "{\"value\":\"", 0);
+    if (*completed->value == 't') {
+        p = gms_es_put(p, restli, "{\"completed\":true,\"taskId\":\"",
+                       "{\"value\":\"{\\\"completed\\\":true,"
+                       "\\\"taskId\\\":\\\"");
+
+    } else {
+        p = gms_es_put(p, restli, "{\"completed\":false,\"taskId\":\"",
+                       "{\"value\":\"{\\\"completed\\\":false,"
+                       "\\\"taskId\\\":\\\"");
     }
 
-    p = gms_es_put(p, (*completed->value == 't')
-                      ? "{\"completed\":true,\"taskId\":\""
-                      : "{\"completed\":false,\"taskId\":\"", restli);
     p = gms_orgjson_quote(p, node_str, node_len,
                           restli ? GMS_QUOTE_TWICE : 0);
     *p++ = ':';
     p = gms_es_put_integer(p, id);
-    p = gms_es_put(p, "\",\"runTimeNanos\":", restli);
+    p = gms_es_put(p, restli, "\",\"runTimeNanos\":",
+                   "\\\",\\\"runTimeNanos\\\":");
     p = gms_es_put_integer(p, nanos);
 
     if (status->value != NULL) {
-        p = gms_es_put(p, ",\"status\":\"", restli);
+        p = gms_es_put(p, restli, ",\"status\":\"", ",\\\"status\\\":\\\"");
         p = gms_orgjson_quote(p, status->value, status->len,
                               GMS_QUOTE_COMPACT
                               | (restli ? GMS_QUOTE_TWICE : 0));
-        p = gms_es_put(p, "\"", restli);
+        p = gms_es_put(p, restli, "\"", "\\\"");
     }
 
-    *p++ = '}';
-
-    if (restli) {
-        p = gms_es_put(p, "\"}", 0);
-    }
+    p = gms_es_put(p, restli, "}", "}\"}");
 
     *p = '\0';
 

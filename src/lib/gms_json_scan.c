@@ -37,16 +37,17 @@ typedef struct {
 
 #define GMS_JSON_PLAIN     1
 #define GMS_ORGJSON_PLAIN  2
+#define GMS_ORGJSON_WORD   4    /* the same but ' ' */
 
 static const unsigned char  gms_json_plain[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    3, 3, 0, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 1,    /*  !"#$%&'()*+,-./ */
-    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
-    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
-    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 0, 3, 3, 3,    /* PQRSTUVWXYZ[\]^_ */
-    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
-    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3
+    3, 7, 0, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 1,    /*  !"#$%&'()*+,-./ */
+    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 0, 7, 7, 7,    /* PQRSTUVWXYZ[\]^_ */
+    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7
     /* 0x80-0xff: 0, UTF-8 */
 };
 
@@ -67,6 +68,51 @@ static const unsigned char  gms_json_plain[256] = {
 #define gms_word_json_special(x)                                             \
     (((x) & GMS_HIGHS) | gms_word_below(x, 0x20) | gms_word_has(x, '"')      \
      | gms_word_has(x, '\\'))
+
+/*
+ * The plain bytes before the first that is not, from such a test of a
+ * word loaded from memory: a borrow only runs towards the later bytes,
+ * so the lowest flag is exact where the first byte is the lowest
+ * (little-endian); elsewhere 0, and the bytes are read one at a time.
+ */
+
+#if (defined __GNUC__ || defined __clang__)                                  \
+    && defined __BYTE_ORDER__ && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define gms_word_plain_bytes(special)  (__builtin_ctzll(special) >> 3)
+#else
+#define gms_word_plain_bytes(special)  0
+#endif
+
+
+/*
+ * With SSE2 (every x86-64), sixteen bytes at a time: a signed comparison
+ * with 0x20 takes the controls and the bytes of 0x80 and above at once.
+ */
+
+#if defined __SSE2__ && (defined __GNUC__ || defined __clang__)
+
+#include <emmintrin.h>
+
+#define GMS_SCAN_SSE2  1
+
+static unsigned
+gms_sse2_json_special(const unsigned char *p)
+{
+    __m128i  v;
+
+    v = _mm_loadu_si128((const __m128i *) p);
+
+    return (unsigned) _mm_movemask_epi8(
+        _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
+                     _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                  _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')))));
+}
+
+#else
+
+#define GMS_SCAN_SSE2  0
+
+#endif
 
 
 static void gms_scan_ws(gms_scan_t *s);
@@ -205,8 +251,11 @@ gms_scan_string(gms_scan_t *s)
 {
     long                  c;
     size_t                n;
-    uint64_t              word;
-    const unsigned char  *p, *end, *stop;
+    uint64_t              word, special;
+#if (GMS_SCAN_SSE2)
+    unsigned              mask;
+#endif
+    const unsigned char  *p, *end;
 
     if (s->p == s->end || *s->p != '"') {
         return -1;
@@ -217,26 +266,35 @@ gms_scan_string(gms_scan_t *s)
 
     while (p < end) {
 
-        /* plain bytes: one at a time, then, past eight, eight at a time */
+        /* plain bytes sixteen or eight at a time, the last few one by one */
 
-        stop = (end - p > 8) ? p + 8 : end;
+#if (GMS_SCAN_SSE2)
+        if (end - p >= 16) {
+            mask = gms_sse2_json_special(p);
 
-        while (p < stop && gms_json_plain[*p]) {
-            p++;
-        }
-
-        if (p == stop && p < end) {
-            while (end - p >= 8) {
-                memcpy(&word, p, 8);
-
-                if (gms_word_json_special(word) != 0) {
-                    break;
-                }
-
-                p += 8;
+            if (mask == 0) {
+                p += 16;
+                continue;
             }
 
-            continue;
+            p += __builtin_ctz(mask);
+
+        } else
+#endif
+        if (end - p >= 8) {
+            memcpy(&word, p, 8);
+            special = gms_word_json_special(word);
+
+            if (special == 0) {
+                p += 8;
+                continue;
+            }
+
+            p += gms_word_plain_bytes(special);
+        }
+
+        while (p < end && gms_json_plain[*p]) {
+            p++;
         }
 
         if (p == end) {
@@ -621,10 +679,10 @@ gms_orgjson_quote(char *p, const char *s, size_t len, unsigned flags)
 {
     int                   compact, in_string, escaped;
     char                  one[6], *q, *last;
+    unsigned              plain;
     size_t                n;
     uint32_t              c, prev;
-    uint64_t              word, special;
-    const unsigned char  *u, *end, *stop;
+    const unsigned char  *u, *end;
 
     u = (const unsigned char *) s;
     end = u + len;
@@ -636,46 +694,23 @@ gms_orgjson_quote(char *p, const char *s, size_t len, unsigned flags)
     while (u < end) {
 
         /*
-         * bytes written as they are: one at a time, then, past eight,
-         * eight at a time (but for a compact text's ' ', which may be
-         * outside a string); the byte after an escaping '\\' may be one
+         * bytes written as they are (but a compact text's ' ', which may
+         * be outside a string); the byte after an escaping '\\' may be
+         * one of them.  One at a time: a status is short members and
+         * values, and a word's test would not pay.
          */
 
-        stop = (end - u > 8) ? u + 8 : end;
+        plain = (compact && !in_string) ? GMS_ORGJSON_WORD
+                                         : GMS_ORGJSON_PLAIN;
 
-        while (u < stop && (gms_json_plain[*u] & GMS_ORGJSON_PLAIN)
-               && (in_string || *u != ' ' || !compact))
-        {
+        if (gms_json_plain[*u] & plain) {
+            do {
+                *p++ = (char) *u++;
+            } while (u < end && (gms_json_plain[*u] & plain));
+
             escaped = 0;
-            prev = *u;
-            *p++ = (char) *u++;
-        }
-
-        if (u == stop && u < end) {
-            while (end - u >= 8) {
-                memcpy(&word, u, 8);
-                special = gms_word_json_special(word)
-                          | gms_word_has(word, '/');
-
-                if (compact) {
-                    special |= gms_word_has(word, ' ');
-                }
-
-                if (special != 0) {
-                    break;
-                }
-
-                memcpy(p, &word, 8);
-                p += 8;
-                u += 8;
-                prev = u[-1];
-            }
-
+            prev = u[-1];
             continue;
-        }
-
-        if (u == end) {
-            break;
         }
 
         if (compact && !in_string
@@ -685,14 +720,48 @@ gms_orgjson_quote(char *p, const char *s, size_t len, unsigned flags)
             continue;
         }
 
-        n = gms_utf8_len(u, end);
+        if (*u == '"' || *u == '\\') {
+            c = *u++;
 
-        if (n == 0) {
-            /* not reached for checked text; never copy past the end */
-            n = 1;
+            if (compact) {
+                if (escaped) {
+                    escaped = 0;
+
+                } else if (c == '\\') {
+                    escaped = in_string;
+
+                } else {
+                    in_string = !in_string;
+                }
+            }
+
+            /* org.json's \" and \\, quoted again: \\\" and \\\\ */
+
+            if (flags & GMS_QUOTE_TWICE) {
+                *p++ = '\\';
+                *p++ = '\\';
+            }
+
+            *p++ = '\\';
+            *p++ = (char) c;
+            prev = c;
+            continue;
         }
 
-        c = gms_utf8_decode(u, n);
+        if (*u < 0x80) {
+            n = 1;
+            c = *u;
+
+        } else {
+            n = gms_utf8_len(u, end);
+
+            if (n == 0) {
+                /* not reached for checked text; never copy past the end */
+                n = 1;
+            }
+
+            c = gms_utf8_decode(u, n);
+        }
 
         if (compact) {
             if (escaped) {
@@ -761,7 +830,8 @@ gms_member_integer(gms_member_t *m, json_int_t *out)
             return -1;
         }
 
-        if (n > (limit - (m->value[i] - '0')) / 10) {
+        /* 18 digits cannot overflow */
+        if (i >= 18 && n > (limit - (m->value[i] - '0')) / 10) {
             return -1;
         }
 
