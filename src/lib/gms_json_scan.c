@@ -679,8 +679,8 @@ gms_orgjson_quote(char *p, const char *s, size_t len, unsigned flags)
 {
     int                   compact, in_string, escaped;
     char                  one[6], *q, *last;
-    unsigned              plain;
     size_t                n;
+    unsigned              plain;
     uint32_t              c, prev;
     const unsigned char  *u, *end;
 
