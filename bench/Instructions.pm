@@ -15,6 +15,11 @@ package Instructions;
 # It leaves out the kernel's share of a request (the system calls'
 # work), which the CPU time column has.
 #
+# With BENCH_CALLGRIND=1, callgrind (--dump-instr=yes) runs instead of
+# cachegrind and its profiles stay in the directory
+# (callgrind.out.<front>-<n>, for callgrind_annotate; with BENCH_KEEP=1):
+# the same count, slower, and where it goes.
+#
 #   my $per = Instructions::per_request(
 #       pin => [ 'taskset', '-c', 0 ],
 #       cmd => [ 'nginx', '-p', $dir, '-c', $conf ],
@@ -55,9 +60,13 @@ sub _run {
         open STDIN, '<', '/dev/null';
         open STDOUT, '>', $log;
         open STDERR, '>&', \*STDOUT;
-        exec @{ $o{pin} // [] }, 'valgrind', '--tool=cachegrind',
-             '--cache-sim=no',
-             "--cachegrind-out-file=$o{dir}/cachegrind.out.$o{tag}",
+        my @tool = $ENV{BENCH_CALLGRIND}
+            ? ('--tool=callgrind', '--dump-instr=yes',
+               "--callgrind-out-file=$o{dir}/callgrind.out.$o{tag}")
+            : ('--tool=cachegrind', '--cache-sim=no',
+               "--cachegrind-out-file=$o{dir}/cachegrind.out.$o{tag}");
+
+        exec @{ $o{pin} // [] }, 'valgrind', @tool,
              @{ $o{cmd} }, '-g', 'daemon off; master_process off;'
             or POSIX::_exit(127);
     }
@@ -95,7 +104,7 @@ sub _run {
     kill 'QUIT', $pid;
     waitpid $pid, 0;
 
-    my ($refs) = _slurp($log) =~ /I\s+refs:\s+([\d,]+)/
+    my ($refs) = _slurp($log) =~ /(?:I\s+refs|Collected)\s*:\s+([\d,]+)/
         or die "instructions: $o{name}: no 'I refs' from cachegrind:\n"
                . _slurp($log);
     $refs =~ tr/,//d;

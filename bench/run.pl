@@ -63,7 +63,13 @@
 # REDIS_SERVER (redis-server, built with TLS for front I), REDIS_CLI
 # (redis-cli), OPENSSL (openssl, for front I's certificates),
 # BENCH_INSTRUCTIONS (1; 0: no instruction counts), BENCH_INSTRUCTION_COUNTS
-# ("500 2500": the two runs' requests under cachegrind, bench/Instructions.pm).
+# ("500 2500": the two runs' requests under cachegrind, bench/Instructions.pm),
+# BENCH_CALLGRIND (1: those runs under callgrind --dump-instr=yes instead,
+# their profiles kept with BENCH_KEEP=1).
+#
+# Each round also records, in latest.json, the worker's user and system
+# CPU time per request, its write system calls and context switches per
+# request: which moves when the CPU time does and the instructions do not.
 #
 # Then, for each front, its user-space instructions per request: the
 # front's nginx once more, in the foreground, under cachegrind, counted
@@ -660,6 +666,7 @@ sub measure {
 
     my $m0 = $f =~ /^[CDEGHI]$/ ? metrics($instance) : undef;
     my $c0 = cpu_ticks($worker);
+    my $w0 = worker_counters($worker);
     my $s0 = rig_ticks();
     my %p0 = (stand_ins => cpu_ticks($stand_in), redis => cpu_ticks($redis_pid),
               wrk => children_ticks());
@@ -667,6 +674,7 @@ sub measure {
     my $run = wrk($f, $cfg{duration});
 
     my $c1 = cpu_ticks($worker);
+    my $w1 = worker_counters($worker);
     my $s1 = rig_ticks();
     my %p1 = (stand_ins => cpu_ticks($stand_in), redis => cpu_ticks($redis_pid),
               wrk => children_ticks());
@@ -682,6 +690,19 @@ sub measure {
         my $cpu = ($c1 - $c0) / clk_tck();
         $run->{front_cpu} = $cpu / $run->{seconds};
         $run->{cpu_us} = $run->{requests} ? 1e6 * $cpu / $run->{requests} : undef;
+    }
+
+    # the worker's CPU split, and its system calls and context switches,
+    # per request (in latest.json's rounds)
+    if ($w0 && $w1 && $run->{requests}) {
+        my $n = $run->{requests};
+        $run->{user_us} = 1e6 * ($w1->{user} - $w0->{user}) / clk_tck() / $n;
+        $run->{system_us} =
+            1e6 * ($w1->{system} - $w0->{system}) / clk_tck() / $n;
+        for my $k (qw(syscr syscw vcsw ivcsw)) {
+            next unless defined $w0->{$k} && defined $w1->{$k};
+            $run->{"${k}_per_request"} = ($w1->{$k} - $w0->{$k}) / $n;
+        }
     }
 
     if ($s0 && $s1) {
@@ -969,6 +990,25 @@ sub cpu_ticks {
     $stat =~ s/^.*\)\s+//s;
     my @f = split ' ', $stat;
     return $f[11] + $f[12];
+}
+
+# A process's user and system ticks, system calls that read and write
+# (/proc/PID/io) and context switches (voluntary, involuntary): where the
+# CPU time of a request goes when its instructions do not move
+sub worker_counters {
+    my ($pid) = @_;
+    return unless $pid;
+    my $stat = slurp("/proc/$pid/stat") or return;
+    $stat =~ s/^.*\)\s+//s;
+    my @f = split ' ', $stat;
+    my $io = slurp("/proc/$pid/io") // '';
+    my $status = slurp("/proc/$pid/status") // '';
+    my %c = (user => $f[11], system => $f[12]);
+    ($c{syscr}) = $io =~ /^syscr:\s+(\d+)/m;
+    ($c{syscw}) = $io =~ /^syscw:\s+(\d+)/m;
+    ($c{vcsw}) = $status =~ /^voluntary_ctxt_switches:\s+(\d+)/m;
+    ($c{ivcsw}) = $status =~ /^nonvoluntary_ctxt_switches:\s+(\d+)/m;
+    return \%c;
 }
 
 # user + system ticks of our children that have ended and been waited for

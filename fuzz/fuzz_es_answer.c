@@ -1,5 +1,8 @@
 
-/* libFuzzer: a search cluster's _tasks answer to GMS's value. */
+/*
+ * libFuzzer: a search cluster's _tasks answer to GMS's value, and to the
+ * Rest.li body written in the same pass.
+ */
 
 
 #include <stdlib.h>
@@ -14,13 +17,19 @@
 int
 LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
-    char         reason[128], *value, *body;
+    char         reason[128], *value, *body, *direct;
     json_t      *doc, *status, *inner;
     const char  *text;
     json_error_t  err;
 
     value = gms_es_task_value((const char *) data, size, reason,
                               sizeof(reason));
+    direct = gms_es_task_value_body((const char *) data, size, reason,
+                                    sizeof(reason));
+
+    if ((value == NULL) != (direct == NULL)) {
+        abort();
+    }
 
     if (value == NULL) {
         if (reason[0] == '\0') {
@@ -73,6 +82,23 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         abort();
     }
 
+    /* the body written in the mapping's pass is the value wrapped */
+    if (strcmp(body, direct) != 0) {
+        abort();
+    }
+
+    free(direct);
+
+    /* and the body holds the value, byte for byte */
+    inner = json_loads(body, 0, NULL);
+    status = json_object_get(inner, "value");
+
+    if (!json_is_string(status) || strcmp(json_string_value(status), value))
+    {
+        abort();
+    }
+
+    json_decref(inner);
     free(body);
     json_decref(doc);
     free(value);

@@ -1,7 +1,8 @@
 
 /*
  * libFuzzer: the getEsTaskStatus body to a task reference.  Whatever is
- * accepted must be safe to put in the subrequest's path.
+ * accepted must be safe to put in the subrequest's path, and the fast
+ * reading of the usual bodies must agree with jansson's on every body.
  */
 
 
@@ -14,25 +15,43 @@
 int
 LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
-    size_t             i, len;
+    int                rc;
+    size_t             i, len, len_json;
     static char        msg[GMS_ES_TASK_BODY_MAX * 2 + 256];
-    gms_es_task_ref_t  ref;
+    static char        msg_json[GMS_ES_TASK_BODY_MAX * 2 + 256];
+    gms_es_task_ref_t  ref, ref_json;
 
     if (size > GMS_ES_TASK_BODY_MAX) {
         return 0;
     }
 
     len = 0;
+    len_json = 0;
 
-    if (gms_es_task_request_parse((const char *) data, size, &ref, msg,
-                                  sizeof(msg), &len)
-        != 0)
+    rc = gms_es_task_request_parse((const char *) data, size, &ref, msg,
+                                   sizeof(msg), &len);
+
+    if (gms_es_task_request_json((const char *) data, size, &ref_json,
+                                 msg_json, sizeof(msg_json), &len_json)
+        != rc)
     {
-        if (len == 0 || len > sizeof(msg)) {
+        abort();
+    }
+
+    if (rc != 0) {
+        if (len == 0 || len > sizeof(msg) || len != len_json
+            || memcmp(msg, msg_json, len) != 0)
+        {
             abort();
         }
 
         return 0;
+    }
+
+    if (strcmp(ref.node, ref_json.node) != 0
+        || ref.number != ref_json.number)
+    {
+        abort();
     }
 
     if (ref.number <= 0 || ref.node[0] == '\0'

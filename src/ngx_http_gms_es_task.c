@@ -386,7 +386,16 @@ ngx_http_gms_es_task_handler(ngx_http_request_t *r)
 
     ctx->es = es;
 
-    es->body = ngx_pnalloc(r->pool, GMS_ES_TASK_BODY_MAX + 1);
+    /*
+     * Room for the Content-Length (nginx reads no more), else for the
+     * limit: the usual body of a few dozen bytes is no 8 KB allocation.
+     */
+
+    es->body_size = (r->headers_in.content_length_n >= 0)
+                    ? (size_t) r->headers_in.content_length_n
+                    : GMS_ES_TASK_BODY_MAX;
+
+    es->body = ngx_pnalloc(r->pool, es->body_size + 1);
     if (es->body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -434,7 +443,7 @@ ngx_http_gms_es_task_body(ngx_http_request_t *r)
                 continue;
             }
 
-            if (n > GMS_ES_TASK_BODY_MAX - es->body_len) {
+            if (n > es->body_size - es->body_len) {
                 ngx_http_gms_es_task_too_large(r);
                 return;
             }
@@ -741,8 +750,11 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
         return;
 
     } else {
-        value = gms_es_task_value((char *) es->answer.data,
-                                  es->answer.len, reason, sizeof(reason));
+        /* the bare value for OpenAPI, Rest.li's body of it otherwise */
+
+        value = (es->openapi ? gms_es_task_value : gms_es_task_value_body)
+                    ((char *) es->answer.data, es->answer.len, reason,
+                     sizeof(reason));
 
         if (value == NULL) {
             ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
@@ -760,15 +772,18 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
         return;
     }
 
-    if (value == NULL) {
-        /* the metadata service's answer when it gets no task status */
-        value = gms_es_task_error_value(&es->task);
-        ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_ERROR]);
-
-    } else {
+    if (value != NULL) {
         ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_STATUS]);
+        ngx_http_finalize_request(r,
+            ngx_http_gms_send_json(r, NGX_HTTP_OK, value));
+        return;
     }
 
+    /* the metadata service's answer when it gets no task status */
+
+    ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_ERROR]);
+
+    value = gms_es_task_error_value(&es->task);
     body = (value != NULL) ? gms_restli_value_body(value) : NULL;
     free(value);
 

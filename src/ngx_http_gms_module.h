@@ -164,6 +164,7 @@ typedef struct {
     ngx_http_request_t        *subrequest;     /* to the search cluster */
     u_char                    *body;           /* the request body, read */
     size_t                     body_len;
+    size_t                     body_size;      /* its room, NUL aside */
     gms_es_task_ref_t          task;
     ngx_int_t                  rc;
     ngx_uint_t                 status;

@@ -53,6 +53,13 @@ enum {
 };
 
 
+static char *gms_es_task_map(const char *answer, size_t len, char *reason,
+    size_t reason_size, unsigned restli);
+static char *gms_es_put(char *p, unsigned restli, const char *bare,
+    const char *twice);
+static char *gms_es_put_integer(char *p, json_int_t n);
+
+
 static int
 gms_es_node_valid(const char *s, size_t len)
 {
@@ -195,6 +202,210 @@ gms_json_integral(json_t *v, json_int_t *n)
 }
 
 
+static const char *
+gms_es_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+    {
+        p++;
+    }
+
+    return p;
+}
+
+
+/*
+ * The request body as clients send it, {"task": "<node>:<number>"} or
+ * {"nodeId": "<node>", "taskId": <number>} (or both, agreeing), read
+ * without jansson: 0 with the task, or -1 for anything else (another or
+ * a repeated member, an escape, a null, a number written otherwise, a
+ * task the metadata service refuses), which gms_es_task_request_json()
+ * reads as before, with the metadata service's message.
+ */
+
+static int
+gms_es_task_request_fast(const char *body, size_t len, gms_es_task_ref_t *ref)
+{
+    char          composite[GMS_ES_NODE_MAX + 32];
+    size_t        key_len, node_len, task_len;
+    int64_t       n;
+    unsigned      seen;
+    const char   *p, *end, *key, *node, *task, *start;
+
+    enum {
+        GMS_ES_FAST_TASK = 1,
+        GMS_ES_FAST_NODE = 2,
+        GMS_ES_FAST_NUMBER = 4
+    };
+
+    p = body;
+    end = body + len;
+    seen = 0;
+    n = 0;
+    node = NULL;
+    task = NULL;
+    node_len = 0;
+    task_len = 0;
+
+    p = gms_es_ws(p, end);
+
+    if (p == end || *p++ != '{') {
+        return -1;
+    }
+
+    for ( ;; ) {
+        p = gms_es_ws(p, end);
+
+        if (p == end || *p++ != '"') {
+            return -1;
+        }
+
+        for (key = p;
+             p < end && ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z'));
+             p++)
+        {
+            /* void */
+        }
+
+        key_len = p - key;
+
+        if (p == end || *p++ != '"') {
+            return -1;
+        }
+
+        p = gms_es_ws(p, end);
+
+        if (p == end || *p++ != ':') {
+            return -1;
+        }
+
+        p = gms_es_ws(p, end);
+
+        if (p == end) {
+            return -1;
+        }
+
+        if (key_len == 6 && memcmp(key, "taskId", 6) == 0) {
+            if ((seen & GMS_ES_FAST_NUMBER) || *p < '1' || *p > '9') {
+                return -1;
+            }
+
+            seen |= GMS_ES_FAST_NUMBER;
+
+            for ( /* void */ ; p < end && *p >= '0' && *p <= '9'; p++) {
+                if (n > (INT64_MAX - (*p - '0')) / 10) {
+                    return -1;
+                }
+
+                n = n * 10 + (*p - '0');
+            }
+
+        } else {
+            if (key_len == 4 && memcmp(key, "task", 4) == 0) {
+                if (seen & GMS_ES_FAST_TASK) {
+                    return -1;
+                }
+
+                seen |= GMS_ES_FAST_TASK;
+
+            } else if (key_len == 6 && memcmp(key, "nodeId", 6) == 0) {
+                if (seen & GMS_ES_FAST_NODE) {
+                    return -1;
+                }
+
+                seen |= GMS_ES_FAST_NODE;
+
+            } else {
+                return -1;
+            }
+
+            if (*p++ != '"') {
+                return -1;
+            }
+
+            /* what a task or a node can hold: nothing to unescape */
+
+            for (start = p;
+                 p < end && ((*p >= 'a' && *p <= 'z')
+                             || (*p >= 'A' && *p <= 'Z')
+                             || (*p >= '0' && *p <= '9')
+                             || *p == '-' || *p == '_' || *p == ':');
+                 p++)
+            {
+                /* void */
+            }
+
+            if (p == end || *p != '"') {
+                return -1;
+            }
+
+            if (key_len == 4) {
+                task = start;
+                task_len = p - start;
+
+            } else {
+                node = start;
+                node_len = p - start;
+            }
+
+            p++;
+        }
+
+        p = gms_es_ws(p, end);
+
+        if (p == end) {
+            return -1;
+        }
+
+        if (*p == '}') {
+            break;
+        }
+
+        if (*p++ != ',') {
+            return -1;
+        }
+    }
+
+    if (gms_es_ws(p + 1, end) != end) {
+        return -1;
+    }
+
+    if (!(seen & GMS_ES_FAST_NUMBER)) {
+        /* a nodeId without a taskId is not a task: the task alone */
+        node = NULL;
+    }
+
+    if (node != NULL) {
+        if (!gms_es_node_valid(node, node_len)) {
+            return -1;
+        }
+
+        if (task != NULL) {
+            snprintf(composite, sizeof(composite), "%.*s:%" PRId64,
+                     (int) node_len, node, n);
+
+            if (task_len != strlen(composite)
+                || memcmp(task, composite, task_len) != 0)
+            {
+                return -1;
+            }
+        }
+
+        memcpy(ref->node, node, node_len);
+        ref->node[node_len] = '\0';
+        ref->number = n;
+
+        return 0;
+    }
+
+    if (task == NULL) {
+        return -1;
+    }
+
+    return gms_es_task_string_parse(task, task_len, ref);
+}
+
+
 /*
  * The request body: {"task": "<node>:<number>"} or
  * {"nodeId": "<node>", "taskId": <number>}, validated in the metadata
@@ -204,6 +415,20 @@ gms_json_integral(json_t *v, json_int_t *n)
 
 int
 gms_es_task_request_parse(const char *body, size_t len,
+    gms_es_task_ref_t *ref, char *msg, size_t msg_size, size_t *msg_len)
+{
+    if (gms_es_task_request_fast(body, len, ref) == 0) {
+        return 0;
+    }
+
+    return gms_es_task_request_json(body, len, ref, msg, msg_size, msg_len);
+}
+
+
+/* the same, by jansson: what the fast reading leaves, and its messages */
+
+int
+gms_es_task_request_json(const char *body, size_t len,
     gms_es_task_ref_t *ref, char *msg, size_t msg_size, size_t *msg_len)
 {
     int            rc, by_node, by_task;
@@ -351,28 +576,91 @@ char *
 gms_es_task_value(const char *answer, size_t len, char *reason,
     size_t reason_size)
 {
+    return gms_es_task_map(answer, len, reason, reason_size, 0);
+}
+
+
+/*
+ * The same value as the Rest.li action's body, {"value": "<the value>"}
+ * (gms_restli_value_body() of it), written in the same pass.
+ */
+
+char *
+gms_es_task_value_body(const char *answer, size_t len, char *reason,
+    size_t reason_size)
+{
+    return gms_es_task_map(answer, len, reason, reason_size, 1);
+}
+
+
+/*
+ * A literal of the value (bare), or as the Rest.li body holds it (restli:
+ * within a JSON string, its '"' and '\\' escaped)
+ */
+
+static char *
+gms_es_put(char *p, unsigned restli, const char *bare, const char *twice)
+{
+    size_t  len;
+
+    len = strlen(restli ? twice : bare);
+
+    return (char *) memcpy(p, restli ? twice : bare, len) + len;
+}
+
+
+/* a long's decimal digits, as org.json writes a Java long */
+
+static char *
+gms_es_put_integer(char *p, json_int_t n)
+{
+    char                 digits[24], *d;
+    unsigned long long   u;
+
+    u = (n < 0) ? 0 - (unsigned long long) n : (unsigned long long) n;
+    d = digits + sizeof(digits);
+
+    do {
+        *--d = (char) ('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+
+    if (n < 0) {
+        *--d = '-';
+    }
+
+    memcpy(p, d, digits + sizeof(digits) - d);
+
+    return p + (digits + sizeof(digits) - d);
+}
+
+
+static char *
+gms_es_task_map(const char *answer, size_t len, char *reason,
+    size_t reason_size, unsigned restli)
+{
     char          *out, *p;
-    size_t         size, at;
+    size_t         size, at, node_len;
     json_t        *node_text;
-    const char    *where;
+    const char    *where, *node_str;
     json_int_t     id, nanos;
     gms_member_t  *completed, *node, *status, *bad;
-    gms_member_t   top[GMS_ES_ANSWER_N + 1] = {
-        { "completed", GMS_JSON_BOOLEAN, 1, NULL, 0 },
-        { "task", GMS_JSON_OBJECT, 1, NULL, 0 },
-        { NULL, GMS_JSON_ANY, 0, NULL, 0 }
-    };
     gms_member_t   task[GMS_ES_TASK_N + 1] = {
-        { "node", GMS_JSON_STRING, 1, NULL, 0 },
-        { "id", GMS_JSON_INTEGER, 1, NULL, 0 },
-        { "type", GMS_JSON_STRING, 1, NULL, 0 },
-        { "action", GMS_JSON_STRING, 1, NULL, 0 },
-        { "description", GMS_JSON_STRING, 0, NULL, 0 },
-        { "status", GMS_JSON_OBJECT, 0, NULL, 0 },
-        { "start_time_in_millis", GMS_JSON_INTEGER, 1, NULL, 0 },
-        { "running_time_in_nanos", GMS_JSON_INTEGER, 1, NULL, 0 },
-        { "cancellable", GMS_JSON_BOOLEAN, 1, NULL, 0 },
-        { NULL, GMS_JSON_ANY, 0, NULL, 0 }
+        { "node", GMS_JSON_STRING, 1, NULL, 0, NULL },
+        { "id", GMS_JSON_INTEGER, 1, NULL, 0, NULL },
+        { "type", GMS_JSON_STRING, 1, NULL, 0, NULL },
+        { "action", GMS_JSON_STRING, 1, NULL, 0, NULL },
+        { "description", GMS_JSON_STRING, 0, NULL, 0, NULL },
+        { "status", GMS_JSON_OBJECT, 0, NULL, 0, NULL },
+        { "start_time_in_millis", GMS_JSON_INTEGER, 1, NULL, 0, NULL },
+        { "running_time_in_nanos", GMS_JSON_INTEGER, 1, NULL, 0, NULL },
+        { "cancellable", GMS_JSON_BOOLEAN, 1, NULL, 0, NULL },
+        { NULL, GMS_JSON_ANY, 0, NULL, 0, NULL }
+    };
+    gms_member_t   top[GMS_ES_ANSWER_N + 1] = {
+        { "completed", GMS_JSON_BOOLEAN, 1, NULL, 0, NULL },
+        { "task", GMS_JSON_OBJECT, 1, NULL, 0, task },
+        { NULL, GMS_JSON_ANY, 0, NULL, 0, NULL }
     };
 
     if (answer == NULL) {
@@ -380,6 +668,8 @@ gms_es_task_value(const char *answer, size_t len, char *reason,
         answer = "";
         len = 0;
     }
+
+    /* the answer and its task's members, in one pass */
 
     if (gms_json_scan(answer, len, top, &at) != 0) {
         goto not_json;
@@ -391,10 +681,6 @@ gms_es_task_value(const char *answer, size_t len, char *reason,
     if (bad != NULL) {
         goto not_task;
     }
-
-    /* the task object was scanned whole above: this cannot fail */
-    (void) gms_json_scan(top[GMS_ES_ANSWER_TASK].value,
-                         top[GMS_ES_ANSWER_TASK].len, task, &at);
 
     where = "task.";
     bad = gms_member_mismatch(task);
@@ -411,21 +697,41 @@ gms_es_task_value(const char *answer, size_t len, char *reason,
     (void) gms_member_integer(&task[GMS_ES_TASK_ID], &id);
     (void) gms_member_integer(&task[GMS_ES_TASK_RUNNING_TIME], &nanos);
 
-    node_text = gms_member_load(node);
+    /* the node's text: between its quotes unless it has escapes */
 
-    if (!json_is_string(node_text)
-        || json_string_length(node_text) > GMS_ES_NODE_MAX)
-    {
+    node_text = NULL;
+
+    if (memchr(node->value, '\\', node->len) == NULL) {
+        node_str = node->value + 1;
+        node_len = node->len - 2;
+
+    } else {
+        node_text = gms_member_load(node);
+
+        if (!json_is_string(node_text)) {
+            json_decref(node_text);
+            snprintf(reason, reason_size, "%s", "out of memory");
+            return NULL;
+        }
+
+        node_str = json_string_value(node_text);
+        node_len = json_string_length(node_text);
+    }
+
+    if (node_len > GMS_ES_NODE_MAX) {
         json_decref(node_text);
         snprintf(reason, reason_size, "answer is not a task: \"task.node\" "
                  "longer than %d bytes", GMS_ES_NODE_MAX);
         return NULL;
     }
 
-    size = sizeof("{\"completed\":false,\"taskId\":\"\",\"runTimeNanos\":"
-                  ",\"status\":\"\"}")
-           + 6 * json_string_length(node_text) + 2 * 21
-           + ((status->value != NULL) ? 6 * status->len : 0);
+    /*
+     * the literals (under 128 bytes, quoted twice), 7 bytes at most for a
+     * byte quoted twice, 20 for a long's digits and its sign
+     */
+
+    size = 128 + 7 * node_len + 2 * 20
+           + ((status->value != NULL) ? 7 * status->len : 0);
 
     out = malloc(size);
     if (out == NULL) {
@@ -435,20 +741,36 @@ gms_es_task_value(const char *answer, size_t len, char *reason,
     }
 
     p = out;
-    p += sprintf(p, "{\"completed\":%s,\"taskId\":\"",
-                 (*completed->value == 't') ? "true" : "false");
-    p = gms_orgjson_quote(p, json_string_value(node_text),
-                          json_string_length(node_text), 0);
-    p += sprintf(p, ":%" JSON_INTEGER_FORMAT "\",\"runTimeNanos\":%"
-                 JSON_INTEGER_FORMAT, id, nanos);
 
-    if (status->value != NULL) {
-        p = (char *) memcpy(p, ",\"status\":\"", 11) + 11;
-        p = gms_orgjson_quote(p, status->value, status->len, 1);
-        *p++ = '"';
+    if (*completed->value == 't') {
+        p = gms_es_put(p, restli, "{\"completed\":true,\"taskId\":\"",
+                       "{\"value\":\"{\\\"completed\\\":true,"
+                       "\\\"taskId\\\":\\\"");
+
+    } else {
+        p = gms_es_put(p, restli, "{\"completed\":false,\"taskId\":\"",
+                       "{\"value\":\"{\\\"completed\\\":false,"
+                       "\\\"taskId\\\":\\\"");
     }
 
-    *p++ = '}';
+    p = gms_orgjson_quote(p, node_str, node_len,
+                          restli ? GMS_QUOTE_TWICE : 0);
+    *p++ = ':';
+    p = gms_es_put_integer(p, id);
+    p = gms_es_put(p, restli, "\",\"runTimeNanos\":",
+                   "\\\",\\\"runTimeNanos\\\":");
+    p = gms_es_put_integer(p, nanos);
+
+    if (status->value != NULL) {
+        p = gms_es_put(p, restli, ",\"status\":\"", ",\\\"status\\\":\\\"");
+        p = gms_orgjson_quote(p, status->value, status->len,
+                              GMS_QUOTE_COMPACT
+                              | (restli ? GMS_QUOTE_TWICE : 0));
+        p = gms_es_put(p, restli, "\"", "\\\"");
+    }
+
+    p = gms_es_put(p, restli, "}", "}\"}");
+
     *p = '\0';
 
     json_decref(node_text);

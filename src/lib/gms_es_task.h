@@ -29,7 +29,12 @@ typedef struct {
 
 int gms_es_task_request_parse(const char *body, size_t len,
     gms_es_task_ref_t *ref, char *msg, size_t msg_size, size_t *msg_len);
+/* the same without the fast reading of the usual bodies: for tests */
+int gms_es_task_request_json(const char *body, size_t len,
+    gms_es_task_ref_t *ref, char *msg, size_t msg_size, size_t *msg_len);
 char *gms_es_task_value(const char *answer, size_t len, char *reason,
+    size_t reason_size);
+char *gms_es_task_value_body(const char *answer, size_t len, char *reason,
     size_t reason_size);
 char *gms_es_task_error_value(const gms_es_task_ref_t *ref);
 

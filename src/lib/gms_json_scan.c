@@ -9,6 +9,7 @@
 
 
 #include <ctype.h>
+#include <limits.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -24,6 +25,94 @@ typedef struct {
     const char  *end;
     int          depth;
 } gms_scan_t;
+
+
+/*
+ * The bytes a JSON string holds as they are, one a character (printable
+ * ASCII but '"' and '\\'): GMS_JSON_PLAIN; GMS_ORGJSON_PLAIN too when
+ * org.json also writes them as they are (all but '/', which it escapes
+ * after '<').  A string's run of these is skipped or copied a byte at a
+ * time, without decoding.
+ */
+
+#define GMS_JSON_PLAIN     1
+#define GMS_ORGJSON_PLAIN  2
+#define GMS_ORGJSON_WORD   4    /* the same but ' ' */
+
+static const unsigned char  gms_json_plain[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    3, 7, 0, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 1,    /*  !"#$%&'()*+,-./ */
+    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 0, 7, 7, 7,    /* PQRSTUVWXYZ[\]^_ */
+    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7
+    /* 0x80-0xff: 0, UTF-8 */
+};
+
+
+/*
+ * Eight bytes at a time: whether any of the eight is not plain, tested
+ * on a 64-bit word (any byte below n: (x - n * ones) & ~x & highs, exact
+ * for n <= 0x80), so that long runs of plain text cost a few
+ * instructions for eight bytes, not for each.
+ */
+
+#define GMS_ONES   0x0101010101010101ULL
+#define GMS_HIGHS  0x8080808080808080ULL
+
+#define gms_word_below(x, n)  (((x) - GMS_ONES * (n)) & ~(x) & GMS_HIGHS)
+#define gms_word_has(x, c)    gms_word_below((x) ^ (GMS_ONES * (c)), 1)
+
+#define gms_word_json_special(x)                                             \
+    (((x) & GMS_HIGHS) | gms_word_below(x, 0x20) | gms_word_has(x, '"')      \
+     | gms_word_has(x, '\\'))
+
+/*
+ * The plain bytes before the first that is not, from such a test of a
+ * word loaded from memory: a borrow only runs towards the later bytes,
+ * so the lowest flag is exact where the first byte is the lowest
+ * (little-endian); elsewhere 0, and the bytes are read one at a time.
+ */
+
+#if (defined __GNUC__ || defined __clang__)                                  \
+    && defined __BYTE_ORDER__ && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define gms_word_plain_bytes(special)  (__builtin_ctzll(special) >> 3)
+#else
+#define gms_word_plain_bytes(special)  0
+#endif
+
+
+/*
+ * With SSE2 (every x86-64), sixteen bytes at a time: a signed comparison
+ * with 0x20 takes the controls and the bytes of 0x80 and above at once.
+ */
+
+#if defined __SSE2__ && (defined __GNUC__ || defined __clang__)
+
+#include <emmintrin.h>
+
+#define GMS_SCAN_SSE2  1
+
+static unsigned
+gms_sse2_json_special(const unsigned char *p)
+{
+    __m128i  v;
+
+    v = _mm_loadu_si128((const __m128i *) p);
+
+    return (unsigned) _mm_movemask_epi8(
+        _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
+                     _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                  _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')))));
+}
+
+#else
+
+#define GMS_SCAN_SSE2  0
+
+#endif
 
 
 static void gms_scan_ws(gms_scan_t *s);
@@ -162,6 +251,10 @@ gms_scan_string(gms_scan_t *s)
 {
     long                  c;
     size_t                n;
+    uint64_t              word, special;
+#if (GMS_SCAN_SSE2)
+    unsigned              mask;
+#endif
     const unsigned char  *p, *end;
 
     if (s->p == s->end || *s->p != '"') {
@@ -172,6 +265,41 @@ gms_scan_string(gms_scan_t *s)
     end = (const unsigned char *) s->end;
 
     while (p < end) {
+
+        /* plain bytes sixteen or eight at a time, the last few one by one */
+
+#if (GMS_SCAN_SSE2)
+        if (end - p >= 16) {
+            mask = gms_sse2_json_special(p);
+
+            if (mask == 0) {
+                p += 16;
+                continue;
+            }
+
+            p += __builtin_ctz(mask);
+
+        } else
+#endif
+        if (end - p >= 8) {
+            memcpy(&word, p, 8);
+            special = gms_word_json_special(word);
+
+            if (special == 0) {
+                p += 8;
+                continue;
+            }
+
+            p += gms_word_plain_bytes(special);
+        }
+
+        while (p < end && gms_json_plain[*p]) {
+            p++;
+        }
+
+        if (p == end) {
+            break;
+        }
 
         if (*p == '"') {
             s->p = (const char *) p + 1;
@@ -215,12 +343,14 @@ gms_scan_string(gms_scan_t *s)
                 continue;
             }
 
-            if (strchr("\"\\/bfnrt", *p) == NULL || *p == '\0') {
+            switch (*p) {
+            case '"': case '\\': case '/':
+            case 'b': case 'f': case 'n': case 'r': case 't':
+                p++;
+                continue;
+            default:
                 return -1;
             }
-
-            p++;
-            continue;
         }
 
         n = gms_utf8_len(p, end);
@@ -303,7 +433,8 @@ gms_scan_literal(gms_scan_t *s, const char *word, size_t len)
 
 /*
  * One member of an object; its value is recorded if want[] names it (the
- * last one, for a repeated name, as jansson does).
+ * last one, for a repeated name, as jansson does), and, for an object
+ * whose members want[] asks too, theirs.
  */
 
 static int
@@ -311,7 +442,7 @@ gms_scan_member(gms_scan_t *s, gms_member_t *want)
 {
     size_t         key_len;
     const char    *key, *value;
-    gms_member_t  *m;
+    gms_member_t  *m, *sub;
 
     key = s->p;
 
@@ -332,17 +463,33 @@ gms_scan_member(gms_scan_t *s, gms_member_t *want)
     gms_scan_ws(s);
     value = s->p;
 
-    if (gms_scan_value(s) != 0) {
+    for (m = want; m && m->name; m++) {
+        if (m->name[0] == *key && strncmp(m->name, key, key_len) == 0
+            && m->name[key_len] == '\0')
+        {
+            break;
+        }
+    }
+
+    if (m == NULL || m->name == NULL) {
+        return gms_scan_value(s);
+    }
+
+    if (m->members != NULL && s->p < s->end && *s->p == '{') {
+        for (sub = m->members; sub->name; sub++) {
+            sub->value = NULL;
+        }
+
+        if (gms_scan_container(s, '}', m->members) != 0) {
+            return -1;
+        }
+
+    } else if (gms_scan_value(s) != 0) {
         return -1;
     }
 
-    for (m = want; m && m->name; m++) {
-        if (strlen(m->name) == key_len && memcmp(m->name, key, key_len) == 0)
-        {
-            m->value = value;
-            m->len = s->p - value;
-        }
-    }
+    m->value = value;
+    m->len = s->p - value;
 
     return 0;
 }
@@ -518,17 +665,22 @@ gms_utf8_decode(const unsigned char *p, size_t n)
 
 /*
  * UTF-8 text (already checked) quoted as org.json does, without the
- * surrounding quotes; at most 6 bytes out for each byte in.  When
- * compact is set, the text is JSON and its whitespace outside strings is
- * dropped on the way, which is how the search client's copy of the
- * task's status reads (a compact copy of the cluster's object).
+ * surrounding quotes; at most 6 bytes out for each byte in, 7 with
+ * GMS_QUOTE_TWICE.  With GMS_QUOTE_COMPACT the text is JSON and its
+ * whitespace outside strings is dropped on the way, which is how the
+ * search client's copy of the task's status reads (a compact copy of the
+ * cluster's object).  With GMS_QUOTE_TWICE what org.json writes is
+ * written as a JSON string's content again (its '"' and '\\' escaped):
+ * the value inside Rest.li's {"value": "..."} in one pass.
  */
 
 char *
-gms_orgjson_quote(char *p, const char *s, size_t len, int compact)
+gms_orgjson_quote(char *p, const char *s, size_t len, unsigned flags)
 {
-    int                   in_string, escaped;
+    int                   compact, in_string, escaped;
+    char                  one[6], *q, *last;
     size_t                n;
+    unsigned              plain;
     uint32_t              c, prev;
     const unsigned char  *u, *end;
 
@@ -537,8 +689,29 @@ gms_orgjson_quote(char *p, const char *s, size_t len, int compact)
     prev = 0;
     in_string = 0;
     escaped = 0;
+    compact = (flags & GMS_QUOTE_COMPACT) != 0;
 
     while (u < end) {
+
+        /*
+         * bytes written as they are (but a compact text's ' ', which may
+         * be outside a string); the byte after an escaping '\\' may be
+         * one of them.  One at a time: a status is short members and
+         * values, and a word's test would not pay.
+         */
+
+        plain = (compact && !in_string) ? GMS_ORGJSON_WORD
+                                         : GMS_ORGJSON_PLAIN;
+
+        if (gms_json_plain[*u] & plain) {
+            do {
+                *p++ = (char) *u++;
+            } while (u < end && (gms_json_plain[*u] & plain));
+
+            escaped = 0;
+            prev = u[-1];
+            continue;
+        }
 
         if (compact && !in_string
             && (*u == ' ' || *u == '\t' || *u == '\n' || *u == '\r'))
@@ -547,14 +720,48 @@ gms_orgjson_quote(char *p, const char *s, size_t len, int compact)
             continue;
         }
 
-        n = gms_utf8_len(u, end);
+        if (*u == '"' || *u == '\\') {
+            c = *u++;
 
-        if (n == 0) {
-            /* not reached for checked text; never copy past the end */
-            n = 1;
+            if (compact) {
+                if (escaped) {
+                    escaped = 0;
+
+                } else if (c == '\\') {
+                    escaped = in_string;
+
+                } else {
+                    in_string = !in_string;
+                }
+            }
+
+            /* org.json's \" and \\, quoted again: \\\" and \\\\ */
+
+            if (flags & GMS_QUOTE_TWICE) {
+                *p++ = '\\';
+                *p++ = '\\';
+            }
+
+            *p++ = '\\';
+            *p++ = (char) c;
+            prev = c;
+            continue;
         }
 
-        c = gms_utf8_decode(u, n);
+        if (*u < 0x80) {
+            n = 1;
+            c = *u;
+
+        } else {
+            n = gms_utf8_len(u, end);
+
+            if (n == 0) {
+                /* not reached for checked text; never copy past the end */
+                n = 1;
+            }
+
+            c = gms_utf8_decode(u, n);
+        }
 
         if (compact) {
             if (escaped) {
@@ -568,7 +775,21 @@ gms_orgjson_quote(char *p, const char *s, size_t len, int compact)
             }
         }
 
-        p = gms_orgjson_char(p, c, prev, (const char *) u, n);
+        if (flags & GMS_QUOTE_TWICE) {
+            last = gms_orgjson_char(one, c, prev, (const char *) u, n);
+
+            for (q = one; q < last; q++) {
+                if (*q == '"' || *q == '\\') {
+                    *p++ = '\\';
+                }
+
+                *p++ = *q;
+            }
+
+        } else {
+            p = gms_orgjson_char(p, c, prev, (const char *) u, n);
+        }
+
         prev = c;
         u += n;
     }
@@ -577,22 +798,53 @@ gms_orgjson_quote(char *p, const char *s, size_t len, int compact)
 }
 
 
-/* a JSON integer's text, as the scanner found it, checked by jansson */
+/*
+ * A member's value as jansson's integer: JSON number text (the scanner
+ * checked it) without a fraction or an exponent, within json_int_t (a
+ * long long: jansson refuses a larger one, "too big integer").
+ */
 
 int
 gms_member_integer(gms_member_t *m, json_int_t *out)
 {
-    json_t  *v;
+    int                  negative;
+    size_t               i;
+    unsigned long long   n, limit;
 
-    v = gms_member_load(m);
-
-    if (!json_is_integer(v)) {
-        json_decref(v);
+    if (m->value == NULL || m->len == 0) {
         return -1;
     }
 
-    *out = json_integer_value(v);
-    json_decref(v);
+    negative = (m->value[0] == '-');
+    i = negative;
+
+    if (i == m->len) {
+        return -1;
+    }
+
+    limit = negative ? (unsigned long long) LLONG_MAX + 1 : LLONG_MAX;
+    n = 0;
+
+    for ( /* void */ ; i < m->len; i++) {
+        if (m->value[i] < '0' || m->value[i] > '9') {
+            return -1;
+        }
+
+        /* 18 digits cannot overflow */
+        if (i >= 18 && n > (limit - (m->value[i] - '0')) / 10) {
+            return -1;
+        }
+
+        n = n * 10 + (m->value[i] - '0');
+    }
+
+    if (negative) {
+        *out = (n == (unsigned long long) LLONG_MAX + 1) ? LLONG_MIN
+                                                      : -(json_int_t) n;
+
+    } else {
+        *out = (json_int_t) n;
+    }
 
     return 0;
 }

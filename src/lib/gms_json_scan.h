@@ -28,13 +28,20 @@ typedef enum {
 } gms_json_type_e;
 
 
-typedef struct {
+typedef struct gms_member_s  gms_member_t;
+
+struct gms_member_s {
     const char       *name;
     gms_json_type_e   type;
     unsigned          required:1;
     const char       *value;   /* NULL: absent */
     size_t            len;
-} gms_member_t;
+    /*
+     * an object's members to record while it is scanned (those of the
+     * member's last occurrence), in the same pass: not scanned twice
+     */
+    gms_member_t     *members;
+};
 
 
 int gms_json_scan(const char *text, size_t len, gms_member_t *want,
@@ -42,7 +49,11 @@ int gms_json_scan(const char *text, size_t len, gms_member_t *want,
 json_t *gms_member_load(gms_member_t *m);
 int gms_member_integer(gms_member_t *m, json_int_t *out);
 gms_member_t *gms_member_mismatch(gms_member_t *want);
-char *gms_orgjson_quote(char *p, const char *s, size_t len, int compact);
+char *gms_orgjson_quote(char *p, const char *s, size_t len, unsigned flags);
+
+/* gms_orgjson_quote()'s flags */
+#define GMS_QUOTE_COMPACT  1
+#define GMS_QUOTE_TWICE    2
 
 /* "a string", "an integer" ..., by gms_json_type_e */
 extern const char  *gms_json_type_names[];

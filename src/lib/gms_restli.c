@@ -56,6 +56,23 @@ gms_restli_error_body(int status, const char *message, size_t len)
 
 
 /*
+ * The bytes a JSON string cannot hold as they are, by what they add when
+ * escaped: '"' and '\\' one (a backslash), the C0 controls five
+ * (\u00xx); the others none.
+ */
+
+static const unsigned char  gms_restli_escape[256] = {
+    5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,
+    5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,
+    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,    /*  !"#$%&'()*+,-./ */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0     /* PQRSTUVWXYZ[\\]^_ */
+    /* 0x60-0xff: 0 */
+};
+
+
+/*
  * Rest.li's action response, {"value": "<the action's return>"}, written
  * directly: value is jansson's compact output, so escaping quotes,
  * backslashes and control bytes is all it takes (a second json_dumps of
@@ -69,11 +86,12 @@ gms_restli_value_body(const char *value)
     size_t                len;
     const unsigned char  *v;
     static const char     head[] = "{\"value\":\"", tail[] = "\"}";
+    static const char     hex[] = "0123456789abcdef";
 
     len = sizeof(head) - 1 + sizeof(tail);
 
     for (v = (const unsigned char *) value; *v; v++) {
-        len += (*v == '"' || *v == '\\') ? 2 : (*v < 0x20) ? 6 : 1;
+        len += 1 + gms_restli_escape[*v];
     }
 
     body = malloc(len);
@@ -87,15 +105,24 @@ gms_restli_value_body(const char *value)
 
     for (v = (const unsigned char *) value; *v; v++) {
 
-        if (*v == '"' || *v == '\\') {
+        switch (gms_restli_escape[*v]) {
+
+        case 0:
+            *p++ = (char) *v;
+            break;
+
+        case 1:
             *p++ = '\\';
             *p++ = (char) *v;
+            break;
 
-        } else if (*v < 0x20) {
-            p += sprintf(p, "\\u%04x", *v);
-
-        } else {
-            *p++ = (char) *v;
+        default:
+            *p++ = '\\';
+            *p++ = 'u';
+            *p++ = '0';
+            *p++ = '0';
+            *p++ = hex[*v >> 4];
+            *p++ = hex[*v & 0xf];
         }
     }
 

@@ -13,6 +13,49 @@
 static char  msg[GMS_ES_TASK_BODY_MAX + 256];
 
 
+/*
+ * Every answer below mapped both ways: the value (OpenAPI's answer) and
+ * the Rest.li body written in the same pass, which must be the value
+ * wrapped by gms_restli_value_body(), byte for byte (checked at the end).
+ */
+
+static int  body_checked, body_differs;
+
+static char *
+value_and_body(const char *answer, size_t len, char *reason, size_t size)
+{
+    char  *value, *body, *wrapped, why[128];
+
+    value = gms_es_task_value(answer, len, reason, size);
+    body = gms_es_task_value_body(answer, len, why, sizeof(why));
+    wrapped = value ? gms_restli_value_body(value) : NULL;
+
+    body_checked++;
+
+    if ((body == NULL) != (wrapped == NULL)
+        || (body != NULL && strcmp(body, wrapped) != 0)
+        || (body == NULL && strcmp(why, reason) != 0))
+    {
+        printf("#   value and body differ for: %.*s\n", (int) len,
+               answer ? answer : "");
+        body_differs++;
+    }
+
+    free(body);
+    free(wrapped);
+
+    return value;
+}
+
+#define gms_es_task_value  value_and_body
+
+
+/* the members every task has, besides node, id and running time */
+#define TASK_INFO                                                            \
+    "\"type\":\"transport\",\"action\":\"indices:data/write/reindex\","      \
+    "\"start_time_in_millis\":1700000000000,\"cancellable\":true"
+
+
 static int
 parse(const char *body, gms_es_task_ref_t *ref)
 {
@@ -133,6 +176,133 @@ test_request(void)
 }
 
 
+/*
+ * The usual bodies are read without jansson, the rest by it: both
+ * readings agree on every body, whichever reads it (the fuzzer
+ * fuzz_es_request checks the same on its inputs).
+ */
+
+static void
+test_request_fast(void)
+{
+    int                rc, rc_json;
+    char               msg_json[GMS_ES_TASK_BODY_MAX + 256];
+    size_t             i, len, len_json;
+    gms_es_task_ref_t  ref, ref_json;
+
+    static const char  *bodies[] = {
+        "{\"task\":\"HI4YEIRMRuSdwsE4bCK7Bg:192\"}",
+        " \r\n{ \"task\" :\t\"a-b_C:1\" }\n ",
+        "{\"nodeId\":\"abc\",\"taskId\":9}",
+        "{\"taskId\":9,\"nodeId\":\"abc\"}",
+        "{\"nodeId\":\"abc\",\"taskId\":9,\"task\":\"abc:9\"}",
+        "{\"nodeId\":\"abc\",\"taskId\":9,\"task\":\"abc:09\"}",
+        "{\"nodeId\":\"abc\",\"taskId\":9,\"task\":\"abd:9\"}",
+        "{\"nodeId\":\"abc\",\"task\":\"x:1\"}",
+        "{\"taskId\":3,\"task\":\"x:1\"}",
+        "{\"nodeId\":\"abc\"}",
+        "{\"taskId\":7}",
+        "{\"nodeId\":\"a:b\",\"taskId\":7}",
+        "{\"nodeId\":\"abc\",\"taskId\":09}",
+        "{\"nodeId\":\"abc\",\"taskId\":0}",
+        "{\"nodeId\":\"abc\",\"taskId\":-3}",
+        "{\"nodeId\":\"abc\",\"taskId\":9223372036854775807}",
+        "{\"nodeId\":\"abc\",\"taskId\":9223372036854775808}",
+        "{\"nodeId\":\"abc\",\"taskId\":12e1}",
+        "{\"nodeId\":\"abc\",\"taskId\":12.0}",
+        "{\"task\":\"abc:9223372036854775807\"}",
+        "{\"task\":\"abc:9223372036854775808\"}",
+        "{\"task\":\"abc:0\"}",
+        "{\"task\":\"abc\"}",
+        "{\"task\":\":1\"}",
+        "{\"task\":\"a:1:2\"}",
+        "{\"task\":\"a:1\",\"task\":\"a:1\"}",
+        "{\"task\":\"a:1\",\"other\":1}",
+        "{\"t\\u0061sk\":\"a:1\"}",
+        "{\"task\":\"a\\u003a1\"}",
+        "{\"task\":\"a:1\"} x",
+        "{\"task\":\"a:1\",}",
+        "{\"task\":\"a:1\"",
+        "{\"task\":null}",
+        "{}",
+        "",
+        "[]"
+    };
+
+    for (i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+        memset(&ref, 0, sizeof(ref));
+        memset(&ref_json, 0, sizeof(ref_json));
+        len = 0;
+        len_json = 0;
+
+        rc = gms_es_task_request_parse(bodies[i], strlen(bodies[i]), &ref,
+                                       msg, sizeof(msg), &len);
+        rc_json = gms_es_task_request_json(bodies[i], strlen(bodies[i]),
+                                           &ref_json, msg_json,
+                                           sizeof(msg_json), &len_json);
+
+        ok(rc == rc_json
+           && (rc == 0 ? strcmp(ref.node, ref_json.node) == 0
+                         && ref.number == ref_json.number
+                       : len == len_json && memcmp(msg, msg_json, len) == 0),
+           "fast and jansson readings agree on body %zu", i);
+    }
+}
+
+
+/*
+ * The scanner's own readings: the task's members found in the same pass
+ * as the answer's (the last "task" counts, as in jansson), integers read
+ * without jansson at the limits of a long long.
+ */
+
+static void
+test_answer_scan(void)
+{
+    char         reason[128], *value;
+    const char  *answer;
+
+    answer = "{\"task\":{\"node\":\"old\",\"id\":1,\"x\":{\"node\":3}},"
+             "\"completed\":true,\"task\":{\"node\":\"n\",\"id\":2,"
+             TASK_INFO ",\"running_time_in_nanos\":3}}";
+    value = gms_es_task_value(answer, strlen(answer), reason, sizeof(reason));
+    is_str(value, "{\"completed\":true,\"taskId\":\"n:2\",\"runTimeNanos\":3}",
+           "the last task counts, a nested node does not");
+    free(value);
+
+    answer = "{\"completed\":true,\"task\":{\"node\":\"n\",\"id\":1,"
+             TASK_INFO "}, \"task\":{\"node\":\"n\",\"id\":2}}";
+    ok(gms_es_task_value(answer, strlen(answer), reason, sizeof(reason))
+       == NULL, "members of an earlier task are forgotten");
+    is_str(reason, "answer is not a task: \"task.type\" absent, wanted a "
+           "string", "the last task's member missing");
+
+    answer = "{\"completed\":true,\"task\":{\"node\":\"n\",\"id\":"
+             "-9223372036854775808," TASK_INFO ",\"running_time_in_nanos\":"
+             "-0}}";
+    value = gms_es_task_value(answer, strlen(answer), reason, sizeof(reason));
+    is_str(value, "{\"completed\":true,\"taskId\":"
+           "\"n:-9223372036854775808\",\"runTimeNanos\":0}",
+           "the smallest long, and -0");
+    free(value);
+
+    answer = "{\"completed\":true,\"task\":{\"node\":\"n\",\"id\":"
+             "-9223372036854775809," TASK_INFO ",\"running_time_in_nanos\":"
+             "1}}";
+    ok(gms_es_task_value(answer, strlen(answer), reason, sizeof(reason))
+       == NULL, "below the smallest long: not an integer");
+    is_str(reason, "answer is not a task: \"task.id\" not an integer",
+           "reason names the id");
+
+    answer = "{\"completed\":true,\"task\":{\"node\":\"n\\u00e9\\/\","
+             "\"id\":1," TASK_INFO ",\"running_time_in_nanos\":1}}";
+    value = gms_es_task_value(answer, strlen(answer), reason, sizeof(reason));
+    is_str(value, "{\"completed\":true,\"taskId\":\"n\xc3\xa9/:1\","
+           "\"runTimeNanos\":1}", "a node with escapes is unescaped");
+    free(value);
+}
+
+
 static char *
 slurp(const char *name, size_t *len)
 {
@@ -177,12 +347,6 @@ json_same(const char *a, const char *b)
 
     return same;
 }
-
-
-/* the members every task has, besides node, id and running time */
-#define TASK_INFO                                                            \
-    "\"type\":\"transport\",\"action\":\"indices:data/write/reindex\","      \
-    "\"start_time_in_millis\":1700000000000,\"cancellable\":true"
 
 
 static void
@@ -476,8 +640,14 @@ int
 main(void)
 {
     test_request();
+    test_request_fast();
     test_answer();
+    test_answer_scan();
     test_answer_members();
+
+    ok(body_checked > 40 && body_differs == 0,
+       "the Rest.li body is the value wrapped, for all %d answers",
+       body_checked);
 
     return done_testing();
 }
