@@ -37,6 +37,8 @@ sub per_request {
 
     my ($a, $b) = @{ $o{counts} };
     my $t0 = time;
+
+    $o{tool} //= 'cachegrind';
     my $low = _run(%o, n => $a, tag => "$o{name}-$a");
     my $high = _run(%o, n => $b, tag => "$o{name}-$b");
 
@@ -55,9 +57,7 @@ sub _run {
         open STDIN, '<', '/dev/null';
         open STDOUT, '>', $log;
         open STDERR, '>&', \*STDOUT;
-        exec @{ $o{pin} // [] }, 'valgrind', '--tool=cachegrind',
-             '--cache-sim=no',
-             "--cachegrind-out-file=$o{dir}/cachegrind.out.$o{tag}",
+        exec @{ $o{pin} // [] }, 'valgrind', _tool(%o),
              @{ $o{cmd} }, '-g', 'daemon off; master_process off;'
             or POSIX::_exit(127);
     }
@@ -101,6 +101,21 @@ sub _run {
     $refs =~ tr/,//d;
 
     return $refs;
+}
+
+# cachegrind counts; callgrind (BENCH_CALLGRIND=1) counts the same and
+# keeps a profile of each run, $dir/callgrind.out.<front>-<n>: the
+# difference of the two runs' functions is one request's profile
+# (bench/profile-diff.pl).
+sub _tool {
+    my (%o) = @_;
+
+    return ('--tool=callgrind', '--dump-instr=yes',
+            "--callgrind-out-file=$o{dir}/callgrind.out.$o{tag}")
+        if $o{tool} eq 'callgrind';
+
+    return ('--tool=cachegrind', '--cache-sim=no',
+            "--cachegrind-out-file=$o{dir}/cachegrind.out.$o{tag}");
 }
 
 # One request on the connection, its answer read whole (Content-Length or

@@ -63,7 +63,9 @@
 # REDIS_SERVER (redis-server, built with TLS for front I), REDIS_CLI
 # (redis-cli), OPENSSL (openssl, for front I's certificates),
 # BENCH_INSTRUCTIONS (1; 0: no instruction counts), BENCH_INSTRUCTION_COUNTS
-# ("500 2500": the two runs' requests under cachegrind, bench/Instructions.pm).
+# ("500 2500": the two runs' requests under cachegrind, bench/Instructions.pm),
+# BENCH_CALLGRIND (1: callgrind instead, its profiles kept in the
+# temporary directory, which is kept: bench/profile-diff.pl reads them).
 #
 # Then, for each front, its user-space instructions per request: the
 # front's nginx once more, in the foreground, under cachegrind, counted
@@ -114,6 +116,7 @@ my $openssl = $ENV{OPENSSL} // 'openssl';
 my $results = $ENV{BENCH_RESULTS} // "$bench/results";
 my @nginx_prefix = split ' ', $ENV{BENCH_NGINX_PREFIX} // '';
 my $count_instructions = $ENV{BENCH_INSTRUCTIONS} // 1;
+$ENV{BENCH_KEEP} = 1 if $ENV{BENCH_CALLGRIND};
 my @INSTRUCTION_COUNTS = split ' ', $ENV{BENCH_INSTRUCTION_COUNTS}
                                    // '500 2500';
 @INSTRUCTION_COUNTS == 2 && $INSTRUCTION_COUNTS[1] > $INSTRUCTION_COUNTS[0]
@@ -179,6 +182,9 @@ END {
     if ($failed && $dir) {
         $ENV{BENCH_KEEP} = 1;
         print STDERR "bench: configurations and logs kept in $dir\n";
+
+    } elsif ($ENV{BENCH_KEEP} && $dir) {
+        print STDERR "bench: kept in $dir\n";
     }
     cleanup();
     $? = $rc;
@@ -647,7 +653,8 @@ sub instructions {
         cmd => [ $nginx_bin, '-p', "$dir/", '-c', $conf ],
         port => $ports{$port_name}, requests => \@requests,
         warm => scalar @requests, counts => [ @INSTRUCTION_COUNTS ],
-        dir => $dir, name => $f);
+        dir => $dir, name => $f,
+        tool => $ENV{BENCH_CALLGRIND} ? 'callgrind' : 'cachegrind');
 }
 
 sub measure {
