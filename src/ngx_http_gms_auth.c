@@ -32,6 +32,8 @@
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
 
+#include "gms_id_memo.h"
+
 
 static ngx_int_t ngx_http_gms_check(ngx_http_request_t *r,
     ngx_http_gms_loc_conf_t *glcf);
@@ -53,6 +55,8 @@ static ngx_int_t ngx_http_gms_inactive(ngx_http_gms_ctx_t *ctx,
     ngx_http_gms_loc_conf_t *glcf);
 static ngx_int_t ngx_http_gms_challenge(ngx_conf_t *cf, ngx_str_t *realm,
     const char *error, ngx_str_t *out);
+static void ngx_http_gms_token_id(ngx_http_gms_main_conf_t *gmcf,
+    const u_char *token, size_t len, u_char *id);
 
 
 #define NGX_HTTP_GMS_FORBIDDEN_MESSAGE                                       \
@@ -63,6 +67,10 @@ static ngx_str_t  ngx_http_gms_deny_bodies[NGX_HTTP_GMS_NRESULTS];
 static ngx_str_t  ngx_http_gms_deny_forbidden_403;
 static ngx_str_t  ngx_http_gms_deny_expired_generic;
 static ngx_str_t  ngx_http_gms_deny_inactive;
+
+/* per worker: the ids of the tokens it saw lately, and under what salt */
+static gms_id_memo_t              ngx_http_gms_id_memo;
+static ngx_http_gms_main_conf_t  *ngx_http_gms_id_memo_conf;
 
 
 ngx_int_t
@@ -265,8 +273,7 @@ ngx_http_gms_check(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf)
         return ngx_http_gms_decide(r, ctx);
     }
 
-    gms_token_id(token, len, gmcf->salt.data, gmcf->salt.len,
-                 (char *) ctx->id);
+    ngx_http_gms_token_id(gmcf, token, len, ctx->id);
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "gms: token id \"%s\"", ctx->id);
@@ -801,6 +808,36 @@ ngx_http_gms_inactive(ngx_http_gms_ctx_t *ctx, ngx_http_gms_loc_conf_t *glcf)
     default: /* GMS_RELEASE_INACTIVE_ACCEPTED */
         return NGX_DECLINED;
     }
+}
+
+
+/*
+ * The token's id: SHA-256 costs more than the rest of a cached token's
+ * check, so a worker remembers the ids of the tokens it saw (never the
+ * tokens: gms_id_memo.c).  Its memo is made at its first token, and made
+ * anew when a reload of a single process changes the configuration.
+ */
+
+static void
+ngx_http_gms_token_id(ngx_http_gms_main_conf_t *gmcf, const u_char *token,
+    size_t len, u_char *id)
+{
+    if (ngx_http_gms_id_memo_conf != gmcf) {
+
+        if (gms_id_memo_init(&ngx_http_gms_id_memo, gmcf->salt.data,
+                             gmcf->salt.len)
+            != 0)
+        {
+            /* no random key: no memo, every id computed */
+            gms_token_id(token, len, gmcf->salt.data, gmcf->salt.len,
+                         (char *) id);
+            return;
+        }
+
+        ngx_http_gms_id_memo_conf = gmcf;
+    }
+
+    gms_id_memo_token_id(&ngx_http_gms_id_memo, token, len, (char *) id);
 }
 
 

@@ -44,6 +44,7 @@ int gms_token_id_valid(const char *id, size_t len);
 int gms_parse_ms(const char *s, size_t len, int64_t *ms);
 int gms_privilege_valid(const char *name, size_t len);
 int gms_actor_valid(const char *urn, size_t len);
+size_t gms_utf8_len(const unsigned char *p, const unsigned char *end);
 
 extern const char   *gms_token_type_names[GMS_TOKEN_NTYPES];
 
