@@ -34,7 +34,7 @@
     } while (0)
 
 
-static uint64_t gms_le64(const unsigned char *p);
+static inline uint64_t gms_le64(const unsigned char *p);
 
 
 /* a random key and no ids; -1: no randomness to be had */
@@ -63,17 +63,39 @@ gms_id_memo_init(gms_id_memo_t *memo, const unsigned char *salt,
 
 
 /*
- * The token's id, as gms_token_id() computes it, from the memo when it
- * has it; the slot found moves to the front of its set, and a new one
- * takes the place of the set's least recently used.
+ * The token's id, as gms_token_id() computes it: from the memo when it
+ * has it, else computed and remembered.
  */
 
 void
 gms_id_memo_token_id(gms_id_memo_t *memo, const unsigned char *token,
     size_t len, char id[GMS_TOKEN_ID_LEN + 1])
 {
+    uint64_t  tag[2];
+
+    if (gms_id_memo_get(memo, token, len, tag, id) == 0) {
+        return;
+    }
+
+    gms_token_id(token, len, memo->salt, memo->salt_len, id);
+
+    if (id[0] != '\0') {
+        gms_id_memo_put(memo, tag, id);
+    }
+}
+
+
+/*
+ * 0 and the id of the token when the memo has it (its slot moves to the
+ * front of its set); -1 when it does not.  Either way, the token's tag,
+ * for gms_id_memo_put().
+ */
+
+int
+gms_id_memo_get(gms_id_memo_t *memo, const unsigned char *token, size_t len,
+    uint64_t tag[2], char id[GMS_TOKEN_ID_LEN + 1])
+{
     size_t               i;
-    uint64_t             tag[2];
     gms_id_memo_slot_t  *set, slot;
 
     gms_siphash128(memo->key, token, len, tag);
@@ -97,15 +119,21 @@ gms_id_memo_token_id(gms_id_memo_t *memo, const unsigned char *token,
             set[0] = slot;
         }
 
-        return;
+        return 0;
     }
 
-    gms_token_id(token, len, memo->salt, memo->salt_len, id);
+    return -1;
+}
 
-    if (id[0] == '\0') {
-        /* no id: nothing to remember */
-        return;
-    }
+
+/* the id of a tag's token, in the place of its set's least recently used */
+
+void
+gms_id_memo_put(gms_id_memo_t *memo, const uint64_t tag[2], const char *id)
+{
+    gms_id_memo_slot_t  *set;
+
+    set = memo->slots[tag[0] & (GMS_ID_MEMO_SETS - 1)];
 
     memmove(&set[1], &set[0],
             (GMS_ID_MEMO_WAYS - 1) * sizeof(gms_id_memo_slot_t));
@@ -171,11 +199,23 @@ gms_siphash128(const uint64_t key[2], const unsigned char *in, size_t len,
 }
 
 
-static uint64_t
+static inline uint64_t
 gms_le64(const unsigned char *p)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+
+    uint64_t  v;
+
+    memcpy(&v, p, sizeof(uint64_t));
+
+    return v;
+
+#else
+
     return (uint64_t) p[0] | (uint64_t) p[1] << 8 | (uint64_t) p[2] << 16
            | (uint64_t) p[3] << 24 | (uint64_t) p[4] << 32
            | (uint64_t) p[5] << 40 | (uint64_t) p[6] << 48
            | (uint64_t) p[7] << 56;
+
+#endif
 }

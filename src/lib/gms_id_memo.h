@@ -16,8 +16,8 @@
 #include "gms_contract.h"
 
 
-/* 4,096 ids in sets of 4: 256 KB */
-#define GMS_ID_MEMO_SETS       1024
+/* 8,192 ids in sets of 4: 512 KB */
+#define GMS_ID_MEMO_SETS       2048
 #define GMS_ID_MEMO_WAYS       4
 
 
@@ -38,6 +38,10 @@ typedef struct {
 
 int gms_id_memo_init(gms_id_memo_t *memo, const unsigned char *salt,
     size_t salt_len);
+int gms_id_memo_get(gms_id_memo_t *memo, const unsigned char *token,
+    size_t len, uint64_t tag[2], char id[GMS_TOKEN_ID_LEN + 1]);
+void gms_id_memo_put(gms_id_memo_t *memo, const uint64_t tag[2],
+    const char *id);
 void gms_id_memo_token_id(gms_id_memo_t *memo, const unsigned char *token,
     size_t len, char id[GMS_TOKEN_ID_LEN + 1]);
 void gms_siphash128(const uint64_t key[2], const unsigned char *in,

@@ -99,6 +99,47 @@ gms_bearer_parse(const unsigned char *value, size_t len,
 
 
 /*
+ * Where a Bearer credential's token would be: after the scheme and its
+ * spaces, up to the trailing spaces; 0, or -1 when there is none.  Not a
+ * check of the token: where gms_bearer_parse() takes the header, it
+ * finds the same token.
+ */
+
+int
+gms_bearer_span(const unsigned char *value, size_t len,
+    const unsigned char **token, size_t *token_len)
+{
+    size_t                       i;
+    static const size_t          scheme_len = sizeof("Bearer") - 1;
+    const unsigned char * const  cls = gms_bearer_class;
+
+    if (len <= scheme_len
+        || strncasecmp((const char *) value, "Bearer", scheme_len) != 0
+        || cls[value[scheme_len]] != 4)
+    {
+        return -1;
+    }
+
+    for (i = scheme_len; i < len && cls[value[i]] == 4; i++) {
+        /* void */
+    }
+
+    while (len > i && cls[value[len - 1]] == 4) {
+        len--;
+    }
+
+    if (len == i) {
+        return -1;
+    }
+
+    *token = value + i;
+    *token_len = len - i;
+
+    return 0;
+}
+
+
+/*
  * The system client's credentials as DataHubSystemAuthenticator reads
  * them: the scheme "Basic " or "basic ", then "<client id>:<secret>" as
  * they are, not base64.  Before DataHub 1.4.0, Java's split(":") drops

@@ -34,6 +34,8 @@ typedef enum {
 
 int gms_bearer_parse(const unsigned char *value, size_t len,
     const unsigned char **token, size_t *token_len);
+int gms_bearer_span(const unsigned char *value, size_t len,
+    const unsigned char **token, size_t *token_len);
 int gms_basic_parse(const unsigned char *value, size_t len, int split_first,
     const unsigned char **credentials, size_t *credentials_len);
 gms_token_type_e gms_token_type_parse(const char *name, size_t len);

@@ -10,12 +10,14 @@
 #include "gms_lookup.h"
 
 
+/* the parser's token, which gms_bearer_span() finds where it takes one */
+
 static int
 bearer(const char *header, const char *want)
 {
-    size_t                len;
+    size_t                len, span_len;
     char                  got[GMS_TOKEN_MAX_LEN + 1];
-    const unsigned char  *token;
+    const unsigned char  *token, *span;
 
     if (gms_bearer_parse((const unsigned char *) header, strlen(header),
                          &token, &len)
@@ -24,10 +26,36 @@ bearer(const char *header, const char *want)
         return want == NULL;
     }
 
+    if (gms_bearer_span((const unsigned char *) header, strlen(header),
+                        &span, &span_len)
+        != 0
+        || span != token || span_len != len)
+    {
+        return 0;
+    }
+
     memcpy(got, token, len);
     got[len] = '\0';
 
     return want != NULL && strcmp(got, want) == 0;
+}
+
+
+static int
+span(const char *header, const char *want)
+{
+    size_t                len;
+    const unsigned char  *token;
+
+    if (gms_bearer_span((const unsigned char *) header, strlen(header),
+                        &token, &len)
+        != 0)
+    {
+        return want == NULL;
+    }
+
+    return want != NULL && len == strlen(want)
+           && memcmp(token, want, len) == 0;
 }
 
 
@@ -56,6 +84,12 @@ test_bearer(void)
     ok(bearer("Bearer ab\"c", NULL), "quote inside");
     ok(bearer("Bearer \xc3\xa9t\xc3\xa9", NULL), "UTF-8 bytes");
     ok(bearer("", NULL), "empty header");
+    ok(bearer("Bearer\tabc\t", "abc"), "tabs around the token");
+    ok(span("Bearer  ab c  ", "ab c"), "span: up to the trailing spaces");
+    ok(span("bearer x", "x"), "span: one character");
+    ok(span("Bearer   ", NULL), "span: none after the scheme");
+    ok(span("Bearerx", NULL), "span: no space after the scheme");
+    ok(span("Basic abc", NULL), "span: another scheme");
 
     big = malloc(GMS_TOKEN_MAX_LEN + 16);
     memcpy(big, "Bearer ", 7);
