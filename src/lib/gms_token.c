@@ -302,23 +302,34 @@ gms_parse_ms(const char *s, size_t len, int64_t *ms)
 }
 
 
-/* DataHub privilege names: upper-case letters, digits and underscores */
+/* DataHub privilege names: letters, digits, '_', '-', '.' and ':' */
+
+static const unsigned char  gms_privilege_char[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0,
+    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1,
+    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0
+};
+
 
 int
 gms_privilege_valid(const char *name, size_t len)
 {
-    size_t  i;
+    size_t                i;
+    const unsigned char  *p;
 
     if (len == 0 || len > GMS_PRIVILEGE_MAX) {
         return 0;
     }
 
+    p = (const unsigned char *) name;
+
     for (i = 0; i < len; i++) {
-        if (!((name[i] >= 'A' && name[i] <= 'Z')
-              || (name[i] >= 'a' && name[i] <= 'z')
-              || (name[i] >= '0' && name[i] <= '9') || name[i] == '_'
-              || name[i] == '-' || name[i] == '.' || name[i] == ':'))
-        {
+        if (!gms_privilege_char[p[i]]) {
             return 0;
         }
     }
@@ -349,13 +360,15 @@ gms_actor_valid(const char *urn, size_t len)
 
     for (i = 0; i < len; i += n) {
 
-        if (p[i] < 0x80) {
-            if (p[i] < 0x20 || p[i] == 0x7f) {
-                return 0;
-            }
+        /* printable ASCII: 0x20 to 0x7e */
 
+        if ((unsigned char) (p[i] - 0x20) < 0x5f) {
             n = 1;
             continue;
+        }
+
+        if (p[i] < 0x80) {
+            return 0;
         }
 
         n = gms_utf8_len(p + i, p + len);

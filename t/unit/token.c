@@ -177,6 +177,50 @@ lookup(const char *resp, gms_lookup_t *lk, redisReply **reply)
 
 
 static void
+test_names(void)
+{
+    char  big[GMS_ACTOR_MAX + 2];
+
+#define actor(s)  gms_actor_valid(s, sizeof(s) - 1)
+#define privilege(s)  gms_privilege_valid(s, sizeof(s) - 1)
+
+    ok(actor("urn:li:corpuser:alice"), "actor: a user");
+    ok(actor("urn:li:corpuser:al ice~!"), "actor: printable ASCII");
+    ok(actor("urn:li:corpuser:\xc3\xa9l\xc3\xa8ve"), "actor: UTF-8");
+    ok(actor("urn:li:corpuser:\xf0\x9f\x98\x80"), "actor: 4-byte UTF-8");
+    ok(!actor("urn:li:"), "actor: the prefix only");
+    ok(!actor("urn:xx:corpuser:a"), "actor: not urn:li:");
+    ok(!actor("urn:li:corpuser:a\r\nX: y"), "actor: CR LF");
+    ok(!actor("urn:li:corpuser:a\x7f"), "actor: DEL");
+    ok(!actor("urn:li:corpuser:a\tb"), "actor: a tab");
+    ok(!gms_actor_valid("urn:li:corpuser:a\0b", 19), "actor: NUL");
+    ok(!actor("urn:li:corpuser:\xc0\xaf"), "actor: overlong UTF-8");
+    ok(!actor("urn:li:corpuser:\xed\xa0\x80"), "actor: a surrogate");
+    ok(!actor("urn:li:corpuser:\xf4\x90\x80\x80"), "actor: past U+10FFFF");
+    ok(!actor("urn:li:corpuser:\xc3"), "actor: a cut sequence");
+    ok(!actor("urn:li:corpuser:\x80"), "actor: a lone continuation");
+
+    memset(big, 'a', sizeof(big));
+    memcpy(big, "urn:li:", 7);
+    ok(gms_actor_valid(big, GMS_ACTOR_MAX), "actor: the longest");
+    ok(!gms_actor_valid(big, GMS_ACTOR_MAX + 1), "actor: too long");
+
+    ok(privilege("EDIT_ENTITY"), "privilege: DataHub's");
+    ok(privilege("a-b.c:d_0"), "privilege: every allowed character");
+    ok(!privilege(""), "privilege: empty");
+    ok(!privilege("EDIT ENTITY"), "privilege: a space");
+    ok(!privilege("EDIT,ENTITY"), "privilege: a comma");
+    ok(!privilege("\xc3\xa9"), "privilege: UTF-8");
+    ok(gms_privilege_valid(big + 7, GMS_PRIVILEGE_MAX), "privilege: longest");
+    ok(!gms_privilege_valid(big + 7, GMS_PRIVILEGE_MAX + 1),
+       "privilege: too long");
+
+#undef actor
+#undef privilege
+}
+
+
+static void
 test_reply(void)
 {
     redisReply    *r;
@@ -358,6 +402,7 @@ main(void)
     test_bearer();
     test_id();
     test_ms();
+    test_names();
     test_reply();
     test_mask();
 
