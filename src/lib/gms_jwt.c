@@ -114,16 +114,24 @@ static int gms_jwt_seconds(json_t *obj, const char *name, int64_t *ms);
 static int64_t gms_jwt_ms(int64_t s);
 
 
-/* the base64url alphabet (RFC 4648, 5) */
+/* the base64url alphabet (RFC 4648, 5): each character's value; 255: none */
 static const unsigned char  gms_jwt_b64url[256] = {
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0,     /* - */
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0,     /* 0-9 */
-    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,     /* A-O */
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1,     /* P-Z _ */
-    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,     /* a-o */
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0      /* p-z */
+    255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+    255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+    255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,  62, 255, 255,
+     52,  53,  54,  55,  56,  57,  58,  59,  60,  61, 255, 255, 255, 255, 255, 255,
+    255,   0,   1,   2,   3,   4,   5,   6,   7,   8,   9,  10,  11,  12,  13,  14,
+     15,  16,  17,  18,  19,  20,  21,  22,  23,  24,  25, 255, 255, 255, 255,  63,
+    255,  26,  27,  28,  29,  30,  31,  32,  33,  34,  35,  36,  37,  38,  39,  40,
+     41,  42,  43,  44,  45,  46,  47,  48,  49,  50,  51, 255, 255, 255, 255, 255,
+    255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+    255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+    255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+    255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+    255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+    255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+    255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+    255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255
 };
 
 
@@ -171,7 +179,7 @@ gms_jwt_verify(const unsigned char *token, size_t len,
                 return GMS_JWT_MALFORMED;
             }
 
-        } else if (!gms_jwt_b64url[token[i]]) {
+        } else if (gms_jwt_b64url[token[i]] == 255) {
             claims->error = "not base64url";
             return GMS_JWT_MALFORMED;
         }
@@ -870,37 +878,51 @@ gms_jwt_mac(const gms_jwt_key_t *key)
 
 
 /*
- * base64url without padding (RFC 7515, 2), through libcrypto's decoder:
- * the alphabet is mapped to the standard one and the padding put back.
- * The input is known to hold only base64url characters.
+ * base64url without padding (RFC 7515, 2): four characters make three
+ * bytes, a last two one and a last three two; the bits left over are
+ * ignored, as libcrypto's decoder ignores them.
  */
 
 static int
 gms_jwt_b64url_decode(const unsigned char *in, size_t len,
     unsigned char *out, size_t *out_len)
 {
-    int             n;
-    size_t          i, pad;
-    unsigned char   std[GMS_TOKEN_MAX_LEN + 3];
+    size_t                       i, n;
+    uint32_t                     v;
+    unsigned char                c[4];
+    const unsigned char * const  b64 = gms_jwt_b64url;
 
     if (len == 0 || len % 4 == 1 || len > GMS_TOKEN_MAX_LEN) {
         return -1;
     }
 
-    for (i = 0; i < len; i++) {
-        std[i] = (in[i] == '-') ? '+' : (in[i] == '_') ? '/' : in[i];
+    n = 0;
+
+    for (i = 0; i < len; i += 4) {
+        c[0] = b64[in[i]];
+        c[1] = b64[in[i + 1]];
+        c[2] = (i + 2 < len) ? b64[in[i + 2]] : 0;
+        c[3] = (i + 3 < len) ? b64[in[i + 3]] : 0;
+
+        if ((c[0] | c[1] | c[2] | c[3]) & 0xc0) {
+            return -1;
+        }
+
+        v = (uint32_t) c[0] << 18 | (uint32_t) c[1] << 12
+            | (uint32_t) c[2] << 6 | c[3];
+
+        out[n++] = (unsigned char) (v >> 16);
+
+        if (i + 2 < len) {
+            out[n++] = (unsigned char) (v >> 8);
+        }
+
+        if (i + 3 < len) {
+            out[n++] = (unsigned char) v;
+        }
     }
 
-    pad = (4 - len % 4) % 4;
-    memset(std + len, '=', pad);
-
-    n = EVP_DecodeBlock(out, std, (int) (len + pad));
-
-    if (n < 0 || (size_t) n < pad) {
-        return -1;
-    }
-
-    *out_len = (size_t) n - pad;
+    *out_len = n;
 
     return 0;
 }

@@ -320,6 +320,34 @@ test_keys(void)
 }
 
 
+/* payloads of every length modulo 4, through the base64url decoder */
+
+static void
+test_lengths(void)
+{
+    int               i, good;
+    char              payload[256], want[64];
+    gms_jwt_claims_t  c;
+
+    good = 0;
+
+    for (i = 1; i <= 24; i++) {
+        snprintf(payload, sizeof(payload),
+                 "{\"actorType\":\"USER\",\"actorId\":\"%.*s\","
+                 "\"type\":\"SESSION\",\"version\":\"1\"}", i,
+                 "abcdefghijklmnopqrstuvwxyz");
+        snprintf(want, sizeof(want), "urn:li:corpuser:%.*s", i,
+                 "abcdefghijklmnopqrstuvwxyz");
+
+        good += (verify(mint(HS256, payload, key1, NULL), 0, &c)
+                 == GMS_JWT_OK
+                 && strcmp(c.actor, want) == 0);
+    }
+
+    ok(good == 24, "actorId of 1 to 24 characters: %d of 24 read", good);
+}
+
+
 static void
 test_basic(void)
 {
@@ -373,6 +401,7 @@ main(void)
     test_claims();
     test_time();
     test_keys();
+    test_lengths();
     test_basic();
 
     return done_testing();
