@@ -15,11 +15,6 @@ package Instructions;
 # It leaves out the kernel's share of a request (the system calls'
 # work), which the CPU time column has.
 #
-# With BENCH_CALLGRIND=1, callgrind (--dump-instr=yes) runs instead of
-# cachegrind and its profiles stay in the directory
-# (callgrind.out.<front>-<n>, for callgrind_annotate; with BENCH_KEEP=1):
-# the same count, slower, and where it goes.
-#
 #   my $per = Instructions::per_request(
 #       pin => [ 'taskset', '-c', 0 ],
 #       cmd => [ 'nginx', '-p', $dir, '-c', $conf ],
@@ -42,6 +37,8 @@ sub per_request {
 
     my ($a, $b) = @{ $o{counts} };
     my $t0 = time;
+
+    $o{tool} //= 'cachegrind';
     my $low = _run(%o, n => $a, tag => "$o{name}-$a");
     my $high = _run(%o, n => $b, tag => "$o{name}-$b");
 
@@ -60,13 +57,7 @@ sub _run {
         open STDIN, '<', '/dev/null';
         open STDOUT, '>', $log;
         open STDERR, '>&', \*STDOUT;
-        my @tool = $ENV{BENCH_CALLGRIND}
-            ? ('--tool=callgrind', '--dump-instr=yes',
-               "--callgrind-out-file=$o{dir}/callgrind.out.$o{tag}")
-            : ('--tool=cachegrind', '--cache-sim=no',
-               "--cachegrind-out-file=$o{dir}/cachegrind.out.$o{tag}");
-
-        exec @{ $o{pin} // [] }, 'valgrind', @tool,
+        exec @{ $o{pin} // [] }, 'valgrind', _tool(%o),
              @{ $o{cmd} }, '-g', 'daemon off; master_process off;'
             or POSIX::_exit(127);
     }
@@ -104,12 +95,27 @@ sub _run {
     kill 'QUIT', $pid;
     waitpid $pid, 0;
 
-    my ($refs) = _slurp($log) =~ /(?:I\s+refs|Collected)\s*:\s+([\d,]+)/
+    my ($refs) = _slurp($log) =~ /I\s+refs:\s+([\d,]+)/
         or die "instructions: $o{name}: no 'I refs' from cachegrind:\n"
                . _slurp($log);
     $refs =~ tr/,//d;
 
     return $refs;
+}
+
+# cachegrind counts; callgrind (BENCH_CALLGRIND=1) counts the same and
+# keeps a profile of each run, $dir/callgrind.out.<front>-<n>: the
+# difference of the two runs' functions is one request's profile
+# (bench/profile-diff.pl).
+sub _tool {
+    my (%o) = @_;
+
+    return ('--tool=callgrind', '--dump-instr=yes',
+            "--callgrind-out-file=$o{dir}/callgrind.out.$o{tag}")
+        if $o{tool} eq 'callgrind';
+
+    return ('--tool=cachegrind', '--cache-sim=no',
+            "--cachegrind-out-file=$o{dir}/cachegrind.out.$o{tag}");
 }
 
 # One request on the connection, its answer read whole (Content-Length or

@@ -65,7 +65,8 @@
 # BENCH_INSTRUCTIONS (1; 0: no instruction counts), BENCH_INSTRUCTION_COUNTS
 # ("500 2500": the two runs' requests under cachegrind, bench/Instructions.pm),
 # BENCH_CALLGRIND (1: those runs under callgrind --dump-instr=yes instead,
-# their profiles kept with BENCH_KEEP=1).
+# their profiles kept in the temporary directory, which is kept:
+# bench/profile-diff.pl reads them).
 #
 # Each round also records, in latest.json, the worker's user and system
 # CPU time per request, its write system calls and context switches per
@@ -120,6 +121,7 @@ my $openssl = $ENV{OPENSSL} // 'openssl';
 my $results = $ENV{BENCH_RESULTS} // "$bench/results";
 my @nginx_prefix = split ' ', $ENV{BENCH_NGINX_PREFIX} // '';
 my $count_instructions = $ENV{BENCH_INSTRUCTIONS} // 1;
+$ENV{BENCH_KEEP} = 1 if $ENV{BENCH_CALLGRIND};
 my @INSTRUCTION_COUNTS = split ' ', $ENV{BENCH_INSTRUCTION_COUNTS}
                                    // '500 2500';
 @INSTRUCTION_COUNTS == 2 && $INSTRUCTION_COUNTS[1] > $INSTRUCTION_COUNTS[0]
@@ -185,6 +187,9 @@ END {
     if ($failed && $dir) {
         $ENV{BENCH_KEEP} = 1;
         print STDERR "bench: configurations and logs kept in $dir\n";
+
+    } elsif ($ENV{BENCH_KEEP} && $dir) {
+        print STDERR "bench: kept in $dir\n";
     }
     cleanup();
     $? = $rc;
@@ -653,7 +658,8 @@ sub instructions {
         cmd => [ $nginx_bin, '-p', "$dir/", '-c', $conf ],
         port => $ports{$port_name}, requests => \@requests,
         warm => scalar @requests, counts => [ @INSTRUCTION_COUNTS ],
-        dir => $dir, name => $f);
+        dir => $dir, name => $f,
+        tool => $ENV{BENCH_CALLGRIND} ? 'callgrind' : 'cachegrind');
 }
 
 sub measure {

@@ -12,11 +12,11 @@
 int
 LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
-    size_t                len, i;
+    size_t                len, i, span_len;
     char                  id[GMS_TOKEN_ID_LEN + 1];
     const char           *headers[] = { "x_gms_token" };
     unsigned char        *line;
-    const unsigned char  *token;
+    const unsigned char  *token, *span;
 
     /* masking a log line: in place, within the line, nothing else */
     line = malloc(size + 1);
@@ -32,8 +32,21 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         free(line);
     }
 
+    if (gms_bearer_span(data, size, &span, &span_len) == 0
+        && (span < data || span + span_len > data + size || span_len == 0))
+    {
+        abort();
+    }
+
     if (gms_bearer_parse(data, size, &token, &len) != 0) {
         return 0;
+    }
+
+    /* the module's memo of ids finds a token where the parser does */
+    if (gms_bearer_span(data, size, &span, &span_len) != 0 || span != token
+        || span_len != len)
+    {
+        abort();
     }
 
     /* what is accepted lies inside the input and is a sane token68 */

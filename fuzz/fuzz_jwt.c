@@ -66,6 +66,37 @@ check(gms_jwt_rc_e rc, gms_jwt_claims_t *c)
 }
 
 
+/* the payload's scanner reads every text as jansson does */
+
+static void
+same_claims(const unsigned char *data, size_t size)
+{
+    gms_jwt_rc_e      rc_scan, rc_jansson;
+    gms_jwt_claims_t  scan, jansson;
+
+    rc_scan = gms_jwt_payload_json(data, size, 1800000000000LL, 60000, 1,
+                                   &scan);
+    rc_jansson = gms_jwt_payload_json(data, size, 1800000000000LL, 60000, 0,
+                                      &jansson);
+
+    if (rc_scan != rc_jansson
+        || (scan.error == NULL) != (jansson.error == NULL)
+        || (scan.error && strcmp(scan.error, jansson.error) != 0))
+    {
+        abort();
+    }
+
+    if (rc_scan == GMS_JWT_OK
+        && (scan.type != jansson.type || scan.version != jansson.version
+            || scan.expires_at != jansson.expires_at
+            || scan.actor_len != jansson.actor_len
+            || memcmp(scan.actor, jansson.actor, scan.actor_len) != 0))
+    {
+        abort();
+    }
+}
+
+
 int
 LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
@@ -77,6 +108,10 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     gms_jwt_claims_t       c;
 
     check(gms_jwt_verify(data, size, &key, 1, 1800000000000LL, 0, &c), &c);
+
+    if (size <= GMS_TOKEN_MAX_LEN) {
+        same_claims(data, size);
+    }
 
     if ((gms_basic_parse(data, size, 0, &cred, &len) == 0
          && (cred < data || cred + len > data + size

@@ -32,6 +32,8 @@
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
 
+#include "gms_id_memo.h"
+
 
 static ngx_int_t ngx_http_gms_check(ngx_http_request_t *r,
     ngx_http_gms_loc_conf_t *glcf);
@@ -53,6 +55,8 @@ static ngx_int_t ngx_http_gms_inactive(ngx_http_gms_ctx_t *ctx,
     ngx_http_gms_loc_conf_t *glcf);
 static ngx_int_t ngx_http_gms_challenge(ngx_conf_t *cf, ngx_str_t *realm,
     const char *error, ngx_str_t *out);
+static ngx_int_t ngx_http_gms_token_id(ngx_http_gms_main_conf_t *gmcf,
+    ngx_str_t *credential, const u_char **token, size_t *len, u_char *id);
 
 
 #define NGX_HTTP_GMS_FORBIDDEN_MESSAGE                                       \
@@ -63,6 +67,11 @@ static ngx_str_t  ngx_http_gms_deny_bodies[NGX_HTTP_GMS_NRESULTS];
 static ngx_str_t  ngx_http_gms_deny_forbidden_403;
 static ngx_str_t  ngx_http_gms_deny_expired_generic;
 static ngx_str_t  ngx_http_gms_deny_inactive;
+
+/* per worker: the ids of the tokens it saw lately, and under what salt */
+static gms_id_memo_t              ngx_http_gms_id_memo;
+static ngx_http_gms_main_conf_t  *ngx_http_gms_id_memo_conf;
+static ngx_uint_t                 ngx_http_gms_id_memo_ready;
 
 
 ngx_int_t
@@ -259,14 +268,12 @@ ngx_http_gms_check(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf)
         return ngx_http_gms_decide(r, ctx);
     }
 
-    if (gms_bearer_parse(credential.data, credential.len, &token, &len) != 0)
+    if (ngx_http_gms_token_id(gmcf, &credential, &token, &len, ctx->id)
+        != NGX_OK)
     {
         ctx->result = NGX_HTTP_GMS_MALFORMED;
         return ngx_http_gms_decide(r, ctx);
     }
-
-    gms_token_id(token, len, gmcf->salt.data, gmcf->salt.len,
-                 (char *) ctx->id);
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "gms: token id \"%s\"", ctx->id);
@@ -801,6 +808,64 @@ ngx_http_gms_inactive(ngx_http_gms_ctx_t *ctx, ngx_http_gms_loc_conf_t *glcf)
     default: /* GMS_RELEASE_INACTIVE_ACCEPTED */
         return NGX_DECLINED;
     }
+}
+
+
+/*
+ * A Bearer credential's token and its id; NGX_DECLINED: not one.  SHA-256
+ * costs more than the rest of a cached token's check, so a worker
+ * remembers the ids of the tokens it saw (never the tokens: gms_id_memo.c),
+ * in a memo made at its first token, and made anew when a reload of a
+ * single process changes the configuration.  A token found there was
+ * checked when it was put there: it is not checked again.
+ */
+
+static ngx_int_t
+ngx_http_gms_token_id(ngx_http_gms_main_conf_t *gmcf, ngx_str_t *credential,
+    const u_char **token, size_t *len, u_char *id)
+{
+    size_t          span_len;
+    uint64_t        tag[2];
+    const u_char   *span;
+    gms_id_memo_t  *memo;
+
+    memo = &ngx_http_gms_id_memo;
+
+    if (ngx_http_gms_id_memo_conf != gmcf) {
+        ngx_http_gms_id_memo_conf = gmcf;
+        ngx_http_gms_id_memo_ready = (gms_id_memo_init(memo, gmcf->salt.data,
+                                                       gmcf->salt.len)
+                                      == 0);
+    }
+
+    span = NULL;
+    span_len = 0;
+
+    if (ngx_http_gms_id_memo_ready
+        && gms_bearer_span(credential->data, credential->len, &span,
+                           &span_len)
+           == 0
+        && gms_id_memo_get(memo, span, span_len, tag, (char *) id) == 0)
+    {
+        *token = span;
+        *len = span_len;
+        return NGX_OK;
+    }
+
+    if (gms_bearer_parse(credential->data, credential->len, token, len) != 0)
+    {
+        return NGX_DECLINED;
+    }
+
+    gms_token_id(*token, *len, gmcf->salt.data, gmcf->salt.len, (char *) id);
+
+    /* the span is the token whenever the header is a Bearer credential */
+
+    if (span == *token && span_len == *len && id[0] != '\0') {
+        gms_id_memo_put(memo, tag, (char *) id);
+    }
+
+    return NGX_OK;
 }
 
 

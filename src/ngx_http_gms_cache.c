@@ -134,7 +134,7 @@ ngx_http_gms_cache_get(ngx_http_gms_cache_t *cache, u_char *id,
     inactive = 0;
 
     now = ngx_http_gms_now_ms();
-    hash = ngx_crc32_short(id, GMS_TOKEN_ID_LEN);
+    hash = ngx_http_gms_id_hash(id);
 
     ngx_shmtx_lock(&cache->shpool->mutex);
 
@@ -239,7 +239,7 @@ ngx_http_gms_cache_put(ngx_http_gms_cache_t *cache, u_char *id,
     positive = (entry->result == NGX_HTTP_GMS_OK);
     len = entry->actor.len + entry->privileges.len;
     size = ngx_http_gms_cache_node_size(len);
-    hash = ngx_crc32_short(id, GMS_TOKEN_ID_LEN);
+    hash = ngx_http_gms_id_hash(id);
     queue = positive ? &cache->sh->positive : &cache->sh->negative;
 
     /*
@@ -407,8 +407,7 @@ ngx_http_gms_cache_changed(ngx_http_gms_cache_t *cache, u_char *id)
 
     ngx_shmtx_lock(&cache->shpool->mutex);
 
-    node = ngx_http_gms_cache_find(cache, id,
-                                   ngx_crc32_short(id, GMS_TOKEN_ID_LEN));
+    node = ngx_http_gms_cache_find(cache, id, ngx_http_gms_id_hash(id));
 
     if (node) {
         cn = ngx_http_gms_cache_node(node);
@@ -529,7 +528,7 @@ ngx_http_gms_cache_drop(ngx_http_gms_cache_t *cache, u_char *what,
     cache->sh->generation++;
 
     if (len == GMS_TOKEN_ID_LEN && gms_token_id_valid((char *) what, len)) {
-        hash = ngx_crc32_short(what, len);
+        hash = ngx_http_gms_id_hash(what);
         node = ngx_http_gms_cache_find(cache, what, hash);
 
         if (node) {

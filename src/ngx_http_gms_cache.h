@@ -21,6 +21,17 @@
 #define NGX_HTTP_GMS_CACHE_CHANGED_TIME  300000
 
 
+/*
+ * A token id's key in a tree (the cache's, the lookups in flight): its
+ * first four characters.  An id is the base64 of a SHA-256 digest, as
+ * good as any hash of it; the trees stay balanced whatever the keys, and
+ * equal keys are ordered by the whole id.
+ */
+#define ngx_http_gms_id_hash(id)                                             \
+    ((uint32_t) (id)[0] << 24 | (uint32_t) (id)[1] << 16                      \
+     | (uint32_t) (id)[2] << 8 | (uint32_t) (id)[3])
+
+
 typedef enum {
     NGX_HTTP_GMS_CACHE_MISS = 0,
     NGX_HTTP_GMS_CACHE_FRESH,

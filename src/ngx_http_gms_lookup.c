@@ -184,7 +184,7 @@ ngx_http_gms_flight(ngx_http_gms_main_conf_t *gmcf, u_char *id,
 
     key.data = id;
     key.len = GMS_TOKEN_ID_LEN;
-    hash = ngx_crc32_short(id, GMS_TOKEN_ID_LEN);
+    hash = ngx_http_gms_id_hash(id);
 
     sn = ngx_str_rbtree_lookup(&fl->rbtree, &key, hash);
 

@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "gms_token.h"
 #include "gms_json_scan.h"
 
 
@@ -170,51 +171,6 @@ gms_scan_ws(gms_scan_t *s)
     {
         s->p++;
     }
-}
-
-
-/* the bytes of one UTF-8 sequence starting at p, or 0 if it is not one */
-
-static size_t
-gms_utf8_len(const unsigned char *p, const unsigned char *end)
-{
-    size_t    n, i;
-    uint32_t  c, min;
-
-    if (p[0] < 0x80) {
-        return 1;
-    }
-
-    if (p[0] >= 0xc2 && p[0] <= 0xdf) {
-        n = 2; c = p[0] & 0x1f; min = 0x80;
-
-    } else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-        n = 3; c = p[0] & 0x0f; min = 0x800;
-
-    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-        n = 4; c = p[0] & 0x07; min = 0x10000;
-
-    } else {
-        return 0;
-    }
-
-    if ((size_t) (end - p) < n) {
-        return 0;
-    }
-
-    for (i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80) {
-            return 0;
-        }
-
-        c = (c << 6) | (p[i] & 0x3f);
-    }
-
-    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
-        return 0;
-    }
-
-    return n;
 }
 
 

@@ -53,6 +53,8 @@ typedef struct {
 gms_jwt_rc_e gms_jwt_verify(const unsigned char *token, size_t len,
     const gms_jwt_key_t *keys, size_t nkeys, int64_t now_ms,
     int64_t leeway_ms, gms_jwt_claims_t *claims);
+gms_jwt_rc_e gms_jwt_payload_json(const unsigned char *json, size_t len,
+    int64_t now_ms, int64_t leeway_ms, int scan, gms_jwt_claims_t *claims);
 const char *gms_jwt_string(json_t *obj, const char *name, size_t *len);
 
 

@@ -13,8 +13,6 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
-#include <jansson.h>
-
 #include "gms_token.h"
 
 
@@ -23,48 +21,55 @@ const char  *gms_token_type_names[GMS_TOKEN_NTYPES] = {
 };
 
 
-static int
-gms_is_token68_char(unsigned char ch)
-{
-    if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')
-        || (ch >= '0' && ch <= '9'))
-    {
-        return 1;
-    }
-
-    return ch == '-' || ch == '.' || ch == '_' || ch == '~' || ch == '+'
-           || ch == '/';
-}
+/* token68 characters (RFC 7235): 1; '=': 2; SP and HTAB: 4; else 0 */
+static const unsigned char  gms_bearer_class[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1,     /*  +-./ */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 2, 0, 0,     /* 0-9 = */
+    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,     /* A-O */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1,     /* P-Z _ */
+    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,     /* a-o */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0      /* p-z ~ */
+};
 
 
 /*
  * credentials = "Bearer" 1*SP token68 (RFC 6750, 2.1), the scheme
  * case-insensitive; returns 0 and the token, or -1 for anything else.
+ * Every request's token goes through here, a signed one is some 300
+ * bytes: its characters are looked up four at a time.
  */
 
 int
 gms_bearer_parse(const unsigned char *value, size_t len,
     const unsigned char **token, size_t *token_len)
 {
-    size_t                i, start, end;
-    static const size_t   scheme_len = sizeof("Bearer") - 1;
+    size_t                       i, start, end;
+    static const size_t          scheme_len = sizeof("Bearer") - 1;
+    const unsigned char * const  cls = gms_bearer_class;
 
     if (len <= scheme_len
         || strncasecmp((const char *) value, "Bearer", scheme_len) != 0
-        || (value[scheme_len] != ' ' && value[scheme_len] != '\t'))
+        || cls[value[scheme_len]] != 4)
     {
         return -1;
     }
 
-    for (i = scheme_len; i < len && (value[i] == ' ' || value[i] == '\t');
-         i++)
-    {
+    for (i = scheme_len; i < len && cls[value[i]] == 4; i++) {
         /* void */
     }
 
     start = i;
 
-    while (i < len && gms_is_token68_char(value[i])) {
+    while (i + 4 <= len
+           && (cls[value[i]] & cls[value[i + 1]] & cls[value[i + 2]]
+               & cls[value[i + 3]] & 1))
+    {
+        i += 4;
+    }
+
+    while (i < len && cls[value[i]] == 1) {
         i++;
     }
 
@@ -72,13 +77,13 @@ gms_bearer_parse(const unsigned char *value, size_t len,
         return -1;
     }
 
-    while (i < len && value[i] == '=') {
+    while (i < len && cls[value[i]] == 2) {
         i++;
     }
 
     end = i;
 
-    while (i < len && (value[i] == ' ' || value[i] == '\t')) {
+    while (i < len && cls[value[i]] == 4) {
         i++;
     }
 
@@ -88,6 +93,47 @@ gms_bearer_parse(const unsigned char *value, size_t len,
 
     *token = value + start;
     *token_len = end - start;
+
+    return 0;
+}
+
+
+/*
+ * Where a Bearer credential's token would be: after the scheme and its
+ * spaces, up to the trailing spaces; 0, or -1 when there is none.  Not a
+ * check of the token: where gms_bearer_parse() takes the header, it
+ * finds the same token.
+ */
+
+int
+gms_bearer_span(const unsigned char *value, size_t len,
+    const unsigned char **token, size_t *token_len)
+{
+    size_t                       i;
+    static const size_t          scheme_len = sizeof("Bearer") - 1;
+    const unsigned char * const  cls = gms_bearer_class;
+
+    if (len <= scheme_len
+        || strncasecmp((const char *) value, "Bearer", scheme_len) != 0
+        || cls[value[scheme_len]] != 4)
+    {
+        return -1;
+    }
+
+    for (i = scheme_len; i < len && cls[value[i]] == 4; i++) {
+        /* void */
+    }
+
+    while (len > i && cls[value[len - 1]] == 4) {
+        len--;
+    }
+
+    if (len == i) {
+        return -1;
+    }
+
+    *token = value + i;
+    *token_len = len - i;
 
     return 0;
 }
@@ -256,23 +302,34 @@ gms_parse_ms(const char *s, size_t len, int64_t *ms)
 }
 
 
-/* DataHub privilege names: upper-case letters, digits and underscores */
+/* DataHub privilege names: letters, digits, '_', '-', '.' and ':' */
+
+static const unsigned char  gms_privilege_char[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0,
+    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1,
+    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0
+};
+
 
 int
 gms_privilege_valid(const char *name, size_t len)
 {
-    size_t  i;
+    size_t                i;
+    const unsigned char  *p;
 
     if (len == 0 || len > GMS_PRIVILEGE_MAX) {
         return 0;
     }
 
+    p = (const unsigned char *) name;
+
     for (i = 0; i < len; i++) {
-        if (!((name[i] >= 'A' && name[i] <= 'Z')
-              || (name[i] >= 'a' && name[i] <= 'z')
-              || (name[i] >= '0' && name[i] <= '9') || name[i] == '_'
-              || name[i] == '-' || name[i] == '.' || name[i] == ':'))
-        {
+        if (!gms_privilege_char[p[i]]) {
             return 0;
         }
     }
@@ -283,14 +340,15 @@ gms_privilege_valid(const char *name, size_t len)
 
 /*
  * An actor as the module hands it to GMS in X-DataHub-Actor: a DataHub
- * URN, valid UTF-8, without control characters (no header splitting).
+ * URN, valid UTF-8 (as jansson checks it: overlong forms and surrogates
+ * refused), without control characters (no header splitting).
  */
 
 int
 gms_actor_valid(const char *urn, size_t len)
 {
-    size_t   i;
-    json_t  *utf8;
+    size_t                i, n;
+    const unsigned char  *p;
 
     if (len <= sizeof("urn:li:") - 1 || len > GMS_ACTOR_MAX
         || memcmp(urn, "urn:li:", sizeof("urn:li:") - 1) != 0)
@@ -298,19 +356,72 @@ gms_actor_valid(const char *urn, size_t len)
         return 0;
     }
 
-    for (i = 0; i < len; i++) {
-        if ((unsigned char) urn[i] < 0x20 || urn[i] == 0x7f) {
+    p = (const unsigned char *) urn;
+
+    for (i = 0; i < len; i += n) {
+
+        /* printable ASCII: 0x20 to 0x7e */
+
+        if ((unsigned char) (p[i] - 0x20) < 0x5f) {
+            n = 1;
+            continue;
+        }
+
+        if (p[i] < 0x80) {
+            return 0;
+        }
+
+        n = gms_utf8_len(p + i, p + len);
+
+        if (n == 0) {
             return 0;
         }
     }
 
-    /* jansson's check of UTF-8: overlong forms and surrogates refused */
-    utf8 = json_stringn(urn, len);
-    if (utf8 == NULL) {
+    return 1;
+}
+
+
+/* the bytes of one UTF-8 sequence starting at p, or 0 if it is not one */
+
+size_t
+gms_utf8_len(const unsigned char *p, const unsigned char *end)
+{
+    size_t    n, i;
+    uint32_t  c, min;
+
+    if (p[0] < 0x80) {
+        return 1;
+    }
+
+    if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+        n = 2; c = p[0] & 0x1f; min = 0x80;
+
+    } else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+        n = 3; c = p[0] & 0x0f; min = 0x800;
+
+    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+        n = 4; c = p[0] & 0x07; min = 0x10000;
+
+    } else {
         return 0;
     }
 
-    json_decref(utf8);
+    if ((size_t) (end - p) < n) {
+        return 0;
+    }
 
-    return 1;
+    for (i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) {
+            return 0;
+        }
+
+        c = (c << 6) | (p[i] & 0x3f);
+    }
+
+    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
+        return 0;
+    }
+
+    return n;
 }

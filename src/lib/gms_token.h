@@ -34,6 +34,8 @@ typedef enum {
 
 int gms_bearer_parse(const unsigned char *value, size_t len,
     const unsigned char **token, size_t *token_len);
+int gms_bearer_span(const unsigned char *value, size_t len,
+    const unsigned char **token, size_t *token_len);
 int gms_basic_parse(const unsigned char *value, size_t len, int split_first,
     const unsigned char **credentials, size_t *credentials_len);
 gms_token_type_e gms_token_type_parse(const char *name, size_t len);
@@ -44,6 +46,7 @@ int gms_token_id_valid(const char *id, size_t len);
 int gms_parse_ms(const char *s, size_t len, int64_t *ms);
 int gms_privilege_valid(const char *name, size_t len);
 int gms_actor_valid(const char *urn, size_t len);
+size_t gms_utf8_len(const unsigned char *p, const unsigned char *end);
 
 extern const char   *gms_token_type_names[GMS_TOKEN_NTYPES];
 

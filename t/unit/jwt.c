@@ -263,6 +263,91 @@ test_time(void)
 }
 
 
+/*
+ * Many keys in turn, more than the process keeps keyed contexts for, each
+ * token checked against the right key and a wrong one; and headers good
+ * and bad in turn (the last good one is remembered).
+ */
+
+static void
+test_keys(void)
+{
+    int               i, good, bad;
+    char              key[32];
+    gms_jwt_key_t     k, other;
+    gms_jwt_claims_t  c;
+
+    good = 0;
+    bad = 0;
+
+    for (i = 0; i < 40; i++) {
+        snprintf(key, sizeof(key), "signing-key-number-%d", i % 7);
+        mint(HS256, SESSION, key, NULL);
+
+        k.data = (const unsigned char *) key;
+        k.len = strlen(key);
+        other.data = (const unsigned char *) key2;
+        other.len = strlen(key2);
+
+        good += (gms_jwt_verify((const unsigned char *) token, strlen(token),
+                                &k, 1, NOW_MS, 0, &c)
+                 == GMS_JWT_OK);
+        bad += (gms_jwt_verify((const unsigned char *) token, strlen(token),
+                               &other, 1, NOW_MS, 0, &c)
+                == GMS_JWT_BAD_SIGNATURE);
+    }
+
+    ok(good == 40 && bad == 40, "7 keys in turn: %d of 40 verified, %d of "
+       "40 refused under another key", good, bad);
+
+    good = 0;
+
+    for (i = 0; i < 10; i++) {
+        good += (verify(mint(HS256, SESSION, key1, NULL), 0, &c)
+                 == GMS_JWT_OK);
+        good += (verify(mint("{\"alg\":\"none\"}", SESSION, key1, NULL), 0,
+                        &c)
+                 == GMS_JWT_BAD_SIGNATURE);
+        good += (verify(mint("{\"alg\":\"HS256\",\"typ\":\"JWT\"}",
+                             SESSION, key1, NULL), 0, &c)
+                 == GMS_JWT_OK);
+        good += (verify(mint("[1]", SESSION, key1, NULL), 0, &c)
+                 == GMS_JWT_MALFORMED);
+    }
+
+    ok(good == 40, "headers good and bad in turn: %d of 40 as they should",
+       good);
+}
+
+
+/* payloads of every length modulo 4, through the base64url decoder */
+
+static void
+test_lengths(void)
+{
+    int               i, good;
+    char              payload[256], want[64];
+    gms_jwt_claims_t  c;
+
+    good = 0;
+
+    for (i = 1; i <= 24; i++) {
+        snprintf(payload, sizeof(payload),
+                 "{\"actorType\":\"USER\",\"actorId\":\"%.*s\","
+                 "\"type\":\"SESSION\",\"version\":\"1\"}", i,
+                 "abcdefghijklmnopqrstuvwxyz");
+        snprintf(want, sizeof(want), "urn:li:corpuser:%.*s", i,
+                 "abcdefghijklmnopqrstuvwxyz");
+
+        good += (verify(mint(HS256, payload, key1, NULL), 0, &c)
+                 == GMS_JWT_OK
+                 && strcmp(c.actor, want) == 0);
+    }
+
+    ok(good == 24, "actorId of 1 to 24 characters: %d of 24 read", good);
+}
+
+
 static void
 test_basic(void)
 {
@@ -315,6 +400,8 @@ main(void)
     test_refused();
     test_claims();
     test_time();
+    test_keys();
+    test_lengths();
     test_basic();
 
     return done_testing();

@@ -10,12 +10,14 @@
 #include "gms_lookup.h"
 
 
+/* the parser's token, which gms_bearer_span() finds where it takes one */
+
 static int
 bearer(const char *header, const char *want)
 {
-    size_t                len;
+    size_t                len, span_len;
     char                  got[GMS_TOKEN_MAX_LEN + 1];
-    const unsigned char  *token;
+    const unsigned char  *token, *span;
 
     if (gms_bearer_parse((const unsigned char *) header, strlen(header),
                          &token, &len)
@@ -24,10 +26,36 @@ bearer(const char *header, const char *want)
         return want == NULL;
     }
 
+    if (gms_bearer_span((const unsigned char *) header, strlen(header),
+                        &span, &span_len)
+        != 0
+        || span != token || span_len != len)
+    {
+        return 0;
+    }
+
     memcpy(got, token, len);
     got[len] = '\0';
 
     return want != NULL && strcmp(got, want) == 0;
+}
+
+
+static int
+span(const char *header, const char *want)
+{
+    size_t                len;
+    const unsigned char  *token;
+
+    if (gms_bearer_span((const unsigned char *) header, strlen(header),
+                        &token, &len)
+        != 0)
+    {
+        return want == NULL;
+    }
+
+    return want != NULL && len == strlen(want)
+           && memcmp(token, want, len) == 0;
 }
 
 
@@ -56,6 +84,12 @@ test_bearer(void)
     ok(bearer("Bearer ab\"c", NULL), "quote inside");
     ok(bearer("Bearer \xc3\xa9t\xc3\xa9", NULL), "UTF-8 bytes");
     ok(bearer("", NULL), "empty header");
+    ok(bearer("Bearer\tabc\t", "abc"), "tabs around the token");
+    ok(span("Bearer  ab c  ", "ab c"), "span: up to the trailing spaces");
+    ok(span("bearer x", "x"), "span: one character");
+    ok(span("Bearer   ", NULL), "span: none after the scheme");
+    ok(span("Bearerx", NULL), "span: no space after the scheme");
+    ok(span("Basic abc", NULL), "span: another scheme");
 
     big = malloc(GMS_TOKEN_MAX_LEN + 16);
     memcpy(big, "Bearer ", 7);
@@ -139,6 +173,50 @@ lookup(const char *resp, gms_lookup_t *lk, redisReply **reply)
     *reply = r;
 
     return gms_lookup_reply_parse(r, lk);
+}
+
+
+static void
+test_names(void)
+{
+    char  big[GMS_ACTOR_MAX + 2];
+
+#define actor(s)  gms_actor_valid(s, sizeof(s) - 1)
+#define privilege(s)  gms_privilege_valid(s, sizeof(s) - 1)
+
+    ok(actor("urn:li:corpuser:alice"), "actor: a user");
+    ok(actor("urn:li:corpuser:al ice~!"), "actor: printable ASCII");
+    ok(actor("urn:li:corpuser:\xc3\xa9l\xc3\xa8ve"), "actor: UTF-8");
+    ok(actor("urn:li:corpuser:\xf0\x9f\x98\x80"), "actor: 4-byte UTF-8");
+    ok(!actor("urn:li:"), "actor: the prefix only");
+    ok(!actor("urn:xx:corpuser:a"), "actor: not urn:li:");
+    ok(!actor("urn:li:corpuser:a\r\nX: y"), "actor: CR LF");
+    ok(!actor("urn:li:corpuser:a\x7f"), "actor: DEL");
+    ok(!actor("urn:li:corpuser:a\tb"), "actor: a tab");
+    ok(!gms_actor_valid("urn:li:corpuser:a\0b", 19), "actor: NUL");
+    ok(!actor("urn:li:corpuser:\xc0\xaf"), "actor: overlong UTF-8");
+    ok(!actor("urn:li:corpuser:\xed\xa0\x80"), "actor: a surrogate");
+    ok(!actor("urn:li:corpuser:\xf4\x90\x80\x80"), "actor: past U+10FFFF");
+    ok(!actor("urn:li:corpuser:\xc3"), "actor: a cut sequence");
+    ok(!actor("urn:li:corpuser:\x80"), "actor: a lone continuation");
+
+    memset(big, 'a', sizeof(big));
+    memcpy(big, "urn:li:", 7);
+    ok(gms_actor_valid(big, GMS_ACTOR_MAX), "actor: the longest");
+    ok(!gms_actor_valid(big, GMS_ACTOR_MAX + 1), "actor: too long");
+
+    ok(privilege("EDIT_ENTITY"), "privilege: DataHub's");
+    ok(privilege("a-b.c:d_0"), "privilege: every allowed character");
+    ok(!privilege(""), "privilege: empty");
+    ok(!privilege("EDIT ENTITY"), "privilege: a space");
+    ok(!privilege("EDIT,ENTITY"), "privilege: a comma");
+    ok(!privilege("\xc3\xa9"), "privilege: UTF-8");
+    ok(gms_privilege_valid(big + 7, GMS_PRIVILEGE_MAX), "privilege: longest");
+    ok(!gms_privilege_valid(big + 7, GMS_PRIVILEGE_MAX + 1),
+       "privilege: too long");
+
+#undef actor
+#undef privilege
 }
 
 
@@ -324,6 +402,7 @@ main(void)
     test_bearer();
     test_id();
     test_ms();
+    test_names();
     test_reply();
     test_mask();
 
