@@ -505,6 +505,19 @@ ngx_http_gms_redis_setup(ngx_http_gms_rconn_t *rc, ngx_uint_t role)
         }
     }
 
+    if (gmcf->cluster && rc == &ngx_http_gms_redis_replica) {
+        /* a cluster's replica redirects reads to its master without it */
+        argv[0] = "READONLY";
+        lens[0] = sizeof("READONLY") - 1;
+
+        if (ngx_http_gms_rconn_setup(rc, 1, argv, lens,
+                                     ngx_http_gms_redis_ok)
+            != NGX_OK)
+        {
+            goto failed;
+        }
+    }
+
     if (role && gmcf->sentinels) {
         argv[0] = "ROLE";
         lens[0] = 4;
@@ -583,7 +596,7 @@ ngx_http_gms_redis_open_master(void)
 }
 
 
-/* AUTH's and SELECT's +OK */
+/* AUTH's, SELECT's and READONLY's +OK */
 
 static void
 ngx_http_gms_redis_ok(ngx_http_gms_rconn_t *rc, void *data,

@@ -20,6 +20,7 @@
 use strict;
 use warnings;
 
+use POSIX ();
 use Test::More;
 use Time::HiRes qw(sleep time);
 
@@ -90,6 +91,48 @@ sub nodes {
 sub ready {
     my ($n, $token) = @_;
     return GmsTest::wait_until(sub { status($n, $token) == 200 }, 10);
+}
+
+# Requests from a child process, a valid token and an unknown one in
+# turn, until stop() is called; stop() returns [[time, token, status], ...].
+sub request_loop {
+    my ($n, $valid, $unknown) = @_;
+
+    my $file = $n->dir . "/loop-$$";
+    my $stop = "$file.stop";
+    unlink $file, $stop;
+    my $pid = fork // die "fork: $!\n";
+
+    if ($pid == 0) {
+        open my $out, '>', $file or POSIX::_exit(1);
+        $out->autoflush(1);
+        my $end = time + 40;
+        my $i = 0;
+        while (!-e $stop && time < $end) {
+            my $token = $i++ % 2 ? $unknown : $valid;
+            my $res = GmsTest::HTTP::request($n->port, GET => '/ok',
+                { Authorization => "Bearer $token" }, undef, timeout => 5);
+            printf $out "%.3f %s %s\n", time, $token, $res->{status} // 'none';
+            sleep 0.02;
+        }
+        close $out;
+        POSIX::_exit(0);
+    }
+
+    return {
+        count => sub { scalar split /\n/, GmsTest::slurp($file) },
+        stop  => sub {
+            GmsTest::write_file($stop, '');
+            waitpid $pid, 0;
+            return [ map { [split ' '] } split /\n/, GmsTest::slurp($file) ];
+        },
+    };
+}
+
+# The answers of a loop that were not what the token deserves
+sub wrong {
+    my ($seen, $valid) = @_;
+    return grep { $_->[2] != ($_->[1] eq $valid ? 200 : 401) } @$seen;
 }
 
 my $slot;
@@ -181,6 +224,167 @@ subtest 'lookups through the cluster, {gms}: by default' => sub {
     seed($c, 'token-3');
 
     no_crash($n);
+
+    # replica=prefer: the slot's master's replica, whose health is online
+    $n = edge($c, 'replica=prefer');
+    my ($replica) = $c->replicas_of($master);
+    ok(GmsTest::wait_until(sub {
+        status($n, 'token-1') == 200
+        && (nodes($n, 'replica')->{ $replica->address } // 0) == 1 }, 10),
+       'replica=prefer: a connection to the slot\'s replica');
+    is(status($n, 'nope'), 401, 'an unknown token: 401');
+    ok($replica->cmd(INFO => 'commandstats') =~ /^cmdstat_evalsha_ro:calls=[1-9]/m,
+       'lookups read on the replica (EVALSHA_RO)');
+    is(labelled($n, 'gms_redis_cluster_redirections_total', 'kind="moved"'),
+       0, 'READONLY sent: the replica does not redirect them');
+    no_crash($n);
+};
+
+
+subtest 'the slot migrated under a request loop: ASK, then MOVED' => sub {
+    my $n = edge($c, '');
+    ok(ready($n, 'token-1'), 'ready');
+
+    my $from = $c->master_of($slot);
+    my ($to) = grep { $_ != $from }
+               grep { ($_->cmd(INFO => 'replication') // '') =~ /^role:master/m }
+               $c->nodes;
+
+    my $loop = request_loop($n, 'token-1', 'nope');
+    ok(GmsTest::wait_until(sub { $loop->{count}->() >= 10 }, 5),
+       'the loop runs');
+
+    $c->migrate($slot, $to, hold => 1);
+    ok(GmsTest::wait_until(sub {
+        (labelled($n, 'gms_redis_cluster_redirections_total', 'kind="ask"')
+         // 0) >= 4 }, 10),
+       'the slot held in migration: ASK followed');
+
+    $c->finish_migration($slot);
+    is($c->master_of($slot)->port, $to->port, 'the slot has moved');
+    ok(GmsTest::wait_until(sub {
+        (labelled($n, 'gms_redis_cluster_redirections_total', 'kind="moved"')
+         // 0) >= 1 }, 10),
+       'the migration done: MOVED followed');
+    ok(GmsTest::wait_until(sub {
+        (nodes($n, 'lookup')->{ $to->address } // 0) == 1 }, 10),
+       'the lookups now go to the new master');
+
+    my $count = $loop->{count}->();
+    GmsTest::wait_until(sub { $loop->{count}->() >= $count + 10 }, 5);
+
+    my $seen = $loop->{stop}->();
+    my @wrong = wrong($seen, 'token-1');
+    cmp_ok(scalar @$seen, '>=', 20, scalar(@$seen) . ' requests in the loop');
+    is(scalar @wrong, 0, 'none answered other than 200 (valid) and 401 '
+                         . '(unknown)')
+        or diag explain [ @wrong[0 .. ($#wrong < 5 ? $#wrong : 5)] ];
+
+    no_crash($n);
+};
+
+
+subtest 'the slot\'s master killed: 503 until the map is refreshed' => sub {
+    my $n = edge($c, '');
+    my $cached = edge($c, '', 'gms_token_cache zone=tokens:1m ttl=300s;');
+    ok(ready($n, 'token-1') && ready($cached, 'token-1'), 'ready');
+
+    my $master = $c->master_of($slot);
+    ok(GmsTest::wait_until(sub {
+        (nodes($cached, 'subscription')->{ $master->address } // 0) == 1 }, 5),
+       'subscribed on the slot\'s master');
+
+    my $loop = request_loop($n, 'token-1', 'nope');
+    ok(GmsTest::wait_until(sub { $loop->{count}->() >= 10 }, 5),
+       'the loop runs');
+
+    my $t0 = time;
+    my $new = $c->kill_master_of($slot, 20);
+    ok($new, 'a replica took over');
+
+    ok(GmsTest::wait_until(sub { status($n, 'token-2') == 200 }, 15),
+       'then 200 again, without a reload');
+    my $count = $loop->{count}->();
+    GmsTest::wait_until(sub { $loop->{count}->() >= $count + 10 }, 5);
+    my $seen = $loop->{stop}->();
+
+    my @other = grep { $_->[2] != 503 } wrong($seen, 'token-1');
+    is(scalar @other, 0, 'nothing but 200, 401 and 503 meanwhile')
+        or diag explain [ @other[0 .. ($#other < 5 ? $#other : 5)] ];
+    my @tail = @$seen[-10 .. -1];
+    is(scalar(wrong(\@tail, 'token-1')), 0, 'the last ten as they should be');
+    my @failed = grep { $_->[2] == 503 } @$seen;
+    diag sprintf '%d of %d answered 503, over %.1f s after the kill',
+        scalar @failed, scalar @$seen,
+        @failed ? $failed[-1][0] - $t0 : 0;
+
+    is_deeply(nodes($n, 'lookup'), { $new->address => 1 },
+              'gms_redis_node_up: the lookups on the new master');
+
+    # the subscription followed: an invalidation published now arrives
+    ok(GmsTest::wait_until(sub {
+        (nodes($cached, 'subscription')->{ $new->address } // 0) == 1 }, 10),
+       'resubscribed on the new master');
+    is(status($cached, 'token-4'), 200, 'token-4 cached');
+    $c->cmd(DEL => '{gms}:token:' . GmsTest::sha256_b64('token-4'));
+    $c->cmd(PUBLISH => '{gms}:invalidate', GmsTest::sha256_b64('token-4'));
+    ok(GmsTest::wait_until(sub { status($cached, 'token-4') == 401 }, 5),
+       'an invalidation after the failover: 401');
+
+    no_crash($n);
+    no_crash($cached);
+};
+
+
+subtest 'CLUSTERDOWN: 503 at once' => sub {
+    my $n = edge($c, '');
+    ok(ready($n, 'token-1'), 'ready');
+
+    # another shard without a live node: the cluster is down everywhere
+    # (cluster-require-full-coverage yes, the default)
+    my $master = $c->master_of($slot);
+    my ($other) = grep { $_ != $master && $_->port != $master->port }
+                  map { $c->master_of($_) } 0, 8000, 16000;
+    $_->kill for $c->replicas_of($other), $other;
+
+    ok(GmsTest::wait_until(sub { status($n, 'token-1') == 503 }, 15),
+       'the slot\'s master answers CLUSTERDOWN: 503');
+    is(status($n, 'nope'), 503, 'for an unknown token too, never 401');
+    cmp_ok(metric($n, 'gms_redis_cluster_errors_total'), '>=', 2,
+           'gms_redis_cluster_errors_total counts them');
+    like($n->error_log, qr/answered "CLUSTERDOWN/, 'logged');
+
+    no_crash($n);
+};
+
+$c->stop;
+
+
+subtest 'TLS and a password' => sub {
+    my $certs = GmsTest::Certs->new;
+    my $t = GmsTest::Cluster->start(tls => $certs, password => 'cluster-pw');
+    seed($t, 'tls-token');
+
+    my $ssl = <<"CONF";
+    gms_token_redis_ssl_trusted_certificate $certs->{ca};
+    gms_token_redis_ssl_name localhost;
+CONF
+    my $n = edge($t, 'tls password=cluster-pw', $ssl, tls => 1);
+    ok(ready($n, 'tls-token'), 'a token: 200 over TLS');
+    is(status($n, 'nope'), 401, 'an unknown one: 401');
+    my $master = $t->master_of($t->slot('{gms}:x'));
+    is_deeply(nodes($n, 'lookup'), { $master->address(tls => 1) => 1 },
+              'on the slot\'s master\'s TLS port');
+    is(metric($n, 'gms_redis_tls_handshake_failures_total'), 0,
+       'no TLS failures');
+    no_crash($n);
+
+    $n = edge($t, 'tls password=wrong', $ssl, tls => 1);
+    sleep 1;
+    is(status($n, 'tls-token'), 503, 'a wrong password: 503');
+    no_crash($n);
+
+    $t->stop;
 };
 
 done_testing();
