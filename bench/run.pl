@@ -473,7 +473,7 @@ for my $f (@FRONTS) {
         rounds      => $r,
     );
 
-    if ($f =~ /^[CDGHI]$/) {
+    if ($f =~ /^[CDGHIJ]$/) {
         $s{lookups_per_request} =
             median(grep { defined } map { $_->{lookups_per_request} } @$r);
     }
@@ -675,7 +675,7 @@ sub instance_conf {
     if ($INSTANCE{$instance}[4]) {
         $redis = 'gms_token_redis_cluster '
                . join ' ', map { "127.0.0.1:$port{\"cluster$_\"}" } 1 .. 3;
-        $prefix = '{gms}:';
+        $prefix = '"{gms}:"';   # quoted: braces are nginx's syntax
     }
 
     my $redis_ssl = $with_tls
@@ -734,19 +734,19 @@ sub measure {
 
     my $stand_in = worker_pid($stand_ins);
 
-    my $m0 = $f =~ /^[CDEGHI]$/ ? metrics($instance) : undef;
+    my $m0 = $f =~ /^[CDEGHIJ]$/ ? metrics($instance) : undef;
     my $c0 = cpu_ticks($worker);
     my $s0 = rig_ticks();
-    my %p0 = (stand_ins => cpu_ticks($stand_in), redis => cpu_ticks($redis_pid),
+    my %p0 = (stand_ins => cpu_ticks($stand_in), redis => redis_ticks(),
               wrk => children_ticks());
 
     my $run = wrk($f, $cfg{duration});
 
     my $c1 = cpu_ticks($worker);
     my $s1 = rig_ticks();
-    my %p1 = (stand_ins => cpu_ticks($stand_in), redis => cpu_ticks($redis_pid),
+    my %p1 = (stand_ins => cpu_ticks($stand_in), redis => redis_ticks(),
               wrk => children_ticks());
-    my $m1 = $f =~ /^[CDEGHI]$/ ? metrics($instance) : undef;
+    my $m1 = $f =~ /^[CDEGHIJ]$/ ? metrics($instance) : undef;
 
     # the rig's processes, each as a share of one CPU
     for my $p (keys %p0) {
@@ -858,14 +858,14 @@ sub preflight {
                                      [$auth], $body);
 
         my $ok = $status == 200;
-        $ok &&= $answer =~ /"standIn":"GMS"/ if $f =~ /^[ABCDGHI]$/;
+        $ok &&= $answer =~ /"standIn":"GMS"/ if $f =~ /^[ABCDGHIJ]$/;
         $ok &&= $answer eq $fixture if $f eq 'F';
         $ok &&= $answer =~ /^\{"value":"\{\\"completed\\":false,\\"taskId\\":\\"\Q$TASK\E\\"/
             if $f eq 'E';
 
         $ok or die "bench: front $f answered $status:\n$answer\n";
 
-        if ($f =~ /^[CDGHI]$/) {
+        if ($f =~ /^[CDGHIJ]$/) {
             my ($s) = http($port, 'GET', $path, []);
             $s == 401 or die "bench: front $f answered $s without a token\n";
         }
@@ -1040,6 +1040,12 @@ sub worker_pid {
 }
 
 # utime + stime of a process, in clock ticks
+# Redis's CPU: D's server, and for front J the cluster's nodes too (idle
+# but for their gossip while the other fronts run)
+sub redis_ticks {
+    return sum0(map { cpu_ticks($_) } $redis_pid, @cluster_pids);
+}
+
 sub cpu_ticks {
     my ($pid) = @_;
     return unless $pid;

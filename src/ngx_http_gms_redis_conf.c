@@ -555,6 +555,22 @@ ngx_http_gms_redis_init_conf(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf)
 
     ngx_conf_init_value(gmcf->ssl_verify, 1);
 
+    if (gmcf->cluster && gmcf->tls && gmcf->ssl_name.len == 0
+        && addrs[0].host.len
+        && ngx_inet_addr(addrs[0].host.data, addrs[0].host.len)
+           == INADDR_NONE
+        && ngx_strlchr(addrs[0].host.data,
+                       addrs[0].host.data + addrs[0].host.len, ':')
+           == NULL)
+    {
+        /*
+         * the nodes are reached where the cluster says: their certificate
+         * is checked against the configured endpoint's name, which a
+         * managed cluster's wildcard certificate covers
+         */
+        gmcf->ssl_name = addrs[0].host;
+    }
+
     if (!gmcf->tls) {
         if (gmcf->ssl_certificate.len || gmcf->ssl_trusted_certificate.len) {
             ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
