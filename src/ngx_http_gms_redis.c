@@ -111,6 +111,10 @@ static ngx_http_gms_rconn_t  ngx_http_gms_redis_master;
 static ngx_http_gms_rconn_t  ngx_http_gms_redis_replica;
 static ngx_http_gms_rconn_t  ngx_http_gms_redis_asked;     /* ASK's node */
 
+/* the node a redirection named by its host name, resolved on connect */
+static ngx_http_gms_redis_addr_t  ngx_http_gms_redis_asked_addr;
+static u_char  ngx_http_gms_redis_asked_name[256 + sizeof(":65535")];
+
 
 /* the connections, their keys and the EVALSHAs, made once per worker */
 
@@ -165,7 +169,7 @@ ngx_http_gms_redis_init_process(ngx_cycle_t *cycle,
     rc->node = NGX_HTTP_GMS_NODE_REPLICA;
 
     rc = &ngx_http_gms_redis_asked;
-    ngx_http_gms_rconn_init(rc, gmcf, "ASK lookup",
+    ngx_http_gms_rconn_init(rc, gmcf, "redirected lookup",
                             NGX_HTTP_GMS_TARGET_MASTER);
     rc->node = NGX_HTTP_GMS_NODE_ASK;
 
@@ -955,21 +959,24 @@ ngx_http_gms_redis_cluster_reply(ngx_http_gms_rconn_t *rc,
  * -MOVED: the node named serves the slot now: it becomes the master, the
  * map is asked for again and the lookup sent there.  -ASK: the slot is
  * being migrated and the key is on the node named: ASKING and the lookup
- * go there, on a connection of its own, and nothing else changes.  Once
- * per lookup; a node known by its host name only is left to the map.
+ * go there, on a connection of its own, and nothing else changes.  A node
+ * named by its host name becomes the master only through the map (whose
+ * refresh resolves it): the lookup goes there on that other connection,
+ * resolved by nginx's resolver, ASK or MOVED.  Once per lookup.
  */
 
 static ngx_int_t
 ngx_http_gms_redis_redirect(ngx_http_gms_rconn_t *rc,
     ngx_http_gms_redis_lookup_t *lk, gms_redirect_t *to)
 {
-    size_t                 lens[1];
-    ngx_int_t              rv;
-    socklen_t              socklen;
-    const char            *argv[1];
-    ngx_sockaddr_t         sa;
-    ngx_http_gms_rconn_t  *asked;
-    ngx_http_gms_redis_t  *rd;
+    size_t                      lens[1];
+    ngx_int_t                   rv;
+    socklen_t                   socklen;
+    const char                 *argv[1];
+    ngx_sockaddr_t              sa;
+    ngx_http_gms_rconn_t       *asked;
+    ngx_http_gms_redis_t       *rd;
+    ngx_http_gms_redis_addr_t  *addr;
 
     rd = &ngx_http_gms_redis;
 
@@ -998,22 +1005,51 @@ ngx_http_gms_redis_redirect(ngx_http_gms_rconn_t *rc,
     rv = ngx_http_gms_cluster_addr(to->host, to->host_len, to->port, &sa,
                                    &socklen);
 
-    if (rv != NGX_OK) {
-        /* a host name (the map resolves it), or no address at all */
-        ngx_http_gms_cluster_refresh("a redirection to a host name");
+    if (rv == NGX_ERROR) {
+        /* no address at all ("MOVED 1 :6379", an unknown endpoint) */
+        ngx_http_gms_cluster_refresh("a redirection without an address");
         return NGX_DECLINED;
     }
 
-    if (to->kind == GMS_REDIRECT_MOVED) {
+    if (rv == NGX_OK && to->kind == GMS_REDIRECT_MOVED) {
         ngx_http_gms_redis_set_master(&sa.sockaddr, socklen);
         return ngx_http_gms_redis_resend(lk);
     }
 
     asked = &ngx_http_gms_redis_asked;
+    addr = &ngx_http_gms_redis_asked_addr;
 
-    if (!ngx_http_gms_rconn_is_peer(asked, &sa.sockaddr, socklen)) {
+    if (rv == NGX_OK) {
+        if (asked->addr || !ngx_http_gms_rconn_is_peer(asked, &sa.sockaddr,
+                                                      socklen))
+        {
+            ngx_http_gms_rconn_close(asked, NGX_LOG_DEBUG, "asked elsewhere");
+            asked->addr = NULL;
+            ngx_http_gms_rconn_set_peer(asked, &sa.sockaddr, socklen);
+            asked->backoff = 0;
+        }
+
+    } else if (asked->addr == NULL || addr->port != to->port
+               || addr->host.len != to->host_len
+               || ngx_strncmp(addr->host.data, to->host, to->host_len) != 0)
+    {
+        /* a host name (at most 255 bytes, checked by the parser) */
+
         ngx_http_gms_rconn_close(asked, NGX_LOG_DEBUG, "asked elsewhere");
-        ngx_http_gms_rconn_set_peer(asked, &sa.sockaddr, socklen);
+
+        addr->name.data = ngx_http_gms_redis_asked_name;
+        addr->name.len = ngx_sprintf(addr->name.data, "%*s:%ui",
+                                     to->host_len, to->host,
+                                     (ngx_uint_t) to->port)
+                         - addr->name.data;
+        addr->host.data = addr->name.data;
+        addr->host.len = to->host_len;
+        addr->port = (in_port_t) to->port;
+        addr->addrs = NULL;
+        addr->naddrs = 0;
+
+        asked->addr = addr;
+        asked->socklen = 0;
         asked->backoff = 0;
     }
 
@@ -1023,14 +1059,16 @@ ngx_http_gms_redis_redirect(ngx_http_gms_rconn_t *rc,
         return NGX_ERROR;
     }
 
-    argv[0] = "ASKING";
-    lens[0] = sizeof("ASKING") - 1;
+    if (to->kind == GMS_REDIRECT_ASK) {
+        argv[0] = "ASKING";
+        lens[0] = sizeof("ASKING") - 1;
 
-    if (ngx_http_gms_rconn_argv(asked, 1, argv, lens,
-                                ngx_http_gms_redis_asking, NULL)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
+        if (ngx_http_gms_rconn_argv(asked, 1, argv, lens,
+                                    ngx_http_gms_redis_asking, NULL)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
     }
 
     lk->rc = asked;

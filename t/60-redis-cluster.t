@@ -15,6 +15,9 @@
 #     CLUSTERDOWN, 503;
 #   - invalidation published on any node drops a cached entry, and again
 #     after the subscribed node was killed;
+#   - nodes announced by host name (cluster-preferred-endpoint-type
+#     hostname) are resolved by nginx's resolver, and a migration's ASK
+#     and MOVED to host names are followed too;
 #   - gms_redis_node_up shows where the worker's connections go.
 
 use strict;
@@ -28,6 +31,7 @@ use GmsTest;
 use GmsTest::Certs;
 use GmsTest::Checks qw(status metric no_crash);
 use GmsTest::Cluster;
+use GmsTest::DNS;
 use GmsTest::Nginx;
 
 GmsTest::need_module();
@@ -333,6 +337,73 @@ subtest 'the slot\'s master killed: 503 until the map is refreshed' => sub {
 
     no_crash($n);
     no_crash($cached);
+};
+
+
+subtest 'nodes announced by host name, through nginx\'s resolver' => sub {
+    my %names = map { ('node' . $_->port . '.test' => '127.0.0.1') } $c->nodes;
+    my $dns = GmsTest::DNS->start(names => \%names);
+
+    for my $node ($c->nodes) {
+        $node->cmd(CONFIG => 'SET', 'cluster-announce-hostname',
+                   'node' . $node->port . '.test');
+        $node->cmd(CONFIG => 'SET', 'cluster-preferred-endpoint-type',
+                   'hostname');
+    }
+    # every node has heard every other's name (the bus's gossip)
+    ok(GmsTest::wait_until(sub {
+        for my $node ($c->nodes) {
+            my $m = eval { $node->cmd(CLUSTER => 'SLOTS') } or return 0;
+            return 0 if grep { $_->[2][0] !~ /\.test$/ } @$m;
+        }
+        return 1;
+    }, 15), 'the nodes announce their names');
+
+    my $n = edge($c, '', 'resolver 127.0.0.1:' . $dns->port
+                         . ' valid=1s ipv6=off;');
+    ok(ready($n, 'token-1'), 'a token: 200');
+    is(status($n, 'nope'), 401, 'an unknown one: 401');
+    my $master = $c->master_of($slot);
+    cmp_ok($dns->queries('node' . $master->port . '.test'), '>=', 1,
+           'the slot\'s master\'s name was resolved');
+    is_deeply(nodes($n, 'lookup'), { $master->address => 1 },
+              'the lookups go to it');
+
+    # a migration: ASK and MOVED name host names too
+    my ($to) = grep { $_ != $master }
+               grep { ($_->cmd(INFO => 'replication') // '') =~ /^role:master/m }
+               $c->nodes;
+    my $loop = request_loop($n, 'token-1', 'nope');
+    ok(GmsTest::wait_until(sub { $loop->{count}->() >= 10 }, 5),
+       'the loop runs');
+    my $ask = labelled($n, 'gms_redis_cluster_redirections_total',
+                       'kind="ask"');
+    $c->migrate($slot, $to, hold => 1);
+    ok(GmsTest::wait_until(sub {
+        labelled($n, 'gms_redis_cluster_redirections_total', 'kind="ask"')
+        >= $ask + 4 }, 10), 'ASK to a host name followed');
+    my $moved = labelled($n, 'gms_redis_cluster_redirections_total',
+                         'kind="moved"');
+    $c->finish_migration($slot);
+    ok(GmsTest::wait_until(sub {
+        labelled($n, 'gms_redis_cluster_redirections_total', 'kind="moved"')
+        > $moved }, 10), 'MOVED to a host name followed');
+    ok(GmsTest::wait_until(sub {
+        (nodes($n, 'lookup')->{ $to->address } // 0) == 1 }, 10),
+       'the lookups now go to the new master');
+    my $count = $loop->{count}->();
+    GmsTest::wait_until(sub { $loop->{count}->() >= $count + 10 }, 5);
+    my $seen = $loop->{stop}->();
+    my @wrong = wrong($seen, 'token-1');
+    is(scalar @wrong, 0, 'none of ' . scalar(@$seen) . ' answered other '
+                         . 'than 200 (valid) and 401 (unknown)')
+        or diag explain [ @wrong[0 .. ($#wrong < 5 ? $#wrong : 5)] ];
+
+    no_crash($n);
+
+    for my $node ($c->nodes) {
+        $node->cmd(CONFIG => 'SET', 'cluster-preferred-endpoint-type', 'ip');
+    }
 };
 
 
