@@ -18,7 +18,10 @@
 #   - nodes announced by host name (cluster-preferred-endpoint-type
 #     hostname) are resolved by nginx's resolver, and a migration's ASK
 #     and MOVED to host names are followed too;
-#   - gms_redis_node_up shows where the worker's connections go.
+#   - gms_redis_node_up shows where the worker's connections go;
+#   - CLUSTER SLOTS when a node does not know CLUSTER SHARDS (before Redis
+#     7), and hostile nodes (a malformed map, MOVED/ASK that cannot be
+#     followed, CLUSTERDOWN, TRYAGAIN): 503, never a crash.
 
 use strict;
 use warnings;
@@ -32,6 +35,7 @@ use GmsTest::Certs;
 use GmsTest::Checks qw(status metric no_crash);
 use GmsTest::Cluster;
 use GmsTest::DNS;
+use GmsTest::FakeRedis;
 use GmsTest::Nginx;
 
 GmsTest::need_module();
@@ -192,6 +196,99 @@ http {
 CONF
     like($out, qr/cannot be used with "gms_token_redis"/,
          'exclusive with gms_token_redis');
+};
+
+
+subtest 'CLUSTER SLOTS before Redis 7; hostile nodes' => sub {
+    my $dir = GmsTest::tempdir();
+    my $mode = "$dir/mode";
+    GmsTest::write_file($mode, '');
+
+    # the slot's "master": EVALSHA answered as $mode says (nil: no token)
+    my $node = GmsTest::FakeRedis->start(on => {
+        EVALSHA => sub { my $r = GmsTest::slurp($mode); length $r ? $r : undef },
+    });
+    my $np = $node->port;
+
+    # a node of an old cluster: no SHARDS, SLOTS names $node for every slot
+    my $old = GmsTest::FakeRedis->start(on => { CLUSTER => sub {
+        my ($conn, @cmd) = @_;
+        return "-ERR unknown subcommand 'shards'. Try CLUSTER HELP.\r\n"
+            if uc($cmd[1] // '') eq 'SHARDS';
+        return "*1\r\n*3\r\n:0\r\n:16383\r\n*3\r\n\$9\r\n127.0.0.1\r\n"
+             . ":$np\r\n\$2\r\nid\r\n";
+    } });
+
+    my $n = GmsTest::Nginx->new(log_level => 'info');
+    GmsTest::write_file($n->dir . '/ok', "ok\n");
+    $n->start(<<"CONF");
+    gms_token_redis_cluster 127.0.0.1:@{[ $old->port ]};
+    gms_token_redis_timeout 500ms;
+    gms_token_salt "";
+
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        gms_token_auth on;
+        location / { root %%TESTDIR%%; }
+        location = /metrics { gms_token_auth off; gms_token_metrics; }
+    }
+CONF
+
+    ok(GmsTest::wait_until(sub { status($n, 'token-x') == 401 }, 10),
+       'CLUSTER SLOTS: the node it names answers (401: no such token)');
+    like($n->error_log, qr/does not know CLUSTER SHARDS.*CLUSTER SLOTS/,
+         'the fallback logged');
+
+    for my $case (["-MOVED 16384 127.0.0.1:$np\r\n", 'MOVED to slot 16384'],
+                  ["-MOVED 1 127.0.0.1:$np\r\n", 'MOVED for another slot'],
+                  ["-MOVED 11641 127.0.0.1:0\r\n", 'MOVED to port 0'],
+                  ["-MOVED 11641 \x01bad:1\r\n", 'MOVED to a control byte'],
+                  ["-ASK 11641 127.0.0.1:$np\r\n", 'ASK, again and again'],
+                  ["-MOVED 11641 127.0.0.1:$np\r\n", 'MOVED, again and again'],
+                  ["-CLUSTERDOWN The cluster is down\r\n", 'CLUSTERDOWN'],
+                  ["-TRYAGAIN Multiple keys request during rehashing\r\n",
+                   'TRYAGAIN']) {
+        GmsTest::write_file($mode, $case->[0]);
+        is(status($n, 'token-x'), 503, "$case->[1]: 503");
+    }
+    cmp_ok(metric($n, 'gms_redis_cluster_errors_total'), '>=', 2,
+           'CLUSTERDOWN and TRYAGAIN counted');
+    no_crash($n);
+
+    # seeds whose maps are not maps
+    my @bad = map { my $r = $_; GmsTest::FakeRedis->start(on => {
+        CLUSTER => sub { $r } }) }
+        ":5\r\n",
+        "*1\r\n*2\r\n\$5\r\nslots\r\n\$3\r\nabc\r\n",
+        "*1\r\n*4\r\n\$5\r\nslots\r\n*2\r\n:0\r\n\$1\r\nx\r\n"
+            . "\$5\r\nnodes\r\n*0\r\n",
+        "*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n",
+        GmsTest::FakeRedis::HUGE_ARRAY,
+        "*1\r\n*4\r\n\$5\r\nslots\r\n*2\r\n:0\r\n:16383\r\n"
+            . "\$5\r\nnodes\r\n*1\r\n*4\r\n\$4\r\nport\r\n:70000\r\n"
+            . "\$2\r\nip\r\n\$9\r\n127.0.0.1\r\n";
+
+    $n = GmsTest::Nginx->new(log_level => 'info');
+    GmsTest::write_file($n->dir . '/ok', "ok\n");
+    $n->start(<<"CONF");
+    gms_token_redis_cluster @{[ join ' ', map { $_->address } @bad ]};
+    gms_token_redis_timeout 500ms;
+    gms_token_salt "";
+
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        gms_token_auth on;
+        location / { root %%TESTDIR%%; }
+        location = /metrics { gms_token_auth off; gms_token_metrics; }
+    }
+CONF
+    ok(GmsTest::wait_until(sub {
+        (metric($n, 'gms_redis_cluster_map_refreshes_total') // 0)
+        >= scalar @bad }, 15), 'every seed asked');
+    is(status($n, 'token-x'), 503, 'no usable map: 503');
+    cmp_ok(metric($n, 'gms_redis_protocol_errors_total'), '>=', 3,
+           'malformed maps are protocol errors');
+    no_crash($n);
 };
 
 
