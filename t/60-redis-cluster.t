@@ -1,7 +1,8 @@
 #!/usr/bin/perl
 
 # Redis Cluster (issue 27): a real cluster of six nodes (three masters,
-# three replicas) on loopback, plain and over TLS with a password.
+# three replicas) on loopback, plain (with an ACL user: user=) and over
+# TLS with a password (password_file=).
 #
 #   - gms_token_redis_cluster finds the slot of the prefix's hash tag
 #     ({gms}: by default) in CLUSTER SHARDS: 200 and 401 through it;
@@ -339,6 +340,18 @@ subtest 'lookups through the cluster, {gms}: by default' => sub {
     is(labelled($n, 'gms_redis_cluster_redirections_total', 'kind="moved"'),
        0, 'READONLY sent: the replica does not redirect them');
     no_crash($n);
+
+    # user=: AUTH user password, an ACL user on every node
+    $_->cmd(ACL => 'SETUSER', 'edge', 'on', '>edge-pw', '~*', '&*', '+@all')
+        for $c->nodes;
+    $n = edge($c, 'user=edge password=edge-pw');
+    ok(ready($n, 'token-1'), 'user=edge password=...: 200');
+    no_crash($n);
+    $n = edge($c, 'user=edge password=wrong');
+    sleep 0.5;
+    is(status($n, 'token-1'), 503, 'a wrong password for the user: 503');
+    like($n->error_log, qr/WRONGPASS/, 'the refusal logged');
+    no_crash($n);
 };
 
 
@@ -537,8 +550,10 @@ subtest 'TLS and a password' => sub {
     gms_token_redis_ssl_trusted_certificate $certs->{ca};
     gms_token_redis_ssl_name localhost;
 CONF
-    my $n = edge($t, 'tls password=cluster-pw', $ssl, tls => 1);
-    ok(ready($n, 'tls-token'), 'a token: 200 over TLS');
+    my $file = GmsTest::tempdir() . '/redis-password';
+    GmsTest::write_file($file, "cluster-pw\n");
+    my $n = edge($t, "tls password_file=$file", $ssl, tls => 1);
+    ok(ready($n, 'tls-token'), 'a token: 200 over TLS (password_file=)');
     is(status($n, 'nope'), 401, 'an unknown one: 401');
     my $master = $t->master_of($t->slot('{gms}:x'));
     is_deeply(nodes($n, 'lookup'), { $master->address(tls => 1) => 1 },
