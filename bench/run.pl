@@ -28,13 +28,17 @@
 #       I  as D, over TLS to Redis: the same redis-server's TLS port
 #          (--tls-port, a CA and a server certificate made here with the
 #          openssl command line), verified against that CA (a fifth nginx)
+#       J  as D, against a Redis Cluster of three masters on loopback
+#          (gms_token_redis_cluster, keys under {gms}:, made with
+#          redis-cli --cluster create): the slot map, then one lookup per
+#          request on the slot's master (a sixth nginx)
 #
 # checks that each front answers what it should (G and H: that a token
 # signed with another key is refused without a Redis lookup), then drives
 # each with wrk (50 connections, one thread, valid tokens) in interleaved
-# rounds, A B C D E F G H I A B C D E F G H I ..., after a warm-up run of
+# rounds, A B C D E F G H I J A B C ..., after a warm-up run of
 # each.  Only the nginx instances the chosen fronts need are started.
-# A to D and I cycle through BENCH_TOKENS valid tokens (bench/tokens.lua): with
+# A to D, I and J cycle through BENCH_TOKENS valid tokens (bench/tokens.lua): with
 # one token, concurrent requests without a cache would share one Redis
 # lookup (the module coalesces them) and D would not measure a lookup per
 # request.  G and H cycle through as many signed tokens (DataHub's personal
@@ -55,7 +59,7 @@
 # BENCH_WARMUP (seconds per front before the rounds, 2), BENCH_CONNECTIONS
 # (50), BENCH_THREADS (wrk threads, 1), BENCH_TOKENS (distinct valid tokens
 # for A to D and I, and signed ones for G and H, 1000), BENCH_FRONTS (the
-# fronts to run, "A B C D E F G H I"),
+# fronts to run, "A B C D E F G H I J"),
 # BENCH_PIN (1; 0: no taskset), BENCH_KEEP (1: keep the temporary directory),
 # BENCH_RESULTS (bench/results), NGINX_BIN (/usr/sbin/nginx), WRK (wrk),
 # BENCH_NGINX_PREFIX (a command the measured nginx runs under, for profiling:
@@ -147,27 +151,31 @@ my %FRONT = (
     G => ['module, signed tokens, cache warm',     'signed',  'C', $PATH, 'tokens.lua', 'A'],
     H => ['module, signed, no cache (HMAC+Redis)', 'signed-nocache', 'C', $PATH, 'tokens.lua', 'A'],
     I => ['module, no cache, TLS to Redis',        'nocache-tls', 'C', $PATH, 'tokens.lua', 'A'],
+    J => ['module, no cache, Redis Cluster',       'nocache-cluster', 'C', $PATH, 'tokens.lua', 'A'],
 );
 
 # the measured nginx instances, one per value of the http-level directives:
 # instance => [gms_token_cache, gms_token_signing_key_file, tokens.lua's
-#              file, gms_token_redis ... tls]
+#              file, gms_token_redis ... tls, gms_token_redis_cluster]
 my %INSTANCE = (
     cache            => [1, 0, 'tokens.txt', 0],
     nocache          => [0, 0, 'tokens.txt', 0],
     signed           => [1, 1, 'signed-tokens.txt', 0],
     'signed-nocache' => [0, 1, 'signed-tokens.txt', 0],
     'nocache-tls'    => [0, 0, 'tokens.txt', 1],
+    'nocache-cluster' => [0, 0, 'tokens.txt', 0, 1],
 );
 
-my @FRONTS = split ' ', uc($ENV{BENCH_FRONTS} // 'A B C D E F G H I');
+my @FRONTS = split ' ', uc($ENV{BENCH_FRONTS} // 'A B C D E F G H I J');
 !@FRONTS || grep { !$FRONT{$_} } @FRONTS
-    and die "bench: BENCH_FRONTS takes letters among A B C D E F G H I\n";
+    and die "bench: BENCH_FRONTS takes letters among A B C D E F G H I J\n";
 
 # the instances the chosen fronts need, and whether Redis needs its TLS port
 my @INSTANCES = grep { my $i = $_; grep { $FRONT{$_}[1] eq $i } @FRONTS }
-                qw(cache nocache signed signed-nocache nocache-tls);
+                qw(cache nocache signed signed-nocache nocache-tls
+                   nocache-cluster);
 my $tls = grep { $INSTANCE{$_}[3] } @INSTANCES;
+my $cluster = grep { $INSTANCE{$_}[4] } @INSTANCES;
 
 for my $bin ($nginx_bin, $wrk_bin, $redis_server, $redis_cli,
              $tls ? $openssl : (), $count_instructions ? 'valgrind' : ()) {
@@ -260,7 +268,8 @@ sub pinned {
 }
 
 my %port;
-$port{$_} = free_port() for qw(redis gms auth search), $tls ? 'redis_tls' : ();
+$port{$_} = free_port() for qw(redis gms auth search), $tls ? 'redis_tls' : (),
+    $cluster ? map { ("cluster$_", "cluster_bus$_") } 1 .. 3 : ();
 for my $instance (@INSTANCES) {
     $port{"${instance}_$_"} = free_port() for qw(A B C E F METRICS);
 }
@@ -279,6 +288,34 @@ my $redis_pid = spawn('redis', 'TERM', pinned($rig_cpus, $redis_server,
               '--tls-auth-clients', 'no') : ()));
 wait_port($port{redis}, 'redis-server', "$dir/redis.log");
 wait_port($port{redis_tls}, 'redis-server (TLS)', "$dir/redis.log") if $tls;
+
+# front J: three more redis-servers, the masters of a cluster (no replicas:
+# the lookup's cost, not the failover's, is measured)
+my @cluster_pids;
+if ($cluster) {
+    for my $i (1 .. 3) {
+        push @cluster_pids, spawn("cluster$i", 'TERM',
+            pinned($rig_cpus, $redis_server, '--port', $port{"cluster$i"},
+                   '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+                   '--dir', $dir, '--logfile', "$dir/cluster$i.log",
+                   '--cluster-enabled', 'yes',
+                   '--cluster-config-file', "$dir/nodes$i.conf",
+                   '--cluster-port', $port{"cluster_bus$i"},
+                   '--cluster-node-timeout', 5000));
+        wait_port($port{"cluster$i"}, 'redis-server (cluster)',
+                  "$dir/cluster$i.log");
+    }
+
+    my $out = `$redis_cli --cluster create @{[ map { "127.0.0.1:$port{\"cluster$_\"}" } 1 .. 3 ]} --cluster-replicas 0 --cluster-yes 2>&1`;
+    $? == 0 or die "bench: redis-cli --cluster create failed:\n$out\n";
+
+    my $deadline = time + 20;
+    until (!grep { `$redis_cli -p $port{"cluster$_"} CLUSTER INFO`
+                   !~ /^cluster_state:ok/m } 1 .. 3) {
+        time < $deadline or die "bench: the cluster is not ok in 20 s\n";
+        sleep 0.2;
+    }
+}
 
 # the tokens, as GMS would store them: the id is base64(SHA-256(token)),
 # no salt; one user, who may get ES task status
@@ -317,6 +354,17 @@ print $cmds "SADD gms:actor:$ACTOR GET_ES_TASK_STATUS_PRIVILEGE\n";
 close $cmds;
 
 redis_file("$dir/seed.redis");
+
+# front J: the same tokens under {gms}:, all in the hash slot of "gms"
+if ($cluster) {
+    my $text = do { local (@ARGV, $/) = "$dir/seed.redis"; <> };
+    $text =~ s/ gms:/ {gms}:/g;
+    open my $fh, '>', "$dir/seed-cluster.redis"
+        or die "bench: $dir/seed-cluster.redis: $!\n";
+    print $fh $text;
+    close $fh;
+    redis_file("$dir/seed-cluster.redis", $port{cluster1}, '-c');
+}
 
 # the stand-ins
 system('cp', $FIXTURE, "$dir/running-reindex-es6.json") == 0
@@ -436,7 +484,7 @@ for my $f (@FRONTS) {
         rounds      => $r,
     );
 
-    if ($f =~ /^[CDGHI]$/) {
+    if ($f =~ /^[CDGHIJ]$/) {
         $s{lookups_per_request} =
             median(grep { defined } map { $_->{lookups_per_request} } @$r);
     }
@@ -543,6 +591,25 @@ if ($runs{I} && $runs{D}) {
                         qw(rps cpu_us);
 }
 
+# what a cluster costs: J against D (issue 27's goal: CPU within 1.15 x)
+if ($runs{J} && $runs{D}) {
+    my %v = map { $_ => ratio_between('J', 'D', $_) } qw(rps cpu_us);
+    printf "J (cluster) to D: req/s %s, \x{b5}s/req %s (median per-round "
+         . "ratios)%s\n", map({ defined $v{$_} ? sprintf('%.3f', $v{$_}) : '-' }
+                             qw(rps cpu_us)),
+         $in->('J') && $in->('D')
+             ? sprintf(', instr/req %.3f', $in->('J') / $in->('D')) : '';
+
+    if (defined $v{cpu_us}) {
+        push @targets, { target => "J \x{b5}s/req <= 1.15 x D's",
+                         value => $v{cpu_us},
+                         met => $v{cpu_us} <= 1.15 ? JSON::PP::true
+                                                   : JSON::PP::false };
+        printf "target %-22s %6.3f  %s\n", "J \x{b5}s/req <= 1.15 x D's",
+               $v{cpu_us}, $v{cpu_us} <= 1.15 ? 'met' : 'NOT met';
+    }
+}
+
 my $errors = 0;
 for my $f (@FRONTS) {
     my $s = $sum{$f};
@@ -612,8 +679,16 @@ sub instance_conf {
         ? "gms_token_signing_key_file $dir/signing.key;" : '';
     # the name the certificate is checked against (and sent as SNI), as a
     # managed Redis is reached by its name
-    my $redis = $with_tls ? "127.0.0.1:$port{redis_tls} tls"
-                          : "127.0.0.1:$port{redis}";
+    my $redis = $with_tls ? "gms_token_redis 127.0.0.1:$port{redis_tls} tls"
+                          : "gms_token_redis 127.0.0.1:$port{redis}";
+    my $prefix = 'gms:';
+
+    if ($INSTANCE{$instance}[4]) {
+        $redis = 'gms_token_redis_cluster '
+               . join ' ', map { "127.0.0.1:$port{\"cluster$_\"}" } 1 .. 3;
+        $prefix = '"{gms}:"';   # quoted: braces are nginx's syntax
+    }
+
     my $redis_ssl = $with_tls
         ? "gms_token_redis_ssl_trusted_certificate $dir/ca.crt;\n"
         . "    gms_token_redis_ssl_verify on;\n"
@@ -624,7 +699,8 @@ sub instance_conf {
                MODULE => $module, DIR => $dir, USER => $user,
                INSTANCE => $name, CACHE => $cache,
                SIGNING_KEY => $signing_key_file,
-               REDIS => $redis, REDIS_SSL => $redis_ssl, GMS => $port{gms},
+               REDIS => $redis, REDIS_SSL => $redis_ssl, PREFIX => $prefix,
+               GMS => $port{gms},
                AUTH => $port{auth}, SEARCH => $port{search}, %$ports);
 
     return "$dir/front-$name.conf";
@@ -670,11 +746,11 @@ sub measure {
 
     my $stand_in = worker_pid($stand_ins);
 
-    my $m0 = $f =~ /^[CDEGHI]$/ ? metrics($instance) : undef;
+    my $m0 = $f =~ /^[CDEGHIJ]$/ ? metrics($instance) : undef;
     my $c0 = cpu_ticks($worker);
     my $w0 = worker_counters($worker);
     my $s0 = rig_ticks();
-    my %p0 = (stand_ins => cpu_ticks($stand_in), redis => cpu_ticks($redis_pid),
+    my %p0 = (stand_ins => cpu_ticks($stand_in), redis => redis_ticks(),
               wrk => children_ticks());
 
     my $run = wrk($f, $cfg{duration});
@@ -682,9 +758,9 @@ sub measure {
     my $c1 = cpu_ticks($worker);
     my $w1 = worker_counters($worker);
     my $s1 = rig_ticks();
-    my %p1 = (stand_ins => cpu_ticks($stand_in), redis => cpu_ticks($redis_pid),
+    my %p1 = (stand_ins => cpu_ticks($stand_in), redis => redis_ticks(),
               wrk => children_ticks());
-    my $m1 = $f =~ /^[CDEGHI]$/ ? metrics($instance) : undef;
+    my $m1 = $f =~ /^[CDEGHIJ]$/ ? metrics($instance) : undef;
 
     # the rig's processes, each as a share of one CPU
     for my $p (keys %p0) {
@@ -809,14 +885,14 @@ sub preflight {
                                      [$auth], $body);
 
         my $ok = $status == 200;
-        $ok &&= $answer =~ /"standIn":"GMS"/ if $f =~ /^[ABCDGHI]$/;
+        $ok &&= $answer =~ /"standIn":"GMS"/ if $f =~ /^[ABCDGHIJ]$/;
         $ok &&= $answer eq $fixture if $f eq 'F';
         $ok &&= $answer =~ /^\{"value":"\{\\"completed\\":false,\\"taskId\\":\\"\Q$TASK\E\\"/
             if $f eq 'E';
 
         $ok or die "bench: front $f answered $status:\n$answer\n";
 
-        if ($f =~ /^[CDGHI]$/) {
+        if ($f =~ /^[CDGHIJ]$/) {
             my ($s) = http($port, 'GET', $path, []);
             $s == 401 or die "bench: front $f answered $s without a token\n";
         }
@@ -919,8 +995,10 @@ sub certificates {
 
 # redis-cli runs each line of the file as a command
 sub redis_file {
-    my ($file) = @_;
-    my $out = `$redis_cli -p $port{redis} < '$file' 2>&1`;
+    my ($file, $redis_port, $cluster_mode) = @_;
+    $redis_port //= $port{redis};
+    $cluster_mode //= '';
+    my $out = `$redis_cli $cluster_mode -p $redis_port < '$file' 2>&1`;
     $? == 0 && $out !~ /^\(?error|^ERR/im
         or die "bench: seeding Redis: $out\n";
     return $out;
@@ -989,6 +1067,12 @@ sub worker_pid {
 }
 
 # utime + stime of a process, in clock ticks
+# Redis's CPU: D's server, and for front J the cluster's nodes too (idle
+# but for their gossip while the other fronts run)
+sub redis_ticks {
+    return sum0(map { cpu_ticks($_) } $redis_pid, @cluster_pids);
+}
+
 sub cpu_ticks {
     my ($pid) = @_;
     return unless $pid;

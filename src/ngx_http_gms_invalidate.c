@@ -9,7 +9,9 @@
  * at once.  Messages published while a subscription is down are lost, so
  * every (re)subscription drops the whole cache; a quiet one is PINGed like
  * the lookups' connection.  With Sentinel, the subscription follows the
- * master (ngx_http_gms_sentinel.c says where it is).
+ * master (ngx_http_gms_sentinel.c says where it is); with Redis Cluster,
+ * whose PUBLISH reaches every node, it sits on the slot's master
+ * (ngx_http_gms_cluster.c) and follows it too.
  *
  * With replica=prefer, each worker also remembers what it was told to
  * drop in the last NGX_HTTP_GMS_RECENT_TIME ms: a token id or a user is
@@ -28,6 +30,7 @@
 #include "ngx_http_gms_redis.h"
 #include "ngx_http_gms_redis_conn.h"
 #include "ngx_http_gms_redis_reply.h"
+#include "ngx_http_gms_cluster.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
 
@@ -132,8 +135,9 @@ ngx_http_gms_invalidate_init_process(ngx_cycle_t *cycle,
     rc->push = ngx_http_gms_invalidate_message;
     rc->closed = ngx_http_gms_invalidate_closed;
     rc->keepalive = 1;
+    rc->node = NGX_HTTP_GMS_NODE_SUBSCRIPTION;
 
-    if (gmcf->sentinels == NULL) {
+    if (gmcf->sentinels == NULL && gmcf->cluster == NULL) {
         rc->addr = &gmcf->redis;
     }
 
@@ -315,6 +319,11 @@ ngx_http_gms_invalidate_closed(ngx_http_gms_rconn_t *rc)
     if (iv->subscribed) {
         iv->subscribed = 0;
         ngx_http_gms_count_down(subscriptions);
+    }
+
+    if (rc->gmcf->cluster && !iv->exiting) {
+        /* the node may be gone: the map names the slot's master anew */
+        ngx_http_gms_cluster_refresh("the subscription's node failed");
     }
 
     ngx_http_gms_invalidate_subscribe();

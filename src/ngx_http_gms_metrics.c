@@ -15,7 +15,8 @@ typedef enum {
     NGX_HTTP_GMS_METRIC_COUNTERS = 0,  /* n counters from offset, by label */
     NGX_HTTP_GMS_METRIC_ENTRIES,       /* the cache's entries, by kind */
     NGX_HTTP_GMS_METRIC_HISTOGRAM,     /* the lookups' latency */
-    NGX_HTTP_GMS_METRIC_SYNC_AGE       /* since the last complete sync */
+    NGX_HTTP_GMS_METRIC_SYNC_AGE,      /* since the last complete sync */
+    NGX_HTTP_GMS_METRIC_NODES          /* each worker's connections */
 } ngx_http_gms_metric_kind_e;
 
 
@@ -39,6 +40,8 @@ static u_char *ngx_http_gms_metrics_write(u_char *p, u_char *last,
 static u_char *ngx_http_gms_metrics_histogram(u_char *p, u_char *last,
     const ngx_http_gms_metric_t *d, ngx_http_gms_metrics_t *m);
 static u_char *ngx_http_gms_metrics_sync_age(u_char *p, u_char *last,
+    const ngx_http_gms_metric_t *d, ngx_http_gms_metrics_t *m);
+static u_char *ngx_http_gms_metrics_nodes(u_char *p, u_char *last,
     const ngx_http_gms_metric_t *d, ngx_http_gms_metrics_t *m);
 
 
@@ -73,7 +76,19 @@ static const char * const  ngx_http_gms_error_names[NGX_HTTP_GMS_NERRORS] = {
 };
 
 static const char * const  ngx_http_gms_target_names[NGX_HTTP_GMS_NTARGETS] = {
-    "master", "replica", "sentinel"
+    "master", "replica", "sentinel", "cluster"
+};
+
+static const char * const
+    ngx_http_gms_node_names[NGX_HTTP_GMS_NNODES - 1] =
+{
+    "lookup", "replica", "subscription", "cluster_map", "ask"
+};
+
+static const char * const
+    ngx_http_gms_redirect_names[NGX_HTTP_GMS_NREDIRECTS] =
+{
+    "moved", "ask"
 };
 
 static const char * const
@@ -175,6 +190,24 @@ static const ngx_http_gms_metric_t  ngx_http_gms_metric_table[] = {
       "Redis connections dropped for a reply that was unasked for, "
       "malformed or over the caps.",
       ngx_http_gms_metric_counter(protocol_errors) },
+
+    { "gms_redis_node_up", "gauge",
+      "Each worker's Redis connections by role, where they go (the last "
+      "node connected to) and whether they are up.",
+      NGX_HTTP_GMS_METRIC_NODES, 0, 0, NULL, NULL },
+
+    { "gms_redis_cluster_redirections_total", "counter",
+      "MOVED and ASK answers from a Redis Cluster's nodes, by kind.",
+      ngx_http_gms_metric_counters(redirections, 0, NGX_HTTP_GMS_NREDIRECTS,
+                                   "kind", ngx_http_gms_redirect_names) },
+
+    { "gms_redis_cluster_map_refreshes_total", "counter",
+      "Slot maps asked of a Redis Cluster (CLUSTER SHARDS or SLOTS).",
+      ngx_http_gms_metric_counter(cluster_refreshes) },
+
+    { "gms_redis_cluster_errors_total", "counter",
+      "Lookups a Redis Cluster refused with CLUSTERDOWN or TRYAGAIN.",
+      ngx_http_gms_metric_counter(cluster_errors) },
 
     { "gms_redis_lookup_duration_seconds", "histogram",
       "Time from sending a lookup to its reply.",
@@ -363,6 +396,10 @@ ngx_http_gms_metrics_write(u_char *p, u_char *last,
             p = ngx_http_gms_metrics_sync_age(p, last, d, m);
             continue;
 
+        case NGX_HTTP_GMS_METRIC_NODES:
+            p = ngx_http_gms_metrics_nodes(p, last, d, m);
+            continue;
+
         case NGX_HTTP_GMS_METRIC_ENTRIES:
             ngx_http_gms_cache_sizes(cache, &value[0], &value[1]);
 
@@ -441,4 +478,78 @@ ngx_http_gms_metrics_sync_age(u_char *p, u_char *last,
 
     return ngx_slprintf(p, last, "%s %L.%03L\n", d->name,
                         age / 1000, age % 1000);
+}
+
+
+/*
+ * A worker's connection came up or went: what gms_redis_node_up shows.
+ * Written by that worker only; a reader may see a half-written address
+ * for the instant of a change, never past the buffer.
+ */
+
+void
+ngx_http_gms_metrics_node(ngx_uint_t role, ngx_str_t *peer, ngx_uint_t up)
+{
+    size_t                len;
+    ngx_http_gms_node_t  *n;
+
+    if (ngx_http_gms_metrics == NULL || role == NGX_HTTP_GMS_NODE_NONE
+        || role >= NGX_HTTP_GMS_NNODES
+        || ngx_worker >= NGX_HTTP_GMS_NODE_WORKERS)
+    {
+        return;
+    }
+
+    n = &ngx_http_gms_metrics->nodes[ngx_worker][role - 1];
+
+    if (up) {
+        len = ngx_min(peer->len, NGX_HTTP_GMS_NODE_TEXT);
+
+        if (n->len != len || ngx_strncmp(n->text, peer->data, len) != 0) {
+            n->len = 0;
+            ngx_memcpy(n->text, peer->data, len);
+            n->len = len;
+        }
+    }
+
+    n->up = up;
+}
+
+
+static u_char *
+ngx_http_gms_metrics_nodes(u_char *p, u_char *last,
+    const ngx_http_gms_metric_t *d, ngx_http_gms_metrics_t *m)
+{
+    size_t                len;
+    ngx_uint_t            w, i, j;
+    ngx_http_gms_node_t  *n;
+    u_char                text[NGX_HTTP_GMS_NODE_TEXT];
+
+    for (w = 0; w < NGX_HTTP_GMS_NODE_WORKERS; w++) {
+        for (i = 0; i < NGX_HTTP_GMS_NNODES - 1; i++) {
+            n = &m->nodes[w][i];
+            len = ngx_min(n->len, NGX_HTTP_GMS_NODE_TEXT);
+
+            if (len == 0) {
+                continue;
+            }
+
+            /* a label value: no quote, backslash or newline gets out */
+
+            for (j = 0; j < len; j++) {
+                text[j] = n->text[j];
+
+                if (text[j] == '"' || text[j] == '\\' || text[j] < ' ') {
+                    text[j] = '_';
+                }
+            }
+
+            p = ngx_slprintf(p, last,
+                             "%s{worker=\"%ui\",role=\"%s\",node=\"%*s\"} "
+                             "%uA\n", d->name, w, ngx_http_gms_node_names[i],
+                             len, text, n->up ? 1 : 0);
+        }
+    }
+
+    return p;
 }

@@ -14,6 +14,38 @@
 
 #define NGX_HTTP_GMS_LATENCY_BUCKETS  12
 
+/* the workers whose connections gms_redis_node shows */
+#define NGX_HTTP_GMS_NODE_WORKERS     32
+#define NGX_HTTP_GMS_NODE_TEXT        64
+
+
+/* a worker's connections to Redis, by role: gms_redis_node's label */
+typedef enum {
+    NGX_HTTP_GMS_NODE_NONE = 0,        /* not shown */
+    NGX_HTTP_GMS_NODE_LOOKUP,
+    NGX_HTTP_GMS_NODE_REPLICA,
+    NGX_HTTP_GMS_NODE_SUBSCRIPTION,
+    NGX_HTTP_GMS_NODE_MAP,             /* the cluster map's seed */
+    NGX_HTTP_GMS_NODE_ASK,             /* ASK redirections' target */
+    NGX_HTTP_GMS_NNODES
+} ngx_http_gms_node_role_e;
+
+
+/* where one of them is, and whether it is up; written by its worker */
+typedef struct {
+    ngx_atomic_t               up;
+    ngx_atomic_t               len;            /* 0: never connected */
+    u_char                     text[NGX_HTTP_GMS_NODE_TEXT];
+} ngx_http_gms_node_t;
+
+
+/* redirections answered by a cluster's nodes */
+typedef enum {
+    NGX_HTTP_GMS_REDIRECT_MOVED = 0,
+    NGX_HTTP_GMS_REDIRECT_ASK,
+    NGX_HTTP_GMS_NREDIRECTS
+} ngx_http_gms_redirect_e;
+
 
 typedef enum {
     NGX_HTTP_GMS_ERR_TIMEOUT = 0,
@@ -76,6 +108,11 @@ typedef struct {
     ngx_atomic_t               subscriptions;      /* workers subscribed */
     ngx_atomic_t               sync_asked;         /* the second last asked */
     ngx_atomic_t               sync_at;            /* ms; 0: unknown */
+    ngx_atomic_t               redirections[NGX_HTTP_GMS_NREDIRECTS];
+    ngx_atomic_t               cluster_refreshes;  /* slot maps asked */
+    ngx_atomic_t               cluster_errors;     /* CLUSTERDOWN, TRYAGAIN */
+    ngx_http_gms_node_t        nodes[NGX_HTTP_GMS_NODE_WORKERS]
+                                    [NGX_HTTP_GMS_NNODES - 1];
 } ngx_http_gms_metrics_t;
 
 
@@ -99,6 +136,8 @@ extern ngx_http_gms_metrics_t  *ngx_http_gms_metrics;
 
 
 ngx_int_t ngx_http_gms_metrics_add_zone(ngx_conf_t *cf);
+void ngx_http_gms_metrics_node(ngx_uint_t role, ngx_str_t *peer,
+    ngx_uint_t up);
 void ngx_http_gms_metrics_latency(ngx_uint_t usec);
 char *ngx_http_gms_metrics_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);

@@ -22,6 +22,7 @@
 #include "ngx_http_gms_redis.h"
 #include "ngx_http_gms_invalidate.h"
 #include "ngx_http_gms_sentinel.h"
+#include "ngx_http_gms_cluster.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
 #include "ngx_http_gms_release.h"
@@ -134,6 +135,13 @@ static ngx_command_t  ngx_http_gms_commands[] = {
     { ngx_string("gms_token_redis_sentinel"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
       ngx_http_gms_redis_sentinel_directive,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("gms_token_redis_cluster"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
+      ngx_http_gms_redis_cluster_directive,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
@@ -533,6 +541,8 @@ ngx_http_gms_create_main_conf(ngx_conf_t *cf)
      *
      *     gmcf->redis = { 0 };
      *     gmcf->sentinels = NULL;
+     *     gmcf->cluster = NULL;
+     *     gmcf->user = { 0, NULL };
      *     gmcf->tls = 0;
      *     gmcf->ssl_* = { 0, NULL };
      *     gmcf->password = { 0, NULL };
@@ -580,7 +590,19 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_msec_value(gmcf->jwt_leeway, 0);
 
     if (gmcf->prefix.len == NGX_CONF_UNSET_SIZE) {
-        ngx_str_set(&gmcf->prefix, "gms:");
+        if (gmcf->cluster) {
+            /* every key in one hash slot: the lookup's script needs it */
+            ngx_str_set(&gmcf->prefix, "{gms}:");
+
+        } else {
+            ngx_str_set(&gmcf->prefix, "gms:");
+        }
+    }
+
+    if (gmcf->cluster) {
+        if (ngx_http_gms_redis_cluster_prefix(cf, gmcf) != NGX_CONF_OK) {
+            return NGX_CONF_ERROR;
+        }
     }
 
     /* gms_token_salt "" is a choice; no salt at all is a mistake */
@@ -843,6 +865,11 @@ ngx_http_gms_init_process(ngx_cycle_t *cycle)
                                                  ngx_http_gms_master_moved,
                                                  ngx_http_gms_redis_set_replica)
                != NGX_OK)
+        || (gmcf->cluster
+            && ngx_http_gms_cluster_init_process(cycle, gmcf,
+                                                ngx_http_gms_master_moved,
+                                                ngx_http_gms_redis_set_replica)
+               != NGX_OK)
         || ngx_http_gms_invalidate_init_process(cycle, gmcf) != NGX_OK)
     {
         ngx_log_error(NGX_LOG_ALERT, cycle->log, 0,
@@ -853,7 +880,10 @@ ngx_http_gms_init_process(ngx_cycle_t *cycle)
 }
 
 
-/* the Sentinels named another master: the lookups and the subscription */
+/*
+ * the Sentinels (the cluster's map) named another master: the lookups and
+ * the subscription
+ */
 
 static void
 ngx_http_gms_master_moved(struct sockaddr *sa, socklen_t socklen)
@@ -867,6 +897,7 @@ static void
 ngx_http_gms_exit_process(ngx_cycle_t *cycle)
 {
     ngx_http_gms_sentinel_exit_process();
+    ngx_http_gms_cluster_exit_process();
     ngx_http_gms_redis_exit_process(cycle);
     ngx_http_gms_invalidate_exit_process(cycle);
 }

@@ -60,6 +60,7 @@ typedef enum {
     NGX_HTTP_GMS_TARGET_MASTER = 0,
     NGX_HTTP_GMS_TARGET_REPLICA,
     NGX_HTTP_GMS_TARGET_SENTINEL,
+    NGX_HTTP_GMS_TARGET_CLUSTER,       /* the slot map's seed node */
     NGX_HTTP_GMS_NTARGETS
 } ngx_http_gms_target_e;
 
@@ -77,6 +78,7 @@ typedef struct {
 typedef struct {
     ngx_http_gms_redis_addr_t  redis;          /* gms_token_redis */
     ngx_str_t                  password;
+    ngx_str_t                  user;           /* AUTH user password */
     ngx_int_t                  db;
     ngx_str_t                  db_text;        /* for SELECT */
 
@@ -85,6 +87,10 @@ typedef struct {
     ngx_str_t                  master_name;
     ngx_str_t                  sentinel_password;
     ngx_flag_t                 replica;        /* replica=prefer */
+
+    /* gms_token_redis_cluster: the seed nodes */
+    ngx_array_t               *cluster;        /* of addresses */
+    ngx_uint_t                 cluster_slot;   /* the prefix's tag's */
 
     ngx_resolver_t            *resolver;       /* http's, for host names */
     ngx_msec_t                 resolver_timeout;

@@ -29,6 +29,15 @@
  * invalidated lately is read from the master (the caller says so): the
  * replica may not have applied the change yet.
  *
+ * With Redis Cluster, the master and replica are the slot's that
+ * ngx_http_gms_cluster.c finds (every key is in the slot of the prefix's
+ * hash tag).  A lookup answered -MOVED goes, once, to the node named,
+ * which becomes the master, and the map is asked for again; the lookups
+ * pipelined behind it on the old connection follow it there.  -ASK sends
+ * ASKING and the one lookup to the node named, on a connection of its
+ * own, the map unchanged.  -TRYAGAIN and -CLUSTERDOWN fail the lookup at
+ * once (503) and have the map asked for again.
+ *
  * The invalidation subscription and the sync-age poll are in
  * ngx_http_gms_invalidate.c; they connect as the lookups do
  * (ngx_http_gms_redis_setup()).
@@ -38,10 +47,12 @@
 #include "ngx_http_gms_redis.h"
 #include "ngx_http_gms_redis_conn.h"
 #include "ngx_http_gms_sentinel.h"
+#include "ngx_http_gms_cluster.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
 
 #include "gms_lookup.h"
+#include "gms_slot.h"
 
 
 /* a replica is asked its ROLE this often */
@@ -60,6 +71,7 @@ struct ngx_http_gms_redis_lookup_s {
     u_char                         id[GMS_TOKEN_ID_LEN];
     unsigned                       evaluated:1;    /* sent with EVAL */
     unsigned                       master:1;       /* not from a replica */
+    unsigned                       redirected:1;   /* MOVED, ASK: once */
 };
 
 
@@ -74,6 +86,7 @@ typedef struct {
     ngx_http_gms_main_conf_t  *gmcf;
     ngx_queue_t                free;
     ngx_queue_t                held;           /* waiting for a server */
+    ngx_queue_t                moved;          /* to the new master */
     ngx_event_t                release;        /* of the held lookups */
     ngx_http_gms_discovery_e   discovery;
     ngx_event_t                replica_check;  /* its ROLE, every second */
@@ -89,6 +102,7 @@ typedef struct {
     size_t                     evalsha_ro_len;
     size_t                     evalsha_ro_id;
     time_t                     replica_logged;
+    time_t                     cluster_logged;
     unsigned                   replica_old:1;  /* no EVALSHA_RO */
     unsigned                   replica_in_step:1;
     unsigned                   replica_out_said:1;
@@ -123,12 +137,24 @@ static void ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
 static void ngx_http_gms_redis_replica_error(ngx_http_gms_rconn_t *rc,
     ngx_http_gms_redis_lookup_t *lk, redisReply *reply);
 static ngx_int_t ngx_http_gms_redis_resend(ngx_http_gms_redis_lookup_t *lk);
+static ngx_int_t ngx_http_gms_redis_cluster_reply(ngx_http_gms_rconn_t *rc,
+    ngx_http_gms_redis_lookup_t *lk, redisReply *reply, const char **error);
+static ngx_int_t ngx_http_gms_redis_redirect(ngx_http_gms_rconn_t *rc,
+    ngx_http_gms_redis_lookup_t *lk, gms_redirect_t *to);
+static void ngx_http_gms_redis_asking(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error);
+static void ngx_http_gms_redis_follow(void);
 
 
 /* one of each per worker process */
 static ngx_http_gms_redis_t  ngx_http_gms_redis;
 static ngx_http_gms_rconn_t  ngx_http_gms_redis_master;
 static ngx_http_gms_rconn_t  ngx_http_gms_redis_replica;
+static ngx_http_gms_rconn_t  ngx_http_gms_redis_asked;     /* ASK's node */
+
+/* the node a redirection named by its host name, resolved on connect */
+static ngx_http_gms_redis_addr_t  ngx_http_gms_redis_asked_addr;
+static u_char  ngx_http_gms_redis_asked_name[256 + sizeof(":65535")];
 
 
 /* the connections, their keys and the EVALSHAs, made once per worker */
@@ -145,6 +171,7 @@ ngx_http_gms_redis_init_process(ngx_cycle_t *cycle,
     rd->gmcf = gmcf;
     ngx_queue_init(&rd->free);
     ngx_queue_init(&rd->held);
+    ngx_queue_init(&rd->moved);
 
     rd->release.handler = ngx_http_gms_redis_release;
     rd->release.data = rd;
@@ -183,14 +210,21 @@ ngx_http_gms_redis_init_process(ngx_cycle_t *cycle,
     rc->ready = ngx_http_gms_redis_up;
     rc->closed = ngx_http_gms_redis_closed;
     rc->unavailable = ngx_http_gms_redis_unavailable;
+    rc->node = NGX_HTTP_GMS_NODE_LOOKUP;
 
     rc = &ngx_http_gms_redis_replica;
     ngx_http_gms_rconn_init(rc, gmcf, "replica lookup",
                             NGX_HTTP_GMS_TARGET_REPLICA);
     rc->ready = ngx_http_gms_redis_up;
     rc->closed = ngx_http_gms_redis_closed;
+    rc->node = NGX_HTTP_GMS_NODE_REPLICA;
 
-    if (gmcf->sentinels == NULL) {
+    rc = &ngx_http_gms_redis_asked;
+    ngx_http_gms_rconn_init(rc, gmcf, "redirected lookup",
+                            NGX_HTTP_GMS_TARGET_MASTER);
+    rc->node = NGX_HTTP_GMS_NODE_ASK;
+
+    if (gmcf->sentinels == NULL && gmcf->cluster == NULL) {
         ngx_http_gms_redis_master.addr = &gmcf->redis;
     }
 
@@ -279,6 +313,7 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
     lk->rc = NULL;
     lk->evaluated = (actor != NULL);
     lk->master = master ? 1 : 0;
+    lk->redirected = 0;
     ngx_memcpy(lk->id, id, GMS_TOKEN_ID_LEN);
 
     if (actor) {
@@ -414,6 +449,8 @@ ngx_http_gms_redis_exit_process(ngx_cycle_t *cycle)
                              "exiting");
     ngx_http_gms_rconn_close(&ngx_http_gms_redis_replica, NGX_LOG_DEBUG,
                              "exiting");
+    ngx_http_gms_rconn_close(&ngx_http_gms_redis_asked, NGX_LOG_DEBUG,
+                             "exiting");
 }
 
 
@@ -447,21 +484,65 @@ ngx_http_gms_redis_set_master(struct sockaddr *sa, socklen_t socklen)
 
     ngx_http_gms_rconn_set_peer(rc, sa, socklen);
 
-    ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
-                  "gms: sentinel: master \"%V\" is at %V",
-                  &rc->gmcf->master_name, &rc->peer);
+    if (rc->gmcf->cluster) {
+        ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                      "gms: cluster: slot %ui is served by %V",
+                      rc->gmcf->cluster_slot, &rc->peer);
+
+    } else {
+        ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                      "gms: sentinel: master \"%V\" is at %V",
+                      &rc->gmcf->master_name, &rc->peer);
+    }
 
     /* another master: its offsets are not the old one's */
     rd->master_offset = 0;
     rd->reach = 0;
 
-    /* the Sentinels have just said where: no need to ask them again */
+    /* the Sentinels (the cluster) have just said where: no need to ask */
 
     rd->moving = 1;
 
     ngx_http_gms_rconn_close(rc, NGX_LOG_NOTICE, "the master moved");
     rc->backoff = 0;
     rd->moving = 0;
+
+    ngx_http_gms_redis_follow();
+}
+
+
+/*
+ * In a cluster, the lookups that were pipelined to the old master go to
+ * the new one (the old one would have redirected each): once.
+ */
+
+static void
+ngx_http_gms_redis_follow(void)
+{
+    void                         *r;
+    ngx_queue_t                  *q;
+    ngx_http_gms_redis_t         *rd;
+    ngx_http_gms_redis_lookup_t  *lk;
+    ngx_http_gms_redis_lookup_pt  handler;
+
+    rd = &ngx_http_gms_redis;
+
+    while (!ngx_queue_empty(&rd->moved)) {
+        q = ngx_queue_head(&rd->moved);
+        ngx_queue_remove(q);
+        lk = ngx_queue_data(q, ngx_http_gms_redis_lookup_t, queue);
+
+        if (ngx_http_gms_redis_resend(lk) == NGX_OK) {
+            continue;
+        }
+
+        handler = lk->handler;
+        r = lk->data;
+
+        ngx_queue_insert_head(&rd->free, &lk->queue);
+
+        handler(r, NULL, "the slot's master moved");
+    }
 }
 
 
@@ -588,15 +669,18 @@ ngx_http_gms_redis_release(ngx_event_t *ev)
 ngx_int_t
 ngx_http_gms_redis_setup(ngx_http_gms_rconn_t *rc, ngx_uint_t role)
 {
-    size_t                     lens[2];
+    int                        n;
+    size_t                     lens[3];
     ngx_int_t                  rv;
-    const char                *argv[2];
+    const char                *argv[3];
     ngx_http_gms_main_conf_t  *gmcf;
 
     gmcf = rc->gmcf;
 
-    if (gmcf->sentinels && rc->socklen == 0) {
-        /* the Sentinels have not named a master yet */
+    if ((gmcf->sentinels || gmcf->cluster) && rc->addr == NULL
+        && rc->socklen == 0)
+    {
+        /* the Sentinels (the cluster) have not named a master yet */
         return NGX_DECLINED;
     }
 
@@ -616,10 +700,20 @@ ngx_http_gms_redis_setup(ngx_http_gms_rconn_t *rc, ngx_uint_t role)
     if (gmcf->password.len) {
         argv[0] = "AUTH";
         lens[0] = 4;
-        argv[1] = (const char *) gmcf->password.data;
-        lens[1] = gmcf->password.len;
+        argv[1] = (const char *) gmcf->user.data;
+        lens[1] = gmcf->user.len;
+        argv[2] = (const char *) gmcf->password.data;
+        lens[2] = gmcf->password.len;
 
-        if (ngx_http_gms_rconn_setup(rc, 2, argv, lens,
+        /* AUTH password, or with user=, AUTH user password (ACLs) */
+        n = gmcf->user.len ? 3 : 2;
+
+        if (gmcf->user.len == 0) {
+            argv[1] = argv[2];
+            lens[1] = lens[2];
+        }
+
+        if (ngx_http_gms_rconn_setup(rc, n, argv, lens,
                                      ngx_http_gms_redis_ok)
             != NGX_OK)
         {
@@ -634,6 +728,19 @@ ngx_http_gms_redis_setup(ngx_http_gms_rconn_t *rc, ngx_uint_t role)
         lens[1] = gmcf->db_text.len;
 
         if (ngx_http_gms_rconn_setup(rc, 2, argv, lens,
+                                     ngx_http_gms_redis_ok)
+            != NGX_OK)
+        {
+            goto failed;
+        }
+    }
+
+    if (gmcf->cluster && rc == &ngx_http_gms_redis_replica) {
+        /* a cluster's replica redirects reads to its master without it */
+        argv[0] = "READONLY";
+        lens[0] = sizeof("READONLY") - 1;
+
+        if (ngx_http_gms_rconn_setup(rc, 1, argv, lens,
                                      ngx_http_gms_redis_ok)
             != NGX_OK)
         {
@@ -721,7 +828,7 @@ ngx_http_gms_redis_open_master(void)
 }
 
 
-/* AUTH's and SELECT's +OK */
+/* AUTH's, SELECT's and READONLY's +OK */
 
 static void
 ngx_http_gms_redis_ok(ngx_http_gms_rconn_t *rc, void *data,
@@ -798,12 +905,19 @@ ngx_http_gms_redis_role(ngx_http_gms_rconn_t *rc, void *data,
 
     ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
                   "gms: redis at %V is not a %s (ROLE): asking the "
-                  "Sentinels again", &rc->peer,
+                  "%s again", &rc->peer,
                   rc->target == NGX_HTTP_GMS_TARGET_REPLICA ? "replica"
-                                                             : "master");
+                                                             : "master",
+                  rc->gmcf->cluster ? "cluster" : "Sentinels");
 
     ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "wrong role");
-    ngx_http_gms_sentinel_ask("a server of the wrong role");
+
+    if (rc->gmcf->cluster) {
+        ngx_http_gms_cluster_refresh("a server of the wrong role");
+
+    } else {
+        ngx_http_gms_sentinel_ask("a server of the wrong role");
+    }
 }
 
 
@@ -1026,7 +1140,7 @@ ngx_http_gms_redis_closed(ngx_http_gms_rconn_t *rc)
             ngx_del_timer(&rd->replica_check);
         }
 
-    } else {
+    } else if (rc == &ngx_http_gms_redis_master) {
         rd->master_role_pending = 0;
     }
 
@@ -1038,6 +1152,11 @@ ngx_http_gms_redis_closed(ngx_http_gms_rconn_t *rc)
         && rc == &ngx_http_gms_redis_master)
     {
         ngx_http_gms_sentinel_ask("the master's connection failed");
+    }
+
+    if (rc->gmcf->cluster && !rd->exiting && !rd->moving) {
+        /* a node gone: a failover the map may already know */
+        ngx_http_gms_cluster_refresh("a node's connection failed");
     }
 }
 
@@ -1145,6 +1264,22 @@ ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
     void                          *r;
     ngx_http_gms_redis_lookup_pt   handler;
 
+    if (ngx_http_gms_redis.gmcf->cluster) {
+        switch (ngx_http_gms_redis_cluster_reply(rc, lk, reply, &error)) {
+
+        case NGX_DONE:
+            /* sent again, or to be sent again, elsewhere */
+            return;
+
+        case NGX_DECLINED:
+            reply = NULL;
+            goto answer;
+
+        default: /* NGX_OK */
+            break;
+        }
+    }
+
     if (reply != NULL && reply->type == REDIS_REPLY_ERROR
         && !lk->evaluated && ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0)
     {
@@ -1169,6 +1304,8 @@ ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
         error = "neither the replica nor the master can serve the lookup";
     }
 
+answer:
+
     handler = lk->handler;
     r = lk->data;
 
@@ -1182,6 +1319,211 @@ ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
     }
 
     handler(r, reply, error);
+}
+
+
+/*
+ * A cluster's answers to a lookup: NGX_OK for the usual ones; NGX_DONE
+ * when the lookup was sent elsewhere (MOVED, ASK, the master moved under
+ * it); NGX_DECLINED when it fails now, *error saying why.
+ */
+
+static ngx_int_t
+ngx_http_gms_redis_cluster_reply(ngx_http_gms_rconn_t *rc,
+    ngx_http_gms_redis_lookup_t *lk, redisReply *reply, const char **error)
+{
+    gms_redirect_t         to;
+    ngx_http_gms_redis_t  *rd;
+
+    rd = &ngx_http_gms_redis;
+
+    if (reply == NULL) {
+        if (rd->moving && rc == &ngx_http_gms_redis_master
+            && !lk->redirected)
+        {
+            lk->redirected = 1;
+            ngx_queue_insert_tail(&rd->moved, &lk->queue);
+            return NGX_DONE;
+        }
+
+        return NGX_OK;
+    }
+
+    if (reply->type != REDIS_REPLY_ERROR) {
+        return NGX_OK;
+    }
+
+    if (gms_slot_redirect((u_char *) reply->str, reply->len, &to) == 0) {
+
+        if (ngx_http_gms_redis_redirect(rc, lk, &to) == NGX_OK) {
+            return NGX_DONE;
+        }
+
+        *error = "a redirection that could not be followed";
+        return NGX_DECLINED;
+    }
+
+    if ((reply->len >= sizeof("CLUSTERDOWN") - 1
+         && ngx_strncmp(reply->str, "CLUSTERDOWN", sizeof("CLUSTERDOWN") - 1)
+            == 0)
+        || (reply->len >= sizeof("TRYAGAIN") - 1
+            && ngx_strncmp(reply->str, "TRYAGAIN", sizeof("TRYAGAIN") - 1)
+               == 0))
+    {
+        ngx_http_gms_count(cluster_errors);
+
+        if (rd->cluster_logged != ngx_time()) {
+            rd->cluster_logged = ngx_time();
+
+            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                          "gms: cluster: %V answered \"%*s\"", &rc->peer,
+                          (size_t) ngx_min(reply->len, 256), reply->str);
+        }
+
+        ngx_http_gms_cluster_refresh("CLUSTERDOWN or TRYAGAIN");
+
+        *error = "the cluster cannot serve the lookup now";
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * -MOVED: the node named serves the slot now: it becomes the master, the
+ * map is asked for again and the lookup sent there.  -ASK: the slot is
+ * being migrated and the key is on the node named: ASKING and the lookup
+ * go there, on a connection of its own, and nothing else changes.  A node
+ * named by its host name becomes the master only through the map (whose
+ * refresh resolves it): the lookup goes there on that other connection,
+ * resolved by nginx's resolver, ASK or MOVED.  Once per lookup.
+ */
+
+static ngx_int_t
+ngx_http_gms_redis_redirect(ngx_http_gms_rconn_t *rc,
+    ngx_http_gms_redis_lookup_t *lk, gms_redirect_t *to)
+{
+    size_t                      lens[1];
+    ngx_int_t                   rv;
+    socklen_t                   socklen;
+    const char                 *argv[1];
+    ngx_sockaddr_t              sa;
+    ngx_http_gms_rconn_t       *asked;
+    ngx_http_gms_redis_t       *rd;
+    ngx_http_gms_redis_addr_t  *addr;
+
+    rd = &ngx_http_gms_redis;
+
+    if (to->kind == GMS_REDIRECT_MOVED) {
+        ngx_http_gms_count(redirections[NGX_HTTP_GMS_REDIRECT_MOVED]);
+        ngx_http_gms_cluster_refresh("MOVED");
+
+    } else {
+        ngx_http_gms_count(redirections[NGX_HTTP_GMS_REDIRECT_ASK]);
+    }
+
+    if (lk->redirected || to->slot != rd->gmcf->cluster_slot
+        || rd->exiting)
+    {
+        /* a second redirection, or for a slot no key of ours is in */
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: cluster: %V redirected a lookup %s to slot %ui "
+                      "(%ui expected): not followed", &rc->peer,
+                      lk->redirected ? "again" : "", (ngx_uint_t) to->slot,
+                      rd->gmcf->cluster_slot);
+        return NGX_DECLINED;
+    }
+
+    lk->redirected = 1;
+
+    rv = ngx_http_gms_cluster_addr(to->host, to->host_len, to->port, &sa,
+                                   &socklen);
+
+    if (rv == NGX_ERROR) {
+        /* no address at all ("MOVED 1 :6379", an unknown endpoint) */
+        ngx_http_gms_cluster_refresh("a redirection without an address");
+        return NGX_DECLINED;
+    }
+
+    if (rv == NGX_OK && to->kind == GMS_REDIRECT_MOVED) {
+        ngx_http_gms_redis_set_master(&sa.sockaddr, socklen);
+        return ngx_http_gms_redis_resend(lk);
+    }
+
+    asked = &ngx_http_gms_redis_asked;
+    addr = &ngx_http_gms_redis_asked_addr;
+
+    if (rv == NGX_OK) {
+        if (asked->addr || !ngx_http_gms_rconn_is_peer(asked, &sa.sockaddr,
+                                                      socklen))
+        {
+            ngx_http_gms_rconn_close(asked, NGX_LOG_DEBUG, "asked elsewhere");
+            asked->addr = NULL;
+            ngx_http_gms_rconn_set_peer(asked, &sa.sockaddr, socklen);
+            asked->backoff = 0;
+        }
+
+    } else if (asked->addr == NULL || addr->port != to->port
+               || addr->host.len != to->host_len
+               || ngx_strncmp(addr->host.data, to->host, to->host_len) != 0)
+    {
+        /* a host name (at most 255 bytes, checked by the parser) */
+
+        ngx_http_gms_rconn_close(asked, NGX_LOG_DEBUG, "asked elsewhere");
+
+        addr->name.data = ngx_http_gms_redis_asked_name;
+        addr->name.len = ngx_sprintf(addr->name.data, "%*s:%ui",
+                                     to->host_len, to->host,
+                                     (ngx_uint_t) to->port)
+                         - addr->name.data;
+        addr->host.data = addr->name.data;
+        addr->host.len = to->host_len;
+        addr->port = (in_port_t) to->port;
+        addr->addrs = NULL;
+        addr->naddrs = 0;
+
+        asked->addr = addr;
+        asked->socklen = 0;
+        asked->backoff = 0;
+    }
+
+    if (!ngx_http_gms_rconn_open(asked)
+        && ngx_http_gms_redis_connect(asked) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (to->kind == GMS_REDIRECT_ASK) {
+        argv[0] = "ASKING";
+        lens[0] = sizeof("ASKING") - 1;
+
+        if (ngx_http_gms_rconn_argv(asked, 1, argv, lens,
+                                    ngx_http_gms_redis_asking, NULL)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    lk->rc = asked;
+
+    return ngx_http_gms_redis_ask(lk);
+}
+
+
+/* ASKING's +OK; anything else is the next command's problem */
+
+static void
+ngx_http_gms_redis_asking(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error)
+{
+    if (reply == NULL || ngx_http_gms_rconn_says(reply, "OK")) {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                  "gms: cluster: %V did not take ASKING", &rc->peer);
 }
 
 
@@ -1266,7 +1608,10 @@ ngx_http_gms_redis_resend(ngx_http_gms_redis_lookup_t *lk)
 /*
  * -READONLY (a master turned replica), -LOADING, -MASTERDOWN: no answer
  * from this server for now.  The connection is closed (and, with
- * Sentinel, the Sentinels asked again): NGX_DECLINED.
+ * Sentinel, the Sentinels asked again): NGX_DECLINED.  In a cluster, a
+ * redirection or CLUSTERDOWN/TRYAGAIN where no lookup was asked (the
+ * sync-age HGET, say) has the map asked for again: NGX_DECLINED too, the
+ * connection kept (the node is there; what it serves changed).
  */
 
 ngx_int_t
@@ -1279,10 +1624,24 @@ ngx_http_gms_redis_unavailable(ngx_http_gms_rconn_t *rc, redisReply *reply)
         ngx_null_string
     };
 
-    ngx_str_t  *e;
+    ngx_str_t       *e;
+    gms_redirect_t   to;
 
     if (reply->type != REDIS_REPLY_ERROR) {
         return NGX_OK;
+    }
+
+    if (rc->gmcf->cluster
+        && (gms_slot_redirect((u_char *) reply->str, reply->len, &to) == 0
+            || (reply->len >= sizeof("CLUSTERDOWN") - 1
+                && ngx_strncmp(reply->str, "CLUSTERDOWN",
+                               sizeof("CLUSTERDOWN") - 1) == 0)
+            || (reply->len >= sizeof("TRYAGAIN") - 1
+                && ngx_strncmp(reply->str, "TRYAGAIN",
+                               sizeof("TRYAGAIN") - 1) == 0)))
+    {
+        ngx_http_gms_cluster_refresh("a redirection or CLUSTERDOWN");
+        return NGX_DECLINED;
     }
 
     for (e = errors; e->len; e++) {

@@ -1,16 +1,20 @@
 
 /*
- * Where Redis is, as configured: gms_token_redis, gms_token_redis_sentinel
- * and the TLS context of gms_token_redis_ssl_*.
+ * Where Redis is, as configured: gms_token_redis, gms_token_redis_sentinel,
+ * gms_token_redis_cluster and the TLS context of gms_token_redis_ssl_*.
  */
 
 
 #include "ngx_http_gms_redis_conf.h"
 
+#include "gms_slot.h"
+
 
 static ngx_int_t ngx_http_gms_redis_addr(ngx_conf_t *cf, ngx_str_t *text,
     ngx_http_gms_redis_addr_t *addr);
 static char *ngx_http_gms_redis_param(ngx_conf_t *cf,
+    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value);
+static char *ngx_http_gms_redis_password_file(ngx_conf_t *cf,
     ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value);
 #if (NGX_SSL)
 static ngx_int_t ngx_http_gms_redis_ssl(ngx_conf_t *cf,
@@ -35,6 +39,10 @@ ngx_http_gms_redis_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     if (gmcf->sentinels) {
         return "cannot be used with \"gms_token_redis_sentinel\"";
+    }
+
+    if (gmcf->cluster) {
+        return "cannot be used with \"gms_token_redis_cluster\"";
     }
 
     value = cf->args->elts;
@@ -83,6 +91,10 @@ ngx_http_gms_redis_sentinel_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 
     if (gmcf->redis.name.data != NULL) {
         return "cannot be used with \"gms_token_redis\"";
+    }
+
+    if (gmcf->cluster) {
+        return "cannot be used with \"gms_token_redis_cluster\"";
     }
 
     gmcf->sentinels = ngx_array_create(cf->pool, 3,
@@ -157,7 +169,137 @@ ngx_http_gms_redis_sentinel_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 }
 
 
-/* tls, password=, db=: NGX_CONF_OK, NGX_CONF_ERROR, or "" for not these */
+/*
+ * gms_token_redis_cluster ADDRESS ... [tls] [password=STRING |
+ *     password_file=PATH] [user=NAME] [replica=prefer|off];
+ */
+
+char *
+ngx_http_gms_redis_cluster_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_gms_main_conf_t *gmcf = conf;
+
+    char                       *rv;
+    ngx_str_t                  *value;
+    ngx_uint_t                  i;
+    ngx_http_gms_redis_addr_t  *addr;
+
+    if (gmcf->cluster) {
+        return "is duplicate";
+    }
+
+    if (gmcf->redis.name.data != NULL) {
+        return "cannot be used with \"gms_token_redis\"";
+    }
+
+    if (gmcf->sentinels) {
+        return "cannot be used with \"gms_token_redis_sentinel\"";
+    }
+
+    gmcf->cluster = ngx_array_create(cf->pool, 3,
+                                     sizeof(ngx_http_gms_redis_addr_t));
+    if (gmcf->cluster == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        if (ngx_strcmp(value[i].data, "replica=prefer") == 0) {
+            gmcf->replica = 1;
+            continue;
+        }
+
+        if (ngx_strcmp(value[i].data, "replica=off") == 0) {
+            gmcf->replica = 0;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "db=", 3) == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"%V\": a Redis Cluster has only db 0",
+                               &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        rv = ngx_http_gms_redis_param(cf, gmcf, &value[i]);
+
+        if (rv == NGX_CONF_OK) {
+            continue;
+        }
+
+        if (rv == NGX_CONF_ERROR) {
+            return rv;
+        }
+
+        if (ngx_strlchr(value[i].data, value[i].data + value[i].len, '=')
+            != NULL)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid parameter \"%V\"", &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        if (ngx_strncmp(value[i].data, "unix:", 5) == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid cluster node \"%V\": a cluster's "
+                               "nodes are reached over TCP", &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        addr = ngx_array_push(gmcf->cluster);
+        if (addr == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        if (ngx_http_gms_redis_addr(cf, &value[i], addr) != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (gmcf->cluster->nelts == 0) {
+        return "needs at least one node's address";
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * In a cluster every key of the contract must live in one hash slot (the
+ * lookup's script reads two keys): the prefix must carry a hash tag,
+ * whose slot is then the one the worker's lookups go to.
+ */
+
+char *
+ngx_http_gms_redis_cluster_prefix(ngx_conf_t *cf,
+    ngx_http_gms_main_conf_t *gmcf)
+{
+    size_t                len;
+    const unsigned char  *tag;
+
+    if (!gms_slot_tag(gmcf->prefix.data, gmcf->prefix.len, &tag, &len)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "gms_token_key_prefix \"%V\" has no hash tag: "
+                           "with \"gms_token_redis_cluster\" every key must "
+                           "be in one hash slot, so the prefix needs a "
+                           "non-empty \"{...}\", such as \"{gms}:\"",
+                           &gmcf->prefix);
+        return NGX_CONF_ERROR;
+    }
+
+    gmcf->cluster_slot = gms_slot(gmcf->prefix.data, gmcf->prefix.len);
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * tls, password=, password_file=, user=, db=: NGX_CONF_OK,
+ * NGX_CONF_ERROR, or "" for not these
+ */
 
 static char *
 ngx_http_gms_redis_param(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
@@ -180,6 +322,16 @@ ngx_http_gms_redis_param(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
         return NGX_CONF_OK;
     }
 
+    if (ngx_strncmp(value->data, "password_file=", 14) == 0) {
+        return ngx_http_gms_redis_password_file(cf, gmcf, value);
+    }
+
+    if (ngx_strncmp(value->data, "user=", 5) == 0 && value->len > 5) {
+        gmcf->user.data = value->data + 5;
+        gmcf->user.len = value->len - 5;
+        return NGX_CONF_OK;
+    }
+
     if (ngx_strncmp(value->data, "db=", 3) == 0) {
         gmcf->db = ngx_atoi(value->data + 3, value->len - 3);
 
@@ -195,6 +347,84 @@ ngx_http_gms_redis_param(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
     }
 
     return "";
+}
+
+
+/*
+ * password_file=PATH: the password is the file's first line, read once at
+ * configuration (a reload reads it again); it never appears in a log.
+ */
+
+static char *
+ngx_http_gms_redis_password_file(ngx_conf_t *cf,
+    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value)
+{
+    u_char     *p, *last;
+    ssize_t     n;
+    ngx_fd_t    fd;
+    ngx_str_t   name;
+    ngx_file_t  file;
+    u_char      buf[1024];
+
+    if (gmcf->password.data) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"password=\" and \"password_file=\" are "
+                           "exclusive");
+        return NGX_CONF_ERROR;
+    }
+
+    name.data = value->data + 14;
+    name.len = value->len - 14;
+
+    if (name.len == 0 || ngx_conf_full_name(cf->cycle, &name, 1) != NGX_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid \"%V\"", value);
+        return NGX_CONF_ERROR;
+    }
+
+    fd = ngx_open_file(name.data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+    if (fd == NGX_INVALID_FILE) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           ngx_open_file_n " \"%V\" failed", &name);
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(&file, sizeof(ngx_file_t));
+    file.fd = fd;
+    file.name = name;
+    file.log = cf->log;
+
+    n = ngx_read_file(&file, buf, sizeof(buf), 0);
+
+    if (ngx_close_file(fd) == NGX_FILE_ERROR) {
+        ngx_log_error(NGX_LOG_ALERT, cf->log, ngx_errno,
+                      ngx_close_file_n " \"%V\" failed", &name);
+    }
+
+    if (n == NGX_ERROR) {
+        return NGX_CONF_ERROR;
+    }
+
+    last = buf + n;
+
+    for (p = buf; p < last && *p != CR && *p != LF; p++) { /* void */ }
+
+    if (p == buf || (n == sizeof(buf) && p == last)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\": the file's first line must be the "
+                           "password (1 to 1023 bytes)", &name);
+        return NGX_CONF_ERROR;
+    }
+
+    gmcf->password.len = p - buf;
+    gmcf->password.data = ngx_pnalloc(cf->pool, gmcf->password.len);
+    if (gmcf->password.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memcpy(gmcf->password.data, buf, gmcf->password.len);
+    ngx_explicit_memzero(buf, sizeof(buf));
+
+    return NGX_CONF_OK;
 }
 
 
@@ -281,6 +511,7 @@ ngx_http_gms_redis_init_conf(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf)
     ngx_http_gms_redis_addr_t  *addrs;
 
     if (gmcf->redis.name.data == NULL && gmcf->sentinels == NULL
+        && gmcf->cluster == NULL
         && ngx_http_gms_redis_addr(cf, &dflt, &gmcf->redis) != NGX_OK)
     {
         return NGX_CONF_ERROR;
@@ -289,6 +520,10 @@ ngx_http_gms_redis_init_conf(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf)
     if (gmcf->sentinels) {
         addrs = gmcf->sentinels->elts;
         n = gmcf->sentinels->nelts;
+
+    } else if (gmcf->cluster) {
+        addrs = gmcf->cluster->elts;
+        n = gmcf->cluster->nelts;
 
     } else {
         addrs = &gmcf->redis;
@@ -319,6 +554,22 @@ ngx_http_gms_redis_init_conf(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf)
                              ? 30000 : clcf->resolver_timeout;
 
     ngx_conf_init_value(gmcf->ssl_verify, 1);
+
+    if (gmcf->cluster && gmcf->tls && gmcf->ssl_name.len == 0
+        && addrs[0].host.len
+        && ngx_inet_addr(addrs[0].host.data, addrs[0].host.len)
+           == INADDR_NONE
+        && ngx_strlchr(addrs[0].host.data,
+                       addrs[0].host.data + addrs[0].host.len, ':')
+           == NULL)
+    {
+        /*
+         * the nodes are reached where the cluster says: their certificate
+         * is checked against the configured endpoint's name, which a
+         * managed cluster's wildcard certificate covers
+         */
+        gmcf->ssl_name = addrs[0].host;
+    }
 
     if (!gmcf->tls) {
         if (gmcf->ssl_certificate.len || gmcf->ssl_trusted_certificate.len) {

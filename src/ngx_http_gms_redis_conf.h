@@ -1,7 +1,8 @@
 
 /*
  * Where Redis is, as configured: gms_token_redis,
- * gms_token_redis_sentinel, gms_token_redis_ssl_*.
+ * gms_token_redis_sentinel, gms_token_redis_cluster,
+ * gms_token_redis_ssl_*.
  */
 
 
@@ -16,6 +17,10 @@ char *ngx_http_gms_redis_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 char *ngx_http_gms_redis_sentinel_directive(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
+char *ngx_http_gms_redis_cluster_directive(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+char *ngx_http_gms_redis_cluster_prefix(ngx_conf_t *cf,
+    ngx_http_gms_main_conf_t *gmcf);
 char *ngx_http_gms_redis_init_conf(ngx_conf_t *cf,
     ngx_http_gms_main_conf_t *gmcf);
 

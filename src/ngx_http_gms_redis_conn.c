@@ -388,6 +388,7 @@ ngx_http_gms_rconn_up(ngx_http_gms_rconn_t *rc)
     }
 
     ngx_http_gms_count(connected[rc->target]);
+    ngx_http_gms_metrics_node(rc->node, &rc->peer, 1);
 
     if (rc->ready) {
         rc->ready(rc);
@@ -982,6 +983,8 @@ ngx_http_gms_rconn_close(ngx_http_gms_rconn_t *rc, ngx_uint_t level,
     if (rc->was_ready) {
         ngx_http_gms_count_down(connected[rc->target]);
     }
+
+    ngx_http_gms_metrics_node(rc->node, &rc->peer, 0);
 
     rc->state = NGX_HTTP_GMS_RCONN_CLOSED;
     rc->generation++;

@@ -56,6 +56,7 @@ struct ngx_http_gms_rconn_s {
     ngx_http_gms_main_conf_t      *gmcf;
     const char                    *what;           /* for the logs */
     ngx_http_gms_target_e          target;
+    ngx_uint_t                     node;           /* gms_redis_node_up */
 
     /* where to: a configured address, or one a Sentinel named */
     ngx_http_gms_redis_addr_t     *addr;

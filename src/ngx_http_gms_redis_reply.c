@@ -26,6 +26,15 @@
 #define NGX_HTTP_GMS_REPLY_OBJECTS_MAX   4096
 #define NGX_HTTP_GMS_REPLY_BYTES_MAX     (1024 * 1024)
 
+/*
+ * A cluster's map (ngx_http_gms_cluster.c) nests deeper: CLUSTER SHARDS's
+ * nodes are field arrays in an array in a shard's array (depth 3), as
+ * CLUSTER SLOTS's node metadata; some 20 objects a node, a few hundred
+ * nodes at most.
+ */
+#define NGX_HTTP_GMS_MAP_DEPTH_MAX       3
+#define NGX_HTTP_GMS_MAP_OBJECTS_MAX     32768
+
 
 static void *ngx_http_gms_reply_string(const redisReadTask *task, char *str,
     size_t len);
@@ -40,6 +49,7 @@ static ngx_int_t ngx_http_gms_reply_count(const redisReadTask *task,
 
 redisReplyObjectFunctions  *ngx_http_gms_reply_hiredis;
 redisReplyObjectFunctions   ngx_http_gms_reply_capped;
+redisReplyObjectFunctions   ngx_http_gms_reply_map;
 
 
 /* made once, from the builders of the first reader hiredis creates */
@@ -57,6 +67,9 @@ ngx_http_gms_reply_init(redisReplyObjectFunctions *hiredis)
     ngx_http_gms_reply_capped.createArray = ngx_http_gms_reply_array;
     ngx_http_gms_reply_capped.createInteger = ngx_http_gms_reply_integer;
     ngx_http_gms_reply_capped.createNil = ngx_http_gms_reply_nil;
+
+    /* the same builders: they tell the two apart by the connection's */
+    ngx_http_gms_reply_map = ngx_http_gms_reply_capped;
 }
 
 
@@ -86,8 +99,9 @@ ngx_http_gms_reply_string(const redisReadTask *task, char *str, size_t len)
 static void *
 ngx_http_gms_reply_array(const redisReadTask *task, int elements)
 {
-    ngx_uint_t            depth;
-    const redisReadTask  *t;
+    ngx_uint_t             depth, max;
+    const redisReadTask   *t;
+    ngx_http_gms_rconn_t  *rc;
 
     if (elements < 0 || elements > NGX_HTTP_GMS_REPLY_ELEMENTS_MAX) {
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
@@ -102,7 +116,11 @@ ngx_http_gms_reply_array(const redisReadTask *task, int elements)
         depth++;
     }
 
-    if (depth > NGX_HTTP_GMS_REPLY_DEPTH_MAX) {
+    rc = task->privdata;
+    max = (rc->builders == &ngx_http_gms_reply_map)
+          ? NGX_HTTP_GMS_MAP_DEPTH_MAX : NGX_HTTP_GMS_REPLY_DEPTH_MAX;
+
+    if (depth > max) {
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                       "gms: redis reply over the module's limits: "
                       "an array nested %ui deep", depth);
@@ -149,6 +167,11 @@ ngx_http_gms_reply_count(const redisReadTask *task, size_t len)
 {
     ngx_http_gms_rconn_t *rc = task->privdata;
 
+    ngx_uint_t  max;
+
+    max = (rc->builders == &ngx_http_gms_reply_map)
+          ? NGX_HTTP_GMS_MAP_OBJECTS_MAX : NGX_HTTP_GMS_REPLY_OBJECTS_MAX;
+
     if (task->parent == NULL) {
         rc->reply_objects = 0;
         rc->reply_bytes = 0;
@@ -157,14 +180,13 @@ ngx_http_gms_reply_count(const redisReadTask *task, size_t len)
     rc->reply_objects++;
     rc->reply_bytes += len;
 
-    if (rc->reply_objects > NGX_HTTP_GMS_REPLY_OBJECTS_MAX
+    if (rc->reply_objects > max
         || rc->reply_bytes > NGX_HTTP_GMS_REPLY_BYTES_MAX)
     {
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                       "gms: redis reply over the module's limits: "
-                      "more than %d objects or %d bytes of strings",
-                      NGX_HTTP_GMS_REPLY_OBJECTS_MAX,
-                      NGX_HTTP_GMS_REPLY_BYTES_MAX);
+                      "more than %ui objects or %d bytes of strings",
+                      max, NGX_HTTP_GMS_REPLY_BYTES_MAX);
         return NGX_ERROR;
     }
 

@@ -1,28 +1,39 @@
 
 /*
- * Redis Cluster's hash slot: CRC16 (XMODEM: polynomial 0x1021, initial
- * value 0, no reflection) of the key mod 16384, or of its hash tag when
- * it has one: the bytes between the first '{' and the first '}' after
- * it, if there is at least one (Redis's keyHashSlot, cluster.c).
+ * Redis Cluster's hash slots and redirections (the Redis Cluster
+ * specification, "Key distribution model" and "Redirection and
+ * resharding").  Nothing here trusts its input: a redirection is parsed
+ * from bytes a server sent.
  */
 
-
-#include <stdint.h>
-#include <string.h>
 
 #include "gms_slot.h"
 
 
-static uint16_t gms_crc16(const char *buf, size_t len);
+uint16_t
+gms_crc16(const unsigned char *p, size_t len)
+{
+    int       i;
+    uint16_t  crc;
 
+    crc = 0;
 
-/*
- * 1 and where the tag lies in key when the key has a hash tag; 0: the
- * whole key is hashed
- */
+    while (len--) {
+        crc ^= (uint16_t) (*p++ << 8);
+
+        for (i = 0; i < 8; i++) {
+            crc = (crc & 0x8000) ? (uint16_t) ((crc << 1) ^ 0x1021)
+                                 : (uint16_t) (crc << 1);
+        }
+    }
+
+    return crc;
+}
+
 
 int
-gms_slot_tag(const char *key, size_t len, size_t *start, size_t *tag_len)
+gms_slot_tag(const unsigned char *key, size_t len,
+    const unsigned char **tag, size_t *tag_len)
 {
     size_t  s, e;
 
@@ -46,7 +57,7 @@ gms_slot_tag(const char *key, size_t len, size_t *start, size_t *tag_len)
         return 0;
     }
 
-    *start = s + 1;
+    *tag = key + s + 1;
     *tag_len = e - s - 1;
 
     return 1;
@@ -54,35 +65,102 @@ gms_slot_tag(const char *key, size_t len, size_t *start, size_t *tag_len)
 
 
 unsigned
-gms_slot(const char *key, size_t len)
+gms_slot(const unsigned char *key, size_t len)
 {
-    size_t  start, tag_len;
+    size_t                tag_len;
+    const unsigned char  *tag;
 
-    if (gms_slot_tag(key, len, &start, &tag_len)) {
-        return gms_crc16(key + start, tag_len) & (GMS_SLOTS - 1);
+    if (gms_slot_tag(key, len, &tag, &tag_len)) {
+        return gms_crc16(tag, tag_len) & (GMS_SLOTS - 1);
     }
 
     return gms_crc16(key, len) & (GMS_SLOTS - 1);
 }
 
 
-static uint16_t
-gms_crc16(const char *buf, size_t len)
+/* a decimal number of at most max, all of [p, last) */
+
+static int
+gms_slot_number(const unsigned char *p, const unsigned char *last,
+    unsigned max, unsigned *n)
 {
-    int       i;
-    size_t    n;
-    uint16_t  crc;
+    unsigned  v;
 
-    crc = 0;
+    if (p == last || last - p > 5) {
+        return -1;
+    }
 
-    for (n = 0; n < len; n++) {
-        crc ^= (uint16_t) ((unsigned char) buf[n]) << 8;
+    for (v = 0; p < last; p++) {
+        if (*p < '0' || *p > '9') {
+            return -1;
+        }
 
-        for (i = 0; i < 8; i++) {
-            crc = crc & 0x8000 ? (uint16_t) ((crc << 1) ^ 0x1021)
-                               : (uint16_t) (crc << 1);
+        v = v * 10 + (*p - '0');
+    }
+
+    if (v > max) {
+        return -1;
+    }
+
+    *n = v;
+
+    return 0;
+}
+
+
+int
+gms_slot_redirect(const unsigned char *s, size_t len, gms_redirect_t *r)
+{
+    const unsigned char  *p, *last, *sp, *colon;
+
+    last = s + len;
+
+    if (len > 6 && s[0] == 'M' && s[1] == 'O' && s[2] == 'V' && s[3] == 'E'
+        && s[4] == 'D' && s[5] == ' ')
+    {
+        r->kind = GMS_REDIRECT_MOVED;
+        p = s + 6;
+
+    } else if (len > 4 && s[0] == 'A' && s[1] == 'S' && s[2] == 'K'
+               && s[3] == ' ')
+    {
+        r->kind = GMS_REDIRECT_ASK;
+        p = s + 4;
+
+    } else {
+        return -1;
+    }
+
+    for (sp = p; sp < last && *sp != ' '; sp++) { /* void */ }
+
+    if (sp == last || gms_slot_number(p, sp, GMS_SLOTS - 1, &r->slot) != 0) {
+        return -1;
+    }
+
+    p = sp + 1;
+
+    /* host:port, the last ':' ends the host (IPv6 has its own) */
+
+    colon = NULL;
+
+    for (sp = p; sp < last; sp++) {
+        if (*sp == ':') {
+            colon = sp;
+
+        } else if (*sp <= ' ' || *sp >= 0x7f) {
+            return -1;
         }
     }
 
-    return crc;
+    if (colon == NULL
+        || gms_slot_number(colon + 1, last, 65535, &r->port) != 0
+        || r->port == 0 || colon - p > 255)
+    {
+        return -1;
+    }
+
+    r->host = p;
+    r->host_len = colon - p;
+
+    return 0;
 }

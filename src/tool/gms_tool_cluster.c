@@ -53,7 +53,7 @@ gms_tool_cluster_connect(gms_tool_t *t, const char *password,
     unsigned          slot;
     gms_tool_conn_t  *c;
 
-    slot = gms_slot(t->prefix, t->prefix_len);
+    slot = gms_slot((const unsigned char *) t->prefix, t->prefix_len);
 
     list = strdup(t->cluster);
     if (list == NULL) {

@@ -255,7 +255,8 @@ gms_tool_conn_options(gms_tool_t *t, gms_tool_args_t *a)
 static int
 gms_tool_cluster_options(gms_tool_t *t, gms_tool_args_t *a)
 {
-    size_t  start, len;
+    size_t                len;
+    const unsigned char  *tag;
 
     if (a->val[GMS_OPT_REDIS] || a->val[GMS_OPT_SENTINEL]) {
         gms_tool_error(t, "give one of --redis, --sentinel and "
@@ -278,7 +279,9 @@ gms_tool_cluster_options(gms_tool_t *t, gms_tool_args_t *a)
         t->prefix = "{gms}:";
         t->prefix_len = 6;
 
-    } else if (!gms_slot_tag(t->prefix, t->prefix_len, &start, &len)) {
+    } else if (!gms_slot_tag((const unsigned char *) t->prefix, t->prefix_len,
+                             &tag, &len))
+    {
         gms_tool_error(t, "--prefix: '%s' has no hash tag: with "
                        "--redis-cluster every key must lie in one slot, "
                        "so the prefix needs one, as {gms}: (a non-empty "

@@ -1,0 +1,913 @@
+
+/*
+ * Redis Cluster (the Redis Cluster specification, "Client and Server
+ * roles in the Redis cluster protocol").
+ *
+ * Every key of the contract lives in one hash slot, the slot of the key
+ * prefix's hash tag ("{gms}:"), so a worker needs one node of the map:
+ * the master serving that slot (and, with replica=prefer, a replica of
+ * it whose health is "online").  Each worker keeps one connection to one
+ * node of the configured list (a seed) and asks it CLUSTER SHARDS, or
+ * CLUSTER SLOTS when the node is older than Redis 7 and says so.  What it
+ * names goes to the hooks the module gave (ngx_http_gms_redis.c, and the
+ * invalidation subscription, which sits on the slot's master too).
+ *
+ * The map is asked for again every NGX_HTTP_GMS_CLUSTER_EVERY ms, so a
+ * failover is found without a request having to fail first, and at once
+ * (at most once per NGX_HTTP_GMS_CLUSTER_MIN ms, later otherwise) when a
+ * node answers MOVED, TRYAGAIN or CLUSTERDOWN or a connection to the
+ * slot's master fails.  A seed that fails, or does not answer, or knows
+ * no node for the slot, gives way to the next of the list.
+ *
+ * Nodes are where they announce they are: an IP address, or a host name
+ * (cluster-preferred-endpoint-type hostname, cluster-announce-hostname)
+ * resolved by nginx's resolver.  Nothing of a reply is trusted: a map
+ * that is not of the documented shape closes the connection and the next
+ * seed is asked.
+ */
+
+
+#include "ngx_http_gms_cluster.h"
+#include "ngx_http_gms_redis.h"
+#include "ngx_http_gms_redis_conn.h"
+#include "ngx_http_gms_redis_reply.h"
+#include "ngx_http_gms_metrics.h"
+
+
+/* the map is asked for at most this often on errors (ms) */
+#define NGX_HTTP_GMS_CLUSTER_MIN    250
+
+/* and this often anyway: a failover is found without an error */
+#define NGX_HTTP_GMS_CLUSTER_EVERY  5000
+
+#define NGX_HTTP_GMS_CLUSTER_MASTER   0
+#define NGX_HTTP_GMS_CLUSTER_REPLICA  1
+
+
+/* a node of the map: where it is, as it announced itself */
+typedef struct {
+    const u_char                *host;
+    size_t                       host_len;
+    ngx_int_t                    port;
+    unsigned                     master:1;
+    unsigned                     online:1;
+} ngx_http_gms_cluster_node_t;
+
+
+/* a host name being resolved for a hook */
+typedef struct {
+    ngx_resolver_ctx_t          *ctx;
+    ngx_http_gms_cluster_pt      hook;
+    in_port_t                    port;
+    size_t                       len;
+    u_char                       host[256];
+} ngx_http_gms_cluster_name_t;
+
+
+typedef struct {
+    ngx_http_gms_rconn_t         rc;
+    ngx_http_gms_main_conf_t    *gmcf;
+    ngx_uint_t                   current;        /* in gmcf->cluster */
+    ngx_event_t                  retry;          /* to connect */
+    ngx_event_t                  tick;           /* to ask again */
+    ngx_msec_t                   asked;
+    ngx_http_gms_cluster_name_t  names[2];       /* master, replica */
+    ngx_uint_t                   failed;         /* seeds, since a map */
+    unsigned                     pending:1;      /* a question unanswered */
+    unsigned                     slots:1;        /* CLUSTER SLOTS (< 7) */
+    unsigned                     exiting:1;
+} ngx_http_gms_cluster_t;
+
+
+static void ngx_http_gms_cluster_connect(ngx_event_t *ev);
+static void ngx_http_gms_cluster_tick(ngx_event_t *ev);
+static void ngx_http_gms_cluster_ask(ngx_http_gms_cluster_t *cl);
+static void ngx_http_gms_cluster_map(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error);
+static ngx_int_t ngx_http_gms_cluster_shards(ngx_http_gms_cluster_t *cl,
+    redisReply *reply, ngx_http_gms_cluster_node_t *master,
+    ngx_http_gms_cluster_node_t *replica);
+static ngx_int_t ngx_http_gms_cluster_shard_node(ngx_http_gms_cluster_t *cl,
+    redisReply *r, ngx_http_gms_cluster_node_t *node);
+static ngx_int_t ngx_http_gms_cluster_slots(ngx_http_gms_cluster_t *cl,
+    redisReply *reply, ngx_http_gms_cluster_node_t *master,
+    ngx_http_gms_cluster_node_t *replica);
+static ngx_int_t ngx_http_gms_cluster_slots_node(redisReply *r,
+    ngx_http_gms_cluster_node_t *node);
+static void ngx_http_gms_cluster_apply(ngx_http_gms_cluster_t *cl,
+    ngx_uint_t role, ngx_http_gms_cluster_node_t *node);
+static void ngx_http_gms_cluster_resolved(ngx_resolver_ctx_t *ctx);
+static void ngx_http_gms_cluster_closed(ngx_http_gms_rconn_t *rc);
+
+
+static ngx_http_gms_cluster_t  ngx_http_gms_cluster;
+
+
+ngx_int_t
+ngx_http_gms_cluster_init_process(ngx_cycle_t *cycle,
+    ngx_http_gms_main_conf_t *gmcf, ngx_http_gms_cluster_pt master,
+    ngx_http_gms_cluster_pt replica)
+{
+    ngx_http_gms_rconn_t    *rc;
+    ngx_http_gms_cluster_t  *cl;
+
+    cl = &ngx_http_gms_cluster;
+    cl->gmcf = gmcf;
+    cl->names[NGX_HTTP_GMS_CLUSTER_MASTER].hook = master;
+    cl->names[NGX_HTTP_GMS_CLUSTER_REPLICA].hook = replica;
+
+    rc = &cl->rc;
+    ngx_http_gms_rconn_init(rc, gmcf, "cluster map",
+                            NGX_HTTP_GMS_TARGET_CLUSTER);
+    rc->closed = ngx_http_gms_cluster_closed;
+    rc->builders = &ngx_http_gms_reply_map;
+    rc->node = NGX_HTTP_GMS_NODE_MAP;
+    rc->keepalive = 1;
+
+    /* workers start at different nodes: the load spreads */
+    cl->current = ngx_random() % gmcf->cluster->nelts;
+
+    cl->retry.handler = ngx_http_gms_cluster_connect;
+    cl->retry.log = cycle->log;
+    cl->retry.data = cl;
+    cl->retry.cancelable = 1;
+
+    cl->tick.handler = ngx_http_gms_cluster_tick;
+    cl->tick.log = cycle->log;
+    cl->tick.data = cl;
+    cl->tick.cancelable = 1;
+
+    ngx_add_timer(&cl->retry, 1);
+    ngx_add_timer(&cl->tick, NGX_HTTP_GMS_CLUSTER_EVERY);
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_gms_cluster_exit_process(void)
+{
+    ngx_uint_t               i;
+    ngx_http_gms_cluster_t  *cl;
+
+    cl = &ngx_http_gms_cluster;
+    cl->exiting = 1;
+
+    if (cl->gmcf == NULL) {
+        return;
+    }
+
+    for (i = 0; i < 2; i++) {
+        if (cl->names[i].ctx) {
+            ngx_resolve_name_done(cl->names[i].ctx);
+            cl->names[i].ctx = NULL;
+        }
+    }
+
+    ngx_http_gms_rconn_close(&cl->rc, NGX_LOG_DEBUG, "exiting");
+}
+
+
+void
+ngx_http_gms_cluster_refresh(const char *why)
+{
+    ngx_msec_t               since;
+    ngx_http_gms_cluster_t  *cl;
+
+    cl = &ngx_http_gms_cluster;
+
+    if (cl->gmcf == NULL || cl->exiting) {
+        return;
+    }
+
+    since = ngx_current_msec - cl->asked;
+
+    if (since < NGX_HTTP_GMS_CLUSTER_MIN) {
+        /* asked a moment ago: once more when the moment is over */
+
+        if (cl->tick.timer_set
+            && cl->tick.timer.key > ngx_current_msec
+                                    + NGX_HTTP_GMS_CLUSTER_MIN - since)
+        {
+            ngx_del_timer(&cl->tick);
+        }
+
+        if (!cl->tick.timer_set) {
+            ngx_add_timer(&cl->tick, NGX_HTTP_GMS_CLUSTER_MIN - since);
+        }
+
+        return;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: cluster: asking for the slot map: %s", why);
+
+    ngx_http_gms_cluster_ask(cl);
+}
+
+
+static void
+ngx_http_gms_cluster_tick(ngx_event_t *ev)
+{
+    ngx_http_gms_cluster_ask(ev->data);
+}
+
+
+/* CLUSTER SHARDS (or SLOTS) on the seed's connection, or a new one */
+
+static void
+ngx_http_gms_cluster_ask(ngx_http_gms_cluster_t *cl)
+{
+    size_t                 lens[2];
+    const char            *argv[2];
+    ngx_http_gms_rconn_t  *rc;
+
+    rc = &cl->rc;
+
+    if (cl->exiting) {
+        return;
+    }
+
+    if (cl->tick.timer_set) {
+        ngx_del_timer(&cl->tick);
+    }
+
+    ngx_add_timer(&cl->tick, NGX_HTTP_GMS_CLUSTER_EVERY);
+
+    if (!ngx_http_gms_rconn_open(rc)) {
+        /* the connection's setup asks */
+
+        if (!cl->retry.timer_set) {
+            ngx_add_timer(&cl->retry, ngx_http_gms_rconn_in_backoff(rc)
+                                      ? rc->retry_at - ngx_current_msec
+                                      : 1);
+        }
+
+        return;
+    }
+
+    if (cl->pending) {
+        if (ngx_current_msec - cl->asked >= NGX_HTTP_GMS_CLUSTER_EVERY) {
+            /* a node that does not answer in seconds: the next one */
+            ngx_http_gms_rconn_close(rc, NGX_LOG_ERR,
+                                     "no answer to the slot map's question");
+        }
+
+        return;
+    }
+
+    argv[0] = "CLUSTER";
+    lens[0] = sizeof("CLUSTER") - 1;
+
+    if (cl->slots) {
+        argv[1] = "SLOTS";
+        lens[1] = sizeof("SLOTS") - 1;
+
+    } else {
+        argv[1] = "SHARDS";
+        lens[1] = sizeof("SHARDS") - 1;
+    }
+
+    if (ngx_http_gms_rconn_argv(rc, 2, argv, lens, ngx_http_gms_cluster_map,
+                                NULL)
+        != NGX_OK)
+    {
+        ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "cannot ask for the map");
+        return;
+    }
+
+    cl->pending = 1;
+    cl->asked = ngx_current_msec;
+
+    ngx_http_gms_count(cluster_refreshes);
+}
+
+
+static void
+ngx_http_gms_cluster_connect(ngx_event_t *ev)
+{
+    ngx_http_gms_cluster_t *cl = ev->data;
+
+    ngx_int_t                   rv;
+    ngx_msec_int_t              delay;
+    ngx_http_gms_rconn_t       *rc;
+    ngx_http_gms_redis_addr_t  *addrs;
+
+    rc = &cl->rc;
+
+    if (ngx_http_gms_rconn_open(rc) || cl->exiting) {
+        return;
+    }
+
+    addrs = cl->gmcf->cluster->elts;
+    rc->addr = &addrs[cl->current];
+
+    /* AUTH, as every connection to the data nodes */
+    rv = ngx_http_gms_redis_setup(rc, 0);
+
+    if (rv == NGX_DECLINED) {
+        delay = (ngx_msec_int_t) (rc->retry_at - ngx_current_msec);
+        ngx_add_timer(&cl->retry, (ngx_msec_t) ngx_max(delay, 1));
+        return;
+    }
+
+    if (rv != NGX_OK) {
+        /* closed: the hook has moved on and set the timer */
+        return;
+    }
+
+    cl->pending = 0;
+    cl->asked = 0;
+
+    ngx_http_gms_cluster_ask(cl);
+}
+
+
+static ngx_uint_t
+ngx_http_gms_cluster_unknown(redisReply *reply)
+{
+    static const char  unknown[] = "ERR unknown subcommand";
+
+    /* "ERR Unknown subcommand" before Redis 6.2, "ERR unknown" after */
+
+    return reply->type == REDIS_REPLY_ERROR
+           && reply->len >= sizeof(unknown) - 1
+           && ngx_strncasecmp((u_char *) reply->str, (u_char *) unknown,
+                              sizeof(unknown) - 1)
+              == 0;
+}
+
+
+static void
+ngx_http_gms_cluster_map(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error)
+{
+    ngx_int_t                    rv;
+    ngx_http_gms_cluster_t      *cl;
+    ngx_http_gms_cluster_node_t  master, replica;
+
+    cl = &ngx_http_gms_cluster;
+    cl->pending = 0;
+
+    if (reply == NULL) {
+        return;
+    }
+
+    if (!cl->slots && ngx_http_gms_cluster_unknown(reply)) {
+        ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                      "gms: cluster: %V does not know CLUSTER SHARDS "
+                      "(Redis 7.0 or later): asking CLUSTER SLOTS",
+                      &rc->peer);
+        cl->slots = 1;
+        cl->asked = 0;
+        ngx_http_gms_cluster_ask(cl);
+        return;
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: cluster: %V answered \"%*s\" for the slot map",
+                      &rc->peer, (size_t) ngx_min(reply->len, 256),
+                      reply->str);
+        ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "no map");
+        return;
+    }
+
+    ngx_memzero(&master, sizeof(ngx_http_gms_cluster_node_t));
+    ngx_memzero(&replica, sizeof(ngx_http_gms_cluster_node_t));
+
+    rv = cl->slots
+         ? ngx_http_gms_cluster_slots(cl, reply, &master, &replica)
+         : ngx_http_gms_cluster_shards(cl, reply, &master, &replica);
+
+    if (rv == NGX_ERROR) {
+        ngx_http_gms_rconn_protocol_error(rc, cl->slots
+                                              ? "a malformed CLUSTER SLOTS"
+                                              : "a malformed CLUSTER SHARDS");
+        return;
+    }
+
+    if (rv == NGX_DECLINED) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: cluster: %V knows no node serving slot %ui "
+                      "(the key prefix's): asking another node", &rc->peer,
+                      cl->gmcf->cluster_slot);
+        ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "slot not served");
+        return;
+    }
+
+    cl->failed = 0;
+
+    ngx_http_gms_cluster_apply(cl, NGX_HTTP_GMS_CLUSTER_MASTER, &master);
+
+    if (cl->gmcf->replica) {
+        ngx_http_gms_cluster_apply(cl, NGX_HTTP_GMS_CLUSTER_REPLICA,
+                                   replica.host ? &replica : NULL);
+    }
+}
+
+
+/*
+ * CLUSTER SHARDS (Redis 7): [["slots", [start, end, ...], "nodes",
+ * [[field, value, ...], ...]], ...].  NGX_OK: the slot's master found,
+ * and an online replica if there is one; NGX_DECLINED: no shard serves
+ * the slot; NGX_ERROR: not of that shape.
+ */
+
+static ngx_int_t
+ngx_http_gms_cluster_shards(ngx_http_gms_cluster_t *cl, redisReply *reply,
+    ngx_http_gms_cluster_node_t *master, ngx_http_gms_cluster_node_t *replica)
+{
+    size_t                        i, j;
+    ngx_uint_t                    slot, found;
+    redisReply                   *shard, *k, *v, *slots, *nodes;
+    ngx_http_gms_cluster_node_t   node;
+
+    if (reply->type != REDIS_REPLY_ARRAY) {
+        return NGX_ERROR;
+    }
+
+    slot = cl->gmcf->cluster_slot;
+
+    for (i = 0; i < reply->elements; i++) {
+        shard = reply->element[i];
+
+        if (shard->type != REDIS_REPLY_ARRAY || shard->elements % 2) {
+            return NGX_ERROR;
+        }
+
+        slots = NULL;
+        nodes = NULL;
+
+        for (j = 0; j < shard->elements; j += 2) {
+            k = shard->element[j];
+            v = shard->element[j + 1];
+
+            if (ngx_http_gms_rconn_says(k, "slots")) {
+                slots = v;
+
+            } else if (ngx_http_gms_rconn_says(k, "nodes")) {
+                nodes = v;
+            }
+        }
+
+        if (slots == NULL || nodes == NULL
+            || slots->type != REDIS_REPLY_ARRAY || slots->elements % 2
+            || nodes->type != REDIS_REPLY_ARRAY)
+        {
+            return NGX_ERROR;
+        }
+
+        found = 0;
+
+        for (j = 0; j < slots->elements; j += 2) {
+            k = slots->element[j];
+            v = slots->element[j + 1];
+
+            if (k->type != REDIS_REPLY_INTEGER
+                || v->type != REDIS_REPLY_INTEGER)
+            {
+                return NGX_ERROR;
+            }
+
+            if (k->integer <= (long long) slot
+                && (long long) slot <= v->integer)
+            {
+                found = 1;
+            }
+        }
+
+        if (!found) {
+            continue;
+        }
+
+        for (j = 0; j < nodes->elements; j++) {
+            if (ngx_http_gms_cluster_shard_node(cl, nodes->element[j], &node)
+                != NGX_OK)
+            {
+                /* a node without a usable address: not one to go to */
+                continue;
+            }
+
+            /* an online master over one that is failing */
+
+            if (node.master
+                && (master->host == NULL || (node.online && !master->online)))
+            {
+                *master = node;
+
+            } else if (!node.master && node.online && replica->host == NULL) {
+                *replica = node;
+            }
+        }
+
+        return master->host ? NGX_OK : NGX_DECLINED;
+    }
+
+    return NGX_DECLINED;
+}
+
+
+/* a node's fields: id, port, tls-port, ip, endpoint, hostname, role ... */
+
+static ngx_int_t
+ngx_http_gms_cluster_shard_node(ngx_http_gms_cluster_t *cl, redisReply *r,
+    ngx_http_gms_cluster_node_t *node)
+{
+    size_t       j;
+    ngx_int_t    port, tls_port;
+    redisReply  *k, *v, *ip, *endpoint, *hostname;
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements % 2) {
+        return NGX_ERROR;
+    }
+
+    ngx_memzero(node, sizeof(ngx_http_gms_cluster_node_t));
+
+    ip = NULL;
+    endpoint = NULL;
+    hostname = NULL;
+    port = 0;
+    tls_port = 0;
+
+    for (j = 0; j < r->elements; j += 2) {
+        k = r->element[j];
+        v = r->element[j + 1];
+
+        if (k->type != REDIS_REPLY_STRING) {
+            return NGX_ERROR;
+        }
+
+        if (v->type == REDIS_REPLY_INTEGER) {
+            if (v->integer < 1 || v->integer > 65535) {
+                continue;
+            }
+
+            if (ngx_http_gms_rconn_says(k, "port")) {
+                port = (ngx_int_t) v->integer;
+
+            } else if (ngx_http_gms_rconn_says(k, "tls-port")) {
+                tls_port = (ngx_int_t) v->integer;
+            }
+
+            continue;
+        }
+
+        if (v->type != REDIS_REPLY_STRING) {
+            continue;
+        }
+
+        if (ngx_http_gms_rconn_says(k, "ip")) {
+            ip = v;
+
+        } else if (ngx_http_gms_rconn_says(k, "endpoint")) {
+            endpoint = v;
+
+        } else if (ngx_http_gms_rconn_says(k, "hostname")) {
+            hostname = v;
+
+        } else if (ngx_http_gms_rconn_says(k, "role")) {
+            node->master = ngx_http_gms_rconn_says(v, "master");
+
+        } else if (ngx_http_gms_rconn_says(k, "health")) {
+            node->online = ngx_http_gms_rconn_says(v, "online");
+        }
+    }
+
+    /* where the cluster prefers its clients to go, then what else it said */
+
+    if (endpoint && endpoint->len && !ngx_http_gms_rconn_says(endpoint, "?")) {
+        node->host = (u_char *) endpoint->str;
+        node->host_len = endpoint->len;
+
+    } else if (ip && ip->len && !ngx_http_gms_rconn_says(ip, "?")) {
+        node->host = (u_char *) ip->str;
+        node->host_len = ip->len;
+
+    } else if (hostname && hostname->len) {
+        node->host = (u_char *) hostname->str;
+        node->host_len = hostname->len;
+
+    } else {
+        return NGX_DECLINED;
+    }
+
+    node->port = (cl->gmcf->tls && tls_port) ? tls_port : port;
+
+    if (node->port == 0) {
+        /* with tls, a node that serves TLS on its only port says "port" */
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * CLUSTER SLOTS (before Redis 7): [[start, end, [host, port, id, ...],
+ * replicas' ...], ...]; a connection over TLS is given the TLS ports.
+ * Failed replicas are left out by the node.
+ */
+
+static ngx_int_t
+ngx_http_gms_cluster_slots(ngx_http_gms_cluster_t *cl, redisReply *reply,
+    ngx_http_gms_cluster_node_t *master, ngx_http_gms_cluster_node_t *replica)
+{
+    size_t                        i, j;
+    ngx_uint_t                    slot;
+    redisReply                   *range;
+    ngx_http_gms_cluster_node_t   node;
+
+    if (reply->type != REDIS_REPLY_ARRAY) {
+        return NGX_ERROR;
+    }
+
+    slot = cl->gmcf->cluster_slot;
+
+    for (i = 0; i < reply->elements; i++) {
+        range = reply->element[i];
+
+        if (range->type != REDIS_REPLY_ARRAY || range->elements < 3
+            || range->element[0]->type != REDIS_REPLY_INTEGER
+            || range->element[1]->type != REDIS_REPLY_INTEGER)
+        {
+            return NGX_ERROR;
+        }
+
+        if (range->element[0]->integer > (long long) slot
+            || (long long) slot > range->element[1]->integer)
+        {
+            continue;
+        }
+
+        if (ngx_http_gms_cluster_slots_node(range->element[2], master)
+            != NGX_OK)
+        {
+            return NGX_DECLINED;
+        }
+
+        master->master = 1;
+        master->online = 1;
+
+        for (j = 3; j < range->elements; j++) {
+            if (ngx_http_gms_cluster_slots_node(range->element[j], &node)
+                == NGX_OK)
+            {
+                node.online = 1;
+                *replica = node;
+                break;
+            }
+        }
+
+        return NGX_OK;
+    }
+
+    return NGX_DECLINED;
+}
+
+
+static ngx_int_t
+ngx_http_gms_cluster_slots_node(redisReply *r,
+    ngx_http_gms_cluster_node_t *node)
+{
+    redisReply  *host, *port;
+
+    ngx_memzero(node, sizeof(ngx_http_gms_cluster_node_t));
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
+        return NGX_ERROR;
+    }
+
+    host = r->element[0];
+    port = r->element[1];
+
+    if (host->type != REDIS_REPLY_STRING || host->len == 0
+        || ngx_http_gms_rconn_says(host, "?")
+        || port->type != REDIS_REPLY_INTEGER
+        || port->integer < 1 || port->integer > 65535)
+    {
+        return NGX_ERROR;
+    }
+
+    node->host = (u_char *) host->str;
+    node->host_len = host->len;
+    node->port = (ngx_int_t) port->integer;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The node to its hook: an IP address at once, a host name once nginx's
+ * resolver has answered (the last name asked for wins).
+ */
+
+static void
+ngx_http_gms_cluster_apply(ngx_http_gms_cluster_t *cl, ngx_uint_t role,
+    ngx_http_gms_cluster_node_t *node)
+{
+    ngx_int_t                     rv;
+    socklen_t                     socklen;
+    ngx_sockaddr_t                sa;
+    ngx_resolver_t               *resolver;
+    ngx_resolver_ctx_t           *ctx;
+    ngx_http_gms_cluster_name_t  *name;
+
+    name = &cl->names[role];
+
+    if (node == NULL) {
+        if (name->ctx) {
+            ngx_resolve_name_done(name->ctx);
+            name->ctx = NULL;
+        }
+
+        name->hook(NULL, 0);
+        return;
+    }
+
+    rv = ngx_http_gms_cluster_addr(node->host, node->host_len,
+                                   (ngx_uint_t) node->port, &sa, &socklen);
+
+    if (rv == NGX_OK) {
+        if (name->ctx) {
+            ngx_resolve_name_done(name->ctx);
+            name->ctx = NULL;
+        }
+
+        name->hook(&sa.sockaddr, socklen);
+        return;
+    }
+
+    if (rv == NGX_ERROR) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: cluster: a node announced an unusable address "
+                      "\"%*s\"", ngx_min(node->host_len, 256), node->host);
+        return;
+    }
+
+    if (name->ctx) {
+        if (name->len == node->host_len && name->port == node->port
+            && ngx_strncmp(name->host, node->host, name->len) == 0)
+        {
+            /* already being resolved */
+            return;
+        }
+
+        ngx_resolve_name_done(name->ctx);
+        name->ctx = NULL;
+    }
+
+    resolver = cl->gmcf->resolver;
+
+    if (resolver == NULL || resolver->connections.nelts == 0) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: cluster: node \"%*s\" is announced by its host "
+                      "name: it needs a \"resolver\" at the http level",
+                      node->host_len, node->host);
+        return;
+    }
+
+    name->len = node->host_len;
+    name->port = (in_port_t) node->port;
+    ngx_memcpy(name->host, node->host, node->host_len);
+
+    ctx = ngx_resolve_start(resolver, NULL);
+    if (ctx == NULL || ctx == NGX_NO_RESOLVER) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: cluster: cannot start resolving \"%*s\"",
+                      name->len, name->host);
+        return;
+    }
+
+    ctx->name.data = name->host;
+    ctx->name.len = name->len;
+    ctx->handler = ngx_http_gms_cluster_resolved;
+    ctx->data = name;
+    ctx->timeout = cl->gmcf->resolver_timeout;
+
+    name->ctx = ctx;
+
+    if (ngx_resolve_name(ctx) != NGX_OK) {
+        /* the resolver has freed ctx */
+        name->ctx = NULL;
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: cluster: cannot resolve \"%*s\"",
+                      name->len, name->host);
+    }
+}
+
+
+static void
+ngx_http_gms_cluster_resolved(ngx_resolver_ctx_t *ctx)
+{
+    ngx_http_gms_cluster_name_t *name = ctx->data;
+
+    socklen_t       socklen;
+    ngx_sockaddr_t  sa;
+
+    name->ctx = NULL;
+
+    if (ctx->state || ctx->naddrs == 0) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: cluster: node \"%V\" could not be resolved "
+                      "(%i: %s)", &ctx->name, ctx->state,
+                      ngx_resolver_strerror(ctx->state));
+        ngx_resolve_name_done(ctx);
+        return;
+    }
+
+    socklen = ctx->addrs[0].socklen;
+    ngx_memcpy(&sa, ctx->addrs[0].sockaddr, socklen);
+    ngx_inet_set_port(&sa.sockaddr, name->port);
+
+    ngx_resolve_name_done(ctx);
+
+    name->hook(&sa.sockaddr, socklen);
+}
+
+
+ngx_int_t
+ngx_http_gms_cluster_addr(const u_char *host, size_t len, ngx_uint_t port,
+    ngx_sockaddr_t *sa, socklen_t *socklen)
+{
+    u_char     c;
+    size_t     i;
+    in_addr_t  inaddr;
+
+    if (len == 0 || len > 255 || port < 1 || port > 65535) {
+        return NGX_ERROR;
+    }
+
+    ngx_memzero(sa, sizeof(ngx_sockaddr_t));
+
+    inaddr = ngx_inet_addr((u_char *) host, len);
+
+    if (inaddr != INADDR_NONE) {
+        sa->sockaddr_in.sin_family = AF_INET;
+        sa->sockaddr_in.sin_addr.s_addr = inaddr;
+        *socklen = sizeof(struct sockaddr_in);
+        ngx_inet_set_port(&sa->sockaddr, (in_port_t) port);
+        return NGX_OK;
+    }
+
+#if (NGX_HAVE_INET6)
+    if (ngx_inet6_addr((u_char *) host, len,
+                       sa->sockaddr_in6.sin6_addr.s6_addr)
+        == NGX_OK)
+    {
+        sa->sockaddr_in6.sin6_family = AF_INET6;
+        *socklen = sizeof(struct sockaddr_in6);
+        ngx_inet_set_port(&sa->sockaddr, (in_port_t) port);
+        return NGX_OK;
+    }
+#endif
+
+    /* a host name: letters, digits, '-', '.', '_' */
+
+    for (i = 0; i < len; i++) {
+        c = ngx_tolower(host[i]);
+
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'
+              || c == '.' || c == '_'))
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_DECLINED;
+}
+
+
+static void
+ngx_http_gms_cluster_closed(ngx_http_gms_rconn_t *rc)
+{
+    ngx_msec_t               delay;
+    ngx_http_gms_cluster_t  *cl;
+
+    cl = &ngx_http_gms_cluster;
+    cl->pending = 0;
+
+    if (cl->exiting) {
+        return;
+    }
+
+    cl->current = (cl->current + 1) % cl->gmcf->cluster->nelts;
+
+    if (++cl->failed == cl->gmcf->cluster->nelts) {
+        /* lookups held for the first map wait no longer (no-op after) */
+        ngx_http_gms_redis_discovery_failed("no cluster node gave the "
+                                            "slot map");
+    }
+
+    delay = 1;
+
+    if (ngx_http_gms_rconn_in_backoff(rc)) {
+        delay = rc->retry_at - ngx_current_msec;
+    }
+
+    if (cl->retry.timer_set) {
+        ngx_del_timer(&cl->retry);
+    }
+
+    ngx_add_timer(&cl->retry, delay);
+}
