@@ -30,6 +30,7 @@ for my $file (@examples) {
     $conf =~ s{^(\s*gms_token_salt_file)\s+\S+;}{$1 $example_salt;}mg;
     $conf =~ s{^(\s*gms_token_signing_key_file)\s+\S+;}{$1 $example_salt;}mg;
     $conf =~ s{secret_file=\S+;}{secret_file=$example_salt;}mg;
+    $conf =~ s{password_file=\S+}{password_file=$example_salt}mg;
 
     my ($rc, $out) = GmsTest::nginx_t($conf);
     is($rc, 0, "nginx -t $file") or diag($out);
