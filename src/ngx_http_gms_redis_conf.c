@@ -571,6 +571,19 @@ ngx_http_gms_redis_init_conf(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf)
         gmcf->ssl_name = addrs[0].host;
     }
 
+    if (gmcf->cluster && gmcf->tls && gmcf->ssl_verify
+        && gmcf->ssl_name.len == 0)
+    {
+        /* else every connection would fail, each saying so, at run time */
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "gms_token_redis_cluster with \"tls\": the "
+                           "nodes' certificates are checked against a name, "
+                           "and \"%V\" is an address: set "
+                           "\"gms_token_redis_ssl_name\" to the name they "
+                           "hold", &addrs[0].name);
+        return NGX_CONF_ERROR;
+    }
+
     if (!gmcf->tls) {
         if (gmcf->ssl_certificate.len || gmcf->ssl_trusted_certificate.len) {
             ngx_conf_log_error(NGX_LOG_WARN, cf, 0,

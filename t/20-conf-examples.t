@@ -67,6 +67,8 @@ my @bad = (
     [ 'gms_token_redis 127.0.0.1:6379 tls;
       gms_token_redis_ssl_trusted_certificate /nonexistent/ca.pem;', '',
       qr{/nonexistent/ca\.pem} ],
+    [ 'gms_token_redis_cluster 10.128.0.5:6379 tls;', '',
+      qr/the nodes' certificates are checked against a name, and "10\.128\.0\.5:6379" is an address: set "gms_token_redis_ssl_name"/ ],
     [ 'gms_token_redis_sentinel 127.0.0.1:26379;', '',
       qr/"gms_token_redis_sentinel" directive needs "master=NAME"/ ],
     [ 'gms_token_redis_sentinel master=gms;', '',
