@@ -9,6 +9,9 @@
 #     unknown token), none 503; on the real nodes, an edge started while a
 #     request loop already runs, and reloaded three times under it: only
 #     200;
+#   - a seed that leaves the map's question unanswered gives way to the
+#     next within gms_token_redis_timeout (not after the map's 5 s round):
+#     a request two seconds after the start gets 200;
 #   - seeds that never answer (one silent, one nobody listens on): 503,
 #     and the log says no cluster node gave the slot map;
 #   - replica=prefer with a cache: the replica of the slot's master is
@@ -261,6 +264,38 @@ subtest 'the real cluster: start and reloads under a request loop' => sub {
 };
 
 
+subtest 'a seed that does not answer gives way within the timeout' => sub {
+    my $shards = raw_shards($m);
+
+    # its first connection says nothing to CLUSTER SHARDS; the next one
+    # relays the map (listed twice: two seeds, one of them silent first)
+    my $f = GmsTest::FakeRedis->start(on => {
+        CLUSTER => sub {
+            my ($conn) = @_;
+            return $shards if $conn->number > 1;
+            1 while $conn->read_command;
+            return '';
+        },
+    });
+
+    my $n = GmsTest::Nginx->new(log_level => 'info');
+    GmsTest::write_file($n->dir . '/ok', "ok\n");
+    my $conf = config('', '', $f->address, $f->address);
+    $conf =~ s/gms_token_redis_timeout 2s/gms_token_redis_timeout 1s/;
+    $n->start($conf);
+
+    # the silent question given up after 1 s, not after the map's round
+    # of 5 s: a request a moment later is answered from the map
+    sleep 1.8;
+    is(status($n, 'steady'), 200, '200 two seconds after the start')
+        or diag gms_lines($n);
+    like($n->error_log, qr/no answer to the slot map's question/,
+         'the silent seed left, and said');
+
+    no_crash($n);
+};
+
+
 subtest 'seeds that never answer: 503, and said' => sub {
     # one accepts the connection and reads, but says nothing
     my $f = GmsTest::FakeRedis->start(on => {
@@ -289,8 +324,10 @@ subtest 'seeds that never answer: 503, and said' => sub {
 sub revoked {
     my ($n, $token, $seconds, $what) = @_;
 
-    $m->cmd(DEL => "{gms}:token:$id{$token}");
-    $m->cmd(PUBLISH => '{gms}:invalidate', $id{$token});
+    is($m->cmd(DEL => "{gms}:token:$id{$token}"), 1,
+       "$what: deleted on the slot's master");
+    is($m->cmd(PUBLISH => '{gms}:invalidate', $id{$token}), 1,
+       "$what: published, heard by the edge");
     ok(on_replica($token),
        "$what: the replica still has it");
 
@@ -312,7 +349,7 @@ sub revoked {
 
 subtest 'replica=prefer: the slot\'s replica never undoes a revocation' => sub {
     my $n = edge(1, 'replica=prefer',
-                 'gms_token_cache zone=tokens:1m ttl=300s negative_ttl=300s;',
+                 'gms_token_cache zone=tokens:1m ttl=300s negative_ttl=1s;',
                  $c->addresses);
 
     # all is well: the replica answers the lookups
