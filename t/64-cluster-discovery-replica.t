@@ -6,7 +6,8 @@
 #   - lookups wait for the first slot map: an edge of four workers whose
 #     only seed answers CLUSTER SHARDS after 300 ms (the real map, relayed)
 #     answers the requests fired right at its start 200 (401 for an
-#     unknown token), none 503; on the real nodes, an edge started while a
+#     unknown token), none 503, and so do requests under three reloads;
+#     on the real nodes, an edge started while a
 #     request loop already runs, and reloaded three times under it: only
 #     200;
 #   - a seed that leaves the map's question unanswered gives way to the
@@ -232,6 +233,22 @@ subtest 'a seed slow to give the map: requests at the start wait' => sub {
     unlike($n->error_log, qr/\[error\].*redis unavailable for token id/,
            'no lookup refused for want of a map');
 
+    # every new worker waits 300 ms for its map: reloads under a loop
+    my $loop = request_loop($n->port, 'steady', 3);
+    ok(GmsTest::wait_until(sub { $loop->{count}->() >= 30 }, 10),
+       'the loop runs');
+    for my $i (1 .. 3) {
+        $n->reload;
+        my $seen = $loop->{count}->();
+        GmsTest::wait_until(sub { $loop->{count}->() >= $seen + 30 }, 10);
+    }
+    my $count = $loop->{stop}->();
+    is_deeply([ sort keys %$count ], [200],
+              'three reloads under load, each worker\'s map 300 ms away: '
+              . 'only 200')
+        or diag explain($count), gms_lines($n);
+    note join ', ', map { "$_: $count->{$_}" } sort keys %$count;
+
     no_crash($n);
 };
 
@@ -372,7 +389,8 @@ subtest 'replica=prefer: the slot\'s replica never undoes a revocation' => sub {
     ok(GmsTest::wait_until(sub {
            $n->error_log =~ /gms: redis replica at 127\.0\.0\.1:(?x:
                              )@{[ $r->port ]} is not in step with its (?x:
-                             )master \(ROLE: "connect/ }, 5),
+                             )master \(ROLE: "(?:connect|handshake|sync)/ },
+                             5),
        'the edge sees the replica\'s link down (ROLE), and says so')
         or diag gms_lines($n);
 
