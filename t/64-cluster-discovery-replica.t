@@ -7,9 +7,8 @@
 #     only seed answers CLUSTER SHARDS after 300 ms (the real map, relayed)
 #     answers the requests fired right at its start 200 (401 for an
 #     unknown token), none 503, and so do requests under three reloads;
-#     on the real nodes, an edge started while a
-#     request loop already runs, and reloaded three times under it: only
-#     200;
+#     on the real nodes, an edge started while a request loop already
+#     runs, and reloaded three times under it: only 200;
 #   - a seed that leaves the map's question unanswered gives way to the
 #     next within gms_token_redis_timeout (not after the map's 5 s round):
 #     a request two seconds after the start gets 200;
