@@ -213,12 +213,19 @@ ngx_http_gms_cluster_tick(ngx_event_t *ev)
 }
 
 
-/* CLUSTER SHARDS (or SLOTS) on the seed's connection, or a new one */
+/*
+ * CLUSTER SHARDS (or SLOTS) on the seed's connection, or a new one.  The
+ * answer is awaited for gms_token_redis_timeout, as a lookup's: a seed
+ * that says nothing gives way to the next while the lookups held for the
+ * first map can still be sent (a round of NGX_HTTP_GMS_CLUSTER_EVERY
+ * would leave them all to time out).
+ */
 
 static void
 ngx_http_gms_cluster_ask(ngx_http_gms_cluster_t *cl)
 {
     size_t                 lens[2];
+    ngx_msec_t             since;
     const char            *argv[2];
     ngx_http_gms_rconn_t  *rc;
 
@@ -232,10 +239,10 @@ ngx_http_gms_cluster_ask(ngx_http_gms_cluster_t *cl)
         ngx_del_timer(&cl->tick);
     }
 
-    ngx_add_timer(&cl->tick, NGX_HTTP_GMS_CLUSTER_EVERY);
-
     if (!ngx_http_gms_rconn_open(rc)) {
         /* the connection's setup asks */
+
+        ngx_add_timer(&cl->tick, NGX_HTTP_GMS_CLUSTER_EVERY);
 
         if (!cl->retry.timer_set) {
             ngx_add_timer(&cl->retry, ngx_http_gms_rconn_in_backoff(rc)
@@ -247,12 +254,17 @@ ngx_http_gms_cluster_ask(ngx_http_gms_cluster_t *cl)
     }
 
     if (cl->pending) {
-        if (ngx_current_msec - cl->asked >= NGX_HTTP_GMS_CLUSTER_EVERY) {
-            /* a node that does not answer in seconds: the next one */
+        since = ngx_current_msec - cl->asked;
+
+        if (since >= cl->gmcf->timeout) {
+            /* a node that does not answer in time: the next one */
+            ngx_add_timer(&cl->tick, NGX_HTTP_GMS_CLUSTER_EVERY);
             ngx_http_gms_rconn_close(rc, NGX_LOG_ERR,
                                      "no answer to the slot map's question");
+            return;
         }
 
+        ngx_add_timer(&cl->tick, cl->gmcf->timeout - since);
         return;
     }
 
@@ -272,12 +284,17 @@ ngx_http_gms_cluster_ask(ngx_http_gms_cluster_t *cl)
                                 NULL)
         != NGX_OK)
     {
+        ngx_add_timer(&cl->tick, NGX_HTTP_GMS_CLUSTER_EVERY);
         ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "cannot ask for the map");
         return;
     }
 
     cl->pending = 1;
     cl->asked = ngx_current_msec;
+
+    /* the answer's deadline; the next round once it has come */
+    ngx_add_timer(&cl->tick, ngx_min(cl->gmcf->timeout,
+                                     NGX_HTTP_GMS_CLUSTER_EVERY));
 
     ngx_http_gms_count(cluster_refreshes);
 }
@@ -352,6 +369,14 @@ ngx_http_gms_cluster_map(ngx_http_gms_rconn_t *rc, void *data,
     if (reply == NULL) {
         return;
     }
+
+    /* answered: the next round from now */
+
+    if (cl->tick.timer_set) {
+        ngx_del_timer(&cl->tick);
+    }
+
+    ngx_add_timer(&cl->tick, NGX_HTTP_GMS_CLUSTER_EVERY);
 
     if (!cl->slots && ngx_http_gms_cluster_unknown(reply)) {
         ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
