@@ -169,7 +169,6 @@ ngx_http_gms_rconn_connect(ngx_http_gms_rconn_t *rc)
             return NGX_ERROR;
         }
 
-        ngx_http_gms_reply_init(rc->reader->fn);
         rc->reader->fn = rc->builders;
         rc->reader->privdata = rc;           /* the builders' task->privdata */
     }
@@ -844,6 +843,20 @@ ngx_http_gms_rconn_read_handler(ngx_event_t *ev)
             ngx_http_gms_rconn_protocol_error(rc, "a reply larger than 1 MB");
             return;
         }
+
+        /*
+         * Read until the connection says there is no more, not until a
+         * read says so: a short read (with EPOLLRDHUP), or TLS's read
+         * that found the socket empty, has cleared ready, and whatever
+         * comes next is a new event.  Otherwise (a full buffer, or an
+         * event method that cannot tell) the loop reads again.  Over TLS
+         * this spares each reply a second ngx_ssl_recv(), that is, an
+         * SSL_read() that finds nothing and the error queue's clearing.
+         */
+
+        if (!c->read->ready) {
+            break;
+        }
     }
 
     if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
@@ -883,14 +896,14 @@ ngx_http_gms_rconn_dispatch(ngx_http_gms_rconn_t *rc)
         if (ngx_queue_empty(&rc->pending)) {
 
             if (!rc->subscribed || rc->push == NULL) {
-                freeReplyObject(reply);
+                ngx_http_gms_reply_done(rc);
                 ngx_http_gms_rconn_protocol_error(rc,
                                               "a reply nothing asked for");
                 return NGX_ERROR;
             }
 
             rc->push(rc, rc->data, reply, NULL);
-            freeReplyObject(reply);
+            ngx_http_gms_reply_done(rc);
 
         } else {
             q = ngx_queue_head(&rc->pending);
@@ -904,7 +917,7 @@ ngx_http_gms_rconn_dispatch(ngx_http_gms_rconn_t *rc)
             ngx_queue_insert_head(&rc->free, q);
 
             handler(rc, data, reply, NULL);
-            freeReplyObject(reply);
+            ngx_http_gms_reply_done(rc);
 
             if (rc->generation != generation) {
                 return NGX_ERROR;
