@@ -61,6 +61,8 @@ static ngx_int_t ngx_http_gms_rconn_check_name(ngx_connection_t *c,
     ngx_str_t *name);
 static ssize_t ngx_http_gms_rconn_ssl_recv(ngx_connection_t *c, u_char *buf,
     size_t size);
+static ssize_t ngx_http_gms_rconn_ssl_send(ngx_connection_t *c, u_char *buf,
+    size_t size);
 #endif
 static ngx_int_t ngx_http_gms_rconn_format(ngx_http_gms_rconn_t *rc,
     int argc, const char **argv, const size_t *lens,
@@ -726,7 +728,14 @@ ngx_http_gms_rconn_flush(ngx_http_gms_rconn_t *rc)
 
         /* tried whether ready or not: NGX_AGAIN says to wait */
 
+#if (NGX_SSL)
+        n = c->ssl ? ngx_http_gms_rconn_ssl_send(c, rc->out + rc->out_pos,
+                                                 rc->out_len - rc->out_pos)
+                   : c->send(c, rc->out + rc->out_pos,
+                             rc->out_len - rc->out_pos);
+#else
         n = c->send(c, rc->out + rc->out_pos, rc->out_len - rc->out_pos);
+#endif
 
         if (n == NGX_AGAIN) {
             break;
@@ -964,6 +973,53 @@ ngx_http_gms_rconn_ssl_recv(ngx_connection_t *c, u_char *buf, size_t size)
 
     c->ssl->last = NGX_ERROR;
     c->read->error = 1;
+
+    return NGX_ERROR;
+}
+
+
+
+/*
+ * The commands over TLS: SSL_write() without clearing the error queue
+ * first when it is empty (ngx_ssl_write() clears it at each call, which
+ * costs as much as a quarter of the write).  A write that cannot go on
+ * goes to ngx_ssl_write(), which tries it again with the same bytes, as
+ * OpenSSL wants, and waits as nginx does; a failure is logged and the
+ * connection marked as ngx_ssl_write() does.
+ */
+
+static ssize_t
+ngx_http_gms_rconn_ssl_send(ngx_connection_t *c, u_char *buf, size_t size)
+{
+    int        n, sslerr;
+    ngx_err_t  err;
+
+    if (c->ssl->saved_read_handler || ERR_peek_error() != 0) {
+        return c->send(c, buf, size);
+    }
+
+    n = SSL_write(c->ssl->connection, buf, size);
+
+    if (n > 0) {
+        c->sent += n;
+        return n;
+    }
+
+    sslerr = SSL_get_error(c->ssl->connection, n);
+
+    if (sslerr != SSL_ERROR_SYSCALL && sslerr != SSL_ERROR_SSL
+        && sslerr != SSL_ERROR_ZERO_RETURN)
+    {
+        return c->send(c, buf, size);
+    }
+
+    err = (sslerr != SSL_ERROR_SSL) ? ngx_errno : 0;
+
+    c->ssl->no_wait_shutdown = 1;
+    c->ssl->no_send_shutdown = 1;
+    c->write->error = 1;
+
+    ngx_ssl_error(NGX_LOG_ERR, c->log, err, "SSL_write() failed");
 
     return NGX_ERROR;
 }
