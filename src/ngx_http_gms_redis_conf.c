@@ -626,6 +626,16 @@ ngx_http_gms_redis_ssl(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf)
         return NGX_ERROR;
     }
 
+#ifdef SSL_MODE_RELEASE_BUFFERS
+    /*
+     * nginx frees a connection's TLS buffers whenever they are empty, which
+     * suits many idle client connections; a worker's few Redis connections
+     * are busy, and would allocate and free a 16 KB buffer in every
+     * SSL_read() and SSL_write() of a lookup: theirs are kept.
+     */
+    SSL_CTX_clear_mode(ssl->ctx, SSL_MODE_RELEASE_BUFFERS);
+#endif
+
     cln = ngx_pool_cleanup_add(cf->pool, 0);
     if (cln == NULL) {
         ngx_ssl_cleanup_ctx(ssl);

@@ -59,6 +59,10 @@ static void ngx_http_gms_rconn_handshake(ngx_http_gms_rconn_t *rc);
 static void ngx_http_gms_rconn_handshaked(ngx_connection_t *c);
 static ngx_int_t ngx_http_gms_rconn_check_name(ngx_connection_t *c,
     ngx_str_t *name);
+static ssize_t ngx_http_gms_rconn_ssl_recv(ngx_connection_t *c, u_char *buf,
+    size_t size);
+static ssize_t ngx_http_gms_rconn_ssl_send(ngx_connection_t *c, u_char *buf,
+    size_t size);
 #endif
 static ngx_int_t ngx_http_gms_rconn_format(ngx_http_gms_rconn_t *rc,
     int argc, const char **argv, const size_t *lens,
@@ -169,7 +173,6 @@ ngx_http_gms_rconn_connect(ngx_http_gms_rconn_t *rc)
             return NGX_ERROR;
         }
 
-        ngx_http_gms_reply_init(rc->reader->fn);
         rc->reader->fn = rc->builders;
         rc->reader->privdata = rc;           /* the builders' task->privdata */
     }
@@ -725,7 +728,14 @@ ngx_http_gms_rconn_flush(ngx_http_gms_rconn_t *rc)
 
         /* tried whether ready or not: NGX_AGAIN says to wait */
 
+#if (NGX_SSL)
+        n = c->ssl ? ngx_http_gms_rconn_ssl_send(c, rc->out + rc->out_pos,
+                                                 rc->out_len - rc->out_pos)
+                   : c->send(c, rc->out + rc->out_pos,
+                             rc->out_len - rc->out_pos);
+#else
         n = c->send(c, rc->out + rc->out_pos, rc->out_len - rc->out_pos);
+#endif
 
         if (n == NGX_AGAIN) {
             break;
@@ -810,7 +820,12 @@ ngx_http_gms_rconn_read_handler(ngx_event_t *ev)
     }
 
     for ( ;; ) {
+#if (NGX_SSL)
+        n = c->ssl ? ngx_http_gms_rconn_ssl_recv(c, buf, sizeof(buf))
+                   : c->recv(c, buf, sizeof(buf));
+#else
         n = c->recv(c, buf, sizeof(buf));
+#endif
 
         if (n == NGX_AGAIN) {
             break;
@@ -844,12 +859,172 @@ ngx_http_gms_rconn_read_handler(ngx_event_t *ev)
             ngx_http_gms_rconn_protocol_error(rc, "a reply larger than 1 MB");
             return;
         }
+
+        /*
+         * Read until the connection says there is no more, not until a
+         * read says so: a short read (with EPOLLRDHUP), or TLS's read
+         * that found the socket empty, has cleared ready, and whatever
+         * comes next is a new event.  Otherwise (a full buffer, or an
+         * event method that cannot tell) the loop reads again.  Over TLS
+         * this spares each reply a second ngx_ssl_recv(), that is, an
+         * SSL_read() that finds nothing and the error queue's clearing.
+         */
+
+        if (!c->read->ready) {
+            break;
+        }
     }
 
     if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
         ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "read event failed");
     }
 }
+
+
+#if (NGX_SSL)
+
+/*
+ * A reply over TLS, in one SSL_read().  nginx's ngx_ssl_recv() reads until
+ * SSL_read() finds nothing, to learn that the socket is empty: for a reply
+ * in one record, a second SSL_read() (and a recv() that fails with
+ * EAGAIN) after the one that brought it, and the error queue cleared
+ * before them.  Here: nothing left in OpenSSL's buffer
+ * (SSL_has_pending()), and its read from the socket short of what it
+ * asked (with read_ahead, which nginx sets, OpenSSL asks for a whole
+ * buffer, more than 16 KB, whenever its buffer is empty), is an empty
+ * socket too (with epoll, edge-triggered, and EPOLLRDHUP: a FIN already
+ * seen is read as nginx reads it), so ready is cleared and whatever comes
+ * next is a new event.
+ * Anything else (data left in OpenSSL, a long read, the error queue not
+ * empty, SSL_read() wanting to write) goes to ngx_ssl_recv(); its errors
+ * are judged as ngx_ssl_handle_recv() judges them.
+ */
+
+static ssize_t
+ngx_http_gms_rconn_ssl_recv(ngx_connection_t *c, u_char *buf, size_t size)
+{
+    int        n, sslerr;
+    BIO       *rbio;
+    SSL       *ssl;
+    uint64_t   before;
+    ngx_err_t  err;
+
+    ssl = c->ssl->connection;
+
+    if ((c->ssl->last != NGX_OK && c->ssl->last != NGX_AGAIN)
+        || c->ssl->saved_write_handler
+        || SSL_has_pending(ssl)
+        || ERR_peek_error() != 0)
+    {
+        return c->recv(c, buf, size);
+    }
+
+    rbio = SSL_get_rbio(ssl);
+    before = BIO_number_read(rbio);
+
+    n = SSL_read(ssl, buf, size);
+
+    if (n > 0) {
+        c->ssl->last = NGX_OK;
+
+#if (NGX_HAVE_EPOLLRDHUP)
+        /* as ngx_unix_recv() after a short read: a FIN seen is read too */
+
+        if ((ngx_event_flags & NGX_USE_EPOLL_EVENT) && ngx_use_epoll_rdhup
+            && !c->read->pending_eof
+            && !SSL_has_pending(ssl)
+            && BIO_number_read(rbio) - before < SSL3_RT_MAX_PLAIN_LENGTH)
+        {
+            c->read->ready = 0;
+        }
+#endif
+
+        return n;
+    }
+
+    sslerr = SSL_get_error(ssl, n);
+
+    if (sslerr == SSL_ERROR_WANT_READ) {
+        c->ssl->last = NGX_AGAIN;
+        c->read->ready = 0;
+        return NGX_AGAIN;
+    }
+
+    if (sslerr != SSL_ERROR_ZERO_RETURN && sslerr != SSL_ERROR_SYSCALL
+        && sslerr != SSL_ERROR_SSL)
+    {
+        /* wanting to write, say: nginx's handling, SSL_read() again */
+        return c->recv(c, buf, size);
+    }
+
+    err = (sslerr == SSL_ERROR_SYSCALL) ? ngx_errno : 0;
+
+    c->ssl->no_wait_shutdown = 1;
+    c->ssl->no_send_shutdown = 1;
+    c->read->ready = 0;
+
+    if (sslerr == SSL_ERROR_ZERO_RETURN || ERR_peek_error() == 0) {
+        c->ssl->last = NGX_DONE;
+        c->read->eof = 1;
+        return 0;
+    }
+
+    ngx_ssl_error(NGX_LOG_ERR, c->log, err, "SSL_read() failed");
+
+    c->ssl->last = NGX_ERROR;
+    c->read->error = 1;
+
+    return NGX_ERROR;
+}
+
+
+
+/*
+ * The commands over TLS: SSL_write() without clearing the error queue
+ * first when it is empty (ngx_ssl_write() clears it at each call, which
+ * costs as much as a quarter of the write).  A write that cannot go on
+ * goes to ngx_ssl_write(), which tries it again with the same bytes, as
+ * OpenSSL wants, and waits as nginx does; a failure is logged and the
+ * connection marked as ngx_ssl_write() does.
+ */
+
+static ssize_t
+ngx_http_gms_rconn_ssl_send(ngx_connection_t *c, u_char *buf, size_t size)
+{
+    int        n, sslerr;
+    ngx_err_t  err;
+
+    if (c->ssl->saved_read_handler || ERR_peek_error() != 0) {
+        return c->send(c, buf, size);
+    }
+
+    n = SSL_write(c->ssl->connection, buf, size);
+
+    if (n > 0) {
+        c->sent += n;
+        return n;
+    }
+
+    sslerr = SSL_get_error(c->ssl->connection, n);
+
+    if (sslerr != SSL_ERROR_SYSCALL && sslerr != SSL_ERROR_SSL
+        && sslerr != SSL_ERROR_ZERO_RETURN)
+    {
+        return c->send(c, buf, size);
+    }
+
+    err = (sslerr != SSL_ERROR_SSL) ? ngx_errno : 0;
+
+    c->ssl->no_wait_shutdown = 1;
+    c->ssl->no_send_shutdown = 1;
+    c->write->error = 1;
+
+    ngx_ssl_error(NGX_LOG_ERR, c->log, err, "SSL_write() failed");
+
+    return NGX_ERROR;
+}
+
+#endif
 
 
 /* each complete reply to the command it answers, in order */
@@ -883,14 +1058,14 @@ ngx_http_gms_rconn_dispatch(ngx_http_gms_rconn_t *rc)
         if (ngx_queue_empty(&rc->pending)) {
 
             if (!rc->subscribed || rc->push == NULL) {
-                freeReplyObject(reply);
+                ngx_http_gms_reply_done(rc);
                 ngx_http_gms_rconn_protocol_error(rc,
                                               "a reply nothing asked for");
                 return NGX_ERROR;
             }
 
             rc->push(rc, rc->data, reply, NULL);
-            freeReplyObject(reply);
+            ngx_http_gms_reply_done(rc);
 
         } else {
             q = ngx_queue_head(&rc->pending);
@@ -904,7 +1079,7 @@ ngx_http_gms_rconn_dispatch(ngx_http_gms_rconn_t *rc)
             ngx_queue_insert_head(&rc->free, q);
 
             handler(rc, data, reply, NULL);
-            freeReplyObject(reply);
+            ngx_http_gms_reply_done(rc);
 
             if (rc->generation != generation) {
                 return NGX_ERROR;

@@ -20,10 +20,12 @@
 
 
 typedef struct ngx_http_gms_rconn_s  ngx_http_gms_rconn_t;
+typedef struct ngx_http_gms_arena_block_s  ngx_http_gms_arena_block_t;
 
 
 /*
- * A command's reply (freed on return), or NULL and why the connection
+ * A command's reply (freed on return: no pointer into it may be kept), or
+ * NULL and why the connection
  * went before it came.  A handler may send commands or close the
  * connection.
  */
@@ -70,6 +72,8 @@ struct ngx_http_gms_rconn_s {
     redisReplyObjectFunctions     *builders;       /* the caps */
     ngx_uint_t                     reply_objects;  /* in the one building */
     size_t                         reply_bytes;
+    ngx_http_gms_arena_block_t    *arena;          /* the replies' objects */
+    ngx_http_gms_arena_block_t    *arena_block;    /* the one in use */
 
     u_char                        *out;            /* formatted, unsent */
     size_t                         out_pos;

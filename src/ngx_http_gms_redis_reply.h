@@ -1,7 +1,7 @@
 
 /*
  * What a Redis reply may make hiredis allocate: the capped builders, and
- * hiredis's own, which capped builders call.
+ * the builders they call, hiredis's own but from the connection's arena.
  */
 
 
@@ -12,10 +12,10 @@
 #include "ngx_http_gms_redis_conn.h"
 
 
-void ngx_http_gms_reply_init(redisReplyObjectFunctions *hiredis);
+void ngx_http_gms_reply_done(ngx_http_gms_rconn_t *rc);
 
 
-/* set by ngx_http_gms_reply_init() */
+/* hiredis's builders, from the arena of the connection (task->privdata) */
 extern redisReplyObjectFunctions  *ngx_http_gms_reply_hiredis;
 extern redisReplyObjectFunctions   ngx_http_gms_reply_capped;
 extern redisReplyObjectFunctions   ngx_http_gms_reply_map;   /* deeper */
