@@ -129,9 +129,12 @@ synced($r, $id{$_}) for keys %id;
 
 my $n = edge($s);
 my $i = 0;
+# a new worker reads everything from the master for the 5 s after its
+# subscription starts, then from the replica once a ROLE says it is in
+# step: well within 15 s, under ASan on a loaded machine too
 ok(GmsTest::wait_until(sub {
        status($n, 'warm-' . $i++) == 401 && calls($r, 'evalsha_ro') > 0
-   }, 5),
+   }, 15),
    'replica=prefer: the replica is read');
 
 
