@@ -727,11 +727,13 @@ gms_es_task_map(const char *answer, size_t len, char *reason,
 
     /*
      * the literals (under 128 bytes, quoted twice), 7 bytes at most for a
-     * byte quoted twice, 20 for a long's digits and its sign
+     * byte quoted twice, 20 for a long's digits and its sign, and what
+     * the quoting may write past its end
      */
 
     size = 128 + 7 * node_len + 2 * 20
-           + ((status->value != NULL) ? 7 * status->len : 0);
+           + ((status->value != NULL) ? 7 * status->len : 0)
+           + GMS_QUOTE_SLACK;
 
     out = malloc(size);
     if (out == NULL) {

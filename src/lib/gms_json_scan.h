@@ -55,6 +55,9 @@ char *gms_orgjson_quote(char *p, const char *s, size_t len, unsigned flags);
 #define GMS_QUOTE_COMPACT  1
 #define GMS_QUOTE_TWICE    2
 
+/* the bytes gms_orgjson_quote() may write past the end it returns */
+#define GMS_QUOTE_SLACK    8
+
 /* "a string", "an integer" ..., by gms_json_type_e */
 extern const char  *gms_json_type_names[];
 
