@@ -402,14 +402,15 @@ key:
     /*
      * One of the members to record?  Looked for from the one after the
      * last found: a cluster writes them in the order they are listed.
-     * The name as it is between the quotes (no escape is decoded); a
-     * key holds no NUL, so the comparison stops at a name's end.
+     * The name as it is between the quotes (no escape is decoded).  The
+     * comparison stops at the name's end (a key holds no NUL) or at the
+     * key's closing quote (no name holds a '"').
      */
 
     list = wants[depth];
 
     for (m = hint[depth]; m->name; m++) {
-        for (i = 0; i < key_len && m->name[i] == (char) key[i]; i++) {
+        for (i = 0; m->name[i] == (char) key[i]; i++) {
             /* void */
         }
 
@@ -419,7 +420,7 @@ key:
     }
 
     for (m = list; m != hint[depth]; m++) {
-        for (i = 0; i < key_len && m->name[i] == (char) key[i]; i++) {
+        for (i = 0; m->name[i] == (char) key[i]; i++) {
             /* void */
         }
 
@@ -769,25 +770,6 @@ gms_orgjson_quote(char *p, const char *s, size_t len, unsigned flags)
             }
         }
 
-        plain = (compact && !in_string) ? GMS_ORGJSON_WORD
-                                         : GMS_ORGJSON_PLAIN;
-
-        if (gms_json_plain[*u] & plain) {
-            do {
-                *p++ = (char) *u++;
-            } while (u < end && (gms_json_plain[*u] & plain));
-
-            escaped = 0;
-            continue;
-        }
-
-        if (compact && !in_string
-            && (*u == ' ' || *u == '\t' || *u == '\n' || *u == '\r'))
-        {
-            u++;
-            continue;
-        }
-
         if (*u == '"' || *u == '\\') {
             c = *u++;
 
@@ -812,6 +794,25 @@ gms_orgjson_quote(char *p, const char *s, size_t len, unsigned flags)
 
             *p++ = '\\';
             *p++ = (char) c;
+            continue;
+        }
+
+        plain = (compact && !in_string) ? GMS_ORGJSON_WORD
+                                         : GMS_ORGJSON_PLAIN;
+
+        if (gms_json_plain[*u] & plain) {
+            do {
+                *p++ = (char) *u++;
+            } while (u < end && (gms_json_plain[*u] & plain));
+
+            escaped = 0;
+            continue;
+        }
+
+        if (compact && !in_string
+            && (*u == ' ' || *u == '\t' || *u == '\n' || *u == '\r'))
+        {
+            u++;
             continue;
         }
 
