@@ -60,6 +60,26 @@ static char *gms_es_put(char *p, unsigned restli, const char *bare,
 static char *gms_es_put_integer(char *p, json_int_t n);
 
 
+/*
+ * The bytes of a node's id, [A-Za-z0-9_-]: GMS_ES_NODE_CHAR; ':', which
+ * parts it from the task's number in a task's reference: GMS_ES_COLON
+ */
+
+#define GMS_ES_NODE_CHAR  1
+#define GMS_ES_COLON      2
+
+static const unsigned char  gms_es_chars[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0,    /*  !"#$%&'()*+,-./ */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 0, 0, 0, 0, 0,    /* 0123456789:;<=>? */
+    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,    /* @ABCDEFGHIJKLMNO */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1,    /* PQRSTUVWXYZ[\]^_ */
+    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,    /* `abcdefghijklmno */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0     /* pqrstuvwxyz{|}~  */
+};
+
+
 static int
 gms_es_node_valid(const char *s, size_t len)
 {
@@ -70,9 +90,7 @@ gms_es_node_valid(const char *s, size_t len)
     }
 
     for (i = 0; i < len; i++) {
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')
-              || (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '_'))
-        {
+        if (gms_es_chars[(unsigned char) s[i]] != GMS_ES_NODE_CHAR) {
             return 0;
         }
     }
@@ -92,16 +110,19 @@ gms_es_task_string_parse(const char *s, size_t len, gms_es_task_ref_t *ref)
     size_t       i, colon;
     int64_t      n;
 
-    colon = len;
+    /* the node's bytes, up to the first byte that is not one: the ':' */
 
-    for (i = 0; i < len; i++) {
-        if (s[i] == ':') {
-            colon = i;
-            break;
-        }
+    for (colon = 0;
+         colon < len
+         && gms_es_chars[(unsigned char) s[colon]] == GMS_ES_NODE_CHAR;
+         colon++)
+    {
+        /* void */
     }
 
-    if (colon == len || !gms_es_node_valid(s, colon) || colon + 1 == len) {
+    if (colon == 0 || colon > GMS_ES_NODE_MAX || colon + 1 >= len
+        || s[colon] != ':')
+    {
         return -1;
     }
 
@@ -326,10 +347,7 @@ gms_es_task_request_fast(const char *body, size_t len, gms_es_task_ref_t *ref)
             /* what a task or a node can hold: nothing to unescape */
 
             for (start = p;
-                 p < end && ((*p >= 'a' && *p <= 'z')
-                             || (*p >= 'A' && *p <= 'Z')
-                             || (*p >= '0' && *p <= '9')
-                             || *p == '-' || *p == '_' || *p == ':');
+                 p < end && gms_es_chars[(unsigned char) *p] != 0;
                  p++)
             {
                 /* void */
