@@ -167,17 +167,17 @@ gms_json_scan(const char *text, size_t len, gms_member_t *want, size_t *at)
 
 value:
 
-    while (p < end && gms_json_ws(*p)) {
-        p++;
-    }
-
-value_here:
+    /* blanks are rare in a cluster's answer: each is a turn of the switch */
 
     if (p == end) {
         goto fail;
     }
 
     switch (*p) {
+
+    case ' ': case '\t': case '\n': case '\r':
+        p++;
+        goto value;
 
     case '{':
         if (depth == GMS_SCAN_DEPTH) {
@@ -209,7 +209,7 @@ value_here:
             goto closed;
         }
 
-        goto key;
+        goto key_here;
 
     case '[':
         if (depth == GMS_SCAN_DEPTH) {
@@ -229,7 +229,7 @@ value_here:
             goto closed;
         }
 
-        goto value_here;
+        goto value;
 
     case '"':
         q = gms_scan_string(p + 1, end);
@@ -333,9 +333,7 @@ next:
         rec[depth]->len = p - start[depth];
     }
 
-    while (p < end && gms_json_ws(*p)) {
-        p++;
-    }
+after:
 
     if (p == end) {
         goto fail;
@@ -352,18 +350,25 @@ next:
         goto key;
     }
 
-    if (*p != close[depth]) {
-        goto fail;
+    if (*p == close[depth]) {
+        p++;
+        goto closed;
     }
 
-    p++;
-    goto closed;
+    if (gms_json_ws(*p)) {
+        p++;
+        goto after;
+    }
+
+    goto fail;
 
 key:
 
     while (p < end && gms_json_ws(*p)) {
         p++;
     }
+
+key_here:
 
     if (p == end || *p != '"') {
         goto fail;
@@ -379,11 +384,15 @@ key:
     p = q;
     key_len = p - 1 - key;
 
-    while (p < end && gms_json_ws(*p)) {
+    while (p < end && *p != ':') {
+        if (!gms_json_ws(*p)) {
+            goto fail;
+        }
+
         p++;
     }
 
-    if (p == end || *p != ':') {
+    if (p == end) {
         goto fail;
     }
 
@@ -396,7 +405,7 @@ key:
     pending = NULL;
 
     if (depth != live) {
-        goto value_here;
+        goto value;
     }
 
     /*
@@ -430,7 +439,7 @@ key:
     }
 
     rec[depth] = NULL;
-    goto value_here;
+    goto value;
 
 found:
 
@@ -441,7 +450,7 @@ found:
     pending = m->members;
     hint[depth] = (m[1].name != NULL) ? m + 1 : list;
 
-    goto value_here;
+    goto value;
 
 done:
 
