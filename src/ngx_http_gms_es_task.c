@@ -501,19 +501,26 @@ ngx_http_gms_es_task_too_large(ngx_http_request_t *r)
 static void
 ngx_http_gms_es_task_parse(ngx_http_request_t *r, ngx_http_gms_es_ctx_t *es)
 {
-    char       *msg;
+    char        buf[512], *msg;
     size_t      size, msg_len;
     ngx_int_t   rc;
 
     es->body[es->body_len] = '\0';
 
-    /* room for the metadata service's message echoing the task */
-    size = es->body_len + 256;
+    /*
+     * room for the metadata service's message echoing the task: on the
+     * stack for the usual body, which the request's pool need not hold
+     */
 
-    msg = ngx_pnalloc(r->pool, size);
-    if (msg == NULL) {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
+    size = es->body_len + 256;
+    msg = buf;
+
+    if (size > sizeof(buf)) {
+        msg = ngx_pnalloc(r->pool, size);
+        if (msg == NULL) {
+            ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+            return;
+        }
     }
 
     if (gms_es_task_request_parse((char *) es->body, es->body_len,
@@ -541,6 +548,8 @@ static ngx_int_t
 ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
     ngx_http_gms_es_ctx_t *es)
 {
+    u_char                       *p;
+    size_t                        node_len;
     ngx_str_t                     uri;
     ngx_table_elt_t              *h;
     ngx_http_request_t           *sr;
@@ -551,15 +560,18 @@ ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
 
     /* the node is [A-Za-z0-9_-]+ and the number digits: the path stays */
 
-    uri.data = ngx_pnalloc(r->pool, glcf->es_task_uri.len + GMS_ES_NODE_MAX
+    node_len = ngx_strlen(es->task.node);
+
+    uri.data = ngx_pnalloc(r->pool, glcf->es_task_uri.len + node_len
                                     + 1 + NGX_INT64_LEN);
     if (uri.data == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    uri.len = ngx_sprintf(uri.data, "%V%s:%L", &glcf->es_task_uri,
-                          es->task.node, (int64_t) es->task.number)
-              - uri.data;
+    p = ngx_cpymem(uri.data, glcf->es_task_uri.data, glcf->es_task_uri.len);
+    p = ngx_cpymem(p, es->task.node, node_len);
+    *p++ = ':';
+    uri.len = ngx_sprintf(p, "%L", (int64_t) es->task.number) - uri.data;
 
     ps = ngx_palloc(r->pool, sizeof(ngx_http_post_subrequest_t));
     if (ps == NULL) {

@@ -635,13 +635,29 @@ gms_es_put_integer(char *p, json_int_t n)
     char                 digits[24], *d;
     unsigned long long   u;
 
+    static const char    pairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233"
+        "34353637383940414243444546474849505152535455565758596061626364656667"
+        "6869707172737475767778798081828384858687888990919293949596979899";
+
     u = (n < 0) ? 0 - (unsigned long long) n : (unsigned long long) n;
     d = digits + sizeof(digits);
 
-    do {
-        *--d = (char) ('0' + u % 10);
-        u /= 10;
-    } while (u != 0);
+    /* two digits a division */
+
+    while (u >= 100) {
+        d -= 2;
+        memcpy(d, &pairs[(u % 100) * 2], 2);
+        u /= 100;
+    }
+
+    if (u >= 10) {
+        d -= 2;
+        memcpy(d, &pairs[u * 2], 2);
+
+    } else {
+        *--d = (char) ('0' + u);
+    }
 
     if (n < 0) {
         *--d = '-';
@@ -664,21 +680,21 @@ gms_es_task_map(const char *answer, size_t len, char *reason,
     json_int_t     id, nanos;
     gms_member_t  *completed, *node, *status, *bad;
     gms_member_t   task[GMS_ES_TASK_N + 1] = {
-        { "node", GMS_JSON_STRING, 1, NULL, 0, NULL },
-        { "id", GMS_JSON_INTEGER, 1, NULL, 0, NULL },
-        { "type", GMS_JSON_STRING, 1, NULL, 0, NULL },
-        { "action", GMS_JSON_STRING, 1, NULL, 0, NULL },
-        { "description", GMS_JSON_STRING, 0, NULL, 0, NULL },
-        { "status", GMS_JSON_OBJECT, 0, NULL, 0, NULL },
-        { "start_time_in_millis", GMS_JSON_INTEGER, 1, NULL, 0, NULL },
-        { "running_time_in_nanos", GMS_JSON_INTEGER, 1, NULL, 0, NULL },
-        { "cancellable", GMS_JSON_BOOLEAN, 1, NULL, 0, NULL },
-        { NULL, GMS_JSON_ANY, 0, NULL, 0, NULL }
+        { "node", GMS_JSON_STRING, 1, NULL, 0, NULL, 0 },
+        { "id", GMS_JSON_INTEGER, 1, NULL, 0, NULL, 0 },
+        { "type", GMS_JSON_STRING, 1, NULL, 0, NULL, 0 },
+        { "action", GMS_JSON_STRING, 1, NULL, 0, NULL, 0 },
+        { "description", GMS_JSON_STRING, 0, NULL, 0, NULL, 0 },
+        { "status", GMS_JSON_OBJECT, 0, NULL, 0, NULL, 0 },
+        { "start_time_in_millis", GMS_JSON_INTEGER, 1, NULL, 0, NULL, 0 },
+        { "running_time_in_nanos", GMS_JSON_INTEGER, 1, NULL, 0, NULL, 0 },
+        { "cancellable", GMS_JSON_BOOLEAN, 1, NULL, 0, NULL, 0 },
+        { NULL, GMS_JSON_ANY, 0, NULL, 0, NULL, 0 }
     };
     gms_member_t   top[GMS_ES_ANSWER_N + 1] = {
-        { "completed", GMS_JSON_BOOLEAN, 1, NULL, 0, NULL },
-        { "task", GMS_JSON_OBJECT, 1, NULL, 0, task },
-        { NULL, GMS_JSON_ANY, 0, NULL, 0, NULL }
+        { "completed", GMS_JSON_BOOLEAN, 1, NULL, 0, NULL, 0 },
+        { "task", GMS_JSON_OBJECT, 1, NULL, 0, task, 0 },
+        { NULL, GMS_JSON_ANY, 0, NULL, 0, NULL, 0 }
     };
 
     if (answer == NULL) {
@@ -711,9 +727,9 @@ gms_es_task_map(const char *answer, size_t len, char *reason,
     node = &task[GMS_ES_TASK_NODE];
     status = &task[GMS_ES_TASK_STATUS];
 
-    /* both checked as integers above */
-    (void) gms_member_integer(&task[GMS_ES_TASK_ID], &id);
-    (void) gms_member_integer(&task[GMS_ES_TASK_RUNNING_TIME], &nanos);
+    /* both read as integers above */
+    id = task[GMS_ES_TASK_ID].integer;
+    nanos = task[GMS_ES_TASK_RUNNING_TIME].integer;
 
     /* the node's text: between its quotes unless it has escapes */
 

@@ -951,13 +951,12 @@ const char  *gms_json_type_names[] = {
 
 /*
  * The first member of want[] that is required and absent, or there with
- * another type; NULL when all are as wanted.
+ * another type; NULL when all are as wanted, the integers' values read.
  */
 
 gms_member_t *
 gms_member_mismatch(gms_member_t *want)
 {
-    json_int_t     n;
     gms_member_t  *m;
 
     for (m = want; m->name; m++) {
@@ -979,7 +978,7 @@ gms_member_mismatch(gms_member_t *want)
             break;
 
         case GMS_JSON_INTEGER:
-            if (gms_member_integer(m, &n) != 0) {
+            if (gms_member_integer(m, &m->integer) != 0) {
                 return m;
             }
             break;

@@ -41,6 +41,8 @@ struct gms_member_s {
      * member's last occurrence), in the same pass: not scanned twice
      */
     gms_member_t     *members;
+    /* an integer's value, once gms_member_mismatch() has read it */
+    json_int_t        integer;
 };
 
 
