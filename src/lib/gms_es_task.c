@@ -680,21 +680,21 @@ gms_es_task_map(const char *answer, size_t len, char *reason,
     json_int_t     id, nanos;
     gms_member_t  *completed, *node, *status, *bad;
     gms_member_t   task[GMS_ES_TASK_N + 1] = {
-        { "node", GMS_JSON_STRING, 1, NULL, 0, NULL, 0 },
-        { "id", GMS_JSON_INTEGER, 1, NULL, 0, NULL, 0 },
-        { "type", GMS_JSON_STRING, 1, NULL, 0, NULL, 0 },
-        { "action", GMS_JSON_STRING, 1, NULL, 0, NULL, 0 },
-        { "description", GMS_JSON_STRING, 0, NULL, 0, NULL, 0 },
-        { "status", GMS_JSON_OBJECT, 0, NULL, 0, NULL, 0 },
-        { "start_time_in_millis", GMS_JSON_INTEGER, 1, NULL, 0, NULL, 0 },
-        { "running_time_in_nanos", GMS_JSON_INTEGER, 1, NULL, 0, NULL, 0 },
-        { "cancellable", GMS_JSON_BOOLEAN, 1, NULL, 0, NULL, 0 },
-        { NULL, GMS_JSON_ANY, 0, NULL, 0, NULL, 0 }
+        gms_member("node", GMS_JSON_STRING, 1, NULL),
+        gms_member("id", GMS_JSON_INTEGER, 1, NULL),
+        gms_member("type", GMS_JSON_STRING, 1, NULL),
+        gms_member("action", GMS_JSON_STRING, 1, NULL),
+        gms_member("description", GMS_JSON_STRING, 0, NULL),
+        gms_member("status", GMS_JSON_OBJECT, 0, NULL),
+        gms_member("start_time_in_millis", GMS_JSON_INTEGER, 1, NULL),
+        gms_member("running_time_in_nanos", GMS_JSON_INTEGER, 1, NULL),
+        gms_member("cancellable", GMS_JSON_BOOLEAN, 1, NULL),
+        gms_member_end
     };
     gms_member_t   top[GMS_ES_ANSWER_N + 1] = {
-        { "completed", GMS_JSON_BOOLEAN, 1, NULL, 0, NULL, 0 },
-        { "task", GMS_JSON_OBJECT, 1, NULL, 0, task, 0 },
-        { NULL, GMS_JSON_ANY, 0, NULL, 0, NULL, 0 }
+        gms_member("completed", GMS_JSON_BOOLEAN, 1, NULL),
+        gms_member("task", GMS_JSON_OBJECT, 1, task),
+        gms_member_end
     };
 
     if (answer == NULL) {

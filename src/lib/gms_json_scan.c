@@ -143,7 +143,7 @@ int
 gms_json_scan(const char *text, size_t len, gms_member_t *want, size_t *at)
 {
     int                   depth, live;
-    size_t                key_len, i;
+    size_t                key_len;
     gms_member_t         *pending, *m, *list;
     const unsigned char  *p, *end, *key, *q;
     unsigned char         close[GMS_SCAN_DEPTH + 1];
@@ -411,29 +411,19 @@ key_here:
     /*
      * One of the members to record?  Looked for from the one after the
      * last found: a cluster writes them in the order they are listed.
-     * The name as it is between the quotes (no escape is decoded).  The
-     * comparison stops at the name's end (a key holds no NUL) or at the
-     * key's closing quote (no name holds a '"').
+     * The name as it is between the quotes (no escape is decoded).
      */
 
     list = wants[depth];
 
     for (m = hint[depth]; m->name; m++) {
-        for (i = 0; m->name[i] == (char) key[i]; i++) {
-            /* void */
-        }
-
-        if (i == key_len && m->name[i] == '\0') {
+        if (m->name_len == key_len && memcmp(m->name, key, key_len) == 0) {
             goto found;
         }
     }
 
     for (m = list; m != hint[depth]; m++) {
-        for (i = 0; m->name[i] == (char) key[i]; i++) {
-            /* void */
-        }
-
-        if (i == key_len && m->name[i] == '\0') {
+        if (m->name_len == key_len && memcmp(m->name, key, key_len) == 0) {
             goto found;
         }
     }

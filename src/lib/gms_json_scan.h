@@ -30,8 +30,14 @@ typedef enum {
 
 typedef struct gms_member_s  gms_member_t;
 
+/* a member to record: name, type, required or not, its members to record */
+#define gms_member(name, type, required, members)                            \
+    { name, sizeof(name) - 1, type, required, NULL, 0, members, 0 }
+#define gms_member_end  { NULL, 0, GMS_JSON_ANY, 0, NULL, 0, NULL, 0 }
+
 struct gms_member_s {
     const char       *name;
+    size_t            name_len;
     gms_json_type_e   type;
     unsigned          required:1;
     const char       *value;   /* NULL: absent */
