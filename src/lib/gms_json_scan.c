@@ -73,8 +73,10 @@ static const unsigned char  gms_json_plain[256] = {
 
 #if (defined __GNUC__ || defined __clang__)                                  \
     && defined __BYTE_ORDER__ && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define GMS_WORD_LE  1
 #define gms_word_plain_bytes(special)  (__builtin_ctzll(special) >> 3)
 #else
+#define GMS_WORD_LE  0
 #define gms_word_plain_bytes(special)  0
 #endif
 
@@ -719,11 +721,19 @@ gms_orgjson_quote(char *p, const char *s, size_t len, unsigned flags)
 {
     int                   compact, in_string, escaped;
     char                  one[6], *q, *last;
-    size_t                n;
+    size_t                n, j, k, quote_len;
     uint32_t              c, prev;
-    uint64_t              word, special;
+    uint64_t              word, special, rare, quotes, rest, y;
     unsigned              plain;
+    const char           *quote;
     const unsigned char  *u, *start, *end;
+
+    static const char     once[4] = { '\\', '"', 0, 0 },
+                          twice[4] = { '\\', '\\', '\\', '"' };
+
+    /* '"' as org.json writes it, quoted again with GMS_QUOTE_TWICE */
+    quote = (flags & GMS_QUOTE_TWICE) ? twice : once;
+    quote_len = (flags & GMS_QUOTE_TWICE) ? 4 : 2;
 
     u = (const unsigned char *) s;
     start = u;
@@ -744,6 +754,46 @@ gms_orgjson_quote(char *p, const char *s, size_t len, unsigned flags)
 
         if (end - u >= 8) {
             memcpy(&word, u, 8);
+
+            /*
+             * Eight bytes of which none but '"' is to escape (no ' ' either,
+             * in a string or not): a compact status's keys, numbers and
+             * short values.  Each '"' found exactly (no borrow: a byte is
+             * zero if adding 0x7f to its low bits sets no high bit) and
+             * escaped where it is, the rest of the word written after it.
+             */
+
+#if (GMS_WORD_LE)
+            rare = (word & GMS_HIGHS) | gms_word_below(word, 0x21)
+                   | gms_word_has(word, '\\') | gms_word_has(word, '/');
+
+            if (rare == 0 && !escaped) {
+                y = word ^ (GMS_ONES * '"');
+                quotes = ~(((y & ~GMS_HIGHS) + ~GMS_HIGHS) | y) & GMS_HIGHS;
+                k = 0;
+
+                while (quotes != 0) {
+                    j = __builtin_ctzll(quotes) >> 3;
+                    rest = word >> (8 * k);
+                    memcpy(p, &rest, 8);
+                    p += j - k;
+                    memcpy(p, quote, 4);
+                    p += quote_len;
+                    in_string = !in_string;
+                    k = j + 1;
+                    quotes &= quotes - 1;
+                }
+
+                if (k < 8) {
+                    rest = word >> (8 * k);
+                    memcpy(p, &rest, 8);
+                    p += 8 - k;
+                }
+
+                u += 8;
+                continue;
+            }
+#endif
 
             special = (word & GMS_HIGHS)
                       | gms_word_below(word,
