@@ -697,6 +697,9 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
     ngx_http_gms_ctx_t     *ctx;
     ngx_http_gms_es_ctx_t  *es;
 
+    /* the worker's, for one answer at a time: copied before the next */
+    static char             scratch[16384];
+
     ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
     es = ctx->es;
 
@@ -762,11 +765,23 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
         return;
 
     } else {
-        /* the bare value for OpenAPI, Rest.li's body of it otherwise */
+        /*
+         * the bare value for OpenAPI, Rest.li's body of it otherwise: into
+         * the worker's scratch buffer when it fits (no malloc() of the
+         * worst case, a few kilobytes), copied into the pool to be sent
+         */
 
-        value = (es->openapi ? gms_es_task_value : gms_es_task_value_body)
-                    ((char *) es->answer.data, es->answer.len, reason,
-                     sizeof(reason));
+        if (es->openapi) {
+            value = gms_es_task_value((char *) es->answer.data,
+                                      es->answer.len, reason,
+                                      sizeof(reason));
+
+        } else {
+            value = gms_es_task_value_body_buf((char *) es->answer.data,
+                                               es->answer.len, scratch,
+                                               sizeof(scratch), reason,
+                                               sizeof(reason));
+        }
 
         if (value == NULL) {
             ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
@@ -787,7 +802,9 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
     if (value != NULL) {
         ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_STATUS]);
         ngx_http_finalize_request(r,
-            ngx_http_gms_send_json(r, NGX_HTTP_OK, value));
+            (value == scratch)
+            ? ngx_http_gms_send_json_copy(r, NGX_HTTP_OK, value)
+            : ngx_http_gms_send_json(r, NGX_HTTP_OK, value));
         return;
     }
 

@@ -84,6 +84,33 @@ ngx_http_gms_send_json(ngx_http_request_t *r, ngx_uint_t status, char *body)
 }
 
 
+/* a body in the caller's scratch buffer, copied into the request's pool */
+
+ngx_int_t
+ngx_http_gms_send_json_copy(ngx_http_request_t *r, ngx_uint_t status,
+    const char *body)
+{
+    size_t            len;
+    ngx_buf_t        *b;
+    static ngx_str_t  type = ngx_string("application/json");
+
+    len = ngx_strlen(body);
+
+    b = ngx_create_temp_buf(r->pool, len);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->last = ngx_cpymem(b->last, body, len);
+
+    if (ngx_http_discard_request_body(r) != NGX_OK) {
+        r->keepalive = 0;
+    }
+
+    return ngx_http_gms_send(r, status, &type, b);
+}
+
+
 /* the module's own answers: one buffer, its length known */
 
 ngx_int_t

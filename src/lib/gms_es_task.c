@@ -54,7 +54,7 @@ enum {
 
 
 static char *gms_es_task_map(const char *answer, size_t len, char *reason,
-    size_t reason_size, unsigned restli);
+    size_t reason_size, unsigned restli, char *buf, size_t buf_size);
 static char *gms_es_put(char *p, unsigned restli, const char *bare,
     const char *twice);
 static char *gms_es_put_integer(char *p, json_int_t n);
@@ -594,7 +594,7 @@ char *
 gms_es_task_value(const char *answer, size_t len, char *reason,
     size_t reason_size)
 {
-    return gms_es_task_map(answer, len, reason, reason_size, 0);
+    return gms_es_task_map(answer, len, reason, reason_size, 0, NULL, 0);
 }
 
 
@@ -607,7 +607,21 @@ char *
 gms_es_task_value_body(const char *answer, size_t len, char *reason,
     size_t reason_size)
 {
-    return gms_es_task_map(answer, len, reason, reason_size, 1);
+    return gms_es_task_map(answer, len, reason, reason_size, 1, NULL, 0);
+}
+
+
+/*
+ * The same into buf when the body surely fits in its size bytes (buf is
+ * returned), else malloc()ed: a caller's scratch buffer spares a malloc()
+ * of the worst case, which is several times the body.
+ */
+
+char *
+gms_es_task_value_body_buf(const char *answer, size_t len, char *buf,
+    size_t size, char *reason, size_t reason_size)
+{
+    return gms_es_task_map(answer, len, reason, reason_size, 1, buf, size);
 }
 
 
@@ -671,7 +685,7 @@ gms_es_put_integer(char *p, json_int_t n)
 
 static char *
 gms_es_task_map(const char *answer, size_t len, char *reason,
-    size_t reason_size, unsigned restli)
+    size_t reason_size, unsigned restli, char *buf, size_t buf_size)
 {
     char          *out, *p;
     size_t         size, at, node_len;
@@ -769,7 +783,7 @@ gms_es_task_map(const char *answer, size_t len, char *reason,
            + ((status->value != NULL) ? 7 * status->len : 0)
            + GMS_QUOTE_SLACK;
 
-    out = malloc(size);
+    out = (size <= buf_size) ? buf : malloc(size);
     if (out == NULL) {
         json_decref(node_text);
         snprintf(reason, reason_size, "%s", "out of memory");
