@@ -20,7 +20,8 @@ int
 LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
     int           scanned;
-    char          reason[128], *value, *body, *direct;
+    char          reason[128], *value, *body, *direct, *buffered;
+    static char   scratch[4096];
     size_t        at;
     json_t       *doc, *status, *inner;
     const char   *text;
@@ -54,8 +55,20 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     direct = gms_es_task_value_body((const char *) data, size, reason,
                                     sizeof(reason));
 
-    if ((value == NULL) != (direct == NULL)) {
+    /* into a scratch buffer when it fits, the same body */
+    buffered = gms_es_task_value_body_buf((const char *) data, size, scratch,
+                                          sizeof(scratch), reason,
+                                          sizeof(reason));
+
+    if ((value == NULL) != (direct == NULL)
+        || (direct == NULL) != (buffered == NULL)
+        || (direct != NULL && strcmp(direct, buffered) != 0))
+    {
         abort();
+    }
+
+    if (buffered != scratch) {
+        free(buffered);
     }
 
     if (value == NULL) {

@@ -548,8 +548,9 @@ static ngx_int_t
 ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
     ngx_http_gms_es_ctx_t *es)
 {
-    u_char                       *p;
+    u_char                       *p, digits[NGX_INT64_LEN], *d;
     size_t                        node_len;
+    int64_t                       n;
     ngx_str_t                     uri;
     ngx_table_elt_t              *h;
     ngx_http_request_t           *sr;
@@ -568,10 +569,21 @@ ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    /* the number is positive: its digits from the last */
+
+    d = digits + NGX_INT64_LEN;
+    n = es->task.number;
+
+    do {
+        *--d = (u_char) ('0' + n % 10);
+        n /= 10;
+    } while (n != 0);
+
     p = ngx_cpymem(uri.data, glcf->es_task_uri.data, glcf->es_task_uri.len);
     p = ngx_cpymem(p, es->task.node, node_len);
     *p++ = ':';
-    uri.len = ngx_sprintf(p, "%L", (int64_t) es->task.number) - uri.data;
+    p = ngx_cpymem(p, d, digits + NGX_INT64_LEN - d);
+    uri.len = p - uri.data;
 
     ps = ngx_palloc(r->pool, sizeof(ngx_http_post_subrequest_t));
     if (ps == NULL) {

@@ -344,17 +344,29 @@ gms_es_task_request_fast(const char *body, size_t len, gms_es_task_ref_t *ref)
                 return -1;
             }
 
-            /* what a task or a node can hold: nothing to unescape */
+            /*
+             * what a task or a node can hold: nothing to unescape.  A
+             * task's is checked below (an escape in it fails there), a
+             * node's here.
+             */
 
-            for (start = p;
-                 p < end && gms_es_chars[(unsigned char) *p] != 0;
-                 p++)
-            {
-                /* void */
-            }
+            start = p;
 
-            if (p == end || *p != '"') {
-                return -1;
+            if (key_len == 4) {
+                p = memchr(p, '"', end - p);
+
+                if (p == NULL) {
+                    return -1;
+                }
+
+            } else {
+                while (p < end && gms_es_chars[(unsigned char) *p] != 0) {
+                    p++;
+                }
+
+                if (p == end || *p != '"') {
+                    return -1;
+                }
             }
 
             if (key_len == 4) {

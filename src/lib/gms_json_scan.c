@@ -112,8 +112,14 @@ gms_sse2_json_special(const unsigned char *p)
 #endif
 
 
-static const unsigned char *gms_scan_string(const unsigned char *p,
-    const unsigned char *end);
+#if (defined __GNUC__ || defined __clang__)
+#define gms_scan_inline  inline __attribute__((always_inline))
+#else
+#define gms_scan_inline  inline
+#endif
+
+static gms_scan_inline const unsigned char *gms_scan_string(
+    const unsigned char *p, const unsigned char *end);
 
 
 /* the escapes of a JSON string that stand for one character: \" \\ \/ ... */
@@ -494,7 +500,7 @@ gms_scan_hex4(const unsigned char *p, const unsigned char *end)
  * quote, or NULL.
  */
 
-static const unsigned char *
+static gms_scan_inline const unsigned char *
 gms_scan_string(const unsigned char *p, const unsigned char *end)
 {
     long      c;
