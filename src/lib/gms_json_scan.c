@@ -937,45 +937,43 @@ int
 gms_member_integer(gms_member_t *m, json_int_t *out)
 {
     int                  negative;
-    size_t               i, safe;
     unsigned             d;
+    const char          *p, *end;
     unsigned long long   n, limit;
 
     if (m->value == NULL || m->len == 0) {
         return -1;
     }
 
-    negative = (m->value[0] == '-');
-    i = negative;
+    p = m->value;
+    end = p + m->len;
+    negative = (*p == '-');
+    p += negative;
 
-    if (i == m->len) {
+    /*
+     * JSON writes no leading zeros: 20 digits are past a long long, and
+     * 19 do not overflow an unsigned one, checked against the limit once
+     */
+
+    if (p == end || end - p > 19) {
         return -1;
     }
 
     limit = negative ? (unsigned long long) LLONG_MAX + 1 : LLONG_MAX;
     n = 0;
 
-    /* 18 digits cannot overflow: only those after them are checked */
-    safe = (m->len - i > 18) ? i + 18 : m->len;
-
-    for ( /* void */ ; i < safe; i++) {
-        d = (unsigned) (m->value[i] - '0');
+    do {
+        d = (unsigned) (*p - '0');
 
         if (d > 9) {
             return -1;
         }
 
         n = n * 10 + d;
-    }
+    } while (++p < end);
 
-    for ( /* void */ ; i < m->len; i++) {
-        d = (unsigned) (m->value[i] - '0');
-
-        if (d > 9 || n > (limit - d) / 10) {
-            return -1;
-        }
-
-        n = n * 10 + d;
+    if (n > limit) {
+        return -1;
     }
 
     if (negative) {
