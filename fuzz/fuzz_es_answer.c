@@ -1,7 +1,8 @@
 
 /*
  * libFuzzer: a search cluster's _tasks answer to GMS's value, and to the
- * Rest.li body written in the same pass.
+ * Rest.li body written in the same pass; the answer's scanner against
+ * jansson.
  */
 
 
@@ -11,24 +12,63 @@
 #include <jansson.h>
 
 #include "gms_es_task.h"
+#include "gms_json_scan.h"
 #include "gms_restli.h"
 
 
 int
 LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
-    char         reason[128], *value, *body, *direct;
-    json_t      *doc, *status, *inner;
-    const char  *text;
+    int           scanned;
+    char          reason[128], *value, *body, *direct, *buffered;
+    static char   scratch[4096];
+    size_t        at;
+    json_t       *doc, *status, *inner;
+    const char   *text;
     json_error_t  err;
+
+    /*
+     * The scanner is as strict as jansson (GMS's parser refuses invalid
+     * JSON anywhere): it takes what jansson takes, but for the numbers
+     * too large for jansson, which the scanner does not convert, and for
+     * a NUL byte, which jansson takes for the end of the text (the
+     * scanner, as GMS's parser, for a byte that is not JSON).
+     */
+
+    if (memchr(data, '\0', size) == NULL) {
+        at = 0;
+        scanned = gms_json_scan((const char *) data, size, NULL, &at);
+        doc = json_loadb((const char *) data, size, JSON_DECODE_ANY, &err);
+
+        if ((scanned == 0) != (doc != NULL)
+            && !(scanned == 0 && json_error_code(&err)
+                                 == json_error_numeric_overflow))
+        {
+            abort();
+        }
+
+        json_decref(doc);
+    }
 
     value = gms_es_task_value((const char *) data, size, reason,
                               sizeof(reason));
     direct = gms_es_task_value_body((const char *) data, size, reason,
                                     sizeof(reason));
 
-    if ((value == NULL) != (direct == NULL)) {
+    /* into a scratch buffer when it fits, the same body */
+    buffered = gms_es_task_value_body_buf((const char *) data, size, scratch,
+                                          sizeof(scratch), reason,
+                                          sizeof(reason));
+
+    if ((value == NULL) != (direct == NULL)
+        || (direct == NULL) != (buffered == NULL)
+        || (direct != NULL && strcmp(direct, buffered) != 0))
+    {
         abort();
+    }
+
+    if (buffered != scratch) {
+        free(buffered);
     }
 
     if (value == NULL) {

@@ -501,19 +501,26 @@ ngx_http_gms_es_task_too_large(ngx_http_request_t *r)
 static void
 ngx_http_gms_es_task_parse(ngx_http_request_t *r, ngx_http_gms_es_ctx_t *es)
 {
-    char       *msg;
+    char        buf[512], *msg;
     size_t      size, msg_len;
     ngx_int_t   rc;
 
     es->body[es->body_len] = '\0';
 
-    /* room for the metadata service's message echoing the task */
-    size = es->body_len + 256;
+    /*
+     * room for the metadata service's message echoing the task: on the
+     * stack for the usual body, which the request's pool need not hold
+     */
 
-    msg = ngx_pnalloc(r->pool, size);
-    if (msg == NULL) {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
+    size = es->body_len + 256;
+    msg = buf;
+
+    if (size > sizeof(buf)) {
+        msg = ngx_pnalloc(r->pool, size);
+        if (msg == NULL) {
+            ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+            return;
+        }
     }
 
     if (gms_es_task_request_parse((char *) es->body, es->body_len,
@@ -541,6 +548,9 @@ static ngx_int_t
 ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
     ngx_http_gms_es_ctx_t *es)
 {
+    u_char                       *p, digits[NGX_INT64_LEN], *d;
+    size_t                        node_len;
+    int64_t                       n;
     ngx_str_t                     uri;
     ngx_table_elt_t              *h;
     ngx_http_request_t           *sr;
@@ -551,15 +561,29 @@ ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
 
     /* the node is [A-Za-z0-9_-]+ and the number digits: the path stays */
 
-    uri.data = ngx_pnalloc(r->pool, glcf->es_task_uri.len + GMS_ES_NODE_MAX
+    node_len = ngx_strlen(es->task.node);
+
+    uri.data = ngx_pnalloc(r->pool, glcf->es_task_uri.len + node_len
                                     + 1 + NGX_INT64_LEN);
     if (uri.data == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    uri.len = ngx_sprintf(uri.data, "%V%s:%L", &glcf->es_task_uri,
-                          es->task.node, (int64_t) es->task.number)
-              - uri.data;
+    /* the number is positive: its digits from the last */
+
+    d = digits + NGX_INT64_LEN;
+    n = es->task.number;
+
+    do {
+        *--d = (u_char) ('0' + n % 10);
+        n /= 10;
+    } while (n != 0);
+
+    p = ngx_cpymem(uri.data, glcf->es_task_uri.data, glcf->es_task_uri.len);
+    p = ngx_cpymem(p, es->task.node, node_len);
+    *p++ = ':';
+    p = ngx_cpymem(p, d, digits + NGX_INT64_LEN - d);
+    uri.len = p - uri.data;
 
     ps = ngx_palloc(r->pool, sizeof(ngx_http_post_subrequest_t));
     if (ps == NULL) {
@@ -685,6 +709,9 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
     ngx_http_gms_ctx_t     *ctx;
     ngx_http_gms_es_ctx_t  *es;
 
+    /* the worker's, for one answer at a time: copied before the next */
+    static char             scratch[16384];
+
     ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
     es = ctx->es;
 
@@ -750,11 +777,23 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
         return;
 
     } else {
-        /* the bare value for OpenAPI, Rest.li's body of it otherwise */
+        /*
+         * the bare value for OpenAPI, Rest.li's body of it otherwise: into
+         * the worker's scratch buffer when it fits (no malloc() of the
+         * worst case, a few kilobytes), copied into the pool to be sent
+         */
 
-        value = (es->openapi ? gms_es_task_value : gms_es_task_value_body)
-                    ((char *) es->answer.data, es->answer.len, reason,
-                     sizeof(reason));
+        if (es->openapi) {
+            value = gms_es_task_value((char *) es->answer.data,
+                                      es->answer.len, reason,
+                                      sizeof(reason));
+
+        } else {
+            value = gms_es_task_value_body_buf((char *) es->answer.data,
+                                               es->answer.len, scratch,
+                                               sizeof(scratch), reason,
+                                               sizeof(reason));
+        }
 
         if (value == NULL) {
             ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
@@ -775,7 +814,9 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
     if (value != NULL) {
         ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_STATUS]);
         ngx_http_finalize_request(r,
-            ngx_http_gms_send_json(r, NGX_HTTP_OK, value));
+            (value == scratch)
+            ? ngx_http_gms_send_json_copy(r, NGX_HTTP_OK, value)
+            : ngx_http_gms_send_json(r, NGX_HTTP_OK, value));
         return;
     }
 

@@ -12,6 +12,9 @@
 #include "gms_restli.h"
 
 
+static void ngx_http_gms_free_body(void *data);
+
+
 ngx_int_t
 ngx_http_gms_add_header(ngx_http_request_t *r, const char *key,
     ngx_str_t *value)
@@ -39,28 +42,66 @@ ngx_http_gms_add_header(ngx_http_request_t *r, const char *key,
 }
 
 
+/*
+ * A malloc()ed body sent as it is, freed with the request's pool: not
+ * copied into the pool (a getEsTaskStatus answer would take a block more)
+ */
+
 ngx_int_t
 ngx_http_gms_send_json(ngx_http_request_t *r, ngx_uint_t status, char *body)
 {
-    size_t            len;
-    ngx_buf_t        *b;
-    static ngx_str_t  type = ngx_string("application/json");
+    ngx_buf_t           *b;
+    ngx_pool_cleanup_t  *cln;
+    static ngx_str_t     type = ngx_string("application/json");
 
     if (body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    len = ngx_strlen(body);
-
-    b = ngx_create_temp_buf(r->pool, len);
-    if (b == NULL) {
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
         free(body);
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    b->last = ngx_cpymem(b->last, body, len);
+    cln->handler = ngx_http_gms_free_body;
+    cln->data = body;
 
-    free(body);
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->pos = (u_char *) body;
+    b->last = b->pos + ngx_strlen(body);
+    b->memory = 1;
+
+    if (ngx_http_discard_request_body(r) != NGX_OK) {
+        r->keepalive = 0;
+    }
+
+    return ngx_http_gms_send(r, status, &type, b);
+}
+
+
+/* a body in the caller's scratch buffer, copied into the request's pool */
+
+ngx_int_t
+ngx_http_gms_send_json_copy(ngx_http_request_t *r, ngx_uint_t status,
+    const char *body)
+{
+    size_t            len;
+    ngx_buf_t        *b;
+    static ngx_str_t  type = ngx_string("application/json");
+
+    len = ngx_strlen(body);
+
+    b = ngx_create_temp_buf(r->pool, len);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->last = ngx_cpymem(b->last, body, len);
 
     if (ngx_http_discard_request_body(r) != NGX_OK) {
         r->keepalive = 0;
@@ -160,4 +201,11 @@ ngx_http_gms_error_body(ngx_conf_t *cf, ngx_uint_t status,
     free(body);
 
     return (out->data != NULL) ? NGX_OK : NGX_ERROR;
+}
+
+
+static void
+ngx_http_gms_free_body(void *data)
+{
+    free(data);
 }

@@ -17,6 +17,8 @@ ngx_int_t ngx_http_gms_send(ngx_http_request_t *r, ngx_uint_t status,
     ngx_str_t *type, ngx_buf_t *b);
 ngx_int_t ngx_http_gms_send_json(ngx_http_request_t *r, ngx_uint_t status,
     char *body);
+ngx_int_t ngx_http_gms_send_json_copy(ngx_http_request_t *r,
+    ngx_uint_t status, const char *body);
 ngx_int_t ngx_http_gms_send_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *message, size_t len);
 ngx_int_t ngx_http_gms_send_body(ngx_http_request_t *r, ngx_uint_t status,

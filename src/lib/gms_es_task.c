@@ -54,10 +54,30 @@ enum {
 
 
 static char *gms_es_task_map(const char *answer, size_t len, char *reason,
-    size_t reason_size, unsigned restli);
+    size_t reason_size, unsigned restli, char *buf, size_t buf_size);
 static char *gms_es_put(char *p, unsigned restli, const char *bare,
     const char *twice);
 static char *gms_es_put_integer(char *p, json_int_t n);
+
+
+/*
+ * The bytes of a node's id, [A-Za-z0-9_-]: GMS_ES_NODE_CHAR; ':', which
+ * parts it from the task's number in a task's reference: GMS_ES_COLON
+ */
+
+#define GMS_ES_NODE_CHAR  1
+#define GMS_ES_COLON      2
+
+static const unsigned char  gms_es_chars[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0,    /*  !"#$%&'()*+,-./ */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 0, 0, 0, 0, 0,    /* 0123456789:;<=>? */
+    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,    /* @ABCDEFGHIJKLMNO */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1,    /* PQRSTUVWXYZ[\]^_ */
+    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,    /* `abcdefghijklmno */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0     /* pqrstuvwxyz{|}~  */
+};
 
 
 static int
@@ -70,9 +90,7 @@ gms_es_node_valid(const char *s, size_t len)
     }
 
     for (i = 0; i < len; i++) {
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')
-              || (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '_'))
-        {
+        if (gms_es_chars[(unsigned char) s[i]] != GMS_ES_NODE_CHAR) {
             return 0;
         }
     }
@@ -92,16 +110,19 @@ gms_es_task_string_parse(const char *s, size_t len, gms_es_task_ref_t *ref)
     size_t       i, colon;
     int64_t      n;
 
-    colon = len;
+    /* the node's bytes, up to the first byte that is not one: the ':' */
 
-    for (i = 0; i < len; i++) {
-        if (s[i] == ':') {
-            colon = i;
-            break;
-        }
+    for (colon = 0;
+         colon < len
+         && gms_es_chars[(unsigned char) s[colon]] == GMS_ES_NODE_CHAR;
+         colon++)
+    {
+        /* void */
     }
 
-    if (colon == len || !gms_es_node_valid(s, colon) || colon + 1 == len) {
+    if (colon == 0 || colon > GMS_ES_NODE_MAX || colon + 1 >= len
+        || s[colon] != ':')
+    {
         return -1;
     }
 
@@ -323,20 +344,29 @@ gms_es_task_request_fast(const char *body, size_t len, gms_es_task_ref_t *ref)
                 return -1;
             }
 
-            /* what a task or a node can hold: nothing to unescape */
+            /*
+             * what a task or a node can hold: nothing to unescape.  A
+             * task's is checked below (an escape in it fails there), a
+             * node's here.
+             */
 
-            for (start = p;
-                 p < end && ((*p >= 'a' && *p <= 'z')
-                             || (*p >= 'A' && *p <= 'Z')
-                             || (*p >= '0' && *p <= '9')
-                             || *p == '-' || *p == '_' || *p == ':');
-                 p++)
-            {
-                /* void */
-            }
+            start = p;
 
-            if (p == end || *p != '"') {
-                return -1;
+            if (key_len == 4) {
+                p = memchr(p, '"', end - p);
+
+                if (p == NULL) {
+                    return -1;
+                }
+
+            } else {
+                while (p < end && gms_es_chars[(unsigned char) *p] != 0) {
+                    p++;
+                }
+
+                if (p == end || *p != '"') {
+                    return -1;
+                }
             }
 
             if (key_len == 4) {
@@ -576,7 +606,7 @@ char *
 gms_es_task_value(const char *answer, size_t len, char *reason,
     size_t reason_size)
 {
-    return gms_es_task_map(answer, len, reason, reason_size, 0);
+    return gms_es_task_map(answer, len, reason, reason_size, 0, NULL, 0);
 }
 
 
@@ -589,7 +619,21 @@ char *
 gms_es_task_value_body(const char *answer, size_t len, char *reason,
     size_t reason_size)
 {
-    return gms_es_task_map(answer, len, reason, reason_size, 1);
+    return gms_es_task_map(answer, len, reason, reason_size, 1, NULL, 0);
+}
+
+
+/*
+ * The same into buf when the body surely fits in its size bytes (buf is
+ * returned), else malloc()ed: a caller's scratch buffer spares a malloc()
+ * of the worst case, which is several times the body.
+ */
+
+char *
+gms_es_task_value_body_buf(const char *answer, size_t len, char *buf,
+    size_t size, char *reason, size_t reason_size)
+{
+    return gms_es_task_map(answer, len, reason, reason_size, 1, buf, size);
 }
 
 
@@ -617,13 +661,29 @@ gms_es_put_integer(char *p, json_int_t n)
     char                 digits[24], *d;
     unsigned long long   u;
 
+    static const char    pairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233"
+        "34353637383940414243444546474849505152535455565758596061626364656667"
+        "6869707172737475767778798081828384858687888990919293949596979899";
+
     u = (n < 0) ? 0 - (unsigned long long) n : (unsigned long long) n;
     d = digits + sizeof(digits);
 
-    do {
-        *--d = (char) ('0' + u % 10);
-        u /= 10;
-    } while (u != 0);
+    /* two digits a division */
+
+    while (u >= 100) {
+        d -= 2;
+        memcpy(d, &pairs[(u % 100) * 2], 2);
+        u /= 100;
+    }
+
+    if (u >= 10) {
+        d -= 2;
+        memcpy(d, &pairs[u * 2], 2);
+
+    } else {
+        *--d = (char) ('0' + u);
+    }
 
     if (n < 0) {
         *--d = '-';
@@ -637,7 +697,7 @@ gms_es_put_integer(char *p, json_int_t n)
 
 static char *
 gms_es_task_map(const char *answer, size_t len, char *reason,
-    size_t reason_size, unsigned restli)
+    size_t reason_size, unsigned restli, char *buf, size_t buf_size)
 {
     char          *out, *p;
     size_t         size, at, node_len;
@@ -646,21 +706,21 @@ gms_es_task_map(const char *answer, size_t len, char *reason,
     json_int_t     id, nanos;
     gms_member_t  *completed, *node, *status, *bad;
     gms_member_t   task[GMS_ES_TASK_N + 1] = {
-        { "node", GMS_JSON_STRING, 1, NULL, 0, NULL },
-        { "id", GMS_JSON_INTEGER, 1, NULL, 0, NULL },
-        { "type", GMS_JSON_STRING, 1, NULL, 0, NULL },
-        { "action", GMS_JSON_STRING, 1, NULL, 0, NULL },
-        { "description", GMS_JSON_STRING, 0, NULL, 0, NULL },
-        { "status", GMS_JSON_OBJECT, 0, NULL, 0, NULL },
-        { "start_time_in_millis", GMS_JSON_INTEGER, 1, NULL, 0, NULL },
-        { "running_time_in_nanos", GMS_JSON_INTEGER, 1, NULL, 0, NULL },
-        { "cancellable", GMS_JSON_BOOLEAN, 1, NULL, 0, NULL },
-        { NULL, GMS_JSON_ANY, 0, NULL, 0, NULL }
+        gms_member("node", GMS_JSON_STRING, 1, NULL),
+        gms_member("id", GMS_JSON_INTEGER, 1, NULL),
+        gms_member("type", GMS_JSON_STRING, 1, NULL),
+        gms_member("action", GMS_JSON_STRING, 1, NULL),
+        gms_member("description", GMS_JSON_STRING, 0, NULL),
+        gms_member("status", GMS_JSON_OBJECT, 0, NULL),
+        gms_member("start_time_in_millis", GMS_JSON_INTEGER, 1, NULL),
+        gms_member("running_time_in_nanos", GMS_JSON_INTEGER, 1, NULL),
+        gms_member("cancellable", GMS_JSON_BOOLEAN, 1, NULL),
+        gms_member_end
     };
     gms_member_t   top[GMS_ES_ANSWER_N + 1] = {
-        { "completed", GMS_JSON_BOOLEAN, 1, NULL, 0, NULL },
-        { "task", GMS_JSON_OBJECT, 1, NULL, 0, task },
-        { NULL, GMS_JSON_ANY, 0, NULL, 0, NULL }
+        gms_member("completed", GMS_JSON_BOOLEAN, 1, NULL),
+        gms_member("task", GMS_JSON_OBJECT, 1, task),
+        gms_member_end
     };
 
     if (answer == NULL) {
@@ -693,9 +753,9 @@ gms_es_task_map(const char *answer, size_t len, char *reason,
     node = &task[GMS_ES_TASK_NODE];
     status = &task[GMS_ES_TASK_STATUS];
 
-    /* both checked as integers above */
-    (void) gms_member_integer(&task[GMS_ES_TASK_ID], &id);
-    (void) gms_member_integer(&task[GMS_ES_TASK_RUNNING_TIME], &nanos);
+    /* both read as integers above */
+    id = task[GMS_ES_TASK_ID].integer;
+    nanos = task[GMS_ES_TASK_RUNNING_TIME].integer;
 
     /* the node's text: between its quotes unless it has escapes */
 
@@ -727,13 +787,15 @@ gms_es_task_map(const char *answer, size_t len, char *reason,
 
     /*
      * the literals (under 128 bytes, quoted twice), 7 bytes at most for a
-     * byte quoted twice, 20 for a long's digits and its sign
+     * byte quoted twice, 20 for a long's digits and its sign, and what
+     * the quoting may write past its end
      */
 
     size = 128 + 7 * node_len + 2 * 20
-           + ((status->value != NULL) ? 7 * status->len : 0);
+           + ((status->value != NULL) ? 7 * status->len : 0)
+           + GMS_QUOTE_SLACK;
 
-    out = malloc(size);
+    out = (size <= buf_size) ? buf : malloc(size);
     if (out == NULL) {
         json_decref(node_text);
         snprintf(reason, reason_size, "%s", "out of memory");

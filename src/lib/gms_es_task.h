@@ -36,6 +36,8 @@ char *gms_es_task_value(const char *answer, size_t len, char *reason,
     size_t reason_size);
 char *gms_es_task_value_body(const char *answer, size_t len, char *reason,
     size_t reason_size);
+char *gms_es_task_value_body_buf(const char *answer, size_t len, char *buf,
+    size_t size, char *reason, size_t reason_size);
 char *gms_es_task_error_value(const gms_es_task_ref_t *ref);
 
 

@@ -18,14 +18,8 @@
 #include "gms_json_scan.h"
 
 
-#define GMS_SCAN_DEPTH  2048    /* as jansson's parser */
-
-
-typedef struct {
-    const char  *p;
-    const char  *end;
-    int          depth;
-} gms_scan_t;
+#define GMS_SCAN_DEPTH       2048    /* as jansson's parser */
+#define GMS_SCAN_WANT_DEPTH  8       /* want[] within members[] within ... */
 
 
 /*
@@ -79,8 +73,10 @@ static const unsigned char  gms_json_plain[256] = {
 
 #if (defined __GNUC__ || defined __clang__)                                  \
     && defined __BYTE_ORDER__ && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define GMS_WORD_LE  1
 #define gms_word_plain_bytes(special)  (__builtin_ctzll(special) >> 3)
 #else
+#define GMS_WORD_LE  0
 #define gms_word_plain_bytes(special)  0
 #endif
 
@@ -116,61 +112,359 @@ gms_sse2_json_special(const unsigned char *p)
 #endif
 
 
-static void gms_scan_ws(gms_scan_t *s);
-static int gms_scan_container(gms_scan_t *s, char close, gms_member_t *want);
-static int gms_scan_value(gms_scan_t *s);
+#if (defined __GNUC__ || defined __clang__)
+#define gms_scan_inline  inline __attribute__((always_inline))
+#else
+#define gms_scan_inline  inline
+#endif
+
+static gms_scan_inline const unsigned char *gms_scan_string(
+    const unsigned char *p, const unsigned char *end);
+
+
+/* the escapes of a JSON string that stand for one character: \" \\ \/ ... */
+
+static const unsigned char  gms_json_escape[256] = {
+    ['"'] = 1, ['\\'] = 1, ['/'] = 1, ['b'] = 1, ['f'] = 1, ['n'] = 1,
+    ['r'] = 1, ['t'] = 1
+};
+
+
+#define gms_json_ws(c)                                                       \
+    ((c) <= ' ' && ((c) == ' ' || (c) == '\n' || (c) == '\r' || (c) == '\t'))
+
+#define gms_json_digit(c)  ((unsigned) ((c) - '0') < 10)
 
 
 /*
  * text as one JSON value, with blanks around it or not; when the value is
  * an object, where the members want[] names lie is recorded in want[]
- * (the values inside are checked, not recorded).  Returns 0, or -1 with
- * in *at the offset of the byte where the text stops being JSON.
+ * (the values inside are checked, not recorded; a member's own members[]
+ * when its value is an object, and so on).  Returns 0, or -1 with in *at
+ * the offset of the byte where the text stops being JSON.
+ *
+ * One loop with the open containers on a stack of their own, not a call
+ * a value: a task's answer is hundreds of short members and values.
  */
 
 int
 gms_json_scan(const char *text, size_t len, gms_member_t *want, size_t *at)
 {
-    gms_scan_t  scan;
+    int                   depth, live;
+    size_t                key_len;
+    gms_member_t         *pending, *m, *list;
+    const unsigned char  *p, *end, *key, *q;
+    unsigned char         close[GMS_SCAN_DEPTH + 1];
+    gms_member_t         *wants[GMS_SCAN_WANT_DEPTH + 1];
+    gms_member_t         *hint[GMS_SCAN_WANT_DEPTH + 1];
+    gms_member_t         *rec[GMS_SCAN_WANT_DEPTH + 1];
+    const unsigned char  *start[GMS_SCAN_WANT_DEPTH + 1];
 
-    scan.p = text;
-    scan.end = text + len;
-    scan.depth = 0;
+    p = (const unsigned char *) text;
+    end = p + len;
 
-    gms_scan_ws(&scan);
+    /*
+     * depth: containers open; live: the depth down to which every open
+     * container is an object with members to record (wants[]); pending:
+     * the list the next value gets if it is an object
+     */
 
-    if (scan.p < scan.end && *scan.p == '{') {
-        if (gms_scan_container(&scan, '}', want) != 0) {
-            goto not_json;
-        }
+    depth = 0;
+    live = 0;
+    pending = want;
 
-    } else if (gms_scan_value(&scan) != 0) {
-        goto not_json;
+value:
+
+    /* blanks are rare in a cluster's answer: each is a turn of the switch */
+
+    if (p == end) {
+        goto fail;
     }
 
-    gms_scan_ws(&scan);
+    switch (*p) {
 
-    if (scan.p == scan.end) {
+    case ' ': case '\t': case '\n': case '\r':
+        p++;
+        goto value;
+
+    case '{':
+        if (depth == GMS_SCAN_DEPTH) {
+            goto fail;
+        }
+
+        close[++depth] = '}';
+
+        if (pending != NULL && depth - 1 == live
+            && depth <= GMS_SCAN_WANT_DEPTH)
+        {
+            for (m = pending; m->name; m++) {
+                m->value = NULL;
+            }
+
+            live = depth;
+            wants[depth] = pending;
+            hint[depth] = pending;
+        }
+
+        p++;
+
+        while (p < end && gms_json_ws(*p)) {
+            p++;
+        }
+
+        if (p < end && *p == '}') {
+            p++;
+            goto closed;
+        }
+
+        goto key_here;
+
+    case '[':
+        if (depth == GMS_SCAN_DEPTH) {
+            goto fail;
+        }
+
+        close[++depth] = ']';
+        pending = NULL;
+        p++;
+
+        while (p < end && gms_json_ws(*p)) {
+            p++;
+        }
+
+        if (p < end && *p == ']') {
+            p++;
+            goto closed;
+        }
+
+        goto value;
+
+    case '"':
+        q = gms_scan_string(p + 1, end);
+
+        if (q == NULL) {
+            goto fail;
+        }
+
+        p = q;
+        goto next;
+
+    case 't':
+        if (end - p < 4 || memcmp(p, "true", 4) != 0) {
+            goto fail;
+        }
+
+        p += 4;
+        goto next;
+
+    case 'f':
+        if (end - p < 5 || memcmp(p, "false", 5) != 0) {
+            goto fail;
+        }
+
+        p += 5;
+        goto next;
+
+    case 'n':
+        if (end - p < 4 || memcmp(p, "null", 4) != 0) {
+            goto fail;
+        }
+
+        p += 4;
+        goto next;
+
+    default:
+        /* a number as JSON writes it: no leading zeros, no '+' */
+
+        if (*p == '-') {
+            p++;
+        }
+
+        if (p < end && *p == '0') {
+            p++;
+
+        } else {
+            if (p == end || !gms_json_digit(*p)) {
+                goto fail;
+            }
+
+            do { p++; } while (p < end && gms_json_digit(*p));
+        }
+
+        if (p < end && *p == '.') {
+            p++;
+
+            if (p == end || !gms_json_digit(*p)) {
+                goto fail;
+            }
+
+            do { p++; } while (p < end && gms_json_digit(*p));
+        }
+
+        if (p < end && (*p == 'e' || *p == 'E')) {
+            p++;
+
+            if (p < end && (*p == '+' || *p == '-')) {
+                p++;
+            }
+
+            if (p == end || !gms_json_digit(*p)) {
+                goto fail;
+            }
+
+            do { p++; } while (p < end && gms_json_digit(*p));
+        }
+
+        goto next;
+    }
+
+closed:
+
+    /* the container at depth has ended, at p */
+
+    if (live == depth) {
+        live--;
+    }
+
+    depth--;
+
+next:
+
+    /* a value has ended at p: recorded if its member was wanted */
+
+    if (depth == 0) {
+        goto done;
+    }
+
+    if (depth <= live && rec[depth] != NULL) {
+        rec[depth]->value = (const char *) start[depth];
+        rec[depth]->len = p - start[depth];
+    }
+
+after:
+
+    if (p == end) {
+        goto fail;
+    }
+
+    if (*p == ',') {
+        p++;
+
+        if (close[depth] == ']') {
+            pending = NULL;
+            goto value;
+        }
+
+        goto key;
+    }
+
+    if (*p == close[depth]) {
+        p++;
+        goto closed;
+    }
+
+    if (gms_json_ws(*p)) {
+        p++;
+        goto after;
+    }
+
+    goto fail;
+
+key:
+
+    while (p < end && gms_json_ws(*p)) {
+        p++;
+    }
+
+key_here:
+
+    if (p == end || *p != '"') {
+        goto fail;
+    }
+
+    key = p + 1;
+    q = gms_scan_string(key, end);
+
+    if (q == NULL) {
+        goto fail;
+    }
+
+    p = q;
+    key_len = p - 1 - key;
+
+    while (p < end && *p != ':') {
+        if (!gms_json_ws(*p)) {
+            goto fail;
+        }
+
+        p++;
+    }
+
+    if (p == end) {
+        goto fail;
+    }
+
+    p++;
+
+    while (p < end && gms_json_ws(*p)) {
+        p++;
+    }
+
+    pending = NULL;
+
+    if (depth != live) {
+        goto value;
+    }
+
+    /*
+     * One of the members to record?  Looked for from the one after the
+     * last found: a cluster writes them in the order they are listed.
+     * The name as it is between the quotes (no escape is decoded).
+     */
+
+    list = wants[depth];
+
+    for (m = hint[depth]; m->name; m++) {
+        if (m->name_len == key_len && memcmp(m->name, key, key_len) == 0) {
+            goto found;
+        }
+    }
+
+    for (m = list; m != hint[depth]; m++) {
+        if (m->name_len == key_len && memcmp(m->name, key, key_len) == 0) {
+            goto found;
+        }
+    }
+
+    rec[depth] = NULL;
+    goto value;
+
+found:
+
+    /* the last of a repeated name counts, as in jansson */
+
+    rec[depth] = m;
+    start[depth] = p;
+    pending = m->members;
+    hint[depth] = (m[1].name != NULL) ? m + 1 : list;
+
+    goto value;
+
+done:
+
+    while (p < end && gms_json_ws(*p)) {
+        p++;
+    }
+
+    if (p == end) {
         return 0;
     }
 
-not_json:
+fail:
 
-    *at = scan.p - text;
+    *at = (const char *) p - text;
 
     return -1;
-}
-
-
-static void
-gms_scan_ws(gms_scan_t *s)
-{
-    while (s->p < s->end
-           && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n'
-               || *s->p == '\r'))
-    {
-        s->p++;
-    }
 }
 
 
@@ -200,27 +494,23 @@ gms_scan_hex4(const unsigned char *p, const unsigned char *end)
 }
 
 
-/* a string as strict as jansson's: escapes, UTF-8, no control bytes */
+/*
+ * A string's rest after its opening quote, as strict as jansson's:
+ * escapes, UTF-8, no control bytes.  Returns what follows the closing
+ * quote, or NULL.
+ */
 
-static int
-gms_scan_string(gms_scan_t *s)
+static gms_scan_inline const unsigned char *
+gms_scan_string(const unsigned char *p, const unsigned char *end)
 {
-    long                  c;
-    size_t                n;
-    uint64_t              word, special;
+    long      c;
+    size_t    n;
+    uint64_t  word, special;
 #if (GMS_SCAN_SSE2)
-    unsigned              mask;
+    unsigned  mask;
 #endif
-    const unsigned char  *p, *end;
 
-    if (s->p == s->end || *s->p != '"') {
-        return -1;
-    }
-
-    p = (const unsigned char *) s->p + 1;
-    end = (const unsigned char *) s->end;
-
-    while (p < end) {
+    for ( ;; ) {
 
         /* plain bytes sixteen or eight at a time, the last few one by one */
 
@@ -233,10 +523,12 @@ gms_scan_string(gms_scan_t *s)
                 continue;
             }
 
+            /* p at a byte that is not plain */
             p += __builtin_ctz(mask);
-
-        } else
+            goto special;
+        }
 #endif
+
         if (end - p >= 8) {
             memcpy(&word, p, 8);
             special = gms_word_json_special(word);
@@ -254,272 +546,70 @@ gms_scan_string(gms_scan_t *s)
         }
 
         if (p == end) {
-            break;
+            return NULL;
         }
+
+#if (GMS_SCAN_SSE2)
+    special:
+#endif
 
         if (*p == '"') {
-            s->p = (const char *) p + 1;
-            return 0;
-        }
-
-        if (*p < 0x20) {
-            return -1;
+            return p + 1;
         }
 
         if (*p == '\\') {
-            if (++p == end) {
-                return -1;
+            if (end - p < 2) {
+                return NULL;
             }
 
-            if (*p == 'u') {
-                c = gms_scan_hex4(p + 1, end);
-
-                /* as jansson: no NUL, surrogates only in pairs */
-
-                if (c <= 0 || (c >= 0xdc00 && c <= 0xdfff)) {
-                    return -1;
-                }
-
-                p += 5;
-
-                if (c >= 0xd800 && c <= 0xdbff) {
-                    if (end - p < 2 || p[0] != '\\' || p[1] != 'u') {
-                        return -1;
-                    }
-
-                    c = gms_scan_hex4(p + 2, end);
-
-                    if (c < 0xdc00 || c > 0xdfff) {
-                        return -1;
-                    }
-
-                    p += 6;
-                }
-
+            if (gms_json_escape[p[1]]) {
+                p += 2;
                 continue;
             }
 
-            switch (*p) {
-            case '"': case '\\': case '/':
-            case 'b': case 'f': case 'n': case 'r': case 't':
-                p++;
-                continue;
-            default:
-                return -1;
+            if (p[1] != 'u') {
+                return NULL;
             }
+
+            p += 2;
+            c = gms_scan_hex4(p, end);
+
+            /* as jansson: no NUL, surrogates only in pairs */
+
+            if (c <= 0 || (c >= 0xdc00 && c <= 0xdfff)) {
+                return NULL;
+            }
+
+            p += 4;
+
+            if (c >= 0xd800 && c <= 0xdbff) {
+                if (end - p < 2 || p[0] != '\\' || p[1] != 'u') {
+                    return NULL;
+                }
+
+                c = gms_scan_hex4(p + 2, end);
+
+                if (c < 0xdc00 || c > 0xdfff) {
+                    return NULL;
+                }
+
+                p += 6;
+            }
+
+            continue;
+        }
+
+        if (*p < 0x20) {
+            return NULL;
         }
 
         n = gms_utf8_len(p, end);
 
         if (n == 0) {
-            return -1;
+            return NULL;
         }
 
         p += n;
-    }
-
-    return -1;
-}
-
-
-static int
-gms_scan_digits(gms_scan_t *s)
-{
-    const char  *start;
-
-    for (start = s->p; s->p < s->end && *s->p >= '0' && *s->p <= '9'; s->p++)
-    {
-        /* void */
-    }
-
-    return (s->p == start) ? -1 : 0;
-}
-
-
-/* a number as JSON writes it: no leading zeros, no '+', digits after '.' */
-
-static int
-gms_scan_number(gms_scan_t *s)
-{
-    if (*s->p == '-') {
-        s->p++;
-    }
-
-    if (s->p < s->end && *s->p == '0') {
-        s->p++;
-
-    } else if (gms_scan_digits(s) != 0) {
-        return -1;
-    }
-
-    if (s->p < s->end && *s->p == '.') {
-        s->p++;
-
-        if (gms_scan_digits(s) != 0) {
-            return -1;
-        }
-    }
-
-    if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
-        s->p++;
-
-        if (s->p < s->end && (*s->p == '+' || *s->p == '-')) {
-            s->p++;
-        }
-
-        return gms_scan_digits(s);
-    }
-
-    return 0;
-}
-
-
-static int
-gms_scan_literal(gms_scan_t *s, const char *word, size_t len)
-{
-    if ((size_t) (s->end - s->p) < len || memcmp(s->p, word, len) != 0) {
-        return -1;
-    }
-
-    s->p += len;
-
-    return 0;
-}
-
-
-/*
- * One member of an object; its value is recorded if want[] names it (the
- * last one, for a repeated name, as jansson does), and, for an object
- * whose members want[] asks too, theirs.
- */
-
-static int
-gms_scan_member(gms_scan_t *s, gms_member_t *want)
-{
-    size_t         key_len;
-    const char    *key, *value;
-    gms_member_t  *m, *sub;
-
-    key = s->p;
-
-    if (gms_scan_string(s) != 0) {
-        return -1;
-    }
-
-    /* the key between its quotes, known to be there only now */
-    key++;
-    key_len = s->p - 1 - key;
-
-    gms_scan_ws(s);
-
-    if (s->p == s->end || *s->p++ != ':') {
-        return -1;
-    }
-
-    gms_scan_ws(s);
-    value = s->p;
-
-    for (m = want; m && m->name; m++) {
-        if (m->name[0] == *key && strncmp(m->name, key, key_len) == 0
-            && m->name[key_len] == '\0')
-        {
-            break;
-        }
-    }
-
-    if (m == NULL || m->name == NULL) {
-        return gms_scan_value(s);
-    }
-
-    if (m->members != NULL && s->p < s->end && *s->p == '{') {
-        for (sub = m->members; sub->name; sub++) {
-            sub->value = NULL;
-        }
-
-        if (gms_scan_container(s, '}', m->members) != 0) {
-            return -1;
-        }
-
-    } else if (gms_scan_value(s) != 0) {
-        return -1;
-    }
-
-    m->value = value;
-    m->len = s->p - value;
-
-    return 0;
-}
-
-
-/* an object (close '}', members) or an array (close ']', values) */
-
-static int
-gms_scan_container(gms_scan_t *s, char close, gms_member_t *want)
-{
-    if (++s->depth > GMS_SCAN_DEPTH) {
-        return -1;
-    }
-
-    s->p++;
-    gms_scan_ws(s);
-
-    if (s->p < s->end && *s->p == close) {
-        s->p++;
-        s->depth--;
-        return 0;
-    }
-
-    for ( ;; ) {
-
-        if ((close == '}' ? gms_scan_member(s, want) : gms_scan_value(s))
-            != 0)
-        {
-            return -1;
-        }
-
-        gms_scan_ws(s);
-
-        if (s->p == s->end) {
-            return -1;
-        }
-
-        if (*s->p == close) {
-            s->p++;
-            s->depth--;
-            return 0;
-        }
-
-        if (*s->p++ != ',') {
-            return -1;
-        }
-
-        gms_scan_ws(s);
-    }
-}
-
-
-static int
-gms_scan_value(gms_scan_t *s)
-{
-    if (s->p == s->end) {
-        return -1;
-    }
-
-    switch (*s->p) {
-    case '{':
-        return gms_scan_container(s, '}', NULL);
-    case '[':
-        return gms_scan_container(s, ']', NULL);
-    case '"':
-        return gms_scan_string(s);
-    case 't':
-        return gms_scan_literal(s, "true", 4);
-    case 'f':
-        return gms_scan_literal(s, "false", 5);
-    case 'n':
-        return gms_scan_literal(s, "null", 4);
-    default:
-        return gms_scan_number(s);
     }
 }
 
@@ -622,10 +712,12 @@ gms_utf8_decode(const unsigned char *p, size_t n)
 /*
  * UTF-8 text (already checked) quoted as org.json does, without the
  * surrounding quotes; at most 6 bytes out for each byte in, 7 with
- * GMS_QUOTE_TWICE.  With GMS_QUOTE_COMPACT the text is JSON and its
- * whitespace outside strings is dropped on the way, which is how the
- * search client's copy of the task's status reads (a compact copy of the
- * cluster's object).  With GMS_QUOTE_TWICE what org.json writes is
+ * GMS_QUOTE_TWICE, and the buffer must have GMS_QUOTE_SLACK bytes more:
+ * plain bytes are copied eight at a time, a word written whole where
+ * only its first bytes are kept.  With GMS_QUOTE_COMPACT the text is
+ * JSON and its whitespace outside strings is dropped on the way, which is
+ * how the search client's copy of the task's status reads (a compact copy
+ * of the cluster's object).  With GMS_QUOTE_TWICE what org.json writes is
  * written as a JSON string's content again (its '"' and '\\' escaped):
  * the value inside Rest.li's {"value": "..."} in one pass.
  */
@@ -635,14 +727,23 @@ gms_orgjson_quote(char *p, const char *s, size_t len, unsigned flags)
 {
     int                   compact, in_string, escaped;
     char                  one[6], *q, *last;
-    size_t                n;
-    unsigned              plain;
+    size_t                n, j, k, quote_len;
     uint32_t              c, prev;
-    const unsigned char  *u, *end;
+    uint64_t              word, special, rare, quotes, rest, y;
+    unsigned              plain;
+    const char           *quote;
+    const unsigned char  *u, *start, *end;
+
+    static const char     once[4] = { '\\', '"', 0, 0 },
+                          twice[4] = { '\\', '\\', '\\', '"' };
+
+    /* '"' as org.json writes it, quoted again with GMS_QUOTE_TWICE */
+    quote = (flags & GMS_QUOTE_TWICE) ? twice : once;
+    quote_len = (flags & GMS_QUOTE_TWICE) ? 4 : 2;
 
     u = (const unsigned char *) s;
+    start = u;
     end = u + len;
-    prev = 0;
     in_string = 0;
     escaped = 0;
     compact = (flags & GMS_QUOTE_COMPACT) != 0;
@@ -650,30 +751,78 @@ gms_orgjson_quote(char *p, const char *s, size_t len, unsigned flags)
     while (u < end) {
 
         /*
-         * bytes written as they are (but a compact text's ' ', which may
-         * be outside a string); the byte after an escaping '\\' may be
-         * one of them.  One at a time: a status is short members and
-         * values, and a word's test would not pay.
+         * bytes written as they are: all but the controls, '"', '\\',
+         * '/', bytes of 0x80 and above, and a compact text's ' ' outside
+         * strings, where all its blanks are; the byte after an escaping
+         * '\\' may be one of them.  Eight at a time, the last few one by
+         * one.
          */
 
-        plain = (compact && !in_string) ? GMS_ORGJSON_WORD
-                                         : GMS_ORGJSON_PLAIN;
+        if (end - u >= 8) {
+            memcpy(&word, u, 8);
 
-        if (gms_json_plain[*u] & plain) {
-            do {
-                *p++ = (char) *u++;
-            } while (u < end && (gms_json_plain[*u] & plain));
+            /*
+             * Eight bytes of which none but '"' is to escape (no ' ' either,
+             * in a string or not): a compact status's keys, numbers and
+             * short values.  Each '"' found exactly (no borrow: a byte is
+             * zero if adding 0x7f to its low bits sets no high bit) and
+             * escaped where it is, the rest of the word written after it.
+             */
 
-            escaped = 0;
-            prev = u[-1];
-            continue;
-        }
+#if (GMS_WORD_LE)
+            rare = (word & GMS_HIGHS) | gms_word_below(word, 0x21)
+                   | gms_word_has(word, '\\') | gms_word_has(word, '/');
 
-        if (compact && !in_string
-            && (*u == ' ' || *u == '\t' || *u == '\n' || *u == '\r'))
-        {
-            u++;
-            continue;
+            if (rare == 0 && !escaped) {
+                y = word ^ (GMS_ONES * '"');
+                quotes = ~(((y & ~GMS_HIGHS) + ~GMS_HIGHS) | y) & GMS_HIGHS;
+                k = 0;
+
+                while (quotes != 0) {
+                    j = __builtin_ctzll(quotes) >> 3;
+                    rest = word >> (8 * k);
+                    memcpy(p, &rest, 8);
+                    p += j - k;
+                    memcpy(p, quote, 4);
+                    p += quote_len;
+                    in_string = !in_string;
+                    k = j + 1;
+                    quotes &= quotes - 1;
+                }
+
+                if (k < 8) {
+                    rest = word >> (8 * k);
+                    memcpy(p, &rest, 8);
+                    p += 8 - k;
+                }
+
+                u += 8;
+                continue;
+            }
+#endif
+
+            special = (word & GMS_HIGHS)
+                      | gms_word_below(word,
+                                       (compact && !in_string) ? 0x21 : 0x20)
+                      | gms_word_has(word, '"') | gms_word_has(word, '\\')
+                      | gms_word_has(word, '/');
+
+            memcpy(p, &word, 8);
+
+            if (special == 0) {
+                p += 8;
+                u += 8;
+                escaped = 0;
+                continue;
+            }
+
+            n = gms_word_plain_bytes(special);
+
+            if (n != 0) {
+                p += n;
+                u += n;
+                escaped = 0;
+            }
         }
 
         if (*u == '"' || *u == '\\') {
@@ -700,9 +849,34 @@ gms_orgjson_quote(char *p, const char *s, size_t len, unsigned flags)
 
             *p++ = '\\';
             *p++ = (char) c;
-            prev = c;
             continue;
         }
+
+        plain = (compact && !in_string) ? GMS_ORGJSON_WORD
+                                         : GMS_ORGJSON_PLAIN;
+
+        if (gms_json_plain[*u] & plain) {
+            do {
+                *p++ = (char) *u++;
+            } while (u < end && (gms_json_plain[*u] & plain));
+
+            escaped = 0;
+            continue;
+        }
+
+        if (compact && !in_string
+            && (*u == ' ' || *u == '\t' || *u == '\n' || *u == '\r'))
+        {
+            u++;
+            continue;
+        }
+
+        /*
+         * the character before, for "</": a byte as it is (a '<' is
+         * never dropped, nor the start of a longer character)
+         */
+
+        prev = (u > start) ? u[-1] : 0;
 
         if (*u < 0x80) {
             n = 1;
@@ -746,7 +920,6 @@ gms_orgjson_quote(char *p, const char *s, size_t len, unsigned flags)
             p = gms_orgjson_char(p, c, prev, (const char *) u, n);
         }
 
-        prev = c;
         u += n;
     }
 
@@ -764,34 +937,43 @@ int
 gms_member_integer(gms_member_t *m, json_int_t *out)
 {
     int                  negative;
-    size_t               i;
+    unsigned             d;
+    const char          *p, *end;
     unsigned long long   n, limit;
 
     if (m->value == NULL || m->len == 0) {
         return -1;
     }
 
-    negative = (m->value[0] == '-');
-    i = negative;
+    p = m->value;
+    end = p + m->len;
+    negative = (*p == '-');
+    p += negative;
 
-    if (i == m->len) {
+    /*
+     * JSON writes no leading zeros: 20 digits are past a long long, and
+     * 19 do not overflow an unsigned one, checked against the limit once
+     */
+
+    if (p == end || end - p > 19) {
         return -1;
     }
 
     limit = negative ? (unsigned long long) LLONG_MAX + 1 : LLONG_MAX;
     n = 0;
 
-    for ( /* void */ ; i < m->len; i++) {
-        if (m->value[i] < '0' || m->value[i] > '9') {
+    do {
+        d = (unsigned) (*p - '0');
+
+        if (d > 9) {
             return -1;
         }
 
-        /* 18 digits cannot overflow */
-        if (i >= 18 && n > (limit - (m->value[i] - '0')) / 10) {
-            return -1;
-        }
+        n = n * 10 + d;
+    } while (++p < end);
 
-        n = n * 10 + (m->value[i] - '0');
+    if (n > limit) {
+        return -1;
     }
 
     if (negative) {
@@ -813,13 +995,12 @@ const char  *gms_json_type_names[] = {
 
 /*
  * The first member of want[] that is required and absent, or there with
- * another type; NULL when all are as wanted.
+ * another type; NULL when all are as wanted, the integers' values read.
  */
 
 gms_member_t *
 gms_member_mismatch(gms_member_t *want)
 {
-    json_int_t     n;
     gms_member_t  *m;
 
     for (m = want; m->name; m++) {
@@ -841,7 +1022,7 @@ gms_member_mismatch(gms_member_t *want)
             break;
 
         case GMS_JSON_INTEGER:
-            if (gms_member_integer(m, &n) != 0) {
+            if (gms_member_integer(m, &m->integer) != 0) {
                 return m;
             }
             break;

@@ -30,8 +30,14 @@ typedef enum {
 
 typedef struct gms_member_s  gms_member_t;
 
+/* a member to record: name, type, required or not, its members to record */
+#define gms_member(name, type, required, members)                            \
+    { name, sizeof(name) - 1, type, required, NULL, 0, members, 0 }
+#define gms_member_end  { NULL, 0, GMS_JSON_ANY, 0, NULL, 0, NULL, 0 }
+
 struct gms_member_s {
     const char       *name;
+    size_t            name_len;
     gms_json_type_e   type;
     unsigned          required:1;
     const char       *value;   /* NULL: absent */
@@ -41,6 +47,8 @@ struct gms_member_s {
      * member's last occurrence), in the same pass: not scanned twice
      */
     gms_member_t     *members;
+    /* an integer's value, once gms_member_mismatch() has read it */
+    json_int_t        integer;
 };
 
 
@@ -54,6 +62,9 @@ char *gms_orgjson_quote(char *p, const char *s, size_t len, unsigned flags);
 /* gms_orgjson_quote()'s flags */
 #define GMS_QUOTE_COMPACT  1
 #define GMS_QUOTE_TWICE    2
+
+/* the bytes gms_orgjson_quote() may write past the end it returns */
+#define GMS_QUOTE_SLACK    8
 
 /* "a string", "an integer" ..., by gms_json_type_e */
 extern const char  *gms_json_type_names[];
