@@ -373,7 +373,7 @@ subtest 'replica=prefer: the slot\'s replica never undoes a revocation' => sub {
     my $ro = calls($r, 'evalsha_ro');
     ok(GmsTest::wait_until(sub {
            status($n, 'warm-' . $i++) == 401 && calls($r, 'evalsha_ro') > $ro
-       }, 5),
+       }, 15),                 # the master alone for 5 s after subscribing
        'the slot\'s replica is read (its EVALSHA_RO count grows)');
     $ro = calls($r, 'evalsha_ro');
     is(status($n, 'cut-a'), 200, 'cut-a: 200, cached');
@@ -413,7 +413,7 @@ subtest 'replica=prefer: the slot\'s replica never undoes a revocation' => sub {
     my $j = 0;
     ok(GmsTest::wait_until(sub {
            status($n, 'back-' . $j++) == 401
-           && calls($r, 'evalsha_ro') > $ro }, 5),
+           && calls($r, 'evalsha_ro') > $ro }, 10),
        'and read again');
 
     # made to lag: it answers reads, applies nothing for 3 s
