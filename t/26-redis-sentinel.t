@@ -27,7 +27,7 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 
 use GmsTest;
-use GmsTest::Checks qw(status metric no_crash);
+use GmsTest::Checks qw(status metric no_crash calls gms_lines);
 use GmsTest::FakeRedis;
 use GmsTest::Nginx;
 use GmsTest::Sentinel;
@@ -81,13 +81,6 @@ sub synced {
                                5);
 }
 
-# Calls of a command (lower case) Redis has counted.
-sub calls {
-    my ($redis, $command) = @_;
-    my $info = $redis->cmd(INFO => 'commandstats');
-    return $info =~ /^cmdstat_\Q$command\E:calls=(\d+)/m ? $1 : 0;
-}
-
 # A FakeRedis standing in for a replica: ROLE says slave, connected, at
 # an offset past any the master has (in step), and $reply (bytes, or a
 # sub as GmsTest::FakeRedis takes them) answers the lookups.
@@ -105,13 +98,6 @@ sub fake_replica {
 sub sent {
     my ($fake, $command) = @_;
     return scalar grep { /^\Q$command\E(?: |$)/ } $fake->commands;
-}
-
-# The module's first error lines, for a diagnosis.
-sub gms_lines {
-    my ($n) = @_;
-    my @lines = grep { /\[error\].*gms: / } split /\n/, $n->error_log;
-    return join "\n", @lines[0 .. ($#lines < 5 ? $#lines : 5)];
 }
 
 

@@ -22,7 +22,7 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 
 use GmsTest;
-use GmsTest::Checks qw(status metric no_crash);
+use GmsTest::Checks qw(status metric no_crash gms_lines request_loop);
 use GmsTest::HTTP;
 use GmsTest::Nginx;
 use GmsTest::Sentinel;
@@ -61,61 +61,6 @@ sub seed {
     my $id = GmsTest::sha256_b64($token);
     $redis->cmd(HSET => "gms:token:$id", actor => 'urn:li:corpuser:alice');
     return $id;
-}
-
-# The module's first error lines, for a diagnosis.
-sub gms_lines {
-    my ($n) = @_;
-    my @lines = grep { /\[error\].*gms: / } split /\n/, $n->error_log;
-    return join "\n", @lines[0 .. ($#lines < 5 ? $#lines : 5)];
-}
-
-# $children processes sending requests with $token, each on a new
-# connection, back to back, until stop() is called; stop() returns
-# { status => count }.
-sub request_loop {
-    my ($port, $token, $children) = @_;
-
-    my $dir = GmsTest::tempdir();
-    my @pids;
-
-    for my $c (1 .. $children) {
-        my $pid = fork // die "fork: $!\n";
-
-        if ($pid == 0) {
-            open my $out, '>', "$dir/loop-$c" or POSIX::_exit(1);
-            $out->autoflush(1);
-            my $end = time + 60;
-            while (!-e "$dir/stop" && time < $end) {
-                my $res = GmsTest::HTTP::request($port, GET => '/ok',
-                    { Authorization => "Bearer $token" }, undef,
-                    timeout => 10);
-                print $out(($res->{status} // 'none') . "\n");
-            }
-            close $out;
-            POSIX::_exit(0);
-        }
-
-        push @pids, $pid;
-    }
-
-    return {
-        count => sub {
-            my $n = 0;
-            $n += () = GmsTest::slurp("$dir/loop-$_") =~ /\n/g
-                for 1 .. $children;
-            return $n;
-        },
-        stop => sub {
-            GmsTest::write_file("$dir/stop", '');
-            waitpid $_, 0 for @pids;
-            my %count;
-            for my $c (1 .. $children) {
-                $count{$_}++ for split /\n/, GmsTest::slurp("$dir/loop-$c");
-            }
-            return \%count;
-        },
-    };
 }
 
 

@@ -2,7 +2,8 @@
 
 # Replica reads never undo a revocation (issue 27, item 6, the edge's
 # side): a master, a replica, three Sentinels, an edge with replica=prefer
-# and a cache of ttl 300 s.
+# and a cache of ttl 300 s (negative_ttl 1 s: a 401 cached for longer
+# would hide the replica from the checks that follow it).
 #
 #   - a replica cut off from its master (a wrong masterauth and its link
 #     killed: it keeps its data, cannot get back, and the Sentinels, who
@@ -28,7 +29,7 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 
 use GmsTest;
-use GmsTest::Checks qw(status metric no_crash);
+use GmsTest::Checks qw(status metric no_crash calls gms_lines watch);
 use GmsTest::Nginx;
 use GmsTest::Sentinel;
 
@@ -46,7 +47,7 @@ sub edge {
     gms_token_redis_sentinel @{[ $s->addresses ]} master=@{[ $s->name ]}
                              replica=prefer;
     gms_token_redis_timeout 1s;
-    gms_token_cache zone=tokens:1m ttl=300s negative_ttl=300s;
+    gms_token_cache zone=tokens:1m ttl=300s negative_ttl=1s;
     gms_token_key_prefix gms:;
     gms_token_salt "";
 
@@ -73,30 +74,6 @@ sub synced {
     my ($replica, $id) = @_;
     return GmsTest::wait_until(sub { $replica->cmd(EXISTS => "gms:token:$id") },
                                5);
-}
-
-sub calls {
-    my ($redis, $command) = @_;
-    my $info = $redis->cmd(INFO => 'commandstats');
-    return $info =~ /^cmdstat_\Q$command\E:calls=(\d+)/m ? $1 : 0;
-}
-
-sub gms_lines {
-    my ($n) = @_;
-    my @lines = grep { /\[(?:error|warn)\].*gms: / } split /\n/, $n->error_log;
-    return join "\n", @lines[0 .. ($#lines < 7 ? $#lines : 7)];
-}
-
-# The statuses of $token for $seconds, a request every 0.25 s.
-sub watch {
-    my ($n, $token, $seconds) = @_;
-    my @got;
-    my $end = time + $seconds;
-    while (time < $end) {
-        push @got, status($n, $token);
-        sleep 0.25;
-    }
-    return @got;
 }
 
 # Deletes $token's entry on the master and publishes its id there (what

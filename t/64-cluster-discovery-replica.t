@@ -33,7 +33,8 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 
 use GmsTest;
-use GmsTest::Checks qw(status metric no_crash);
+use GmsTest::Checks qw(status metric no_crash calls gms_lines request_loop
+                       watch);
 use GmsTest::Cluster;
 use GmsTest::FakeRedis;
 use GmsTest::HTTP;
@@ -86,18 +87,6 @@ sub seed {
     return $id;
 }
 
-sub calls {
-    my ($redis, $command) = @_;
-    my $info = $redis->cmd(INFO => 'commandstats');
-    return $info =~ /^cmdstat_\Q$command\E:calls=(\d+)/m ? $1 : 0;
-}
-
-sub gms_lines {
-    my ($n) = @_;
-    my @lines = grep { /\[(?:error|warn)\].*gms: / } split /\n/, $n->error_log;
-    return join "\n", @lines[0 .. ($#lines < 7 ? $#lines : 7)];
-}
-
 # The raw replies of $node to AUTH and @commands (each an array of
 # words), sent over one connection, read until it has been quiet 0.3 s.
 sub raw {
@@ -138,61 +127,6 @@ sub on_replica {
     my $got = raw($r, ['READONLY'], ['EXISTS', "{gms}:token:$id{$token}"]);
     $got =~ /^\+OK\r\n:([01])\r\n\z/ or die "EXISTS: $got\n";
     return $1;
-}
-
-# $children processes sending requests with $token to $port, each on a
-# new connection, back to back, until stop() is called; stop() returns
-# { status => count }, leaving out the refusals before nginx listened.
-sub request_loop {
-    my ($port, $token, $children) = @_;
-
-    my $dir = GmsTest::tempdir();
-    my @pids;
-
-    for my $c (1 .. $children) {
-        my $pid = fork // die "fork: $!\n";
-
-        if ($pid == 0) {
-            open my $out, '>', "$dir/loop-$c" or POSIX::_exit(1);
-            $out->autoflush(1);
-            my $end = time + 60;
-            my $answered = 0;
-            while (!-e "$dir/stop" && time < $end) {
-                my $res = GmsTest::HTTP::request($port, GET => '/ok',
-                    { Authorization => "Bearer $token" }, undef,
-                    timeout => 10);
-                my $status = $res->{status};
-                if (!$answered && !defined $status) {
-                    sleep 0.005;
-                    next;
-                }
-                $answered = 1;
-                print $out(($status // 'none') . "\n");
-            }
-            close $out;
-            POSIX::_exit(0);
-        }
-
-        push @pids, $pid;
-    }
-
-    return {
-        count => sub {
-            my $n = 0;
-            $n += () = GmsTest::slurp("$dir/loop-$_") =~ /\n/g
-                for grep { -e "$dir/loop-$_" } 1 .. $children;
-            return $n;
-        },
-        stop => sub {
-            GmsTest::write_file("$dir/stop", '');
-            waitpid $_, 0 for @pids;
-            my %count;
-            for my $c (1 .. $children) {
-                $count{$_}++ for split /\n/, GmsTest::slurp("$dir/loop-$c");
-            }
-            return \%count;
-        },
-    };
 }
 
 
@@ -350,13 +284,7 @@ sub revoked {
     ok(GmsTest::wait_until(sub { status($n, $token) == 401 }, 1.5),
        "$what: 401 within about a second")
         or diag gms_lines($n);
-
-    my @got;
-    my $end = time + $seconds;
-    while (time < $end) {
-        push @got, status($n, $token);
-        sleep 0.25;
-    }
+    my @got = watch($n, $token, $seconds);
     is_deeply([ grep { $_ != 401 } @got ], [],
               "$what: nothing but 401 for $seconds s more")
         or diag join(' ', @got), "\n", gms_lines($n);

@@ -8,14 +8,28 @@ package GmsTest::Checks;
 #   is(status($n, 'secret'), 200);
 #   is(metric($n, 'gms_redis_tls_handshake_failures_total'), 0);
 #   no_crash($n);
+#
+# and, for the Redis failure tests (t/26, t/62 to t/64):
+#
+#   my @got = watch($n, 'secret', 3);        statuses, every 0.25 s
+#   calls($redis, 'evalsha_ro');             the server's count of a command
+#   diag gms_lines($n);                      the module's errors and warnings
+#   my $loop = request_loop($n->port, 'secret', 3);
+#   $loop->{count}->(); my $count = $loop->{stop}->();   { status => n }
 
 use strict;
 use warnings;
 
 use Exporter 'import';
+use POSIX ();
+use Time::HiRes ();
+
+use GmsTest ();
+use GmsTest::HTTP;
 use Test::More ();
 
-our @EXPORT_OK = qw(status metric no_crash);
+our @EXPORT_OK = qw(status metric no_crash watch calls gms_lines
+                    request_loop);
 
 # The status of GET /ok with $token as a bearer token ('none': no answer).
 sub status {
@@ -41,6 +55,90 @@ sub no_crash {
     my @bad = $n->bad_log_lines;
     @bad = grep { !/$allow/ } @bad if $allow;
     Test::More::is_deeply(\@bad, [], 'no alerts or crashes');
+}
+
+# The statuses of $token for $seconds, a request every 0.25 s.
+sub watch {
+    my ($n, $token, $seconds) = @_;
+    my @got;
+    my $end = Time::HiRes::time() + $seconds;
+    while (Time::HiRes::time() < $end) {
+        push @got, status($n, $token);
+        Time::HiRes::sleep(0.25);
+    }
+    return @got;
+}
+
+# How many times $redis (a GmsTest::Redis) ran $command (INFO
+# commandstats, lowercase: 'evalsha_ro').
+sub calls {
+    my ($redis, $command) = @_;
+    my $info = $redis->cmd(INFO => 'commandstats');
+    return $info =~ /^cmdstat_\Q$command\E:calls=(\d+)/m ? $1 : 0;
+}
+
+# The first eight of the module's error and warning lines, for a diag.
+sub gms_lines {
+    my ($n) = @_;
+    my @lines = grep { /\[(?:error|warn)\].*gms: / } split /\n/, $n->error_log;
+    return join "\n", @lines[0 .. ($#lines < 7 ? $#lines : 7)];
+}
+
+# $children processes asking GET /ok with $token on $port, one request
+# after the other, each answer's status written down (none: no answer),
+# for up to 60 s; those before the first answer are not (the loop may
+# start before nginx listens).  count: the answers so far; stop: ends the
+# loop and returns { status => how many }.
+sub request_loop {
+    my ($port, $token, $children) = @_;
+
+    my $dir = GmsTest::tempdir();
+    my @pids;
+
+    for my $c (1 .. $children) {
+        my $pid = fork // die "fork: $!\n";
+
+        if ($pid == 0) {
+            open my $out, '>', "$dir/loop-$c" or POSIX::_exit(1);
+            $out->autoflush(1);
+            my $end = Time::HiRes::time() + 60;
+            my $answered = 0;
+            while (!-e "$dir/stop" && Time::HiRes::time() < $end) {
+                my $res = GmsTest::HTTP::request($port, GET => '/ok',
+                    { Authorization => "Bearer $token" }, undef,
+                    timeout => 10);
+                my $status = $res->{status};
+                if (!$answered && !defined $status) {
+                    Time::HiRes::sleep(0.005);
+                    next;
+                }
+                $answered = 1;
+                print $out(($status // 'none') . "\n");
+            }
+            close $out;
+            POSIX::_exit(0);
+        }
+
+        push @pids, $pid;
+    }
+
+    return {
+        count => sub {
+            my $n = 0;
+            $n += () = GmsTest::slurp("$dir/loop-$_") =~ /\n/g
+                for grep { -e "$dir/loop-$_" } 1 .. $children;
+            return $n;
+        },
+        stop => sub {
+            GmsTest::write_file("$dir/stop", '');
+            waitpid $_, 0 for @pids;
+            my %count;
+            for my $c (1 .. $children) {
+                $count{$_}++ for split /\n/, GmsTest::slurp("$dir/loop-$c");
+            }
+            return \%count;
+        },
+    };
 }
 
 1;
