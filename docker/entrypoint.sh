@@ -578,7 +578,7 @@ render() {
     # naming the known ones
     NGX_DATAHUB_VERSION=${GMS_DATAHUB_VERSION:-0.13.0}
     case $NGX_DATAHUB_VERSION in
-        *[!0-9.]*|.*|*.|*..*|*.*.*.*) version_ok= ;;
+        *[!0-9.]*|.*|*.|*..*|*.*.*.*.*) version_ok= ;;
         *.*) version_ok=1 ;;
         *) version_ok= ;;
     esac

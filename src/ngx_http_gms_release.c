@@ -1,6 +1,6 @@
 
 /*
- * gms_datahub_version X.Y[.Z]: the DataHub release GMS runs.  A location
+ * gms_datahub_version X.Y[.Z[.W]]: the DataHub release GMS runs.  A location
  * takes from it what it does not set itself: the status of a missing
  * privilege (gms_token_forbidden_status), getEsTaskStatus's privileges
  * (gms_es_task_status ... privilege=), whether the system client's
@@ -68,10 +68,13 @@ ngx_int_t
 ngx_http_gms_release_merge(ngx_conf_t *cf, ngx_http_gms_loc_conf_t *prev,
     ngx_http_gms_loc_conf_t *conf)
 {
+    char                       release[GMS_RELEASE_TEXT_LEN];
     ngx_http_gms_main_conf_t  *gmcf;
 
     ngx_conf_merge_uint_value(conf->release, prev->release,
                               GMS_RELEASE_DEFAULT);
+
+    gms_release_text((gms_release_t) conf->release, release);
 
     /* what a location sets wins over its release, inherited or not */
 
@@ -106,10 +109,7 @@ ngx_http_gms_release_merge(ngx_conf_t *cf, ngx_http_gms_loc_conf_t *prev,
             "the secret of gms_token_system_client holds a colon, which "
             "GMS before DataHub 1.4.0 could never accept "
             "(DataHubSystemAuthenticator splits at every colon), and "
-            "gms_datahub_version is %ui.%ui.%ui here",
-            (ngx_uint_t) (conf->release >> 16),
-            (ngx_uint_t) ((conf->release >> 8) & 0xff),
-            (ngx_uint_t) (conf->release & 0xff));
+            "gms_datahub_version is %s here", release);
         return NGX_ERROR;
     }
 
@@ -117,10 +117,7 @@ ngx_http_gms_release_merge(ngx_conf_t *cf, ngx_http_gms_loc_conf_t *prev,
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
             "gms_token_guest needs DataHub 1.0.0 or later "
             "(DataHubGuestAuthenticator), and gms_datahub_version is "
-            "%ui.%ui.%ui here",
-            (ngx_uint_t) (conf->release >> 16),
-            (ngx_uint_t) ((conf->release >> 8) & 0xff),
-            (ngx_uint_t) (conf->release & 0xff));
+            "%s here", release);
         return NGX_ERROR;
     }
 
@@ -128,10 +125,7 @@ ngx_http_gms_release_merge(ngx_conf_t *cf, ngx_http_gms_loc_conf_t *prev,
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
             "gms_token_oauth needs DataHub 1.3.0 or later "
             "(DataHubOAuthAuthenticator), and gms_datahub_version is "
-            "%ui.%ui.%ui here",
-            (ngx_uint_t) (conf->release >> 16),
-            (ngx_uint_t) ((conf->release >> 8) & 0xff),
-            (ngx_uint_t) (conf->release & 0xff));
+            "%s here", release);
         return NGX_ERROR;
     }
 

@@ -450,6 +450,9 @@ my @rendered = (
       [ 'gms_datahub_version 1.4.0;' ] ],
     [ 'GMS_DATAHUB_VERSION=1.4', { GMS_DATAHUB_VERSION => '1.4' },
       [ 'gms_datahub_version 1.4;' ] ],
+    [ 'GMS_DATAHUB_VERSION=1.7.0.1, a patch release',
+      { GMS_DATAHUB_VERSION => '1.7.0.1' },
+      [ 'gms_datahub_version 1.7.0.1;' ] ],
     [ 'GMS_TOKEN_UNKNOWN_SIGNED unset: the module\'s default',
       { GMS_TOKEN_SIGNING_KEY_FILE => "$files/signing-key" },
       [ '# gms_token_unknown_signed: the default' ] ],
@@ -485,7 +488,8 @@ for my $case (@rendered) {
 # (conf-examples/open-paths/, t/52-datahub-releases.t tests each)
 for my $case (['0.13.0', '0.13'], ['0.15.0', '0.13'], ['1.0.0', '1.0'],
               ['1.1.0', '1.0'], ['1.2.0', '1.2'], ['1.3.0', '1.3'],
-              ['1.4', '1.3'], ['1.5.0', '1.5'], ['1.7.0', '1.5'])
+              ['1.4', '1.3'], ['1.5.0', '1.5'], ['1.7.0', '1.5'],
+              ['1.7.0.1', '1.5'])
 {
     my ($version, $file) = @$case;
     my ($rc, $err, $path) = render({ %required,
@@ -800,7 +804,7 @@ SKIP: {
           qr/^gms-edge: GMS_TOKEN_PREFLIGHT: 'off' is neither check nor pass$/ ],
         (map { [ { GMS_DATAHUB_VERSION => $_ },
                  qr/^gms-edge: GMS_DATAHUB_VERSION: '\Q$_\E' is not a DataHub release such as 1\.4\.0$/ ] }
-             'v1.4.0', '1', '1.4.', '.1.4', '1..4', '1.4.0.1', '1.4.0;',
+             'v1.4.0', '1', '1.4.', '.1.4', '1..4', '1.7.0.1.1', '1.4.0;',
              'latest'),
         [ { GMS_TOKEN_UNKNOWN_SIGNED => 'yes' },
           qr/^gms-edge: GMS_TOKEN_UNKNOWN_SIGNED: 'yes' is neither pass nor refuse$/ ],

@@ -3,9 +3,16 @@
  * DataHub's releases and the answers of GMS that changed between them, as
  * read in DataHub's source at each release (the tags of acryldata/datahub
  * are CLI tags: the boundaries are checked against
- * docs/how/updating-datahub.md).  1.7.0 is read from master after 1.6.0.
+ * docs/how/updating-datahub.md).  1.7.0 was cut from master after
+ * 2026-07-23 (its notes list PRs merged later, such as 18845): every rule
+ * below was checked against master of that day and against what the
+ * v1.7.0 and v1.7.0.1 sections of updating-datahub.md change, and none
+ * moved.  1.7.0.1 is a patch release DataHub names in its own section;
+ * "Next" (unreleased) has no name here until it is released.
  */
 
+
+#include <stdio.h>
 
 #include "gms_release.h"
 
@@ -15,29 +22,30 @@ static const gms_release_t  gms_releases[] = {
     GMS_RELEASE(0, 13, 3), GMS_RELEASE(0, 14, 0), GMS_RELEASE(0, 14, 1),
     GMS_RELEASE(0, 15, 0), GMS_RELEASE(1, 0, 0), GMS_RELEASE(1, 1, 0),
     GMS_RELEASE(1, 2, 0), GMS_RELEASE(1, 3, 0), GMS_RELEASE(1, 4, 0),
-    GMS_RELEASE(1, 5, 0), GMS_RELEASE(1, 6, 0), GMS_RELEASE(1, 7, 0)
+    GMS_RELEASE(1, 5, 0), GMS_RELEASE(1, 6, 0), GMS_RELEASE(1, 7, 0),
+    GMS_RELEASE4(1, 7, 0, 1)
 };
 
 const char  gms_release_known[] =
     "0.13.0, 0.13.1, 0.13.2, 0.13.3, 0.14.0, 0.14.1, 0.15.0, 1.0.0, "
-    "1.1.0, 1.2.0, 1.3.0, 1.4.0, 1.5.0, 1.6.0, 1.7.0";
+    "1.1.0, 1.2.0, 1.3.0, 1.4.0, 1.5.0, 1.6.0, 1.7.0, 1.7.0.1";
 
 
 int
 gms_release_parse(const unsigned char *s, size_t len, gms_release_t *out)
 {
     size_t         i, n;
-    unsigned int   part[3], digits;
+    unsigned int   part[4], digits;
     gms_release_t  v;
 
     n = 0;
-    part[0] = part[1] = part[2] = 0;
+    part[0] = part[1] = part[2] = part[3] = 0;
     digits = 0;
 
     for (i = 0; i < len; i++) {
 
         if (s[i] == '.') {
-            if (digits == 0 || ++n == 3) {
+            if (digits == 0 || ++n == 4) {
                 return -1;
             }
 
@@ -52,15 +60,19 @@ gms_release_parse(const unsigned char *s, size_t len, gms_release_t *out)
         part[n] = part[n] * 10 + (s[i] - '0');
     }
 
-    /* X.Y or X.Y.Z, each part 1 to 3 digits */
+    /* X.Y, X.Y.Z or X.Y.Z.W, each part 1 to 3 digits */
 
-    if (digits == 0 || n == 0 || part[0] > 255 || part[1] > 255
-        || part[2] > 255)
-    {
+    if (digits == 0 || n == 0) {
         return -1;
     }
 
-    v = GMS_RELEASE(part[0], part[1], part[2]);
+    for (i = 0; i < 4; i++) {
+        if (part[i] > 255) {
+            return -1;
+        }
+    }
+
+    v = GMS_RELEASE4(part[0], part[1], part[2], part[3]);
 
     for (i = 0; i < sizeof(gms_releases) / sizeof(gms_releases[0]); i++) {
         if (gms_releases[i] == v) {
@@ -70,6 +82,26 @@ gms_release_parse(const unsigned char *s, size_t len, gms_release_t *out)
     }
 
     return -1;
+}
+
+
+void
+gms_release_text(gms_release_t v, char text[GMS_RELEASE_TEXT_LEN])
+{
+    unsigned int  major, minor, patch, build;
+
+    major = (unsigned int) (v >> 24);
+    minor = (unsigned int) (v >> 16) & 0xff;
+    patch = (unsigned int) (v >> 8) & 0xff;
+    build = (unsigned int) v & 0xff;
+
+    if (build == 0) {
+        snprintf(text, GMS_RELEASE_TEXT_LEN, "%u.%u.%u", major, minor, patch);
+        return;
+    }
+
+    snprintf(text, GMS_RELEASE_TEXT_LEN, "%u.%u.%u.%u", major, minor, patch,
+             build);
 }
 
 

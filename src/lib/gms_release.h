@@ -14,11 +14,24 @@
 #include <stdint.h>
 
 
-/* major << 16 | minor << 8 | patch: compared as numbers */
+/*
+ * major << 24 | minor << 16 | patch << 8 | build, each 0 to 255: compared
+ * as numbers.  The build is the fourth part of a DataHub patch release
+ * such as 1.7.0.1; GMS_RELEASE(1, 7, 0) == GMS_RELEASE4(1, 7, 0, 0).
+ */
 typedef uint32_t  gms_release_t;
 
+#define GMS_RELEASE4(major, minor, patch, build)                              \
+    ((gms_release_t) (((gms_release_t) (major) << 24)                        \
+                      | ((gms_release_t) (minor) << 16)                      \
+                      | ((gms_release_t) (patch) << 8)                       \
+                      | (gms_release_t) (build)))
+
 #define GMS_RELEASE(major, minor, patch)                                      \
-    ((gms_release_t) (((major) << 16) | ((minor) << 8) | (patch)))
+    GMS_RELEASE4(major, minor, patch, 0)
+
+/* "255.255.255.255" and its NUL */
+#define GMS_RELEASE_TEXT_LEN  16
 
 /* the release this edge was first written against */
 #define GMS_RELEASE_DEFAULT  GMS_RELEASE(0, 13, 0)
@@ -47,10 +60,13 @@ typedef enum {
 
 
 /*
- * "X.Y" or "X.Y.Z" (digits only), a release in the table: 0 and *out
- * set, or -1
+ * "X.Y", "X.Y.Z" or "X.Y.Z.W" (digits only), a release in the table: 0
+ * and *out set, or -1
  */
 int gms_release_parse(const unsigned char *s, size_t len, gms_release_t *out);
+
+/* "X.Y.Z", or "X.Y.Z.W" for a patch release, into text */
+void gms_release_text(gms_release_t v, char text[GMS_RELEASE_TEXT_LEN]);
 
 /* "0.13.0, 0.13.1, ...": the releases gms_release_parse knows */
 extern const char  gms_release_known[];

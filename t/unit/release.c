@@ -37,7 +37,19 @@ test_parse(void)
     ok(parses("1.3.1", 0), "1.3.1, not a server release, refused");
     ok(parses("1.8.0", 0), "a release to come refused");
     ok(parses("1", 0), "X alone refused");
-    ok(parses("1.0.0.1", 0), "four parts refused");
+
+    ok(parses("1.7.0.1", GMS_RELEASE4(1, 7, 0, 1)),
+       "1.7.0.1, a patch release in the table");
+    ok(parses("1.7.0.0", GMS_RELEASE(1, 7, 0)), "1.7.0.0 is 1.7.0");
+    ok(parses("1.7.0.2", 0), "1.7.0.2, not in the table, refused");
+    ok(parses("1.6.0.1", 0), "1.6.0.1, not in the table, refused");
+    ok(parses("1.0.0.1", 0), "1.0.0.1, not in the table, refused");
+    ok(parses("1.7.0.1.1", 0), "five parts refused");
+    ok(parses("1.7.0.1.", 0), "a trailing dot after four parts refused");
+    ok(parses(".1.7.0.1", 0), "a leading dot before four parts refused");
+    ok(parses("1.7..0.1", 0), "an empty part among four refused");
+    ok(parses("1.7.0.256", 0), "a fourth part over 255 refused");
+    ok(parses("1.7.0.0001", 0), "a fourth part of 4 digits refused");
     ok(parses("1..0", 0), "an empty part refused");
     ok(parses("1.0.", 0), "a trailing dot refused");
     ok(parses(".1.0", 0), "a leading dot refused");
@@ -48,8 +60,29 @@ test_parse(void)
     ok(parses("256.0.0", 0), "a part over 255 refused");
 
     ok(strstr(gms_release_known, "0.13.0, ") == gms_release_known
-       && strstr(gms_release_known, ", 1.7.0") != NULL,
+       && strstr(gms_release_known, ", 1.7.0, 1.7.0.1") != NULL
+       && strcmp(gms_release_known + strlen(gms_release_known)
+                 - sizeof("1.7.0.1") + 1, "1.7.0.1") == 0,
        "the known releases, first to last");
+}
+
+
+static void
+test_text(void)
+{
+    char  text[GMS_RELEASE_TEXT_LEN];
+
+    gms_release_text(GMS_RELEASE(1, 7, 0), text);
+    is_str(text, "1.7.0", "1.7.0 as text");
+
+    gms_release_text(GMS_RELEASE4(1, 7, 0, 1), text);
+    is_str(text, "1.7.0.1", "1.7.0.1 as text: four parts");
+
+    gms_release_text(GMS_RELEASE(0, 13, 0), text);
+    is_str(text, "0.13.0", "0.13.0 as text");
+
+    gms_release_text(GMS_RELEASE4(255, 255, 255, 255), text);
+    is_str(text, "255.255.255.255", "the longest text fits");
 }
 
 
@@ -59,14 +92,23 @@ test_answers(void)
     ok(GMS_RELEASE(0, 15, 0) > GMS_RELEASE(0, 14, 1)
        && GMS_RELEASE(1, 0, 0) > GMS_RELEASE(0, 15, 0),
        "releases compare as numbers");
+    ok(GMS_RELEASE(1, 7, 0) == GMS_RELEASE4(1, 7, 0, 0),
+       "GMS_RELEASE(a, b, c) is GMS_RELEASE4(a, b, c, 0)");
+    ok(GMS_RELEASE4(1, 7, 0, 1) > GMS_RELEASE(1, 7, 0)
+       && GMS_RELEASE4(1, 7, 0, 1) < GMS_RELEASE(1, 7, 1)
+       && GMS_RELEASE4(1, 6, 0, 255) < GMS_RELEASE(1, 7, 0)
+       && GMS_RELEASE(255, 0, 0) > GMS_RELEASE4(254, 255, 255, 255),
+       "a patch release sits between its release and the next, as a "
+       "number");
     ok(GMS_RELEASE_DEFAULT == GMS_RELEASE(0, 13, 0), "the default: 0.13.0");
 
     ok(gms_release_forbidden_status(GMS_RELEASE(0, 13, 0)) == 401,
        "0.13.0: 401 for a missing privilege");
     ok(gms_release_forbidden_status(GMS_RELEASE(0, 13, 1)) == 403,
        "0.13.1: 403 (PR 10066)");
-    ok(gms_release_forbidden_status(GMS_RELEASE(1, 7, 0)) == 403,
-       "1.7.0: 403");
+    ok(gms_release_forbidden_status(GMS_RELEASE(1, 7, 0)) == 403
+       && gms_release_forbidden_status(GMS_RELEASE4(1, 7, 0, 1)) == 403,
+       "1.7.0, 1.7.0.1: 403");
 
     ok(gms_release_es_privileges(GMS_RELEASE(0, 14, 1))
        == GMS_RELEASE_ES_GET_ONLY,
@@ -136,11 +178,36 @@ test_answers(void)
 }
 
 
+/* 1.7.0.1 (updating-datahub.md, v1.7.0.1) moves none of the rules */
+
+static void
+test_patch_release(void)
+{
+    gms_release_t  a, b;
+
+    a = GMS_RELEASE(1, 7, 0);
+    b = GMS_RELEASE4(1, 7, 0, 1);
+
+    ok(gms_release_es_privileges(b) == gms_release_es_privileges(a)
+       && gms_release_expired_generic(b) == gms_release_expired_generic(a)
+       && gms_release_secret_colon(b) == gms_release_secret_colon(a)
+       && gms_release_service_accounts(b)
+          == gms_release_service_accounts(a)
+       && gms_release_guest(b) == gms_release_guest(a)
+       && gms_release_oauth(b) == gms_release_oauth(a)
+       && gms_release_inactive(b) == gms_release_inactive(a)
+       && gms_release_inactive_user(b, 2) == gms_release_inactive_user(a, 2),
+       "1.7.0.1 answers as 1.7.0");
+}
+
+
 int
 main(void)
 {
     test_parse();
+    test_text();
     test_answers();
+    test_patch_release();
 
     return done_testing();
 }
