@@ -91,13 +91,24 @@ my %RELEASES = (
     '1.3.0'  => ['datahub-1.3.conf',  403, 1, $GMS_UNAUTHORIZED, 0, 0],
     '1.4.0'  => ['datahub-1.3.conf',  403, 1, $GMS_UNAUTHORIZED, 1, 1],
     '1.7.0'  => ['datahub-1.5.conf',  403, 1, $GMS_UNAUTHORIZED, 1, 1],
+    '1.7.0.1' => ['datahub-1.5.conf', 403, 1, $GMS_UNAUTHORIZED, 1, 1],
 );
+
+# 1.7.0 and 1.7.0.1 (updating-datahub.md, sections v1.7.0 and v1.7.0.1;
+# master of 2026-07-23, which 1.7.0 was cut after): OperationsResource
+# still refuses with S_403_FORBIDDEN and isAPIOperationsAuthorized
+# (AuthUtil); AuthenticationEnforcementFilter's 401 is unchanged;
+# DataHubSystemAuthenticator still split(":", 2) (1.7.0.1 only drops the
+# default secret, #18886); TokenType, moved to metadata-auth/auth-api,
+# still has SERVICE_ACCOUNT; authentication.excludedPaths in
+# application.yaml is 1.5.0's.
 
 sub version_cmp {
     my ($x, $y) = @_;
-    my @x = split /\./, $x;
-    my @y = split /\./, $y;
-    return $x[0] <=> $y[0] || $x[1] <=> $y[1] || $x[2] <=> $y[2];
+    my @x = (split(/\./, $x), 0, 0);
+    my @y = (split(/\./, $y), 0, 0);
+    return $x[0] <=> $y[0] || $x[1] <=> $y[1] || $x[2] <=> $y[2]
+           || $x[3] <=> $y[3];
 }
 
 sub search_cluster {
@@ -163,7 +174,8 @@ sub nginx_t {
 }
 
 my $KNOWN = '0.13.0, 0.13.1, 0.13.2, 0.13.3, 0.14.0, 0.14.1, 0.15.0, '
-          . '1.0.0, 1.1.0, 1.2.0, 1.3.0, 1.4.0, 1.5.0, 1.6.0, 1.7.0';
+          . '1.0.0, 1.1.0, 1.2.0, 1.3.0, 1.4.0, 1.5.0, 1.6.0, 1.7.0, '
+          . '1.7.0.1';
 
 subtest 'nginx -t: gms_datahub_version' => sub {
     for my $v (split /, /, $KNOWN) {
@@ -178,8 +190,10 @@ subtest 'nginx -t: gms_datahub_version' => sub {
                               . 'proxy_pass http://gms; }');
     is($rc, 0, 'in a location') or diag($out);
 
+    # "Next" (updating-datahub.md) is no release yet: no name for it
     for my $bad ('1.3.1', '0.12.1', '1.8.0', 'v1.0.0', '1', '1.0.0.1',
-                 'latest')
+                 '1.7.0.2', '1.6.0.2', '1.7.0.1.1', '1.7.0.1.', '.1.7.0.1',
+                 '1.7.1', 'next', 'latest')
     {
         ($rc, $out) = nginx_t("gms_datahub_version $bad;");
         isnt($rc, 0, "$bad refused");
@@ -269,6 +283,8 @@ SERVER
         $e->grant('urn:li:corpuser:reader', 'GET_ES_TASK_STATUS_PRIVILEGE');
         $e->token('sysops', actor => 'urn:li:corpuser:ops');
         $e->grant('urn:li:corpuser:ops', 'MANAGE_SYSTEM_OPERATIONS');
+        $e->token('status', actor => 'urn:li:corpuser:status');
+        $e->grant('urn:li:corpuser:status', 'VIEW_SYSTEM_STATUS');
         $e->token('nobody', actor => 'urn:li:corpuser:nobody');
         $e->token('expired', actor => 'urn:li:corpuser:reader',
                   expiresAt => 1000);
@@ -297,6 +313,13 @@ SERVER
                     'MANAGE_SYSTEM_OPERATIONS alone: refused '
                     . '(isAPIAuthorized(GET_ES_TASK_STATUS_PRIVILEGE))');
         }
+
+        # VIEW_SYSTEM_STATUS (PoliciesConfig, "Next"): the messaging
+        # status only (OperationsController's consumer lag); never
+        # getEsTaskStatus, whose privileges are the release's
+        refused(ask_task_status($e, 'status'), $forbidden, $INSUFFICIENT_SCOPE,
+                $ES_UNAUTHORIZED, 'VIEW_SYSTEM_STATUS alone: getEsTaskStatus '
+                                  . 'refused');
 
         # an expired token: 401, the message by release
         # (AuthenticationFilter, AuthenticationEnforcementFilter)
