@@ -323,6 +323,105 @@ my $made;
 }
 
 
+# --- create --duration ISO-8601: durationIso (DataHub "Next", PR 19222) ----
+
+{
+    # GMS "Next": durationIso, and AccessTokenConfiguration's defaults
+    # (PT1H,P1D,P7D,P30D,P90D,P180D,P365D; no NO_EXPIRY)
+    my $next = GmsTest::GraphQL->start(token => $SECRET, salt => $SALT,
+                                       access_tokens => {});
+
+    my $t0 = int(time * 1000);
+    my $res = create(gms => $next->url, duration => 'P30D');
+    is($res->{rc}, 0, 'P30D to GMS Next: exit 0') or diag($res->{err});
+    is($res->{err}, '', 'P30D: nothing on stderr');
+    my ($token) = $res->{out} =~ /^(\S+)\n\z/;
+    is_deeply($next->requests->[-1]{json}{variables}{input},
+              { type => 'PERSONAL', actorUrn => $alice, name => 'ci-pipeline',
+                durationIso => 'P30D' },
+              'P30D: sent as durationIso, without duration');
+    my ($listed) = grep { $_->{id} eq id_of($token // '') } @{ $next->tokens };
+    ok($listed && $listed->{expiresAt} >= $t0 + 30 * 86_400_000,
+       'P30D: GMS made a token of 30 days');
+    is($redis->cmd(PEXPIRETIME => 'gms:token:' . id_of($token // '')),
+       ($listed // {})->{expiresAt}, 'P30D: cached, expiring with it');
+
+    $res = create(gms => $next->url, duration => 'pt1h');
+    is($res->{rc}, 0, 'pt1h (either case) to GMS Next: exit 0')
+        or diag($res->{err});
+
+    # GMS's allow-list: one line, GMS's exit status, nothing made or kept
+    my $before = $redis->dump_all;
+    my $tokens = scalar @{ $next->tokens };
+    published($sub);
+
+    refused(create(gms => $next->url, duration => 'PT12H'), 4,
+            qr/--duration PT12H: GMS does not allow it \(ACCESS_TOKEN_ALLOWED_DURATIONS, ACCESS_TOKEN_ALLOW_NO_EXPIRY\): Access token duration 'PT12H' is not allowed\. Choose a value from ACCESS_TOKEN_ALLOWED_DURATIONS \(currently: \[PT1H, P1D, P7D, P30D, P90D, P180D, P365D\]\)\.$/,
+            'PT12H to GMS Next: not in its allowed durations');
+    refused(create(gms => $next->url, duration => 'NO_EXPIRY'), 4,
+            qr/--duration NO_EXPIRY: GMS does not allow it .*ACCESS_TOKEN_ALLOW_NO_EXPIRY is false/,
+            'NO_EXPIRY to GMS Next: never-expiring tokens off by default');
+    refused(create(gms => $next->url, duration => 'P2D'), 4,
+            qr/--duration P2D: GMS does not allow it/,
+            'P2D to GMS Next: refused');
+
+    is(scalar @{ $next->tokens }, $tokens, 'refused: GMS Next made nothing');
+    $redis->unchanged($before, 'refused: Redis unchanged');
+    is_deeply(published($sub), [], 'refused: nothing published');
+
+    # the allow-list is GMS's, not the tool's
+    my $open = GmsTest::GraphQL->start(token => $SECRET, salt => $SALT,
+                                       access_tokens => {
+                                           allowed => 'PT12H',
+                                           allow_no_expiry => 1 });
+    $res = create(gms => $open->url, duration => 'PT12H');
+    is($res->{rc}, 0, 'PT12H where GMS allows it: exit 0') or diag($res->{err});
+    $res = create(gms => $open->url, duration => 'NO_EXPIRY');
+    is($res->{rc}, 0, 'NO_EXPIRY where ACCESS_TOKEN_ALLOW_NO_EXPIRY=true: '
+                      . 'exit 0') or diag($res->{err});
+    is($open->requests->[-1]{json}{variables}{input}{duration}, 'NO_EXPIRY',
+       'NO_EXPIRY: sent as the AccessTokenDuration');
+    $open->stop;
+
+    # GMS up to 1.7.0.1: no durationIso; the AccessTokenDuration of the same
+    # length instead, else one line
+    $gms->clear_requests;
+    $res = create(duration => 'P1W');
+    is($res->{rc}, 0, 'P1W to GMS 1.7.0.1: exit 0') or diag($res->{err});
+    is($res->{err}, '', 'P1W: nothing on stderr');
+    my $reqs = $gms->requests;
+    is_deeply([ map { $_->{json}{variables}{input} } @$reqs ],
+              [ { type => 'PERSONAL', actorUrn => $alice,
+                  name => 'ci-pipeline', durationIso => 'P1W' },
+                { type => 'PERSONAL', actorUrn => $alice,
+                  name => 'ci-pipeline', duration => 'ONE_WEEK' } ],
+              'P1W: durationIso refused by the schema, then ONE_WEEK');
+
+    $before = $redis->dump_all;
+    $tokens = scalar @{ $gms->tokens };
+    $gms->clear_requests;
+    refused(create(duration => 'P2D'), 4,
+            qr/--duration P2D: this GMS takes no ISO-8601 duration \(durationIso: DataHub after 1\.7\.0\.1\) and no AccessTokenDuration is that long/,
+            'P2D to GMS 1.7.0.1: no AccessTokenDuration that long');
+    is(scalar @{ $gms->requests }, 1, 'P2D: GMS asked once');
+    is(scalar @{ $gms->tokens }, $tokens, 'P2D: GMS made nothing');
+    $redis->unchanged($before, 'P2D: Redis unchanged');
+
+    # what is no ISO-8601 duration never reaches GMS
+    $next->clear_requests;
+    for my $bad ('P', 'PT', 'P0D', 'PT0S', '30D', 'P1D1Y', 'PT1S1H', 'P1.5D',
+                 'P-1D', 'P1DT', 'P99999999999999999D', 'THREE_YEARS')
+    {
+        refused(create(gms => $next->url, duration => $bad), 2,
+                qr/--duration: '\Q$bad\E' is neither one of ONE_HOUR, .* nor an ISO-8601 duration such as P30D or PT12H/,
+                "--duration $bad: refused before GMS is asked");
+    }
+    is_deeply($next->requests, [], 'none of them reached GMS');
+
+    $next->stop;
+}
+
+
 # --- service accounts (DataHub 1.4+) ----------------------------------------
 
 {

@@ -63,7 +63,8 @@ typedef struct {
     const char            *actor;
     const char            *name;
     const char            *description;    /* NULL: none */
-    const char            *duration;       /* AccessTokenDuration */
+    const char            *duration;       /* AccessTokenDuration, or NULL */
+    const char            *duration_iso;   /* durationIso, or NULL */
     const char            *salt;
     size_t                 salt_len;
 } gms_manage_create_t;
@@ -73,9 +74,11 @@ static int gms_cmd_create_handler(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_cmd_revoke_handler(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_cmd_list_handler(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_cmd_check_salt_handler(gms_tool_t *t, gms_tool_args_t *a);
-static int gms_manage_duration_valid(const char *name);
+static int gms_manage_duration(gms_manage_create_t *c, const char *value);
 static int gms_manage_create(gms_tool_t *t,
-    const gms_graphql_conf_t *gms, const gms_manage_create_t *c);
+    const gms_graphql_conf_t *gms, gms_manage_create_t *c);
+static json_t *gms_manage_create_ask(gms_tool_t *t, gms_graphql_t *g,
+    gms_manage_create_t *c);
 static int gms_manage_revoke(gms_tool_t *t,
     const gms_graphql_conf_t *gms, const char *id);
 static int gms_manage_list(gms_tool_t *t,
@@ -146,7 +149,13 @@ const gms_tool_command_t  gms_cmd_create = {
     "NO_EXPIRY\n"
     "                       (DataHub's AccessTokenDuration; older "
     "releases\n"
-    "                       lack ONE_WEEK)\n"
+    "                       lack ONE_WEEK), or an ISO-8601 duration such "
+    "as\n"
+    "                       P30D or PT12H (durationIso, DataHub after "
+    "1.7.0.1;\n"
+    "                       an older GMS is asked for the "
+    "AccessTokenDuration\n"
+    "                       of that length, if there is one)\n"
     "  --salt STRING        the edge's salt, as gms_token_salt (default: "
     "none)\n"
     "  --salt-file FILE     the salt, from a file\n"
@@ -154,7 +163,12 @@ const gms_tool_command_t  gms_cmd_create = {
     "The id the salt gives the new token must be GMS's own: else the edge\n"
     "would refuse it, and the token is revoked at GMS, not printed, and\n"
     "the exit status is 2.  Whenever the token cannot be cached (exit\n"
-    "status 3) or GMS's answer is unusable (4), it is revoked too.\n"
+    "status 3) or GMS's answer is unusable (4), it is revoked too.  A\n"
+    "duration GMS does not allow (DataHub after 1.7.0.1: "
+    "ACCESS_TOKEN_ALLOWED_DURATIONS,\n"
+    "and NO_EXPIRY only with ACCESS_TOKEN_ALLOW_NO_EXPIRY) is one line "
+    "on\n"
+    "stderr, exit status 4, as any other refusal of GMS's.\n"
     GMS_TOOL_GMS_USAGE
     GMS_TOOL_CONN_USAGE
 };
@@ -214,21 +228,50 @@ const gms_tool_command_t  gms_cmd_check_salt = {
 };
 
 
-/* AccessTokenDuration of auth.graphql (v0.13.0 lacks ONE_WEEK) */
-static const char  *gms_manage_durations[] = {
-    "ONE_HOUR", "ONE_DAY", "ONE_WEEK", "ONE_MONTH", "THREE_MONTHS",
-    "SIX_MONTHS", "ONE_YEAR", "NO_EXPIRY", NULL
+/*
+ * AccessTokenDuration of auth.graphql (v0.13.0 lacks ONE_WEEK) and its
+ * length (AccessTokenUtil.mapDurationToMs; NO_EXPIRY: none)
+ */
+static const struct {
+    const char            *name;
+    int64_t                ms;
+} gms_manage_durations[] = {
+    { "ONE_HOUR", 3600000LL }, { "ONE_DAY", 86400000LL },
+    { "ONE_WEEK", 7 * 86400000LL }, { "ONE_MONTH", 30 * 86400000LL },
+    { "THREE_MONTHS", 90 * 86400000LL }, { "SIX_MONTHS", 180 * 86400000LL },
+    { "ONE_YEAR", 365 * 86400000LL }, { "NO_EXPIRY", 0 }, { NULL, 0 }
 };
 
 
-static int
-gms_manage_duration_valid(const char *name)
-{
-    const char  **d;
+/*
+ * --duration: an AccessTokenDuration, or an ISO-8601 duration sent as
+ * durationIso (CreateAccessTokenInput, DataHub's "Next", PR 19222) with
+ * the AccessTokenDuration of the same length, if any, for a GMS without
+ * durationIso
+ */
 
-    for (d = gms_manage_durations; *d; d++) {
-        if (strcmp(*d, name) == 0) {
-            return 1;
+static int
+gms_manage_duration(gms_manage_create_t *c, const char *value)
+{
+    size_t   i;
+    int64_t  ms;
+
+    for (i = 0; gms_manage_durations[i].name; i++) {
+        if (strcmp(gms_manage_durations[i].name, value) == 0) {
+            c->duration = value;
+            return 0;
+        }
+    }
+
+    if (gms_tool_parse_iso_duration(value, &ms) != 0) {
+        return -1;
+    }
+
+    c->duration_iso = value;
+
+    for (i = 0; gms_manage_durations[i].name; i++) {
+        if (gms_manage_durations[i].ms == ms) {
+            c->duration = gms_manage_durations[i].name;
         }
     }
 
@@ -269,8 +312,6 @@ gms_cmd_create_handler(gms_tool_t *t, gms_tool_args_t *a)
     c.actor = a->val[GMS_OPT_ACTOR];
     c.name = a->val[GMS_OPT_NAME];
     c.description = a->val[GMS_OPT_DESCRIPTION];
-    c.duration = a->val[GMS_OPT_DURATION] ? a->val[GMS_OPT_DURATION]
-                                          : "ONE_MONTH";
 
     if (gms_tool_gms_options(t, a, &gms) != 0) {
         return GMS_TOOL_USAGE;
@@ -300,10 +341,15 @@ gms_cmd_create_handler(gms_tool_t *t, gms_tool_args_t *a)
         return GMS_TOOL_USAGE;
     }
 
-    if (!gms_manage_duration_valid(c.duration)) {
-        gms_tool_error(t, "--duration: '%s' is not one of ONE_HOUR, ONE_DAY, "
-                       "ONE_WEEK, ONE_MONTH, THREE_MONTHS, SIX_MONTHS, "
-                       "ONE_YEAR, NO_EXPIRY", gms_tool_shown(c.duration));
+    if (gms_manage_duration(&c, a->val[GMS_OPT_DURATION]
+                                ? a->val[GMS_OPT_DURATION] : "ONE_MONTH")
+        != 0)
+    {
+        gms_tool_error(t, "--duration: '%s' is neither one of ONE_HOUR, "
+                       "ONE_DAY, ONE_WEEK, ONE_MONTH, THREE_MONTHS, "
+                       "SIX_MONTHS, ONE_YEAR, NO_EXPIRY nor an ISO-8601 "
+                       "duration such as P30D or PT12H",
+                       gms_tool_shown(a->val[GMS_OPT_DURATION]));
         return GMS_TOOL_USAGE;
     }
 
@@ -332,12 +378,12 @@ gms_cmd_create_handler(gms_tool_t *t, gms_tool_args_t *a)
 
 static int
 gms_manage_create(gms_tool_t *t, const gms_graphql_conf_t *gms,
-    const gms_manage_create_t *c)
+    gms_manage_create_t *c)
 {
     int                 rc;
     char                id[GMS_TOKEN_ID_LEN + 1], why[512];
     size_t              token_len;
-    json_t             *vars, *input, *res, *meta, *v;
+    json_t             *res, *meta, *v;
     int64_t             expires;
     const char         *token, *gms_id, *actor;
     gms_graphql_t      *g;
@@ -353,25 +399,7 @@ gms_manage_create(gms_tool_t *t, const gms_graphql_conf_t *gms,
         return rc;
     }
 
-    input = json_pack("{s:s, s:s, s:s, s:s}", "type", c->type,
-                      "actorUrn", c->actor, "duration", c->duration,
-                      "name", c->name);
-
-    if (input && c->description) {
-        json_object_set_new(input, "description",
-                            json_string(c->description));
-    }
-
-    vars = input ? json_pack("{s:o}", "input", input) : NULL;
-
-    if (vars == NULL) {
-        gms_tool_error(t, "out of memory");
-        gms_graphql_close(g);
-        return GMS_TOOL_REDIS;
-    }
-
-    res = gms_graphql_query(g, GMS_MANAGE_CREATE_QUERY, vars,
-                            "createAccessToken");
+    res = gms_manage_create_ask(t, g, c);
     if (res == NULL) {
         gms_graphql_close(g);
         return GMS_TOOL_GMS;
@@ -476,6 +504,103 @@ done:
     gms_graphql_close(g);
 
     return rc;
+}
+
+
+/*
+ * createAccessToken asked, its data.createAccessToken, or NULL once the
+ * failure is reported.  GMS up to 1.7.0.1 has no durationIso: graphql-
+ * java refuses the variable before any resolver runs ("... contains a
+ * field name 'durationIso' that is not defined for input object type
+ * 'CreateAccessTokenInput'"), and is asked again for the
+ * AccessTokenDuration of the same length, if there is one.  A later GMS
+ * refuses a duration its AccessTokenConfiguration does not allow
+ * (AccessTokenDurationPolicy: an IllegalArgumentException, the 400
+ * BAD_REQUEST of DataHubDataFetcherExceptionHandler): one line saying
+ * so.
+ */
+
+static json_t *
+gms_manage_create_ask(gms_tool_t *t, gms_graphql_t *g,
+    gms_manage_create_t *c)
+{
+    json_t      *vars, *input, *res, *errors, *e;
+    json_int_t   code;
+    const char  *message;
+
+    input = json_pack("{s:s, s:s, s:s}", "type", c->type,
+                      "actorUrn", c->actor, "name", c->name);
+
+    if (input && c->duration_iso) {
+        json_object_set_new(input, "durationIso",
+                            json_string(c->duration_iso));
+
+    } else if (input) {
+        json_object_set_new(input, "duration", json_string(c->duration));
+    }
+
+    if (input && c->description) {
+        json_object_set_new(input, "description",
+                            json_string(c->description));
+    }
+
+    vars = input ? json_pack("{s:o}", "input", input) : NULL;
+
+    if (vars == NULL) {
+        gms_tool_error(t, "out of memory");
+        return NULL;
+    }
+
+    res = gms_graphql_query_errors(g, GMS_MANAGE_CREATE_QUERY, vars,
+                                   "createAccessToken", &errors);
+    if (res != NULL || errors == NULL) {
+        return res;
+    }
+
+    e = json_array_get(errors, 0);
+    message = json_string_value(json_object_get(e, "message"));
+    code = json_integer_value(json_object_get(json_object_get(e,
+                                                              "extensions"),
+                                              "code"));
+    if (message == NULL) {
+        message = "";
+    }
+
+    if (c->duration_iso && strstr(message, "'durationIso'")) {
+
+        if (c->duration == NULL) {
+            gms_tool_error(t, "--duration %s: this GMS takes no ISO-8601 "
+                           "duration (durationIso: DataHub after 1.7.0.1) "
+                           "and no AccessTokenDuration is that long; give "
+                           "ONE_HOUR, ONE_DAY, ONE_WEEK, ONE_MONTH, "
+                           "THREE_MONTHS, SIX_MONTHS or ONE_YEAR",
+                           c->duration_iso);
+            json_decref(errors);
+            return NULL;
+        }
+
+        json_decref(errors);
+        c->duration_iso = NULL;
+
+        return gms_manage_create_ask(t, g, c);
+    }
+
+    if (code == 400
+        && (strstr(message, "uration") || strstr(message, "NO_EXPIRY")))
+    {
+        gms_tool_error(t, "--duration %s: GMS does not allow it "
+                       "(ACCESS_TOKEN_ALLOWED_DURATIONS, "
+                       "ACCESS_TOKEN_ALLOW_NO_EXPIRY): %s",
+                       c->duration_iso ? c->duration_iso : c->duration,
+                       message);
+        json_decref(errors);
+        return NULL;
+    }
+
+    gms_graphql_report(g, errors);
+    json_decref(errors);
+
+    return NULL;
 }
 
 

@@ -35,6 +35,8 @@ struct gms_graphql_s {
     size_t                 size;
     int                    too_big;
     int                    nullable;       /* data.<field> may be null */
+    int                    keep_errors;    /* GraphQL's errors returned */
+    json_t                *errors;         /* ... here, not printed */
     volatile sig_atomic_t *stop;
     char                   error[CURL_ERROR_SIZE];
 };
@@ -299,8 +301,13 @@ gms_graphql_query(gms_graphql_t *g, const char *query, json_t *variables,
     if (errors != NULL && !(json_is_array(errors)
                             && json_array_size(errors) == 0))
     {
-        gms_tool_error(g->tool, "%s: GraphQL error: %s", g->endpoint,
-                       message ? message : "(no message)");
+        if (g->keep_errors && json_is_array(errors)) {
+            g->errors = json_incref(errors);
+            json_decref(doc);
+            return NULL;
+        }
+
+        gms_graphql_report(g, errors);
         json_decref(doc);
         return NULL;
     }
@@ -338,6 +345,46 @@ gms_graphql_query_nullable(gms_graphql_t *g, const char *query,
     g->nullable = 0;
 
     return data;
+}
+
+
+/*
+ * as gms_graphql_query, but GraphQL's own errors (with HTTP 200) are not
+ * reported: NULL and *errors their array (a new reference) for the
+ * caller to read; any other failure is reported, *errors NULL
+ */
+
+json_t *
+gms_graphql_query_errors(gms_graphql_t *g, const char *query,
+    json_t *variables, const char *field, json_t **errors)
+{
+    json_t  *data;
+
+    g->keep_errors = 1;
+    g->errors = NULL;
+
+    data = gms_graphql_query(g, query, variables, field);
+
+    *errors = g->errors;
+    g->errors = NULL;
+    g->keep_errors = 0;
+
+    return data;
+}
+
+
+/* GraphQL's errors, kept by gms_graphql_query_errors, reported as usual */
+
+void
+gms_graphql_report(gms_graphql_t *g, json_t *errors)
+{
+    const char  *message;
+
+    message = json_string_value(json_object_get(json_array_get(errors, 0),
+                                                "message"));
+
+    gms_tool_error(g->tool, "%s: GraphQL error: %s", g->endpoint,
+                   message ? message : "(no message)");
 }
 
 

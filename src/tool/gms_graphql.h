@@ -33,6 +33,9 @@ json_t *gms_graphql_query(gms_graphql_t *g, const char *query,
     json_t *variables, const char *field);
 json_t *gms_graphql_query_nullable(gms_graphql_t *g, const char *query,
     json_t *variables, const char *field);
+json_t *gms_graphql_query_errors(gms_graphql_t *g, const char *query,
+    json_t *variables, const char *field, json_t **errors);
+void gms_graphql_report(gms_graphql_t *g, json_t *errors);
 void gms_graphql_close(gms_graphql_t *g);
 char *gms_graphql_aliases(const char *name, const char *type,
     const char *field, const char *arg, const char *selection, size_t n);

@@ -251,3 +251,94 @@ gms_tool_parse_duration(const char *s, int64_t *ms)
 
     return 0;
 }
+
+
+/*
+ * An ISO-8601 duration as DataHub's IsoDurationParser reads it (Next,
+ * PR 19222): P[nY][nM][nW][nD][T[nH][nM][nS]], either case, whole
+ * numbers, a month 30 days and a year 365 days (AccessTokenConfiguration's
+ * approximations), zero refused: P30D, PT12H, P1Y.
+ */
+
+int
+gms_tool_parse_iso_duration(const char *s, int64_t *ms)
+{
+    int          time, any;
+    int64_t      n, unit, total;
+    const char  *units, *u;
+
+    /* each part's letter and length in seconds, in their order */
+    static const char     date_units[] = "YMWD";
+    static const int64_t  date_secs[] = { 365 * 86400, 30 * 86400,
+                                          7 * 86400, 86400 };
+    static const char     time_units[] = "HMS";
+    static const int64_t  time_secs[] = { 3600, 60, 1 };
+
+    if (*s != 'P' && *s != 'p') {
+        return -1;
+    }
+
+    s++;
+    time = 0;
+    any = 0;
+    total = 0;
+    units = date_units;
+
+    while (*s) {
+
+        if ((*s == 'T' || *s == 't') && !time) {
+            time = 1;
+            units = time_units;
+            s++;
+
+            if (*s == '\0') {
+                return -1;
+            }
+
+            continue;
+        }
+
+        if (*s < '0' || *s > '9') {
+            return -1;
+        }
+
+        for (n = 0; *s >= '0' && *s <= '9'; s++) {
+            if (n > (INT64_MAX / 1000 - 9) / 10) {
+                return -1;
+            }
+
+            n = n * 10 + (*s - '0');
+        }
+
+        /* the next unit in order: P1D1Y and PT1S1H are refused */
+
+        for (u = units; *u; u++) {
+            if (*u == (*s & ~0x20)) {
+                break;
+            }
+        }
+
+        if (*s == '\0' || *u == '\0') {
+            return -1;
+        }
+
+        unit = time ? time_secs[u - time_units] : date_secs[u - date_units];
+        units = u + 1;
+        s++;
+
+        if (n > (INT64_MAX / 1000 - total) / unit) {
+            return -1;
+        }
+
+        total += n * unit;
+        any = 1;
+    }
+
+    if (!any || total == 0) {
+        return -1;
+    }
+
+    *ms = total * 1000;
+
+    return 0;
+}

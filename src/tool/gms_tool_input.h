@@ -24,6 +24,7 @@ int gms_tool_token_read(gms_tool_t *t, char *buf, size_t size,
 int gms_tool_check_id(gms_tool_t *t, const char *id);
 int gms_tool_check_actor(gms_tool_t *t, const char *urn);
 int gms_tool_parse_duration(const char *s, int64_t *ms);
+int gms_tool_parse_iso_duration(const char *s, int64_t *ms);
 
 
 #endif /* _GMS_TOOL_INPUT_H_INCLUDED_ */

@@ -299,6 +299,10 @@ my %DURATION_MS = (ONE_HOUR => 3_600_000, ONE_DAY => 86_400_000,
 # or revoked by the stand-in are in tokens() at once.  delay: every
 # answer waits that long (GMS's latency; delay() changes it).
 # max_result_window: see listAccessTokens above (default none).
+# access_tokens => { allowed => 'PT1H,P1D', allow_no_expiry => 0 }: GMS
+# "Next" (PR 19222), whose createAccessToken takes durationIso and refuses
+# a duration its allow-list lacks; {} is DataHub's defaults.  Without it,
+# GMS up to 1.7.0.1: no durationIso, every AccessTokenDuration taken.
 sub start {
     my ($class, %opt) = @_;
 
@@ -312,6 +316,7 @@ sub start {
                   caller => $opt{caller} // 'urn:li:corpuser:datahub',
                   delay => $opt{delay} // 0,
                   max_result_window => $opt{max_result_window},
+                  access_tokens => _access_tokens($opt{access_tokens}),
                   users_time => int(Time::HiRes::time() * 1000) },
         tokens      => _numbers($opt{tokens} // []),
         changes     => { added => [], removed => {} },
@@ -1726,11 +1731,40 @@ sub _granted {
 # no type: listAccessTokens lists the token as any other (actorUrn the
 # service account, ownerUrn the caller); tokens() marks it token_type =>
 # 'SERVICE_ACCOUNT', which nothing serves.
+#
+# With access_tokens (start), GMS "Next" (PR 19222, "feat(auth): disable
+# non-expiring access tokens by default"; auth.graphql's
+# CreateAccessTokenInput gains durationIso: String and its duration is no
+# longer required): exactly one of duration and durationIso, resolved by
+# AccessTokenDurationPolicy against AccessTokenConfiguration
+# (authentication.accessTokens: allowedDurations, default
+# PT1H,P1D,P7D,P30D,P90D,P180D,P365D compared in milliseconds, and
+# allowNoExpiry, default false); a refusal is its IllegalArgumentException,
+# DataHubDataFetcherExceptionHandler's 400 BAD_REQUEST with the message
+# (the shapes of datahub-project/datahub's AccessTokenDurationPolicy.java,
+# AccessTokenConfiguration.java and IsoDurationParserTest.java).  Without
+# it, a durationIso is graphql-java's ValidationError, as GMS up to
+# 1.7.0.1 answers.
 sub _create {
     my ($ctx, $args) = @_;
 
     my $state = $ctx->{state};
     my $in = $args->{input};
+    my $policy = $state->{access_tokens};
+
+    # graphql-java's coercion of the variable: an input field the schema
+    # lacks (ValuesResolver: InputMapDefinesTooManyFieldsException) is
+    # named before any resolver runs; durationIso is in the schema from
+    # "Next" on
+    for my $field (sort keys %{ ref $in eq 'HASH' ? $in : {} }) {
+        next if $field =~ /^(?:type|actorUrn|duration|name|description)\z/
+                || ($policy && $field eq 'durationIso');
+        return _whole(_validation_error(
+            "Variable 'input' has an invalid value: The variables input "
+            . "contains a field name '$field' that is not defined for input "
+            . "object type 'CreateAccessTokenInput' "));
+    }
+
     return _whole(_validation_error(
         "Variable 'input' has an invalid value: CreateAccessTokenInput "
         . "needs type PERSONAL or SERVICE_ACCOUNT, actorUrn, duration "
@@ -1739,8 +1773,11 @@ sub _create {
                && ($in->{type} // '') =~ /^(?:PERSONAL|SERVICE_ACCOUNT)\z/
                && defined $in->{actorUrn} && !ref $in->{actorUrn}
                && defined $in->{name} && !ref $in->{name}
-               && defined $in->{duration} && !ref $in->{duration}
-               && exists $DURATION_MS{ $in->{duration} };
+               && (defined $in->{duration} || $policy)
+               && (!defined $in->{duration}
+                   || (!ref $in->{duration}
+                       && exists $DURATION_MS{ $in->{duration} }))
+               && !ref $in->{durationIso};
 
     if ($in->{type} eq 'SERVICE_ACCOUNT') {
         my $account = $state->{users}{ $in->{actorUrn} } // {};
@@ -1750,8 +1787,17 @@ sub _create {
             unless $account->{service_account} && !$account->{deleted};
     }
 
+    my $ms = $DURATION_MS{ $in->{duration} // '' };
+    if ($policy) {
+        my $refused;
+        ($ms, $refused) = _token_duration($policy, $in->{duration},
+                                          $in->{durationIso});
+        return _failed(message => $refused, code => 400,
+                       type => 'BAD_REQUEST')
+            if defined $refused;
+    }
+
     my $now = int(Time::HiRes::time() * 1000);
-    my $ms = $DURATION_MS{ $in->{duration} };
     my ($user) = $in->{actorUrn} =~ /^urn:li:corpuser:(.+)\z/;
     $user //= $in->{actorUrn};
 
@@ -1780,6 +1826,75 @@ sub _create {
     return { accessToken => $jwt, __typename => 'AccessToken',
              metadata => { %$token, type => 'ACCESS_TOKEN',
                            __typename => 'AccessTokenMetadata' } };
+}
+
+# authentication.accessTokens of application.yaml ("Next", PR 19222):
+# AccessTokenConfiguration's defaults, or the test's
+sub _access_tokens {
+    my ($opt) = @_;
+    return undef unless $opt;
+    my $allowed = $opt->{allowed} // 'PT1H,P1D,P7D,P30D,P90D,P180D,P365D';
+    return { allowed => [ split /,/, $allowed ],
+             allow_no_expiry => $opt->{allow_no_expiry} ? 1 : 0 };
+}
+
+# DataHub's IsoDurationParser.parseToMillis, as its tests
+# (IsoDurationParserTest) show it: P[nY][nM][nW][nD][T[nH][nM][nS]],
+# either case, a month 30 days, a year 365; blank, zero or anything else
+# an IllegalArgumentException (its message is this stand-in's: the
+# parser's source is not stored)
+sub _iso_ms {
+    my ($iso) = @_;
+    my @m = ($iso // '') =~ /^P(?:(\d+)Y)?(?:(\d+)M)?(?:(\d+)W)?(?:(\d+)D)?
+                              (?:T(?=\d)(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?\z/xi
+        or return;
+    return if !grep { defined } @m;
+    my @secs = (365 * 86400, 30 * 86400, 7 * 86400, 86400, 3600, 60, 1);
+    my $ms = 0;
+    $ms += 1000 * ($m[$_] // 0) * $secs[$_] for 0 .. $#secs;
+    return $ms || undef;
+}
+
+# AccessTokenDurationPolicy.resolveExpiresInMs: (milliseconds or undef for
+# never, undef) or (undef, the IllegalArgumentException's message), its
+# messages as at datahub-project/datahub 75bb3500 (the list is
+# List.toString's)
+sub _token_duration {
+    my ($policy, $duration, $iso) = @_;
+    my $list = '[' . join(', ', @{ $policy->{allowed} }) . ']';
+    my %allowed = map { (_iso_ms($_) // 0) => 1 } @{ $policy->{allowed} };
+
+    return (undef, 'Exactly one of duration or durationIso must be provided '
+                   . 'when creating an access token')
+        if defined $duration == defined $iso;
+
+    if (defined $iso) {
+        my $ms = _iso_ms($iso);
+        return (undef, "Invalid ISO-8601 duration: '$iso'") unless $ms;
+        return (undef, "Access token duration '$iso' is not allowed. Choose "
+                       . 'a value from ACCESS_TOKEN_ALLOWED_DURATIONS '
+                       . "(currently: $list).")
+            unless $allowed{$ms};
+        return ($ms, undef);
+    }
+
+    if ($duration eq 'NO_EXPIRY') {
+        return (undef, undef) if $policy->{allow_no_expiry};
+        return (undef, 'Never-expiring access tokens (NO_EXPIRY) cannot be '
+                       . 'created because ACCESS_TOKEN_ALLOW_NO_EXPIRY is '
+                       . 'false. Use a finite duration from '
+                       . "ACCESS_TOKEN_ALLOWED_DURATIONS (currently: $list), "
+                       . 'or set ACCESS_TOKEN_ALLOW_NO_EXPIRY=true to allow '
+                       . 'NO_EXPIRY. Existing never-expire tokens continue to '
+                       . 'work.');
+    }
+
+    my $ms = $DURATION_MS{$duration};
+    return (undef, "Access token duration $duration is not allowed. Choose "
+                   . 'a value from ACCESS_TOKEN_ALLOWED_DURATIONS '
+                   . "(currently: $list).")
+        unless $allowed{$ms};
+    return ($ms, undef);
 }
 
 # createServiceAccount(input: {displayName, description}) as
