@@ -216,16 +216,18 @@ sub complete_in_place {
 }
 
 # $steps run at the start of a second, again (up to 3 times) until they
-# ran within one: a file's whole-second mtime then says nothing of them
+# ran within one: a file's whole-second mtime then says nothing of them.
+# Not a check of the module: on a machine too slow for that, the test
+# only says so (it then cannot tell a stamp of whole seconds).
 sub within_one_second {
     my ($steps) = @_;
     for (1 .. 3) {
         sleep(int(time) + 1.02 - time);
         my $start = time;
         $steps->();
-        return 1 if int(time) == int($start);
+        return if int(time) == int($start);
     }
-    return 0;
+    diag('the steps never ran within one second');
 }
 
 sub status { $e->get('/entities/x', $_[0])->{status} }
@@ -246,11 +248,11 @@ is(length $jwks3, length $jwks1, 'two keys under one kid: JWKS of one size');
 subtest 'rewritten in place in the second it was read: a new key, one kid'
     => sub {
     my $read;
-    ok(within_one_second(sub {
+    within_one_second(sub {
         write_in_place($jwks1);
         $read = status($tok1);
         write_in_place($jwks3);
-    }), 'written, read and rewritten within one second');
+    });
     is($read, 200, 'the first key read and used');
     ok(GmsTest::wait_until(sub { status($tok3) == 200 }, 5),
        'the new key under the same kid accepted');
@@ -268,11 +270,11 @@ subtest 'caught mid-write (sized first): the keys read before stay' => sub {
     ok(jwks_read($jwks3, $tok3), 'the third key in use');
     my $half = int(length($jwks1) / 2);
     my ($during, $logged) = (0, errors());
-    ok(within_one_second(sub {
+    within_one_second(sub {
         write_in_place($jwks1, head => $half, sized => 1);
         $during = status($tok3);
         complete_in_place($jwks1, $half);
-    }), 'half written, read, completed within one second');
+    });
     is($during, 200, 'the half-written file: the keys read before stay');
     is(errors(), $logged + 1, 'the half-written file logged');
     ok(GmsTest::wait_until(sub { status($tok1) == 200 }, 5),
