@@ -10,7 +10,9 @@
 # (__oauth_<issuer sanitized>_<sub>).  An RSA key pair made here with the
 # openssl CLI signs the tokens.  A good token reaches GMS unchanged; a bad
 # one is refused by the edge with 401, without a Redis lookup.  The JWKS
-# file, replaced, is read again without a reload.
+# file, replaced, is read again without a reload; rewritten in place too
+# (issue 33): in the second it was read, at the same size, and caught
+# half-written (its keys unused until it is whole).
 
 use strict;
 use warnings;
