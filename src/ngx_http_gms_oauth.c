@@ -8,7 +8,10 @@
  * each worker looks at it again at most once a second (a stat, when a
  * token is checked) and reads it when it changed, so that keys rotated by
  * the issuer are picked up without a reload.  A file that no longer
- * parses is logged and the keys read before stay.
+ * parses (one caught mid-write included) is logged and the keys read
+ * before stay.  It is the only file the module reads while it runs: the
+ * salt, signing key, secret and password files and the TLS files are
+ * read at configuration time, and a reload reads them again.
  *
  * A good token's user is urn:li:corpuser:__oauth_<issuer>_<subject>;
  * its privileges are read from Redis as a session token's user's are,
@@ -22,17 +25,34 @@
 
 #include "gms_oauth.h"
 
+#include <openssl/sha.h>
+
 
 /* issuers: one gms_token_oauth each */
 #define NGX_HTTP_GMS_OAUTH_MAX  8
 
 
+/* what stat says of the file: any write changes one of them */
+typedef struct {
+    ngx_file_uniq_t            uniq;
+    off_t                      size;
+    struct timespec            mtime;          /* POSIX.1-2008 st_mtim */
+    struct timespec            ctime;          /* st_ctim */
+} ngx_http_gms_oauth_stamp_t;
+
+
+/* the file as last read: its stamp then and its content's digest */
+typedef struct {
+    ngx_http_gms_oauth_stamp_t  stamp;
+    u_char                      digest[SHA256_DIGEST_LENGTH];
+    unsigned                    racy:1;        /* the stamp is not enough */
+} ngx_http_gms_oauth_seen_t;
+
+
 typedef struct {
     gms_oauth_provider_t       provider;       /* jwks: the master's */
     ngx_str_t                  jwks_file;      /* full, NUL-terminated */
-    ngx_file_uniq_t            uniq;
-    time_t                     mtime;
-    off_t                      size;
+    ngx_http_gms_oauth_seen_t  seen;           /* by the master */
 } ngx_http_gms_oauth_t;
 
 
@@ -41,17 +61,20 @@ typedef struct {
     ngx_http_gms_oauth_t      *oauth;          /* what it is for */
     gms_jwks_t                *jwks;           /* NULL: the master's */
     time_t                     checked;
-    ngx_file_uniq_t            uniq;
-    time_t                     mtime;
-    off_t                      size;
+    ngx_http_gms_oauth_seen_t  seen;
     unsigned                   missing:1;      /* logged */
 } ngx_http_gms_oauth_state_t;
 
 
 static char *ngx_http_gms_oauth_audiences(ngx_conf_t *cf,
     ngx_http_gms_oauth_t *oa, ngx_str_t *list);
-static gms_jwks_t *ngx_http_gms_oauth_read(u_char *path,
-    ngx_file_info_t *fi, const char **error, ngx_err_t *err);
+static ngx_int_t ngx_http_gms_oauth_read(u_char *path,
+    ngx_http_gms_oauth_seen_t *seen, gms_jwks_t **jwks, const char **error,
+    ngx_err_t *err);
+static void ngx_http_gms_oauth_stamp(ngx_file_info_t *fi,
+    ngx_http_gms_oauth_stamp_t *stamp);
+static ngx_int_t ngx_http_gms_oauth_same(ngx_http_gms_oauth_stamp_t *one,
+    ngx_http_gms_oauth_stamp_t *two);
 static void ngx_http_gms_oauth_refresh(ngx_log_t *log,
     ngx_http_gms_oauth_t *oa, ngx_http_gms_oauth_state_t *st);
 static void ngx_http_gms_oauth_cleanup(void *data);
@@ -79,8 +102,8 @@ ngx_http_gms_oauth_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_err_t              err;
     ngx_str_t             *value, v;
     ngx_uint_t             i;
+    gms_jwks_t            *jwks;
     const char            *error;
-    ngx_file_info_t        fi;
     ngx_pool_cleanup_t    *cln;
     ngx_http_gms_oauth_t  *oa, *other;
 
@@ -111,6 +134,7 @@ ngx_http_gms_oauth_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
      *     oa->provider.alg = GMS_OAUTH_RS256;   (GMS's default)
      *     oa->provider.jwks = NULL;
      *     oa->jwks_file = { 0, NULL };
+     *     oa->seen = { 0 };
      */
 
     oa->provider.user_claim = "sub";
@@ -202,11 +226,10 @@ ngx_http_gms_oauth_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    err = 0;
-    oa->provider.jwks = ngx_http_gms_oauth_read(oa->jwks_file.data, &fi,
-                                                &error, &err);
-
-    if (oa->provider.jwks == NULL) {
+    if (ngx_http_gms_oauth_read(oa->jwks_file.data, &oa->seen, &jwks,
+                                &error, &err)
+        != NGX_OK)
+    {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, err,
                            "jwks_file \"%s\" is not a JWKS: %s",
                            oa->jwks_file.data, error);
@@ -214,11 +237,9 @@ ngx_http_gms_oauth_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     cln->handler = ngx_http_gms_oauth_cleanup;
-    cln->data = (void *) oa->provider.jwks;
+    cln->data = jwks;
 
-    oa->uniq = ngx_file_uniq(&fi);
-    oa->mtime = ngx_file_mtime(&fi);
-    oa->size = ngx_file_size(&fi);
+    oa->provider.jwks = jwks;
 
     return NGX_CONF_OK;
 }
@@ -273,48 +294,71 @@ ngx_http_gms_oauth_audiences(ngx_conf_t *cf, ngx_http_gms_oauth_t *oa,
 }
 
 
-/* a JWKS file read and parsed; NULL, with why (and errno, if a call) */
+/*
+ * A JWKS file read and parsed, and what seen says of it updated:
+ * NGX_OK, a new key set in *jwks; NGX_DECLINED, the content seen before
+ * (not parsed again); NGX_AGAIN, the file changed while it was read
+ * (racy, so that it is read again); NGX_ERROR, why in *error (and errno
+ * in *err, if a call failed), a content that is not a JWKS remembered
+ * as seen so that it is reported once.
+ *
+ * Whether the stamp can tell the next change is git's "racy" question
+ * (Documentation/technical/racy-git.txt): a write in the same clock tick
+ * as the one that made the content read here (a second on some file
+ * systems, a few milliseconds on others) leaves the stamp as it was.
+ * Until the file's ctime, which only the kernel sets, is two seconds
+ * older than the read, the file is read again at each check and its
+ * SHA-256 compared with this one's.
+ */
 
-static gms_jwks_t *
-ngx_http_gms_oauth_read(u_char *path, ngx_file_info_t *fi,
-    const char **error, ngx_err_t *err)
+static ngx_int_t
+ngx_http_gms_oauth_read(u_char *path, ngx_http_gms_oauth_seen_t *seen,
+    gms_jwks_t **jwks, const char **error, ngx_err_t *err)
 {
-    u_char      *buf;
-    ssize_t      n;
-    ngx_fd_t     fd;
-    gms_jwks_t  *jwks;
+    u_char                      *buf, digest[SHA256_DIGEST_LENGTH];
+    size_t                       size;
+    ssize_t                      n;
+    ngx_fd_t                     fd;
+    ngx_int_t                    rc;
+    ngx_file_info_t              fi;
+    ngx_http_gms_oauth_stamp_t   before, after;
 
     *err = 0;
+    *jwks = NULL;
 
     fd = ngx_open_file(path, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
 
     if (fd == NGX_INVALID_FILE) {
         *err = ngx_errno;
         *error = ngx_open_file_n " failed";
-        return NULL;
+        return NGX_ERROR;
     }
 
-    jwks = NULL;
+    rc = NGX_ERROR;
     buf = NULL;
 
-    if (ngx_fd_info(fd, fi) == NGX_FILE_ERROR) {
+    if (ngx_fd_info(fd, &fi) == NGX_FILE_ERROR) {
         *err = ngx_errno;
         *error = ngx_fd_info_n " failed";
         goto done;
     }
 
-    if (!ngx_is_file(fi) || ngx_file_size(fi) > GMS_JWKS_MAX_LEN) {
+    ngx_http_gms_oauth_stamp(&fi, &before);
+    seen->stamp = before;
+
+    if (!ngx_is_file(&fi) || ngx_file_size(&fi) > GMS_JWKS_MAX_LEN) {
         *error = "not a file of at most 1 MiB";
         goto done;
     }
+    size = (size_t) ngx_file_size(&fi);
 
-    buf = ngx_alloc(GMS_JWKS_MAX_LEN + 1, ngx_cycle->log);
+    buf = ngx_alloc(size + 1, ngx_cycle->log);
     if (buf == NULL) {
         *error = "out of memory";
         goto done;
     }
 
-    n = ngx_read_fd(fd, buf, GMS_JWKS_MAX_LEN + 1);
+    n = ngx_read_fd(fd, buf, size + 1);
 
     if (n == -1) {
         *err = ngx_errno;
@@ -322,12 +366,34 @@ ngx_http_gms_oauth_read(u_char *path, ngx_file_info_t *fi,
         goto done;
     }
 
-    if (n > GMS_JWKS_MAX_LEN) {
-        *error = "longer than 1 MiB";
+    if (ngx_fd_info(fd, &fi) == NGX_FILE_ERROR) {
+        *err = ngx_errno;
+        *error = ngx_fd_info_n " failed";
         goto done;
     }
 
-    jwks = gms_jwks_parse((const char *) buf, (size_t) n, error);
+    ngx_http_gms_oauth_stamp(&fi, &after);
+
+    if ((size_t) n != size || !ngx_http_gms_oauth_same(&before, &after)) {
+        *error = "changed while it was read";
+        seen->racy = 1;
+        rc = NGX_AGAIN;
+        goto done;
+    }
+
+    SHA256(buf, size, digest);
+
+    seen->racy = (before.ctime.tv_sec + 2 > ngx_time());
+
+    if (ngx_memcmp(digest, seen->digest, SHA256_DIGEST_LENGTH) == 0) {
+        rc = NGX_DECLINED;
+        goto done;
+    }
+
+    ngx_memcpy(seen->digest, digest, SHA256_DIGEST_LENGTH);
+
+    *jwks = gms_jwks_parse((const char *) buf, size, error);
+    rc = (*jwks == NULL) ? NGX_ERROR : NGX_OK;
 
 done:
 
@@ -337,25 +403,52 @@ done:
 
     (void) ngx_close_file(fd);
 
-    return jwks;
+    return rc;
+}
+
+
+static void
+ngx_http_gms_oauth_stamp(ngx_file_info_t *fi,
+    ngx_http_gms_oauth_stamp_t *stamp)
+{
+    stamp->uniq = ngx_file_uniq(fi);
+    stamp->size = ngx_file_size(fi);
+    stamp->mtime = fi->st_mtim;
+    stamp->ctime = fi->st_ctim;
+}
+
+
+static ngx_int_t
+ngx_http_gms_oauth_same(ngx_http_gms_oauth_stamp_t *one,
+    ngx_http_gms_oauth_stamp_t *two)
+{
+    return one->uniq == two->uniq && one->size == two->size
+           && one->mtime.tv_sec == two->mtime.tv_sec
+           && one->mtime.tv_nsec == two->mtime.tv_nsec
+           && one->ctime.tv_sec == two->ctime.tv_sec
+           && one->ctime.tv_nsec == two->ctime.tv_nsec;
 }
 
 
 /*
- * At most once a second: the file's identity (inode, size, mtime) as
- * stat says it; read again when it changed.  gms-token jwks replaces it
- * by a rename, so a new inode.
+ * At most once a second: the file's stamp (inode, size, mtime and ctime
+ * to the nanosecond) as stat says it; read again when it changed, or
+ * while it is racy.  gms-token jwks replaces it by a rename, so a new
+ * inode; a file rewritten in place is seen too, whatever its size and
+ * however soon.
  */
 
 static void
 ngx_http_gms_oauth_refresh(ngx_log_t *log, ngx_http_gms_oauth_t *oa,
     ngx_http_gms_oauth_state_t *st)
 {
-    time_t            now;
-    ngx_err_t         err;
-    gms_jwks_t       *jwks;
-    const char       *error;
-    ngx_file_info_t   fi;
+    time_t                       now;
+    ngx_err_t                    err;
+    ngx_int_t                    rc;
+    gms_jwks_t                  *jwks;
+    const char                  *error;
+    ngx_file_info_t              fi;
+    ngx_http_gms_oauth_stamp_t   stamp;
 
     now = ngx_time();
 
@@ -367,9 +460,7 @@ ngx_http_gms_oauth_refresh(ngx_log_t *log, ngx_http_gms_oauth_t *oa,
         ngx_memzero(st, sizeof(ngx_http_gms_oauth_state_t));
 
         st->oauth = oa;
-        st->uniq = oa->uniq;
-        st->mtime = oa->mtime;
-        st->size = oa->size;
+        st->seen = oa->seen;
     }
 
     if (st->checked == now) {
@@ -392,19 +483,32 @@ ngx_http_gms_oauth_refresh(ngx_log_t *log, ngx_http_gms_oauth_t *oa,
 
     st->missing = 0;
 
-    if (ngx_file_uniq(&fi) == st->uniq && ngx_file_mtime(&fi) == st->mtime
-        && ngx_file_size(&fi) == st->size)
-    {
+    ngx_http_gms_oauth_stamp(&fi, &stamp);
+
+    if (!st->seen.racy && ngx_http_gms_oauth_same(&stamp, &st->seen.stamp)) {
         return;
     }
 
-    st->uniq = ngx_file_uniq(&fi);
-    st->mtime = ngx_file_mtime(&fi);
-    st->size = ngx_file_size(&fi);
+    /* a file that cannot be read is tried again once it changes */
+    st->seen.stamp = stamp;
+    st->seen.racy = 0;
 
-    jwks = ngx_http_gms_oauth_read(oa->jwks_file.data, &fi, &error, &err);
+    rc = ngx_http_gms_oauth_read(oa->jwks_file.data, &st->seen, &jwks,
+                                 &error, &err);
 
-    if (jwks == NULL) {
+    switch (rc) {
+
+    case NGX_DECLINED:
+        return;
+
+    case NGX_AGAIN:
+        ngx_log_error(NGX_LOG_INFO, log, 0,
+                      "gms: jwks_file \"%s\" %s; the keys read before "
+                      "stay until the next check",
+                      oa->jwks_file.data, error);
+        return;
+
+    case NGX_ERROR:
         ngx_log_error(NGX_LOG_ERR, log, err,
                       "gms: jwks_file \"%s\" changed but is not a JWKS: "
                       "%s; the keys read before stay",

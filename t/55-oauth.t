@@ -10,12 +10,16 @@
 # (__oauth_<issuer sanitized>_<sub>).  An RSA key pair made here with the
 # openssl CLI signs the tokens.  A good token reaches GMS unchanged; a bad
 # one is refused by the edge with 401, without a Redis lookup.  The JWKS
-# file, replaced, is read again without a reload.
+# file, replaced, is read again without a reload; rewritten in place too
+# (issue 33): in the second it was read, at the same size, and caught
+# half-written (its keys unused until it is whole).
 
 use strict;
 use warnings;
 
 use Test::More;
+use Time::HiRes qw(sleep time);
+
 use GmsTest;
 use GmsTest::Edge;
 use GmsTest::JWT;
@@ -184,6 +188,122 @@ subtest 'a rotated JWKS is picked up without a reload' => sub {
     like($e->nginx->error_log,
          qr/\[error\].*jwks_file ".*jwks.json" changed but is not a JWKS/,
          'and the broken file logged');
+};
+
+
+# --- the JWKS file rewritten in place (issue 33, finding 4) -------------------
+
+# The file written where it is (its inode kept), as an editor or a
+# configuration tool may; $head bytes of $text only, and with $sized
+# the rest of the file's length zeros, as a writer that sets the length
+# first leaves it.
+sub write_in_place {
+    my ($text, %opt) = @_;
+    my $head = $opt{head} // length $text;
+    my $bytes = substr($text, 0, $head);
+    $bytes .= "\0" x (length($text) - $head) if $opt{sized};
+    open my $fh, '+<:raw', "$dir/jwks.json" or die "jwks.json: $!\n";
+    truncate $fh, 0 unless $opt{sized};
+    print $fh $bytes;
+    close $fh or die "jwks.json: $!\n";
+}
+
+# the rest of $text written over the zeros (or appended)
+sub complete_in_place {
+    my ($text, $head) = @_;
+    open my $fh, '+<:raw', "$dir/jwks.json" or die "jwks.json: $!\n";
+    seek $fh, $head, 0;
+    print $fh substr($text, $head);
+    close $fh or die "jwks.json: $!\n";
+}
+
+# $steps run at the start of a second, again (up to 3 times) until they
+# ran within one: a file's whole-second mtime then says nothing of them.
+# Not a check of the module: on a machine too slow for that, the test
+# only says so (it then cannot tell a stamp of whole seconds).
+sub within_one_second {
+    my ($steps) = @_;
+    for (1 .. 3) {
+        sleep(int(time) + 1.02 - time);
+        my $start = time;
+        $steps->();
+        return if int(time) == int($start);
+    }
+    diag('the steps never ran within one second');
+}
+
+sub status { $e->get('/entities/x', $_[0])->{status} }
+
+sub errors {
+    my @lines = $e->nginx->error_log =~ /^.*\[error\].*jwks_file.*$/mg;
+    return scalar @lines;
+}
+
+my $k3 = GmsTest::JWT::rsa_key("$dir/k3.pem");
+my $jwks1 = GmsTest::JWT::jwks([$k1, 'kr']);
+my $jwks3 = GmsTest::JWT::jwks([$k3, 'kr']);
+my $tok1 = GmsTest::JWT::rs256($k1, 'kr', claims());
+my $tok3 = GmsTest::JWT::rs256($k3, 'kr', claims());
+
+is(length $jwks3, length $jwks1, 'two keys under one kid: JWKS of one size');
+
+subtest 'rewritten in place in the second it was read: a new key, one kid'
+    => sub {
+    my $read;
+    within_one_second(sub {
+        write_in_place($jwks1);
+        $read = status($tok1);
+        write_in_place($jwks3);
+    });
+    is($read, 200, 'the first key read and used');
+    ok(GmsTest::wait_until(sub { status($tok3) == 200 }, 5),
+       'the new key under the same kid accepted');
+    is(status($tok1), 401, 'the old key refused');
+};
+
+# a good file in place, replaced by a rename, and read
+sub jwks_read {
+    my ($text, $token) = @_;
+    write_jwks($text);
+    return GmsTest::wait_until(sub { status($token) == 200 }, 5);
+}
+
+subtest 'caught mid-write (sized first): the keys read before stay' => sub {
+    ok(jwks_read($jwks3, $tok3), 'the third key in use');
+    my $half = int(length($jwks1) / 2);
+    my ($during, $logged) = (0, errors());
+    within_one_second(sub {
+        write_in_place($jwks1, head => $half, sized => 1);
+        $during = status($tok3);
+        complete_in_place($jwks1, $half);
+    });
+    is($during, 200, 'the half-written file: the keys read before stay');
+    is(errors(), $logged + 1, 'the half-written file logged');
+    ok(GmsTest::wait_until(sub { status($tok1) == 200 }, 5),
+       'completed: the new key accepted');
+    is(status($tok3), 401, 'and the old one refused');
+};
+
+subtest 'caught mid-write (truncated): the keys read before stay' => sub {
+    ok(jwks_read($jwks1, $tok1), 'the first key in use');
+    my $half = int(length($jwks3) / 2);
+    my $logged = errors();
+    write_in_place($jwks3, head => $half);
+    ok(GmsTest::wait_until(sub { status($tok1) == 200 && errors() > $logged },
+                           5),
+       'the truncated file logged, the keys read before used');
+    my $until = time + 2.5;
+    my $ok = 1;
+    while (time < $until) {
+        $ok &&= status($tok1) == 200;
+        sleep 0.1;
+    }
+    ok($ok, 'and they stay while it is half-written');
+    is(errors(), $logged + 1, 'logged once');
+    complete_in_place($jwks3, $half);
+    ok(GmsTest::wait_until(sub { status($tok3) == 200 }, 5),
+       'completed: the new key accepted');
+    is(status($tok1), 401, 'and the old one refused');
 };
 
 $e->nginx->stop;

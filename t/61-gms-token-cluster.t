@@ -12,7 +12,9 @@
 # completes, warns that WAIT expired, and publishes; 'migrate' copies a
 # standalone Redis's gms: keys to the cluster's {gms}: with their TTLs,
 # skipping a key of the wrong type, the lease and keys of no contract,
-# idempotent, and from the master a Sentinel names; 'sync --gms' (an
+# idempotent, and from the master a Sentinel names; never a key that
+# had an expiry without one (issue 33: thousands in their last
+# milliseconds); 'sync --gms' (an
 # expired token's id published twice: by the deletion's script, then
 # after WAIT) and 'follow' with its lease against the cluster; the slot
 # held mid-migration (show follows ASK, put's transaction fails naming
@@ -256,6 +258,61 @@ is($m->cmd(HGET => '{gms}:token:' . datahub_id('mig-c'), 'actor'), $bob,
 $res = run_tool(undef, 'migrate', '--from-sentinel', $sentinel->addresses,
                 @conn);
 is($res->{rc}, 2, '--from-sentinel without --from-master: usage error');
+
+# Keys in their last milliseconds (issue 33, finding 6): a key read in
+# its last millisecond has PTTL 0, and one copied without PEXPIRE lives
+# for ever.  20,000 tokens whose times to live are spread over 1 to
+# 1,000 ms, made at once by a script: whenever migrate reads them, about
+# one in a thousand it reads is in its last millisecond.  Beside them
+# tokens of an hour and tokens without expiry.  None of the target's
+# copies may be without expiry but those of the latter.
+my $MAKE = <<'LUA';
+for i = 1, 20000 do
+  local k = ARGV[1] .. 'token:exp-' .. i
+  redis.call('HSET', k, 'actor', 'urn:li:corpuser:e')
+  redis.call('PEXPIRE', k, 1 + i % 1000)
+end
+for i = 1, 100 do
+  redis.call('HSET', ARGV[1] .. 'token:hour-' .. i, 'actor', 'u')
+  redis.call('PEXPIRE', ARGV[1] .. 'token:hour-' .. i, 3600000)
+  redis.call('HSET', ARGV[1] .. 'token:ever-' .. i, 'actor', 'u')
+end
+return 1
+LUA
+# the target's keys under a pattern whose PTTL is -1
+my $FOREVER = <<'LUA';
+local out, cursor = {}, '0'
+repeat
+  local r = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 1000)
+  cursor = r[1]
+  for _, k in ipairs(r[2]) do
+    if redis.call('PTTL', k) == -1 then out[#out + 1] = k end
+  end
+until cursor == '0'
+return out
+LUA
+my $MIG = $c->slot('{mig}:token:x');
+subtest 'keys in their last milliseconds: never copied without expiry' => sub {
+    my @forever;
+    for my $round (1 .. 3) {
+        my $p = "r$round:";
+        $old->cmd(EVAL => $MAKE, 0, $p);
+        $res = run_tool(undef, 'migrate', @from, '--from-prefix', $p,
+                        @conn, '--prefix', "{mig}:$p");
+        is($res->{rc}, 0, "round $round: migrate") or diag($res->{err});
+        my $t = $c->master_of($MIG);
+        push @forever, @{ $t->cmd(EVAL => $FOREVER, 0,
+                                  "{mig}:${p}token:exp-*") };
+        my $hour = $t->cmd(PTTL => "{mig}:${p}token:hour-1");
+        ok($hour > 3_500_000, "... a token of an hour: $hour ms left");
+        is(scalar @{ $t->cmd(EVAL => $FOREVER, 0,
+                             "{mig}:${p}token:ever-*") }, 100,
+           '... the 100 tokens without expiry stay without');
+        last if @forever;
+    }
+    is_deeply(\@forever, [], 'no expiring token copied without expiry')
+        or diag(scalar(@forever) . ' copied without expiry');
+};
 $old->stop;
 
 

@@ -6,12 +6,13 @@
  * Sentinel-managed Redis (gms:) to a Redis Cluster ({gms}:).  The keys
  * are the tokens (hashes), the users' privileges and <prefix>inactive,
  * <prefix>deleted (sets) and <prefix>sync (a hash); never <prefix>lease
- * (a follower's, of the old Redis).  Each is read whole (TYPE, PTTL and
- * its content, pipelined a SCAN batch at a time) and written whole in a
- * transaction of its own (DEL, HSET or SADD, PEXPIRE with the time it
- * had left), so that running it again gives the same keys.  A key of an
- * unexpected type is reported and skipped; the other keys under the
- * prefix are not the contract's and are left.  At the end '*' is
+ * (a follower's, of the old Redis).  Each is read whole in a transaction
+ * (TYPE, PTTL and its content, pipelined a SCAN batch at a time) and
+ * written whole in a transaction of its own (DEL, HSET or SADD, PEXPIRE
+ * with the milliseconds it had left), so that running it again gives the
+ * same keys; a key that had an expiry is never written without one.  A
+ * key of an unexpected type is reported and skipped; the other keys
+ * under the prefix are not the contract's and are left.  At the end '*' is
  * published on the target's <prefix>invalidate: every edge reading it
  * drops its cache.
  */
@@ -270,9 +271,13 @@ gms_migrate_kind(gms_tool_t *from, redisReply *key)
 
 
 /*
- * One SCAN batch: TYPE, PTTL and the content (HGETALL or SMEMBERS, as its
- * kind wants) of each key pipelined on the source, then each key written
- * in a transaction of its own, pipelined on the target.
+ * One SCAN batch: each key read in a transaction of its own on the source
+ * (TYPE, PTTL and the content, HGETALL or SMEMBERS as its kind wants), so
+ * that its time to live and its content are of one moment, pipelined;
+ * then each key written in a transaction of its own, pipelined on the
+ * target.  A key in its last millisecond (PTTL 0) or gone (-2) is not
+ * copied: PEXPIRE 0 would delete it, and without PEXPIRE it would live
+ * for ever.
  */
 
 static int
@@ -280,13 +285,13 @@ gms_migrate_batch(gms_tool_t *t, gms_tool_t *from, redisReply *keys,
     gms_migrate_counts_t *counts)
 {
     int                  rc;
-    size_t               i, j, n;
-    redisReply          *key, **read;
+    size_t               i, n;
+    redisReply          *key, **read, *type, *ttl, *value;
     gms_migrate_kind_e  *kinds;
 
     rc = -1;
     n = keys->elements;
-    read = calloc(3 * n + 1, sizeof(redisReply *));
+    read = calloc(n + 1, sizeof(redisReply *));
     kinds = calloc(n + 1, sizeof(gms_migrate_kind_e));
 
     if (read == NULL || kinds == NULL) {
@@ -302,11 +307,13 @@ gms_migrate_batch(gms_tool_t *t, gms_tool_t *from, redisReply *keys,
             continue;
         }
 
+        gms_tool_append(from, "MULTI");
         gms_tool_append(from, "TYPE %b", key->str, key->len);
         gms_tool_append(from, "PTTL %b", key->str, key->len);
         gms_tool_append(from, gms_migrate_types[kinds[i]][0] == 'h'
                               ? "HGETALL %b" : "SMEMBERS %b",
                         key->str, key->len);
+        gms_tool_append(from, "EXEC");
     }
 
     for (i = 0; i < n; i++) {
@@ -314,14 +321,11 @@ gms_migrate_batch(gms_tool_t *t, gms_tool_t *from, redisReply *keys,
             continue;
         }
 
-        for (j = 0; j < 3; j++) {
-            (void) gms_tool_get_reply(from, &read[3 * i + j]);
+        read[i] = gms_tool_exec_read(from, 3);
 
-            if (read[3 * i + j] == NULL) {
-                (void) gms_tool_reply_error(from, NULL, "migrate");
-                memcpy(t->error, from->error, sizeof(t->error));
-                goto done;
-            }
+        if (read[i] == NULL) {
+            memcpy(t->error, from->error, sizeof(t->error));
+            goto done;
         }
     }
 
@@ -331,42 +335,41 @@ gms_migrate_batch(gms_tool_t *t, gms_tool_t *from, redisReply *keys,
         }
 
         key = keys->element[i];
+        type = read[i]->element[0];
+        ttl = read[i]->element[1];
+        value = read[i]->element[2];
 
-        if (read[3 * i]->type == REDIS_REPLY_STATUS
-            && strcmp(read[3 * i]->str, "none") == 0)
+        if (type->type == REDIS_REPLY_STATUS
+            && strcmp(type->str, "none") == 0)
         {
             counts->gone++;
             kinds[i] = GMS_MIGRATE_OTHER;
             continue;
         }
 
-        if (read[3 * i]->type != REDIS_REPLY_STATUS
-            || strcmp(read[3 * i]->str, gms_migrate_types[kinds[i]]) != 0
-            || read[3 * i + 1]->type != REDIS_REPLY_INTEGER
-            || read[3 * i + 2]->type != REDIS_REPLY_ARRAY)
+        if (type->type != REDIS_REPLY_STATUS
+            || strcmp(type->str, gms_migrate_types[kinds[i]]) != 0
+            || ttl->type != REDIS_REPLY_INTEGER
+            || value->type != REDIS_REPLY_ARRAY)
         {
             gms_tool_warn(t, "%s: a %s, not a %s: skipped",
                           gms_tool_shown(key->str),
-                          read[3 * i]->type == REDIS_REPLY_STATUS
-                          ? read[3 * i]->str : "key that cannot be read",
+                          type->type == REDIS_REPLY_STATUS
+                          ? type->str : "key that cannot be read",
                           gms_migrate_types[kinds[i]]);
             counts->skipped++;
             kinds[i] = GMS_MIGRATE_OTHER;
             continue;
         }
 
-        if (read[3 * i + 2]->elements == 0
-            || read[3 * i + 1]->integer == -2)
+        if (value->elements == 0 || (ttl->integer != -1 && ttl->integer < 1))
         {
             counts->gone++;
             kinds[i] = GMS_MIGRATE_OTHER;
             continue;
         }
 
-        if (gms_migrate_write(t, from, key, kinds[i], read[3 * i + 1],
-                              read[3 * i + 2])
-            != 0)
-        {
+        if (gms_migrate_write(t, from, key, kinds[i], ttl, value) != 0) {
             goto done;
         }
     }
@@ -376,27 +379,9 @@ gms_migrate_batch(gms_tool_t *t, gms_tool_t *from, redisReply *keys,
             continue;
         }
 
-        /* MULTI, DEL, HSET or SADD, PEXPIRE or not, EXEC */
-        for (j = 0; j < (read[3 * i + 1]->integer > 0 ? 4u : 3u); j++) {
-            (void) gms_tool_get_reply(t, &key);
-
-            if (gms_tool_reply_error(t, key, "MULTI") != 0) {
-                goto done;
-            }
-
-            freeReplyObject(key);
-        }
-
-        (void) gms_tool_get_reply(t, &key);
-
-        if (gms_tool_reply_error(t, key, "EXEC") != 0) {
-            goto done;
-        }
-
-        if (key->type != REDIS_REPLY_ARRAY) {
-            gms_tool_error(t, "redis %s: EXEC: the transaction was not run",
-                           t->redis);
-            freeReplyObject(key);
+        /* DEL, HSET or SADD, PEXPIRE or not */
+        key = gms_tool_exec_read(t, read[i]->element[1]->integer > 0 ? 3 : 2);
+        if (key == NULL) {
             goto done;
         }
 
@@ -409,7 +394,7 @@ gms_migrate_batch(gms_tool_t *t, gms_tool_t *from, redisReply *keys,
 done:
 
     if (read) {
-        for (i = 0; i < 3 * n; i++) {
+        for (i = 0; i < n; i++) {
             if (read[i]) {
                 freeReplyObject(read[i]);
             }

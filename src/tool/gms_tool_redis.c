@@ -334,27 +334,8 @@ gms_tool_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
 
     queued = tok->expires_at ? 4 : 3;
 
-    /* MULTI's +OK and a +QUEUED for each command */
-    for (i = 0; i < 1 + queued; i++) {
-        (void) gms_tool_get_reply(t, &reply);
-
-        if (gms_tool_reply_error(t, reply, "MULTI") != 0) {
-            return -1;
-        }
-
-        freeReplyObject(reply);
-    }
-
-    (void) gms_tool_get_reply(t, &reply);
-
-    if (gms_tool_reply_error(t, reply, "EXEC") != 0) {
-        return -1;
-    }
-
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != queued) {
-        gms_tool_error(t, "redis %s: EXEC: the transaction was not run",
-                       t->redis);
-        freeReplyObject(reply);
+    reply = gms_tool_exec_read(t, queued);
+    if (reply == NULL) {
         return -1;
     }
 
@@ -390,6 +371,45 @@ gms_tool_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
     freeReplyObject(reply);
 
     return 0;
+}
+
+
+/*
+ * the replies of MULTI, "queued" commands and EXEC: EXEC's array of their
+ * "queued" replies (each may be an error), or NULL, said in t->error
+ */
+
+redisReply *
+gms_tool_exec_read(gms_tool_t *t, size_t queued)
+{
+    size_t       i;
+    redisReply  *reply;
+
+    /* MULTI's +OK and a +QUEUED for each command */
+    for (i = 0; i < 1 + queued; i++) {
+        (void) gms_tool_get_reply(t, &reply);
+
+        if (gms_tool_reply_error(t, reply, "MULTI") != 0) {
+            return NULL;
+        }
+
+        freeReplyObject(reply);
+    }
+
+    (void) gms_tool_get_reply(t, &reply);
+
+    if (gms_tool_reply_error(t, reply, "EXEC") != 0) {
+        return NULL;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != queued) {
+        gms_tool_error(t, "redis %s: EXEC: the transaction was not run",
+                       t->redis);
+        freeReplyObject(reply);
+        return NULL;
+    }
+
+    return reply;
 }
 
 

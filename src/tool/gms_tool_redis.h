@@ -68,6 +68,7 @@ int gms_tool_put_append(gms_tool_t *t, const char *id,
     const gms_tool_token_t *tok);
 int gms_tool_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
     gms_tool_put_rc_e *rc);
+redisReply *gms_tool_exec_read(gms_tool_t *t, size_t queued);
 int gms_tool_reply_error(gms_tool_t *t, redisReply *reply, const char *what);
 int gms_tool_reply_cmp(const void *one, const void *two);
 
