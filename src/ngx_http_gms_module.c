@@ -42,6 +42,10 @@
 #define NGX_HTTP_GMS_SALT_DEFAULT_PRE15                                      \
     "ohDVbJBvHHVJh9S/UA4BYF9COuNnqqVhr9MLKEGXk1O="
 
+/* a location checks tokens, answers getEsTaskStatus or serves metrics */
+#define ngx_http_gms_used(gmcf)                                              \
+    ((gmcf)->checks || (gmcf)->es_task || (gmcf)->metrics)
+
 
 static ngx_int_t ngx_http_gms_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
@@ -812,7 +816,7 @@ ngx_http_gms_init(ngx_conf_t *cf)
 
     gmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_gms_module);
 
-    if (!gmcf->checks && !gmcf->es_task && !gmcf->metrics) {
+    if (!ngx_http_gms_used(gmcf)) {
         return NGX_OK;
     }
 
@@ -887,7 +891,7 @@ ngx_http_gms_init_module(ngx_cycle_t *cycle)
 
     gmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_gms_module);
 
-    if (!gmcf->checks && !gmcf->es_task && !gmcf->metrics) {
+    if (!ngx_http_gms_used(gmcf)) {
         /* no zone in this cycle: none of a previous one either */
         ngx_http_gms_metrics = NULL;
         return NGX_OK;
