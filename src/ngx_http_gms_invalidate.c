@@ -22,7 +22,8 @@
  *
  * Once a second, with a cache or without, one worker of the edge reads
  * <prefix>sync's "at" for the sync-age metric, on the lookups' connection
- * (ngx_http_gms_redis.c).
+ * (ngx_http_gms_redis.c); only where a location serves the metrics, for
+ * nothing else reads it.
  */
 
 
@@ -141,12 +142,14 @@ ngx_http_gms_invalidate_init_process(ngx_cycle_t *cycle,
         rc->addr = &gmcf->redis;
     }
 
-    iv->sync_timer.handler = ngx_http_gms_invalidate_sync_age;
-    iv->sync_timer.log = cycle->log;
-    iv->sync_timer.data = iv;
-    iv->sync_timer.cancelable = 1;
-    ngx_add_timer(&iv->sync_timer,
-                  (ngx_msec_t) ngx_random() % NGX_HTTP_GMS_SYNC_EVERY + 1);
+    if (gmcf->metrics) {
+        iv->sync_timer.handler = ngx_http_gms_invalidate_sync_age;
+        iv->sync_timer.log = cycle->log;
+        iv->sync_timer.data = iv;
+        iv->sync_timer.cancelable = 1;
+        ngx_add_timer(&iv->sync_timer,
+                      (ngx_msec_t) ngx_random() % NGX_HTTP_GMS_SYNC_EVERY + 1);
+    }
 
     if (gmcf->cache == NULL) {
         return NGX_OK;

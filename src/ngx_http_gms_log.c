@@ -25,7 +25,8 @@ static void ngx_http_gms_log_writer(ngx_log_t *log, ngx_uint_t level,
  * which names the headers gms_token_source reads).  Copies, not the logs
  * themselves: nginx expects the cycle's own log chain to have a file log
  * without a writer.  Done at module init, once every log file of the cycle
- * is known.
+ * is known, where the module is used (a module loaded for nothing leaves
+ * nginx's logs as they are).
  */
 
 ngx_int_t
@@ -36,10 +37,6 @@ ngx_http_gms_log_init(ngx_cycle_t *cycle)
     ngx_array_t                copies;
     ngx_listening_t           *ls;
     ngx_http_gms_main_conf_t  *gmcf;
-
-    if (cycle->conf_ctx[ngx_http_module.index] == NULL) {
-        return NGX_OK;
-    }
 
     gmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_gms_module);
 

@@ -308,10 +308,15 @@ char *
 ngx_http_gms_metrics_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf)
 {
+    ngx_http_gms_main_conf_t  *gmcf;
     ngx_http_core_loc_conf_t  *clcf;
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
     clcf->handler = ngx_http_gms_metrics_handler;
+
+    /* the counters' zone is made for it (ngx_http_gms_module.c) */
+    gmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_gms_module);
+    gmcf->metrics = 1;
 
     return NGX_CONF_OK;
 }

@@ -6,6 +6,12 @@
  * The top of the module: its directives and configuration, its variables,
  * the phase handlers it registers, and each worker's Redis started and
  * stopped.  The work itself is in the files named for it.
+ *
+ * Loaded but not used (no location checks tokens, answers getEsTaskStatus
+ * or serves metrics), the module registers no handler or filter, makes no
+ * shared memory, leaves the error logs alone and starts nothing in the
+ * workers: nginx runs as if it were not loaded.  Redis is reached only
+ * where a location checks tokens.
  */
 
 
@@ -36,6 +42,10 @@
 #define NGX_HTTP_GMS_SALT_DEFAULT_PRE15                                      \
     "ohDVbJBvHHVJh9S/UA4BYF9COuNnqqVhr9MLKEGXk1O="
 
+/* a location checks tokens, answers getEsTaskStatus or serves metrics */
+#define ngx_http_gms_used(gmcf)                                              \
+    ((gmcf)->checks || (gmcf)->es_task || (gmcf)->metrics)
+
 
 static ngx_int_t ngx_http_gms_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
@@ -56,6 +66,7 @@ static void *ngx_http_gms_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
 static ngx_int_t ngx_http_gms_init(ngx_conf_t *cf);
+static ngx_int_t ngx_http_gms_init_module(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_gms_init_process(ngx_cycle_t *cycle);
 static void ngx_http_gms_master_moved(struct sockaddr *sa, socklen_t socklen);
 static void ngx_http_gms_exit_process(ngx_cycle_t *cycle);
@@ -318,7 +329,7 @@ ngx_module_t  ngx_http_gms_module = {
     ngx_http_gms_commands,                 /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    ngx_http_gms_log_init,                 /* init module */
+    ngx_http_gms_init_module,              /* init module */
     ngx_http_gms_init_process,             /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
@@ -639,10 +650,6 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_hex_dump(gmcf->script_sha, md, SHA_DIGEST_LENGTH);
     gmcf->script_sha[40] = '\0';
 
-    if (ngx_http_gms_metrics_add_zone(cf) != NGX_OK) {
-        return NGX_CONF_ERROR;
-    }
-
     return NGX_CONF_OK;
 }
 
@@ -782,15 +789,44 @@ ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         return NGX_CONF_ERROR;
     }
 
+    if (conf->enable) {
+        gmcf->checks = 1;
+    }
+
+    if (conf->es_task_uri.len) {
+        gmcf->es_task = 1;
+    }
+
     return NGX_CONF_OK;
 }
 
+
+/*
+ * Every location is merged by now: what they use decides what is set up.
+ * The metrics' zone where anything is used; the handlers and filters where
+ * a location checks tokens or answers getEsTaskStatus.
+ */
 
 static ngx_int_t
 ngx_http_gms_init(ngx_conf_t *cf)
 {
     ngx_http_handler_pt        *h;
+    ngx_http_gms_main_conf_t   *gmcf;
     ngx_http_core_main_conf_t  *cmcf;
+
+    gmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_gms_module);
+
+    if (!ngx_http_gms_used(gmcf)) {
+        return NGX_OK;
+    }
+
+    if (ngx_http_gms_metrics_add_zone(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (!gmcf->checks && !gmcf->es_task) {
+        return NGX_OK;
+    }
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
 
@@ -842,6 +878,29 @@ ngx_http_gms_init(ngx_conf_t *cf)
 }
 
 
+/* once the cycle's logs and shared memory are set up, in the master */
+
+static ngx_int_t
+ngx_http_gms_init_module(ngx_cycle_t *cycle)
+{
+    ngx_http_gms_main_conf_t  *gmcf;
+
+    if (cycle->conf_ctx[ngx_http_module.index] == NULL) {
+        return NGX_OK;
+    }
+
+    gmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_gms_module);
+
+    if (!ngx_http_gms_used(gmcf)) {
+        /* no zone in this cycle: none of a previous one either */
+        ngx_http_gms_metrics = NULL;
+        return NGX_OK;
+    }
+
+    return ngx_http_gms_log_init(cycle);
+}
+
+
 static ngx_int_t
 ngx_http_gms_init_process(ngx_cycle_t *cycle)
 {
@@ -856,6 +915,11 @@ ngx_http_gms_init_process(ngx_cycle_t *cycle)
     }
 
     gmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_gms_module);
+
+    if (!gmcf->checks) {
+        /* Redis is for the token checks: where there are none, not used */
+        return NGX_OK;
+    }
 
     /* a failure costs the invalidations, not the worker: entries age out */
 

@@ -132,6 +132,15 @@ typedef struct {
     ngx_http_gms_cache_t      *cache;
     ngx_array_t                error_logs;     /* of ngx_log_t ** */
     ngx_array_t                mask_headers;   /* of char *, lower case */
+
+    /*
+     * what the locations use, noted as they are merged: where none checks
+     * tokens, answers getEsTaskStatus or serves metrics, the module does
+     * nothing at all (ngx_http_gms_module.c)
+     */
+    unsigned                   checks:1;       /* gms_token_auth on */
+    unsigned                   es_task:1;      /* gms_es_task_status */
+    unsigned                   metrics:1;      /* gms_token_metrics */
 } ngx_http_gms_main_conf_t;
 
 

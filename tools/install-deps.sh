@@ -4,7 +4,8 @@
 set -eu
 
 packages="nginx nginx-dev redis-server redis-sentinel libhiredis-dev libjansson-dev \
-libssl-dev libcurl4-openssl-dev gcc make perl openssl curl gettext-base valgrind"
+libssl-dev libcurl4-openssl-dev gcc make perl openssl curl gettext-base valgrind \
+strace"
 
 [ "$#" -gt 0 ] && packages="$packages $*"
 
