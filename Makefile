@@ -41,8 +41,10 @@ PROVE_FLAGS      ?=
 # the module's version ($gms_module_version, gms_module_build_info):
 # debian/changelog's latest entry unless given ('make GMS_VERSION=...');
 # config reads it when nginx's tree is configured
-GMS_VERSION      ?= $(shell sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' \
+ifndef GMS_VERSION
+GMS_VERSION      := $(shell sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' \
                         debian/changelog)
+endif
 VERSION_STAMP    := $(BUILD)/version
 export GMS_VERSION
 

@@ -303,6 +303,8 @@ check "upgraded to $next_version" test \
 check "which serves: nginx runs the new build" serves_build "$next_version"
 check "nginx was upgraded in place (a new master)" \
     test -n "$(nginx_pid)" -a "$(nginx_pid)" != "$pid"
+check "by /etc/init.d/nginx upgrade, not a restart" \
+    grep -q 'Upgrading binary' /tmp/apt-upgrade.log
 get "$edge_port" /entities/x "Bearer $token"
 check "the seeded token: 200 still" status_is 200
 
@@ -330,6 +332,18 @@ check "a stopped nginx is not started by the upgrade" \
     not_listening "$edge_port"
 
 mv /tmp/policy-rc.d.saved /usr/sbin/policy-rc.d
+
+# policy-rc.d forbids it again, as in a container: nginx untouched, and
+# told to be restarted
+start_nginx "$edge_port"
+pid=$(nginx_pid)
+apt_get denied install --no-install-recommends --reinstall \
+    "$next"/libnginx-mod-http-gms_*.deb
+check "policy-rc.d forbidding it, nginx is left running as it was" \
+    test "$(nginx_pid)" = "$pid" -a -n "$pid"
+check "and the upgrade says that it needs a restart" \
+    grep -q 'nginx runs but was not restarted' /tmp/apt-denied.log
+stop_nginx
 
 
 echo "# removal"
