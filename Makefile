@@ -38,7 +38,17 @@ PURE_HDRS        := $(LIB_HDRS) src/tool/gms_policy.h
 
 PROVE_FLAGS      ?=
 
-.PHONY: all module deps test unit demo clean
+# the module's version ($gms_module_version, gms_module_build_info):
+# debian/changelog's latest entry unless given ('make GMS_VERSION=...');
+# config reads it when nginx's tree is configured
+ifndef GMS_VERSION
+GMS_VERSION      := $(shell sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' \
+                        debian/changelog)
+endif
+VERSION_STAMP    := $(BUILD)/version
+export GMS_VERSION
+
+.PHONY: all module deps test unit demo clean FORCE
 
 all: module
 
@@ -47,7 +57,13 @@ deps:
 
 module: $(MODULE)
 
-$(NGX_BUILD)/objs/Makefile: config
+# rewritten only when the version changes: nginx's tree is then
+# configured again, and the module built with the new one
+$(VERSION_STAMP): FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(GMS_VERSION)' | cmp -s - $@ || echo '$(GMS_VERSION)' > $@
+
+$(NGX_BUILD)/objs/Makefile: config $(VERSION_STAMP)
 	rm -rf $(NGX_BUILD)
 	mkdir -p $(BUILD)
 	cp -a $(NGINX_SRC) $(NGX_BUILD)
@@ -170,7 +186,7 @@ fuzz: deps fuzz-deps $(FUZZERS)
 	    grep -E '^(#[0-9]+.*DONE|Done)' $(BUILD)/fuzz/$$name.log | tail -1; \
 	done
 
-$(ASAN_BUILD)/objs/Makefile: config Makefile
+$(ASAN_BUILD)/objs/Makefile: config Makefile $(VERSION_STAMP)
 	rm -rf $(ASAN_BUILD)
 	mkdir -p $(BUILD)
 	cp -a $(NGINX_SRC) $(ASAN_BUILD)
@@ -289,30 +305,51 @@ bench-scale: deps module tool
 #                   tree in build/deb/src, then checked by lintian
 #   make deb-test   installs them into a clean bookworm (a debootstrap
 #                   chroot cached in build/deb-chroot, or debian:bookworm
-#                   under Docker) and runs t/deb/install-test.sh there;
+#                   under Docker) and runs t/deb/install-test.sh there,
+#                   which also upgrades them to the same tree built as a
+#                   later version (make deb-next, in build/deb-next/);
 #                   skipped, with the reason, where neither is possible
 
 DEB_DIR          := $(BUILD)/deb
-DEB_SRC          := $(DEB_DIR)/src/ngx-http-gms-module
+DEB_NEXT_DIR     := $(BUILD)/deb-next
+DEB_TREE         := src/ngx-http-gms-module
 
-.PHONY: deb deb-deps deb-test
+.PHONY: deb deb-deps deb-next deb-test
+
+# $(1): where the tree is copied to ($(1)/$(DEB_TREE)), built, and its
+# packages left; $(2): a command run in the copy first
+define deb_build
+	rm -rf $(1)
+	mkdir -p $(1)/$(DEB_TREE)
+	tar -C $(CURDIR) --exclude=./build --exclude=./.git -cf - . \
+	    | tar -C $(1)/$(DEB_TREE) -xf -
+	cd $(1)/$(DEB_TREE) && ($(2)) && dpkg-buildpackage -us -uc -b \
+	    > $(1)/build.log 2>&1 || { tail -40 $(1)/build.log; exit 1; }
+	mv $(1)/src/*.deb $(1)/src/*.changes $(1)/src/*.buildinfo $(1)/
+endef
+
+# debian/changelog's latest entry again, as version <latest>+next1
+DEB_NEXT_ENTRY   := v=$$(dpkg-parsechangelog -S Version)+next1; \
+    m=$$(dpkg-parsechangelog -S Maintainer); \
+    d=$$(dpkg-parsechangelog -S Date); \
+    { printf '%s\n\n' "ngx-http-gms-module ($$v) UNRELEASED; urgency=medium" \
+      "  * make deb-test: this tree as a later version, to upgrade to." \
+      " -- $$m  $$d"; cat debian/changelog; } > changelog.next \
+    && mv changelog.next debian/changelog
 
 deb-deps:
 	@sh tools/install-deps.sh debhelper dpkg-dev fakeroot lintian help2man
 
 deb: deps deb-deps
-	rm -rf $(DEB_DIR)
-	mkdir -p $(DEB_SRC)
-	tar -C $(CURDIR) --exclude=./build --exclude=./.git -cf - . \
-	    | tar -C $(DEB_SRC) -xf -
-	cd $(DEB_SRC) && dpkg-buildpackage -us -uc -b > $(DEB_DIR)/build.log \
-	    2>&1 || { tail -40 $(DEB_DIR)/build.log; exit 1; }
-	mv $(DEB_DIR)/src/*.deb $(DEB_DIR)/src/*.changes \
-	    $(DEB_DIR)/src/*.buildinfo $(DEB_DIR)/
+	$(call deb_build,$(DEB_DIR),true)
 	lintian --fail-on error,warning --display-info $(DEB_DIR)/*.changes
 	@ls -1 $(DEB_DIR)/*.deb
 
-deb-test: deb
-	@bash tools/deb-test.sh $(DEB_DIR)
+deb-next: deps deb-deps
+	$(call deb_build,$(DEB_NEXT_DIR),$(DEB_NEXT_ENTRY))
+	@ls -1 $(DEB_NEXT_DIR)/*.deb
+
+deb-test: deb deb-next
+	@bash tools/deb-test.sh $(DEB_DIR) $(DEB_NEXT_DIR)
 
 # --- end of Debian packages ----------------------------------------------------

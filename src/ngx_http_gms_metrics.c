@@ -16,7 +16,8 @@ typedef enum {
     NGX_HTTP_GMS_METRIC_ENTRIES,       /* the cache's entries, by kind */
     NGX_HTTP_GMS_METRIC_HISTOGRAM,     /* the lookups' latency */
     NGX_HTTP_GMS_METRIC_SYNC_AGE,      /* since the last complete sync */
-    NGX_HTTP_GMS_METRIC_NODES          /* each worker's connections */
+    NGX_HTTP_GMS_METRIC_NODES,         /* each worker's connections */
+    NGX_HTTP_GMS_METRIC_BUILD          /* the module's build: always 1 */
 } ngx_http_gms_metric_kind_e;
 
 
@@ -111,6 +112,15 @@ static const char * const
 
 /* what gms_token_metrics prints, in this order */
 static const ngx_http_gms_metric_t  ngx_http_gms_metric_table[] = {
+
+    /*
+     * Prometheus's <name>_build_info: the build nginx runs, which a
+     * reload does not change (docs/operations.md, "Upgrading")
+     */
+
+    { "gms_module_build_info", "gauge",
+      "The module's version and the nginx it was built for; always 1.",
+      NGX_HTTP_GMS_METRIC_BUILD, 0, 0, NULL, NULL },
 
     { "gms_token_requests_total", "counter",
       "Requests checked for a token, by result.",
@@ -403,6 +413,12 @@ ngx_http_gms_metrics_write(u_char *p, u_char *last,
 
         case NGX_HTTP_GMS_METRIC_NODES:
             p = ngx_http_gms_metrics_nodes(p, last, d, m);
+            continue;
+
+        case NGX_HTTP_GMS_METRIC_BUILD:
+            p = ngx_slprintf(p, last, "%s{version=\"%s\","
+                                      "nginx_version=\"%s\"} 1\n",
+                             d->name, NGX_HTTP_GMS_VERSION, NGINX_VERSION);
             continue;
 
         case NGX_HTTP_GMS_METRIC_ENTRIES:

@@ -53,6 +53,8 @@ static ngx_int_t ngx_http_gms_result_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_int_t ngx_http_gms_type_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_gms_version_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
 static char *ngx_http_gms_forbidden_status(ngx_conf_t *cf, void *post,
     void *data);
 static char *ngx_http_gms_redis_timeout(ngx_conf_t *cf, void *post,
@@ -356,6 +358,9 @@ static ngx_http_variable_t  ngx_http_gms_vars[] = {
     { ngx_string("gms_token_type"), NULL, ngx_http_gms_type_variable,
       0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
+    { ngx_string("gms_module_version"), NULL, ngx_http_gms_version_variable,
+      0, 0, 0 },
+
       ngx_http_null_variable
 };
 
@@ -482,6 +487,22 @@ ngx_http_gms_type_variable(ngx_http_request_t *r,
     v->not_found = 0;
     v->data = (u_char *) name;
     v->len = ngx_strlen(name);
+
+    return NGX_OK;
+}
+
+
+/* the build serving: NGX_HTTP_GMS_VERSION is config's (debian/changelog) */
+
+static ngx_int_t
+ngx_http_gms_version_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+    v->data = (u_char *) NGX_HTTP_GMS_VERSION;
+    v->len = sizeof(NGX_HTTP_GMS_VERSION) - 1;
 
     return NGX_OK;
 }

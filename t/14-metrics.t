@@ -6,6 +6,7 @@
 use strict;
 use warnings;
 
+use FindBin;
 use Test::More;
 use GmsTest;
 use GmsTest::Edge;
@@ -30,9 +31,20 @@ my $e = GmsTest::Edge->start(
     },
     workers => 2,
     http    => 'gms_token_cache zone=tokens:1m ttl=60s negative_ttl=60s;',
-    server  => 'location = /metrics { gms_token_auth off; gms_token_metrics; }',
+    server  => 'location = /metrics { gms_token_auth off; gms_token_metrics; }'
+               . 'location = /version { gms_token_auth off;'
+               . ' return 200 "$gms_module_version"; }',
 );
 my $n = $e->nginx;
+
+# the version the module was built with: the Makefile's GMS_VERSION, by
+# default debian/changelog's latest entry (config's own default too)
+sub built_version {
+    return $ENV{GMS_VERSION} if $ENV{GMS_VERSION};
+    my ($version) = GmsTest::slurp("$FindBin::Bin/../debian/changelog")
+        =~ /\A[^(]*\(([^)]+)\)/;
+    return $version;
+}
 
 # Parses the exposition format: name{labels} => value, and checks that
 # every sample belongs to a metric with a TYPE line.
@@ -67,6 +79,20 @@ $e->grant('urn:li:corpuser:alice', 'GET_ES_TASK_STATUS_PRIVILEGE');
 
 my $m0 = metrics();
 is($m0->{'gms_token_requests_total{result="ok"}'}, 0, 'starts at zero');
+
+# the build that serves, which a reload does not change
+{
+    my $version = built_version();
+    my ($nginx) = `${\GmsTest::nginx_bin()} -v 2>&1` =~ m{nginx/(\S+)};
+    my @build = grep { /^gms_module_build_info\{/ } keys %$m0;
+    is_deeply(\@build,
+              ["gms_module_build_info{version=\"$version\","
+               . "nginx_version=\"$nginx\"}"],
+              "gms_module_build_info: version $version, nginx $nginx");
+    is($m0->{$build[0] // ''}, 1, 'whose value is 1');
+    my $res = $n->http(GET => '/version');
+    is($res->{body}, $version, "\$gms_module_version is $version");
+}
 
 my @plan = (
     ([GET => '/entities/x', { Authorization => 'Bearer ok-token' }]) x 5,

@@ -2,8 +2,10 @@
 # make deb-test: t/deb/install-test.sh run in a clean Debian bookworm with
 # Debian's nginx, into which the packages of 'make deb' are installed.
 #
-#   deb-test.sh DEB_DIR
+#   deb-test.sh DEB_DIR NEXT_DIR
 #
+# NEXT_DIR: the same packages as a later version (make deb-next), which
+# the test upgrades to.
 # Under a Docker daemon: a debian:bookworm container.  Else, as root: a
 # debootstrap chroot.  Its base (minbase, nginx, redis-server, nothing
 # else) is made once and kept in build/deb-chroot/bookworm; each run
@@ -14,6 +16,7 @@
 set -euo pipefail
 
 debs=$(cd "$1" && pwd)
+next=$(cd "$2" && pwd)
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cache=$repo/build/deb-chroot
 base=$cache/bookworm
@@ -24,17 +27,20 @@ skip() {
     exit 0
 }
 
-for p in libnginx-mod-http-gms gms-token; do
-    if ! ls "$debs"/${p}_*.deb > /dev/null 2>&1; then
-        echo "deb-test: no ${p}_*.deb in $debs: run make deb" >&2
-        exit 1
-    fi
+for d in "$debs" "$next"; do
+    for p in libnginx-mod-http-gms gms-token; do
+        if ! ls "$d"/${p}_*.deb > /dev/null 2>&1; then
+            echo "deb-test: no ${p}_*.deb in $d: run make deb-test" >&2
+            exit 1
+        fi
+    done
 done
 
 if command -v docker > /dev/null && docker info > /dev/null 2>&1; then
     echo "deb-test: in a debian:bookworm container"
-    exec docker run --rm -v "$debs:/debs:ro" -v "$repo/t/deb:/t:ro" \
-        -e DEB_TEST_PORT debian:bookworm bash /t/install-test.sh /debs
+    exec docker run --rm -v "$debs:/debs:ro" -v "$next:/next:ro" \
+        -v "$repo/t/deb:/t:ro" -e DEB_TEST_PORT debian:bookworm \
+        bash /t/install-test.sh /debs /next
 fi
 
 [ "$(id -u)" = 0 ] \
@@ -138,11 +144,13 @@ echo "deb-test: in a copy of $base"
 remove_tree "$run" 2>/dev/null || true
 cp -a "$base" "$run"
 cp /etc/resolv.conf "$run/etc/resolv.conf"
-mkdir -p "$run/tmp/deb-test"
+mkdir -p "$run/tmp/deb-test/next"
 cp "$debs"/libnginx-mod-http-gms_*.deb "$debs"/gms-token_*.deb \
     "$repo/t/deb/install-test.sh" "$run/tmp/deb-test/"
+cp "$next"/libnginx-mod-http-gms_*.deb "$next"/gms-token_*.deb \
+    "$run/tmp/deb-test/next/"
 mount_proc "$run"
 
 chroot "$run" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
     DEB_TEST_PORT="${DEB_TEST_PORT:-}" \
-    bash /tmp/deb-test/install-test.sh /tmp/deb-test
+    bash /tmp/deb-test/install-test.sh /tmp/deb-test /tmp/deb-test/next

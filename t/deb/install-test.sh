@@ -4,8 +4,9 @@
 # debian:bookworm container, see tools/deb-test.sh), never on a machine
 # of value: it installs, starts and removes things.
 #
-#   install-test.sh DIR    DIR holds libnginx-mod-http-gms_*.deb and
-#                          gms-token_*.deb
+#   install-test.sh DIR NEXT    DIR holds libnginx-mod-http-gms_*.deb and
+#                               gms-token_*.deb; NEXT the same as a
+#                               later version, upgraded to
 #
 # Ports on 127.0.0.1 from DEB_TEST_PORT (default 28480): the edge, the
 # backend behind it, redis-server.  Prints "ok"/"not ok" lines; exits 1
@@ -14,6 +15,7 @@
 set -euo pipefail
 
 dir=$1
+next=$2
 port=${DEB_TEST_PORT:-28480}
 edge_port=$port
 backend_port=$((port + 1))
@@ -55,6 +57,13 @@ check() {
 }
 
 # nginx is started by hand on loopback ports, never by the packages
+# (but the upgrade's restart); by its full path, as its service starts
+# it: an upgrade in place executes the master's argv[0] again
+start_nginx() {
+    /usr/sbin/nginx
+    wait_listening "$1"
+}
+
 stop_nginx() {
     local pid
 
@@ -76,6 +85,10 @@ trap 'stop_nginx; stop_redis' EXIT
 # true once something accepts connections on 127.0.0.1:$1
 listening() {
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+not_listening() {
+    ! listening "$1"
 }
 
 wait_listening() {
@@ -212,6 +225,10 @@ server {
         proxy_set_header X-DataHub-Actor \$gms_token_actor;
         proxy_pass http://127.0.0.1:$backend_port;
     }
+
+    location = /metrics {
+        gms_token_metrics;
+    }
 }
 CONF
 
@@ -226,8 +243,7 @@ check "gms-token put seeds the token" sh -c \
     "printf %s '$token' | gms-token put --token-stdin --salt '$salt' \
         --actor '$actor' --redis 127.0.0.1:$redis_port > /dev/null"
 
-nginx
-wait_listening "$edge_port"
+start_nginx "$edge_port"
 
 get "$edge_port" /entities/x
 check "no token: 401" status_is 401
@@ -237,9 +253,97 @@ get "$edge_port" /entities/x "Bearer $token"
 check "the seeded token: 200" status_is 200
 check "and the backend is told its user" body_is "actor=$actor"
 
-stop_nginx
+
+echo "# upgrade: the new build serves"
+
+# the build that serves, as gms_module_build_info shows it: sets $build
+build_is() {
+    get "$edge_port" /metrics
+    build=$(sed -n 's/^gms_module_build_info{version="\([^"]*\)".*} 1\r*$/\1/p' \
+                <<< "$body")
+    [ "$build" = "$1" ]
+}
+
+# polled: the old master's workers may take a last request
+serves_build() {
+    local i
+
+    for i in $(seq 50); do
+        build_is "$1" && return 0
+        sleep 0.1
+    done
+    echo "# gms_module_build_info: version \"$build\", not \"$1\"" >&2
+    return 1
+}
+
+nginx_pid() {
+    cat /run/nginx.pid 2>/dev/null
+}
+
+version=$(dpkg-query -W -f '${Version}' libnginx-mod-http-gms)
+next_version=$(dpkg-deb -f "$next"/libnginx-mod-http-gms_*.deb Version)
+
+check "the installed build serves, version $version" serves_build "$version"
+
+# the maintainer scripts may act on nginx now (invoke-rc.d asks
+# policy-rc.d), on no other service; the chroot has no service manager:
+# invoke-rc.d runs /etc/init.d/nginx, as on a sysvinit host
+cp /usr/sbin/policy-rc.d /tmp/policy-rc.d.saved
+cat > /usr/sbin/policy-rc.d <<'POLICY'
+#!/bin/sh
+for arg; do [ "$arg" = nginx ] && exit 0; done
+exit 101
+POLICY
+
+pid=$(nginx_pid)
+apt_get upgrade install --no-install-recommends \
+    "$next"/libnginx-mod-http-gms_*.deb "$next"/gms-token_*.deb
+check "upgraded to $next_version" test \
+    "$(dpkg-query -W -f '${Version}' libnginx-mod-http-gms)" = "$next_version"
+check "which serves: nginx runs the new build" serves_build "$next_version"
+check "nginx was upgraded in place (a new master)" \
+    test -n "$(nginx_pid)" -a "$(nginx_pid)" != "$pid"
+check "by /etc/init.d/nginx upgrade, not a restart" \
+    grep -q 'Upgrading binary' /tmp/apt-upgrade.log
+get "$edge_port" /entities/x "Bearer $token"
+check "the seeded token: 200 still" status_is 200
+
+# the configuration nginx -t refuses next logs an emerg
 check "no alert or crash in nginx's error log" \
     sh -c '! grep -E "\[(alert|emerg)\]|signal [0-9]+" /var/log/nginx/error.log'
+
+echo 'gms_no_such_directive on;' > /etc/nginx/conf.d/deb-test-broken.conf
+pid=$(nginx_pid)
+apt_get broken install --no-install-recommends --reinstall \
+    "$next"/libnginx-mod-http-gms_*.deb
+check "nginx -t failing, the upgrade still installs" \
+    installed libnginx-mod-http-gms
+check "and says that nginx needs a restart" \
+    grep -q 'nginx -t fails: .* then restart nginx' /tmp/apt-broken.log
+check "nginx is left running as it was" \
+    test "$(nginx_pid)" = "$pid" -a -n "$pid"
+check "and serves" serves_build "$next_version"
+rm /etc/nginx/conf.d/deb-test-broken.conf
+
+stop_nginx
+apt_get stopped install --no-install-recommends --reinstall \
+    "$next"/libnginx-mod-http-gms_*.deb
+check "a stopped nginx is not started by the upgrade" \
+    not_listening "$edge_port"
+
+mv /tmp/policy-rc.d.saved /usr/sbin/policy-rc.d
+
+# policy-rc.d forbids it again, as in a container: nginx untouched, and
+# told to be restarted
+start_nginx "$edge_port"
+pid=$(nginx_pid)
+apt_get denied install --no-install-recommends --reinstall \
+    "$next"/libnginx-mod-http-gms_*.deb
+check "policy-rc.d forbidding it, nginx is left running as it was" \
+    test "$(nginx_pid)" = "$pid" -a -n "$pid"
+check "and the upgrade says that it needs a restart" \
+    grep -q 'nginx runs but was not restarted' /tmp/apt-denied.log
+stop_nginx
 
 
 echo "# removal"
@@ -255,8 +359,7 @@ check "kept as .removed, as Debian's module packages do" \
     test -L "$enabled.removed"
 check "nginx -t without the module" nginx_t
 
-nginx
-wait_listening "$backend_port"
+start_nginx "$backend_port"
 get "$backend_port" /
 check "nginx starts and serves without it" status_is 200
 stop_nginx
