@@ -250,7 +250,14 @@ static const ngx_http_gms_metric_t  ngx_http_gms_metric_table[] = {
 };
 
 
-ngx_int_t
+/*
+ * The zone is made with the cycle, but ngx_http_gms_metrics points into it
+ * only once the cycle is taken (ngx_http_gms_init_module): a reload that
+ * fails after the zones were made frees them, and the running cycle's
+ * counters must stay where they were.
+ */
+
+ngx_shm_zone_t *
 ngx_http_gms_metrics_add_zone(ngx_conf_t *cf)
 {
     ngx_shm_zone_t   *shm_zone;
@@ -259,12 +266,12 @@ ngx_http_gms_metrics_add_zone(ngx_conf_t *cf)
     shm_zone = ngx_shared_memory_add(cf, &name, 8 * ngx_pagesize,
                                      &ngx_http_gms_module);
     if (shm_zone == NULL) {
-        return NGX_ERROR;
+        return NULL;
     }
 
     shm_zone->init = ngx_http_gms_metrics_init_zone;
 
-    return NGX_OK;
+    return shm_zone;
 }
 
 
@@ -276,19 +283,15 @@ ngx_http_gms_metrics_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     if (data) {
         /* a reload: the counters go on */
         shm_zone->data = data;
-        ngx_http_gms_metrics = data;
         return NGX_OK;
     }
 
     shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
 
-    ngx_http_gms_metrics = ngx_slab_calloc(shpool,
-                                           sizeof(ngx_http_gms_metrics_t));
-    if (ngx_http_gms_metrics == NULL) {
+    shm_zone->data = ngx_slab_calloc(shpool, sizeof(ngx_http_gms_metrics_t));
+    if (shm_zone->data == NULL) {
         return NGX_ERROR;
     }
-
-    shm_zone->data = ngx_http_gms_metrics;
 
     return NGX_OK;
 }

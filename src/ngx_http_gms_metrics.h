@@ -135,7 +135,7 @@ extern ngx_http_gms_metrics_t  *ngx_http_gms_metrics;
     } while (0)
 
 
-ngx_int_t ngx_http_gms_metrics_add_zone(ngx_conf_t *cf);
+ngx_shm_zone_t *ngx_http_gms_metrics_add_zone(ngx_conf_t *cf);
 void ngx_http_gms_metrics_node(ngx_uint_t role, ngx_str_t *peer,
     ngx_uint_t up);
 void ngx_http_gms_metrics_latency(ngx_uint_t usec);

@@ -585,6 +585,7 @@ ngx_http_gms_create_main_conf(ngx_conf_t *cf)
      *     gmcf->actor_prefix = { 0, NULL };
      *     gmcf->script_sha = "";
      *     gmcf->cache = NULL;
+     *     gmcf->metrics_zone = NULL;
      *     gmcf->nkeys = 0;
      *     gmcf->oauth = NULL;
      *     gmcf->system_client = 0;
@@ -841,7 +842,8 @@ ngx_http_gms_init(ngx_conf_t *cf)
         return NGX_OK;
     }
 
-    if (ngx_http_gms_metrics_add_zone(cf) != NGX_OK) {
+    gmcf->metrics_zone = ngx_http_gms_metrics_add_zone(cf);
+    if (gmcf->metrics_zone == NULL) {
         return NGX_ERROR;
     }
 
@@ -912,9 +914,11 @@ ngx_http_gms_init_module(ngx_cycle_t *cycle)
 
     gmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_gms_module);
 
+    /* the cycle is taken: its counters, or none (never a previous one's) */
+    ngx_http_gms_metrics = gmcf->metrics_zone ? gmcf->metrics_zone->data
+                                              : NULL;
+
     if (!ngx_http_gms_used(gmcf)) {
-        /* no zone in this cycle: none of a previous one either */
-        ngx_http_gms_metrics = NULL;
         return NGX_OK;
     }
 

@@ -130,6 +130,7 @@ typedef struct {
 
     u_char                     script_sha[41];
     ngx_http_gms_cache_t      *cache;
+    ngx_shm_zone_t            *metrics_zone;   /* NULL: the module unused */
     ngx_array_t                error_logs;     /* of ngx_log_t ** */
     ngx_array_t                mask_headers;   /* of char *, lower case */
 
