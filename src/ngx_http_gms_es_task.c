@@ -170,22 +170,27 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
         ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
 
         /*
-         * An inactive user (0.15.0 to 1.1.x): OperationContext.asSession
-         * throws ActorAccessException inside RestliUtils.toTask, which
-         * maps only a wrapped one to 403: Rest.li's 500 (PR 12158)
+         * An inactive user whose token GMS takes (0.15.0 to 1.1.x; an
+         * external OAuth token's): OperationContext.asSession throws
+         * ActorAccessException before the privilege check, Rest.li's 500
+         * (RestliUtils.toTask, PR 12158), 403 from 1.7.0
+         * (RestliUtils.asSession, PR 18003)
          */
 
         if (ctx && ctx->result == NGX_HTTP_GMS_OK
-            && gms_release_inactive_user(glcf->release, ctx->inactive)
+            && ngx_http_gms_release_inactive(glcf, ctx)
                == GMS_RELEASE_INACTIVE_ACTOR)
         {
             ctx->result = NGX_HTTP_GMS_FORBIDDEN;
             ngx_http_gms_count_down(requests[NGX_HTTP_GMS_OK]);
             ngx_http_gms_count(requests[NGX_HTTP_GMS_FORBIDDEN]);
 
-            rc = ngx_http_gms_es_task_refuse(r,
-                                             NGX_HTTP_INTERNAL_SERVER_ERROR,
-                                             GMS_RELEASE_INACTIVE_RESTLI_500);
+            status = gms_release_es_inactive_status(glcf->release);
+
+            rc = ngx_http_gms_es_task_refuse(r, status,
+                                             status == NGX_HTTP_FORBIDDEN
+                                             ? GMS_RELEASE_INACTIVE_MESSAGE
+                                             : GMS_RELEASE_INACTIVE_RESTLI_500);
             goto answered;
         }
 
@@ -1007,6 +1012,21 @@ ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
              * refused it): what GMS's guest gets, GMS says
              */
             return NGX_DECLINED;
+        }
+
+        /* OperationContext.asSession, before the privilege (PR 12158) */
+
+        if (ngx_http_gms_release_inactive(glcf, ctx)
+            == GMS_RELEASE_INACTIVE_ACTOR)
+        {
+            ctx->result = NGX_HTTP_GMS_FORBIDDEN;
+            ngx_http_gms_count_down(requests[NGX_HTTP_GMS_OK]);
+            ngx_http_gms_count(requests[NGX_HTTP_GMS_FORBIDDEN]);
+            ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_REFUSED]);
+
+            status = NGX_HTTP_FORBIDDEN;
+            body = strdup(GMS_ES_OPENAPI_INACTIVE);
+            goto answered;
         }
 
         privileges = (glcf->es_privileges_conf == &ngx_http_gms_es_by_release)
