@@ -35,6 +35,7 @@ static ngx_int_t ngx_http_gms_es_task_error(ngx_http_request_t *r,
 static ngx_int_t ngx_http_gms_es_task_subrequest_phase(
     ngx_http_request_t *r);
 static ngx_http_gms_es_ctx_t *ngx_http_gms_es_task_of(ngx_http_request_t *r);
+static void ngx_http_gms_es_task_forbidden(ngx_http_gms_ctx_t *ctx);
 static ngx_int_t ngx_http_gms_es_task_allowed(ngx_http_gms_ctx_t *ctx,
     ngx_http_gms_loc_conf_t *glcf);
 static ngx_int_t ngx_http_gms_es_task_body_filter(ngx_http_request_t *r,
@@ -181,9 +182,7 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
             && ngx_http_gms_release_inactive(glcf, ctx)
                == GMS_RELEASE_INACTIVE_ACTOR)
         {
-            ctx->result = NGX_HTTP_GMS_FORBIDDEN;
-            ngx_http_gms_count_down(requests[NGX_HTTP_GMS_OK]);
-            ngx_http_gms_count(requests[NGX_HTTP_GMS_FORBIDDEN]);
+            ngx_http_gms_es_task_forbidden(ctx);
 
             status = gms_release_es_inactive_status(glcf->release);
 
@@ -209,12 +208,8 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
             status = NGX_HTTP_UNAUTHORIZED;
 
             if (ctx && ctx->result == NGX_HTTP_GMS_OK) {
-                ctx->result = NGX_HTTP_GMS_FORBIDDEN;
                 status = glcf->forbidden_status;
-
-                /* counted as ok by the access phase: a refusal after all */
-                ngx_http_gms_count_down(requests[NGX_HTTP_GMS_OK]);
-                ngx_http_gms_count(requests[NGX_HTTP_GMS_FORBIDDEN]);
+                ngx_http_gms_es_task_forbidden(ctx);
             }
 
             rc = ngx_http_gms_es_task_refuse(r, status,
@@ -349,6 +344,17 @@ ngx_http_gms_es_task_of(ngx_http_request_t *r)
  * "privilege=off", as GMS 0.13.0 without REST API authorisation, any valid
  * token may ask.
  */
+
+/* a token the access phase counted as ok, refused here after all */
+
+static void
+ngx_http_gms_es_task_forbidden(ngx_http_gms_ctx_t *ctx)
+{
+    ctx->result = NGX_HTTP_GMS_FORBIDDEN;
+    ngx_http_gms_count_down(requests[NGX_HTTP_GMS_OK]);
+    ngx_http_gms_count(requests[NGX_HTTP_GMS_FORBIDDEN]);
+}
+
 
 static ngx_int_t
 ngx_http_gms_es_task_allowed(ngx_http_gms_ctx_t *ctx,
@@ -1019,9 +1025,7 @@ ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
         if (ngx_http_gms_release_inactive(glcf, ctx)
             == GMS_RELEASE_INACTIVE_ACTOR)
         {
-            ctx->result = NGX_HTTP_GMS_FORBIDDEN;
-            ngx_http_gms_count_down(requests[NGX_HTTP_GMS_OK]);
-            ngx_http_gms_count(requests[NGX_HTTP_GMS_FORBIDDEN]);
+            ngx_http_gms_es_task_forbidden(ctx);
             ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_REFUSED]);
 
             status = NGX_HTTP_FORBIDDEN;
@@ -1041,9 +1045,7 @@ ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
                 return NGX_HTTP_INTERNAL_SERVER_ERROR;
             }
 
-            ctx->result = NGX_HTTP_GMS_FORBIDDEN;
-            ngx_http_gms_count_down(requests[NGX_HTTP_GMS_OK]);
-            ngx_http_gms_count(requests[NGX_HTTP_GMS_FORBIDDEN]);
+            ngx_http_gms_es_task_forbidden(ctx);
             ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_REFUSED]);
 
             /* 403 in every release; gms_token_forbidden_status, if set */
