@@ -309,7 +309,7 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
     lk->handler = handler;
     lk->data = data;
     lk->rc = NULL;
-    lk->evaluated = (actor != NULL);
+    lk->evaluated = 0;
     lk->master = master ? 1 : 0;
     lk->redirected = 0;
     ngx_memcpy(lk->id, id, GMS_TOKEN_ID_LEN);

@@ -278,6 +278,23 @@ for my $release (@RELEASES) {
 }
 
 
+# a user's lookup after Redis lost its scripts: -NOSCRIPT, then EVAL
+subtest "a session token's user, the script cache flushed" => sub {
+    my $e = edge('1.2.0', 0, 0);
+    $e->redis->cmd(SCRIPT => 'FLUSH');
+    is(ask($e, $FORMS[0], session('u3'))->{status}, 200,
+       'an active user: 200');
+    $e->redis->cmd(SCRIPT => 'FLUSH');
+    $e->redis->cmd(SADD => 'gms:inactive', $ACTIVE_USER);
+    refused(ask($e, $FORMS[2], session('u3')), '1.2.0', 'token', $FORMS[2],
+            'marked inactive: refused');
+    like($e->redis->cmd(INFO => 'commandstats'), qr/^cmdstat_eval:calls=1,/m,
+         'the second, after -NOSCRIPT, sent again with EVAL');
+    $e->nginx->stop;
+    is_deeply([$e->nginx->bad_log_lines], [], 'no alerts or crashes');
+};
+
+
 # --- the OpenAPI form at 0.15.0: a personal token (issue 33, item 3) ---------
 
 subtest 'DataHub 0.15.0: a personal token of a suspended user' => sub {
