@@ -976,8 +976,9 @@ ngx_http_gms_es_openapi_path(ngx_http_request_t *r)
 
 
 /*
- * The controller checks the privilege first (403, text), then the task
- * (400, text); both answered here, before any subrequest.  A request the
+ * The controller builds its session first (an inactive actor: 403, JSON,
+ * where the release refuses one), checks the privilege (403, text), then
+ * the task (400, text); all answered here, before any subrequest.  A request the
  * edge cannot be sure of (not a GET, an Accept without JSON, no or more
  * than one "task", a guest's) goes on to the location's handler: GMS
  * answers it itself.  ngx_http_gms_es_task_action() counts this path as
