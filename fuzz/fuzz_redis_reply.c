@@ -74,10 +74,12 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
             }
         }
 
-        /* a session token's privileges: SMEMBERS */
+        /* a user's lookup: a session or OAuth token's */
         if (gms_members_reply_parse(reply, &lk) == GMS_LOOKUP_FOUND) {
 
-            if (lk.nprivileges > GMS_PRIVILEGES_MAX) {
+            if (lk.nprivileges > GMS_PRIVILEGES_MAX
+                || lk.inactive > GMS_LOOKUP_DELETED)
+            {
                 abort();
             }
 

@@ -28,6 +28,7 @@
 #include "ngx_http_gms_privilege.h"
 #include "ngx_http_gms_verdict.h"
 #include "ngx_http_gms_es_task.h"
+#include "ngx_http_gms_release.h"
 #include "ngx_http_gms_lookup.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
@@ -531,7 +532,7 @@ ngx_http_gms_deny(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
         challenge = &glcf->challenge_scope;
         status = glcf->forbidden_status;
 
-        if (gms_release_inactive_user(glcf->release, ctx->inactive)
+        if (ngx_http_gms_release_inactive(glcf, ctx)
             == GMS_RELEASE_INACTIVE_ACTOR)
         {
             /* as GMS: 403, its message, no challenge (not a scope) */
@@ -756,7 +757,7 @@ ngx_http_gms_subrequest_handler(ngx_http_request_t *r)
     }
 
     if (glcf->privileges
-        && gms_release_inactive_user(glcf->release, ctx->inactive)
+        && ngx_http_gms_release_inactive(glcf, ctx)
            != GMS_RELEASE_INACTIVE_ACCEPTED)
     {
         return NGX_HTTP_FORBIDDEN;
@@ -784,13 +785,19 @@ ngx_http_gms_subrequest_handler(ngx_http_request_t *r)
  * refuses every operation ("Actor is not active"): where the edge checks
  * a privilege, which GMS would never reach, 403 with that message; the
  * rest goes to GMS, which answers it itself (getEsTaskStatus: its
- * precontent check).  NGX_DECLINED: nothing to refuse here.
+ * precontent check).  The same for a session token, whose user is read
+ * where the edge checks a privilege or answers getEsTaskStatus
+ * (StatelessTokenService.validateActor checks every token DataHub
+ * signed); an external OAuth token's user is refused operations, never
+ * the token (gms_release_inactive_oauth).  Where a session or OAuth
+ * token goes to GMS unread, GMS decides.  The system client has no user
+ * of its own to check.  NGX_DECLINED: nothing to refuse here.
  */
 
 static ngx_int_t
 ngx_http_gms_inactive(ngx_http_gms_ctx_t *ctx, ngx_http_gms_loc_conf_t *glcf)
 {
-    switch (gms_release_inactive_user(glcf->release, ctx->inactive)) {
+    switch (ngx_http_gms_release_inactive(glcf, ctx)) {
 
     case GMS_RELEASE_INACTIVE_TOKEN:
         ctx->result = NGX_HTTP_GMS_UNKNOWN;

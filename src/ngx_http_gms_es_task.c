@@ -35,6 +35,7 @@ static ngx_int_t ngx_http_gms_es_task_error(ngx_http_request_t *r,
 static ngx_int_t ngx_http_gms_es_task_subrequest_phase(
     ngx_http_request_t *r);
 static ngx_http_gms_es_ctx_t *ngx_http_gms_es_task_of(ngx_http_request_t *r);
+static void ngx_http_gms_es_task_forbidden(ngx_http_gms_ctx_t *ctx);
 static ngx_int_t ngx_http_gms_es_task_allowed(ngx_http_gms_ctx_t *ctx,
     ngx_http_gms_loc_conf_t *glcf);
 static ngx_int_t ngx_http_gms_es_task_body_filter(ngx_http_request_t *r,
@@ -170,22 +171,25 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
         ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
 
         /*
-         * An inactive user (0.15.0 to 1.1.x): OperationContext.asSession
-         * throws ActorAccessException inside RestliUtils.toTask, which
-         * maps only a wrapped one to 403: Rest.li's 500 (PR 12158)
+         * An inactive user whose token GMS takes (0.15.0 to 1.1.x; an
+         * external OAuth token's): OperationContext.asSession throws
+         * ActorAccessException before the privilege check, Rest.li's 500
+         * (RestliUtils.toTask, PR 12158), 403 from 1.7.0
+         * (RestliUtils.asSession, PR 18003)
          */
 
         if (ctx && ctx->result == NGX_HTTP_GMS_OK
-            && gms_release_inactive_user(glcf->release, ctx->inactive)
+            && ngx_http_gms_release_inactive(glcf, ctx)
                == GMS_RELEASE_INACTIVE_ACTOR)
         {
-            ctx->result = NGX_HTTP_GMS_FORBIDDEN;
-            ngx_http_gms_count_down(requests[NGX_HTTP_GMS_OK]);
-            ngx_http_gms_count(requests[NGX_HTTP_GMS_FORBIDDEN]);
+            ngx_http_gms_es_task_forbidden(ctx);
 
-            rc = ngx_http_gms_es_task_refuse(r,
-                                             NGX_HTTP_INTERNAL_SERVER_ERROR,
-                                             GMS_RELEASE_INACTIVE_RESTLI_500);
+            status = gms_release_es_inactive_status(glcf->release);
+
+            rc = ngx_http_gms_es_task_refuse(r, status,
+                                             status == NGX_HTTP_FORBIDDEN
+                                             ? GMS_RELEASE_INACTIVE_MESSAGE
+                                             : GMS_RELEASE_INACTIVE_RESTLI_500);
             goto answered;
         }
 
@@ -204,12 +208,8 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
             status = NGX_HTTP_UNAUTHORIZED;
 
             if (ctx && ctx->result == NGX_HTTP_GMS_OK) {
-                ctx->result = NGX_HTTP_GMS_FORBIDDEN;
                 status = glcf->forbidden_status;
-
-                /* counted as ok by the access phase: a refusal after all */
-                ngx_http_gms_count_down(requests[NGX_HTTP_GMS_OK]);
-                ngx_http_gms_count(requests[NGX_HTTP_GMS_FORBIDDEN]);
+                ngx_http_gms_es_task_forbidden(ctx);
             }
 
             rc = ngx_http_gms_es_task_refuse(r, status,
@@ -344,6 +344,17 @@ ngx_http_gms_es_task_of(ngx_http_request_t *r)
  * "privilege=off", as GMS 0.13.0 without REST API authorisation, any valid
  * token may ask.
  */
+
+/* a token the access phase counted as ok, refused here after all */
+
+static void
+ngx_http_gms_es_task_forbidden(ngx_http_gms_ctx_t *ctx)
+{
+    ctx->result = NGX_HTTP_GMS_FORBIDDEN;
+    ngx_http_gms_count_down(requests[NGX_HTTP_GMS_OK]);
+    ngx_http_gms_count(requests[NGX_HTTP_GMS_FORBIDDEN]);
+}
+
 
 static ngx_int_t
 ngx_http_gms_es_task_allowed(ngx_http_gms_ctx_t *ctx,
@@ -965,8 +976,9 @@ ngx_http_gms_es_openapi_path(ngx_http_request_t *r)
 
 
 /*
- * The controller checks the privilege first (403, text), then the task
- * (400, text); both answered here, before any subrequest.  A request the
+ * The controller builds its session first (an inactive actor: 403, JSON,
+ * where the release refuses one), checks the privilege (403, text), then
+ * the task (400, text); all answered here, before any subrequest.  A request the
  * edge cannot be sure of (not a GET, an Accept without JSON, no or more
  * than one "task", a guest's) goes on to the location's handler: GMS
  * answers it itself.  ngx_http_gms_es_task_action() counts this path as
@@ -1009,6 +1021,19 @@ ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
             return NGX_DECLINED;
         }
 
+        /* OperationContext.asSession, before the privilege (PR 12158) */
+
+        if (ngx_http_gms_release_inactive(glcf, ctx)
+            == GMS_RELEASE_INACTIVE_ACTOR)
+        {
+            ngx_http_gms_es_task_forbidden(ctx);
+            ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_REFUSED]);
+
+            status = NGX_HTTP_FORBIDDEN;
+            body = strdup(GMS_ES_OPENAPI_INACTIVE);
+            goto answered;
+        }
+
         privileges = (glcf->es_privileges_conf == &ngx_http_gms_es_by_release)
                      ? &ngx_http_gms_es_openapi_privileges
                      : glcf->es_privileges;
@@ -1021,9 +1046,7 @@ ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
                 return NGX_HTTP_INTERNAL_SERVER_ERROR;
             }
 
-            ctx->result = NGX_HTTP_GMS_FORBIDDEN;
-            ngx_http_gms_count_down(requests[NGX_HTTP_GMS_OK]);
-            ngx_http_gms_count(requests[NGX_HTTP_GMS_FORBIDDEN]);
+            ngx_http_gms_es_task_forbidden(ctx);
             ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_REFUSED]);
 
             /* 403 in every release; gms_token_forbidden_status, if set */

@@ -47,7 +47,7 @@ struct ngx_http_gms_flight_s {
     /* of a verified token (actor_len 0: a lookup without a key) */
     gms_token_type_e              type;
     int64_t                       expires_at;  /* the cache bound, or 0 */
-    ngx_uint_t                    members;     /* a session user's SMEMBERS */
+    ngx_uint_t                    members;     /* the user's lookup only */
     size_t                        actor_len;
 
     u_char                        id[GMS_TOKEN_ID_LEN];

@@ -18,7 +18,7 @@
  * master (after a start, after every reload), lookups wait for it, each
  * within its request's deadline; when no Sentinel names it, they fail.
  *
- * With replica=prefer, lookups (reads only: EVALSHA_RO, SMEMBERS) go to a
+ * With replica=prefer, lookups (reads only: EVALSHA_RO) go to a
  * replica while its connection is up and the replica is in step with its
  * master, and to the master otherwise, or when the replica answers an
  * error or its connection fails before the answer.  In step: ROLE says
@@ -67,7 +67,7 @@ struct ngx_http_gms_redis_lookup_s {
     ngx_http_gms_redis_lookup_pt   handler;
     void                          *data;
     ngx_http_gms_rconn_t          *rc;             /* where; NULL: held */
-    ngx_str_t                      actor;          /* SMEMBERS; or data NULL */
+    ngx_str_t                      actor;          /* a user's; or data NULL */
     u_char                         id[GMS_TOKEN_ID_LEN];
     unsigned                       evaluated:1;    /* sent with EVAL */
     unsigned                       master:1;       /* not from a replica */
@@ -129,9 +129,7 @@ static void ngx_http_gms_redis_release(ngx_event_t *ev);
 static void ngx_http_gms_redis_replica_step(ngx_http_gms_rconn_t *rc,
     redisReply *reply);
 static void ngx_http_gms_redis_replica_check(ngx_event_t *ev);
-static ngx_int_t ngx_http_gms_redis_ask(ngx_http_gms_redis_lookup_t *lk);
 static ngx_int_t ngx_http_gms_redis_send(ngx_http_gms_redis_lookup_t *lk);
-static ngx_int_t ngx_http_gms_redis_members(ngx_http_gms_redis_lookup_t *lk);
 static void ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
     redisReply *reply, const char *error);
 static void ngx_http_gms_redis_replica_error(ngx_http_gms_rconn_t *rc,
@@ -311,7 +309,7 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
     lk->handler = handler;
     lk->data = data;
     lk->rc = NULL;
-    lk->evaluated = (actor != NULL);
+    lk->evaluated = 0;
     lk->master = master ? 1 : 0;
     lk->redirected = 0;
     ngx_memcpy(lk->id, id, GMS_TOKEN_ID_LEN);
@@ -385,7 +383,7 @@ ngx_http_gms_redis_start(ngx_http_gms_redis_lookup_t *lk)
 
     lk->rc = rc;
 
-    if (ngx_http_gms_redis_ask(lk) != NGX_OK) {
+    if (ngx_http_gms_redis_send(lk) != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -1161,29 +1159,30 @@ ngx_http_gms_redis_closed(ngx_http_gms_rconn_t *rc)
 }
 
 
-static ngx_int_t
-ngx_http_gms_redis_ask(ngx_http_gms_redis_lookup_t *lk)
-{
-    return lk->actor.data ? ngx_http_gms_redis_members(lk)
-                          : ngx_http_gms_redis_send(lk);
-}
-
+/*
+ * The lookup script: a token's (the command made once per worker, its id
+ * copied in), or a user's, for a session or external OAuth token:
+ * EVALSHA <sha> 1 <prefix>actor:<urn> <prefix>actor: <urn>.  After a
+ * -NOSCRIPT (lk->evaluated), EVAL with the script itself.
+ */
 
 static ngx_int_t
 ngx_http_gms_redis_send(ngx_http_gms_redis_lookup_t *lk)
 {
-    size_t                     len[5];
-    const char                *argv[5];
+    size_t                     len[6];
+    ngx_uint_t                 n, replica;
+    const char                *argv[6];
     ngx_http_gms_redis_t      *rd;
     ngx_http_gms_main_conf_t  *gmcf;
 
     rd = &ngx_http_gms_redis;
     gmcf = rd->gmcf;
+    replica = (lk->rc == &ngx_http_gms_redis_replica);
 
-    if (!lk->evaluated) {
+    if (lk->actor.data == NULL && !lk->evaluated) {
         /* the usual case: the command made once, with this id in place */
 
-        if (lk->rc == &ngx_http_gms_redis_replica) {
+        if (replica) {
             ngx_memcpy(rd->evalsha_ro + rd->evalsha_ro_id, lk->id,
                        GMS_TOKEN_ID_LEN);
 
@@ -1198,59 +1197,47 @@ ngx_http_gms_redis_send(ngx_http_gms_redis_lookup_t *lk)
                                        ngx_http_gms_redis_reply, lk);
     }
 
-    ngx_memcpy(rd->key + gmcf->token_prefix.len, lk->id, GMS_TOKEN_ID_LEN);
-
-    if (lk->rc == &ngx_http_gms_redis_replica) {
-        argv[0] = "EVAL_RO";
-        len[0] = sizeof("EVAL_RO") - 1;
+    if (lk->evaluated) {
+        argv[0] = replica ? "EVAL_RO" : "EVAL";
+        argv[1] = gms_lookup_script;
+        len[1] = gms_lookup_script_len;
 
     } else {
-        argv[0] = "EVAL";
-        len[0] = sizeof("EVAL") - 1;
+        argv[0] = replica ? "EVALSHA_RO" : "EVALSHA";
+        argv[1] = (const char *) gmcf->script_sha;
+        len[1] = 40;
     }
 
-    argv[1] = gms_lookup_script;
-    len[1] = gms_lookup_script_len;
+    len[0] = ngx_strlen(argv[0]);
     argv[2] = "1";
     len[2] = 1;
-    argv[3] = (const char *) rd->key;
-    len[3] = gmcf->token_prefix.len + GMS_TOKEN_ID_LEN;
     argv[4] = (const char *) gmcf->actor_prefix.data;
     len[4] = gmcf->actor_prefix.len;
 
-    return ngx_http_gms_rconn_argv(lk->rc, 5, argv, len,
-                                   ngx_http_gms_redis_reply, lk);
-}
+    if (lk->actor.data) {
+        if (lk->actor.len > GMS_ACTOR_MAX) {
+            return NGX_ERROR;
+        }
 
+        ngx_memcpy(rd->members_key + gmcf->actor_prefix.len, lk->actor.data,
+                   lk->actor.len);
 
-/* SMEMBERS <prefix>actor:<urn>: the privileges of a session token's user */
+        argv[3] = (const char *) rd->members_key;
+        len[3] = gmcf->actor_prefix.len + lk->actor.len;
+        argv[5] = (const char *) lk->actor.data;
+        len[5] = lk->actor.len;
+        n = 6;
 
-static ngx_int_t
-ngx_http_gms_redis_members(ngx_http_gms_redis_lookup_t *lk)
-{
-    size_t                     len[2];
-    ngx_str_t                 *actor;
-    const char                *argv[2];
-    ngx_http_gms_redis_t      *rd;
-    ngx_http_gms_main_conf_t  *gmcf;
+    } else {
+        ngx_memcpy(rd->key + gmcf->token_prefix.len, lk->id,
+                   GMS_TOKEN_ID_LEN);
 
-    rd = &ngx_http_gms_redis;
-    gmcf = rd->gmcf;
-    actor = &lk->actor;
-
-    if (actor->len > GMS_ACTOR_MAX) {
-        return NGX_ERROR;
+        argv[3] = (const char *) rd->key;
+        len[3] = gmcf->token_prefix.len + GMS_TOKEN_ID_LEN;
+        n = 5;
     }
 
-    ngx_memcpy(rd->members_key + gmcf->actor_prefix.len, actor->data,
-               actor->len);
-
-    argv[0] = "SMEMBERS";
-    len[0] = sizeof("SMEMBERS") - 1;
-    argv[1] = (const char *) rd->members_key;
-    len[1] = gmcf->actor_prefix.len + actor->len;
-
-    return ngx_http_gms_rconn_argv(lk->rc, 2, argv, len,
+    return ngx_http_gms_rconn_argv(lk->rc, n, argv, len,
                                    ngx_http_gms_redis_reply, lk);
 }
 
@@ -1508,7 +1495,7 @@ ngx_http_gms_redis_redirect(ngx_http_gms_rconn_t *rc,
 
     lk->rc = asked;
 
-    return ngx_http_gms_redis_ask(lk);
+    return ngx_http_gms_redis_send(lk);
 }
 
 
@@ -1548,8 +1535,7 @@ ngx_http_gms_redis_replica_error(ngx_http_gms_rconn_t *rc,
         return;
     }
 
-    if (lk->actor.data == NULL
-        && reply->len >= sizeof("ERR unknown command") - 1
+    if (reply->len >= sizeof("ERR unknown command") - 1
         && ngx_strncmp(reply->str, "ERR unknown command",
                        sizeof("ERR unknown command") - 1)
            == 0)
@@ -1601,7 +1587,7 @@ ngx_http_gms_redis_resend(ngx_http_gms_redis_lookup_t *lk)
 
     lk->rc = rc;
 
-    return ngx_http_gms_redis_ask(lk);
+    return ngx_http_gms_redis_send(lk);
 }
 
 

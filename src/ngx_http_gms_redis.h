@@ -31,8 +31,8 @@ typedef void (*ngx_http_gms_redis_lookup_pt)(void *data,
 
 
 /*
- * A token's entry by id; with actor, that user's privileges (SMEMBERS);
- * with master, never from a replica.  While no server is known yet (the
+ * A token's entry by id; with actor, that user's privileges and status
+ * (the same script, for a session or OAuth token); with master, never from a replica.  While no server is known yet (the
  * Sentinels are being asked) the lookup waits; *lookup is the handle.
  */
 ngx_int_t ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf,

@@ -131,3 +131,23 @@ ngx_http_gms_release_merge(ngx_conf_t *cf, ngx_http_gms_loc_conf_t *prev,
 
     return NGX_OK;
 }
+
+
+/*
+ * What the location's release does with the request's user, as the
+ * lookup found them (<prefix>inactive, <prefix>deleted): an external
+ * OAuth token's user by gms_release_inactive_oauth(), any other token's
+ * by gms_release_inactive_user().  A session or OAuth token accepted
+ * where no privilege is needed was not looked up: ctx->inactive is 0.
+ */
+
+gms_release_inactive_e
+ngx_http_gms_release_inactive(ngx_http_gms_loc_conf_t *glcf,
+    ngx_http_gms_ctx_t *ctx)
+{
+    if (ctx->type == GMS_TOKEN_OAUTH) {
+        return gms_release_inactive_oauth(glcf->release, ctx->inactive);
+    }
+
+    return gms_release_inactive_user(glcf->release, ctx->inactive);
+}

@@ -16,6 +16,8 @@ char *ngx_http_gms_datahub_version(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_http_gms_release_merge(ngx_conf_t *cf,
     ngx_http_gms_loc_conf_t *prev, ngx_http_gms_loc_conf_t *conf);
+gms_release_inactive_e ngx_http_gms_release_inactive(
+    ngx_http_gms_loc_conf_t *glcf, ngx_http_gms_ctx_t *ctx);
 
 
 /* gms_es_task_status without privilege=: the release's privileges */

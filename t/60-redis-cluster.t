@@ -37,16 +37,18 @@ use GmsTest::Checks qw(status metric no_crash);
 use GmsTest::Cluster;
 use GmsTest::DNS;
 use GmsTest::FakeRedis;
+use GmsTest::JWT;
 use GmsTest::Nginx;
 
 GmsTest::need_module();
 GmsTest::need_redis();
 
 # An edge with one worker on the cluster $c; $options: the directive's,
-# $extra: more http-level directives.
+# $extra: more http-level directives; server => more server-level ones.
 sub edge {
     my ($c, $options, $extra, %opt) = @_;
     $extra //= '';
+    my $server = $opt{server} // '';
 
     my $n = GmsTest::Nginx->new(log_level => 'info');
     GmsTest::write_file($n->dir . '/ok', "ok\n");
@@ -61,6 +63,7 @@ sub edge {
     server {
         listen 127.0.0.1:%%PORT%%;
         gms_token_auth on;
+        $server
 
         location / { root %%TESTDIR%%; }
         location = /metrics { gms_token_auth off; gms_token_metrics; }
@@ -352,6 +355,50 @@ subtest 'lookups through the cluster, {gms}: by default' => sub {
     is(status($n, 'token-1'), 503, 'a wrong password for the user: 503');
     like($n->error_log, qr/WRONGPASS/, 'the refusal logged');
     no_crash($n);
+};
+
+
+# A session token's user: the lookup script with the user's key
+# ({gms}:actor:<urn>, KEYS[1]) reads the set and {gms}:inactive on the
+# slot's master, and with replica=prefer on its replica (EVALSHA_RO)
+subtest "a session token's user through the cluster" => sub {
+    my $key = 'c2Vzc2lvbi1rZXktNjA=';
+    my $file = GmsTest::tempdir() . '/key';
+    GmsTest::write_file($file, "$key\n");
+    my $jwt = GmsTest::JWT::session($key, 'sam');
+    my $sam = 'urn:li:corpuser:sam';
+    $c->cmd(SADD => "{gms}:actor:$sam", 'MANAGE_ACCESS_TOKENS');
+
+    my ($replica) = $c->replicas_of($c->master_of($slot));
+    my $read_only = sub {
+        my ($calls) = $replica->cmd(INFO => 'commandstats')
+                      =~ /^cmdstat_evalsha_ro:calls=(\d+)/m;
+        return $calls // 0;
+    };
+    my $before = $read_only->();
+
+    for my $options ('', 'replica=prefer') {
+        my $n = edge($c, $options, "gms_token_signing_key_file $file;\n"
+                                   . 'gms_datahub_version 1.2.0;',
+                     server => 'gms_token_require_privilege '
+                               . 'MANAGE_ACCESS_TOKENS;');
+        ok(ready($n, $jwt), "'$options': a privilege checked, the user's "
+                            . 'set read: 200');
+
+        # the master alone for a while after the subscription starts
+        ok(GmsTest::wait_until(sub {
+            status($n, $jwt) == 200 && $read_only->() > $before }, 15),
+           "replica=prefer: the user's lookup on the replica (EVALSHA_RO)")
+            if $options;
+        # a replica applies the write a moment later: no cache, no wait
+        $c->cmd(SADD => '{gms}:inactive', $sam);
+        ok(GmsTest::wait_until(sub { status($n, $jwt) == 401 }, 5),
+           "'$options': in {gms}:inactive: 401 (1.2.0)");
+        $c->cmd(SREM => '{gms}:inactive', $sam);
+        ok(GmsTest::wait_until(sub { status($n, $jwt) == 200 }, 5),
+           "'$options': out of it: 200");
+        no_crash($n);
+    }
 };
 
 

@@ -55,6 +55,12 @@ char *gms_es_task_error_value(const gms_es_task_ref_t *ref);
 #define GMS_ES_OPENAPI_INTERNAL                                              \
     "{\"error\":\"Internal server error occurred\"}"
 
+/*
+ * GMS's 403 from 0.15.0 for an actor OperationContext refuses
+ * (GlobalControllerExceptionHandler.actorAccessException, PR 12158)
+ */
+#define GMS_ES_OPENAPI_INACTIVE  "{\"error\":\"Actor is not active\"}"
+
 int gms_es_openapi_query(const char *args, size_t len, char *task,
     size_t *task_len);
 int gms_es_openapi_accept(const char *value, size_t len);

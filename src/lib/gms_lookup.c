@@ -22,20 +22,30 @@
  * Reply: nil when the token is unknown, else
  * [actor, expiresAt or "", type or "", [privilege, ...], inactive], the
  * last a gms_lookup_inactive_e.
+ * A user's lookup (a session or external OAuth token, whose user the
+ * token names and whose hash Redis does not have): ARGV[2] = <urn>,
+ * KEYS[1] = <prefix>actor:<urn>, the set read (a cluster routes by it).
+ * Reply: [[privilege, ...], inactive].
  */
 const char  gms_lookup_script[] =
-    "local t = redis.call('HMGET', KEYS[1], 'actor', 'expiresAt', 'type')\n"
+    "local a = ARGV[2]\n"
+    "local t\n"
+    "if not a then\n"
+    "t = redis.call('HMGET', KEYS[1], 'actor', 'expiresAt', 'type')\n"
     "if not t[1] then return false end\n"
+    "a = t[1]\n"
+    "end\n"
     "local p = string.sub(ARGV[1], 1, -7)\n"
-    "local i = redis.call('SISMEMBER', p .. 'inactive', t[1])\n"
-    "if i == 1 then i = 1 + redis.call('SISMEMBER', p .. 'deleted', t[1])"
-    " end\n"
-    "return {t[1], t[2] or '', t[3] or '',"
-    " redis.call('SMEMBERS', ARGV[1] .. t[1]), i}\n";
+    "local i = redis.call('SISMEMBER', p .. 'inactive', a)\n"
+    "if i == 1 then i = 1 + redis.call('SISMEMBER', p .. 'deleted', a) end\n"
+    "local m = redis.call('SMEMBERS', ARGV[1] .. a)\n"
+    "if not t then return {m, i} end\n"
+    "return {t[1], t[2] or '', t[3] or '', m, i}\n";
 
 const size_t  gms_lookup_script_len = sizeof(gms_lookup_script) - 1;
 
 
+static int gms_inactive_check(const redisReply *e, gms_lookup_t *lookup);
 static int gms_privileges_check(const redisReply *e, gms_lookup_t *lookup);
 
 
@@ -70,17 +80,10 @@ gms_lookup_reply_parse(const redisReply *reply, gms_lookup_t *lookup)
         return GMS_LOOKUP_BAD_REPLY;
     }
 
-    if (reply->elements == 5) {
-        e = reply->element[4];
-
-        if (e->type != REDIS_REPLY_INTEGER || e->integer < 0
-            || e->integer > GMS_LOOKUP_DELETED)
-        {
-            lookup->error = "the inactive flag is not 0, 1 or 2";
-            return GMS_LOOKUP_BAD_REPLY;
-        }
-
-        lookup->inactive = (unsigned) e->integer;
+    if (reply->elements == 5
+        && gms_inactive_check(reply->element[4], lookup) != 0)
+    {
+        return GMS_LOOKUP_BAD_REPLY;
     }
 
     for (i = 0; i < 3; i++) {
@@ -126,8 +129,8 @@ gms_lookup_reply_parse(const redisReply *reply, gms_lookup_t *lookup)
 
 
 /*
- * SMEMBERS <prefix>actor:<urn>: the privileges of a session token's user
- * (a user with no set holds none).
+ * A user's lookup, [[privilege, ...], inactive]: a session or external
+ * OAuth token's user (a user with no set holds none).
  */
 
 gms_lookup_rc_e
@@ -145,14 +148,39 @@ gms_members_reply_parse(const redisReply *reply, gms_lookup_t *lookup)
         return GMS_LOOKUP_BAD_REPLY;
     }
 
-    if (gms_privileges_check(reply, lookup) != 0) {
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+        lookup->error = "unexpected reply shape";
         return GMS_LOOKUP_BAD_REPLY;
     }
 
-    lookup->privileges = reply->element;
-    lookup->nprivileges = reply->elements;
+    if (gms_privileges_check(reply->element[0], lookup) != 0
+        || gms_inactive_check(reply->element[1], lookup) != 0)
+    {
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    lookup->privileges = reply->element[0]->element;
+    lookup->nprivileges = reply->element[0]->elements;
 
     return GMS_LOOKUP_FOUND;
+}
+
+
+/* the user's status: a gms_lookup_inactive_e */
+
+static int
+gms_inactive_check(const redisReply *e, gms_lookup_t *lookup)
+{
+    if (e->type != REDIS_REPLY_INTEGER || e->integer < 0
+        || e->integer > GMS_LOOKUP_DELETED)
+    {
+        lookup->error = "the inactive flag is not 0, 1 or 2";
+        return -1;
+    }
+
+    lookup->inactive = (unsigned) e->integer;
+
+    return 0;
 }
 
 

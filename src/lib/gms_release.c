@@ -247,3 +247,45 @@ gms_release_inactive_user(gms_release_t v, unsigned inactive)
 
     return rule;
 }
+
+
+/*
+ * An external OAuth token's user (DataHubOAuthAuthenticator, 1.3.0, PR
+ * 14707): the authenticator never asks whether the user is active (no
+ * validateActor, which StatelessTokenService runs for DataHub's own
+ * tokens only), and provisions a user it does not find
+ * (ServiceAccountService.ensureServiceAccountExists: a hard-deleted one
+ * comes back).  A suspended or soft-removed one is refused by
+ * OperationContext for every session it makes, as 0.15.0 to 1.1.x do for
+ * every token: GMS_RELEASE_INACTIVE_ACTOR in every release that takes
+ * such tokens.
+ */
+
+gms_release_inactive_e
+gms_release_inactive_oauth(gms_release_t v, unsigned inactive)
+{
+    if (inactive != 1 || v < GMS_RELEASE(0, 15, 0)) {
+        return GMS_RELEASE_INACTIVE_ACCEPTED;
+    }
+
+    return GMS_RELEASE_INACTIVE_ACTOR;
+}
+
+
+/*
+ * getEsTaskStatus for an actor OperationContext refuses
+ * (GMS_RELEASE_INACTIVE_ACTOR), OperationsResource.java: before 1.7.0 the
+ * session is built inside RestliUtils.toTask, which maps only a wrapped
+ * ActorAccessException to 403: Rest.li's 500 with the exception as its
+ * message (GMS_RELEASE_INACTIVE_RESTLI_500); from 1.7.0 RestliUtils.
+ * asSession builds it before the task and throws forbidden(message): 403
+ * "Actor is not active" (commit 0b611e2d, PR 18003: on master before
+ * the mcp_query rename, PR 18534, which the v1.7.0 notes of
+ * docs/how/updating-datahub.md list)
+ */
+
+unsigned
+gms_release_es_inactive_status(gms_release_t v)
+{
+    return v < GMS_RELEASE(1, 7, 0) ? 500 : 403;
+}

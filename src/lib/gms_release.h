@@ -101,6 +101,13 @@ gms_release_inactive_e gms_release_inactive(gms_release_t v);
 gms_release_inactive_e gms_release_inactive_user(gms_release_t v,
     unsigned inactive);
 
+/* what the release does with an external OAuth token of such a user */
+gms_release_inactive_e gms_release_inactive_oauth(gms_release_t v,
+    unsigned inactive);
+
+/* getEsTaskStatus's status for an inactive actor: 500, 403 from 1.7.0 */
+unsigned gms_release_es_inactive_status(gms_release_t v);
+
 /* 1 when GMS can accept external OAuth tokens (an identity provider's) */
 int gms_release_oauth(gms_release_t v);
 

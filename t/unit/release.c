@@ -175,6 +175,27 @@ test_answers(void)
        "1.2.0: a hard-deleted user's token refused (enforceExistence)");
     ok(gms_release_inactive_user(GMS_RELEASE(0, 14, 1), 1)
        == GMS_RELEASE_INACTIVE_ACCEPTED, "0.14.1: nobody refused");
+
+    ok(gms_release_inactive_oauth(GMS_RELEASE(1, 3, 0), 0)
+       == GMS_RELEASE_INACTIVE_ACCEPTED, "OAuth, 1.3.0: an active user");
+    ok(gms_release_inactive_oauth(GMS_RELEASE(1, 3, 0), 1)
+       == GMS_RELEASE_INACTIVE_ACTOR
+       && gms_release_inactive_oauth(GMS_RELEASE(1, 7, 0), 1)
+          == GMS_RELEASE_INACTIVE_ACTOR,
+       "OAuth, 1.3.0 and 1.7.0: a suspended user's token taken, its "
+       "operations refused (DataHubOAuthAuthenticator: no validateActor)");
+    ok(gms_release_inactive_oauth(GMS_RELEASE(1, 7, 0), 2)
+       == GMS_RELEASE_INACTIVE_ACCEPTED,
+       "OAuth: a hard-deleted user is provisioned again "
+       "(ensureServiceAccountExists)");
+
+    ok(gms_release_es_inactive_status(GMS_RELEASE(0, 15, 0)) == 500
+       && gms_release_es_inactive_status(GMS_RELEASE(1, 6, 0)) == 500,
+       "getEsTaskStatus, an inactive actor: 500 before 1.7.0 "
+       "(RestliUtils.toTask)");
+    ok(gms_release_es_inactive_status(GMS_RELEASE(1, 7, 0)) == 403,
+       "getEsTaskStatus, an inactive actor: 403 from 1.7.0 "
+       "(RestliUtils.asSession, PR 18003)");
 }
 
 

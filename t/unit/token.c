@@ -316,6 +316,84 @@ test_reply(void)
 }
 
 
+/* a user's lookup: [[privilege, ...], inactive] */
+
+static gms_lookup_rc_e
+user(const char *resp, gms_lookup_t *lk, redisReply **reply)
+{
+    void         *r;
+    redisReader  *reader;
+
+    reader = redisReaderCreate();
+    redisReaderFeed(reader, resp, strlen(resp));
+
+    if (redisReaderGetReply(reader, &r) != REDIS_OK) {
+        r = NULL;
+    }
+
+    redisReaderFree(reader);
+    *reply = r;
+
+    return gms_members_reply_parse(r, lk);
+}
+
+
+static void
+test_user_reply(void)
+{
+    redisReply    *r;
+    gms_lookup_t   lk;
+
+    ok(user("*2\r\n*2\r\n$1\r\nA\r\n$2\r\nBB\r\n:0\r\n", &lk, &r)
+       == GMS_LOOKUP_FOUND && lk.nprivileges == 2 && lk.inactive == 0
+       && strcmp(lk.privileges[1]->str, "BB") == 0,
+       "user: privileges, active");
+    freeReplyObject(r);
+
+    ok(user("*2\r\n*0\r\n:1\r\n", &lk, &r) == GMS_LOOKUP_FOUND
+       && lk.nprivileges == 0 && lk.inactive == GMS_LOOKUP_INACTIVE,
+       "user: no set, in <prefix>inactive");
+    freeReplyObject(r);
+
+    ok(user("*2\r\n*0\r\n:2\r\n", &lk, &r) == GMS_LOOKUP_FOUND
+       && lk.inactive == GMS_LOOKUP_DELETED,
+       "user: in <prefix>deleted too");
+    freeReplyObject(r);
+
+    ok(user("*2\r\n*0\r\n:3\r\n", &lk, &r) == GMS_LOOKUP_BAD_REPLY,
+       "user: a flag other than 0, 1 or 2");
+    freeReplyObject(r);
+
+    ok(user("*2\r\n*0\r\n$1\r\n0\r\n", &lk, &r)
+       == GMS_LOOKUP_BAD_REPLY, "user: a flag that is no integer");
+    freeReplyObject(r);
+
+    ok(user("*2\r\n:0\r\n*0\r\n", &lk, &r) == GMS_LOOKUP_BAD_REPLY,
+       "user: the two swapped");
+    freeReplyObject(r);
+
+    ok(user("*1\r\n$1\r\nA\r\n", &lk, &r) == GMS_LOOKUP_BAD_REPLY,
+       "user: a bare SMEMBERS answer is not the script's");
+    freeReplyObject(r);
+
+    ok(user("*2\r\n*1\r\n$3\r\nA,B\r\n:0\r\n", &lk, &r)
+       == GMS_LOOKUP_BAD_REPLY, "user: a privilege with a comma");
+    freeReplyObject(r);
+
+    ok(user("-NOSCRIPT No matching script\r\n", &lk, &r)
+       == GMS_LOOKUP_BAD_REPLY && strncmp(lk.error, "NOSCRIPT", 8) == 0,
+       "user: an error reply");
+    freeReplyObject(r);
+
+    ok(user("$-1\r\n", &lk, &r) == GMS_LOOKUP_BAD_REPLY,
+       "user: nil (the token's answer) is not a user's");
+    freeReplyObject(r);
+
+    ok(gms_members_reply_parse(NULL, &lk) == GMS_LOOKUP_BAD_REPLY,
+       "user: no reply");
+}
+
+
 static void
 mask(char *line)
 {
@@ -404,6 +482,7 @@ main(void)
     test_ms();
     test_names();
     test_reply();
+    test_user_reply();
     test_mask();
 
     return done_testing();

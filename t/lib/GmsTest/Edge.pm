@@ -187,35 +187,17 @@ sub deny {
                                @privileges);
 }
 
-# Lookups the module made so far: EVALSHA and EVAL calls seen by Redis,
-# and SMEMBERS calls (cmdstat_smembers: a session token's privileges are
-# read with SMEMBERS alone).  Redis counts the SMEMBERS that the lookup
-# script runs for each token it finds in cmdstat_smembers too, so the
-# module's own are counted in the slow log, where a script's commands have
-# no client address ("?:0"); each call turns on logging every command and
-# takes what was logged since the call before, so only the difference
-# between two calls counts them all.
+# Lookups the module made so far: the EVALSHA and EVAL calls Redis saw (a
+# token's lookup and a session or OAuth token's user's are the same
+# script).
 sub lookups {
     my ($self) = @_;
 
-    my $redis = $self->{redis};
-
-    my $info = $redis->cmd(INFO => 'commandstats');
+    my $info = $self->{redis}->cmd(INFO => 'commandstats');
     my $n = 0;
     $n += $1 while $info =~ /^cmdstat_eval(?:sha)?:calls=(\d+)/mg;
 
-    $redis->cmd('MULTI');
-    $redis->cmd(SLOWLOG => 'GET', 100_000);
-    $redis->cmd(SLOWLOG => 'RESET');
-    my $logged = $redis->cmd('EXEC')->[0];
-    $self->{smembers} += grep { lc $_->[3][0] eq 'smembers'
-                                && $_->[4] ne '?:0' } @$logged;
-
-    # every time: a restarted Redis has forgotten it
-    $redis->cmd(CONFIG => 'SET', 'slowlog-max-len', 100_000);
-    $redis->cmd(CONFIG => 'SET', 'slowlog-log-slower-than', 0);
-
-    return $n + $self->{smembers};
+    return $n;
 }
 
 sub get {
