@@ -37,6 +37,17 @@
  * gms_datahub_version (403 "Actor is not active" from 0.15, 401 from
  * 1.2); a user who enters or leaves the set is published on
  * <prefix>invalidate, so every edge reads the user's tokens anew.
+ *
+ * DataHub's OAuth users (1.3.0 on) are read too, though they hold no
+ * listed token: DataHubOAuthAuthenticator has ServiceAccountService.
+ * ensureServiceAccountExists make the user of an external token,
+ * urn:li:corpuser:__oauth_<issuer>_<subject>, with the aspects
+ * corpUserInfo, subTypes ["SERVICE"] and origin (EXTERNAL, the issuer);
+ * the edge reads <prefix>inactive for that user (gms_release_inactive_
+ * oauth).  They are listed from the search index by that sub-type (never
+ * created by hand, unlike the privileges mirror's users), soft-removed
+ * ones too, and read as any other user.  A hard-deleted one is made again
+ * by its next token: the edge serves it (<prefix>deleted), as GMS does.
  */
 
 
@@ -47,6 +58,7 @@
 #include <jansson.h>
 
 #include "gms_contract.h"
+#include "gms_oauth.h"
 #include "gms_sync_users.h"
 #include "gms_tool_msgs.h"
 #include "gms_tool_conn.h"
@@ -76,6 +88,30 @@
     "e%zu: entityExists(urn: $u%zu) u%zu: corpUser(urn: $u%zu) { urn "       \
     "aspects(input: {aspectNames: [\"status\", \"corpUserStatus\"]}) "       \
     "{ aspectName payload } } "
+
+/*
+ * DataHub's OAuth users, a page a request: scrollAcrossEntities of the
+ * corpusers whose subTypes' typeNames (searchable, KEYWORD: SubTypes.pdl)
+ * has ServiceAccountService's "SERVICE", with the soft-removed
+ * (SearchFlags.includeSoftDeleted).  Every release from 0.13.0 has the
+ * query, the flag and scrolling (search.graphql, ScrollAcrossEntities-
+ * Resolver, read at v0.13.0, v1.3.0 and master); a corpuser has subTypes
+ * from 1.0.0, and the OAuth users from 1.3.0: before, the list is empty.
+ * A page is at most searchService.limit.results.max (10,000).
+ */
+#define GMS_USERS_OAUTH_QUERY                                                 \
+    "query gmsTokenOAuthUsers($scrollId: String) {\n"                         \
+    "  scrollAcrossEntities(input: {types: [CORP_USER], query: \"*\",\n"      \
+    "      count: 1000, scrollId: $scrollId,\n"                               \
+    "      orFilters: [{and: [{field: \"typeNames\", values: "                \
+    "[\"SERVICE\"]}]}],\n"                                                   \
+    "      searchFlags: {includeSoftDeleted: true, skipAggregates: true,\n"  \
+    "        skipHighlighting: true}}) {\n"                                   \
+    "    nextScrollId\n    searchResults {\n      entity {\n        urn\n"    \
+    "      }\n    }\n  }\n}"
+
+/* pages at most: a scroll that never ends is GMS's failure */
+#define GMS_USERS_OAUTH_PAGES  10000
 
 /* how gms_graphql_query reports the errors GMS answered in GraphQL */
 #define GMS_USERS_GRAPHQL_ERROR  ": GraphQL error: "
@@ -126,6 +162,9 @@ typedef struct {
                                               set's other members */
     size_t                 n;
     redisReply            *members;        /* <prefix>inactive's */
+    char                 **oauth;          /* DataHub's OAuth users, sorted,
+                                              unique */
+    size_t                 noauth;
     char                  *set;            /* <prefix>inactive */
     size_t                 set_len;
     char                  *deleted;        /* <prefix>deleted */
@@ -138,8 +177,13 @@ typedef struct {
 } gms_users_t;
 
 
+static int gms_users_oauth(gms_tool_t *t, gms_graphql_t *g,
+    gms_users_t *u);
+static int gms_users_oauth_page(gms_users_t *u, json_t *page,
+    size_t *nalloc);
 static int gms_users_collect(gms_tool_t *t, gms_users_t *u,
     const gms_tool_holders_t *holders);
+static void gms_users_add(gms_users_t *u, const char *urn, size_t len);
 static int gms_users_ask(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u,
     const size_t *ask, size_t n);
 static int gms_users_query(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u,
@@ -156,9 +200,10 @@ static int gms_users_republish(gms_tool_t *t, gms_users_t *u);
 static int gms_users_release(gms_tool_t *t, gms_users_t *u);
 static int gms_users_publish(gms_tool_t *t, gms_users_t *u);
 static int gms_users_deleted(gms_tool_t *t, gms_users_t *u);
-static gms_users_user_t *gms_users_find(gms_users_t *u, size_t n,
-    const char *urn, size_t len);
+static gms_users_user_t *gms_users_find(gms_users_user_t *users,
+    size_t n, const char *urn, size_t len);
 static int gms_users_token_cmp(const void *one, const void *two);
+static int gms_users_urn_cmp(const void *one, const void *two);
 static void gms_users_free(gms_users_t *u);
 
 
@@ -234,6 +279,17 @@ gms_tool_users_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
         goto done;
     }
 
+    g = gms_graphql_open(t, gms);
+    if (g == NULL) {
+        rc = GMS_TOOL_GMS;
+        goto done;
+    }
+
+    if (gms_users_oauth(t, g, &u) != 0) {
+        rc = GMS_TOOL_GMS;
+        goto done;
+    }
+
     if (gms_users_collect(t, &u, holders) != 0) {
         goto done;
     }
@@ -251,12 +307,6 @@ gms_tool_users_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
     }
 
     if (n) {
-        g = gms_graphql_open(t, gms);
-        if (g == NULL) {
-            rc = GMS_TOOL_GMS;
-            goto done;
-        }
-
         /* the errors of the requests bisected are the users' own */
         quiet = t->quiet;
         t->quiet = 1;
@@ -346,17 +396,144 @@ gms_tool_users_print(const gms_tool_users_counts_t *counts)
 
 
 /*
- * The users to read: each holder once, with its tokens, and the members of
- * <prefix>inactive that hold none listed (a listing cut short by a reindex
- * must not let them out).  GMS is asked about DataHub's users only: a
- * holder or member of another kind, and the system actor, are active.
+ * DataHub's OAuth users, every page of the scroll (GMS_USERS_OAUTH_QUERY):
+ * those of the sub-type whose URN is one ServiceAccountService.
+ * buildServiceUserUrn makes, sorted and unique.  A page GMS fails on fails
+ * the check: a user missed would never be refused.
+ */
+
+static int
+gms_users_oauth(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u)
+{
+    int          rc;
+    char        *scroll;
+    json_t      *vars, *page;
+    size_t       i, n, pages, nalloc;
+    const char  *next;
+
+    nalloc = 0;
+    scroll = NULL;
+    rc = -1;
+
+    for (pages = 0; pages < GMS_USERS_OAUTH_PAGES; pages++) {
+        vars = json_pack("{s:o}", "scrollId",
+                         scroll ? json_string(scroll) : json_null());
+        if (vars == NULL) {
+            gms_tool_error(t, "out of memory");
+            goto done;
+        }
+
+        page = gms_graphql_query(g, GMS_USERS_OAUTH_QUERY, vars,
+                                 "scrollAcrossEntities");
+        if (page == NULL) {
+            gms_tool_error(t, "listing DataHub's OAuth users: %s", t->error);
+            goto done;
+        }
+
+        free(scroll);
+        scroll = NULL;
+
+        n = json_array_size(json_object_get(page, "searchResults"));
+        next = json_string_value(json_object_get(page, "nextScrollId"));
+
+        if (gms_users_oauth_page(u, page, &nalloc) != 0
+            || (n && next && (scroll = strdup(next)) == NULL))
+        {
+            json_decref(page);
+            gms_tool_error(t, "out of memory");
+            goto done;
+        }
+
+        json_decref(page);
+
+        if (scroll == NULL) {
+            break;
+        }
+    }
+
+    if (pages == GMS_USERS_OAUTH_PAGES) {
+        gms_tool_error(t, "listing DataHub's OAuth users: GMS's scroll "
+                       "did not end in %d pages", GMS_USERS_OAUTH_PAGES);
+        goto done;
+    }
+
+    qsort(u->oauth, u->noauth, sizeof(char *), gms_users_urn_cmp);
+
+    for (n = 0, i = 0; i < u->noauth; i++) {
+        if (n && strcmp(u->oauth[n - 1], u->oauth[i]) == 0) {
+            free(u->oauth[i]);
+            continue;
+        }
+
+        u->oauth[n++] = u->oauth[i];
+    }
+
+    u->noauth = n;
+    rc = 0;
+
+done:
+
+    free(scroll);
+
+    return rc;
+}
+
+
+static int
+gms_users_oauth_page(gms_users_t *u, json_t *page, size_t *nalloc)
+{
+    char        **p;
+    size_t        i;
+    json_t       *result;
+    const char   *urn;
+
+    json_array_foreach(json_object_get(page, "searchResults"), i, result) {
+        urn = json_string_value(json_object_get(json_object_get(result,
+                                                                "entity"),
+                                                "urn"));
+
+        if (urn == NULL
+            || strncmp(urn, GMS_OAUTH_ACTOR_PREFIX,
+                       sizeof(GMS_OAUTH_ACTOR_PREFIX) - 1) != 0)
+        {
+            continue;
+        }
+
+        if (u->noauth == *nalloc) {
+            *nalloc = *nalloc ? *nalloc * 2 : 64;
+            p = realloc(u->oauth, *nalloc * sizeof(char *));
+            if (p == NULL) {
+                return -1;
+            }
+
+            u->oauth = p;
+        }
+
+        u->oauth[u->noauth] = strdup(urn);
+        if (u->oauth[u->noauth] == NULL) {
+            return -1;
+        }
+
+        u->noauth++;
+    }
+
+    return 0;
+}
+
+
+/*
+ * The users to read: each holder once, with its tokens, DataHub's OAuth
+ * users who hold none, and the members of <prefix>inactive who are
+ * neither (a listing cut short by a reindex must not let them out).  GMS
+ * is asked about DataHub's users only: a holder or member of another
+ * kind, and the system actor, are active.
  */
 
 static int
 gms_users_collect(gms_tool_t *t, gms_users_t *u,
     const gms_tool_holders_t *holders)
 {
-    size_t              i, n, sorted;
+    size_t              i, n, sorted, oauth;
     redisReply         *m;
     gms_users_user_t   *user;
     gms_users_token_t  *tok;
@@ -364,8 +541,7 @@ gms_users_collect(gms_tool_t *t, gms_users_t *u,
     n = holders ? holders->n : 0;
 
     u->tokens = malloc((n ? n : 1) * sizeof(gms_users_token_t));
-    u->users = malloc((n + u->members->elements ? n + u->members->elements
-                                                : 1)
+    u->users = malloc((n + u->noauth + u->members->elements + 1)
                       * sizeof(gms_users_user_t));
 
     if (u->tokens == NULL || u->users == NULL) {
@@ -403,6 +579,18 @@ gms_users_collect(gms_tool_t *t, gms_users_t *u,
 
     sorted = u->n;
 
+    for (i = 0; i < u->noauth; i++) {
+        if (gms_users_find(u->users, sorted, u->oauth[i],
+                           strlen(u->oauth[i]))
+            == NULL)
+        {
+            gms_users_add(u, u->oauth[i], strlen(u->oauth[i]));
+        }
+    }
+
+    /* the OAuth users who hold no token, sorted as the list is */
+    oauth = u->n - sorted;
+
     for (i = 0; i < u->members->elements; i++) {
         m = u->members->element[i];
 
@@ -410,13 +598,15 @@ gms_users_collect(gms_tool_t *t, gms_users_t *u,
             continue;
         }
 
-        user = gms_users_find(u, sorted, m->str, m->len);
+        user = gms_users_find(u->users, sorted, m->str, m->len);
 
         if (user == NULL) {
-            user = &u->users[u->n++];
-            memset(user, 0, sizeof(gms_users_user_t));
-            user->urn = m->str;
-            user->len = m->len;
+            user = gms_users_find(u->users + sorted, oauth, m->str, m->len);
+        }
+
+        if (user == NULL) {
+            gms_users_add(u, m->str, m->len);
+            user = &u->users[u->n - 1];
         }
 
         user->was = 1;
@@ -439,6 +629,18 @@ gms_users_collect(gms_tool_t *t, gms_users_t *u,
     }
 
     return 0;
+}
+
+
+static void
+gms_users_add(gms_users_t *u, const char *urn, size_t len)
+{
+    gms_users_user_t  *user;
+
+    user = &u->users[u->n++];
+    memset(user, 0, sizeof(gms_users_user_t));
+    user->urn = urn;
+    user->len = len;
 }
 
 
@@ -1012,8 +1214,11 @@ gms_users_release(gms_tool_t *t, gms_users_t *u)
 }
 
 
+/* a user of users[0..n), sorted by URN */
+
 static gms_users_user_t *
-gms_users_find(gms_users_t *u, size_t n, const char *urn, size_t len)
+gms_users_find(gms_users_user_t *users, size_t n, const char *urn,
+    size_t len)
 {
     int                r;
     size_t             lo, hi, mid;
@@ -1024,7 +1229,7 @@ gms_users_find(gms_users_t *u, size_t n, const char *urn, size_t len)
 
     while (lo < hi) {
         mid = lo + (hi - lo) / 2;
-        user = &u->users[mid];
+        user = &users[mid];
 
         r = memcmp(user->urn, urn, user->len < len ? user->len : len);
 
@@ -1060,9 +1265,24 @@ gms_users_token_cmp(const void *one, const void *two)
 }
 
 
+static int
+gms_users_urn_cmp(const void *one, const void *two)
+{
+    return strcmp(*(char *const *) one, *(char *const *) two);
+}
+
+
 static void
 gms_users_free(gms_users_t *u)
 {
+    size_t  i;
+
+    for (i = 0; i < u->noauth; i++) {
+        free(u->oauth[i]);
+    }
+
+    free(u->oauth);
+
     if (u->members) {
         freeReplyObject(u->members);
     }

@@ -90,6 +90,13 @@ package GmsTest::GraphQL;
 #     service_account => 1
 #                   a service account (DataHub 1.4+): the subTypes aspect,
 #                   payload {"typeNames":["SERVICE_ACCOUNT"]}
+#     oauth => ISSUER
+#                   an external OAuth token's user (DataHub 1.3+,
+#                   urn:li:corpuser:__oauth_...): the subTypes aspect
+#                   {"typeNames":["SERVICE"]} and the origin aspect
+#                   {"type":"EXTERNAL","externalType":ISSUER}, as
+#                   ServiceAccountService.ensureServiceAccountExists
+#                   (metadata-io) writes them
 #     error => 1    CorpUserMapper throws for this user (a corpUserStatus
 #                   the enum lacks: CorpUserStatusMapper's valueOf): as
 #                   CorpUserType.batchLoad maps every user of a request in
@@ -97,9 +104,19 @@ package GmsTest::GraphQL;
 #                   this user fails: null, "An unknown error occurred."
 #                   under its alias
 #   aspects are listed in the entity registry's order (corpUserKey,
-#   corpUserStatus, status, subTypes), only those asked for (all if no
+#   corpUserStatus, status, origin, subTypes), only those asked for (all if no
 #   aspectNames).  memberships { URN => undef } still makes corpUser null
 #   (what the tests before entityExists called a user GMS lacks).
+# - scrollAcrossEntities(input: {types, query, count, scrollId, orFilters,
+#   searchFlags}) { nextScrollId count total searchResults { entity { urn
+#   type } } }: search.graphql, ScrollAcrossEntitiesResolver (count 10
+#   when not given), SearchRequestHandler (nextScrollId only when the page
+#   is full, opaque).  Serves the corpusers of the search index: the users
+#   of users() with a subTypes aspect (service_account, oauth), sorted by
+#   URN, a hard-deleted one never, a soft-removed one only with
+#   searchFlags {includeSoftDeleted: true}; types [CORP_USER] or none; an
+#   orFilters' and-group matches a field typeNames (the subTypes' values,
+#   EQUAL) and nothing else.  query is not read.
 # - corpUser / corpGroup / role relationships(input: {types, direction,
 #   start, count}): EntityRelationshipsResultResolver over the graph
 #   service's RelatedEntitiesResult: OUTGOING from memberships' own lists,
@@ -197,7 +214,8 @@ my $FIXTURES = abs_path(dirname(__FILE__) . '/../../fixtures/datahub');
 my %FIELDS = (
     Query                     => [qw(listAccessTokens getAccessTokenMetadata
                                      listPolicies corpUser corpGroup role entity
-                                     getGrantedPrivileges entityExists)],
+                                     getGrantedPrivileges entityExists
+                                     scrollAcrossEntities)],
     Mutation                  => [qw(createAccessToken revokeAccessToken
                                      createServiceAccount
                                      deleteServiceAccount)],
@@ -221,6 +239,8 @@ my %FIELDS = (
     EntityRelationship        => [qw(type direction entity created)],
     Entity                    => [qw(urn type relationships)],
     Privileges                => [qw(privileges)],
+    ScrollResults             => [qw(nextScrollId count total searchResults)],
+    SearchResult              => [qw(entity)],
 );
 my %HAS = map {
     my $type = $_;
@@ -250,6 +270,9 @@ my %CHILD = (
     'EntityRelationship.entity'               => 'Entity',
     'Query.getGrantedPrivileges'              => 'Privileges',
     'Mutation.createServiceAccount'           => 'ServiceAccount',
+    'Query.scrollAcrossEntities'              => 'ScrollResults',
+    'ScrollResults.searchResults'             => 'SearchResult',
+    'SearchResult.entity'                     => 'Entity',
 );
 
 # Root fields whose type is non-null (auth.graphql): their error nulls the
@@ -996,6 +1019,7 @@ my %ROOT = (
     entity                 => \&_entity,
     getGrantedPrivileges   => \&_granted,
     entityExists           => \&_entity_exists,
+    scrollAcrossEntities   => \&_scroll,
     createServiceAccount   => \&_create_service_account,
     deleteServiceAccount   => \&_delete_service_account,
 );
@@ -1500,8 +1524,11 @@ sub _aspects {
             if defined $user->{status};
         push @have, [status => { removed => _bool($user->{removed}) }]
             if exists $user->{removed};
-        push @have, [subTypes => { typeNames => ['SERVICE_ACCOUNT'] }]
-            if $user->{service_account};
+        push @have, [origin => { type => 'EXTERNAL',
+                                 externalType => $user->{oauth} }]
+            if $user->{oauth};
+        push @have, [subTypes => { typeNames => [_sub_types($user)] }]
+            if _sub_types($user);
     }
 
     return [ map {
@@ -1511,12 +1538,84 @@ sub _aspects {
     } grep { !@$names || $want{ $_->[0] } } @have ];
 }
 
+# the subTypes' typeNames of a user: createServiceAccount's, or
+# ServiceAccountService's (metadata-io) for an OAuth user
+sub _sub_types {
+    my ($user) = @_;
+    return $user->{service_account} ? ('SERVICE_ACCOUNT')
+         : $user->{oauth}           ? ('SERVICE')
+         :                            ();
+}
+
+# scrollAcrossEntities over the users' search index (see the top)
+sub _scroll {
+    my ($ctx, $args) = @_;
+
+    my $in = ref $args->{input} eq 'HASH' ? $args->{input} : {};
+    my $flags = ref $in->{searchFlags} eq 'HASH' ? $in->{searchFlags} : {};
+    my $count = $in->{count} // 10;
+    my $types = ref $in->{types} eq 'ARRAY' ? $in->{types} : [];
+    my $from = 0;
+
+    if (defined $in->{scrollId}) {
+        ($from) = (MIME::Base64::decode_base64url($in->{scrollId}) // '')
+                  =~ /^\{"sort":\[(\d+)\]\}\z/;
+        return _failed(message => $GRAPHQL_UNKNOWN, code => 500,
+                       type => 'SERVER_ERROR')
+            unless defined $from;
+    }
+
+    my $users = $ctx->{state}{users} // {};
+    my @urns = grep {
+        my $user = $users->{$_};
+        !$user->{deleted} && _sub_types($user)
+        && (!$user->{removed} || ($flags->{includeSoftDeleted} // 0))
+        && (!@$types || grep { $_ eq 'CORP_USER' } @$types)
+        && _scroll_match($in->{orFilters}, [_sub_types($user)])
+    } sort keys %$users;
+
+    my @page = grep { defined } @urns[$from .. $from + $count - 1];
+
+    return {
+        nextScrollId  => @page && @page == $count
+                         ? encode_base64url('{"sort":[' . ($from + $count)
+                                            . ']}')
+                         : undef,
+        count         => scalar @page,
+        total         => scalar @urns,
+        searchResults => [ map {
+            { entity => { urn => $_, type => 'CORP_USER',
+                          __typename => 'CorpUser' },
+              __typename => 'SearchResult' }
+        } @page ],
+        __typename    => 'ScrollResults',
+    };
+}
+
+# orFilters: any and-group whose every filter is typeNames, EQUAL, one of
+# its values among the user's sub-types
+sub _scroll_match {
+    my ($or, $sub_types) = @_;
+    return 1 unless ref $or eq 'ARRAY' && @$or;
+    my %have = map { $_ => 1 } @$sub_types;
+    for my $and (@$or) {
+        my @filters = @{ ref $and eq 'HASH' && $and->{and} || [] };
+        return 1 unless grep {
+            ($_->{field} // '') ne 'typeNames'
+            || ($_->{condition} // 'EQUAL') ne 'EQUAL'
+            || !grep { $have{$_} } @{ $_->{values} // [] }
+        } @filters;
+    }
+    return 0;
+}
+
 # a record as JSON, its fields in the .pdl's order (status before
 # lastModified, actor before time; the others have one field)
 sub _payload {
     my ($v) = @_;
     return GmsTest::json_encode($v) unless ref $v eq 'HASH';
-    my %rank = (status => 1, lastModified => 2, actor => 3, time => 4);
+    my %rank = (status => 1, lastModified => 2, actor => 3, time => 4,
+                type => 1, externalType => 2);
     return '{' . join(',', map {
         GmsTest::json_encode($_) . ':' . _payload($v->{$_})
     } sort { ($rank{$a} // 9) <=> ($rank{$b} // 9) || $a cmp $b } keys %$v)
