@@ -25,6 +25,15 @@
 # against the stand-in GMS and an edge with a cache (ttl 300 s): the
 # tokens stay cached, the user's URN is published, and the edge answers
 # by release at once.
+#
+# DataHub's OAuth users (issue 33): the user of an external OAuth token
+# (__oauth_<issuer>_<sub>, made by ServiceAccountService.
+# ensureServiceAccountExists with the subTypes ["SERVICE"]) holds no
+# DataHub token, yet the follower finds them (scrollAcrossEntities by that
+# sub-type, soft-removed ones too) and reads their status: suspended or
+# soft-removed, they are put in gms:inactive and the edge refuses their
+# OAuth token at getEsTaskStatus (1.3.0: Rest.li's 500); active again,
+# served again; hard-deleted, served (GMS makes the user again).
 
 use strict;
 use warnings;
@@ -35,6 +44,7 @@ use GmsTest;
 use GmsTest::Messages qw($RESTLI_EXCEPTION $INVALID_TOKEN $UNKNOWN_TOKEN);
 use GmsTest::Edge;
 use GmsTest::GraphQL;
+use GmsTest::JWT;
 use GmsTest::Subscriber;
 use GmsTest::Tool qw(run_tool gms_account gms_args datahub_id key_of);
 
@@ -371,6 +381,79 @@ $gms->users({ $bob => { status => 'ACTIVE' } });
 ok(GmsTest::wait_until(sub { answers('bob-token') eq '200 200 200' }, 10),
    'follow: reactivated, 200 again');
 is(GmsTest::Tool::stop_follow($f, 'TERM'), 0, 'follow: exit 0 on SIGTERM');
+
+
+# --- DataHub's OAuth users --------------------------------------------------
+
+SKIP: {
+    skip 'no openssl command', 1 unless GmsTest::in_path('openssl');
+
+    my $ISS = 'https://idp.example.test/realms/dh';
+    my $OAUTH = 'urn:li:corpuser:__oauth_idp_example_test_realms_dh_carl';
+    my $dir = GmsTest::tempdir();
+    my $rsa = GmsTest::JWT::rsa_key("$dir/k1.pem");
+    GmsTest::write_file("$dir/jwks.json", GmsTest::JWT::jwks([$rsa, 'k1']));
+    my $oauth = GmsTest::JWT::rs256($rsa, 'k1',
+                                    { iss => $ISS, aud => 'api://datahub',
+                                      sub => 'carl', exp => time() + 600,
+                                      iat => time() });
+
+    my $o = GmsTest::Edge->start(
+        search => \&search_cluster,
+        http => "gms_datahub_version 1.3.0;\n"
+                . "gms_token_oauth issuer=$ISS audience=api://datahub "
+                . "jwks_file=$dir/jwks.json;");
+    $o->grant($OAUTH, 'GET_ES_TASK_STATUS_PRIVILEGE');
+    my $oredis = $o->redis;
+    my $inactive = sub {
+        return grep { $_ eq $OAUTH } @{ $oredis->cmd(SMEMBERS =>
+                                                     'gms:inactive') };
+    };
+
+    $gms->users({ $OAUTH => { oauth => $ISS } });
+    is(ask_task_status($o, $oauth)->{status}, 200,
+       'an OAuth user, active: getEsTaskStatus 200');
+
+    my $f = GmsTest::Tool::start_follow(
+        gms_args($gms->url, $token_file), '--interval', '1s',
+        '--privileges', 'off', '--privileges-interval', '1s',
+        '--redis', '127.0.0.1:' . $oredis->port);
+    ok(GmsTest::wait_until(sub { GmsTest::Tool::ok_lines($f) >= 1 }, 10),
+       'follow: a token cycle');
+
+    $gms->users({ $OAUTH => { oauth => $ISS, status => 'SUSPENDED' } });
+    ok(GmsTest::wait_until(sub { $inactive->() }, 10),
+       'follow: the OAuth user, suspended in DataHub, into gms:inactive '
+       . '(no token of theirs listed)');
+    answered(ask_task_status($o, $oauth), 500, $INACTIVE_500,
+             'their OAuth token at getEsTaskStatus: Rest.li 500, as 1.3.0 '
+             . "(OperationContext's ActorAccessException)");
+
+    $gms->users({ $OAUTH => { oauth => $ISS, status => 'ACTIVE' } });
+    ok(GmsTest::wait_until(sub { !$inactive->() }, 10),
+       'follow: reactivated, out of gms:inactive');
+    is(ask_task_status($o, $oauth)->{status}, 200,
+       'their OAuth token served again');
+
+    $gms->users({ $OAUTH => { oauth => $ISS, removed => 1 } });
+    ok(GmsTest::wait_until(sub { $inactive->() }, 10),
+       'follow: soft-removed (listed with includeSoftDeleted), into '
+       . 'gms:inactive');
+    is(ask_task_status($o, $oauth)->{status}, 500, 'refused again');
+
+    $gms->users({ $OAUTH => { oauth => $ISS, deleted => 1 } });
+    ok(GmsTest::wait_until(sub {
+           $oredis->cmd(SISMEMBER => 'gms:deleted', $OAUTH) }, 10),
+       'hard-deleted: checked as a member of the set, into gms:deleted');
+    is(ask_task_status($o, $oauth)->{status}, 200,
+       'served: GMS makes the user again with its next token '
+       . '(ensureServiceAccountExists)');
+    is(GmsTest::Tool::stop_follow($f, 'TERM'), 0, 'follow: exit 0');
+
+    $gms->users({});
+    $o->nginx->stop;
+    is_deeply([$o->nginx->bad_log_lines], [], 'no alerts or crashes');
+}
 
 is(run_tool(undef, 'sync', gms_args($gms->url, $token_file),
             '--inactive', 'forget',
