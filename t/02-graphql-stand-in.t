@@ -6,7 +6,7 @@
 # unlisted by the search index, a revoked one, users), corpUser's status,
 # exists and aspects as GMS answers them, relationships INCOMING to a
 # group and a role, paged, service accounts and their tokens (DataHub
-# 1.4+), a GMS that ignores start, Elasticsearch's result window, the
+# 1.4+), OAuth users scrolled by their sub-type (1.3+), a GMS that ignores start, Elasticsearch's result window, the
 # complexity limit, the request counter and GMS's latency.  Without
 # nginx or Redis: raw HTTP to the stand-in.
 
@@ -167,6 +167,51 @@ subtest 'corpUser: status, exists, aspects' => sub {
               '... an error each');
     is(ask('{ a: corpUser(urn: "urn:li:corpuser:alice") { urn } }')
        ->{data}{a}{urn}, $ALICE, '... asked alone, the others answer');
+    $gms->users($users);
+};
+
+
+subtest 'OAuth users: their aspects, scrollAcrossEntities by sub-type' => sub {
+    my $users = $gms->users;
+    my $iss = 'https://idp.example.test';
+    my @oauth = map { "urn:li:corpuser:__oauth_idp_example_test_$_" }
+                qw(a b c d);
+    $gms->users({ %$users, $oauth[0] => { oauth => $iss },
+                  $oauth[1] => { oauth => $iss, status => 'SUSPENDED' },
+                  $oauth[2] => { oauth => $iss, removed => 1 },
+                  $oauth[3] => { oauth => $iss, deleted => 1 },
+                  'urn:li:corpuser:service_1' => { service_account => 1 } });
+
+    my $doc = ask('{ corpUser(urn: "' . $oauth[0] . '") { aspects(input: '
+                  . '{aspectNames: ["origin", "subTypes"]}) '
+                  . '{ aspectName payload } } }');
+    is_deeply([ map { [ $_->{aspectName}, $_->{payload} ] }
+                @{ $doc->{data}{corpUser}{aspects} } ],
+              [ [origin => '{"type":"EXTERNAL","externalType":"' . $iss
+                           . '"}'],
+                [subTypes => '{"typeNames":["SERVICE"]}'] ],
+              "ServiceAccountService's origin and subTypes");
+
+    my $q = 'query($s: String, $soft: Boolean) { scrollAcrossEntities('
+            . 'input: {types: [CORP_USER], query: "*", count: 2, '
+            . 'scrollId: $s, orFilters: [{and: [{field: "typeNames", '
+            . 'values: ["SERVICE"]}]}], searchFlags: {includeSoftDeleted: '
+            . '$soft}}) { nextScrollId count total searchResults { entity '
+            . '{ urn type } } } }';
+    my $page = ask($q, { soft => JSON::PP::true() })
+               ->{data}{scrollAcrossEntities};
+    is_deeply([ map { $_->{entity}{urn} } @{ $page->{searchResults} } ],
+              [ @oauth[0, 1] ], 'a full page: the first two, by URN');
+    is($page->{total}, 3, 'total: the hard-deleted one is not indexed');
+    ok(defined $page->{nextScrollId}, '... and a scroll id');
+    $page = ask($q, { s => $page->{nextScrollId},
+                      soft => JSON::PP::true() })->{data}{scrollAcrossEntities};
+    is_deeply([ map { $_->{entity}{urn} } @{ $page->{searchResults} } ],
+              [ $oauth[2] ], 'the next: the soft-removed one');
+    ok(!defined $page->{nextScrollId}, '... short: no scroll id');
+    $page = ask($q, {})->{data}{scrollAcrossEntities};
+    is($page->{total}, 2, 'without includeSoftDeleted: not the removed one');
+    ok(ask($q, { s => 'bogus' })->{errors}, 'a bad scroll id: an error');
     $gms->users($users);
 };
 
