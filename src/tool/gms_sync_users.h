@@ -1,8 +1,9 @@
 
 /*
- * gms-token's inactive users: the holders of tokens whom DataHub refuses
- * (suspended, soft-removed, hard-deleted) kept in <prefix>inactive, their
- * tokens out of the cache, for sync --gms and follow; gms_sync_users.c.
+ * gms-token's inactive users: the holders of tokens and DataHub's OAuth
+ * users whom DataHub refuses (suspended, soft-removed, hard-deleted) kept
+ * in <prefix>inactive, their tokens out of the cache, for sync --gms and
+ * follow; gms_sync_users.c.
  */
 
 
@@ -19,7 +20,8 @@
 
 /* what a check of the users did, for its line of counts */
 typedef struct {
-    size_t                 checked;        /* users asked of GMS */
+    size_t                 checked;        /* users asked of GMS (holders,
+                                              OAuth users, set members) */
     size_t                 inactive;       /* of them: refused by DataHub */
     size_t                 newly;          /* put into <prefix>inactive */
     size_t                 reactivated;    /* out of it: active again */
