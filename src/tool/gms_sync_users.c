@@ -457,7 +457,10 @@ gms_users_oauth(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u)
         goto done;
     }
 
-    qsort(u->oauth, u->noauth, sizeof(char *), gms_users_urn_cmp);
+    if (u->noauth > 1) {
+        /* none: u->oauth is NULL, which qsort() must not be given */
+        qsort(u->oauth, u->noauth, sizeof(char *), gms_users_urn_cmp);
+    }
 
     for (n = 0, i = 0; i < u->noauth; i++) {
         if (n && strcmp(u->oauth[n - 1], u->oauth[i]) == 0) {
