@@ -21,6 +21,9 @@
 #define GMS_TOOL_FILE_MAX      65536
 
 
+static int gms_tool_parse_count(const char **s, int64_t *count);
+
+
 /* a secret from a file: its bytes without one trailing newline */
 
 char *
@@ -195,6 +198,38 @@ gms_tool_check_actor(gms_tool_t *t, const char *urn)
 }
 
 
+/*
+ * A duration's number: at least one digit, at most what a count of
+ * seconds in milliseconds holds; *s moved past it
+ */
+
+static int
+gms_tool_parse_count(const char **s, int64_t *count)
+{
+    int64_t      n;
+    const char  *p;
+
+    p = *s;
+
+    if (*p < '0' || *p > '9') {
+        return -1;
+    }
+
+    for (n = 0; *p >= '0' && *p <= '9'; p++) {
+        if (n > (INT64_MAX / 1000 - 9) / 10) {
+            return -1;
+        }
+
+        n = n * 10 + (*p - '0');
+    }
+
+    *s = p;
+    *count = n;
+
+    return 0;
+}
+
+
 /* 30d, 12h, 90m, 3600s, and sums of them: 1d12h */
 
 int
@@ -209,16 +244,8 @@ gms_tool_parse_duration(const char *s, int64_t *ms)
     total = 0;
 
     while (*s) {
-        if (*s < '0' || *s > '9') {
+        if (gms_tool_parse_count(&s, &n) != 0) {
             return -1;
-        }
-
-        for (n = 0; *s >= '0' && *s <= '9'; s++) {
-            if (n > (INT64_MAX / 1000 - 9) / 10) {
-                return -1;
-            }
-
-            n = n * 10 + (*s - '0');
         }
 
         switch (*s) {
@@ -298,16 +325,8 @@ gms_tool_parse_iso_duration(const char *s, int64_t *ms)
             continue;
         }
 
-        if (*s < '0' || *s > '9') {
+        if (gms_tool_parse_count(&s, &n) != 0) {
             return -1;
-        }
-
-        for (n = 0; *s >= '0' && *s <= '9'; s++) {
-            if (n > (INT64_MAX / 1000 - 9) / 10) {
-                return -1;
-            }
-
-            n = n * 10 + (*s - '0');
         }
 
         /* the next unit in order: P1D1Y and PT1S1H are refused */
