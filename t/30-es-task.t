@@ -57,18 +57,10 @@ my $BAD_JSON = qr/^\Q$INVALID_JSON\E/;
 
 # The stand-in search cluster's answers, by task id.
 
-my $FIXTURES = dirname(abs_path(__FILE__)) . '/fixtures/search-cluster';
 
-sub fixture {
-    my ($name) = @_;
-    open my $fh, '<:raw', "$FIXTURES/$name" or die "$FIXTURES/$name: $!\n";
-    local $/;
-    return scalar <$fh>;
-}
-
-my $RUNNING_ES6 = fixture('running-reindex-es6.json');
+my $RUNNING_ES6 = GmsTest::fixture('running-reindex-es6.json');
 my $COMPLETED_OS2 =
-    fixture('completed-reindex-opensearch2-with-failures.json');
+    GmsTest::fixture('completed-reindex-opensearch2-with-failures.json');
 
 my $ES8_DELETE_BY_QUERY = <<'JSON';
 {"completed":true,"task":{"node":"oTUltX4IQMOUUVeiohTt8A","id":12345,
@@ -301,11 +293,11 @@ my %CLUSTER = (
     'stringsNode:8'                     => [200, $JSON_TYPE, $STRINGS],
 
     'oTUltX4IQMOUUVeiohTt8A:124'        => [404, $JSON_TYPE,
-                               fixture('not-found-404.constructed.json')],
+                               GmsTest::fixture('not-found-404.constructed.json')],
     'l9jA-SSXRdm8rye9WK51dg:9575'       => [404, $JSON_TYPE,
-                               fixture('node-not-found-404.json')],
+                               GmsTest::fixture('node-not-found-404.json')],
     'malformedId:1'                     => [400, $JSON_TYPE,
-                               fixture('malformed-id-400.constructed.json')],
+                               GmsTest::fixture('malformed-id-400.constructed.json')],
     'serverError:1'                     => [500, $JSON_TYPE, $SERVER_ERROR],
     'unauthorized:1'                    => [401, $JSON_TYPE,
         '{"error":{"type":"security_exception","reason":"missing '
@@ -617,7 +609,7 @@ my @FOUND = (
                       . '"retries":{"bulk":0,"search":0},'
                       . '"throttled_millis":0,"requests_per_second":-1.0,'
                       . '"throttled_until_millis":0}',
-      wire => fixture('../datahub/'
+      wire => GmsTest::fixture('../datahub/'
                       . 'restli-getEsTaskStatus-completed.wire.constructed.json')
     },
 

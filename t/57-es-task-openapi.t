@@ -42,20 +42,12 @@ GmsTest::need_module();
 GmsTest::need_redis();
 
 my $REPO = abs_path(dirname(__FILE__) . '/..');
-my $FIXTURES = "$REPO/t/fixtures/search-cluster";
 
-sub fixture {
-    my ($name) = @_;
-    open my $fh, '<:raw', "$FIXTURES/$name" or die "$FIXTURES/$name: $!\n";
-    local $/;
-    return scalar <$fh>;
-}
-
-my $COMPLETED = fixture('datahub-openapi-getTaskStatus-completed.json');
-my $NOT_FOUND = fixture('datahub-openapi-getTaskStatus-not-found.txt');
-my $BAD_ID = fixture('datahub-openapi-getTaskStatus-bad-id.txt');
-my $FORBIDDEN = fixture('datahub-openapi-getTaskStatus-forbidden.txt');
-my $INTERNAL = fixture('datahub-openapi-getTaskStatus-cluster-error.json');
+my $COMPLETED = GmsTest::fixture('datahub-openapi-getTaskStatus-completed.json');
+my $NOT_FOUND = GmsTest::fixture('datahub-openapi-getTaskStatus-not-found.txt');
+my $BAD_ID = GmsTest::fixture('datahub-openapi-getTaskStatus-bad-id.txt');
+my $FORBIDDEN = GmsTest::fixture('datahub-openapi-getTaskStatus-forbidden.txt');
+my $INTERNAL = GmsTest::fixture('datahub-openapi-getTaskStatus-cluster-error.json');
 
 my $PATH = '/openapi/operations/elasticSearch/getTaskStatus';
 my $SAMPLE_TASK = 'qhxGdzytQS-pQek8CwBCZg:54654';
@@ -108,7 +100,7 @@ sub search_cluster {
                         . '"status":500}'] if $task eq 'serverError:1';
     return [429, $JSON, '{"status":429}'] if $task eq 'tooMany:1';
     return [200, $JSON, $DATAHUB_SAMPLE, 2] if $task eq 'slow:1';
-    return [404, $JSON, fixture('not-found-404.constructed.json')];
+    return [404, $JSON, GmsTest::fixture('not-found-404.constructed.json')];
 }
 
 # The default test edge, and: a location on DataHub 1.4.0 (a prefix

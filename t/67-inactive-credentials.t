@@ -42,17 +42,9 @@ GmsTest::need_module();
 GmsTest::need_redis();
 GmsTest::skip_all('no openssl command') unless GmsTest::in_path('openssl');
 
-my $FIXTURES = abs_path(dirname(__FILE__)) . '/fixtures/search-cluster';
-
-sub fixture {
-    my ($name) = @_;
-    open my $fh, '<:raw', "$FIXTURES/$name" or die "$FIXTURES/$name: $!\n";
-    local $/;
-    return scalar <$fh>;
-}
 
 # GlobalControllerExceptionHandler.actorAccessException
-my $OPENAPI_INACTIVE = fixture('datahub-openapi-getTaskStatus-inactive.json');
+my $OPENAPI_INACTIVE = GmsTest::fixture('datahub-openapi-getTaskStatus-inactive.json');
 
 my $INACTIVE = 'Actor is not active';
 my $INACTIVE_500 = 'io.datahubproject.metadata.exception.'

@@ -174,6 +174,17 @@ sub slurp {
     return scalar(<$fh>) // '';
 }
 
+# A recorded search-cluster or GMS answer from t/fixtures/search-cluster/,
+# byte for byte; a missing one ends the test.
+sub fixture {
+    my ($name) = @_;
+    my $path = dirname(abs_path(__FILE__))
+             . "/../fixtures/search-cluster/$name";
+    open my $fh, '<:raw', $path or die "$path: $!\n";
+    local $/;
+    return scalar <$fh>;
+}
+
 # Replaces %%NAME%% placeholders; an unknown name is an error rather than
 # a silently broken configuration.
 sub substitute {
