@@ -104,7 +104,8 @@ gms_events_parse(const char *body, size_t len, gms_events_t *ev, char *err,
         msg = json_object_get(root, "errorMessage");
 
         if (json_is_string(msg)) {
-            gms_events_text(err, err_len, "no offsetId: errorMessage \"%.200s\"",
+            gms_events_text(err, err_len,
+                            "no offsetId: errorMessage \"%.200s\"",
                             json_string_value(msg));
 
         } else {
@@ -239,10 +240,9 @@ gms_events_text(char *buf, size_t size, const char *fmt, ...)
 static int
 gms_events_event(json_t *item, gms_event_t *e)
 {
-    int            rc;
-    json_t        *mcl, *created;
-    const char    *value, *type;
-    json_error_t   jerr;
+    int           rc;
+    json_t       *mcl, *created;
+    const char   *value, *type;
 
     if (!json_is_object(item)) {
         return gms_events_reject(e, "an event is not an object");
@@ -260,7 +260,7 @@ gms_events_event(json_t *item, gms_event_t *e)
         return gms_events_reject(e, "an event's value is not a string");
     }
 
-    mcl = json_loads(value, JSON_REJECT_DUPLICATES, &jerr);
+    mcl = json_loads(value, JSON_REJECT_DUPLICATES, NULL);
 
     if (!json_is_object(mcl)) {
         json_decref(mcl);

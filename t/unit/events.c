@@ -19,7 +19,10 @@
 #define TOKEN_ID    "femuAmDTAp0+SB4MEXgSotsqvwgTGupwOrDidftkq5A="
 #define TOKEN_URN   "urn:li:dataHubAccessToken:" TOKEN_ID
 
-/* {"MetadataChangeLog_Versioned_v1-0":100,"MetadataChangeLog_Versioned_v1-1":50} */
+/*
+ * {"MetadataChangeLog_Versioned_v1-0":100,
+ *  "MetadataChangeLog_Versioned_v1-1":50}
+ */
 #define OFFSET_OLD                                                            \
     "eyJNZXRhZGF0YUNoYW5nZUxvZ19WZXJzaW9uZWRfdjEtMCI6MTAwLCJNZXRhZGF0YUNoYW5n" \
     "ZUxvZ19WZXJzaW9uZWRfdjEtMSI6NTB9"
