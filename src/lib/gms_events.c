@@ -41,6 +41,15 @@
 #define gms_events_prefix(s, len, p)                                          \
     ((len) >= sizeof(p) - 1 && memcmp(s, p, sizeof(p) - 1) == 0)
 
+/* a user's URN, as a cache entry may hold it (gms_actor_valid) */
+#define gms_events_user(s, len)                                               \
+    (gms_events_prefix(s, len, GMS_EVENTS_USER_URN)                           \
+     && (len) > sizeof(GMS_EVENTS_USER_URN) - 1 && gms_actor_valid(s, len))
+
+/* a topic in a text: 64 bytes at most */
+#define gms_events_topic(p)                                                   \
+    (int) ((p)->topic_len > 64 ? 64 : (p)->topic_len), (p)->topic
+
 
 static const char  gms_events_nomem[] = "out of memory";
 
@@ -374,10 +383,7 @@ gms_events_classify(json_t *mcl, gms_event_t *e)
             || strcmp(aspect, "status") == 0
             || strcmp(aspect, "corpUserKey") == 0)
         {
-            if (!gms_events_prefix(urn, len, GMS_EVENTS_USER_URN)
-                || len == sizeof(GMS_EVENTS_USER_URN) - 1
-                || !gms_actor_valid(urn, len))
-            {
+            if (!gms_events_user(urn, len)) {
                 return gms_events_reject(e, "a corpuser's URN is not a "
                                          "user's");
             }
@@ -427,10 +433,7 @@ gms_events_token_info(json_t *mcl, gms_event_t *e)
         return gms_events_reject(e, "a token's info has no actorUrn");
     }
 
-    if (!gms_events_prefix(actor, len, GMS_EVENTS_USER_URN)
-        || len == sizeof(GMS_EVENTS_USER_URN) - 1
-        || !gms_actor_valid(actor, len))
-    {
+    if (!gms_events_user(actor, len)) {
         json_decref(info);
         return gms_events_reject(e, "a token's actorUrn is not a user's");
     }
@@ -732,16 +735,14 @@ gms_events_offset_check(const char *old, const char *next, int64_t count,
 
         if (q == NULL) {
             gms_events_text(why, why_len, "partition %.*s-%lld is gone",
-                            (int) (p->topic_len > 64 ? 64 : p->topic_len),
-                            p->topic, (long long) p->partition);
+                            gms_events_topic(p), (long long) p->partition);
             goto done;
         }
 
         if (q->offset < p->offset) {
             gms_events_text(why, why_len, "partition %.*s-%lld went back "
                             "from %lld to %lld",
-                            (int) (p->topic_len > 64 ? 64 : p->topic_len),
-                            p->topic, (long long) p->partition,
+                            gms_events_topic(p), (long long) p->partition,
                             (long long) p->offset, (long long) q->offset);
             goto done;
         }
@@ -756,8 +757,7 @@ gms_events_offset_check(const char *old, const char *next, int64_t count,
 
         if (gms_events_offset_find(&o, p) == NULL) {
             gms_events_text(why, why_len, "partition %.*s-%lld is new",
-                            (int) (p->topic_len > 64 ? 64 : p->topic_len),
-                            p->topic, (long long) p->partition);
+                            gms_events_topic(p), (long long) p->partition);
             goto done;
         }
     }
