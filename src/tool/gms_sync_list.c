@@ -54,7 +54,7 @@ typedef struct {
 } gms_sync_seen_t;
 
 
-static int gms_sync_list_span(gms_tool_t *t, gms_graphql_t *g,
+static int gms_sync_list_pages(gms_tool_t *t, gms_graphql_t *g,
     const gms_graphql_conf_t *gms, long page_size, json_t *filters,
     gms_sync_list_t *in, gms_sync_seen_t *seen, unsigned *page, int *over);
 static json_t *gms_sync_list_between(int64_t lo, int64_t hi);
@@ -139,7 +139,7 @@ gms_sync_list_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
 
     page = 0;
 
-    rc = gms_sync_list_span(t, g, gms, page_size, NULL, in, &seen, &page,
+    rc = gms_sync_list_pages(t, g, gms, page_size, NULL, in, &seen, &page,
                             &over);
 
     /* the spans still to list, the earliest on top */
@@ -161,7 +161,7 @@ gms_sync_list_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
             break;
         }
 
-        rc = gms_sync_list_span(t, g, gms, page_size, filters, in, &seen,
+        rc = gms_sync_list_pages(t, g, gms, page_size, filters, in, &seen,
                                 &page, &over);
 
         json_decref(filters);
@@ -241,7 +241,7 @@ gms_sync_list_range(gms_tool_t *t, gms_graphql_t *g,
         return GMS_TOOL_GMS;
     }
 
-    rc = gms_sync_list_span(t, g, gms, page_size, filters, in, &seen, &page,
+    rc = gms_sync_list_pages(t, g, gms, page_size, filters, in, &seen, &page,
                             over);
 
     json_decref(filters);
@@ -292,7 +292,7 @@ gms_sync_list_actors(gms_tool_t *t, gms_graphql_t *g,
 
     page = (unsigned) in->pages;
 
-    rc = gms_sync_list_span(t, g, gms, page_size, filters, in, &seen, &page,
+    rc = gms_sync_list_pages(t, g, gms, page_size, filters, in, &seen, &page,
                             &over);
 
     if (rc == GMS_TOOL_OK && over) {
@@ -328,14 +328,15 @@ gms_sync_list_between(int64_t lo, int64_t hi)
 
 
 /*
- * The pages of one span of createdAt, or of the filters given (NULL: the
- * whole listing), from its start on.  *over: the span holds more tokens than a search may page
- * through (a span's first page said so, or the pages reached the window's
- * end): it is to be halved; what it listed so far is kept.
+ * The pages of the tokens the filters select (a span of createdAt, the
+ * users named; NULL: the whole listing), from their start on.  *over:
+ * they are more than a search may page through (the first page said so,
+ * or the pages reached the window's end): a span is to be halved; what
+ * was listed so far is kept.
  */
 
 static int
-gms_sync_list_span(gms_tool_t *t, gms_graphql_t *g,
+gms_sync_list_pages(gms_tool_t *t, gms_graphql_t *g,
     const gms_graphql_conf_t *gms, long page_size, json_t *filters,
     gms_sync_list_t *in, gms_sync_seen_t *seen, unsigned *page, int *over)
 {

@@ -28,7 +28,10 @@
  * reads: it writes no token of theirs.  A user found inactive is added to
  * the set first, then every cached token of theirs is deleted and its id
  * published on <prefix>invalidate; a user active again leaves the set, and
- * the next token cycle writes their tokens back.  A user GMS fails on is
+ * the next token cycle writes their tokens back (follow, on DataHub's
+ * change stream, reads a user again as soon as its status changes,
+ * gms_tool_users_recheck, and writes them back at once; its whole check
+ * leaves a user the stream read again meanwhile as the stream left it).  A user GMS fails on is
  * left as it was, either way: an error neither deletes a user's tokens nor
  * brings them back.  With refuse off (--inactive keep: DataHub before 1.2
  * accepts such tokens) the users are only counted, and the set emptied.
