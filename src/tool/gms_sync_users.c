@@ -28,13 +28,14 @@
  * reads: it writes no token of theirs.  A user found inactive is added to
  * the set first, then every cached token of theirs is deleted and its id
  * published on <prefix>invalidate; a user active again leaves the set, and
- * the next token cycle writes their tokens back (follow, on DataHub's
+ * the next token cycle writes their tokens back.  (Follow, on DataHub's
  * change stream, reads a user again as soon as its status changes,
  * gms_tool_users_recheck, and writes them back at once; its whole check
- * leaves a user the stream read again meanwhile as the stream left it).  A user GMS fails on is
- * left as it was, either way: an error neither deletes a user's tokens nor
- * brings them back.  With refuse off (--inactive keep: DataHub before 1.2
- * accepts such tokens) the users are only counted, and the set emptied.
+ * leaves a user the stream read again meanwhile as the stream left it.)
+ * A user GMS fails on is left as it was, either way: an error neither
+ * deletes a user's tokens nor brings them back.  With refuse off
+ * (--inactive keep: DataHub before 1.2 accepts such tokens) the users are
+ * only counted, and the set emptied.
  * With --inactive mark the set is kept as with refuse, but their tokens
  * stay cached: the edge reads the set in its lookup and answers by its
  * gms_datahub_version (403 "Actor is not active" from 0.15, 401 from
@@ -204,6 +205,9 @@ static int gms_users_ask_all(gms_tool_t *t, gms_graphql_t *g,
     gms_users_t *u);
 static void gms_users_count(gms_tool_t *t, gms_users_t *u,
     gms_tool_users_counts_t *counts);
+static int gms_users_again(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    int refuse, gms_users_t *u, const gms_tool_users_skip_t *skip,
+    gms_tool_users_counts_t *counts);
 static int gms_users_ask(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u,
     const size_t *ask, size_t n);
 static int gms_users_query(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u,
@@ -223,6 +227,8 @@ static int gms_users_deleted(gms_tool_t *t, gms_users_t *u);
 static gms_users_user_t *gms_users_find(gms_users_user_t *users,
     size_t n, const char *urn, size_t len);
 static int gms_users_user_cmp(const void *one, const void *two);
+static int gms_users_order(const char *a, size_t alen, const char *b,
+    size_t blen);
 static int gms_users_token_cmp(const void *one, const void *two);
 static int gms_users_urn_cmp(const void *one, const void *two);
 static void gms_users_free(gms_users_t *u);
@@ -334,10 +340,72 @@ gms_tool_users_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
 
     rc = GMS_TOOL_OK;
 
+    if (skip != NULL && refuse != GMS_TOOL_INACTIVE_KEEP) {
+        rc = gms_users_again(t, gms, refuse, &u, skip, counts);
+    }
+
 done:
 
     gms_graphql_close(g);
     gms_users_free(&u);
+
+    return rc;
+}
+
+
+/*
+ * The users the stream read again after the skips were decided, while
+ * the check wrote: the stream's writes may have come before the check's
+ * older ones.  They are read again now and applied, so that the last
+ * view written is no older than the stream's.  Rare: a few users.
+ */
+
+static int
+gms_users_again(gms_tool_t *t, const gms_graphql_conf_t *gms, int refuse,
+    gms_users_t *u, const gms_tool_users_skip_t *skip,
+    gms_tool_users_counts_t *counts)
+{
+    int                      rc;
+    char                   **urns;
+    size_t                   i, n;
+    gms_users_user_t        *user;
+    gms_tool_users_counts_t  again;
+
+    urns = NULL;
+
+    for (n = 0, i = 0; i < u->n; i++) {
+        user = &u->users[i];
+
+        if (user->skip || !skip->touched(skip->data, user->urn, user->len)) {
+            continue;
+        }
+
+        if (urns == NULL) {
+            urns = malloc(u->n * sizeof(char *));
+            if (urns == NULL) {
+                gms_tool_error(t, "out of memory");
+                return GMS_TOOL_REDIS;
+            }
+        }
+
+        /* NUL-terminated: a holder's URN, or a member's (hiredis's) */
+        urns[n++] = (char *) user->urn;
+    }
+
+    if (n == 0) {
+        return GMS_TOOL_OK;
+    }
+
+    memset(&again, 0, sizeof(gms_tool_users_counts_t));
+
+    rc = gms_tool_users_recheck(t, gms, refuse, urns, n, &again);
+
+    free(urns);
+
+    counts->newly += again.newly;
+    counts->reactivated += again.reactivated;
+    counts->dropped += again.dropped;
+    counts->restored += again.restored;
 
     return rc;
 }
@@ -1607,11 +1675,7 @@ gms_users_find(gms_users_user_t *users, size_t n, const char *urn,
         mid = lo + (hi - lo) / 2;
         user = &users[mid];
 
-        r = memcmp(user->urn, urn, user->len < len ? user->len : len);
-
-        if (r == 0) {
-            r = (user->len > len) - (user->len < len);
-        }
+        r = gms_users_order(user->urn, user->len, urn, len);
 
         if (r == 0) {
             return user;
@@ -1632,15 +1696,25 @@ gms_users_find(gms_users_user_t *users, size_t n, const char *urn,
 static int
 gms_users_user_cmp(const void *one, const void *two)
 {
-    int                      r;
     const gms_users_user_t  *a, *b;
 
     a = one;
     b = two;
 
-    r = memcmp(a->urn, b->urn, a->len < b->len ? a->len : b->len);
+    return gms_users_order(a->urn, a->len, b->urn, b->len);
+}
 
-    return r ? r : (a->len > b->len) - (a->len < b->len);
+
+/* URNs in byte order, a prefix first: strcmp's, with lengths */
+
+static int
+gms_users_order(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int  r;
+
+    r = memcmp(a, b, alen < blen ? alen : blen);
+
+    return r ? r : (alen > blen) - (alen < blen);
 }
 
 
