@@ -26,7 +26,8 @@
  * first holders, as a whole run does, and for a backoff after failures.
  * A token's holder the stream cached joins the holders at once (and
  * kicks a mirror if it is a new one), until a token cycle's holders have
- * it or two of them lacked it.  With the journal, the users' status
+ * it or GMS_FOLLOW_HOLDER_AGE of them lacked it.  With --privileges off
+ * there is no mirror to kick.  With the journal, the users' status
  * leaves a user the stream read again while the check was reading GMS.
  *
  * The thread has its own copy of gms_tool_t (its own Redis connection and
@@ -202,9 +203,15 @@ gms_follow_privileges_stop(gms_follow_privileges_t *p)
 void
 gms_follow_privileges_kick(gms_follow_privileges_t *p, unsigned what)
 {
+    what &= GMS_FOLLOW_KICK_MIRROR | GMS_FOLLOW_KICK_USERS;
+
+    if (p->mode == GMS_TOOL_PRIVILEGES_OFF) {
+        what &= ~GMS_FOLLOW_KICK_MIRROR;
+    }
+
     pthread_mutex_lock(&p->mutex);
 
-    p->kick |= what & (GMS_FOLLOW_KICK_MIRROR | GMS_FOLLOW_KICK_USERS);
+    p->kick |= what;
 
     pthread_cond_broadcast(&p->cond);
     pthread_mutex_unlock(&p->mutex);
@@ -270,8 +277,10 @@ gms_follow_privileges_holder(gms_follow_privileges_t *p, const char *urn,
     h->len = len;
     p->nadded++;
 
-    p->kick |= GMS_FOLLOW_KICK_MIRROR;
-    pthread_cond_broadcast(&p->cond);
+    if (p->mode != GMS_TOOL_PRIVILEGES_OFF) {
+        p->kick |= GMS_FOLLOW_KICK_MIRROR;
+        pthread_cond_broadcast(&p->cond);
+    }
 
 done:
 
