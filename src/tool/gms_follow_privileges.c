@@ -667,6 +667,11 @@ gms_follow_privileges_insert(gms_tool_holders_t *h, const char *urn,
         return -1;
     }
 
+    if (h->ids == NULL) {
+        /* holders with no ids at all: none known */
+        memset(ids, 0, (h->n + 1) * sizeof(char *));
+    }
+
     h->ids = ids;
 
     h->urns[h->n] = h->urns[h->listed];
