@@ -8,8 +8,8 @@
 # variables, the Bearer token), the counts, the hashes with createdAt,
 # --prune and its grace for tokens younger than a minute that GMS's entity
 # store could not confirm gone (DataHub's search index lags behind a new
-# token), none for one it says is gone, and every failure (401, a GraphQL error,
-# a bad second page, a timeout, a dead port, a body that is not JSON)
+# token), none for one it says is gone, and every failure (401, a GraphQL
+# error, a bad second page, a timeout, a dead port, a body that is not JSON)
 # refused in one line with Redis left byte for byte as it was; a list
 # short of its total prunes only what GMS's entity store says is gone.  TLS to GMS (nginx in front of the stand-in): a certificate the
 # system's CAs or --gms-ca-file do not verify, or for another name, is

@@ -72,8 +72,8 @@ sub lines_after {
 }
 
 # A token listed, cached by the follower, used at the edge, then revoked:
-# refused within 5 cycles.  $spans: the cycle that cached it went by spans
-# (else whole).
+# refused within 5 cycles.  $mode spans: the cycle that cached it went by
+# spans; whole: it read the listing whole.
 sub revoked_young {
     my ($f, $mode, $name, $created, $what) = @_;
     my $tok = listed($name, created => $created);
@@ -83,9 +83,9 @@ sub revoked_young {
     ok(within_cycles($f, $name, 'ok', 5),
        "$mode: a token $what, listed: 200 at the edge");
     my ($added) = grep { / added=1 / } lines_after($f, $n);
-    like($added // '', $mode eq 'spans' ? qr/ spans=\d+\/\d+ / : qr/^(?!.*spans=)/,
-         "... cached by a cycle " . ($mode eq 'spans' ? 'by spans'
-                                                      : 'listing whole'))
+    my $by = $mode eq 'spans' ? qr/ spans=\d+\/\d+ / : qr/^(?!.*spans=)/;
+    like($added // '', $by, '... cached by a cycle '
+                            . ($mode eq 'spans' ? 'by spans' : 'listing whole'))
         or diag($added);
 
     $gms->revoke($tok->{id});
