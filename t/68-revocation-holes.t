@@ -89,9 +89,12 @@ sub revoked_young {
         or diag($added);
 
     $gms->revoke($tok->{id});
+    my $t0 = time;
     ok(within_cycles($f, $name, 'unknown', 5),
        "$mode: revoked in DataHub: 401 at the edge within 5 cycles, "
        . 'no grace for a token GMS says is gone');
+    diag(sprintf '%s, %s: %.2f s from the revocation to the 401', $mode,
+         $what, time - $t0);
 }
 
 # --- cycles by spans (--full-interval 10m, the default) -----------------
