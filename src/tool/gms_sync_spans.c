@@ -19,8 +19,12 @@
  *
  * A revocation removes a token from its span's number: its span is
  * listed again and the token is missing from it, then asked of the
- * entity store and pruned as in a whole sync.  A cycle costs a request
- * per 200 spans, one per changed span and the last span's pages.
+ * entity store and pruned as in a whole sync.  One the cycle keeps
+ * although missing (GMS still has it, held back by --max-prune, young
+ * and not confirmed gone) is pending: asked again at every cycle until
+ * it is pruned or listed, as a whole listing's SCAN would find it.  A
+ * cycle costs a request per 200 spans, one per changed span, the last
+ * span's pages and one per 100 tokens missing or pending.
  *
  * A span's number could stay the same with one token gone and another
  * come (a token indexed more than five minutes after it was made, a
@@ -284,7 +288,7 @@ gms_sync_spans_count(gms_tool_t *t, gms_graphql_t *g, gms_sync_spans_t *s,
 /*
  * The known tokens of the spans not listed again (and those in no span)
  * appended, known; those of the spans listed again that the spans no
- * longer hold into *gone.
+ * longer hold, and the pending ones still unlisted, into *gone.
  */
 
 static int
@@ -328,7 +332,7 @@ gms_sync_spans_known(gms_tool_t *t, gms_sync_spans_t *s,
 
         if (i >= s->first[0] && changed[k]) {
             if (ids == NULL) {
-                ids = malloc((s->ntokens - i) * sizeof(*ids));
+                ids = malloc((s->ntokens - i + s->npending) * sizeof(*ids));
                 if (ids == NULL) {
                     gms_tool_error(t, "out of memory");
                     goto failed;
@@ -356,6 +360,27 @@ gms_sync_spans_known(gms_tool_t *t, gms_sync_spans_t *s,
         tok->seq = n;
         tok->known = 1;
         n++;
+    }
+
+    /*
+     * The tokens the last cycle kept although its listing lacked them
+     * (GMS still had them, held back, young and unconfirmed): asked
+     * again, at every cycle until they are listed or pruned
+     */
+    for (i = 0; i < s->npending; i++) {
+        if (gms_sync_list_find(in, s->pending[i], GMS_TOKEN_ID_LEN)) {
+            continue;
+        }
+
+        if (ids == NULL) {
+            ids = malloc((s->npending - i) * sizeof(*ids));
+            if (ids == NULL) {
+                gms_tool_error(t, "out of memory");
+                goto failed;
+            }
+        }
+
+        memcpy(ids[counts->gone++], s->pending[i], GMS_TOKEN_ID_LEN + 1);
     }
 
     /* gms_sync_list_find above searched the listed ones only */
@@ -557,6 +582,7 @@ gms_sync_spans_free(gms_sync_spans_t *s)
     free(s->tokens);
     free(s->lo);
     free(s->first);
+    free(s->pending);
 
     full_interval = s->full_interval;
     memset(s, 0, sizeof(gms_sync_spans_t));

@@ -47,6 +47,10 @@ typedef struct {
     int64_t                full_at;        /* the last whole listing, ms
                                               (monotonic) */
     int64_t                full_interval;  /* ms; 0: every listing whole */
+    char                 (*pending)[GMS_TOKEN_ID_LEN + 1];
+                                           /* cached, unlisted, kept by the
+                                              last cycle: asked again */
+    size_t                 npending;
     unsigned               ready:1;
 } gms_sync_spans_t;
 
@@ -55,7 +59,8 @@ typedef struct {
 typedef struct {
     size_t                 listed;         /* spans listed again */
     size_t                 spans;
-    size_t                 gone;           /* known tokens no longer listed */
+    size_t                 gone;           /* known tokens no longer listed,
+                                              and pending ones still not */
 } gms_sync_spans_counts_t;
 
 

@@ -11,9 +11,13 @@
  * GMS still takes every token.  With --gms, each unlisted token is asked
  * of GMS's entity store (gms_sync_confirm): one it still has is kept, one
  * it no longer has is pruned; those it could not answer for are pruned
- * only as long as they are no more than --max-prune of the cache.  A
- * token created in the last minute is kept in any case (the index lags
- * behind a new token, and put's tokens are none of GMS's).
+ * only as long as they are no more than --max-prune of the cache.  Of
+ * those nothing confirmed gone (from stdin, or unanswered), one created in
+ * the last minute is kept (the index lags behind a new token); one the
+ * entity store no longer has is pruned however young, so that a token
+ * revoked a second after it was made is refused at the next cycle.
+ * follow asks the unlisted tokens a cycle kept again at the next one
+ * (gms_sync_pending), though that one go by spans.
  * Every token added, changed, deleted as expired or pruned is published
  * on <prefix>invalidate: an edge drops what it cached for it, the "no such
  * token" of a token tried before it was listed included.
@@ -96,6 +100,7 @@ typedef struct {
     size_t                 len;
     gms_sync_state_e       state;
     unsigned               deleted:1;      /* pruned by this run */
+    unsigned               kept:1;         /* still cached after it */
 } gms_sync_missing_t;
 
 
@@ -119,6 +124,8 @@ static int gms_sync_whole(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
 static int gms_sync_gone(gms_tool_t *t, gms_sync_input_t *in,
     char (*gone)[GMS_TOKEN_ID_LEN + 1], const gms_sync_spans_counts_t *spans,
     size_t known, gms_tool_sync_counts_t *counts);
+static void gms_sync_revoked(const gms_tool_sync_conf_t *conf,
+    gms_sync_list_t *list, gms_tool_sync_counts_t *counts);
 static int gms_sync_inactive_read(gms_tool_t *t, gms_sync_input_t *in);
 static int gms_sync_inactive_has(gms_sync_input_t *in, const char *actor,
     size_t len);
@@ -130,6 +137,8 @@ static int gms_sync_publish(gms_tool_t *t, gms_sync_input_t *in,
     size_t from, size_t to);
 static int gms_sync_prune_republish(gms_tool_t *t, gms_sync_input_t *in,
     size_t from, size_t to);
+static int gms_sync_pending(gms_tool_t *t, gms_sync_input_t *in,
+    gms_sync_spans_t *next);
 static int gms_sync_missing(gms_tool_t *t, gms_sync_input_t *in,
     gms_tool_sync_counts_t *counts);
 static int gms_sync_confirm(gms_tool_t *t, const gms_graphql_conf_t *gms,
@@ -223,15 +232,10 @@ gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
         goto done;
     }
 
-    /* the spans of this listing, kept for the next cycle if this one works */
-    if (conf->spans
-        && gms_sync_spans_make(t, &in.list, conf->page_size, &next) != 0)
-    {
-        goto done;
-    }
-
     if (!whole) {
-        if (gms_sync_gone(t, &in, gone, &spans, conf->spans->ntokens, counts)
+        if (gms_sync_gone(t, &in, gone, &spans,
+                          conf->spans->ntokens + conf->spans->npending,
+                          counts)
             != 0)
         {
             goto done;
@@ -257,10 +261,22 @@ gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
         gms_sync_bound(conf, &in, counts);
     }
 
+    if (conf->revoked) {
+        gms_sync_revoked(conf, &in.list, counts);
+    }
+
+    /* the spans of this listing, kept for the next cycle if this one works */
+    if (conf->spans
+        && gms_sync_spans_make(t, &in.list, conf->page_size, &next) != 0)
+    {
+        goto done;
+    }
+
     counts->tokens = in.list.ntokens;
 
     if (gms_sync_write(t, &in, counts) != 0
         || (conf->prune && gms_sync_prune(t, &in, counts) != 0)
+        || (conf->spans && conf->prune && gms_sync_pending(t, &in, &next) != 0)
         || (holders && gms_sync_holders(t, &in, holders) != 0))
     {
         goto done;
@@ -451,6 +467,37 @@ gms_sync_gone(gms_tool_t *t, gms_sync_input_t *in,
     counts->unlisted = in->nmissing;
 
     return 0;
+}
+
+
+/*
+ * The tokens the change stream deleted after this listing was read
+ * (conf->revoked says which): out of the listing, so that they are
+ * neither written back nor counted, listed or cached.  Asked just before
+ * the writes, the listing's last step.
+ */
+
+static void
+gms_sync_revoked(const gms_tool_sync_conf_t *conf, gms_sync_list_t *list,
+    gms_tool_sync_counts_t *counts)
+{
+    size_t             i, n;
+    gms_sync_token_t  *tok;
+
+    for (n = 0, i = 0; i < list->ntokens; i++) {
+        tok = &list->tokens[i];
+
+        if (conf->revoked(conf->revoked_data, tok->id) != 1) {
+            list->tokens[n++] = *tok;
+            continue;
+        }
+
+        counts->cached -= tok->cached || tok->known;
+        free(tok->actor);
+    }
+
+    list->total -= list->total >= (int64_t) (i - n) ? (int64_t) (i - n) : 0;
+    list->ntokens = n;
 }
 
 
@@ -1104,7 +1151,12 @@ gms_sync_bound(const gms_tool_sync_conf_t *conf, gms_sync_input_t *in,
 
 /*
  * The missing keys deleted, pipelined, but those GMS still has, those
- * held back and, in the script, those created in the last minute.
+ * held back and, in the script, those created in the last minute that
+ * nothing confirmed gone.  One GMS's entity store no longer has is
+ * deleted however young: the entity is there before the token is handed
+ * out (StatefulTokenService.generateAccessToken: ingestProposal of
+ * dataHubAccessTokenInfo, not async) and gone once it is revoked
+ * (revokeAccessToken: deleteUrn), whatever the search index lags.
  */
 
 static int
@@ -1113,12 +1165,12 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
 {
     char                *id;
     size_t               i, j, end, base, id_len;
-    int64_t              cutoff, deleted;
+    int64_t              grace, cutoff, deleted;
     redisReply          *del;
     gms_sync_missing_t  *m;
 
     base = t->prefix_len + sizeof(GMS_KEY_TOKEN) - 1;
-    cutoff = gms_tool_now_ms() - GMS_SYNC_PRUNE_GRACE;
+    grace = gms_tool_now_ms() - GMS_SYNC_PRUNE_GRACE;
 
     counts->kept += in->nexists;
 
@@ -1136,6 +1188,8 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
             id = m->key + base;
             id_len = m->state == GMS_SYNC_NOT_A_TOKEN ? 0 : m->len - base;
 
+            cutoff = m->state == GMS_SYNC_GONE ? GMS_SYNC_TIME_MAX : grace;
+
             gms_tool_append(t, "EVAL %s 1 %b %lld %b %b",
                             gms_sync_delete_script, m->key, m->len,
                             (long long) cutoff, in->channel,
@@ -1148,8 +1202,10 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
             m = &in->missing[j];
 
             m->deleted = 0;
+            m->kept = m->state == GMS_SYNC_EXISTS
+                      || m->state == GMS_SYNC_HELD;
 
-            if (m->state == GMS_SYNC_EXISTS || m->state == GMS_SYNC_HELD) {
+            if (m->kept) {
                 continue;
             }
 
@@ -1162,6 +1218,7 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
             if (del->type == REDIS_REPLY_INTEGER) {
                 if (del->integer < 0) {
                     counts->kept++;
+                    m->kept = 1;
 
                 } else {
                     counts->pruned += del->integer;
@@ -1176,6 +1233,50 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
 
         if (deleted && gms_sync_prune_republish(t, in, i, end) != 0) {
             return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * follow: the unlisted tokens still cached after this cycle (GMS has
+ * them, held back, young and unconfirmed), for the next cycle by spans
+ * to ask again, as a whole listing's SCAN would find them: a token its
+ * span no longer lists is never forgotten until it is pruned or listed.
+ */
+
+static int
+gms_sync_pending(gms_tool_t *t, gms_sync_input_t *in, gms_sync_spans_t *next)
+{
+    size_t               i, n, base;
+    gms_sync_missing_t  *m;
+
+    base = t->prefix_len + sizeof(GMS_KEY_TOKEN) - 1;
+
+    for (n = 0, i = 0; i < in->nmissing; i++) {
+        n += in->missing[i].kept
+             && in->missing[i].state != GMS_SYNC_NOT_A_TOKEN;
+    }
+
+    if (n == 0) {
+        return 0;
+    }
+
+    next->pending = malloc(n * sizeof(*next->pending));
+    if (next->pending == NULL) {
+        gms_tool_error(t, "out of memory");
+        return -1;
+    }
+
+    for (i = 0; i < in->nmissing; i++) {
+        m = &in->missing[i];
+
+        if (m->kept && m->state != GMS_SYNC_NOT_A_TOKEN) {
+            memcpy(next->pending[next->npending], m->key + base,
+                   GMS_TOKEN_ID_LEN);
+            next->pending[next->npending++][GMS_TOKEN_ID_LEN] = '\0';
         }
     }
 

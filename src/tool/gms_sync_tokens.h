@@ -42,6 +42,12 @@ typedef struct {
     gms_sync_spans_t          *spans;      /* follow: the listing kept, read
                                               by spans between whole ones;
                                               NULL: always whole */
+    int                      (*revoked)(void *data, const char *id);
+                                           /* 1: the change stream deleted
+                                              the token since the listing
+                                              was read, not to be written
+                                              back; NULL: none */
+    void                      *revoked_data;
 } gms_tool_sync_conf_t;
 
 
