@@ -4,7 +4,9 @@ package GmsTest::GraphQL;
 # to it: POST /api/graphql answering listAccessTokens, listPolicies,
 # corpUser, corpGroup and role (their relationships, both directions),
 # entityExists, getGrantedPrivileges and the token management of
-# gms-token create, revoke and check-salt.  Built on GmsTest::Stub.
+# gms-token create, revoke and check-salt; GET /openapi/v1/events/poll,
+# the Events API, serving the changes made to all of that (see "The
+# Events API" below).  Built on GmsTest::Stub.
 #
 #   my $gms = GmsTest::GraphQL->start(token => $pat, tokens => \@tokens);
 #   run gms-token sync --gms $gms->url ...
@@ -149,6 +151,59 @@ package GmsTest::GraphQL;
 #   listAccessTokens like any other: no field of AccessTokenMetadata says
 #   the token's type (DataHubAccessTokenInfo has none; only the JWT's type
 #   claim does).  See _create.
+#
+# The Events API (DataHub 1.3+; GmsTest::Events names the DataHub files
+# it follows): GET /openapi/v1/events/poll?topic=MetadataChangeLog_
+# Versioned_v1&offsetId=&limit=&pollTimeoutSeconds= answers {offsetId,
+# count, events: [{contentType, value}], errorMessage} from the same state
+# the GraphQL side changes.  Every change appends its Metadata Change Log
+# records (MetadataChangeLog.avsc in Avro's JSON encoding), on one of two
+# partitions by the entity URN (Kafka's keyed producer):
+#   createAccessToken        dataHubAccessTokenKey and dataHubAccessToken-
+#                            Info UPSERT (DataHubAccessTokenInfo.pdl)
+#   revokeAccessToken, revoke()
+#                            DELETE of dataHubAccessTokenInfo and the key
+#                            (EntityService.deleteUrn); revoke() does not
+#                            check that the id exists
+#   tokens() replaced        per difference: a token gone DELETE, a new one
+#                            key + info, a changed one info UPSERT
+#   users(), createServiceAccount, deleteServiceAccount
+#                            per user, each aspect corpUser serves
+#                            (corpUserStatus, status, origin, subTypes)
+#                            that changed UPSERT, gone DELETE; corpUserKey
+#                            UPSERT for a user new to users() or back,
+#                            DELETE for one deleted
+#   policies()               dataHubPolicyInfo UPSERT, or DELETE of it and
+#                            dataHubPolicyKey for a policy gone
+#   memberships()            groupMembership / nativeGroupMembership /
+#                            roleMembership UPSERT per user or group whose
+#                            list changed
+# granted(), misbehave(), delay() append nothing (no DataHub change).  A
+# poll without offsetId starts at the end; it answers when limit events
+# came (limit default 100, at most 5000) or its pollTimeoutSeconds ran
+# out (default 5, at most 10; 0 reads nothing): a poll with no events
+# waits the whole timeout, in the stub's worker without blocking its other
+# connections (GmsTest::Stub's waiting answers).  The same Authorization
+# as /api/graphql; a bad offsetId or topic is the controller's 500
+# {"errorMessage": "An unexpected error occurred: ..."}.
+#
+#   start(events_api => 'on' | '404' | '403')   default 'on'; events_api()
+#                    changes it: '404' a GMS without the API (before 1.3,
+#                    EVENTS_API_ENABLED false), '403' a caller lacking
+#                    GET_METADATA_CHANGE_LOG_EVENTS (empty body)
+#   start(events_keep => N, events_max_age => SECONDS), retention(keep =>
+#                    N, max_age => SECONDS)
+#                    Kafka's retention: older events dropped; a kept offset
+#                    before the earliest left is reset to it (the consumer's
+#                    autoOffsetReset earliest): the answer skips ahead, a gap
+#   inject_event($bytes, key => URN)
+#                    an event whose value is any bytes (not JSON, an
+#                    unknown aspect, 10 MB, a bad token id ...)
+#   events           the events kept: {partition, offset, time, value, json}
+#   polls            how many polls were received
+#   misbehave(field => 'events', status => ...)
+#                    the poll misbehaves (so does every request when the
+#                    misbehaviour names no field)
 #
 # Answers and errors:
 # - An answer carries exactly the fields the query selects, in its order,
