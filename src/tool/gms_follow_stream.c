@@ -264,7 +264,10 @@ gms_follow_stream_thread(void *data)
             s->failures = 0;
             s->said_down = 0;
             s->limit = GMS_STREAM_LIMIT;
+            s->unread = 1;
+        }
 
+        if (s->unread) {
             free(s->offset);
             s->offset = NULL;
 
@@ -273,6 +276,8 @@ gms_follow_stream_thread(void *data)
                 src = GMS_STREAM_FAILED;
                 goto failed;
             }
+
+            s->unread = 0;
         }
 
         src = gms_follow_stream_poll(s, &rc, &why);
@@ -311,8 +316,7 @@ gms_follow_stream_thread(void *data)
 
         if (src == GMS_STREAM_ABSENT) {
             /* --changes stream: the Events API is required */
-            gms_tool_error(t, "%s: HTTP %s", gms_graphql_get_url(s->g),
-                           why);
+            gms_tool_error(t, "%s: %s", gms_graphql_get_url(s->g), why);
             rc = GMS_TOOL_GMS;
         }
 
@@ -933,6 +937,10 @@ gms_follow_stream_running(gms_follow_stream_t *s, int resumed)
 
     if (s->held) {
         s->state = GMS_FOLLOW_STREAM_RUNNING;
+
+    } else {
+        /* the lease lost meanwhile: its taker starts again */
+        was = GMS_FOLLOW_STREAM_RUNNING;
     }
 
     pthread_mutex_unlock(&s->mutex);

@@ -75,6 +75,7 @@ typedef struct {
     long                          limit;
     unsigned                      failures;
     unsigned                      said_down:1; /* auto's line printed */
+    unsigned                      unread:1;    /* the kept offset to read */
     uint64_t                      events;  /* since the lease was taken */
     uint64_t                      rejected;
 } gms_follow_stream_t;
