@@ -37,6 +37,7 @@ my $token_file = gms_account($SECRET);
 my $alice = 'urn:li:corpuser:alice';
 
 my $gms = GmsTest::GraphQL->start(token => $SECRET, workers => 4,
+    events_api => '404',
     tokens => [ listed('lease-1') ],
     policies => [ { urn => 'urn:li:dataHubPolicy:tokens',
                     privileges => ['MANAGE_ACCESS_TOKENS'],

@@ -45,7 +45,7 @@ my $now = now_ms();
 my $alice = 'urn:li:corpuser:alice';
 my $bob = 'urn:li:corpuser:bob';
 
-my $gms = GmsTest::GraphQL->start(token => $SECRET);
+my $gms = GmsTest::GraphQL->start(token => $SECRET, events_api => '404');
 my @gms = gms_args($gms->url, $token_file);
 my @sync = ('sync', @gms, '--privileges', 'off', '--prune');
 
