@@ -33,8 +33,11 @@ UNIT_TESTS       := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(wildcard t/unit/*.c)
 # the fuzzers share (t/01-unit.t checks that none includes nginx)
 LIB_SRCS         := $(wildcard src/lib/*.c)
 LIB_HDRS         := $(wildcard src/lib/*.h)
-PURE_SRCS        := $(LIB_SRCS) src/tool/gms_policy.c
-PURE_HDRS        := $(LIB_HDRS) src/tool/gms_policy.h
+# and the tool's files that need neither Redis nor GMS
+PURE_SRCS        := $(LIB_SRCS) src/tool/gms_policy.c \
+                    src/tool/gms_follow_journal.c
+PURE_HDRS        := $(LIB_HDRS) src/tool/gms_policy.h \
+                    src/tool/gms_follow_journal.h
 
 PROVE_FLAGS      ?=
 
@@ -108,7 +111,8 @@ clean:
 TOOL             := $(BUILD)/gms-token
 TOOL_SRCS        := $(wildcard src/tool/*.c) src/lib/gms_token.c \
                     src/lib/gms_lookup.c src/lib/gms_oauth_jwks.c \
-                    src/lib/gms_slot.c src/lib/gms_events.c
+                    src/lib/gms_slot.c src/lib/gms_events.c \
+                    src/lib/gms_id_memo.c
 TOOL_DEPS        := $(TOOL_SRCS) $(wildcard src/tool/*.h) $(LIB_HDRS)
 CFLAGS_TOOL      := -g -O2 -Wall -Wextra -Werror -fstack-protector-strong \
                     -Wformat -Werror=format-security -D_FORTIFY_SOURCE=2 \

@@ -201,7 +201,7 @@ gms_cmd_sync_handler(gms_tool_t *t, gms_tool_args_t *a)
     /* the holders' status, then their tokens out of the cache or back */
     memset(&users, 0, sizeof(gms_tool_users_counts_t));
 
-    rc = gms_tool_users_check(t, &gms, refuse, &holders, &users);
+    rc = gms_tool_users_check(t, &gms, refuse, &holders, NULL, &users);
 
     if (rc == GMS_TOOL_OK) {
         gms_tool_users_print(&users);

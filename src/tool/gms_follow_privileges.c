@@ -15,6 +15,21 @@
  * request under way, and the holders it had are dropped (another
  * process works now).
  *
+ * Following DataHub's change stream, the stream asks for work now (a
+ * kick): GMS_FOLLOW_KICK_MIRROR runs the mirror alone (a membership, a
+ * role or a policy changed: a few requests), GMS_FOLLOW_KICK_USERS the
+ * users' status of everyone (hundreds of requests at 20,000 users), both
+ * at once if asked while the thread waits, again right after the run if
+ * asked during one.  Whole runs (both) keep their cadence, which the
+ * follower sets (gms_follow_privileges_cadence: --full-interval with the
+ * stream, --privileges-interval when polling).  A kick waits for the
+ * first holders, as a whole run does, and for a backoff after failures.
+ * A token's holder the stream cached joins the holders at once (and
+ * kicks a mirror if it is a new one), until a token cycle's holders have
+ * it or GMS_FOLLOW_HOLDER_AGE of them lacked it.  With --privileges off
+ * there is no mirror to kick.  With the journal, the users' status
+ * leaves a user the stream read again while the check was reading GMS.
+ *
  * The thread has its own copy of gms_tool_t (its own Redis connection and
  * error message) and opens its own GraphQL handle at each mirror.  Its
  * line is its own, and so are its fields of <prefix>sync: privileges_at,
@@ -38,12 +53,35 @@
 #include "gms_sync_users.h"
 
 
+/* how many token cycles' holders may lack a holder the stream added */
+#define GMS_FOLLOW_HOLDER_AGE  3
+
+
+/* a users' check's start in the journal */
+typedef struct {
+    gms_follow_journal_t         *journal;
+    uint64_t                      seq;
+} gms_follow_privileges_since_t;
+
+
 static void *gms_follow_privileges_thread(void *data);
-static int gms_follow_privileges_next(gms_follow_privileges_t *p);
-static void gms_follow_privileges_sleep(gms_follow_privileges_t *p,
-    int64_t ms);
+static int gms_follow_privileges_users(gms_follow_privileges_t *p,
+    gms_tool_users_counts_t *users);
+static int gms_follow_privileges_touched(void *data, const char *urn,
+    size_t len);
+static int gms_follow_privileges_next(gms_follow_privileges_t *p,
+    unsigned *what);
+static void gms_follow_privileges_took(gms_follow_privileges_t *p);
+static void gms_follow_privileges_merge(gms_follow_privileges_t *p);
+static int gms_follow_privileges_insert(gms_tool_holders_t *h,
+    const char *urn, size_t len);
+static int gms_follow_privileges_has(const gms_tool_holders_t *h,
+    const char *urn, size_t len);
+static void gms_follow_privileges_forget(gms_follow_privileges_t *p);
+static int64_t gms_follow_privileges_done(gms_follow_privileges_t *p,
+    unsigned what, int ok, unsigned *failures);
 static int gms_follow_privileges_health_ok(gms_follow_privileges_t *p,
-    const gms_tool_privileges_counts_t *counts);
+    const gms_tool_privileges_counts_t *counts, int64_t interval_ms);
 static void gms_follow_privileges_abandon(gms_follow_privileges_t *p,
     int abandon);
 
@@ -108,7 +146,11 @@ gms_follow_privileges_hand(gms_follow_privileges_t *p,
 }
 
 
-/* the lease taken or lost; lost, a mirror under way is abandoned */
+/*
+ * The lease taken or lost; lost, a mirror under way is abandoned, and
+ * what the stream handed or asked for is forgotten (another process
+ * works now); taken again, the first run comes with the first holders.
+ */
 
 void
 gms_follow_privileges_lease(gms_follow_privileges_t *p, int held)
@@ -122,6 +164,9 @@ gms_follow_privileges_lease(gms_follow_privileges_t *p, int held)
             gms_follow_privileges_abandon(p, 1);
             gms_tool_holders_free(&p->latest);
             p->fresh = 0;
+            p->kick = 0;
+            p->due = 0;
+            gms_follow_privileges_forget(p);
         }
 
         pthread_cond_broadcast(&p->cond);
@@ -144,10 +189,142 @@ gms_follow_privileges_stop(gms_follow_privileges_t *p)
 
     pthread_join(p->thread, NULL);
 
+    gms_follow_privileges_forget(p);
+    free(p->added);
     gms_tool_holders_free(&p->latest);
     gms_tool_holders_free(&p->holders);
     pthread_cond_destroy(&p->cond);
     pthread_mutex_destroy(&p->mutex);
+}
+
+
+/* work now: during a run, another right after it */
+
+void
+gms_follow_privileges_kick(gms_follow_privileges_t *p, unsigned what)
+{
+    what &= GMS_FOLLOW_KICK_MIRROR | GMS_FOLLOW_KICK_USERS;
+
+    if (p->mode == GMS_TOOL_PRIVILEGES_OFF) {
+        what &= ~GMS_FOLLOW_KICK_MIRROR;
+    }
+
+    pthread_mutex_lock(&p->mutex);
+
+    p->kick |= what;
+
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->mutex);
+}
+
+
+/*
+ * A new token's holder, which the stream cached: the mirror works from
+ * it at once rather than from the next token cycle's holders.  A holder
+ * the thread has already changes nothing; a new one kicks a mirror.
+ */
+
+void
+gms_follow_privileges_holder(gms_follow_privileges_t *p, const char *urn,
+    size_t len)
+{
+    size_t                i, nalloc;
+    gms_follow_holder_t  *h;
+
+    if (len == 0 || memchr(urn, '\0', len) != NULL) {
+        return;
+    }
+
+    pthread_mutex_lock(&p->mutex);
+
+    if (!p->held
+        || (p->fresh && gms_follow_privileges_has(&p->latest, urn, len))
+        || (p->have && gms_follow_privileges_has(&p->holders, urn, len)))
+    {
+        goto done;
+    }
+
+    for (i = 0; i < p->nadded; i++) {
+        h = &p->added[i];
+
+        if (h->len == len && memcmp(h->urn, urn, len) == 0) {
+            goto done;
+        }
+    }
+
+    if (p->nadded == p->nalloc_added) {
+        nalloc = p->nalloc_added ? p->nalloc_added * 2 : 16;
+
+        h = realloc(p->added, nalloc * sizeof(gms_follow_holder_t));
+        if (h == NULL) {
+            goto done;
+        }
+
+        p->added = h;
+        p->nalloc_added = nalloc;
+    }
+
+    h = &p->added[p->nadded];
+    memset(h, 0, sizeof(gms_follow_holder_t));
+
+    h->urn = malloc(len + 1);
+    if (h->urn == NULL) {
+        goto done;
+    }
+
+    memcpy(h->urn, urn, len);
+    h->urn[len] = '\0';
+    h->len = len;
+    p->nadded++;
+
+    if (p->mode != GMS_TOOL_PRIVILEGES_OFF) {
+        p->kick |= GMS_FOLLOW_KICK_MIRROR;
+        pthread_cond_broadcast(&p->cond);
+    }
+
+done:
+
+    pthread_mutex_unlock(&p->mutex);
+}
+
+
+/* the whole runs' interval from now on; a shorter one counts at once */
+
+void
+gms_follow_privileges_cadence(gms_follow_privileges_t *p,
+    int64_t interval_ms)
+{
+    int64_t  due;
+
+    pthread_mutex_lock(&p->mutex);
+
+    if (p->interval_ms != interval_ms) {
+        p->interval_ms = interval_ms;
+
+        if (p->failures == 0 && p->due) {
+            due = gms_follow_monotonic() + gms_follow_jitter(interval_ms);
+
+            if (p->due > due) {
+                p->due = due;
+            }
+        }
+
+        pthread_cond_broadcast(&p->cond);
+    }
+
+    pthread_mutex_unlock(&p->mutex);
+}
+
+
+/* set before the lease is taken: the users' check asks it */
+
+void
+gms_follow_privileges_journal(gms_follow_privileges_t *p,
+    gms_follow_journal_t *j)
+{
+    pthread_mutex_lock(&p->mutex);
+    p->journal = j;
+    pthread_mutex_unlock(&p->mutex);
 }
 
 
@@ -158,34 +335,38 @@ gms_follow_privileges_thread(void *data)
 
     int                           rc, urc, abandoned;
     char                          now[32], error[sizeof(p->tool.error)];
-    int64_t                       start, took, wait;
-    unsigned                      failures;
+    int64_t                       start, took, wait, interval;
+    unsigned                      what, failures;
     gms_tool_t                   *t;
     gms_tool_users_counts_t       users;
     gms_tool_privileges_counts_t  counts;
 
     t = &p->tool;
-    failures = 0;
 
-    while (gms_follow_privileges_next(p) == 0) {
+    while (gms_follow_privileges_next(p, &what) == 0) {
         memset(&counts, 0, sizeof(gms_tool_privileges_counts_t));
         memset(&users, 0, sizeof(gms_tool_users_counts_t));
         t->error[0] = '\0';
+        error[0] = '\0';
 
         start = gms_follow_monotonic();
+        rc = GMS_TOOL_OK;
 
-        rc = gms_tool_privileges_mirror(t, &p->gms, p->mode, &p->holders,
-                                        &counts);
+        if (what & GMS_FOLLOW_KICK_MIRROR) {
+            rc = gms_tool_privileges_mirror(t, &p->gms, p->mode, &p->holders,
+                                            &counts);
 
-        memcpy(error, t->error, sizeof(error));
+            memcpy(error, t->error, sizeof(error));
 
-        if (rc == GMS_TOOL_REDIS) {
-            gms_tool_close(t);
+            if (rc == GMS_TOOL_REDIS) {
+                gms_tool_close(t);
+            }
         }
 
-        if (!__atomic_load_n(&p->abandon, __ATOMIC_RELAXED)) {
-            urc = gms_tool_users_check(t, &p->gms, p->refuse, &p->holders,
-                                       &users);
+        if ((what & GMS_FOLLOW_KICK_USERS)
+            && !__atomic_load_n(&p->abandon, __ATOMIC_RELAXED))
+        {
+            urc = gms_follow_privileges_users(p, &users);
 
             /* the mirror's failure first, if both failed */
             if (rc == GMS_TOOL_OK) {
@@ -203,8 +384,15 @@ gms_follow_privileges_thread(void *data)
             rc = GMS_TOOL_GMS;
         }
 
+        pthread_mutex_lock(&p->mutex);
+        interval = p->interval_ms;
+        pthread_mutex_unlock(&p->mutex);
+
         if (rc == GMS_TOOL_OK) {
-            rc = gms_follow_privileges_health_ok(p, &counts);
+            rc = gms_follow_privileges_health_ok(p,
+                                  (what & GMS_FOLLOW_KICK_MIRROR) ? &counts
+                                                                  : NULL,
+                                  interval);
         }
 
         took = gms_follow_monotonic() - start;
@@ -216,32 +404,44 @@ gms_follow_privileges_thread(void *data)
             continue;
         }
 
-        if (rc == GMS_TOOL_OK) {
-            failures = 0;
-            wait = gms_follow_jitter(p->interval_ms);
+        wait = gms_follow_privileges_done(p, what, rc == GMS_TOOL_OK,
+                                          &failures);
 
-            printf("gms-token follow: %s privileges ok users=%zu "
-                   "changed=%zu removed=%zu skipped=%zu checked=%zu "
-                   "inactive=%zu newly=%zu reactivated=%zu dropped=%zu "
-                   "unknown=%zu in %lldms\n",
-                   gms_follow_time(now, sizeof(now)), counts.users,
-                   counts.changed, counts.removed, counts.skipped,
-                   users.checked, users.inactive, users.newly,
-                   users.reactivated, users.dropped, users.unknown,
-                   (long long) took);
+        if (rc == GMS_TOOL_OK) {
+            gms_follow_time(now, sizeof(now));
+
+            if (what == GMS_FOLLOW_KICK_MIRROR) {
+                printf("gms-token follow: %s privileges ok (mirror) "
+                       "users=%zu changed=%zu removed=%zu skipped=%zu "
+                       "in %lldms\n", now, counts.users, counts.changed,
+                       counts.removed, counts.skipped, (long long) took);
+
+            } else if (what == GMS_FOLLOW_KICK_USERS) {
+                printf("gms-token follow: %s privileges ok (users) "
+                       "checked=%zu inactive=%zu newly=%zu reactivated=%zu "
+                       "dropped=%zu unknown=%zu in %lldms\n", now,
+                       users.checked, users.inactive, users.newly,
+                       users.reactivated, users.dropped, users.unknown,
+                       (long long) took);
+
+            } else {
+                printf("gms-token follow: %s privileges ok users=%zu "
+                       "changed=%zu removed=%zu skipped=%zu checked=%zu "
+                       "inactive=%zu newly=%zu reactivated=%zu "
+                       "dropped=%zu unknown=%zu in %lldms\n", now,
+                       counts.users, counts.changed, counts.removed,
+                       counts.skipped, users.checked, users.inactive,
+                       users.newly, users.reactivated, users.dropped,
+                       users.unknown, (long long) took);
+            }
 
         } else {
-            failures++;
-
             if (rc == GMS_TOOL_REDIS) {
                 gms_tool_close(t);
             }
 
             gms_follow_clean(t->error);
             gms_follow_health_failed(t, "privileges_", failures);
-
-            wait = gms_follow_jitter(gms_follow_backoff(p->interval_ms,
-                                                        failures));
 
             fprintf(stderr, "gms-token follow: %s privileges failed (%s): "
                     "%s; next try in %.1fs\n",
@@ -251,8 +451,6 @@ gms_follow_privileges_thread(void *data)
                     t->error[0] ? t->error : "no message",
                     (double) wait / 1000);
         }
-
-        gms_follow_privileges_sleep(p, wait);
     }
 
     gms_tool_close(t);
@@ -261,17 +459,65 @@ gms_follow_privileges_thread(void *data)
 }
 
 
+/* the users' check of everyone; with the journal, its marks skipped */
+
+static int
+gms_follow_privileges_users(gms_follow_privileges_t *p,
+    gms_tool_users_counts_t *users)
+{
+    int                            rc;
+    gms_tool_users_skip_t          skip;
+    gms_follow_journal_t          *j;
+    gms_follow_privileges_since_t  since;
+
+    pthread_mutex_lock(&p->mutex);
+    j = p->journal;
+    pthread_mutex_unlock(&p->mutex);
+
+    if (j == NULL) {
+        return gms_tool_users_check(&p->tool, &p->gms, p->refuse,
+                                    &p->holders, NULL, users);
+    }
+
+    since.journal = j;
+    since.seq = gms_follow_journal_begin(j, GMS_FOLLOW_JOURNAL_PRIVILEGES);
+
+    skip.touched = gms_follow_privileges_touched;
+    skip.data = &since;
+
+    rc = gms_tool_users_check(&p->tool, &p->gms, p->refuse, &p->holders,
+                              &skip, users);
+
+    gms_follow_journal_end(j, GMS_FOLLOW_JOURNAL_PRIVILEGES);
+
+    return rc;
+}
+
+
+static int
+gms_follow_privileges_touched(void *data, const char *urn, size_t len)
+{
+    gms_follow_privileges_since_t *since = data;
+
+    return gms_follow_journal_since(since->journal, GMS_FOLLOW_JOURNAL_USER,
+                                    urn, len, since->seq);
+}
+
+
 /*
- * Waits until the lease is held and some holders were handed over (the
- * latest taken if fresh); -1 once told to stop.  Holders from before the
- * lease was lost are dropped: the next mirror waits for the next token
- * cycle's.
+ * Waits until the lease is held, some holders were handed over (the
+ * latest taken if fresh), and a whole run is due or a kick asks for
+ * work; -1 once told to stop.  *what: what to run.  Holders from before
+ * the lease was lost are dropped: the next run waits for the next token
+ * cycle's.  After failures, a kick waits for the backoff to end.
  */
 
 static int
-gms_follow_privileges_next(gms_follow_privileges_t *p)
+gms_follow_privileges_next(gms_follow_privileges_t *p, unsigned *what)
 {
-    int  rc;
+    int              rc;
+    int64_t          now;
+    struct timespec  ts;
 
     pthread_mutex_lock(&p->mutex);
 
@@ -292,15 +538,36 @@ gms_follow_privileges_next(gms_follow_privileges_t *p)
             memset(&p->latest, 0, sizeof(gms_tool_holders_t));
             p->fresh = 0;
             p->have = 1;
+            gms_follow_privileges_took(p);
         }
 
-        if (p->held && p->have) {
-            gms_follow_privileges_abandon(p, 0);
-            rc = 0;
-            break;
+        if (!(p->held && p->have)) {
+            pthread_cond_wait(&p->cond, &p->mutex);
+            continue;
         }
 
-        pthread_cond_wait(&p->cond, &p->mutex);
+        gms_follow_privileges_merge(p);
+
+        now = gms_follow_monotonic();
+
+        if (now >= p->due) {
+            *what = GMS_FOLLOW_KICK_MIRROR | GMS_FOLLOW_KICK_USERS;
+
+        } else if (p->kick && p->failures == 0) {
+            *what = p->kick;
+
+        } else {
+            ts.tv_sec = p->due / 1000;
+            ts.tv_nsec = (long) (p->due % 1000) * 1000000;
+
+            (void) pthread_cond_timedwait(&p->cond, &p->mutex, &ts);
+            continue;
+        }
+
+        p->kick = 0;
+        gms_follow_privileges_abandon(p, 0);
+        rc = 0;
+        break;
     }
 
     pthread_mutex_unlock(&p->mutex);
@@ -309,34 +576,192 @@ gms_follow_privileges_next(gms_follow_privileges_t *p)
 }
 
 
+/*
+ * New holders taken from a token cycle: the stream's holders they have
+ * are theirs now; the others are merged into them again, until
+ * GMS_FOLLOW_HOLDER_AGE cycles lacked them (a token revoked since, or a
+ * listing read before the stream cached it would lack it only once).
+ */
+
 static void
-gms_follow_privileges_sleep(gms_follow_privileges_t *p, int64_t ms)
+gms_follow_privileges_took(gms_follow_privileges_t *p)
 {
-    int64_t          end;
-    struct timespec  ts;
+    size_t                i, n;
+    gms_follow_holder_t  *h;
 
-    end = gms_follow_monotonic() + ms;
+    for (n = 0, i = 0; i < p->nadded; i++) {
+        h = &p->added[i];
 
-    ts.tv_sec = end / 1000;
-    ts.tv_nsec = (long) (end % 1000) * 1000000;
-
-    pthread_mutex_lock(&p->mutex);
-
-    while (!p->stop) {
-        if (pthread_cond_timedwait(&p->cond, &p->mutex, &ts) == ETIMEDOUT) {
-            break;
+        if (gms_follow_privileges_has(&p->holders, h->urn, h->len)
+            || ++h->age >= GMS_FOLLOW_HOLDER_AGE)
+        {
+            free(h->urn);
+            continue;
         }
+
+        h->merged = 0;
+        p->added[n++] = *h;
     }
 
-    pthread_mutex_unlock(&p->mutex);
+    p->nadded = n;
 }
 
 
-/* one HSET: a reader never sees one mirror's users with another's time */
+/* the stream's holders not merged yet put into the thread's */
+
+static void
+gms_follow_privileges_merge(gms_follow_privileges_t *p)
+{
+    size_t                i;
+    gms_follow_holder_t  *h;
+
+    for (i = 0; i < p->nadded; i++) {
+        h = &p->added[i];
+
+        if (h->merged) {
+            continue;
+        }
+
+        if (gms_follow_privileges_has(&p->holders, h->urn, h->len)
+            || gms_follow_privileges_insert(&p->holders, h->urn, h->len)
+               == 0)
+        {
+            h->merged = 1;
+        }
+    }
+}
+
+
+/*
+ * A holder with no token id known (a user's check drops none of it by
+ * id), put among the listed ones, the first "listed" of urns[]: the
+ * first unlisted one moves to the end; listed and total grow by one, so
+ * that a listing complete or short stays so.  -1: no memory.
+ */
+
+static int
+gms_follow_privileges_insert(gms_tool_holders_t *h, const char *urn,
+    size_t len)
+{
+    char  *copy, **urns, **ids;
+
+    copy = malloc(len + 1);
+    if (copy == NULL) {
+        return -1;
+    }
+
+    memcpy(copy, urn, len);
+    copy[len] = '\0';
+
+    urns = realloc(h->urns, (h->n + 1) * sizeof(char *));
+    if (urns == NULL) {
+        free(copy);
+        return -1;
+    }
+
+    h->urns = urns;
+
+    ids = realloc(h->ids, (h->n + 1) * sizeof(char *));
+    if (ids == NULL) {
+        free(copy);
+        return -1;
+    }
+
+    if (h->ids == NULL) {
+        /* holders with no ids at all: none known */
+        memset(ids, 0, (h->n + 1) * sizeof(char *));
+    }
+
+    h->ids = ids;
+
+    h->urns[h->n] = h->urns[h->listed];
+    h->ids[h->n] = h->ids[h->listed];
+    h->urns[h->listed] = copy;
+    h->ids[h->listed] = NULL;
+
+    h->n++;
+    h->listed++;
+    h->total++;
+
+    return 0;
+}
+
+
+static int
+gms_follow_privileges_has(const gms_tool_holders_t *h, const char *urn,
+    size_t len)
+{
+    size_t  i;
+
+    for (i = 0; i < h->n; i++) {
+        if (h->urns[i] != NULL && strncmp(h->urns[i], urn, len) == 0
+            && h->urns[i][len] == '\0')
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+static void
+gms_follow_privileges_forget(gms_follow_privileges_t *p)
+{
+    size_t  i;
+
+    for (i = 0; i < p->nadded; i++) {
+        free(p->added[i].urn);
+    }
+
+    p->nadded = 0;
+}
+
+
+/*
+ * A run ended: a whole one sets when the next is due, a failure backs
+ * the next off; the wait till then, and the failures in a row.
+ */
+
+static int64_t
+gms_follow_privileges_done(gms_follow_privileges_t *p, unsigned what,
+    int ok, unsigned *failures)
+{
+    int64_t  wait;
+
+    pthread_mutex_lock(&p->mutex);
+
+    if (ok) {
+        p->failures = 0;
+        wait = gms_follow_jitter(p->interval_ms);
+
+        if (what == (GMS_FOLLOW_KICK_MIRROR | GMS_FOLLOW_KICK_USERS)) {
+            p->due = gms_follow_monotonic() + wait;
+        }
+
+    } else {
+        p->failures++;
+        wait = gms_follow_jitter(gms_follow_backoff(p->interval_ms,
+                                                    p->failures));
+        p->due = gms_follow_monotonic() + wait;
+    }
+
+    *failures = p->failures;
+
+    pthread_mutex_unlock(&p->mutex);
+
+    return wait;
+}
+
+
+/*
+ * One HSET: a reader never sees one mirror's users with another's time.
+ * counts NULL: no mirror ran (the users' status alone), its fields kept.
+ */
 
 static int
 gms_follow_privileges_health_ok(gms_follow_privileges_t *p,
-    const gms_tool_privileges_counts_t *counts)
+    const gms_tool_privileges_counts_t *counts, int64_t interval_ms)
 {
     int          rc;
     char        *key;
@@ -359,12 +784,21 @@ gms_follow_privileges_health_ok(gms_follow_privileges_t *p,
     }
 
     /* hiredis's format knows no %zu */
-    reply = gms_tool_command(t, "HSET %b privileges_at %lld users %llu "
-                             "privileges_error %s privileges_failures 0 "
-                             "privileges_interval %lld", key, key_len,
-                             (long long) gms_tool_now_ms(),
-                             (unsigned long long) counts->users, "",
-                             (long long) p->interval_ms);
+    if (counts != NULL) {
+        reply = gms_tool_command(t, "HSET %b privileges_at %lld users %llu "
+                                 "privileges_error %s privileges_failures 0 "
+                                 "privileges_interval %lld", key, key_len,
+                                 (long long) gms_tool_now_ms(),
+                                 (unsigned long long) counts->users, "",
+                                 (long long) interval_ms);
+
+    } else {
+        reply = gms_tool_command(t, "HSET %b privileges_error %s "
+                                 "privileges_failures 0 "
+                                 "privileges_interval %lld", key, key_len,
+                                 "", (long long) interval_ms);
+    }
+
     free(key);
 
     if (gms_tool_reply_error(t, reply, "HSET") != 0) {

@@ -54,9 +54,10 @@ typedef struct {
 } gms_sync_seen_t;
 
 
-static int gms_sync_list_span(gms_tool_t *t, gms_graphql_t *g,
-    const gms_graphql_conf_t *gms, long page_size, const gms_sync_span_t *span,
+static int gms_sync_list_pages(gms_tool_t *t, gms_graphql_t *g,
+    const gms_graphql_conf_t *gms, long page_size, json_t *filters,
     gms_sync_list_t *in, gms_sync_seen_t *seen, unsigned *page, int *over);
+static json_t *gms_sync_list_between(int64_t lo, int64_t hi);
 static int gms_sync_list_ask(gms_tool_t *t, gms_graphql_t *g, json_t *vars,
     unsigned page, gms_sync_list_t *in);
 static int gms_sync_seen_add(gms_tool_t *t, gms_sync_seen_t *seen,
@@ -121,6 +122,7 @@ gms_sync_list_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
     long page_size, gms_sync_list_t *in)
 {
     int              rc, over;
+    json_t          *filters;
     size_t           nspans, before;
     int64_t          mid;
     unsigned         page, idle;
@@ -137,7 +139,7 @@ gms_sync_list_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
 
     page = 0;
 
-    rc = gms_sync_list_span(t, g, gms, page_size, NULL, in, &seen, &page,
+    rc = gms_sync_list_pages(t, g, gms, page_size, NULL, in, &seen, &page,
                             &over);
 
     /* the spans still to list, the earliest on top */
@@ -151,8 +153,18 @@ gms_sync_list_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
         span = spans[--nspans];
         before = seen.n;
 
-        rc = gms_sync_list_span(t, g, gms, page_size, &span, in, &seen,
+        filters = gms_sync_list_between(span.lo, span.hi);
+
+        if (filters == NULL) {
+            gms_tool_error(t, "out of memory");
+            rc = GMS_TOOL_GMS;
+            break;
+        }
+
+        rc = gms_sync_list_pages(t, g, gms, page_size, filters, in, &seen,
                                 &page, &over);
+
+        json_decref(filters);
 
         if (rc != GMS_TOOL_OK) {
             break;
@@ -215,19 +227,24 @@ gms_sync_list_range(gms_tool_t *t, gms_graphql_t *g,
     gms_sync_list_t *in, int *over)
 {
     int              rc;
+    json_t          *filters;
     unsigned         page;
     gms_sync_seen_t  seen;
-    gms_sync_span_t  span;
 
     memset(&seen, 0, sizeof(gms_sync_seen_t));
 
-    span.lo = lo;
-    span.hi = hi;
     page = (unsigned) in->pages;
 
-    rc = gms_sync_list_span(t, g, gms, page_size, &span, in, &seen, &page,
+    filters = gms_sync_list_between(lo, hi);
+    if (filters == NULL) {
+        gms_tool_error(t, "out of memory");
+        return GMS_TOOL_GMS;
+    }
+
+    rc = gms_sync_list_pages(t, g, gms, page_size, filters, in, &seen, &page,
                             over);
 
+    json_decref(filters);
     free(seen.slots);
 
     return rc;
@@ -235,18 +252,95 @@ gms_sync_list_range(gms_tool_t *t, gms_graphql_t *g,
 
 
 /*
- * The pages of one span of createdAt (NULL: the whole listing), from its
- * start on.  *over: the span holds more tokens than a search may page
- * through (a span's first page said so, or the pages reached the window's
- * end): it is to be halved; what it listed so far is kept.
+ * The tokens of the users named (actorUrn EQUAL any of them: DataHub-
+ * AccessTokenInfo.pdl has actorUrn @Searchable as a URN, and a filter's
+ * values are alternatives, ESUtils' terms query), added to "in", for
+ * follow's users read again (gms_sync_users.c): a user active again has
+ * them back at once.  A listing of them past the search window fails.
+ */
+
+int
+gms_sync_list_actors(gms_tool_t *t, gms_graphql_t *g,
+    const gms_graphql_conf_t *gms, long page_size,
+    const char *const *urns, size_t n, gms_sync_list_t *in)
+{
+    int              rc, over;
+    size_t           i;
+    json_t          *filters, *values;
+    unsigned         page;
+    gms_sync_seen_t  seen;
+
+    memset(&seen, 0, sizeof(gms_sync_seen_t));
+
+    values = json_array();
+
+    for (i = 0; values != NULL && i < n; i++) {
+        if (json_array_append_new(values, json_string(urns[i])) != 0) {
+            json_decref(values);
+            values = NULL;
+        }
+    }
+
+    filters = values ? json_pack("[{s:s, s:o, s:s}]", "field", "actorUrn",
+                                 "values", values, "condition", "EQUAL")
+                     : NULL;
+
+    if (filters == NULL) {
+        gms_tool_error(t, "out of memory");
+        return GMS_TOOL_GMS;
+    }
+
+    page = (unsigned) in->pages;
+
+    rc = gms_sync_list_pages(t, g, gms, page_size, filters, in, &seen, &page,
+                            &over);
+
+    if (rc == GMS_TOOL_OK && over) {
+        gms_tool_error(t, "%s: the tokens of %zu users number more than "
+                       "a search may page through (%d)", gms->url, n,
+                       GMS_SYNC_WINDOW);
+        rc = GMS_TOOL_GMS;
+    }
+
+    json_decref(filters);
+    free(seen.slots);
+
+    return rc;
+}
+
+
+/* a span of createdAt (ms, both in) as listAccessTokens' filters */
+
+static json_t *
+gms_sync_list_between(int64_t lo, int64_t hi)
+{
+    char  from[24], to[24];
+
+    snprintf(from, sizeof(from), "%lld", (long long) lo);
+    snprintf(to, sizeof(to), "%lld", (long long) hi);
+
+    return json_pack("[{s:s, s:[s], s:s}, {s:s, s:[s], s:s}]",
+                     "field", "createdAt", "values", from,
+                     "condition", "GREATER_THAN_OR_EQUAL_TO",
+                     "field", "createdAt", "values", to,
+                     "condition", "LESS_THAN_OR_EQUAL_TO");
+}
+
+
+/*
+ * The pages of the tokens the filters select (a span of createdAt, the
+ * users named; NULL: the whole listing), from their start on.  *over:
+ * they are more than a search may page through (the first page said so,
+ * or the pages reached the window's end): a span is to be halved; what
+ * was listed so far is kept.
  */
 
 static int
-gms_sync_list_span(gms_tool_t *t, gms_graphql_t *g,
-    const gms_graphql_conf_t *gms, long page_size, const gms_sync_span_t *span,
+gms_sync_list_pages(gms_tool_t *t, gms_graphql_t *g,
+    const gms_graphql_conf_t *gms, long page_size, json_t *filters,
     gms_sync_list_t *in, gms_sync_seen_t *seen, unsigned *page, int *over)
 {
-    char        lo[24], hi[24], first[GMS_TOKEN_ID_LEN];
+    char        first[GMS_TOKEN_ID_LEN];
     size_t      before, fresh;
     json_t     *vars;
     int64_t     pages, total, nth;
@@ -270,21 +364,13 @@ gms_sync_list_span(gms_tool_t *t, gms_graphql_t *g,
             return GMS_TOOL_OK;
         }
 
-        if (span == NULL) {
+        if (filters == NULL) {
             vars = json_pack("{s:{s:I, s:I, s:[]}}", "input", "start", start,
                              "count", count, "filters");
 
         } else {
-            snprintf(lo, sizeof(lo), "%lld", (long long) span->lo);
-            snprintf(hi, sizeof(hi), "%lld", (long long) span->hi);
-
-            vars = json_pack("{s:{s:I, s:I, s:[{s:s, s:[s], s:s}, "
-                             "{s:s, s:[s], s:s}]}}", "input", "start", start,
-                             "count", count, "filters",
-                             "field", "createdAt", "values", lo,
-                             "condition", "GREATER_THAN_OR_EQUAL_TO",
-                             "field", "createdAt", "values", hi,
-                             "condition", "LESS_THAN_OR_EQUAL_TO");
+            vars = json_pack("{s:{s:I, s:I, s:O}}", "input", "start", start,
+                             "count", count, "filters", filters);
         }
 
         before = in->ntokens;
@@ -309,14 +395,14 @@ gms_sync_list_span(gms_tool_t *t, gms_graphql_t *g,
         if (nth == 1) {
             memcpy(first, in->tokens[before].id, sizeof(first));
 
-        } else if (span != NULL && fresh == 0
+        } else if (filters != NULL && fresh == 0
                    && memcmp(first, in->tokens[before].id, sizeof(first))
                       != 0)
         {
             fresh = 1;
         }
 
-        if (fresh == 0 && (span == NULL || nth > 1)) {
+        if (fresh == 0 && (filters == NULL || nth > 1)) {
             gms_tool_error(t, "%s: page %u (start %lld) lists only tokens "
                            "of the pages before (GMS, or a proxy in front "
                            "of it, ignores start; or tokens come faster "
@@ -329,7 +415,7 @@ gms_sync_list_span(gms_tool_t *t, gms_graphql_t *g,
             total = in->page_total >= 0 ? in->page_total : in->total;
 
             /* the whole listing: its first 10,000 by offset, as ever */
-            if (span != NULL && total > GMS_SYNC_WINDOW) {
+            if (filters != NULL && total > GMS_SYNC_WINDOW) {
                 *over = 1;
                 return GMS_TOOL_OK;
             }
@@ -341,7 +427,9 @@ gms_sync_list_span(gms_tool_t *t, gms_graphql_t *g,
         start += in->ntokens - before;
 
         /* the whole listing: the largest total any page gave */
-        if (span == NULL ? (int64_t) seen->n >= in->total : start >= total) {
+        if (filters == NULL ? (int64_t) seen->n >= in->total
+                            : start >= total)
+        {
             return GMS_TOOL_OK;
         }
 

@@ -57,6 +57,9 @@ int gms_sync_list_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
 int gms_sync_list_range(gms_tool_t *t, gms_graphql_t *g,
     const gms_graphql_conf_t *gms, long page_size, int64_t lo, int64_t hi,
     gms_sync_list_t *in, int *over);
+int gms_sync_list_actors(gms_tool_t *t, gms_graphql_t *g,
+    const gms_graphql_conf_t *gms, long page_size,
+    const char *const *urns, size_t n, gms_sync_list_t *in);
 int gms_sync_list_unique(gms_tool_t *t, gms_sync_list_t *in);
 gms_sync_token_t *gms_sync_list_find(gms_sync_list_t *in, const char *id,
     size_t len);

@@ -326,6 +326,50 @@ done:
 }
 
 
+/*
+ * Tokens listed apart from a sync (follow's users read again: a user
+ * active again has their tokens back at once), written as a sync writes
+ * them: each as 'put' writes it and published, those of the users in
+ * <prefix>inactive and the expired deleted.  The list stays the caller's.
+ */
+
+int
+gms_tool_sync_write(gms_tool_t *t, gms_sync_list_t *list,
+    gms_tool_sync_counts_t *counts)
+{
+    int               rc;
+    gms_sync_input_t  in;
+
+    memset(&in, 0, sizeof(gms_sync_input_t));
+
+    if (t->conn == NULL) {
+        rc = gms_tool_connect(t);
+        if (rc != GMS_TOOL_OK) {
+            return rc;
+        }
+    }
+
+    in.list = *list;
+    rc = GMS_TOOL_REDIS;
+
+    in.channel = gms_tool_key(t, GMS_KEY_INVALIDATE, "", 0,
+                              &in.channel_len);
+
+    if (in.channel != NULL
+        && gms_sync_inactive_read(t, &in) == 0
+        && gms_sync_write(t, &in, counts) == 0)
+    {
+        rc = GMS_TOOL_OK;
+    }
+
+    /* gms_sync_free less the list */
+    memset(&in.list, 0, sizeof(gms_sync_list_t));
+    gms_sync_free(&in);
+
+    return rc;
+}
+
+
 /* the listing read whole: from GMS, or the pages on stdin */
 
 static int

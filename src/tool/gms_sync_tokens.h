@@ -93,6 +93,8 @@ typedef struct {
 
 int gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
     gms_tool_sync_counts_t *counts, gms_tool_holders_t *holders);
+int gms_tool_sync_write(gms_tool_t *t, gms_sync_list_t *list,
+    gms_tool_sync_counts_t *counts);
 int gms_tool_max_prune_option(gms_tool_t *t, const char *value,
     gms_tool_max_prune_t *max);
 void gms_tool_sync_print(const gms_tool_sync_counts_t *counts);

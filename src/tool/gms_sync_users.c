@@ -28,10 +28,14 @@
  * reads: it writes no token of theirs.  A user found inactive is added to
  * the set first, then every cached token of theirs is deleted and its id
  * published on <prefix>invalidate; a user active again leaves the set, and
- * the next token cycle writes their tokens back.  A user GMS fails on is
- * left as it was, either way: an error neither deletes a user's tokens nor
- * brings them back.  With refuse off (--inactive keep: DataHub before 1.2
- * accepts such tokens) the users are only counted, and the set emptied.
+ * the next token cycle writes their tokens back.  (Follow, on DataHub's
+ * change stream, reads a user again as soon as its status changes,
+ * gms_tool_users_recheck, and writes them back at once; its whole check
+ * leaves a user the stream read again meanwhile as the stream left it.)
+ * A user GMS fails on is left as it was, either way: an error neither
+ * deletes a user's tokens nor brings them back.  With refuse off
+ * (--inactive keep: DataHub before 1.2 accepts such tokens) the users are
+ * only counted, and the set emptied.
  * With --inactive mark the set is kept as with refuse, but their tokens
  * stay cached: the edge reads the set in its lookup and answers by its
  * gms_datahub_version (403 "Actor is not active" from 0.15, 401 from
@@ -59,6 +63,7 @@
 
 #include "gms_contract.h"
 #include "gms_oauth.h"
+#include "gms_sync_list.h"
 #include "gms_sync_users.h"
 #include "gms_tool_msgs.h"
 #include "gms_tool_conn.h"
@@ -71,6 +76,9 @@
  * below graphQL.query.complexityLimit (2000 by default, application.yaml)
  */
 #define GMS_USERS_BATCH        50
+
+/* tokens a page, when a recheck lists the users' (follow's default) */
+#define GMS_USERS_PAGE         1000
 
 /* Redis commands per pipelined batch */
 #define GMS_USERS_PIPELINE     1000
@@ -152,6 +160,8 @@ typedef struct {
     unsigned               was:1;          /* in <prefix>inactive before */
     unsigned               deleted:1;      /* inactive: no corpUserKey */
     unsigned               changed:1;      /* in or out of a set now */
+    unsigned               skip:1;         /* the stream read it since: as
+                                              it is */
 } gms_users_user_t;
 
 
@@ -184,6 +194,20 @@ static int gms_users_oauth_page(gms_users_t *u, json_t *page,
 static int gms_users_collect(gms_tool_t *t, gms_users_t *u,
     const gms_tool_holders_t *holders);
 static void gms_users_add(gms_users_t *u, const char *urn, size_t len);
+static void gms_users_who(gms_users_t *u);
+static int gms_users_named(gms_tool_t *t, gms_users_t *u, char *const *urns,
+    size_t n);
+static int gms_users_tokens(gms_tool_t *t, gms_graphql_t *g,
+    const gms_graphql_conf_t *gms, gms_users_t *u, gms_sync_list_t *list);
+static void gms_users_active_only(gms_users_t *u, gms_sync_list_t *list);
+static int gms_users_open(gms_tool_t *t, gms_users_t *u);
+static int gms_users_ask_all(gms_tool_t *t, gms_graphql_t *g,
+    gms_users_t *u);
+static void gms_users_count(gms_tool_t *t, gms_users_t *u,
+    gms_tool_users_counts_t *counts);
+static int gms_users_again(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    int refuse, gms_users_t *u, const gms_tool_users_skip_t *skip,
+    gms_tool_users_counts_t *counts);
 static int gms_users_ask(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u,
     const size_t *ask, size_t n);
 static int gms_users_query(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u,
@@ -202,6 +226,9 @@ static int gms_users_publish(gms_tool_t *t, gms_users_t *u);
 static int gms_users_deleted(gms_tool_t *t, gms_users_t *u);
 static gms_users_user_t *gms_users_find(gms_users_user_t *users,
     size_t n, const char *urn, size_t len);
+static int gms_users_user_cmp(const void *one, const void *two);
+static int gms_users_order(const char *a, size_t alen, const char *b,
+    size_t blen);
 static int gms_users_token_cmp(const void *one, const void *two);
 static int gms_users_urn_cmp(const void *one, const void *two);
 static void gms_users_free(gms_users_t *u);
@@ -237,35 +264,23 @@ gms_tool_inactive_option(gms_tool_t *t, const char *value, int *refuse)
 int
 gms_tool_users_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
     int refuse, const gms_tool_holders_t *holders,
-    gms_tool_users_counts_t *counts)
+    const gms_tool_users_skip_t *skip, gms_tool_users_counts_t *counts)
 {
-    int                rc, quiet;
-    char               error[sizeof(t->error)];
-    size_t             i, n, batch, failed, *ask;
+    int                rc;
+    size_t             i;
     gms_users_t        u;
     gms_graphql_t     *g;
     gms_users_user_t  *user;
 
     memset(&u, 0, sizeof(gms_users_t));
-    ask = NULL;
     g = NULL;
 
-    if (t->conn == NULL) {
-        rc = gms_tool_connect(t);
-        if (rc != GMS_TOOL_OK) {
-            return rc;
-        }
+    rc = gms_users_open(t, &u);
+    if (rc != GMS_TOOL_OK) {
+        goto done;
     }
 
     rc = GMS_TOOL_REDIS;
-
-    u.set = gms_tool_key(t, GMS_KEY_INACTIVE, "", 0, &u.set_len);
-    u.channel = gms_tool_key(t, GMS_KEY_INVALIDATE, "", 0, &u.channel_len);
-    u.deleted = gms_tool_key(t, GMS_KEY_DELETED, "", 0, &u.deleted_len);
-
-    if (u.set == NULL || u.channel == NULL || u.deleted == NULL) {
-        goto done;
-    }
 
     u.members = gms_tool_command(t, "SMEMBERS %b", u.set, u.set_len);
 
@@ -294,77 +309,26 @@ gms_tool_users_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
         goto done;
     }
 
-    ask = malloc((u.n ? u.n : 1) * sizeof(size_t));
-    if (ask == NULL) {
-        gms_tool_error(t, "out of memory");
+    rc = gms_users_ask_all(t, g, &u);
+    if (rc != GMS_TOOL_OK) {
         goto done;
     }
 
-    for (n = 0, i = 0; i < u.n; i++) {
-        if (u.users[i].ask) {
-            ask[n++] = i;
-        }
-    }
-
-    if (n) {
-        /* the errors of the requests bisected are the users' own */
-        quiet = t->quiet;
-        t->quiet = 1;
-
-        for (rc = GMS_TOOL_OK, i = 0; i < n && rc == GMS_TOOL_OK; i += batch)
-        {
-            batch = n - i < GMS_USERS_BATCH ? n - i : GMS_USERS_BATCH;
-            failed = u.failed;
-
-            rc = gms_users_ask(t, g, &u, ask + i, batch);
-
-            /*
-             * GMS failing on every user of a request fails on the request
-             * (a schema without these fields, a token it refuses): not
-             * the users' doing, and no use asking about the others
-             */
-            if (rc == GMS_TOOL_OK && batch > 1
-                && u.failed - failed == batch)
-            {
-                snprintf(error, sizeof(error), "%s", u.error);
-                gms_tool_error(t, "GMS failed on each of the %zu users of "
-                               "a request: %s", batch, error);
-                rc = GMS_TOOL_GMS;
-            }
-        }
-
-        t->quiet = quiet;
-
-        if (rc != GMS_TOOL_OK) {
-            snprintf(error, sizeof(error), "%s", t->error);
-            gms_tool_error(t, "%s", error);
-            goto done;
-        }
-    }
-
-    for (i = 0; i < u.n; i++) {
+    /*
+     * The users the stream read again while GMS was read here: what it
+     * wrote is newer than what this check read, and stays (the set, the
+     * tokens, as the stream left them)
+     */
+    for (i = 0; skip != NULL && i < u.n; i++) {
         user = &u.users[i];
 
-        if (!user->ask) {
-            continue;
-        }
-
-        counts->checked++;
-
-        if (user->state == GMS_USERS_UNKNOWN) {
-            counts->unknown++;
-
-        } else if (user->state == GMS_USERS_INACTIVE) {
-            counts->inactive++;
+        if (skip->touched(skip->data, user->urn, user->len)) {
+            user->skip = 1;
+            user->state = GMS_USERS_UNKNOWN;
         }
     }
 
-    if (u.first) {
-        gms_tool_warn(t, "%zu of %zu users left as they were, active or "
-                      "inactive: GMS failed on them (the first, %.*s: %s)",
-                      counts->unknown, counts->checked, (int) u.first->len,
-                      u.first->urn, u.error);
-    }
+    gms_users_count(t, &u, counts);
 
     rc = GMS_TOOL_REDIS;
 
@@ -376,10 +340,168 @@ gms_tool_users_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
 
     rc = GMS_TOOL_OK;
 
+    if (skip != NULL && refuse != GMS_TOOL_INACTIVE_KEEP) {
+        rc = gms_users_again(t, gms, refuse, &u, skip, counts);
+    }
+
 done:
 
     gms_graphql_close(g);
-    free(ask);
+    gms_users_free(&u);
+
+    return rc;
+}
+
+
+/*
+ * The users the stream read again after the skips were decided, while
+ * the check wrote: the stream's writes may have come before the check's
+ * older ones.  They are read again now and applied, so that the last
+ * view written is no older than the stream's.  Rare: a few users.
+ */
+
+static int
+gms_users_again(gms_tool_t *t, const gms_graphql_conf_t *gms, int refuse,
+    gms_users_t *u, const gms_tool_users_skip_t *skip,
+    gms_tool_users_counts_t *counts)
+{
+    int                      rc;
+    char                   **urns;
+    size_t                   i, n;
+    gms_users_user_t        *user;
+    gms_tool_users_counts_t  again;
+
+    urns = NULL;
+
+    for (n = 0, i = 0; i < u->n; i++) {
+        user = &u->users[i];
+
+        if (user->skip || !skip->touched(skip->data, user->urn, user->len)) {
+            continue;
+        }
+
+        if (urns == NULL) {
+            urns = malloc(u->n * sizeof(char *));
+            if (urns == NULL) {
+                gms_tool_error(t, "out of memory");
+                return GMS_TOOL_REDIS;
+            }
+        }
+
+        /* NUL-terminated: a holder's URN, or a member's (hiredis's) */
+        urns[n++] = (char *) user->urn;
+    }
+
+    if (n == 0) {
+        return GMS_TOOL_OK;
+    }
+
+    memset(&again, 0, sizeof(gms_tool_users_counts_t));
+
+    rc = gms_tool_users_recheck(t, gms, refuse, urns, n, &again);
+
+    free(urns);
+
+    counts->newly += again.newly;
+    counts->reactivated += again.reactivated;
+    counts->dropped += again.dropped;
+    counts->restored += again.restored;
+
+    return rc;
+}
+
+
+/*
+ * The users named (follow: the change stream said their status changed)
+ * read again and applied as gms_tool_users_check applies them, the others
+ * left as they are.  Their tokens are listed from GMS (by actorUrn)
+ * before anything is written: an inactive user's are dropped by id, and
+ * those of a user active again, out of the set, written back at once, as
+ * a sync writes them (the next token cycle may be --full-interval away).
+ * --inactive mark: the set and the publish only; keep: counts only.
+ */
+
+int
+gms_tool_users_recheck(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    int refuse, char *const *urns, size_t n, gms_tool_users_counts_t *counts)
+{
+    int                     rc, tokens;
+    gms_users_t             u;
+    gms_graphql_t          *g;
+    gms_sync_list_t         list;
+    gms_tool_sync_counts_t  written;
+
+    memset(&u, 0, sizeof(gms_users_t));
+    memset(&list, 0, sizeof(gms_sync_list_t));
+    g = NULL;
+
+    tokens = refuse == GMS_TOOL_INACTIVE_REFUSE && !t->inactive_mark;
+
+    rc = gms_users_open(t, &u);
+    if (rc != GMS_TOOL_OK) {
+        goto done;
+    }
+
+    rc = GMS_TOOL_REDIS;
+
+    if (gms_users_named(t, &u, urns, n) != 0) {
+        goto done;
+    }
+
+    if (u.n == 0) {
+        rc = GMS_TOOL_OK;
+        goto done;
+    }
+
+    g = gms_graphql_open(t, gms);
+    if (g == NULL) {
+        rc = GMS_TOOL_GMS;
+        goto done;
+    }
+
+    rc = gms_users_ask_all(t, g, &u);
+    if (rc != GMS_TOOL_OK) {
+        goto done;
+    }
+
+    gms_users_count(t, &u, counts);
+
+    if (refuse == GMS_TOOL_INACTIVE_KEEP) {
+        goto done;
+    }
+
+    if (tokens) {
+        rc = gms_users_tokens(t, g, gms, &u, &list);
+        if (rc != GMS_TOOL_OK) {
+            goto done;
+        }
+    }
+
+    rc = GMS_TOOL_REDIS;
+
+    if (gms_users_apply(t, &u, counts) != 0) {
+        goto done;
+    }
+
+    if (tokens) {
+        gms_users_active_only(&u, &list);
+
+        memset(&written, 0, sizeof(gms_tool_sync_counts_t));
+
+        rc = gms_tool_sync_write(t, &list, &written);
+        if (rc != GMS_TOOL_OK) {
+            goto done;
+        }
+
+        counts->restored += written.added + written.updated;
+    }
+
+    rc = GMS_TOOL_OK;
+
+done:
+
+    gms_graphql_close(g);
+    gms_sync_list_free(&list);
     gms_users_free(&u);
 
     return rc;
@@ -392,6 +514,134 @@ gms_tool_users_print(const gms_tool_users_counts_t *counts)
     printf("checked=%zu inactive=%zu newly=%zu reactivated=%zu dropped=%zu "
            "unknown=%zu\n", counts->checked, counts->inactive, counts->newly,
            counts->reactivated, counts->dropped, counts->unknown);
+}
+
+
+/* the keys a check writes, on a connection */
+
+static int
+gms_users_open(gms_tool_t *t, gms_users_t *u)
+{
+    int  rc;
+
+    if (t->conn == NULL) {
+        rc = gms_tool_connect(t);
+        if (rc != GMS_TOOL_OK) {
+            return rc;
+        }
+    }
+
+    u->set = gms_tool_key(t, GMS_KEY_INACTIVE, "", 0, &u->set_len);
+    u->channel = gms_tool_key(t, GMS_KEY_INVALIDATE, "", 0,
+                              &u->channel_len);
+    u->deleted = gms_tool_key(t, GMS_KEY_DELETED, "", 0, &u->deleted_len);
+
+    if (u->set == NULL || u->channel == NULL || u->deleted == NULL) {
+        return GMS_TOOL_REDIS;
+    }
+
+    return GMS_TOOL_OK;
+}
+
+
+/*
+ * Every user to ask, GMS_USERS_BATCH a request; a request GMS fails on
+ * for each of its users fails the check.
+ */
+
+static int
+gms_users_ask_all(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u)
+{
+    int     rc, quiet;
+    char    error[sizeof(t->error)];
+    size_t  i, n, batch, failed, *ask;
+
+    ask = malloc((u->n ? u->n : 1) * sizeof(size_t));
+    if (ask == NULL) {
+        gms_tool_error(t, "out of memory");
+        return GMS_TOOL_REDIS;
+    }
+
+    for (n = 0, i = 0; i < u->n; i++) {
+        if (u->users[i].ask) {
+            ask[n++] = i;
+        }
+    }
+
+    /* the errors of the requests bisected are the users' own */
+    quiet = t->quiet;
+    t->quiet = 1;
+
+    for (rc = GMS_TOOL_OK, i = 0; i < n && rc == GMS_TOOL_OK; i += batch) {
+        batch = n - i < GMS_USERS_BATCH ? n - i : GMS_USERS_BATCH;
+        failed = u->failed;
+
+        rc = gms_users_ask(t, g, u, ask + i, batch);
+
+        /*
+         * GMS failing on every user of a request fails on the request
+         * (a schema without these fields, a token it refuses): not the
+         * users' doing, and no use asking about the others
+         */
+        if (rc == GMS_TOOL_OK && batch > 1 && u->failed - failed == batch) {
+            snprintf(error, sizeof(error), "%s", u->error);
+            gms_tool_error(t, "GMS failed on each of the %zu users of a "
+                           "request: %s", batch, error);
+            rc = GMS_TOOL_GMS;
+        }
+    }
+
+    t->quiet = quiet;
+
+    if (rc != GMS_TOOL_OK) {
+        snprintf(error, sizeof(error), "%s", t->error);
+        gms_tool_error(t, "%s", error);
+    }
+
+    free(ask);
+
+    return rc;
+}
+
+
+/* the users asked, counted; those GMS failed on, a warning */
+
+static void
+gms_users_count(gms_tool_t *t, gms_users_t *u,
+    gms_tool_users_counts_t *counts)
+{
+    size_t             i, unknown;
+    gms_users_user_t  *user;
+
+    for (unknown = 0, i = 0; i < u->n; i++) {
+        user = &u->users[i];
+
+        if (user->skip) {
+            counts->skipped++;
+            continue;
+        }
+
+        if (!user->ask) {
+            continue;
+        }
+
+        counts->checked++;
+
+        if (user->state == GMS_USERS_UNKNOWN) {
+            counts->unknown++;
+            unknown++;
+
+        } else if (user->state == GMS_USERS_INACTIVE) {
+            counts->inactive++;
+        }
+    }
+
+    if (unknown && u->first) {
+        gms_tool_warn(t, "%zu of %zu users left as they were, active or "
+                      "inactive: GMS failed on them (the first, %.*s: %s)",
+                      counts->unknown, counts->checked, (int) u->first->len,
+                      u->first->urn, u->error);
+    }
 }
 
 
@@ -615,6 +865,23 @@ gms_users_collect(gms_tool_t *t, gms_users_t *u,
         user->was = 1;
     }
 
+    gms_users_who(u);
+
+    return 0;
+}
+
+
+/*
+ * GMS is asked about DataHub's users only: a holder or member of another
+ * kind, and the system actor, are active.
+ */
+
+static void
+gms_users_who(gms_users_t *u)
+{
+    size_t             i;
+    gms_users_user_t  *user;
+
     for (i = 0; i < u->n; i++) {
         user = &u->users[i];
 
@@ -630,8 +897,181 @@ gms_users_collect(gms_tool_t *t, gms_users_t *u,
             user->state = GMS_USERS_ACTIVE;
         }
     }
+}
+
+
+/*
+ * The users named, sorted, each once, and whether each is in
+ * <prefix>inactive now (SISMEMBER, pipelined): the set's other members
+ * are none of a recheck's business.
+ */
+
+static int
+gms_users_named(gms_tool_t *t, gms_users_t *u, char *const *urns, size_t n)
+{
+    size_t             i, k;
+    redisReply        *reply;
+    gms_users_user_t  *user;
+
+    u->users = malloc((n ? n : 1) * sizeof(gms_users_user_t));
+    if (u->users == NULL) {
+        gms_tool_error(t, "out of memory");
+        return -1;
+    }
+
+    for (i = 0; i < n; i++) {
+        if (urns[i] != NULL && urns[i][0] != '\0') {
+            gms_users_add(u, urns[i], strlen(urns[i]));
+        }
+    }
+
+    if (u->n > 1) {
+        qsort(u->users, u->n, sizeof(gms_users_user_t), gms_users_user_cmp);
+    }
+
+    for (k = 0, i = 0; i < u->n; i++) {
+        if (k && gms_users_user_cmp(&u->users[k - 1], &u->users[i]) == 0) {
+            continue;
+        }
+
+        u->users[k++] = u->users[i];
+    }
+
+    u->n = k;
+
+    gms_users_who(u);
+
+    for (i = 0; i < u->n; i = k) {
+        for (k = i; k < u->n && k - i < GMS_USERS_PIPELINE; k++) {
+            user = &u->users[k];
+            gms_tool_append(t, "SISMEMBER %b %b", u->set, u->set_len,
+                            user->urn, user->len);
+        }
+
+        for (k = i; k < u->n && k - i < GMS_USERS_PIPELINE; k++) {
+            (void) gms_tool_get_reply(t, &reply);
+
+            if (gms_tool_reply_error(t, reply, "SISMEMBER") != 0) {
+                return -1;
+            }
+
+            u->users[k].was = reply->type == REDIS_REPLY_INTEGER
+                              && reply->integer == 1;
+            freeReplyObject(reply);
+        }
+    }
 
     return 0;
+}
+
+
+/*
+ * The tokens of the users GMS answered for, listed from GMS by actorUrn
+ * (GMS_USERS_BATCH users a listing), as u->tokens by user: an inactive
+ * user's to drop, an active one's to write back.  Those of a user GMS
+ * failed on are not asked: the user is left as it was.
+ */
+
+static int
+gms_users_tokens(gms_tool_t *t, gms_graphql_t *g,
+    const gms_graphql_conf_t *gms, gms_users_t *u, gms_sync_list_t *list)
+{
+    int                 rc;
+    size_t              i, n;
+    const char         *batch[GMS_USERS_BATCH];
+    gms_users_user_t   *user;
+    gms_users_token_t  *tok;
+    gms_sync_token_t   *s;
+
+    list->where = "page ";
+
+    for (n = 0, i = 0; i < u->n; i++) {
+        user = &u->users[i];
+
+        if (user->state != GMS_USERS_UNKNOWN) {
+            batch[n++] = user->urn;
+        }
+
+        if (n == GMS_USERS_BATCH || (n && i == u->n - 1)) {
+            rc = gms_sync_list_actors(t, g, gms, GMS_USERS_PAGE, batch, n,
+                                      list);
+            if (rc != GMS_TOOL_OK) {
+                return rc;
+            }
+
+            n = 0;
+        }
+    }
+
+    if (gms_sync_list_unique(t, list) != 0) {
+        return GMS_TOOL_GMS;
+    }
+
+    u->tokens = malloc((list->ntokens ? list->ntokens : 1)
+                       * sizeof(gms_users_token_t));
+    if (u->tokens == NULL) {
+        gms_tool_error(t, "out of memory");
+        return GMS_TOOL_REDIS;
+    }
+
+    for (i = 0; i < list->ntokens; i++) {
+        s = &list->tokens[i];
+
+        /* GMS answers what it was asked, but it is not trusted to */
+        if (gms_users_find(u->users, u->n, s->actor, s->actor_len) == NULL) {
+            continue;
+        }
+
+        tok = &u->tokens[u->ntokens++];
+        tok->urn = s->actor;
+        tok->id = s->id;
+        tok->dropped = 0;
+    }
+
+    if (u->ntokens > 1) {
+        qsort(u->tokens, u->ntokens, sizeof(gms_users_token_t),
+              gms_users_token_cmp);
+    }
+
+    for (i = 0; i < u->ntokens; i++) {
+        user = gms_users_find(u->users, u->n, u->tokens[i].urn,
+                              strlen(u->tokens[i].urn));
+
+        if (user->ntokens++ == 0) {
+            user->first = i;
+        }
+    }
+
+    return GMS_TOOL_OK;
+}
+
+
+/*
+ * The listing cut to the tokens of the users found active, to be written
+ * back; the inactive users' are dropped already (u->tokens, which point
+ * into the listing, are not read after this).
+ */
+
+static void
+gms_users_active_only(gms_users_t *u, gms_sync_list_t *list)
+{
+    size_t             i, n;
+    gms_sync_token_t  *s;
+    gms_users_user_t  *user;
+
+    for (n = 0, i = 0; i < list->ntokens; i++) {
+        s = &list->tokens[i];
+        user = gms_users_find(u->users, u->n, s->actor, s->actor_len);
+
+        if (user == NULL || user->state != GMS_USERS_ACTIVE) {
+            free(s->actor);
+            continue;
+        }
+
+        list->tokens[n++] = *s;
+    }
+
+    list->ntokens = n;
 }
 
 
@@ -1071,8 +1511,9 @@ gms_users_drop(gms_tool_t *t, gms_users_t *u,
     for (i = 0; i < u->n; i++) {
         user = &u->users[i];
 
-        if (!(user->state == GMS_USERS_INACTIVE
-              || (user->state == GMS_USERS_UNKNOWN && user->was)))
+        if (user->skip
+            || !(user->state == GMS_USERS_INACTIVE
+                 || (user->state == GMS_USERS_UNKNOWN && user->was)))
         {
             continue;
         }
@@ -1234,11 +1675,7 @@ gms_users_find(gms_users_user_t *users, size_t n, const char *urn,
         mid = lo + (hi - lo) / 2;
         user = &users[mid];
 
-        r = memcmp(user->urn, urn, user->len < len ? user->len : len);
-
-        if (r == 0) {
-            r = (user->len > len) - (user->len < len);
-        }
+        r = gms_users_order(user->urn, user->len, urn, len);
 
         if (r == 0) {
             return user;
@@ -1253,6 +1690,31 @@ gms_users_find(gms_users_user_t *users, size_t n, const char *urn,
     }
 
     return NULL;
+}
+
+
+static int
+gms_users_user_cmp(const void *one, const void *two)
+{
+    const gms_users_user_t  *a, *b;
+
+    a = one;
+    b = two;
+
+    return gms_users_order(a->urn, a->len, b->urn, b->len);
+}
+
+
+/* URNs in byte order, a prefix first: strcmp's, with lengths */
+
+static int
+gms_users_order(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int  r;
+
+    r = memcmp(a, b, alen < blen ? alen : blen);
+
+    return r ? r : (alen > blen) - (alen < blen);
 }
 
 

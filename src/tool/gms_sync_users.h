@@ -28,7 +28,19 @@ typedef struct {
     size_t                 dropped;        /* their tokens deleted */
     size_t                 unknown;        /* GMS failed on them: left as
                                               they were */
+    size_t                 skipped;        /* the stream read them since
+                                              the check began: left */
+    size_t                 restored;       /* recheck: tokens written back
+                                              (added or changed) */
 } gms_tool_users_counts_t;
+
+
+/* the users a check leaves as they are: the stream read them since */
+typedef struct {
+    int                  (*touched)(void *data, const char *urn,
+                                    size_t len);
+    void                  *data;
+} gms_tool_users_skip_t;
 
 
 /* --inactive: what becomes of an inactive user's tokens */
@@ -39,6 +51,17 @@ typedef struct {
 int gms_tool_inactive_option(gms_tool_t *t, const char *value, int *refuse);
 int gms_tool_users_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
     int refuse, const gms_tool_holders_t *holders,
+    const gms_tool_users_skip_t *skip, gms_tool_users_counts_t *counts);
+
+/*
+ * the users named, read again from GMS now and applied as
+ * gms_tool_users_check applies them (the inactive set, their tokens
+ * dropped and published, or, active again, out of the set and their
+ * tokens written back at once: listAccessTokens filtered on actorUrn
+ * EQUAL the user, written as sync writes them)
+ */
+int gms_tool_users_recheck(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    int refuse, char *const *urns, size_t n,
     gms_tool_users_counts_t *counts);
 void gms_tool_users_print(const gms_tool_users_counts_t *counts);
 
