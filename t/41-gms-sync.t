@@ -6,9 +6,10 @@
 # (GmsTest::GraphQL, whose shapes come from DataHub's schema and resolver
 # and from t/fixtures/datahub).  What GMS receives (the query, the
 # variables, the Bearer token), the counts, the hashes with createdAt,
-# --prune and its grace for tokens younger than a minute (DataHub's search
-# index lags behind a new token), and every failure (401, a GraphQL error,
-# a bad second page, a timeout, a dead port, a body that is not JSON)
+# --prune and its grace for tokens younger than a minute that GMS's entity
+# store could not confirm gone (DataHub's search index lags behind a new
+# token), none for one it says is gone, and every failure (401, a GraphQL
+# error, a bad second page, a timeout, a dead port, a body that is not JSON)
 # refused in one line with Redis left byte for byte as it was; a list
 # short of its total prunes only what GMS's entity store says is gone.  TLS to GMS (nginx in front of the stand-in): a certificate the
 # system's CAs or --gms-ca-file do not verify, or for another name, is
@@ -353,6 +354,12 @@ my $put_id = datahub_id('put-just-now');
 
 
 # --- --prune, and its grace for tokens younger than a minute ----------------
+#
+# The grace is for tokens nothing confirmed gone: entityExists failing
+# here (the users' status that sync reads after the tokens asks
+# entityExists too: it fails, exit 4, once the tokens are done).  Once
+# GMS's entity store answers that they are gone, the young ones are
+# pruned too.
 
 {
     my @kept = (@all[5 .. 249],
@@ -373,12 +380,14 @@ my $put_id = datahub_id('put-just-now');
     my %before = map { ($_ => hash_of($redis, "gms:token:$_")) }
                  $put_id, datahub_id('ten-seconds');
 
+    $gms->misbehave(field => 'entityExists', status => 500);
     my $res = sync_from($gms, '--prune');
     is_deeply([@$res{qw(rc out err)}],
-              [0, counts(tokens => 246, added => 1, unchanged => 244,
-                         expired => 1, pruned => 7, kept => 2), ''],
-              'sync --prune: 5 unlisted tokens, 2 old ones pruned, '
-              . '2 younger than a minute kept')
+              [4, counts(tokens => 246, added => 1, unchanged => 244,
+                         expired => 1, pruned => 7, kept => 2),
+               'gms-token: sync: ' . $gms->url . "/api/graphql: HTTP 500\n"],
+              'sync --prune, entityExists failing: 5 unlisted tokens, 2 old '
+              . 'ones pruned, 2 younger than a minute kept')
         or diag(explain($res));
 
     is_deeply({ map { ($_ => hash_of($redis, "gms:token:$_")) } keys %before },
@@ -400,6 +409,15 @@ my $put_id = datahub_id('put-just-now');
     is($res->{out}, counts(tokens => 246, unchanged => 245, expired => 1,
                            kept => 2), 'again: nothing pruned, 2 kept');
     $redis->unchanged($state, 'again: Redis as it was');
+
+    $gms->misbehave;
+    $res = sync_from($gms, '--prune');
+    is($res->{out}, counts(tokens => 246, unchanged => 245, expired => 1,
+                           pruned => 2),
+       'entityExists answering: GMS has neither young token, both pruned '
+       . 'however young');
+    is($redis->cmd(EXISTS => "gms:token:$_"), 0, "... $_ gone")
+        for $put_id, datahub_id('ten-seconds');
 }
 
 
@@ -528,11 +546,10 @@ my $put_id = datahub_id('put-just-now');
     my $short = sync_from($gms, '--prune');
     is_deeply([@$short{qw(rc out err)}],
               [0, counts(tokens => $n, added => 1, updated => 2,
-                         unchanged => $n - 4, expired => 1, pruned => 2,
-                         kept => 2),
+                         unchanged => $n - 4, expired => 1, pruned => 2),
                ''],
               'total larger than the tokens, --prune: synced, the two '
-              . 'tokens GMS no longer has pruned, the two it has kept')
+              . 'tokens GMS no longer has pruned')
         or diag(explain($short));
     ok(!$redis->cmd(EXISTS => 'gms:token:' . datahub_id($_)), "$_ pruned")
         for qw(stale sync-20);

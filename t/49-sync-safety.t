@@ -10,7 +10,8 @@
 # while GMS cannot confirm; a live token offset paging skipped is kept; a
 # GMS that ignores start under a total of 10^9, or pages past its first
 # total, fails the sync at once with one line, nothing written; a
-# createdAt in the future spares a token a minute of the follower's clock,
+# createdAt in the future changes nothing of a revocation GMS confirms,
+# and spares a token it cannot confirm a minute of the follower's clock,
 # not until that time; SERVICE_ACCOUNT tokens are listed, cached, pruned
 # and created as personal ones; the tokens of users in <prefix>inactive
 # are not cached, and are again once the user leaves the set; past the
@@ -107,12 +108,26 @@ my $SHRINK = qr/^gms-token: sync: warning: the listing lacks (\d+) of the (?x:
 # --- a createdAt in the future: the grace counts on our clock -------------
 #
 # Started first, finished last: the minute of grace runs meanwhile.  A GMS
-# of its own, a database of its own (the rest empties database 0).
+# of its own, a database of its own (the rest empties database 0).  The
+# grace is for a token GMS cannot confirm gone: entityExists fails (and so
+# does the users' status after the tokens, exit 4: the tokens' line is
+# what is checked).
 
 my $future_gms = GmsTest::GraphQL->start(token => $SECRET);
 my @future = ('sync', gms_args($future_gms->url, $token_file),
               '--privileges', 'off', '--prune', '--db', 1, @at);
 my ($future_t0, $future_t1);
+
+{
+    $future_gms->tokens([ listed('ahead-gone', created => $now + 3_600_000) ]);
+    my $res = run_tool('', @future);
+    is($res->{out}, counts(tokens => 1, added => 1),
+       'createdAt an hour ahead: cached');
+    $future_gms->tokens([]);
+    $res = run_tool('', @future);
+    is($res->{out}, counts(pruned => 1),
+       'revoked at once, GMS says it is gone: pruned, no grace');
+}
 
 {
     $future_gms->tokens([ listed('ahead', created => $now + 3_600_000) ]);
@@ -129,9 +144,11 @@ my ($future_t0, $future_t1);
         or diag("createdAt $c, sync from $future_t0 to $future_t1");
 
     $future_gms->tokens([]);
+    $future_gms->misbehave(field => 'entityExists', status => 500);
     $res = run_tool('', @future);
     is($res->{out}, counts(kept => 1),
-       'revoked at once: kept for now, younger than a minute');
+       'revoked at once, entityExists failing: kept for now, younger than '
+       . 'a minute');
 }
 
 

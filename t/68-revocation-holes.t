@@ -73,8 +73,8 @@ sub lines_after {
 }
 
 # A token listed, cached by the follower, used at the edge, then revoked:
-# refused within 5 cycles.  $spans: the cycle that cached it went by spans
-# (else whole).
+# refused within 5 cycles.  $mode spans: the cycle that cached it went by
+# spans; whole: it read the listing whole.
 sub revoked_young {
     my ($f, $mode, $name, $created, $what) = @_;
     my $tok = listed($name, created => $created);
@@ -84,15 +84,18 @@ sub revoked_young {
     ok(within_cycles($f, $name, 'ok', 5),
        "$mode: a token $what, listed: 200 at the edge");
     my ($added) = grep { / added=1 / } lines_after($f, $n);
-    like($added // '', $mode eq 'spans' ? qr/ spans=\d+\/\d+ / : qr/^(?!.*spans=)/,
-         "... cached by a cycle " . ($mode eq 'spans' ? 'by spans'
-                                                      : 'listing whole'))
+    my $by = $mode eq 'spans' ? qr/ spans=\d+\/\d+ / : qr/^(?!.*spans=)/;
+    like($added // '', $by, '... cached by a cycle '
+                            . ($mode eq 'spans' ? 'by spans' : 'listing whole'))
         or diag($added);
 
     $gms->revoke($tok->{id});
+    my $t0 = time;
     ok(within_cycles($f, $name, 'unknown', 5),
        "$mode: revoked in DataHub: 401 at the edge within 5 cycles, "
        . 'no grace for a token GMS says is gone');
+    diag(sprintf '%s, %s: %.2f s from the revocation to the 401', $mode,
+         $what, time - $t0);
 }
 
 # --- cycles by spans (--full-interval 10m, the default) -----------------
@@ -118,8 +121,8 @@ revoked_young($f, 'spans', 'ahead-spans', int(time * 1000) + 3_600_000,
 
     my $n = ok_lines($f);
     $gms->tokens([ @old, { %$tok, unlisted => 1 } ]);
-    GmsTest::wait_until(sub { grep { / kept=1\b/ } lines_after($f, $n) }, 30);
-    ok((grep { / kept=1\b/ } lines_after($f, $n)),
+    GmsTest::wait_until(sub { grep { / kept=[1-9]/ } lines_after($f, $n) }, 30);
+    ok((grep { / kept=[1-9]/ } lines_after($f, $n)),
        '... unlisted, GMS still has it: kept') or diag(ok_lines($f));
     is(answer('reindexed'), 'ok', '... 200 at the edge');
 

@@ -19,8 +19,12 @@
  *
  * A revocation removes a token from its span's number: its span is
  * listed again and the token is missing from it, then asked of the
- * entity store and pruned as in a whole sync.  A cycle costs a request
- * per 200 spans, one per changed span and the last span's pages.
+ * entity store and pruned as in a whole sync.  One the cycle keeps
+ * although missing (GMS still has it, held back by --max-prune, young
+ * and not confirmed gone) is pending: asked again at every cycle until
+ * it is pruned or listed, as a whole listing's SCAN would find it.  A
+ * cycle costs a request per 200 spans, one per changed span, the last
+ * span's pages and one per 100 tokens missing or pending.
  *
  * A span's number could stay the same with one token gone and another
  * come (a token indexed more than five minutes after it was made, a

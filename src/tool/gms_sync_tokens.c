@@ -492,7 +492,7 @@ gms_sync_revoked(const gms_tool_sync_conf_t *conf, gms_sync_list_t *list,
             continue;
         }
 
-        counts->cached -= tok->cached;
+        counts->cached -= tok->cached || tok->known;
         free(tok->actor);
     }
 
@@ -1153,10 +1153,10 @@ gms_sync_bound(const gms_tool_sync_conf_t *conf, gms_sync_input_t *in,
  * The missing keys deleted, pipelined, but those GMS still has, those
  * held back and, in the script, those created in the last minute that
  * nothing confirmed gone.  One GMS's entity store no longer has is
- * deleted however young: the key aspect is written when the token is
- * made (StatefulTokenService.generateAccessToken ingests
- * dataHubAccessTokenInfo, which creates the entity) and deleted when it
- * is revoked, whatever the search index lags.
+ * deleted however young: the entity is there before the token is handed
+ * out (StatefulTokenService.generateAccessToken: ingestProposal of
+ * dataHubAccessTokenInfo, not async) and gone once it is revoked
+ * (revokeAccessToken: deleteUrn), whatever the search index lags.
  */
 
 static int
