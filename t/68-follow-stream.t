@@ -344,7 +344,7 @@ is(stop_follow($standby, 'TERM'), 0, 'standby stopped');
 
 # --- a GMS without the Events API -------------------------------------------
 
-my $POLLING = qr/^gms-token follow: $TIME changes: polling every 15s: /;
+my $POLLING = qr/^gms-token follow: $TIME changes: polling every \d+s: /;
 
 for my $case ([404 => qr/HTTP 404.*GMS serves no Events API/],
               [403 => qr/HTTP 403.*GET_METADATA_CHANGE_LOG_EVENTS/]) {
