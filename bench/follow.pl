@@ -57,7 +57,8 @@
 #   suspended user      users() SUSPENDED, a token of the user: 401 (then
 #                       ACTIVE again, and 200 awaited, not timed)
 #   removed privilege   the policy giving user0 MANAGE_POLICIES deleted:
-#                       403 at a location requiring it (then restored)
+#                       refused ("forbidden", a 401 as GMS's) at a
+#                       location requiring it (then restored)
 # and GMS requests per minute while nothing changes (every request the
 # stand-in received over BENCH_FOLLOW_IDLE seconds, 60: GraphQL and the
 # Events API's polls).  The stream mode runs no cycle table (its cycles
@@ -279,7 +280,7 @@ sub changes {
             // die "user0: MANAGE_POLICIES not at the edges\n";
         push @{ $took{privilege} }, changed($edges, $w, sub {
             $gms->policies([ grep { $_->{urn} !~ /:a-user\z/ } @$policies ]);
-        }, '/bench-privilege/x', $raw->[0], 403);
+        }, '/bench-privilege/x', $raw->[0], 'forbidden');
         $gms->policies($policies);
         at_every_edge($edges, $w, '/bench-privilege/x', $raw->[0], 200,
                       $CYCLES_WAIT)
@@ -298,7 +299,7 @@ sub changed {
     my $took = at_every_edge($edges, $w, $path, $token, $want, $CYCLES_WAIT)
         // die "$path: not $want at every edge within $CYCLES_WAIT s\n";
     my $s = $took - $t0;
-    printf "  %s %s: %d at every edge %.2f s later\n", $path,
+    printf "  %s %s: %s at every edge %.2f s later\n", $path,
            ref $token ? 'new token' : 'token', $want, $s;
     return $s;
 }
@@ -313,7 +314,11 @@ sub at_every_edge {
         my $t = ref $token ? $token->() : $token;
         for my $n (keys %left) {
             my $res = $left{$n}->get($path, $t);
-            delete $left{$n} if ($res->{status} // 0) == $want;
+            # a status, or the edge's $gms_token_result ("forbidden": a
+            # missing privilege is a 401 too, as GMS answers)
+            delete $left{$n}
+                if $want =~ /^\d+\z/ ? ($res->{status} // 0) == $want
+                   : ($res->{headers}{'x-gms-result'} // '') eq $want;
         }
         return time unless %left;
         sleep 0.01;
