@@ -20,7 +20,7 @@
 # fails its cycles with a clear error.  Hostile events (not JSON, an
 # unknown aspect, 10 MB, a token URN that is no token id) change nothing
 # in Redis, are counted (stream_rejected), and the stream goes on.
-# Lines and fields: STREAM.md / docs/redis-contract.md.
+# Lines and fields: docs/gms-token.md, docs/redis-contract.md.
 
 use strict;
 use warnings;
