@@ -50,7 +50,7 @@
 # follower writes, the same 300 s caches.  BENCH_FOLLOW_CHANGES times (3)
 # each, the time from the change made in the stand-in to the expected
 # answer at every edge (each asked every 10 ms; the last edge's time
-# counts), median and max:
+# counts; each change at a random moment of --interval), median and max:
 #   revoked old token   revoke() of a listed token: 401
 #   new token           createAccessToken (GraphQL, as DataHub's UI): 200
 #   revoked new token   that token, revokeAccessToken a second after: 401
@@ -289,11 +289,13 @@ sub changes {
     return \%took;
 }
 
-# Makes the change, then asks every edge every 10 ms until each answers
+# Makes the change (at a random moment of --interval), then asks every edge every 10 ms until each answers
 # $want for the token (a code ref: read after the change): the seconds
 # from the change to the last edge's answer.
 sub changed {
     my ($edges, $w, $change, $path, $token, $want) = @_;
+    # at a random moment of the polling cycle, as a change comes
+    sleep rand($interval);
     my $t0 = time;
     $change->();
     my $took = at_every_edge($edges, $w, $path, $token, $want, $CYCLES_WAIT)
