@@ -288,6 +288,7 @@ ok(reaches('/entities/x', 'gap-token', 401),
    '... the revocation dropped: applied by that listing');
 sleep 2;
 is(listings() - $before, 1, '... exactly one whole listing');
+tell_why($f);
 $gms->retention;
 
 # --- hostile events ----------------------------------------------------------
