@@ -272,9 +272,10 @@ bench:
 # --- bench-follow: gms-token follow at DataHub's size (issue 25) -------------
 #
 #   make bench-follow  follow against the stand-in GMS (20 ms a request) and
-#                      an edge, 1,000 to 100,000 tokens (bench/follow.pl);
-#                      not part of make test.  BENCH_FOLLOW_SIZES, _DELAY,
-#                      _ARGS, _REVOKES: see there
+#                      three edges, 1,000 to 100,000 tokens, polling and on
+#                      the Events API (bench/follow.pl); not part of make
+#                      test.  BENCH_FOLLOW_SIZES, _DELAY, _ARGS, _REVOKES,
+#                      _MODES, _CHANGES, _IDLE: see there
 
 .PHONY: bench-follow
 

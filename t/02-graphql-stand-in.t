@@ -7,8 +7,11 @@
 # exists and aspects as GMS answers them, relationships INCOMING to a
 # group and a role, paged, service accounts and their tokens (DataHub
 # 1.4+), OAuth users scrolled by their sub-type (1.3+), a GMS that ignores start, Elasticsearch's result window, the
-# complexity limit, the request counter and GMS's latency.  Without
-# nginx or Redis: raw HTTP to the stand-in.
+# complexity limit, the request counter and GMS's latency; the Events
+# API (GmsTest::Events): the MCL events each change appends, offsets,
+# limit, a poll that waits without holding up its worker, retention's
+# gap, a bad offsetId or topic, 401, 403 and 404.  Without nginx or
+# Redis: raw HTTP to the stand-in.
 
 use strict;
 use warnings;
