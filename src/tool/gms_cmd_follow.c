@@ -834,12 +834,22 @@ gms_follow_due(gms_follow_t *f, int64_t *wait)
     state = gms_follow_stream_state(&f->stream);
 
     if (f->last == 0) {
-        if (state != GMS_FOLLOW_STREAM_STARTING || f->reconcile) {
+        if (f->reconcile || state == GMS_FOLLOW_STREAM_DOWN) {
             return 1;
         }
 
-        *wait = f->conf->interval_ms;
-        return 0;
+        if (state == GMS_FOLLOW_STREAM_STARTING) {
+            *wait = f->conf->interval_ms;
+            return 0;
+        }
+
+        /* resumed at the kept offset: the first listing a period on */
+        f->last = gms_follow_monotonic();
+        f->failed = 0;
+        f->after = gms_follow_jitter(f->conf->interval_ms);
+        f->after_stream = gms_follow_jitter(f->conf->full_interval_ms
+                                            ? f->conf->full_interval_ms
+                                            : f->conf->interval_ms);
     }
 
     if (f->failed) {

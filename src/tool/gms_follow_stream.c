@@ -594,16 +594,7 @@ gms_follow_stream_poll(gms_follow_stream_t *s, int *rc, const char **why)
         return GMS_STREAM_FAILED;
     }
 
-    gms_follow_stream_running(s, resumed);
-
-    if (c.events) {
-        printf("gms-token follow: %s stream ok events=%zu revoked=%zu "
-               "tokens=%zu users=%zu privileges=%zu ignored=%zu "
-               "rejected=%zu lag=%lldms\n",
-               gms_follow_time(now, sizeof(now)), c.events, c.revoked,
-               c.tokens, c.users, c.privileges, c.ignored, c.rejected,
-               c.newest ? (long long) (gms_tool_now_ms() - c.newest) : 0LL);
-    }
+    /* asked before the main thread hears that the stream runs */
 
     if (check == GMS_EVENTS_OFFSET_GAP) {
         gms_follow_clean(why_gap);
@@ -615,6 +606,17 @@ gms_follow_stream_poll(gms_follow_stream_t *s, int *rc, const char **why)
     } else if (!resumed || c.rejected) {
         /* from the end, or an event we could not read */
         gms_follow_stream_ask(s);
+    }
+
+    gms_follow_stream_running(s, resumed);
+
+    if (c.events) {
+        printf("gms-token follow: %s stream ok events=%zu revoked=%zu "
+               "tokens=%zu users=%zu privileges=%zu ignored=%zu "
+               "rejected=%zu lag=%lldms\n",
+               gms_follow_time(now, sizeof(now)), c.events, c.revoked,
+               c.tokens, c.users, c.privileges, c.ignored, c.rejected,
+               c.newest ? (long long) (gms_tool_now_ms() - c.newest) : 0LL);
     }
 
     return GMS_STREAM_OK;
