@@ -131,6 +131,7 @@ static void gms_follow_stop(gms_follow_t *f);
 static int gms_follow_lease(gms_follow_t *f);
 static void gms_follow_lost(void *data);
 static int gms_follow_due(gms_follow_t *f, int64_t *wait);
+static int gms_follow_resumed(gms_follow_t *f);
 static int gms_follow_tokens(gms_follow_t *f);
 static const char *gms_follow_changes(gms_follow_t *f);
 static void gms_follow_wake(void *data);
@@ -843,7 +844,14 @@ gms_follow_due(gms_follow_t *f, int64_t *wait)
             return 0;
         }
 
-        /* resumed at the kept offset: the first listing a period on */
+        /*
+         * Resumed at the kept offset: the first listing a period on; the
+         * privileges thread starts from the holders the cache has
+         */
+        if (gms_follow_resumed(f) != GMS_TOOL_OK) {
+            return 1;
+        }
+
         f->last = gms_follow_monotonic();
         f->failed = 0;
         f->after = gms_follow_jitter(f->conf->interval_ms);
@@ -873,6 +881,28 @@ gms_follow_due(gms_follow_t *f, int64_t *wait)
     *wait = left;
 
     return 0;
+}
+
+
+/*
+ * The stream resumed: the token holders read from the cache, handed over
+ * to the privileges thread as a listing's.  A failure: a whole listing
+ * instead.
+ */
+
+static int
+gms_follow_resumed(gms_follow_t *f)
+{
+    gms_tool_holders_t  holders;
+
+    if (gms_tool_holders_cached(f->tool, &holders) != 0) {
+        gms_tool_close(f->tool);
+        return GMS_TOOL_REDIS;
+    }
+
+    gms_follow_privileges_hand(&f->privileges, &holders);
+
+    return GMS_TOOL_OK;
 }
 
 
