@@ -44,6 +44,7 @@ my $admin = { urn => 'urn:li:dataHubPolicy:admins', type => 'PLATFORM',
 my $e = GmsTest::Edge->start(
     workers => 2,
     http => 'gms_token_cache zone=tokens:1m ttl=300s negative_ttl=300s;');
+# a GMS without the Events API (DataHub before 1.3): follow polls, as tested
 my $gms = GmsTest::GraphQL->start(token => 'follower-token',
                                   events_api => '404',
                                   tokens => [ listed('alice-token', $alice) ],

@@ -42,6 +42,7 @@ my @old = map { listed("old-$_", created => $day_ago + $_ * 60_000) } 1 .. 20;
 my $e = GmsTest::Edge->start(
     workers => 2,
     http => 'gms_token_cache zone=tokens:1m ttl=300s negative_ttl=300s;');
+# a GMS without the Events API (DataHub before 1.3): follow polls, as tested
 my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@old,
                                   events_api => '404');
 my @follow = (gms_args($gms->url, $token_file),
