@@ -547,13 +547,7 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
             f.after_stream = wait;
             f.last = gms_follow_monotonic();
 
-            fprintf(stderr, "gms-token follow: %s failed (%s): %s; "
-                    "next try in %.1fs\n",
-                    gms_follow_time(now, sizeof(now)),
-                    rc == GMS_TOOL_REDIS ? "Redis"
-                    : rc == GMS_TOOL_GMS ? "GMS" : "bad input",
-                    t->error[0] ? t->error : "no message",
-                    (double) wait / 1000);
+            gms_follow_say_failed("", rc, t->error, wait);
         }
 
         gms_follow_wait(&f, wait);

@@ -96,6 +96,8 @@ static void *gms_follow_stream_thread(void *data);
 static int gms_follow_stream_next(gms_follow_stream_t *s, int64_t at,
     int *taken);
 static int gms_follow_stream_offset_read(gms_follow_stream_t *s);
+static char *gms_follow_stream_sync_key(gms_follow_stream_t *s,
+    size_t *len);
 static gms_stream_rc_e gms_follow_stream_poll(gms_follow_stream_t *s,
     int *rc, const char **why);
 static gms_stream_rc_e gms_follow_stream_unusable(gms_follow_stream_t *s,
@@ -339,13 +341,7 @@ gms_follow_stream_thread(void *data)
 
         gms_follow_clean(t->error);
 
-        fprintf(stderr, "gms-token follow: %s stream failed (%s): %s; "
-                "next try in %.1fs\n",
-                gms_follow_time(now, sizeof(now)),
-                rc == GMS_TOOL_REDIS ? "Redis"
-                : rc == GMS_TOOL_GMS ? "GMS" : "bad input",
-                t->error[0] ? t->error : "no message",
-                (double) wait / 1000);
+        gms_follow_say_failed("stream ", rc, t->error, wait);
     }
 
     gms_graphql_close(s->g);
@@ -423,11 +419,7 @@ gms_follow_stream_offset_read(gms_follow_stream_t *s)
 
     t = &s->tool;
 
-    if (t->conn == NULL && gms_tool_connect(t) != GMS_TOOL_OK) {
-        return -1;
-    }
-
-    key = gms_tool_key(t, GMS_KEY_SYNC, "", 0, &key_len);
+    key = gms_follow_stream_sync_key(s, &key_len);
     if (key == NULL) {
         return -1;
     }
@@ -452,6 +444,23 @@ gms_follow_stream_offset_read(gms_follow_stream_t *s)
     freeReplyObject(reply);
 
     return 0;
+}
+
+
+/* <prefix>sync's name, the thread's connection made if it has none */
+
+static char *
+gms_follow_stream_sync_key(gms_follow_stream_t *s, size_t *len)
+{
+    gms_tool_t  *t;
+
+    t = &s->tool;
+
+    if (t->conn == NULL && gms_tool_connect(t) != GMS_TOOL_OK) {
+        return NULL;
+    }
+
+    return gms_tool_key(t, GMS_KEY_SYNC, "", 0, len);
 }
 
 
@@ -890,11 +899,7 @@ gms_follow_stream_health(gms_follow_stream_t *s, const gms_stream_counts_t *c)
 
     t = &s->tool;
 
-    if (t->conn == NULL && gms_tool_connect(t) != GMS_TOOL_OK) {
-        return -1;
-    }
-
-    key = gms_tool_key(t, GMS_KEY_SYNC, "", 0, &key_len);
+    key = gms_follow_stream_sync_key(s, &key_len);
     if (key == NULL) {
         return -1;
     }
@@ -995,11 +1000,7 @@ gms_follow_stream_down(gms_follow_stream_t *s)
 
     t = &s->tool;
 
-    if (t->conn == NULL && gms_tool_connect(t) != GMS_TOOL_OK) {
-        return;
-    }
-
-    key = gms_tool_key(t, GMS_KEY_SYNC, "", 0, &key_len);
+    key = gms_follow_stream_sync_key(s, &key_len);
     if (key == NULL) {
         return;
     }
