@@ -577,7 +577,14 @@ subtest 'Events API' => sub {
     cmp_ok($now->{"$TOPIC-0"} + $now->{"$TOPIC-1"} - $was->{"$TOPIC-0"}
            - $was->{"$TOPIC-1"}, '>', $gap->{doc}{count},
            '... the offsets moved further than the events read: a gap');
+    $dh->retention(max_age => 0);
+    is(scalar @{ $dh->events }, 0, 'retention max_age 0: every event gone');
     $dh->retention;
+
+    $dh->inject_event('z', count => 5001);
+    my $capped = $poll->("pollTimeoutSeconds=10&limit=9999&offsetId="
+                         . uri($gap->{doc}{offsetId}));
+    is($capped->{doc}{count}, 5000, 'limit capped at 5000: answered at once');
 
     # refusals
     my $bad = $poll->('offsetId=' . uri('bm90IGpzb24='));

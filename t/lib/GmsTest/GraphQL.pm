@@ -196,7 +196,7 @@ package GmsTest::GraphQL;
 #                    Kafka's retention: older events dropped; a kept offset
 #                    before the earliest left is reset to it (the consumer's
 #                    autoOffsetReset earliest): the answer skips ahead, a gap
-#   inject_event($bytes, key => URN)
+#   inject_event($bytes, key => URN, count => N)
 #                    an event whose value is any bytes (not JSON, an
 #                    unknown aspect, 10 MB, a bad token id ...)
 #   events           the events kept: {partition, offset, time, value, json}
@@ -590,10 +590,11 @@ sub retention {
 # Appends an event whose value is these bytes, whatever they are (not
 # JSON, an aspect the follower does not know, 10 MB, a token URN that is
 # no token id ...); key => URN puts it on that URN's partition (default
-# the empty key's).
+# the empty key's); count => N appends it N times at once.
 sub inject_event {
     my ($self, $value, %opt) = @_;
-    GmsTest::Events::append($self->{state_dir}, [$opt{key} // '', $value]);
+    GmsTest::Events::append($self->{state_dir},
+                            ([$opt{key} // '', $value]) x ($opt{count} // 1));
 }
 
 # The events kept, oldest first: { partition, offset, time (ms), value,
