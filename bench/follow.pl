@@ -177,6 +177,7 @@ sub measure {
                                       tokens => $tokens, policies => $policies,
                                       memberships => $memberships,
                                       delay => $DELAY, salt => '',
+                                      events_api => 'on',
                                       # Elasticsearch's page limit, as GMS
                                       max_result_window => 10_000);
     warm($gms);
@@ -289,9 +290,10 @@ sub changes {
     return \%took;
 }
 
-# Makes the change (at a random moment of --interval), then asks every edge every 10 ms until each answers
-# $want for the token (a code ref: read after the change): the seconds
-# from the change to the last edge's answer.
+# Makes the change (at a random moment of --interval), then asks every
+# edge every 10 ms until each answers $want for the token (a code ref:
+# read after the change): the seconds from the change to the last edge's
+# answer.
 sub changed {
     my ($edges, $w, $change, $path, $token, $want) = @_;
     # at a random moment of the polling cycle, as a change comes

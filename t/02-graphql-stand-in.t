@@ -429,14 +429,14 @@ subtest 'count and delay' => sub {
     $gms->delay(0);
 };
 
-# --- the Events API ------------------------------------------------------------
+# --- the Events API ----------------------------------------------------------
 
 my $TOPIC = 'MetadataChangeLog_Versioned_v1';
 
 subtest 'Events API' => sub {
     # one worker: a poll that waits must not hold up its other requests
     my $dh = GmsTest::GraphQL->start(
-        token => 'pat', workers => 1,
+        token => 'pat', workers => 1, events_api => 'on',
         tokens => [ token('old', expiresAt => undef) ],
         policies => [ { urn => 'urn:li:dataHubPolicy:p',
                         privileges => ['MANAGE_ACCESS_TOKENS'],
@@ -463,8 +463,10 @@ subtest 'Events API' => sub {
 
     my $end = $poll->('pollTimeoutSeconds=1');
     is($end->{status}, 200, 'no offsetId: 200');
-    is_deeply([ @{ $end->{doc} }{qw(count events errorMessage)} ],
-              [0, [], undef], '... no event, from the end: count 0');
+    is_deeply([ sort keys %{ $end->{doc} } ], [qw(count events offsetId)],
+              '... offsetId, count, events (no null errorMessage)');
+    is_deeply([ @{ $end->{doc} }{qw(count events)} ], [0, []],
+              '... no event, from the end: count 0');
     is_deeply($offsets->($end), { "$TOPIC-0" => 0, "$TOPIC-1" => 0 },
               '... offsetId: base64 of {"<topic>-<partition>": next}');
     cmp_ok($end->{took}, '>=', 1, '... after the whole poll timeout');
@@ -493,13 +495,15 @@ subtest 'Events API' => sub {
               'createAccessToken: key and info UPSERT; revokeAccessToken: '
               . 'DELETE of both (Avro JSON unions)');
     my $generic = $e[1]{aspect}{'com.linkedin.pegasus2avro.mxe.GenericAspect'};
-    is($generic->{contentType}, 'application/json', 'the aspect: GenericAspect');
+    is($generic->{contentType}, 'application/json',
+       'the aspect: GenericAspect');
     my $info = GmsTest::json_decode($generic->{value});
     is_deeply([ @$info{qw(actorUrn ownerUrn name)} ],
               [ $ALICE, 'urn:li:corpuser:datahub', 'n' ],
               '... its value DataHubAccessTokenInfo as JSON text');
     ok($info->{expiresAt} > $info->{createdAt}
-       && $e[1]{created}{'com.linkedin.common.AuditStamp'}{time} > 0,
+       && $e[1]{created}{'com.linkedin.pegasus2avro.common.AuditStamp'}{time}
+          > 0,
        '... createdAt, expiresAt, and the record\'s created time');
     is($e[2]{aspect}, undef, 'a DELETE has no aspect');
     is($four->{doc}{events}[0]{contentType}, 'application/json',
@@ -577,14 +581,21 @@ subtest 'Events API' => sub {
     cmp_ok($now->{"$TOPIC-0"} + $now->{"$TOPIC-1"} - $was->{"$TOPIC-0"}
            - $was->{"$TOPIC-1"}, '>', $gap->{doc}{count},
            '... the offsets moved further than the events read: a gap');
+    $dh->retention(max_age => 0);
+    is(scalar @{ $dh->events }, 0, 'retention max_age 0: every event gone');
     $dh->retention;
+
+    $dh->inject_event('z', count => 5001);
+    my $capped = $poll->("pollTimeoutSeconds=10&limit=9999&offsetId="
+                         . uri($gap->{doc}{offsetId}));
+    is($capped->{doc}{count}, 5000, 'limit capped at 5000: answered at once');
 
     # refusals
     my $bad = $poll->('offsetId=' . uri('bm90IGpzb24='));
     is($bad->{status}, 500, 'an offsetId not base64 JSON: 500');
-    is($bad->{doc}{errorMessage}, 'An unexpected error occurred: Failed to '
-       . 'decode and parse offsetId: bm90IGpzb24=',
-       '... ExternalEventsOffsetCodec\'s message');
+    is_deeply($bad->{doc}, { errorMessage => 'An unexpected error occurred: '
+              . 'Failed to decode and parse offsetId: bm90IGpzb24=' },
+              '... ExternalEventsOffsetCodec\'s message, alone');
     is($poll->('offsetId=%21%21')->{status}, 500, '... not base64 either');
     my $other = GmsTest::HTTP::request($dh->port, 'GET',
         '/openapi/v1/events/poll?topic=Nope', $auth);
@@ -599,6 +610,9 @@ subtest 'Events API' => sub {
     $dh->events_api('404');
     is($poll->('pollTimeoutSeconds=1')->{status}, 404,
        "events_api '404': a GMS without the Events API");
+    is(GmsTest::HTTP::request($gms->port, 'GET',
+           "/openapi/v1/events/poll?topic=$TOPIC", {})->{status}, 404,
+       '... the stand-in\'s default');
     is(ask_at($dh, '{ entityExists(urn: "urn:li:corpuser:nobody") }')
        ->{data}{entityExists},
        JSON::PP::false(), '... GraphQL as ever');

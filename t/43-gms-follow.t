@@ -71,14 +71,6 @@ my $FAILED_LINE = qr/^gms-token follow: $TIME failed \((GMS|Redis)\): (.+); (?x:
 my $LEASE_TAKEN = qr/^gms-token follow: $TIME lease taken: (\S+) works\z/;
 my $LEASE_RELEASED = qr/^gms-token follow: $TIME lease released: (\S+)\z/;
 
-# The stand-in is a GMS without the Events API (DataHub before 1.3): with
-# --changes auto, the default, one line on stderr, then polling, which
-# this file tests; t/68-follow-stream.t tests the stream
-my $NO_STREAM = qr/^gms-token follow: $TIME changes: polling every \d+s: (?x:
-                   )HTTP 404: GMS serves no Events API: DataHub before 1\.3, (?x:
-                   )or EVENTS_API_ENABLED false\z/;
-sub errs { return grep { $_ !~ $NO_STREAM } err_lines($_[0]) }
-
 sub privileges_lines {
     return grep { $_ =~ $PRIVILEGES_LINE } out_lines($_[0]);
 }
@@ -90,7 +82,7 @@ sub tokens_dump {
                                                           $redis->dump_all;
 }
 
-my $gms = GmsTest::GraphQL->start(token => $SECRET, events_api => '404');
+my $gms = GmsTest::GraphQL->start(token => $SECRET);
 my @gms = gms_args($gms->url, $token_file);
 
 
@@ -405,12 +397,9 @@ my @tokens = map { listed("follow-$_") } 1 .. 5;
     is_deeply([ grep { $_ !~ $OK_LINE && $_ !~ $PRIVILEGES_LINE }
                 @out[1 .. $#out - 2] ], [],
               'every other line on stdout is a cycle of either thread');
-    is_deeply([ grep { $_ !~ $FAILED_LINE } errs($f) ],
-              [ grep { /lease taken again/ } errs($f) ],
+    is_deeply([ grep { $_ !~ $FAILED_LINE } err_lines($f) ],
+              [ grep { /lease taken again/ } err_lines($f) ],
               'every line on stderr is a failed cycle, but one');
-    is(scalar(grep { $_ =~ $NO_STREAM } err_lines($f)), 1,
-       '... and one that GMS serves no Events API (--changes auto: '
-       . 'polling)');
     ok(index(GmsTest::slurp($f->{out}) . GmsTest::slurp($f->{err}),
              $SECRET) < 0, 'the GMS token never shown');
 }
@@ -437,7 +426,7 @@ my @tokens = map { listed("follow-$_") } 1 .. 5;
     like((privileges_lines($f))[0] // '',
          qr/ privileges ok users=1 changed=0 removed=0 skipped=1 checked=1 /,
          '... alice skipped, counted on the line of the mirror');
-    is_deeply([errs($f)],
+    is_deeply([err_lines($f)],
               ['gms-token: follow: ' . $gms->url . ": $alice has 257 "
                . 'privileges, more than the edge accepts (256): the set '
                . 'left as it was'],
@@ -462,8 +451,7 @@ my @tokens = map { listed("follow-$_") } 1 .. 5;
     # stuck in that request; the token cycle goes on every second.  Before
     # the mirror had a thread of its own, a cycle was tokens then mirror:
     # a token revoked just after a token cycle waited for the mirror, 10 s.
-    my $slow = GmsTest::GraphQL->start(token => $SECRET, events_api => '404',
-                                       workers => 4,
+    my $slow = GmsTest::GraphQL->start(token => $SECRET, workers => 4,
         tokens => [ listed('slow-kept'), listed('slow-revoked') ],
         policies => [ { urn => 'urn:li:dataHubPolicy:tokens',
                         privileges => ['MANAGE_ACCESS_TOKENS'],
@@ -514,7 +502,7 @@ my @tokens = map { listed("follow-$_") } 1 .. 5;
     my $stopped = time - $t1;
     ok($stopped < 3, sprintf('... at once (%.2f s): the mirror\'s request '
                              . 'abandoned', $stopped));
-    is_deeply([errs($f)], [], '... no failure logged');
+    is_deeply([err_lines($f)], [], '... no failure logged');
     like((out_lines($f))[-1], qr/ stopped by SIGTERM\z/, '... stopped');
 
     # the mirror, fast again: its own line, its own cadence
@@ -557,7 +545,7 @@ my @tokens = map { listed("follow-$_") } 1 .. 5;
     ok(GmsTest::wait_until(sub { @{ $gms->requests } >= 1 }, 10),
        'a follower waiting for a slow GMS');
     is(stop_follow($f, 'INT', 5), 0, 'SIGINT in a request: exit 0 at once');
-    is_deeply([errs($f)], [], 'the abandoned cycle is no failure');
+    is_deeply([err_lines($f)], [], 'the abandoned cycle is no failure');
     like((out_lines($f))[-1], qr/ stopped by SIGINT\z/, 'stopped by SIGINT');
     is(tokens_dump(), $before, 'Redis untouched, but for the lease');
     is($redis->cmd(EXISTS => 'gms:lease'), 0, '... released');

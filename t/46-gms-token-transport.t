@@ -407,8 +407,7 @@ my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ0cmFuc3BvcnQifQ.'
              . 'c2VjcmV0LWdtcy10cmFuc3BvcnQtc2lnbmF0dXJlLTQ2';
 my $token_file = gms_account($SECRET, $dir);
 
-# a GMS without the Events API (DataHub before 1.3): follow polls, as tested
-my $gms = GmsTest::GraphQL->start(token => $SECRET, events_api => '404');
+my $gms = GmsTest::GraphQL->start(token => $SECRET);
 
 {
     $gms->tokens([ listed('before-failover') ]);

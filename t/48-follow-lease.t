@@ -36,9 +36,7 @@ my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJsZWFzZSJ9.'
 my $token_file = gms_account($SECRET);
 my $alice = 'urn:li:corpuser:alice';
 
-# a GMS without the Events API (DataHub before 1.3): follow polls, as tested
 my $gms = GmsTest::GraphQL->start(token => $SECRET, workers => 4,
-    events_api => '404',
     tokens => [ listed('lease-1') ],
     policies => [ { urn => 'urn:li:dataHubPolicy:tokens',
                     privileges => ['MANAGE_ACCESS_TOKENS'],

@@ -46,8 +46,7 @@ my $now = now_ms();
 my $alice = 'urn:li:corpuser:alice';
 my $bob = 'urn:li:corpuser:bob';
 
-# a GMS without the Events API (DataHub before 1.3): follow polls, as tested
-my $gms = GmsTest::GraphQL->start(token => $SECRET, events_api => '404');
+my $gms = GmsTest::GraphQL->start(token => $SECRET);
 my @gms = gms_args($gms->url, $token_file);
 my @sync = ('sync', @gms, '--privileges', 'off', '--prune');
 

@@ -41,9 +41,7 @@ my $day_ago = now_ms() - 86_400_000;
 my @tokens = map { listed("span-$_", created => $day_ago - ($N - $_) * 10_000) }
              0 .. $N - 1;
 
-# a GMS without the Events API (DataHub before 1.3): follow polls, as tested
-my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens,
-                                  events_api => '404');
+my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@tokens);
 my @follow = (gms_args($gms->url, $token_file), @at, '--interval', '1s',
               '--page-size', 100, '--privileges', 'off', '--inactive', 'keep',
               '--privileges-interval', '1h');

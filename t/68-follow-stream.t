@@ -34,7 +34,7 @@ use GmsTest::Events;
 use GmsTest::GraphQL;
 use GmsTest::HTTP;
 use MIME::Base64 qw(decode_base64);
-use GmsTest::Tool qw(start_follow stop_follow out_lines err_lines
+use GmsTest::Tool qw(start_follow stop_follow out_lines
                      gms_account gms_args key_of listed hash_of);
 
 GmsTest::Tool::need_tool();
@@ -60,7 +60,7 @@ my @at = ('--redis', '127.0.0.1:' . $redis->port);
 # salt '': the edge's (GmsTest::Edge's default), so that a token made by
 # createAccessToken has at the edge the id GMS gives it
 my $gms = GmsTest::GraphQL->start(
-    token => $SECRET, salt => '', workers => 4,
+    token => $SECRET, salt => '', workers => 4, events_api => 'on',
     tokens => [ map { listed($_) } qw(alice-token old-token restart-token
                                       lost-token gap-token standby-token
                                       hostile-token auto-token) ],
@@ -86,6 +86,9 @@ sub follower {
     push @followers, $f;
     return $f;
 }
+
+# every line on stderr (GmsTest::Tool's err_lines leaves one out)
+sub err_lines { return split /\n/, GmsTest::slurp($_[0]{err}) }
 
 sub status {
     my ($path, $token) = @_;

@@ -42,9 +42,7 @@ my @old = map { listed("old-$_", created => $day_ago + $_ * 60_000) } 1 .. 20;
 my $e = GmsTest::Edge->start(
     workers => 2,
     http => 'gms_token_cache zone=tokens:1m ttl=300s negative_ttl=300s;');
-# a GMS without the Events API (DataHub before 1.3): follow polls, as tested
-my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@old,
-                                  events_api => '404');
+my $gms = GmsTest::GraphQL->start(token => $SECRET, tokens => \@old);
 my @follow = (gms_args($gms->url, $token_file),
               '--redis', '127.0.0.1:' . $e->redis->port, '--interval', '1s',
               '--page-size', 5, '--privileges', 'off', '--inactive', 'keep',
@@ -148,9 +146,7 @@ revoked_young($f, 'whole', 'ahead-whole', int(time * 1000) + 3_600_000,
 
 is(stop_follow($f, 'TERM'), 0, 'whole: stopped');
 
-# a GMS without the Events API: --changes auto says so once, and polls
-is_deeply([ grep { !/ warning: / && !/ changes: polling every 1s: HTTP 404: / }
-            GmsTest::Tool::err_lines($f) ], [],
+is_deeply([ grep { !/ warning: / } GmsTest::Tool::err_lines($f) ], [],
           'no failed cycle');
 
 done_testing();

@@ -36,6 +36,7 @@ my $e = GmsTest::Edge->start(
 my $redis = $e->redis;
 
 my $gms = GmsTest::GraphQL->start(token => $SECRET, workers => 4,
+                                  events_api => 'on',
                                   tokens => [ listed('alice-token') ],
                                   policies => [$admin]);
 

@@ -36,7 +36,9 @@ package GmsTest::Events;
 #   parse offsetId: <offsetId>".
 # - ExternalEventsResponse.java / ExternalEvent.java: {offsetId, count,
 #   events: [{contentType, value}], errorMessage} in that order, nulls
-#   written.
+#   left out (metadata-service/war/.../gms/ServletConfig.java: the
+#   servlet's ObjectMapper, JsonInclude.Include.NON_NULL): an answer has
+#   no errorMessage, an error nothing else.
 # - metadata-dao-impl/kafka-producer/.../KafkaEventProducer.java: an MCL is
 #   produced with the entity URN as its key, so Kafka's default
 #   partitioner (murmur2 of the key, Utils.murmur2 / toPositive) puts it
@@ -45,7 +47,11 @@ package GmsTest::Events;
 #   MetadataChangeLog.avsc: the record's fields, in that order, optional
 #   ones as Avro JSON unions ({"string": ...}, {"com.linkedin.pegasus2avro.
 #   mxe.GenericAspect": {"value": "<aspect JSON>", "contentType":
-#   "application/json"}}); see mcl().
+#   "application/json"}}); the records are written with EventUtils.java's
+#   RENAMED_MCL_AVRO_SCHEMA (com.linkedin.pegasus2avro.mxe.MetadataChange-
+#   Log.SCHEMA$), so every named type's branch is under com.linkedin.
+#   pegasus2avro (...common.AuditStamp); see mcl().  The shapes agree with
+#   t/fixtures/datahub/events-poll.constructed.json (i34-events).
 
 use strict;
 use warnings;
@@ -67,7 +73,7 @@ my ($DEFAULT_LIMIT, $DEFAULT_TIMEOUT) = (100, 5);
 my $GENERIC = 'com.linkedin.pegasus2avro.mxe.GenericAspect';
 
 
-# --- the log --------------------------------------------------------------------
+# --- the log -----------------------------------------------------------------
 
 sub init {
     my ($dir, %opt) = @_;
@@ -183,7 +189,7 @@ sub murmur2 {
 }
 
 
-# --- the records ----------------------------------------------------------------
+# --- the records -------------------------------------------------------------
 
 # A MetadataChangeLog record in Avro's JSON encoding (MetadataChangeLog.avsc,
 # its fields in order), as ExternalEventsService.convertGenericRecordToJson
@@ -216,7 +222,8 @@ sub mcl {
         . '"previousAspectValue":' . _generic($f{previous}) . ','
         . '"previousSystemMetadata":' . (defined $f{previous} ? $sys : 'null')
         . ','
-        . '"created":{"com.linkedin.common.AuditStamp":{"time":' . $time
+        . '"created":{"com.linkedin.pegasus2avro.common.AuditStamp":{'
+        . '"time":' . $time
         . ',"actor":' . _j($actor) . ',"impersonator":null,"message":null}}}';
     return [$f{urn}, $text];
 }
@@ -263,7 +270,7 @@ sub token_delete {
 }
 
 
-# --- the Events API, in the stub's workers ----------------------------------------
+# --- the Events API, in the stub's workers -----------------------------------
 
 my %LOG;    # dir => [key, log]: read again when its file changed
 
@@ -281,7 +288,7 @@ sub _log {
 sub _error {
     my ($message) = @_;
     return [500, ['Content-Type' => 'application/json'],
-            '{"offsetId":null,"count":null,"events":null,"errorMessage":'
+            '{"errorMessage":'
             . _j("An unexpected error occurred: $message") . '}'];
 }
 
@@ -365,7 +372,7 @@ sub poll {
             . ',"count":' . scalar(@$taken) . ',"events":['
             . join(',', map { '{"contentType":"application/json","value":'
                               . _j($_->[3]) . '}' } @$taken)
-            . '],"errorMessage":null}';
+            . ']}';
         return [200, ['Content-Type' => 'application/json'], $body];
     };
 }

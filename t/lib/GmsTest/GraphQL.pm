@@ -187,16 +187,20 @@ package GmsTest::GraphQL;
 # as /api/graphql; a bad offsetId or topic is the controller's 500
 # {"errorMessage": "An unexpected error occurred: ..."}.
 #
-#   start(events_api => 'on' | '404' | '403')   default 'on'; events_api()
-#                    changes it: '404' a GMS without the API (before 1.3,
-#                    EVENTS_API_ENABLED false), '403' a caller lacking
-#                    GET_METADATA_CHANGE_LOG_EVENTS (empty body)
+#   start(events_api => 'on' | '404' | '403')   default '404'; events_api()
+#                    changes it: 'on' serves it, '404' a GMS without the
+#                    API (before 1.3, EVENTS_API_ENABLED false), '403' a
+#                    caller lacking GET_METADATA_CHANGE_LOG_EVENTS (empty
+#                    body).  Off by default: the tests written for the
+#                    polling follower stand for a GMS before 1.3 (follow
+#                    --changes auto polls there, saying so once); a test
+#                    of the stream asks for it
 #   start(events_keep => N, events_max_age => SECONDS), retention(keep =>
 #                    N, max_age => SECONDS)
 #                    Kafka's retention: older events dropped; a kept offset
 #                    before the earliest left is reset to it (the consumer's
 #                    autoOffsetReset earliest): the answer skips ahead, a gap
-#   inject_event($bytes, key => URN)
+#   inject_event($bytes, key => URN, count => N)
 #                    an event whose value is any bytes (not JSON, an
 #                    unknown aspect, 10 MB, a bad token id ...)
 #   events           the events kept: {partition, offset, time, value, json}
@@ -396,7 +400,7 @@ sub start {
                   delay => $opt{delay} // 0,
                   max_result_window => $opt{max_result_window},
                   access_tokens => _access_tokens($opt{access_tokens}),
-                  events_api => $opt{events_api} // 'on',
+                  events_api => $opt{events_api} // '404',
                   users_time => int(Time::HiRes::time() * 1000) },
         tokens      => _numbers($opt{tokens} // []),
         changes     => { added => [], removed => {} },
@@ -590,10 +594,11 @@ sub retention {
 # Appends an event whose value is these bytes, whatever they are (not
 # JSON, an aspect the follower does not know, 10 MB, a token URN that is
 # no token id ...); key => URN puts it on that URN's partition (default
-# the empty key's).
+# the empty key's); count => N appends it N times at once.
 sub inject_event {
     my ($self, $value, %opt) = @_;
-    GmsTest::Events::append($self->{state_dir}, [$opt{key} // '', $value]);
+    GmsTest::Events::append($self->{state_dir},
+                            ([$opt{key} // '', $value]) x ($opt{count} // 1));
 }
 
 # The events kept, oldest first: { partition, offset, time (ms), value,
