@@ -4,7 +4,8 @@
 # lists no token, yet the privileges thread works at once, from the token
 # holders the cache has (gms_tool_holders_cached), so that a policy
 # changed after the restart reaches the edge by the stream's kick, long
-# before the next whole listing (--full-interval 1h here).  The stand-in
+# before the next whole listing (--full-interval 1h here); and gms:sync
+# at, which the edges' sync age reads, moves with the stream's polls.  The stand-in
 # GMS serves the Events API (GmsTest::Events); the edge caches for 300 s.
 
 use strict;
@@ -95,6 +96,14 @@ ok(GmsTest::wait_until(sub { answer() eq 'forbidden' }, 10),
    "the policy deleted after the restart: alice's privilege gone at the "
    . 'edge (the stream kicked the mirror)');
 is(listings(), 0, '... and no whole listing');
+
+# the edges' gms_token_sync_age_seconds reads gms:sync at: the stream's
+# polls move it, with no token cycle before --full-interval
+my $at = hash_of($redis, 'gms:sync')->{at} // 0;
+ok(GmsTest::wait_until(sub {
+    (hash_of($redis, 'gms:sync')->{at} // 0) > $at }, 10),
+   'gms:sync at moves with the stream\'s polls');
+is(scalar(grep { / ok tokens=/ } out_lines($f)), 0, '... no token cycle');
 
 is(stop_follow($f, 'TERM'), 0, 'stopped again');
 is_deeply([err_lines($f)], [], 'no failure');

@@ -907,14 +907,20 @@ gms_follow_stream_health(gms_follow_stream_t *s, const gms_stream_counts_t *c)
     now = gms_tool_now_ms();
     lag = c->newest && now > c->newest ? now - c->newest : 0;
 
-    /* hiredis's format knows no %zu */
+    /*
+     * at too: the cache is as current as the last batch applied, and the
+     * edges' gms_token_sync_age_seconds (and alerts on it) read at,
+     * while the token cycle runs every --full-interval only.  hiredis's
+     * format knows no %zu.
+     */
     reply = gms_tool_command(t, "HSET %b changes stream "
                              GMS_STREAM_OFFSET " %s stream_at %lld "
                              "stream_lag_ms %lld stream_events %llu "
-                             "stream_rejected %llu", key, key_len,
+                             "stream_rejected %llu at %lld", key, key_len,
                              s->offset, (long long) now, (long long) lag,
                              (unsigned long long) s->events,
-                             (unsigned long long) s->rejected);
+                             (unsigned long long) s->rejected,
+                             (long long) now);
     free(key);
 
     if (gms_tool_reply_error(t, reply, "HSET") != 0) {
