@@ -5,8 +5,9 @@
 # holders the cache has (gms_tool_holders_cached), so that a policy
 # changed after the restart reaches the edge by the stream's kick, long
 # before the next whole listing (--full-interval 1h here); and gms:sync
-# at, which the edges' sync age reads, moves with the stream's polls.  The stand-in
-# GMS serves the Events API (GmsTest::Events); the edge caches for 300 s.
+# at, which the edges' sync age reads, moves with the stream's polls.
+# The stand-in GMS serves the Events API (GmsTest::Events); the edge
+# caches for 300 s.
 
 use strict;
 use warnings;

@@ -672,9 +672,9 @@ gms_follow_start(gms_follow_t *f)
 /*
  * The keeper first, so that it neither renews nor calls back any more;
  * the stream and the mirror next, so that nothing is written after the
- * lease is released; then the lease, which a standby takes at its next try rather
- * than after it expires.  The release compares: a lease the keeper lost
- * is left alone.
+ * lease is released; then the lease, which a standby takes at its next
+ * try rather than after it expires.  The release compares: a lease the
+ * keeper lost is left alone.
  */
 
 static void
