@@ -10,6 +10,14 @@
  *    token holders the last token cycle handed over (the tokens are
  *    listed once, by the token cycle).
  *
+ * With --changes auto or stream, a third thread (gms_follow_stream.c)
+ * follows DataHub's change stream (its Events API, 1.3+) and applies each
+ * change as it comes.  While it runs, both loops above become the
+ * reconciliation: whole every --full-interval, and once more when the
+ * stream asks (no offset, a gap), which wakes the main thread's wait.
+ * Whenever it does not run, the token cycle polls every --interval as
+ * before.
+ *
  * The first token cycle runs at once, the next one an interval after the
  * end of the last, give or take a tenth; a failed cycle waits twice as
  * long as the one before, up to five minutes or the interval if that is
