@@ -252,10 +252,16 @@ cmp_ok(sync()->{stream_events} // 0, '>=', 8,
 is(stop_follow($f, 'TERM'), 0, 'follower stopped (SIGTERM)');
 my $kept = sync()->{stream_offset};
 my $before = listings();
+my $asked = @{ $gms->requests };
 $gms->revoke(GmsTest::Tool::datahub_id('restart-token'));
 $f = follower('stream', @SLOW);
 ok(streaming($f, 'resumed at the kept offset'),
    'restarted: "changes: stream (resumed at the kept offset)"');
+my ($first_poll) = grep { $_->{uri} =~ m{^/openapi/v1/events/poll\?} }
+                        @{ $gms->requests }[ $asked .. $#{ $gms->requests } ];
+my ($offset_id) = (($first_poll // {})->{uri} // '') =~ /[?&]offsetId=([^&]*)/;
+is(GmsTest::Events::unescape($offset_id), $kept,
+   '... its first poll asked from gms:sync stream_offset');
 ok(reaches('/entities/x', 'restart-token', 401),
    '... a revocation made while it was down: applied');
 is(listings(), $before, '... and no whole listing');

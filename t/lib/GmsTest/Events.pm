@@ -328,7 +328,7 @@ sub poll {
     for (split /&/, $req->{query} // '') {
         my ($k, $v) = split /=/, $_, 2;
         next unless defined $k;
-        $_ = GmsTest::Events::_unescape($_) for $k, $v;
+        $_ = unescape($_) for $k, $v;
         $q{$k} //= $v;    # Spring binds the first
     }
 
@@ -410,7 +410,8 @@ sub _take {
     return (\@taken, \%latest);
 }
 
-sub _unescape {
+# a query string's value, %XX and + decoded
+sub unescape {
     my ($s) = @_;
     return undef unless defined $s;
     $s =~ tr/+/ /;
