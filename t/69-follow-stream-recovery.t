@@ -7,7 +7,9 @@
 # before the next whole listing (--full-interval 1h here); and gms:sync
 # at, which the edges' sync age reads, moves with the stream's polls.
 # The stand-in GMS serves the Events API (GmsTest::Events); the edge
-# caches for 300 s.
+# caches for 300 s.  Answers the follower cannot use: the same offset
+# asked for half as many events each time, then, at one event, the offset
+# given up (from the end, and one whole listing).
 
 use strict;
 use warnings;
@@ -108,5 +110,48 @@ is(scalar(grep { / ok tokens=/ } out_lines($f)), 0, '... no token cycle');
 
 is(stop_follow($f, 'TERM'), 0, 'stopped again');
 is_deeply([err_lines($f)], [], 'no failure');
+
+# --- answers the follower cannot use: the limit halved, then the end ------
+# (--interval 1s: the backoff after a failure is short)
+
+$f = start_follow(@follow, '--interval', '1s');
+push @pids, $f->{pid};
+ok(streaming($f, 'resumed at the kept offset'), 'started again');
+$gms->clear_requests;
+$gms->misbehave(field => 'events', body => '{"offsetId": 42}',
+                content_type => 'application/json');
+ok(GmsTest::wait_until(sub {
+    grep { /^gms-token follow: $TIME stream gap: .* at limit=1; one whole (?x:
+            )listing\z/ } err_lines($f) }, 20),
+   'unusable answers: "stream gap: ... at limit=1; one whole listing"');
+$gms->misbehave();
+
+my @polls = grep { $_->{uri} =~ m{^/openapi/v1/events/poll\?} }
+            @{ $gms->requests };
+my ($one) = grep { $polls[$_]{uri} =~ /[?&]limit=1(?:&|\z)/ } 0 .. $#polls;
+my @limits = map { $polls[$_]{uri} =~ /[?&]limit=(\d+)/ ? $1 : 0 }
+             0 .. ($one // 0);
+is_deeply(\@limits, [1000, 500, 250, 125, 62, 31, 15, 7, 3, 1],
+          '... the same offset asked for half as many events each time')
+    or diag(explain([ map { $_->{uri} } @polls ]));
+ok(defined $one
+   && !(grep { $polls[$_]{uri} !~ /[?&]offsetId=/ } 0 .. $one),
+   '... each with the kept offset');
+ok(defined $one && $one < $#polls
+   && $polls[$one + 1]{uri} !~ /[?&]offsetId=/,
+   '... then the offset given up: asked from the end');
+
+$gms->clear_requests;
+ok(GmsTest::wait_until(sub {
+    (grep { /changes: stream \(from the end\)/ } out_lines($f)) }, 20),
+   'GMS answering again: the stream from the end');
+ok(GmsTest::wait_until(sub { listings() >= 1 }, 10),
+   '... and one whole listing (the reconciliation)');
+$gms->revoke(GmsTest::Tool::datahub_id('alice-token'));
+ok(GmsTest::wait_until(sub {
+    grep { / stream ok events=\d+ revoked=[1-9]/ } out_lines($f) }, 10),
+   '... a revocation comes by the stream again')
+    or diag(join "\n", out_lines($f), err_lines($f));
+is(stop_follow($f, 'TERM'), 0, 'stopped');
 
 done_testing();
