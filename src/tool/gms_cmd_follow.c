@@ -471,6 +471,7 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
         t->error[0] = '\0';
         working = 0;
         cycle = 0;
+        wait = conf->interval_ms;
 
         rc = gms_follow_lease(&f);
 
