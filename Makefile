@@ -111,8 +111,8 @@ clean:
 TOOL             := $(BUILD)/gms-token
 TOOL_SRCS        := $(wildcard src/tool/*.c) src/lib/gms_token.c \
                     src/lib/gms_lookup.c src/lib/gms_oauth_jwks.c \
-                    src/lib/gms_slot.c src/lib/gms_id_memo.c \
-                    src/lib/gms_events.c
+                    src/lib/gms_slot.c src/lib/gms_events.c \
+                    src/lib/gms_id_memo.c
 TOOL_DEPS        := $(TOOL_SRCS) $(wildcard src/tool/*.h) $(LIB_HDRS)
 CFLAGS_TOOL      := -g -O2 -Wall -Wextra -Werror -fstack-protector-strong \
                     -Wformat -Werror=format-security -D_FORTIFY_SOURCE=2 \
@@ -272,9 +272,10 @@ bench:
 # --- bench-follow: gms-token follow at DataHub's size (issue 25) -------------
 #
 #   make bench-follow  follow against the stand-in GMS (20 ms a request) and
-#                      an edge, 1,000 to 100,000 tokens (bench/follow.pl);
-#                      not part of make test.  BENCH_FOLLOW_SIZES, _DELAY,
-#                      _ARGS, _REVOKES: see there
+#                      three edges, 1,000 to 100,000 tokens, polling and on
+#                      the Events API (bench/follow.pl); not part of make
+#                      test.  BENCH_FOLLOW_SIZES, _DELAY, _ARGS, _REVOKES,
+#                      _MODES, _CHANGES, _IDLE: see there
 
 .PHONY: bench-follow
 

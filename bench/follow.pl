@@ -41,6 +41,28 @@
 # everything; by root field below), the token cycle's and the privileges
 # cycle's time (the follower's own 'in Nms', median), and the revocation's
 # times (median and max).  Exit 1 if a size could not be measured.
+#
+# Changes to every edge (issue 34), per size and in each mode of the
+# follower (BENCH_FOLLOW_MODES, default "poll stream": follow --changes
+# poll, then --changes stream against the stand-in's Events API, each
+# with BENCH_FOLLOW_ARGS; a follower without --changes: poll only, as it
+# is): three edges (nginx, 2 workers each) reading the one Redis the
+# follower writes, the same 300 s caches.  BENCH_FOLLOW_CHANGES times (3)
+# each, the time from the change made in the stand-in to the expected
+# answer at every edge (each asked every 10 ms; the last edge's time
+# counts; each change at a random moment of --interval), median and max:
+#   revoked old token   revoke() of a listed token: 401
+#   new token           createAccessToken (GraphQL, as DataHub's UI): 200
+#   revoked new token   that token, revokeAccessToken a second after: 401
+#   suspended user      users() SUSPENDED, a token of the user: 401 (then
+#                       ACTIVE again, and 200 awaited, not timed)
+#   removed privilege   the policy giving user0 MANAGE_POLICIES deleted:
+#                       refused ("forbidden", a 401 as GMS's) at a
+#                       location requiring it (then restored)
+# and GMS requests per minute while nothing changes (every request the
+# stand-in received over BENCH_FOLLOW_IDLE seconds, 60: GraphQL and the
+# Events API's polls).  The stream mode runs no cycle table (its cycles
+# come every --full-interval).
 
 use strict;
 use warnings;
@@ -64,6 +86,19 @@ my $DELAY = $ENV{BENCH_FOLLOW_DELAY} // 0.02;
 my $REVOKES = $ENV{BENCH_FOLLOW_REVOKES} // 3;
 my @ARGS = split ' ', $ENV{BENCH_FOLLOW_ARGS}
                       // '--interval 1s --privileges-interval 10s';
+my $CHANGES = $ENV{BENCH_FOLLOW_CHANGES} // 3;
+my $IDLE = $ENV{BENCH_FOLLOW_IDLE} // 60;
+my @MODES = split ' ', $ENV{BENCH_FOLLOW_MODES} // 'poll stream';
+my $EDGES = 3;
+
+# the location the removed privilege is checked at: MANAGE_POLICIES, which
+# only the policy a-user gives, to user0 alone
+my $PRIVILEGE_LOCATION = <<'CONF';
+        location /bench-privilege/ {
+            gms_token_require_privilege MANAGE_POLICIES;
+            proxy_pass http://gms;
+        }
+CONF
 
 # how long the first cycle (everything written) and the next ones may take
 my $FIRST_WAIT = $ENV{BENCH_FOLLOW_FIRST_WAIT} // 900;
@@ -80,77 +115,114 @@ delete $ENV{GMS_REDIS_PASSWORD};
 my $help = `$BIN follow --help 2>&1`;
 @ARGS = grep_option(\@ARGS, '--privileges-interval')
     unless $help =~ /--privileges-interval/;
+# a follower older than the stream: polling only, without the option
+@MODES = ('') unless $help =~ /--changes/;
 
 my $interval = 1;
 for my $i (0 .. $#ARGS - 1) {
     $interval = seconds($ARGS[$i + 1]) if $ARGS[$i] eq '--interval';
 }
 
-printf "bench-follow: %s, GMS answering after %.0f ms, follow %s\n",
+printf "bench-follow: %s, GMS answering after %.0f ms, follow %s, "
+       . "modes: %s\n",
        join(', ', map { "$_->[0] tokens/$_->[1] users" } @SIZES),
-       $DELAY * 1000, "@ARGS";
+       $DELAY * 1000, "@ARGS", join(', ', map { $_ || 'poll' } @MODES);
 
-my (@rows, $failed);
+my (@rows, @change_rows, $failed);
 for my $size (@SIZES) {
-    my $row = eval { measure(@$size) };
-    if (!$row) {
-        warn "bench-follow: $size->[0]/$size->[1]: $@";
-        $failed = 1;
-        next;
+    for my $mode (@MODES) {
+        my $row = eval { measure(@$size, $mode) };
+        if (!$row) {
+            warn "bench-follow: $size->[0]/$size->[1] "
+                 . ($mode || 'poll') . ": $@";
+            $failed = 1;
+            next;
+        }
+        if ($row->{tokens}) {
+            push @rows, $row;
+            print_row($row);
+        }
+        push @change_rows, $row;
+        print_changes($row);
     }
-    push @rows, $row;
-    print_row($row);
 }
 
 print "\n";
-print_table(@rows);
+print_table(@rows) if @rows;
+print "\n";
+print_change_table(@change_rows) if @change_rows;
 exit($failed ? 1 : 0);
 
 
 sub measure {
-    my ($ntokens, $nusers) = @_;
+    my ($ntokens, $nusers, $mode) = @_;
 
-    printf "\n--- %d tokens, %d users\n", $ntokens, $nusers;
+    printf "\n--- %d tokens, %d users, %s\n", $ntokens, $nusers,
+           $mode ? "--changes $mode" : 'polling';
 
     my $t0 = time;
     my ($tokens, $raw, $memberships, $policies) = datahub($ntokens, $nusers);
 
-    my $edge = GmsTest::Edge->start(
-        workers => 2, log_level => 'warn',
-        http => 'gms_token_cache zone=tokens:64m ttl=300s negative_ttl=300s;');
+    my @edges = (GmsTest::Edge->start(
+        workers => 2, log_level => 'warn', server => $PRIVILEGE_LOCATION,
+        http => 'gms_token_cache zone=tokens:64m ttl=300s negative_ttl=300s;'));
+    push @edges, GmsTest::Edge->start(
+        workers => 2, log_level => 'warn', server => $PRIVILEGE_LOCATION,
+        redis => $edges[0]->redis,
+        http => 'gms_token_cache zone=tokens:64m ttl=300s negative_ttl=300s;')
+        for 2 .. $EDGES;
+    my $edge = $edges[0];
+    # salt '': the edges', so that createAccessToken's tokens pass there
     my $gms = GmsTest::GraphQL->start(token => 'follower-token', workers => 4,
                                       tokens => $tokens, policies => $policies,
                                       memberships => $memberships,
-                                      delay => $DELAY,
+                                      delay => $DELAY, salt => '',
+                                      events_api => 'on',
                                       # Elasticsearch's page limit, as GMS
                                       max_result_window => 10_000);
     warm($gms);
-    printf "stand-in and edge ready in %.1f s\n", time - $t0;
+    printf "stand-in and edges ready in %.1f s\n", time - $t0;
 
     my $dir = GmsTest::tempdir();
     GmsTest::write_file("$dir/gms-token", "follower-token\n");
     my $follow = GmsTest::Tool::start_follow(
         '--gms', $gms->url, '--gms-token-file', "$dir/gms-token",
-        '--redis', '127.0.0.1:' . $edge->redis->port, @ARGS);
+        '--redis', '127.0.0.1:' . $edge->redis->port,
+        ($mode ? ('--changes', $mode) : ()), @ARGS);
 
     my $watch = { follow => $follow, gms => $gms, seen => 0, lines => [] };
+    my $streaming = ($mode // '') eq 'stream';
     my $ok = eval {
         # the first cycles load everything; then two of each kind at least
+        # (the stream's cycles come every --full-interval: not awaited)
         wait_lines($watch, 1, 1, $FIRST_WAIT, 'the first cycles');
         my @n = counts($watch);
         wait_lines($watch, $n[0] + 2, $n[1] + 1, $CYCLES_WAIT,
-                   'two more cycles');
+                   'two more cycles')
+            unless $streaming;
         1;
     };
-    my $row = $ok ? cycles($watch, $ntokens, $nusers) : undef;
+    my $row = !$ok ? undef
+              : $streaming ? { size => [$ntokens, $nusers] }
+              : cycles($watch, $ntokens, $nusers);
     my $why = $@;
 
-    if ($row) {
+    if ($row && !$streaming) {
         $row->{revocations} = eval {
             revocations($edge, $gms, $watch, $raw, $tokens,
                         $row->{tokens}{ms} / 1000 + $interval)
         } // [];
         $why = $@ unless @{ $row->{revocations} };
+        $row = undef unless @{ $row->{revocations} };
+    }
+    if ($row) {
+        $row->{mode} = $mode || 'poll';
+        $row->{changes} = eval {
+            changes(\@edges, $gms, $watch, $raw, $tokens, $nusers, $policies)
+        };
+        $why = $@ unless $row->{changes};
+        $row->{idle} = $row->{changes} ? idle($gms, $watch) : undef;
+        $row = undef unless $row->{changes};
     }
 
     kill 'TERM', $follow->{pid};
@@ -159,11 +231,139 @@ sub measure {
     print "follow's stderr: $_\n" for @err[0 .. ($#err < 4 ? $#err : 4)];
 
     $gms->stop;
-    $edge->nginx->stop;
+    $_->nginx->stop for @edges;
     $edge->redis->stop;
 
-    die $why unless $row && @{ $row->{revocations} };
+    die $why unless $row;
     return $row;
+}
+
+# Each kind of change made in the stand-in, $CHANGES times: the seconds
+# until every edge gives the answer that follows from it.
+sub changes {
+    my ($edges, $gms, $w, $raw, $tokens, $nusers, $policies) = @_;
+
+    my %took;
+    my $user = sub { $tokens->[ $_[0] ]{actorUrn} };
+    for my $k (1 .. $CHANGES) {
+        # a listed token, not user0's (whose privilege is taken below)
+        my $i = int($k * @$raw / ($CHANGES + 2)) + 1;
+        $i++ while $i % $nusers == 0 || $i % $nusers == ($k + 1) % $nusers;
+        at_every_edge($edges, $w, '/entities/x', $raw->[$i], 200, 30)
+            // die "token $i: not let through by the edges\n";
+        push @{ $took{revoked_old} }, changed($edges, $w, sub {
+            $gms->revoke($tokens->[$i]{id});
+        }, '/entities/x', $raw->[$i], 401);
+
+        my ($jwt, $id);
+        push @{ $took{new} }, changed($edges, $w, sub {
+            ($jwt, $id) = create_token($gms, $user->(1), "bench-new-$k");
+        }, '/entities/x', sub { $jwt }, 200);
+        sleep 1;
+        push @{ $took{revoked_new} }, changed($edges, $w, sub {
+            mutate($gms, 'mutation { revokeAccessToken(tokenId: "' . $id
+                         . '") }');
+        }, '/entities/x', $jwt, 401);
+
+        # a user with a token of its own: token k + 1's
+        my $u = $user->($k + 1);
+        at_every_edge($edges, $w, '/entities/x', $raw->[$k + 1], 200, 30)
+            // die "token " . ($k + 1) . ": not let through by the edges\n";
+        push @{ $took{suspended} }, changed($edges, $w, sub {
+            $gms->users({ $u => { status => 'SUSPENDED' } });
+        }, '/entities/x', $raw->[$k + 1], 401);
+        $gms->users({ $u => { status => 'ACTIVE' } });
+        at_every_edge($edges, $w, '/entities/x', $raw->[$k + 1], 200,
+                      $CYCLES_WAIT)
+            // die "$u reactivated: not let through again\n";
+
+        at_every_edge($edges, $w, '/bench-privilege/x', $raw->[0], 200, 30)
+            // die "user0: MANAGE_POLICIES not at the edges\n";
+        push @{ $took{privilege} }, changed($edges, $w, sub {
+            $gms->policies([ grep { $_->{urn} !~ /:a-user\z/ } @$policies ]);
+        }, '/bench-privilege/x', $raw->[0], 'forbidden');
+        $gms->policies($policies);
+        at_every_edge($edges, $w, '/bench-privilege/x', $raw->[0], 200,
+                      $CYCLES_WAIT)
+            // die "user0: MANAGE_POLICIES not back at the edges\n";
+    }
+    return \%took;
+}
+
+# Makes the change (at a random moment of --interval), then asks every
+# edge every 10 ms until each answers $want for the token (a code ref:
+# read after the change): the seconds from the change to the last edge's
+# answer.
+sub changed {
+    my ($edges, $w, $change, $path, $token, $want) = @_;
+    # at a random moment of the polling cycle, as a change comes
+    sleep rand($interval);
+    my $t0 = time;
+    $change->();
+    my $took = at_every_edge($edges, $w, $path, $token, $want, $CYCLES_WAIT)
+        // die "$path: not $want at every edge within $CYCLES_WAIT s\n";
+    my $s = $took - $t0;
+    printf "  %s %s: %s at every edge %.2f s later\n", $path,
+           ref $token ? 'new token' : 'token', $want, $s;
+    return $s;
+}
+
+# The time every edge answered $want (undef: not within $timeout s).
+sub at_every_edge {
+    my ($edges, $w, $path, $token, $want, $timeout) = @_;
+    my %left = map { $_ => $edges->[$_] } 0 .. $#$edges;
+    my $deadline = time + $timeout;
+    while (time < $deadline) {
+        poll($w);
+        my $t = ref $token ? $token->() : $token;
+        for my $n (keys %left) {
+            my $res = $left{$n}->get($path, $t);
+            # a status, or the edge's $gms_token_result ("forbidden": a
+            # missing privilege is a 401 too, as GMS answers)
+            delete $left{$n}
+                if $want =~ /^\d+\z/ ? ($res->{status} // 0) == $want
+                   : ($res->{headers}{'x-gms-result'} // '') eq $want;
+        }
+        return time unless %left;
+        sleep 0.01;
+    }
+    return undef;
+}
+
+sub mutate {
+    my ($gms, $query) = @_;
+    my $res = GmsTest::HTTP::request($gms->port, 'POST', '/api/graphql',
+        { 'Content-Type' => 'application/json',
+          Authorization => 'Bearer follower-token' },
+        GmsTest::json_encode({ query => $query }), timeout => 60);
+    return eval { GmsTest::json_decode($res->{body}) } // {};
+}
+
+sub create_token {
+    my ($gms, $actor, $name) = @_;
+    my $doc = mutate($gms, 'mutation { createAccessToken(input: {type: '
+        . "PERSONAL, actorUrn: \"$actor\", duration: ONE_DAY, name: "
+        . "\"$name\"}) { accessToken metadata { id } } }");
+    my $made = $doc->{data}{createAccessToken}
+        // die "createAccessToken failed\n";
+    return ($made->{accessToken}, $made->{metadata}{id});
+}
+
+# GMS requests per minute while nothing changes
+sub idle {
+    my ($gms, $w) = @_;
+    $gms->clear_requests;
+    my $t0 = time;
+    while (time < $t0 + $IDLE) {
+        poll($w);
+        sleep 0.5;
+    }
+    my $n = $gms->count;
+    my $polls = $gms->polls;
+    my $per = 60 / (time - $t0);
+    printf "  nothing changing: %.0f GMS requests a minute (%.0f polls of "
+           . "the Events API)\n", $n * $per, $polls * $per;
+    return { requests => $n * $per, polls => $polls * $per };
 }
 
 # DataHub at a size: tokens spread over users, users in groups and roles,
@@ -252,7 +452,7 @@ sub poll {
         my ($ms) = $line =~ / in (\d+)ms\b/;
         push @{ $w->{lines} }, { kind => $kind, at => time, ms => $ms,
                                  requests => $requests, text => $line };
-        print "  $line\n" if $kind ne 'other' || $line =~ /lease/;
+        print "  $line\n" if $kind ne 'other' || $line =~ /lease|changes:/;
     }
     $w->{seen} = @lines;
     die "the follower died\n" if waitpid($w->{follow}{pid}, WNOHANG) > 0;
@@ -387,6 +587,46 @@ sub print_row {
            $r->{whole}{requests}, $r->{whole}{ms} / 1000 if $r->{whole};
     printf "revocation to the edge's 401: %s s\n",
            join(', ', map { sprintf '%.2f', $_ } @{ $r->{revocations} });
+}
+
+sub print_changes {
+    my ($r) = @_;
+    my $c = $r->{changes} or return;
+    printf "%s: %s\n", $r->{mode}, join('; ', map {
+        sprintf '%s %.2f s, %.2f s', $_->[1], median(@{ $c->{ $_->[0] } }),
+                max(@{ $c->{ $_->[0] } })
+    } change_kinds());
+    printf "%s: %.0f GMS requests a minute, nothing changing\n", $r->{mode},
+           $r->{idle}{requests} if $r->{idle};
+}
+
+sub change_kinds {
+    return ([revoked_old => 'revoked old token'],
+            [revoked_new => 'revoked new token'],
+            [suspended => 'suspended user'],
+            [privilege => 'removed privilege'],
+            [new => 'new token']);
+}
+
+sub print_change_table {
+    my (@rows) = @_;
+    my @head = ('tokens / users', 'follow',
+                (map { "$_->[1] (median, max)" } change_kinds()),
+                'GMS requests / min, nothing changing');
+    print "Changes to every edge ($EDGES edges):\n";
+    print '| ', join(' | ', @head), " |\n";
+    print '|', join('|', map { '---' } @head), "|\n";
+    for my $r (@rows) {
+        print '| ', join(' | ',
+            commas($r->{size}[0]) . ' / ' . commas($r->{size}[1]),
+            "--changes $r->{mode}",
+            (map {
+                my $v = $r->{changes}{ $_->[0] };
+                sprintf '%.2f s, %.2f s', median(@$v), max(@$v)
+            } change_kinds()),
+            $r->{idle} ? sprintf('%.0f', $r->{idle}{requests}) : '-'),
+            " |\n";
+    }
 }
 
 sub print_table {

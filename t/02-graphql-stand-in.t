@@ -7,15 +7,20 @@
 # exists and aspects as GMS answers them, relationships INCOMING to a
 # group and a role, paged, service accounts and their tokens (DataHub
 # 1.4+), OAuth users scrolled by their sub-type (1.3+), a GMS that ignores start, Elasticsearch's result window, the
-# complexity limit, the request counter and GMS's latency.  Without
-# nginx or Redis: raw HTTP to the stand-in.
+# complexity limit, the request counter and GMS's latency; the Events
+# API (GmsTest::Events): the MCL events each change appends, offsets,
+# limit, a poll that waits without holding up its worker, retention's
+# gap, a bad offsetId or topic, 401, 403 and 404.  Without nginx or
+# Redis: raw HTTP to the stand-in.
 
 use strict;
 use warnings;
 
+use JSON::PP ();
 use MIME::Base64 qw(decode_base64url);
+use POSIX ();
 use Test::More;
-use Time::HiRes qw(time);
+use Time::HiRes qw(sleep time);
 
 use GmsTest;
 use GmsTest::GraphQL;
@@ -49,6 +54,22 @@ my $gms = GmsTest::GraphQL->start(
     });
 
 # POSTs a query; the answer decoded (and the raw body, the time it took)
+sub ask_at {
+    my ($stand_in, $query) = @_;
+    my $res = GmsTest::HTTP::request(
+        $stand_in->port, 'POST', '/api/graphql',
+        { 'Content-Type' => 'application/json',
+          Authorization => 'Bearer pat' },
+        GmsTest::json_encode({ query => $query, variables => {} }));
+    return eval { GmsTest::json_decode($res->{body}) };
+}
+
+sub uri {
+    my ($s) = @_;
+    $s =~ s/([^A-Za-z0-9_.~-])/sprintf '%%%02X', ord $1/ge;
+    return $s;
+}
+
 sub ask {
     my ($query, $vars) = @_;
     my $t0 = time;
@@ -406,6 +427,197 @@ subtest 'count and delay' => sub {
     cmp_ok($took, '>=', 0.4, 'delay: every answer waits');
     note(sprintf 'answered in %.3f s', $took);
     $gms->delay(0);
+};
+
+# --- the Events API ----------------------------------------------------------
+
+my $TOPIC = 'MetadataChangeLog_Versioned_v1';
+
+subtest 'Events API' => sub {
+    # one worker: a poll that waits must not hold up its other requests
+    my $dh = GmsTest::GraphQL->start(
+        token => 'pat', workers => 1, events_api => 'on',
+        tokens => [ token('old', expiresAt => undef) ],
+        policies => [ { urn => 'urn:li:dataHubPolicy:p',
+                        privileges => ['MANAGE_ACCESS_TOKENS'],
+                        actors => { users => [$ALICE] } } ]);
+    my $auth = { Authorization => 'Bearer pat' };
+
+    # GET poll; the answer decoded, and the time it took
+    my $poll = sub {
+        my ($query, $headers) = @_;
+        my $t0 = time;
+        my $res = GmsTest::HTTP::request($dh->port, 'GET',
+            "/openapi/v1/events/poll?topic=$TOPIC&$query", $headers // $auth,
+            undef, timeout => 20);
+        $res->{doc} = eval { GmsTest::json_decode($res->{body}) };
+        $res->{took} = time - $t0;
+        return $res;
+    };
+    my $offsets = sub {
+        GmsTest::json_decode(MIME::Base64::decode_base64($_[0]{doc}{offsetId}))
+    };
+    my $mcl = sub {
+        [ map { GmsTest::json_decode($_->{value}) } @{ $_[0]{doc}{events} } ]
+    };
+
+    my $end = $poll->('pollTimeoutSeconds=1');
+    is($end->{status}, 200, 'no offsetId: 200');
+    is_deeply([ sort keys %{ $end->{doc} } ], [qw(count events offsetId)],
+              '... offsetId, count, events (no null errorMessage)');
+    is_deeply([ @{ $end->{doc} }{qw(count events)} ], [0, []],
+              '... no event, from the end: count 0');
+    is_deeply($offsets->($end), { "$TOPIC-0" => 0, "$TOPIC-1" => 0 },
+              '... offsetId: base64 of {"<topic>-<partition>": next}');
+    cmp_ok($end->{took}, '>=', 1, '... after the whole poll timeout');
+
+    # a token made and revoked through GraphQL
+    my $doc = ask_at($dh, 'mutation { createAccessToken(input: {type: '
+        . 'PERSONAL, actorUrn: "' . $ALICE . '", duration: ONE_HOUR, name: '
+        . '"n"}) { metadata { id } } }');
+    my $id = $doc->{data}{createAccessToken}{metadata}{id};
+    ask_at($dh, 'mutation { revokeAccessToken(tokenId: "' . $id . '") }');
+
+    my $four = $poll->("pollTimeoutSeconds=5&limit=4&offsetId="
+                       . uri($end->{doc}{offsetId}));
+    is($four->{doc}{count}, 4, 'limit 4 of 4 events: answered at once');
+    my @e = @{ $mcl->($four) };
+    is_deeply([ map { [ $_->{entityType}, $_->{entityUrn}{string},
+                        $_->{changeType}, $_->{aspectName}{string} ] } @e ],
+              [ [ 'dataHubAccessToken', "urn:li:dataHubAccessToken:$id",
+                  'UPSERT', 'dataHubAccessTokenKey' ],
+                [ 'dataHubAccessToken', "urn:li:dataHubAccessToken:$id",
+                  'UPSERT', 'dataHubAccessTokenInfo' ],
+                [ 'dataHubAccessToken', "urn:li:dataHubAccessToken:$id",
+                  'DELETE', 'dataHubAccessTokenInfo' ],
+                [ 'dataHubAccessToken', "urn:li:dataHubAccessToken:$id",
+                  'DELETE', 'dataHubAccessTokenKey' ] ],
+              'createAccessToken: key and info UPSERT; revokeAccessToken: '
+              . 'DELETE of both (Avro JSON unions)');
+    my $generic = $e[1]{aspect}{'com.linkedin.pegasus2avro.mxe.GenericAspect'};
+    is($generic->{contentType}, 'application/json',
+       'the aspect: GenericAspect');
+    my $info = GmsTest::json_decode($generic->{value});
+    is_deeply([ @$info{qw(actorUrn ownerUrn name)} ],
+              [ $ALICE, 'urn:li:corpuser:datahub', 'n' ],
+              '... its value DataHubAccessTokenInfo as JSON text');
+    ok($info->{expiresAt} > $info->{createdAt}
+       && $e[1]{created}{'com.linkedin.pegasus2avro.common.AuditStamp'}{time}
+          > 0,
+       '... createdAt, expiresAt, and the record\'s created time');
+    is($e[2]{aspect}, undef, 'a DELETE has no aspect');
+    is($four->{doc}{events}[0]{contentType}, 'application/json',
+       'each event {contentType, value}');
+    my $moved = $offsets->($four);
+    is($moved->{"$TOPIC-0"} + $moved->{"$TOPIC-1"}, 4,
+       '... the offsets moved by the events read (a partition per URN)');
+
+    # a poll waits; its worker answers others meanwhile; an event that
+    # comes during the wait is in its answer
+    my $pid = fork // die "fork: $!\n";
+    if ($pid == 0) {
+        my $r = $poll->("pollTimeoutSeconds=10&limit=1&offsetId="
+                        . uri($four->{doc}{offsetId}));
+        POSIX::_exit(($r->{doc}{count} // -1) == 1
+                     && $r->{took} < 10 ? 0 : 1);
+    }
+    sleep 0.3;
+    my $res = GmsTest::HTTP::request($dh->port, 'POST', '/api/graphql',
+        { %$auth, 'Content-Type' => 'application/json' },
+        GmsTest::json_encode({ query => '{ entityExists(urn: "x") }' }));
+    ok($res->{status} == 200 && waitpid($pid, POSIX::WNOHANG()) == 0,
+       'a poll waiting: the same worker answers a GraphQL request');
+    $dh->revoke('old');
+    waitpid $pid, 0;
+    is($?, 0, '... and the poll answers the event that came (limit 1)');
+
+    # the other changes
+    my $from = $poll->('pollTimeoutSeconds=0');
+    is($from->{doc}{count}, 0, 'pollTimeoutSeconds 0: nothing read');
+    $dh->users({ $ALICE => { status => 'SUSPENDED' },
+                 $GONE => { deleted => 1 } });
+    $dh->policies([]);
+    $dh->memberships({ $BOB => { IsMemberOfGroup => [$GROUP] } });
+    my $rest = $poll->("pollTimeoutSeconds=1&offsetId="
+                       . uri($from->{doc}{offsetId}));
+    my %seen = map {
+        my $a = $_->{aspect}
+                ? $_->{aspect}{'com.linkedin.pegasus2avro.mxe.GenericAspect'}
+                : undef;
+        ("$_->{entityUrn}{string} $_->{changeType} $_->{aspectName}{string}"
+         => $a ? GmsTest::json_decode($a->{value}) : undef)
+    } @{ $mcl->($rest) };
+    is($seen{"$ALICE UPSERT corpUserStatus"}{status}, 'SUSPENDED',
+       'users(): corpUserStatus SUSPENDED');
+    ok(exists $seen{"$GONE DELETE corpUserKey"},
+       '... a user deleted: corpUserKey DELETE');
+    ok(exists $seen{'urn:li:dataHubPolicy:p DELETE dataHubPolicyInfo'},
+       'policies(): a policy gone, dataHubPolicyInfo DELETE');
+    is_deeply($seen{"$BOB UPSERT groupMembership"}, { groups => [$GROUP] },
+              'memberships(): groupMembership');
+
+    # partitions: by the entity URN (Kafka's murmur2 of the key)
+    my %part;
+    push @{ $part{ $_->{json}{entityUrn}{string} } }, $_->{partition}
+        for grep { $_->{json} } @{ $dh->events };
+    ok(!grep({ my %p = map { $_ => 1 } @$_; keys %p > 1 } values %part)
+       && (grep { $_->[0] == 0 } values %part)
+       && (grep { $_->[0] == 1 } values %part),
+       'each URN on one partition; both partitions used');
+
+    # limit, retention and its gap
+    $dh->inject_event("x$_") for 1 .. 3;
+    my $two = $poll->("pollTimeoutSeconds=5&limit=2&offsetId="
+                      . uri($rest->{doc}{offsetId}));
+    is_deeply([ map { $_->{value} } @{ $two->{doc}{events} } ], [qw(x1 x2)],
+              'inject_event: its bytes as the value; limit 2 of 3');
+    $dh->inject_event("y$_") for 1 .. 3;
+    $dh->retention(keep => 2);
+    my $gap = $poll->("pollTimeoutSeconds=1&offsetId="
+                      . uri($two->{doc}{offsetId}));
+    is_deeply([ map { $_->{value} } @{ $gap->{doc}{events} } ], [qw(y2 y3)],
+              'retention keep 2: the kept offset reset to the earliest left');
+    my ($was, $now) = ($offsets->($two), $offsets->($gap));
+    cmp_ok($now->{"$TOPIC-0"} + $now->{"$TOPIC-1"} - $was->{"$TOPIC-0"}
+           - $was->{"$TOPIC-1"}, '>', $gap->{doc}{count},
+           '... the offsets moved further than the events read: a gap');
+    $dh->retention(max_age => 0);
+    is(scalar @{ $dh->events }, 0, 'retention max_age 0: every event gone');
+    $dh->retention;
+
+    $dh->inject_event('z', count => 5001);
+    my $capped = $poll->("pollTimeoutSeconds=10&limit=9999&offsetId="
+                         . uri($gap->{doc}{offsetId}));
+    is($capped->{doc}{count}, 5000, 'limit capped at 5000: answered at once');
+
+    # refusals
+    my $bad = $poll->('offsetId=' . uri('bm90IGpzb24='));
+    is($bad->{status}, 500, 'an offsetId not base64 JSON: 500');
+    is_deeply($bad->{doc}, { errorMessage => 'An unexpected error occurred: '
+              . 'Failed to decode and parse offsetId: bm90IGpzb24=' },
+              '... ExternalEventsOffsetCodec\'s message, alone');
+    is($poll->('offsetId=%21%21')->{status}, 500, '... not base64 either');
+    my $other = GmsTest::HTTP::request($dh->port, 'GET',
+        '/openapi/v1/events/poll?topic=Nope', $auth);
+    like($other->{body}, qr/"errorMessage":"An unexpected error occurred: (?x:
+        )Unsupported events topic provided: Nope"/, 'an unknown topic: 500');
+    is($poll->('pollTimeoutSeconds=1', {})->{status}, 401,
+       'no Authorization: 401, as for /api/graphql');
+    $dh->events_api('403');
+    my $refused = $poll->('pollTimeoutSeconds=1');
+    is_deeply([ $refused->{status}, $refused->{body} ], [403, ''],
+              "events_api '403': 403, no body");
+    $dh->events_api('404');
+    is($poll->('pollTimeoutSeconds=1')->{status}, 404,
+       "events_api '404': a GMS without the Events API");
+    is(GmsTest::HTTP::request($gms->port, 'GET',
+           "/openapi/v1/events/poll?topic=$TOPIC", {})->{status}, 404,
+       '... the stand-in\'s default');
+    is(ask_at($dh, '{ entityExists(urn: "urn:li:corpuser:nobody") }')
+       ->{data}{entityExists},
+       JSON::PP::false(), '... GraphQL as ever');
+    cmp_ok($dh->polls, '>=', 12, 'polls(): the polls received');
+    $dh->stop;
 };
 
 done_testing();

@@ -10,6 +10,14 @@
  *    token holders the last token cycle handed over (the tokens are
  *    listed once, by the token cycle).
  *
+ * With --changes auto or stream, a third thread (gms_follow_stream.c)
+ * follows DataHub's change stream (its Events API, 1.3+) and applies each
+ * change as it comes.  While it runs, both loops above become the
+ * reconciliation: whole every --full-interval, and once more when the
+ * stream asks (no offset, a gap), which wakes the main thread's wait.
+ * Whenever it does not run, the token cycle polls every --interval as
+ * before.
+ *
  * The first token cycle runs at once, the next one an interval after the
  * end of the last, give or take a tenth; a failed cycle waits twice as
  * long as the one before, up to five minutes or the interval if that is
@@ -34,6 +42,7 @@
 
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +66,7 @@
 #include "gms_follow_cycle.h"
 #include "gms_follow_lease.h"
 #include "gms_follow_privileges.h"
+#include "gms_follow_stream.h"
 
 
 /*
@@ -80,6 +90,7 @@ typedef struct {
     int64_t                    interval_ms;
     int64_t                    privileges_interval_ms;
     int64_t                    full_interval_ms;   /* 0: always whole */
+    gms_follow_changes_e       changes;
 } gms_follow_conf_t;
 
 
@@ -94,8 +105,24 @@ typedef struct {
     gms_follow_lease_t         lease;      /* the standby's tries' */
     int64_t                    px;         /* the lease's */
     int                        mirror;     /* the second thread runs */
+    int                        streaming;  /* the stream thread runs */
     int                        keeping;    /* the keeper's threads run */
+    int                        wake[2];    /* the stream wakes the wait */
+    int                        reconcile;  /* a whole listing owed */
+    int                        working;    /* the lease held at the last
+                                              cycle */
+    int                        failed;     /* the last token cycle */
+    int64_t                    last;       /* the last token cycle's end
+                                              (monotonic), 0: none since
+                                              the lease was taken */
+    int64_t                    after;      /* the next one after it, when
+                                              polling */
+    int64_t                    after_stream;   /* ... the stream running */
+    gms_follow_journal_t       journal;
+    uint64_t                   listing;    /* the journal's seq when the
+                                              token cycle began */
     gms_follow_privileges_t    privileges;
+    gms_follow_stream_t        stream;
     gms_follow_keeper_t        keeper;
 } gms_follow_t;
 
@@ -104,18 +131,25 @@ static int gms_cmd_follow_handler(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_follow_interval(gms_tool_t *t, const char *option,
     const char *value, int64_t *ms);
 static int gms_follow_zero(const char *value);
+static int gms_follow_changes_option(gms_tool_t *t, const char *value,
+    gms_follow_changes_e *changes);
 static int gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf);
 static int gms_follow_start(gms_follow_t *f);
 static void gms_follow_stop(gms_follow_t *f);
 static int gms_follow_lease(gms_follow_t *f);
 static void gms_follow_lost(void *data);
+static int gms_follow_due(gms_follow_t *f, int64_t *wait);
+static int gms_follow_resumed(gms_follow_t *f);
 static int gms_follow_tokens(gms_follow_t *f);
+static const char *gms_follow_changes(gms_follow_t *f);
+static void gms_follow_wake(void *data);
+static int gms_follow_revoked(void *data, const char *id);
 static int64_t gms_follow_standby_wait(gms_follow_t *f);
 static void gms_follow_on_signal(int signo);
 static int gms_follow_signals(void);
 static int gms_follow_health_ok(gms_follow_t *f,
     const gms_tool_sync_counts_t *sync);
-static void gms_follow_wait(int64_t ms);
+static void gms_follow_wait(gms_follow_t *f, int64_t ms);
 static void gms_follow_drop(gms_tool_t *t);
 
 
@@ -125,9 +159,10 @@ const gms_tool_command_t  gms_cmd_follow = {
     | GMS_OPT(GMS_OPT_PRIVILEGES_INTERVAL) | GMS_OPT(GMS_OPT_PAGE_SIZE)
     | GMS_OPT(GMS_OPT_FULL_INTERVAL)
     | GMS_OPT(GMS_OPT_PRIVILEGES) | GMS_OPT(GMS_OPT_MAX_PRUNE)
-    | GMS_OPT(GMS_OPT_INACTIVE), 0, 0,
+    | GMS_OPT(GMS_OPT_INACTIVE) | GMS_OPT(GMS_OPT_CHANGES), 0, 0,
     "Usage: gms-token follow --gms URL [--interval TIME] [--page-size N]\n"
     "                        [--full-interval TIME]\n"
+    "                        [--changes auto|stream|poll]\n"
     "                        [--max-prune N|P%]\n"
     "                        [--privileges policies|graphql|off]\n"
     "                        [--inactive refuse|keep|mark]\n"
@@ -160,6 +195,21 @@ const gms_tool_command_t  gms_cmd_follow = {
     "is published on <prefix>invalidate.  The GMS token file is read again\n"
     "at each cycle.\n"
     "\n"
+    "With the stream (--changes; DataHub 1.3+, its Events API enabled,\n"
+    "the account holding GET_METADATA_CHANGE_LOG_EVENTS or\n"
+    "GET_TOPIC_EVENTS), a thread of its own long-polls GMS's\n"
+    "/openapi/v1/events/poll (its Metadata Change Log) and applies each\n"
+    "change as it comes: a revoked token deleted, a new one cached, a\n"
+    "user's status read again, the privileges mirrored again; its offset\n"
+    "is kept in <prefix>sync (stream_offset), where a restarted follower\n"
+    "or a standby resumes.  No offset, one GMS refuses, or a gap: from\n"
+    "the end, then one whole listing and mirror.  Meanwhile the tokens\n"
+    "are listed whole, and the privileges mirrored, every\n"
+    "--full-interval only.  Lines: 'changes: stream (...)', 'stream ok\n"
+    "events=...', on stderr 'changes: polling ...: WHY' and 'stream gap:\n"
+    "...'.  <prefix>sync: changes, stream_at, stream_lag_ms,\n"
+    "stream_events, stream_rejected.\n"
+    "\n"
     "Several followers may run against one Redis: the one holding the\n"
     "lease <prefix>lease (host:pid:nonce, for 2 intervals and 2s, renewed\n"
     "every half interval by a thread of its own, however long a cycle\n"
@@ -190,6 +240,11 @@ const gms_tool_command_t  gms_cmd_follow = {
     "  --full-interval TIME\n"
     "                      between whole listings: 10m (default); 0: every\n"
     "                      listing whole\n"
+    "  --changes MODE      auto (default): the stream where GMS serves it,\n"
+    "                      polling where it answers 404 or 403 (the stream\n"
+    "                      tried again every --full-interval), so that any\n"
+    "                      DataHub works; stream: the stream required;\n"
+    "                      poll: every --interval only\n"
     GMS_TOOL_GMS_USAGE
     GMS_TOOL_CONN_USAGE
 };
@@ -257,6 +312,12 @@ gms_cmd_follow_handler(gms_tool_t *t, gms_tool_args_t *a)
         conf.full_interval_ms = 0;
     }
 
+    if (gms_follow_changes_option(t, a->val[GMS_OPT_CHANGES], &conf.changes)
+        != 0)
+    {
+        return GMS_TOOL_USAGE;
+    }
+
     conf.privileges = GMS_TOOL_PRIVILEGES_POLICIES;
 
     if (a->val[GMS_OPT_PRIVILEGES]
@@ -268,6 +329,35 @@ gms_cmd_follow_handler(gms_tool_t *t, gms_tool_args_t *a)
     }
 
     return gms_follow_run(t, &conf);
+}
+
+
+/*
+ * --changes: auto by default, the stream where DataHub serves it (1.3+,
+ * EVENTS_API_ENABLED, the account's privilege) and polling elsewhere, so
+ * that a follower upgraded in front of any DataHub goes on working
+ */
+
+static int
+gms_follow_changes_option(gms_tool_t *t, const char *value,
+    gms_follow_changes_e *changes)
+{
+    if (value == NULL || strcmp(value, "auto") == 0) {
+        *changes = GMS_FOLLOW_CHANGES_AUTO;
+
+    } else if (strcmp(value, "stream") == 0) {
+        *changes = GMS_FOLLOW_CHANGES_STREAM;
+
+    } else if (strcmp(value, "poll") == 0) {
+        *changes = GMS_FOLLOW_CHANGES_POLL;
+
+    } else {
+        gms_tool_error(t, "--changes: '%s' is not auto, stream or poll",
+                       gms_tool_shown(value));
+        return -1;
+    }
+
+    return 0;
 }
 
 
@@ -312,7 +402,7 @@ gms_follow_zero(const char *value)
 static int
 gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
 {
-    int                     rc, working;
+    int                     rc, working, cycle;
     char                    now[32], error[sizeof(t->error)];
     int64_t                 wait;
     unsigned                failures;
@@ -338,7 +428,11 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
     f.sync.gms = &f.gms;
     f.spans.full_interval = conf->full_interval_ms;
     f.sync.spans = &f.spans;
+    f.sync.revoked = gms_follow_revoked;
+    f.sync.revoked_data = &f;
     f.px = 2 * conf->interval_ms + GMS_FOLLOW_LEASE_MARGIN;
+    f.wake[0] = -1;
+    f.wake[1] = -1;
 
     /* a cycle's errors go into its one line, not on lines of their own */
     t->quiet = 1;
@@ -376,6 +470,8 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
 
         t->error[0] = '\0';
         working = 0;
+        cycle = 0;
+        wait = conf->interval_ms;
 
         rc = gms_follow_lease(&f);
 
@@ -392,7 +488,20 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
 
             working = gms_follow_keeper_held(&f.keeper);
 
+            if (working && !f.working) {
+                /* the lease taken: the first cycle as soon as it may */
+                f.last = 0;
+                f.reconcile = 0;
+            }
+
+            f.working = working;
+
+            /* with the stream running, a cycle only when it is due */
             if (working) {
+                cycle = gms_follow_due(&f, &wait);
+            }
+
+            if (cycle) {
                 rc = gms_follow_tokens(&f);
             }
         }
@@ -409,11 +518,21 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
             rc = GMS_TOOL_OK;
         }
 
-        if (rc == GMS_TOOL_OK) {
+        if (rc == GMS_TOOL_OK && working && !cycle) {
+            /* not due: wait for it, or for the stream's word */
+
+        } else if (rc == GMS_TOOL_OK) {
             failures = 0;
             wait = gms_follow_keeper_held(&f.keeper)
                    ? gms_follow_jitter(conf->interval_ms)
                    : gms_follow_standby_wait(&f);
+
+            f.failed = 0;
+            f.after = wait;
+            f.after_stream = gms_follow_jitter(conf->full_interval_ms
+                                               ? conf->full_interval_ms
+                                               : conf->interval_ms);
+            f.last = gms_follow_monotonic();
 
         } else {
             failures++;
@@ -432,16 +551,15 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
             wait = gms_follow_jitter(gms_follow_backoff(conf->interval_ms,
                                                         failures));
 
-            fprintf(stderr, "gms-token follow: %s failed (%s): %s; "
-                    "next try in %.1fs\n",
-                    gms_follow_time(now, sizeof(now)),
-                    rc == GMS_TOOL_REDIS ? "Redis"
-                    : rc == GMS_TOOL_GMS ? "GMS" : "bad input",
-                    t->error[0] ? t->error : "no message",
-                    (double) wait / 1000);
+            f.failed = 1;
+            f.after = wait;
+            f.after_stream = wait;
+            f.last = gms_follow_monotonic();
+
+            gms_follow_say_failed("", rc, t->error, wait);
         }
 
-        gms_follow_wait(wait);
+        gms_follow_wait(&f, wait);
     }
 
     gms_follow_stop(&f);
@@ -469,7 +587,8 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
 static int
 gms_follow_start(gms_follow_t *f)
 {
-    int  rc;
+    int                       rc;
+    gms_follow_stream_conf_t  stream;
 
     gms_follow_lease_init(&f->lease);
 
@@ -479,6 +598,22 @@ gms_follow_start(gms_follow_t *f)
     }
 
     json_object_seed(0);
+
+    /* the stream's wake-ups: never a write that blocks, nor one lost */
+    if (pipe(f->wake) != 0
+        || fcntl(f->wake[0], F_SETFL, O_NONBLOCK) != 0
+        || fcntl(f->wake[1], F_SETFL, O_NONBLOCK) != 0
+        || fcntl(f->wake[0], F_SETFD, FD_CLOEXEC) != 0
+        || fcntl(f->wake[1], F_SETFD, FD_CLOEXEC) != 0)
+    {
+        gms_tool_error(f->tool, "cannot make a pipe: %s", strerror(errno));
+        return GMS_TOOL_USAGE;
+    }
+
+    if (gms_follow_journal_init(&f->journal) != 0) {
+        gms_tool_error(f->tool, "out of memory");
+        return GMS_TOOL_USAGE;
+    }
 
     rc = gms_follow_privileges_start(&f->privileges, f->tool, &f->gms,
                                      f->conf->privileges, f->conf->refuse,
@@ -491,10 +626,44 @@ gms_follow_start(gms_follow_t *f)
 
     f->mirror = 1;
 
+    gms_follow_privileges_journal(&f->privileges, &f->journal);
+
+    if (f->conf->changes != GMS_FOLLOW_CHANGES_POLL) {
+        memset(&stream, 0, sizeof(gms_follow_stream_conf_t));
+        stream.mode = f->conf->changes;
+        stream.refuse = f->conf->refuse;
+        stream.interval_ms = f->conf->interval_ms;
+        stream.privileges_interval_ms = f->conf->privileges_interval_ms;
+        stream.full_interval_ms = f->conf->full_interval_ms
+                                  ? f->conf->full_interval_ms
+                                  : f->conf->interval_ms;
+        stream.privileges = &f->privileges;
+        stream.journal = &f->journal;
+        stream.wake = gms_follow_wake;
+        stream.wake_data = f;
+
+        rc = gms_follow_stream_start(&f->stream, f->tool, &f->gms, &stream);
+        if (rc != 0) {
+            gms_follow_privileges_stop(&f->privileges);
+            f->mirror = 0;
+
+            gms_tool_error(f->tool, "cannot start the stream thread: %s",
+                           strerror(rc));
+            return GMS_TOOL_USAGE;
+        }
+
+        f->streaming = 1;
+    }
+
     rc = gms_follow_keeper_start(&f->keeper, f->tool, &f->lease, f->px,
                                  f->conf->interval_ms / 2, gms_follow_lost,
                                  f);
     if (rc != 0) {
+        if (f->streaming) {
+            gms_follow_stream_stop(&f->stream);
+            f->streaming = 0;
+        }
+
         gms_follow_privileges_stop(&f->privileges);
         f->mirror = 0;
 
@@ -511,10 +680,10 @@ gms_follow_start(gms_follow_t *f)
 
 /*
  * The keeper first, so that it neither renews nor calls back any more;
- * the mirror next, so that nothing is written after the lease is
- * released; then the lease, which a standby takes at its next try rather
- * than after it expires.  The release compares: a lease the keeper lost
- * is left alone.
+ * the stream and the mirror next, so that nothing is written after the
+ * lease is released; then the lease, which a standby takes at its next
+ * try rather than after it expires.  The release compares: a lease the
+ * keeper lost is left alone.
  */
 
 static void
@@ -530,6 +699,11 @@ gms_follow_stop(gms_follow_t *f)
         f->keeping = 0;
     }
 
+    if (f->streaming) {
+        gms_follow_stream_stop(&f->stream);
+        f->streaming = 0;
+    }
+
     if (f->mirror) {
         gms_follow_privileges_stop(&f->privileges);
         f->mirror = 0;
@@ -543,6 +717,12 @@ gms_follow_stop(gms_follow_t *f)
     }
 
     gms_sync_spans_free(&f->spans);
+    gms_follow_journal_free(&f->journal);
+
+    if (f->wake[0] != -1) {
+        close(f->wake[0]);
+        close(f->wake[1]);
+    }
 }
 
 
@@ -583,8 +763,13 @@ gms_follow_lease(gms_follow_t *f)
         printf("gms-token follow: %s lease taken: %s works\n",
                gms_follow_time(now, sizeof(now)), f->lease.me);
 
-        /* before the keeper, which alone may tell it the lease lost */
+        /* before the keeper, which alone may tell them the lease lost */
         gms_follow_privileges_lease(&f->privileges, 1);
+
+        if (f->streaming) {
+            gms_follow_stream_lease(&f->stream, 1);
+        }
+
         gms_follow_keeper_hold(&f->keeper, sent);
         break;
 
@@ -604,8 +789,8 @@ gms_follow_lease(gms_follow_t *f)
 
 /*
  * The keeper lost the lease or gave it up (in a thread of its own): the
- * work under way stops, a GMS request abandoned in either thread.  The
- * mirror runs as long as the keeper does.
+ * work under way stops, a GMS request abandoned in every thread.  The
+ * mirror and the stream run as long as the keeper does.
  */
 
 static void
@@ -616,6 +801,111 @@ gms_follow_lost(void *data)
     __atomic_store_n(&gms_follow_abandon, 1, __ATOMIC_SEQ_CST);
 
     gms_follow_privileges_lease(&f->privileges, 0);
+
+    if (f->streaming) {
+        gms_follow_stream_lease(&f->stream, 0);
+    }
+
+    gms_follow_wake(f);
+}
+
+
+/*
+ * 1: a token cycle is due now; 0: *wait until it is, or until the stream
+ * wakes the wait.  Polling (the stream not running): every --interval
+ * from the end of the last, as before.  The stream running: a whole
+ * listing every --full-interval, and at once when the stream asks for
+ * one (a reconciliation, kept until a cycle succeeds).  The lease just
+ * taken, the stream's first answer is waited for: a stream resumed at
+ * its kept offset lists nothing.  After a failure, the backoff in any
+ * case.
+ */
+
+static int
+gms_follow_due(gms_follow_t *f, int64_t *wait)
+{
+    int64_t                    after, left;
+    gms_follow_stream_state_e  state;
+
+    if (!f->streaming) {
+        return 1;
+    }
+
+    if (gms_follow_stream_reconcile(&f->stream)) {
+        f->reconcile = 1;
+    }
+
+    state = gms_follow_stream_state(&f->stream);
+
+    if (f->last == 0) {
+        if (f->reconcile || state == GMS_FOLLOW_STREAM_DOWN) {
+            return 1;
+        }
+
+        if (state == GMS_FOLLOW_STREAM_STARTING) {
+            *wait = f->conf->interval_ms;
+            return 0;
+        }
+
+        /*
+         * Resumed at the kept offset: the first listing a period on; the
+         * privileges thread starts from the holders the cache has
+         */
+        if (gms_follow_resumed(f) != GMS_TOOL_OK) {
+            return 1;
+        }
+
+        f->last = gms_follow_monotonic();
+        f->failed = 0;
+        f->after = gms_follow_jitter(f->conf->interval_ms);
+        f->after_stream = gms_follow_jitter(f->conf->full_interval_ms
+                                            ? f->conf->full_interval_ms
+                                            : f->conf->interval_ms);
+    }
+
+    if (f->failed) {
+        /* the backoff, whatever runs */
+        after = f->after;
+
+    } else if (f->reconcile) {
+        return 1;
+
+    } else {
+        after = state == GMS_FOLLOW_STREAM_RUNNING ? f->after_stream
+                                                   : f->after;
+    }
+
+    left = f->last + after - gms_follow_monotonic();
+
+    if (left <= 0) {
+        return 1;
+    }
+
+    *wait = left;
+
+    return 0;
+}
+
+
+/*
+ * The stream resumed: the token holders read from the cache, handed over
+ * to the privileges thread as a listing's.  A failure: a whole listing
+ * instead.
+ */
+
+static int
+gms_follow_resumed(gms_follow_t *f)
+{
+    gms_tool_holders_t  holders;
+
+    if (gms_tool_holders_cached(f->tool, &holders) != 0) {
+        gms_tool_close(f->tool);
+        return GMS_TOOL_REDIS;
+    }
+
+    gms_follow_privileges_hand(&f->privileges, &holders);
+
+    return GMS_TOOL_OK;
 }
 
 
@@ -624,7 +914,7 @@ gms_follow_lost(void *data)
 static int
 gms_follow_tokens(gms_follow_t *f)
 {
-    int                     rc, n;
+    int                     rc, n, whole;
     char                    now[32], extra[96];
     int64_t                 start, took;
     gms_tool_t             *t;
@@ -638,7 +928,22 @@ gms_follow_tokens(gms_follow_t *f)
 
     start = gms_follow_monotonic();
 
+    whole = f->reconcile
+            || (f->streaming && gms_follow_stream_state(&f->stream)
+                                == GMS_FOLLOW_STREAM_RUNNING);
+
+    if (whole) {
+        /* the stream's reconciliation: the listing read whole */
+        f->spans.ready = 0;
+    }
+
+    /* what the stream changes from now on, the listing never undoes */
+    f->listing = gms_follow_journal_begin(&f->journal,
+                                          GMS_FOLLOW_JOURNAL_TOKENS);
+
     rc = gms_tool_sync_run(t, &f->sync, &counts, &holders);
+
+    gms_follow_journal_end(&f->journal, GMS_FOLLOW_JOURNAL_TOKENS);
 
     if (rc == GMS_TOOL_OK
         && __atomic_load_n(&gms_follow_abandon, __ATOMIC_SEQ_CST))
@@ -651,6 +956,14 @@ gms_follow_tokens(gms_follow_t *f)
 
     if (rc == GMS_TOOL_OK) {
         gms_follow_privileges_hand(&f->privileges, &holders);
+
+        if (f->reconcile) {
+            /* and the privileges mirror and users' status, once, now */
+            gms_follow_privileges_kick(&f->privileges,
+                                       GMS_FOLLOW_KICK_MIRROR
+                                       | GMS_FOLLOW_KICK_USERS);
+            f->reconcile = 0;
+        }
     }
 
     if (rc == GMS_TOOL_OK) {
@@ -791,10 +1104,11 @@ gms_follow_health_ok(gms_follow_t *f, const gms_tool_sync_counts_t *sync)
 
     /* hiredis's format knows no %zu */
     reply = gms_tool_command(t, "HSET %b at %lld tokens %llu error %s "
-                             "failures 0 interval %lld", key, key_len,
-                             (long long) gms_tool_now_ms(),
+                             "failures 0 interval %lld changes %s", key,
+                             key_len, (long long) gms_tool_now_ms(),
                              (unsigned long long) sync->tokens, "",
-                             (long long) f->conf->interval_ms);
+                             (long long) f->conf->interval_ms,
+                             gms_follow_changes(f));
     free(key);
 
     if (gms_tool_reply_error(t, reply, "HSET") != 0) {
@@ -808,13 +1122,62 @@ gms_follow_health_ok(gms_follow_t *f, const gms_tool_sync_counts_t *sync)
 
 
 /*
- * Sleeps, unless a signal came or comes: it is blocked between the test
- * of the flag and pselect(), which unblocks it while it waits.
+ * gms_tool_sync_run's hook: 1 for a token the stream deleted (or wrote)
+ * since this cycle's listing began, which the listing must not write
+ * back
+ */
+
+static int
+gms_follow_revoked(void *data, const char *id)
+{
+    gms_follow_t *f = data;
+
+    return gms_follow_journal_since(&f->journal, GMS_FOLLOW_JOURNAL_TOKEN,
+                                    id, GMS_TOKEN_ID_LEN, f->listing);
+}
+
+
+/* <prefix>sync's changes: what brings the changes now */
+
+static const char *
+gms_follow_changes(gms_follow_t *f)
+{
+    return f->streaming && gms_follow_stream_state(&f->stream)
+                           == GMS_FOLLOW_STREAM_RUNNING
+           ? "stream" : "poll";
+}
+
+
+/*
+ * The stream thread's word (it runs, it stopped, a reconciliation is
+ * asked), or the lease lost: the main thread's wait ends (a full pipe
+ * already will).
  */
 
 static void
-gms_follow_wait(int64_t ms)
+gms_follow_wake(void *data)
 {
+    gms_follow_t *f = data;
+
+    ssize_t  n;
+
+    n = write(f->wake[1], "", 1);
+    (void) n;
+}
+
+
+/*
+ * Sleeps, unless a signal came or comes, or the stream thread wakes it:
+ * the signals are blocked between the test of the flag and pselect(),
+ * which unblocks them while it waits.
+ */
+
+static void
+gms_follow_wait(gms_follow_t *f, int64_t ms)
+{
+    int              n;
+    char             buf[64];
+    fd_set           fds;
     int64_t          end, left;
     sigset_t         set, old;
     struct timespec  ts;
@@ -838,7 +1201,18 @@ gms_follow_wait(int64_t ms)
         ts.tv_sec = left / 1000;
         ts.tv_nsec = (long) (left % 1000) * 1000000;
 
-        (void) pselect(0, NULL, NULL, NULL, &ts, &old);
+        FD_ZERO(&fds);
+        FD_SET(f->wake[0], &fds);
+
+        n = pselect(f->wake[0] + 1, &fds, NULL, NULL, &ts, &old);
+
+        if (n > 0) {
+            while (read(f->wake[0], buf, sizeof(buf)) > 0) {
+                /* drained */
+            }
+
+            break;
+        }
     }
 
     pthread_sigmask(SIG_SETMASK, &old, NULL);

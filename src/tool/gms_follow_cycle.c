@@ -150,6 +150,26 @@ done:
 }
 
 
+/*
+ * A failed cycle's line on stderr, the same for every loop: what failed
+ * ("" the token cycle, "privileges ", "stream "), the side at fault, its
+ * error, the wait before the next try
+ */
+
+void
+gms_follow_say_failed(const char *what, int rc, const char *error,
+    int64_t wait)
+{
+    char  now[32];
+
+    fprintf(stderr, "gms-token follow: %s %sfailed (%s): %s; next try in "
+            "%.1fs\n", gms_follow_time(now, sizeof(now)), what,
+            rc == GMS_TOOL_REDIS ? "Redis"
+            : rc == GMS_TOOL_GMS ? "GMS" : "bad input",
+            error[0] ? error : "no message", (double) wait / 1000);
+}
+
+
 /* a mutex, and a condition whose timed waits count on CLOCK_MONOTONIC */
 
 int

@@ -25,6 +25,8 @@ const char *gms_follow_time(char *buf, size_t size);
 int64_t gms_follow_monotonic(void);
 void gms_follow_health_failed(gms_tool_t *t, const char *prefix,
     unsigned failures);
+void gms_follow_say_failed(const char *what, int rc, const char *error,
+    int64_t wait);
 int gms_follow_lock_init(pthread_mutex_t *mutex, pthread_cond_t *cond);
 int gms_follow_thread(pthread_t *thread, void *(*run)(void *), void *arg);
 

@@ -443,13 +443,7 @@ gms_follow_privileges_thread(void *data)
             gms_follow_clean(t->error);
             gms_follow_health_failed(t, "privileges_", failures);
 
-            fprintf(stderr, "gms-token follow: %s privileges failed (%s): "
-                    "%s; next try in %.1fs\n",
-                    gms_follow_time(now, sizeof(now)),
-                    rc == GMS_TOOL_REDIS ? "Redis"
-                    : rc == GMS_TOOL_GMS ? "GMS" : "bad input",
-                    t->error[0] ? t->error : "no message",
-                    (double) wait / 1000);
+            gms_follow_say_failed("privileges ", rc, t->error, wait);
         }
     }
 

@@ -1,6 +1,7 @@
 
 /*
- * gms-token's GraphQL client for GMS: one POST of {"query", "variables"}
+ * gms-token's client for GMS: GraphQL, and a GET for its OpenAPI (the
+ * Events API's poll).  GraphQL is one POST of {"query", "variables"}
  * to <gms>/api/graphql per call, with the token of an account that may
  * list every access token (Authorization: Bearer), over libcurl.  TLS
  * peers are verified (the system's CAs, or --gms-ca-file); redirects are
@@ -30,6 +31,8 @@ struct gms_graphql_s {
     CURL                  *curl;
     struct curl_slist     *headers;
     char                  *endpoint;
+    size_t                 base_len;       /* GMS's base, in endpoint */
+    char                  *url;            /* the last GET's */
     char                  *answer;
     size_t                 len;
     size_t                 size;
@@ -94,6 +97,7 @@ gms_graphql_open(gms_tool_t *t, const gms_graphql_conf_t *c)
 
     memcpy(g->endpoint, c->url, len);
     memcpy(g->endpoint + len, "/api/graphql", sizeof("/api/graphql"));
+    g->base_len = len;
 
     g->headers = curl_slist_append(NULL, "Content-Type: application/json");
     g->headers = curl_slist_append(g->headers, "Accept: application/json");
@@ -258,7 +262,10 @@ gms_graphql_query(gms_graphql_t *g, const char *query, json_t *variables,
     g->too_big = 0;
     g->error[0] = '\0';
 
-    if (curl_easy_setopt(g->curl, CURLOPT_POSTFIELDS, body) != CURLE_OK) {
+    /* a GET before set another URL; POSTFIELDS makes it a POST again */
+    if (curl_easy_setopt(g->curl, CURLOPT_URL, g->endpoint) != CURLE_OK
+        || curl_easy_setopt(g->curl, CURLOPT_POSTFIELDS, body) != CURLE_OK)
+    {
         free(body);
         gms_tool_error(g->tool, "cannot set up libcurl");
         return NULL;
@@ -332,6 +339,85 @@ gms_graphql_query(gms_graphql_t *g, const char *query, json_t *variables,
 }
 
 
+/*
+ * A GET of <gms><path> (path and query, encoded by the caller) on the
+ * same handle: the token, CA, time limit, stop flag and 64 MB cap of the
+ * GraphQL requests.  GMS_GRAPHQL_ANSWERED: *status and *body (the
+ * answer, NUL-terminated, good until the next request), whatever the
+ * status; GMS_GRAPHQL_TOO_BIG and GMS_GRAPHQL_FAILED: reported.  For
+ * GMS's OpenAPI, as the Events API's poll (gms_follow_stream.c).
+ */
+
+int
+gms_graphql_get(gms_graphql_t *g, const char *path, long *status,
+    const char **body, size_t *len)
+{
+    char      *url;
+    size_t     path_len;
+    CURLcode   rc;
+
+    path_len = strlen(path);
+
+    url = malloc(g->base_len + path_len + 1);
+    if (url == NULL) {
+        gms_tool_error(g->tool, "out of memory");
+        return GMS_GRAPHQL_FAILED;
+    }
+
+    memcpy(url, g->endpoint, g->base_len);
+    memcpy(url + g->base_len, path, path_len + 1);
+
+    free(g->url);
+    g->url = url;
+
+    g->len = 0;
+    g->too_big = 0;
+    g->error[0] = '\0';
+
+    if (curl_easy_setopt(g->curl, CURLOPT_URL, url) != CURLE_OK
+        || curl_easy_setopt(g->curl, CURLOPT_HTTPGET, 1L) != CURLE_OK)
+    {
+        gms_tool_error(g->tool, "cannot set up libcurl");
+        return GMS_GRAPHQL_FAILED;
+    }
+
+    rc = curl_easy_perform(g->curl);
+
+    /* the path only: the query may hold an offset, of no use in a line */
+    url[g->base_len + strcspn(path, "?")] = '\0';
+
+    if (rc != CURLE_OK) {
+        gms_tool_error(g->tool, "%s: %s", url,
+                       g->too_big ? "answer larger than 64 MB"
+                       : rc == CURLE_ABORTED_BY_CALLBACK ? "stopped"
+                       : g->error[0] ? g->error : curl_easy_strerror(rc));
+        return g->too_big ? GMS_GRAPHQL_TOO_BIG : GMS_GRAPHQL_FAILED;
+    }
+
+    if (gms_graphql_write((char *) "", 1, 1, g) != 1) {
+        gms_tool_error(g->tool, "%s: out of memory", url);
+        return GMS_GRAPHQL_FAILED;
+    }
+
+    *status = 0;
+    curl_easy_getinfo(g->curl, CURLINFO_RESPONSE_CODE, status);
+
+    *body = g->answer;
+    *len = g->len - 1;
+
+    return GMS_GRAPHQL_ANSWERED;
+}
+
+
+/* the last GET's URL, its path only: for a caller's messages */
+
+const char *
+gms_graphql_get_url(gms_graphql_t *g)
+{
+    return g->url ? g->url : g->endpoint;
+}
+
+
 /* as gms_graphql_query, but data.<field> may be null (json_null()) */
 
 json_t *
@@ -401,6 +487,7 @@ gms_graphql_close(gms_graphql_t *g)
 
     curl_slist_free_all(g->headers);
     free(g->endpoint);
+    free(g->url);
     free(g->answer);
     free(g);
 }

@@ -1,6 +1,7 @@
 
 /*
- * gms-token's GraphQL client for GMS (POST <gms>/api/graphql), on libcurl.
+ * gms-token's client for GMS, on libcurl: GraphQL (POST <gms>/api/graphql)
+ * and a GET of its OpenAPI.
  */
 
 
@@ -16,6 +17,12 @@
 
 
 typedef struct gms_graphql_s  gms_graphql_t;
+
+
+/* gms_graphql_get */
+#define GMS_GRAPHQL_ANSWERED   0
+#define GMS_GRAPHQL_FAILED     (-1)
+#define GMS_GRAPHQL_TOO_BIG    (-2)
 
 
 /* the --gms options of a command */
@@ -35,6 +42,9 @@ json_t *gms_graphql_query_nullable(gms_graphql_t *g, const char *query,
     json_t *variables, const char *field);
 json_t *gms_graphql_query_errors(gms_graphql_t *g, const char *query,
     json_t *variables, const char *field, json_t **errors);
+int gms_graphql_get(gms_graphql_t *g, const char *path, long *status,
+    const char **body, size_t *len);
+const char *gms_graphql_get_url(gms_graphql_t *g);
 void gms_graphql_report(gms_graphql_t *g, json_t *errors);
 void gms_graphql_close(gms_graphql_t *g);
 char *gms_graphql_aliases(const char *name, const char *type,

@@ -583,6 +583,136 @@ gms_tool_holders_free(gms_tool_holders_t *holders)
 
 
 /*
+ * The holders as the cache has them, without asking GMS: each cached
+ * token's actor (SCAN, then HGET pipelined by the batch).  follow's stream
+ * resumed at its kept offset lists no token: the privileges mirror and
+ * the users' status start from these until the next whole listing.
+ */
+
+int
+gms_tool_holders_cached(gms_tool_t *t, gms_tool_holders_t *holders)
+{
+    int               rc;
+    char            **urns, **ids;
+    size_t            i, n, base, nalloc;
+    redisReply       *keys, *key, *actor;
+    gms_tool_scan_t   scan;
+
+    memset(holders, 0, sizeof(gms_tool_holders_t));
+
+    if (t->conn == NULL && gms_tool_connect(t) != GMS_TOOL_OK) {
+        return -1;
+    }
+
+    base = t->prefix_len + sizeof(GMS_KEY_TOKEN) - 1;
+
+    if (gms_tool_scan_open(t, &scan, GMS_KEY_TOKEN) != 0) {
+        return -1;
+    }
+
+    rc = -1;
+    nalloc = 0;
+
+    do {
+        keys = gms_tool_scan_next(t, &scan);
+        if (keys == NULL) {
+            goto done;
+        }
+
+        n = 0;
+
+        for (i = 0; i < keys->elements; i++) {
+            key = keys->element[i];
+
+            if (key->type == REDIS_REPLY_STRING && key->len > base
+                && gms_token_id_valid(key->str + base, key->len - base))
+            {
+                gms_tool_append(t, "HGET %b actor", key->str, key->len);
+                n++;
+            }
+        }
+
+        if (holders->n + n > nalloc) {
+            nalloc = 2 * (holders->n + n);
+
+            urns = realloc(holders->urns, nalloc * sizeof(char *));
+            if (urns != NULL) {
+                holders->urns = urns;
+            }
+
+            ids = realloc(holders->ids, nalloc * sizeof(char *));
+            if (ids != NULL) {
+                holders->ids = ids;
+            }
+
+            if (urns == NULL || ids == NULL) {
+                gms_tool_error(t, "out of memory");
+                goto done;
+            }
+        }
+
+        for (i = 0; n; i++) {
+            key = keys->element[i];
+
+            if (!(key->type == REDIS_REPLY_STRING && key->len > base
+                  && gms_token_id_valid(key->str + base, key->len - base)))
+            {
+                continue;
+            }
+
+            n--;
+
+            (void) gms_tool_get_reply(t, &actor);
+
+            if (gms_tool_reply_error(t, actor, "HGET") != 0) {
+                goto done;
+            }
+
+            /* one deleted since the SCAN has none */
+            if (actor->type != REDIS_REPLY_STRING
+                || !gms_actor_valid(actor->str, actor->len))
+            {
+                freeReplyObject(actor);
+                continue;
+            }
+
+            holders->urns[holders->n] = strndup(actor->str, actor->len);
+            holders->ids[holders->n] = strndup(key->str + base,
+                                               key->len - base);
+            freeReplyObject(actor);
+
+            if (holders->urns[holders->n] == NULL
+                || holders->ids[holders->n] == NULL)
+            {
+                free(holders->urns[holders->n]);
+                free(holders->ids[holders->n]);
+                gms_tool_error(t, "out of memory");
+                goto done;
+            }
+
+            holders->n++;
+        }
+
+    } while (!scan.done);
+
+    holders->listed = holders->n;
+    holders->total = (int64_t) holders->n;
+
+    rc = 0;
+
+done:
+
+    gms_tool_scan_close(&scan);
+
+    if (rc != 0) {
+        gms_tool_holders_free(holders);
+    }
+
+    return rc;
+}
+
+
+/*
  * The users gms_sync_users.c found inactive, once a sync: none of their
  * tokens is written (and a cached one is deleted), so that a user made
  * active again, taken out of the set, has them back at the next sync.

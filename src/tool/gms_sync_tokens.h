@@ -98,6 +98,7 @@ int gms_tool_sync_write(gms_tool_t *t, gms_sync_list_t *list,
 int gms_tool_max_prune_option(gms_tool_t *t, const char *value,
     gms_tool_max_prune_t *max);
 void gms_tool_sync_print(const gms_tool_sync_counts_t *counts);
+int gms_tool_holders_cached(gms_tool_t *t, gms_tool_holders_t *holders);
 void gms_tool_holders_free(gms_tool_holders_t *holders);
 
 

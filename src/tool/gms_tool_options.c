@@ -52,6 +52,7 @@ static const struct option  gms_tool_long_options[] = {
       256 + GMS_OPT_FULL_INTERVAL },
     { "max-prune",     required_argument, NULL, 256 + GMS_OPT_MAX_PRUNE },
     { "inactive",      required_argument, NULL, 256 + GMS_OPT_INACTIVE },
+    { "changes",       required_argument, NULL, 256 + GMS_OPT_CHANGES },
     { "name",          required_argument, NULL, 256 + GMS_OPT_NAME },
     { "duration",      required_argument, NULL, 256 + GMS_OPT_DURATION },
     { "description",   required_argument, NULL, 256 + GMS_OPT_DESCRIPTION },

@@ -10,7 +10,8 @@ package GmsTest::Edge;
 #   my $res = $e->get('/entities/x', 'secret');
 #
 # Options: salt (default ""), salt_file (instead of salt), prefix ('gms:'), timeout ('500ms'), http (extra http-level
-# directives), server (extra server-level directives), search (a stub
+# directives), server (extra server-level directives), redis (a running
+# GmsTest::Redis to read instead of one of its own), search (a stub
 # handler; without it the cluster address is a closed port), conf (a whole
 # http block instead of the default one), persist (Redis keeps its data
 # across a kill and start_again), and the nginx options workers, log_level
@@ -109,7 +110,9 @@ sub start {
 
     my $self = bless { prefix => $opt{prefix} // 'gms:' }, $class;
 
-    $self->{redis} = GmsTest::Redis->start(persist => $opt{persist});
+    # several edges may read one Redis, as behind one follower
+    $self->{redis} = $opt{redis}
+                     // GmsTest::Redis->start(persist => $opt{persist});
     $self->{gms} = GmsTest::Stub->echo;
     $self->{search} = GmsTest::Stub->start(handler => $opt{search})
         if $opt{search};

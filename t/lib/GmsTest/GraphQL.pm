@@ -4,7 +4,9 @@ package GmsTest::GraphQL;
 # to it: POST /api/graphql answering listAccessTokens, listPolicies,
 # corpUser, corpGroup and role (their relationships, both directions),
 # entityExists, getGrantedPrivileges and the token management of
-# gms-token create, revoke and check-salt.  Built on GmsTest::Stub.
+# gms-token create, revoke and check-salt; GET /openapi/v1/events/poll,
+# the Events API, serving the changes made to all of that (see "The
+# Events API" below).  Built on GmsTest::Stub.
 #
 #   my $gms = GmsTest::GraphQL->start(token => $pat, tokens => \@tokens);
 #   run gms-token sync --gms $gms->url ...
@@ -150,6 +152,63 @@ package GmsTest::GraphQL;
 #   the token's type (DataHubAccessTokenInfo has none; only the JWT's type
 #   claim does).  See _create.
 #
+# The Events API (DataHub 1.3+; GmsTest::Events names the DataHub files
+# it follows): GET /openapi/v1/events/poll?topic=MetadataChangeLog_
+# Versioned_v1&offsetId=&limit=&pollTimeoutSeconds= answers {offsetId,
+# count, events: [{contentType, value}], errorMessage} from the same state
+# the GraphQL side changes.  Every change appends its Metadata Change Log
+# records (MetadataChangeLog.avsc in Avro's JSON encoding), on one of two
+# partitions by the entity URN (Kafka's keyed producer):
+#   createAccessToken        dataHubAccessTokenKey and dataHubAccessToken-
+#                            Info UPSERT (DataHubAccessTokenInfo.pdl)
+#   revokeAccessToken, revoke()
+#                            DELETE of dataHubAccessTokenInfo and the key
+#                            (EntityService.deleteUrn); revoke() does not
+#                            check that the id exists
+#   tokens() replaced        per difference: a token gone DELETE, a new one
+#                            key + info, a changed one info UPSERT
+#   users(), createServiceAccount, deleteServiceAccount
+#                            per user, each aspect corpUser serves
+#                            (corpUserStatus, status, origin, subTypes)
+#                            that changed UPSERT, gone DELETE; corpUserKey
+#                            UPSERT for a user new to users() or back,
+#                            DELETE for one deleted
+#   policies()               dataHubPolicyInfo UPSERT, or DELETE of it and
+#                            dataHubPolicyKey for a policy gone
+#   memberships()            groupMembership / nativeGroupMembership /
+#                            roleMembership UPSERT per user or group whose
+#                            list changed
+# granted(), misbehave(), delay() append nothing (no DataHub change).  A
+# poll without offsetId starts at the end; it answers when limit events
+# came (limit default 100, at most 5000) or its pollTimeoutSeconds ran
+# out (default 5, at most 10; 0 reads nothing): a poll with no events
+# waits the whole timeout, in the stub's worker without blocking its other
+# connections (GmsTest::Stub's waiting answers).  The same Authorization
+# as /api/graphql; a bad offsetId or topic is the controller's 500
+# {"errorMessage": "An unexpected error occurred: ..."}.
+#
+#   start(events_api => 'on' | '404' | '403')   default '404'; events_api()
+#                    changes it: 'on' serves it, '404' a GMS without the
+#                    API (before 1.3, EVENTS_API_ENABLED false), '403' a
+#                    caller lacking GET_METADATA_CHANGE_LOG_EVENTS (empty
+#                    body).  Off by default: the tests written for the
+#                    polling follower stand for a GMS before 1.3 (follow
+#                    --changes auto polls there, saying so once); a test
+#                    of the stream asks for it
+#   start(events_keep => N, events_max_age => SECONDS), retention(keep =>
+#                    N, max_age => SECONDS)
+#                    Kafka's retention: older events dropped; a kept offset
+#                    before the earliest left is reset to it (the consumer's
+#                    autoOffsetReset earliest): the answer skips ahead, a gap
+#   inject_event($bytes, key => URN, count => N)
+#                    an event whose value is any bytes (not JSON, an
+#                    unknown aspect, 10 MB, a bad token id ...)
+#   events           the events kept: {partition, offset, time, value, json}
+#   polls            how many polls were received
+#   misbehave(field => 'events', status => ...)
+#                    the poll misbehaves (so does every request when the
+#                    misbehaviour names no field)
+#
 # Answers and errors:
 # - An answer carries exactly the fields the query selects, in its order,
 #   as graphql-java writes them.  entityExists-batch.json,
@@ -204,6 +263,7 @@ use Storable ();
 use Time::HiRes ();
 
 use GmsTest ();
+use GmsTest::Events;
 use GmsTest::Messages qw($GMS_UNAUTHORIZED $GRAPHQL_UNKNOWN);
 use GmsTest::Stub;
 
@@ -340,6 +400,7 @@ sub start {
                   delay => $opt{delay} // 0,
                   max_result_window => $opt{max_result_window},
                   access_tokens => _access_tokens($opt{access_tokens}),
+                  events_api => $opt{events_api} // '404',
                   users_time => int(Time::HiRes::time() * 1000) },
         tokens      => _numbers($opt{tokens} // []),
         changes     => { added => [], removed => {} },
@@ -349,6 +410,8 @@ sub start {
         users       => $opt{users} // {},
     };
     $self->_save(@PARTS);
+    GmsTest::Events::init($self->{state_dir}, keep => $opt{events_keep},
+                          max_age => $opt{events_max_age});
 
     my $dir = $self->{state_dir};
     $self->{stub} = GmsTest::Stub->start(
@@ -378,7 +441,10 @@ sub port {
 sub tokens {
     my ($self, $tokens) = @_;
     if ($tokens) {
+        $self->_load(qw(tokens changes));
+        my $old = _effective($self->{state}{tokens}, $self->{state}{changes});
         $self->{state}{tokens} = _numbers($tokens);
+        $self->_emit(_token_events($old, $self->{state}{tokens}));
         $self->{state}{changes} = { added => [], removed => {} };
         $self->_save(qw(tokens changes));
     }
@@ -399,6 +465,7 @@ sub revoke {
         $c->{removed}{$id} = 1 if $n == @{ $c->{added} };
     }
     $self->_save('changes');
+    $self->_emit(map { GmsTest::Events::token_delete({ id => $_ }) } @ids);
 }
 
 # Replaces the users' state; returns it:
@@ -411,10 +478,12 @@ sub revoke {
 sub users {
     my ($self, $users) = @_;
     if ($users) {
-        $self->_load('conf');
+        $self->_load(qw(conf users));
+        my $old = $self->{state}{users};
         $self->{state}{users} = $users;
         $self->{state}{conf}{users_time} = int(Time::HiRes::time() * 1000);
         $self->_save(qw(users conf));
+        $self->_emit(_user_events($self->{state}{conf}, $old, $users));
     }
     $self->_load('users');
     return $self->{state}{users};
@@ -435,8 +504,10 @@ sub delay {
 sub policies {
     my ($self, $policies) = @_;
     if ($policies) {
+        my $old = $self->{state}{policies};
         $self->{state}{policies} = [ map { _policy($_) } @$policies ];
         $self->_save('policies');
+        $self->_emit(_policy_events($old, $self->{state}{policies}));
     }
     return $self->{state}{policies};
 }
@@ -450,8 +521,10 @@ sub policies {
 sub memberships {
     my ($self, $memberships) = @_;
     if ($memberships) {
+        my $old = $self->{state}{memberships};
         $self->{state}{memberships} = $memberships;
         $self->_save('memberships');
+        $self->_emit(_membership_events($old, $memberships));
     }
     return $self->{state}{memberships};
 }
@@ -496,6 +569,59 @@ sub misbehave {
     $self->_load('conf');
     $self->{state}{conf}{misbehave} = \%how;
     $self->_save('conf');
+}
+
+# The Events API (GET /openapi/v1/events/poll): 'on' serves it, '404' as
+# a GMS without it (DataHub before 1.3, or EVENTS_API_ENABLED false: no
+# ExternalEventsController), '403' as a GMS whose caller lacks
+# GET_METADATA_CHANGE_LOG_EVENTS and GET_TOPIC_EVENTS (an empty body).
+sub events_api {
+    my ($self, $mode) = @_;
+    $self->_load('conf');
+    $self->{state}{conf}{events_api} = $mode;
+    $self->_save('conf');
+}
+
+# The topic's retention, as Kafka's: keep => N (only the newest N events
+# kept) and max_age => SECONDS (older events gone); undef: none.  Applied
+# at once: a kept offset before what remains is reset to the earliest
+# event kept, so the next poll skips ahead of it (a gap).
+sub retention {
+    my ($self, %opt) = @_;
+    GmsTest::Events::retention($self->{state_dir}, %opt);
+}
+
+# Appends an event whose value is these bytes, whatever they are (not
+# JSON, an aspect the follower does not know, 10 MB, a token URN that is
+# no token id ...); key => URN puts it on that URN's partition (default
+# the empty key's); count => N appends it N times at once.
+sub inject_event {
+    my ($self, $value, %opt) = @_;
+    GmsTest::Events::append($self->{state_dir},
+                            ([$opt{key} // '', $value]) x ($opt{count} // 1));
+}
+
+# The events kept, oldest first: { partition, offset, time (ms), value,
+# json (value decoded, undef if it is not JSON) }.
+sub events {
+    my ($self) = @_;
+    return [ map {
+        my ($p, $o, $ms, $value) = @$_;
+        { partition => $p, offset => $o, time => $ms, value => $value,
+          json => scalar eval { GmsTest::json_decode($value) } };
+    } @{ GmsTest::Events::read_log($self->{state_dir})->{log} } ];
+}
+
+# How many polls of the Events API were received (whatever their answer).
+sub polls {
+    my ($self) = @_;
+    return scalar(() = GmsTest::slurp($self->{stub}{log})
+                       =~ m{"uri":"/openapi/v1/events/poll}g);
+}
+
+sub _emit {
+    my ($self, @events) = @_;
+    GmsTest::Events::append($self->{state_dir}, @events);
 }
 
 # Every request received, oldest first: GmsTest::Stub's record (method, uri,
@@ -667,7 +793,17 @@ sub _answer {
     my ($res, $how) = _respond($ctx, $req);
 
     my $delay = ($ctx->{state}{delay} // 0) + ($how->{delay} // 0);
-    $res->[3] = $delay if $delay > 0;
+    if (ref $res eq 'CODE' && $delay > 0) {
+        # a poll that waits: GMS's latency comes on top of its wait
+        my $wait = $res;
+        $res = sub {
+            my $r = $wait->() or return undef;
+            $r->[3] = $delay;
+            return $r;
+        };
+    } elsif (ref $res eq 'ARRAY' && $delay > 0) {
+        $res->[3] = $delay;
+    }
 
     return $res;
 }
@@ -686,6 +822,8 @@ sub _respond {
             unless defined $auth && $auth eq "Bearer $state->{token}";
     }
 
+    return _events_poll($ctx, $req, $how)
+        if $req->{path} eq '/openapi/v1/events/poll';
     return _jetty($req, 404, 'Not Found'), {}
         if $req->{path} ne '/api/graphql';
     return _jetty($req, 405, 'Method Not Allowed'), {}
@@ -749,6 +887,150 @@ sub _misbehaving {
     return undef;
 }
 
+# GET /openapi/v1/events/poll, past GMS's AuthenticationFilter: see
+# GmsTest::Events.  misbehave() applies to it when it names no field or
+# field => 'events'.
+sub _events_poll {
+    my ($ctx, $req, $how) = @_;
+
+    my $mode = $ctx->{state}{events_api} // 'on';
+    return _jetty($req, 404, 'Not Found'), {} if $mode eq '404';
+    return _jetty($req, 405, 'Method Not Allowed'), {}
+        if $req->{method} ne 'GET';
+    return [403, [], ''], {} if $mode eq '403';
+
+    $how = {} if defined $how->{field} && $how->{field} ne 'events'
+                 || defined $how->{page};
+    my $res = defined $how->{status} || defined $how->{body}
+              ? _misbehaving($req, $how)
+              : GmsTest::Events::poll($ctx->{dir}, $req);
+    return $res, $how;
+}
+
+# The events of tokens() replacing the tokens: each token gone deleted,
+# each new one made, each changed one's info written again.
+sub _token_events {
+    my ($old, $new) = @_;
+    my %was = map { $_->{id} => $_ } @$old;
+    my %is = map { $_->{id} => $_ } @$new;
+    my @f = qw(name actorUrn ownerUrn createdAt expiresAt description);
+    my $same = sub {
+        my ($a, $b) = @_;
+        return !grep { ($a->{$_} // "\0") ne ($b->{$_} // "\0") } @f;
+    };
+    return ((map { GmsTest::Events::token_delete($_) }
+             grep { !$is{ $_->{id} } } @$old),
+            (map { GmsTest::Events::token_put($_, new => !$was{ $_->{id} }) }
+             grep { !$was{ $_->{id} } || !$same->($was{ $_->{id} }, $_) }
+             @$new));
+}
+
+# The events of users changing (users(), createServiceAccount,
+# deleteServiceAccount): per user, each aspect of _user_aspects written
+# (UPSERT) or gone (DELETE); the key aspect corpUserKey UPSERT for a user
+# new or back, DELETE for one deleted (EntityService.deleteUrn).  A
+# corpUserStatus whose status stays is no change (its lastModified is the
+# call's time).
+sub _user_events {
+    my ($conf, $old, $new) = @_;
+    my @events;
+    my %all = (%{ $old // {} }, %{ $new // {} });
+    for my $urn (sort keys %all) {
+        my ($o, $n) = ($old->{$urn}, $new->{$urn});
+        my %e = (type => 'corpuser', urn => $urn);
+        my %was = map { $_->[0] => _aspect_value($_) }
+                      _user_aspects($conf, $o);
+        my @is = _user_aspects($conf, $n);
+        my $gone = $n && $n->{deleted} && !($o && $o->{deleted});
+        my $back = !($n && $n->{deleted}) && (!$o || $o->{deleted});
+        my ($name) = $urn =~ /^urn:li:corpuser:(.*)\z/s;
+
+        push @events, GmsTest::Events::mcl(%e, change => 'UPSERT',
+            aspect_name => 'corpUserKey',
+            aspect => { username => $name // $urn })
+            if $back && $n;
+        for my $aspect (@is) {
+            my $v = delete $was{ $aspect->[0] };
+            next if defined $v && $v eq _aspect_value($aspect);
+            push @events, GmsTest::Events::mcl(%e, change => 'UPSERT',
+                aspect_name => $aspect->[0], aspect => $aspect->[1]);
+        }
+        push @events, GmsTest::Events::mcl(%e, change => 'DELETE',
+                                           aspect_name => $_)
+            for sort keys %was;
+        push @events, GmsTest::Events::mcl(%e, change => 'DELETE',
+            aspect_name => 'corpUserKey',
+            previous => { username => $name // $urn })
+            if $gone;
+    }
+    return @events;
+}
+
+sub _aspect_value {
+    my ($aspect) = @_;
+    my ($name, $payload) = @$aspect;
+    return $payload->{status} if $name eq 'corpUserStatus';
+    return GmsTest::json_encode($payload);
+}
+
+# The events of policies() (dataHubPolicyInfo, DataHubPolicyInfo.pdl's
+# fields): a policy new or changed UPSERT, a policy gone DELETE of its
+# info and key.
+sub _policy_events {
+    my ($old, $new) = @_;
+    my %was = map { $_->{urn} => GmsTest::json_encode($_) } @{ $old // [] };
+    my %is = map { $_->{urn} => 1 } @$new;
+    my @events;
+    for my $p (@$new) {
+        next if ($was{ $p->{urn} } // '') eq GmsTest::json_encode($p);
+        my $a = $p->{actors};
+        my $info = {
+            displayName => $p->{name}, type => $p->{type},
+            state => $p->{state}, privileges => $p->{privileges},
+            editable => $p->{editable},
+            actors => { map { defined $a->{$_} ? ($_ => $a->{$_}) : () }
+                        qw(users groups roles resourceOwners allUsers
+                           allGroups) } };
+        $info->{description} = $p->{description}
+            if defined $p->{description};
+        push @events, GmsTest::Events::mcl(type => 'dataHubPolicy',
+            urn => $p->{urn}, change => 'UPSERT',
+            aspect_name => 'dataHubPolicyInfo', aspect => $info);
+    }
+    for my $urn (grep { !$is{$_} } map { $_->{urn} } @{ $old // [] }) {
+        push @events, GmsTest::Events::mcl(type => 'dataHubPolicy',
+            urn => $urn, change => 'DELETE', aspect_name => $_)
+            for qw(dataHubPolicyInfo dataHubPolicyKey);
+    }
+    return @events;
+}
+
+# The events of memberships(): per user or group whose lists changed,
+# groupMembership {groups}, nativeGroupMembership {nativeGroups} or
+# roleMembership {roles} (GroupMembership.pdl, NativeGroupMembership.pdl,
+# RoleMembership.pdl), on a corpuser or a corpGroup as the URN says.
+sub _membership_events {
+    my ($old, $new) = @_;
+    my @kinds = ([IsMemberOfGroup => groupMembership => 'groups'],
+                 [IsMemberOfNativeGroup => nativeGroupMembership =>
+                  'nativeGroups'],
+                 [IsMemberOfRole => roleMembership => 'roles']);
+    my @events;
+    my %all = (%{ $old // {} }, %{ $new // {} });
+    for my $urn (sort keys %all) {
+        my ($o, $n) = (($old // {})->{$urn} // {}, $new->{$urn} // {});
+        my $type = $urn =~ /^urn:li:corpGroup:/ ? 'corpGroup' : 'corpuser';
+        for (@kinds) {
+            my ($rel, $aspect, $field) = @$_;
+            my @is = @{ $n->{$rel} // [] };
+            next if join("\0", @{ $o->{$rel} // [] }) eq join("\0", @is);
+            push @events, GmsTest::Events::mcl(type => $type, urn => $urn,
+                change => 'UPSERT', aspect_name => $aspect,
+                aspect => { $field => \@is });
+        }
+    }
+    return @events;
+}
 
 # --- the query: parsed, checked, run ------------------------------------------
 
@@ -1511,31 +1793,39 @@ sub _aspects {
     my $names = ref $input->{aspectNames} eq 'ARRAY' ? $input->{aspectNames}
                                                       : [];
     my %want = map { $_ => 1 } @$names;
-    my $user = $ctx->{state}{users}{$urn} // {};
-    my @have = ([corpUserKey => { username => $name }]);
-
-    if (!$user->{deleted}) {
-        push @have, [corpUserStatus => {
-                         status => $user->{status},
-                         lastModified => {
-                             actor => $ctx->{state}{caller},
-                             time  => $user->{time}
-                                      // $ctx->{state}{users_time} // 0 } }]
-            if defined $user->{status};
-        push @have, [status => { removed => _bool($user->{removed}) }]
-            if exists $user->{removed};
-        push @have, [origin => { type => 'EXTERNAL',
-                                 externalType => $user->{oauth} }]
-            if $user->{oauth};
-        push @have, [subTypes => { typeNames => [_sub_types($user)] }]
-            if _sub_types($user);
-    }
+    my @have = ([corpUserKey => { username => $name }],
+                _user_aspects($ctx->{state}, $ctx->{state}{users}{$urn}));
 
     return [ map {
         my ($aspect, $payload) = @$_;
         { aspectName => $aspect, __typename => 'RawAspect',
           payload => _payload($payload) }
     } grep { !@$names || $want{ $_->[0] } } @have ];
+}
+
+# A user's aspects but its key, [name, payload] each, in the entity
+# registry's order: none for a deleted user (or none in users()).
+sub _user_aspects {
+    my ($state, $user) = @_;
+    $user //= {};
+    return () if $user->{deleted};
+
+    my @have;
+    push @have, [corpUserStatus => {
+                     status => $user->{status},
+                     lastModified => {
+                         actor => $state->{caller},
+                         time  => $user->{time}
+                                  // $state->{users_time} // 0 } }]
+        if defined $user->{status};
+    push @have, [status => { removed => _bool($user->{removed}) }]
+        if exists $user->{removed};
+    push @have, [origin => { type => 'EXTERNAL',
+                             externalType => $user->{oauth} }]
+        if $user->{oauth};
+    push @have, [subTypes => { typeNames => [_sub_types($user)] }]
+        if _sub_types($user);
+    return @have;
 }
 
 # the subTypes' typeNames of a user: createServiceAccount's, or
@@ -1921,6 +2211,8 @@ sub _create {
 
     push @{ $ctx->{parts}{changes}{added} }, $token;
     _store($ctx, 'changes');
+    GmsTest::Events::append($ctx->{dir},
+                            GmsTest::Events::token_put($token, new => 1));
 
     return { accessToken => $jwt, __typename => 'AccessToken',
              metadata => { %$token, type => 'ACCESS_TOKEN',
@@ -2015,6 +2307,8 @@ sub _create_service_account {
                               displayName => $in->{displayName} // $id,
                               description => $in->{description} };
     _store($ctx, 'users');
+    GmsTest::Events::append($ctx->{dir}, _user_events($state, {},
+                            { $urn => $state->{users}{$urn} }));
 
     return { urn => $urn, type => 'CORP_USER', name => $id,
              displayName => $in->{displayName},
@@ -2038,8 +2332,11 @@ sub _delete_service_account {
         unless $account && $account->{service_account}
                && !$account->{deleted};
 
+    my $was = { %$account };
     $account->{deleted} = 1;
     _store($ctx, 'users');
+    GmsTest::Events::append($ctx->{dir}, _user_events($ctx->{state},
+                            { $urn => $was }, { $urn => $account }));
 
     return JSON::PP::true();
 }
@@ -2052,12 +2349,14 @@ sub _revoke {
     my $id = $args->{tokenId};
     return _failed(fixture => 'graphql-error-revokeAccessToken-unknown-id.json')
         if !defined $id || ref $id || !_token_ids($ctx)->{$id};
+    my @events = GmsTest::Events::token_delete(_token_ids($ctx)->{$id});
 
     my $changes = $ctx->{parts}{changes};
     my $n = @{ $changes->{added} };
     $changes->{added} = [ grep { $_->{id} ne $id } @{ $changes->{added} } ];
     $changes->{removed}{$id} = 1 if $n == @{ $changes->{added} };
     _store($ctx, 'changes');
+    GmsTest::Events::append($ctx->{dir}, @events);
 
     return JSON::PP::true();
 }

@@ -18,6 +18,13 @@ package GmsTest::Stub;
 # once written; $delay (seconds, optional) postpones the answer.
 # A handler that dies gets a 500 response.
 #
+# An answer that waits for something (a long poll): the handler returns a
+# code ref instead, which the worker runs again every $WAIT seconds (25
+# ms) until it returns the response (the arrayref above; undef: not yet).
+# It keeps its own deadline.  Meanwhile the worker's select() loop goes
+# on: its other connections are read and answered; the answers behind a
+# waiting one on the same connection wait for it (HTTP/1.1's order).
+#
 # Every request is logged, before the handler runs, as a JSON line of
 # record($req) so the test process can read them back with requests().
 # JSON strings carry bytes: each byte is the code point of the same value.
@@ -33,6 +40,9 @@ use IO::Socket::INET;
 use List::Util qw(min);
 use POSIX ();
 use Time::HiRes qw(time);
+
+# how often a waiting answer (a code ref) is run again, in seconds
+my $WAIT = 0.025;
 
 my %REASON = (
     200 => 'OK', 201 => 'Created', 204 => 'No Content',
@@ -140,7 +150,8 @@ sub _worker {
 }
 
 # Connection state: sock, in (unparsed bytes), out (bytes being written),
-# pending (responses not yet due, in order: [due time, bytes]), closing (no
+# pending (responses not yet due, in order: [due time, bytes], or for one
+# that waits [time of its next run, undef, code ref, request]), closing (no
 # more requests will be read; drop the connection once all is written).
 sub _serve {
     my ($listen, $handler, $log) = @_;
@@ -161,6 +172,11 @@ sub _serve {
 
         for my $conn (values %conns) {
             while (@{ $conn->{pending} } && $conn->{pending}[0][0] <= $now) {
+                my $next = $conn->{pending}[0];
+                if (!defined $next->[1]) {
+                    _rerun($conn, $next, $now);
+                    next;
+                }
                 $conn->{out} .= shift(@{ $conn->{pending} })->[1];
             }
             $readers->add($conn->{sock}) unless $conn->{closing};
@@ -223,17 +239,50 @@ sub _answer {
     _log_request($log, $req);
 
     my $res = eval { $handler->($req) };
+    if (ref $res eq 'CODE') {
+        # its first run comes at once, in the loop
+        push @{ $conn->{pending} }, [0, undef, $res, $req];
+        $conn->{closing} = 1 if _closes($req);
+        return;
+    }
+    push @{ $conn->{pending} }, _response_entry($conn, $req, $res, $@);
+}
+
+# A waiting answer's run: its response in its place, or its next run.
+sub _rerun {
+    my ($conn, $entry, $now) = @_;
+
+    my (undef, undef, $code, $req) = @$entry;
+    my $res = eval { $code->() };
+    if (!defined $res && !$@) {
+        $entry->[0] = $now + $WAIT;
+        return;
+    }
+
+    # the response takes the entry's place, whatever it is
+    @$entry = @{ _response_entry($conn, $req, $res, $@) };
+}
+
+sub _closes {
+    my ($req) = @_;
+    my $connection = lc($req->{header}{connection} // '');
+    return $req->{version} eq '1.0' ? $connection !~ /keep-alive/
+                                    : $connection =~ /close/;
+}
+
+# A handler's response (or its failure, $err) as a pending entry.
+sub _response_entry {
+    my ($conn, $req, $res, $err) = @_;
+
     if (ref $res ne 'ARRAY') {
         # the 500 says why; a test that expects it wants no stray line
         # on prove's output, so it is said on stderr only under -v
-        my $why = $@ || "handler returned no arrayref\n";
+        my $why = $err || "handler returned no arrayref\n";
         warn "stub handler: $why" if $ENV{TEST_VERBOSE};
         $res = [500, ['Content-Type' => 'text/plain'], $why];
     }
 
-    my $connection = lc($req->{header}{connection} // '');
-    my $close = $req->{version} eq '1.0' ? $connection !~ /keep-alive/
-                                         : $connection =~ /close/;
+    my $close = _closes($req);
 
     # an answer saying "Connection: close" is the last on its connection
     my @own = @{ $res->[1] // [] };
@@ -241,9 +290,9 @@ sub _answer {
         $close = 1 if lc $name eq 'connection' && $value =~ /close/i;
     }
 
-    push @{ $conn->{pending} },
-        [time + ($res->[3] // 0), _response_bytes($res, $req->{method}, $close)];
     $conn->{closing} = 1 if $close;
+    return [time + ($res->[3] // 0),
+            _response_bytes($res, $req->{method}, $close)];
 }
 
 sub _response_bytes {
