@@ -154,4 +154,37 @@ ok(GmsTest::wait_until(sub {
     or diag(join "\n", out_lines($f), err_lines($f));
 is(stop_follow($f, 'TERM'), 0, 'stopped');
 
+# --- a reconciliation owed survives its holder ------------------------------
+# The offset kept from the end needs a whole listing; the holder dies in
+# it (GMS slow: 3 s an answer), so gms:sync stream_reconcile still counts
+# it, and the next holder, resumed at that offset, lists once and pays.
+
+$redis->cli('HDEL', 'gms:sync', 'stream_offset');
+$gms->delay(3);
+$f = start_follow(@follow);
+push @pids, $f->{pid};
+ok(GmsTest::wait_until(sub {
+    (grep { /changes: stream \(from the end\)/ } out_lines($f)) }, 20),
+   'from the end again, GMS slow');
+is(hash_of($redis, 'gms:sync')->{stream_reconcile}, 1,
+   '... the reconciliation counted as owed in gms:sync stream_reconcile');
+kill 'KILL', $f->{pid};
+waitpid $f->{pid}, 0;
+ok(hash_of($redis, 'gms:sync')->{stream_offset},
+   'the holder killed in its whole listing: the offset kept');
+# its lease would last 2 intervals and 2 s: taken as expired
+$redis->cli('DEL', 'gms:lease');
+
+$gms->delay(0);
+$gms->clear_requests;
+$f = start_follow(@follow);
+push @pids, $f->{pid};
+ok(streaming($f, 'resumed at the kept offset'), 'the next holder resumes');
+ok(GmsTest::wait_until(sub {
+    listings() >= 1
+    && (hash_of($redis, 'gms:sync')->{stream_reconcile} // '') eq '0' }, 15),
+   '... lists once, the reconciliation owed, and pays it (0)');
+is(listings(), 1, '... exactly one whole listing');
+is(stop_follow($f, 'TERM'), 0, 'stopped');
+
 done_testing();

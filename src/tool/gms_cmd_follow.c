@@ -143,7 +143,10 @@ static int gms_follow_resumed(gms_follow_t *f);
 static int gms_follow_tokens(gms_follow_t *f);
 static const char *gms_follow_changes(gms_follow_t *f);
 static void gms_follow_wake(void *data);
+static int gms_follow_owed(gms_follow_t *f, long long *owed);
+static int gms_follow_owed_paid(gms_follow_t *f, long long owed);
 static int gms_follow_revoked(void *data, const char *id);
+static void gms_follow_writing(void *data, int begin);
 static int64_t gms_follow_standby_wait(gms_follow_t *f);
 static void gms_follow_on_signal(int signo);
 static int gms_follow_signals(void);
@@ -208,7 +211,8 @@ const gms_tool_command_t  gms_cmd_follow = {
     "--full-interval only.  Lines: 'changes: stream (...)', 'stream ok\n"
     "events=...', on stderr 'changes: polling ...: WHY' and 'stream gap:\n"
     "...'.  <prefix>sync: changes, stream_at, stream_lag_ms,\n"
-    "stream_events, stream_rejected.\n"
+    "stream_events, stream_rejected, stream_reconcile (whole listings\n"
+    "owed: a follower stopped in one leaves it to the next).\n"
     "\n"
     "Several followers may run against one Redis: the one holding the\n"
     "lease <prefix>lease (host:pid:nonce, for 2 intervals and 2s, renewed\n"
@@ -429,6 +433,7 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
     f.spans.full_interval = conf->full_interval_ms;
     f.sync.spans = &f.spans;
     f.sync.revoked = gms_follow_revoked;
+    f.sync.writing = gms_follow_writing;
     f.sync.revoked_data = &f;
     f.px = 2 * conf->interval_ms + GMS_FOLLOW_LEASE_MARGIN;
     f.wake[0] = -1;
@@ -916,6 +921,7 @@ gms_follow_tokens(gms_follow_t *f)
 {
     int                     rc, n, whole;
     char                    now[32], extra[96];
+    long long               owed;
     int64_t                 start, took;
     gms_tool_t             *t;
     gms_tool_holders_t      holders;
@@ -935,6 +941,13 @@ gms_follow_tokens(gms_follow_t *f)
     if (whole) {
         /* the stream's reconciliation: the listing read whole */
         f->spans.ready = 0;
+    }
+
+    /* the reconciliations the stream counted as owed, this one covers */
+    owed = 0;
+
+    if (f->reconcile && gms_follow_owed(f, &owed) != 0) {
+        return GMS_TOOL_REDIS;
     }
 
     /* what the stream changes from now on, the listing never undoes */
@@ -963,6 +976,10 @@ gms_follow_tokens(gms_follow_t *f)
                                        GMS_FOLLOW_KICK_MIRROR
                                        | GMS_FOLLOW_KICK_USERS);
             f->reconcile = 0;
+
+            if (owed && gms_follow_owed_paid(f, owed) != 0) {
+                rc = GMS_TOOL_REDIS;
+            }
         }
     }
 
@@ -1010,6 +1027,88 @@ gms_follow_tokens(gms_follow_t *f)
     }
 
     return GMS_TOOL_OK;
+}
+
+
+/*
+ * <prefix>sync's stream_reconcile: the reconciliations the stream asked
+ * and counted (gms_follow_stream.c) before it kept the offset that needs
+ * them, so that a holder stopped before one was done leaves it owed to
+ * the next.  Read when one starts; what it covered taken back once it is
+ * done (HINCRBY, never a reset: an ask that came meanwhile stays owed).
+ */
+
+static int
+gms_follow_owed(gms_follow_t *f, long long *owed)
+{
+    char        *key, *end;
+    size_t       key_len;
+    redisReply  *reply;
+    gms_tool_t  *t;
+
+    t = f->tool;
+    *owed = 0;
+
+    if (t->conn == NULL && gms_tool_connect(t) != GMS_TOOL_OK) {
+        return -1;
+    }
+
+    key = gms_tool_key(t, GMS_KEY_SYNC, "", 0, &key_len);
+    if (key == NULL) {
+        return -1;
+    }
+
+    reply = gms_tool_command(t, "HGET %b stream_reconcile", key, key_len);
+    free(key);
+
+    if (gms_tool_reply_error(t, reply, "HGET") != 0) {
+        return -1;
+    }
+
+    if (reply->type == REDIS_REPLY_STRING && reply->len > 0
+        && reply->len < 20)
+    {
+        *owed = strtoll(reply->str, &end, 10);
+
+        if (end != reply->str + reply->len || *owed < 0) {
+            /* not a count of ours: none taken back (a stray value costs
+             * a reconciliation at each start, no more) */
+            *owed = 0;
+        }
+    }
+
+    freeReplyObject(reply);
+
+    return 0;
+}
+
+
+static int
+gms_follow_owed_paid(gms_follow_t *f, long long owed)
+{
+    char        *key;
+    size_t       key_len;
+    redisReply  *reply;
+    gms_tool_t  *t;
+
+    t = f->tool;
+
+    key = gms_tool_key(t, GMS_KEY_SYNC, "", 0, &key_len);
+    if (key == NULL) {
+        return -1;
+    }
+
+    reply = gms_tool_command(t, "HINCRBY %b stream_reconcile %lld", key,
+                             key_len, -owed);
+    free(key);
+
+    if (gms_tool_reply_error(t, reply, "HINCRBY") != 0) {
+        return -1;
+    }
+
+    freeReplyObject(reply);
+
+    return 0;
 }
 
 
@@ -1134,6 +1233,17 @@ gms_follow_revoked(void *data, const char *id)
 
     return gms_follow_journal_since(&f->journal, GMS_FOLLOW_JOURNAL_TOKEN,
                                     id, GMS_TOKEN_ID_LEN, f->listing);
+}
+
+
+/* gms_tool_sync_run's other hook: its writes and the stream's, in turn */
+
+static void
+gms_follow_writing(void *data, int begin)
+{
+    gms_follow_t *f = data;
+
+    gms_follow_journal_writes(&f->journal, begin);
 }
 
 

@@ -63,6 +63,14 @@ gms_follow_journal_init(gms_follow_journal_t *j)
     memcpy(j->sipkey, key, sizeof(key));
 
     rc = pthread_mutex_init(&j->mutex, NULL);
+    if (rc != 0) {
+        return rc;
+    }
+
+    rc = pthread_mutex_init(&j->writes, NULL);
+    if (rc != 0) {
+        pthread_mutex_destroy(&j->mutex);
+    }
 
     return rc;
 }
@@ -79,6 +87,7 @@ gms_follow_journal_free(gms_follow_journal_t *j)
 
     free(j->entries);
     free(j->index);
+    pthread_mutex_destroy(&j->writes);
     pthread_mutex_destroy(&j->mutex);
 }
 
@@ -381,5 +390,28 @@ gms_follow_journal_prune(gms_follow_journal_t *j)
         j->n = 0;
         j->overflow = j->seq;
         memset(j->index, 0, j->size * sizeof(size_t));
+    }
+}
+
+
+/*
+ * The cache's writes of the token cycle and of the stream, one at a time
+ * (begin 1, then 0): a token the stream deletes while a token cycle
+ * writes its listing is either filtered out by that cycle (it asks the
+ * journal inside) or deleted after the cycle wrote it, never written
+ * back after its deletion; the same for a user the stream reads again
+ * against the inactive users the cycle read.  A token cycle holds it for
+ * its writes only (a second at 100,000 tokens), never across a GMS
+ * request.
+ */
+
+void
+gms_follow_journal_writes(gms_follow_journal_t *j, int begin)
+{
+    if (begin) {
+        pthread_mutex_lock(&j->writes);
+
+    } else {
+        pthread_mutex_unlock(&j->writes);
     }
 }

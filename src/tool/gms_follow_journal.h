@@ -41,6 +41,7 @@ typedef struct {
 
 typedef struct {
     pthread_mutex_t              mutex;
+    pthread_mutex_t              writes;   /* gms_follow_journal_writes */
     uint64_t                     seq;      /* the latest mark's */
     uint64_t                     begun[GMS_FOLLOW_JOURNAL_SLOTS];
                                            /* a cycle's seq + 1; 0: none */
@@ -64,6 +65,7 @@ void gms_follow_journal_mark(gms_follow_journal_t *j,
     gms_follow_journal_e kind, const char *key, size_t len);
 int gms_follow_journal_since(gms_follow_journal_t *j,
     gms_follow_journal_e kind, const char *key, size_t len, uint64_t seq);
+void gms_follow_journal_writes(gms_follow_journal_t *j, int begin);
 
 
 #endif /* _GMS_FOLLOW_JOURNAL_H_INCLUDED_ */

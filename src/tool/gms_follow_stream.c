@@ -68,6 +68,7 @@
 
 /* <prefix>sync's fields of the stream */
 #define GMS_STREAM_OFFSET      "stream_offset"
+#define GMS_STREAM_RECONCILE   "stream_reconcile"
 
 
 /* what one poll did */
@@ -96,6 +97,7 @@ static void *gms_follow_stream_thread(void *data);
 static int gms_follow_stream_next(gms_follow_stream_t *s, int64_t at,
     int *taken);
 static int gms_follow_stream_offset_read(gms_follow_stream_t *s);
+static int gms_follow_stream_owe(gms_follow_stream_t *s);
 static char *gms_follow_stream_sync_key(gms_follow_stream_t *s,
     size_t *len);
 static gms_stream_rc_e gms_follow_stream_poll(gms_follow_stream_t *s,
@@ -407,10 +409,74 @@ gms_follow_stream_next(gms_follow_stream_t *s, int64_t at, int *taken)
 }
 
 
-/* HGET <prefix>sync stream_offset: the kept offset, or none */
+/*
+ * HMGET <prefix>sync stream_offset stream_reconcile: the kept offset, or
+ * none; a reconciliation owed (asked by a holder that stopped before one
+ * was done) is asked again at the first answer
+ */
 
 static int
 gms_follow_stream_offset_read(gms_follow_stream_t *s)
+{
+    char        *key;
+    size_t       key_len;
+    redisReply  *reply, *v;
+    gms_tool_t  *t;
+
+    t = &s->tool;
+
+    key = gms_follow_stream_sync_key(s, &key_len);
+    if (key == NULL) {
+        return -1;
+    }
+
+    reply = gms_tool_command(t, "HMGET %b " GMS_STREAM_OFFSET " "
+                             GMS_STREAM_RECONCILE, key, key_len);
+    free(key);
+
+    if (gms_tool_reply_error(t, reply, "HMGET") != 0) {
+        return -1;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+        freeReplyObject(reply);
+        gms_tool_error(t, "redis %s: HMGET: not an array of two", t->redis);
+        return -1;
+    }
+
+    v = reply->element[0];
+
+    if (v->type == REDIS_REPLY_STRING && v->len > 0) {
+        s->offset = strndup(v->str, v->len);
+
+        if (s->offset == NULL) {
+            freeReplyObject(reply);
+            gms_tool_error(t, "out of memory");
+            return -1;
+        }
+    }
+
+    v = reply->element[1];
+
+    /* anything but a count of 0 or none: owed (trust no byte: a check) */
+    s->owed = v->type == REDIS_REPLY_STRING
+              && !(v->len == 1 && v->str[0] == '0');
+
+    freeReplyObject(reply);
+
+    return 0;
+}
+
+
+/*
+ * A reconciliation asked, counted in <prefix>sync's stream_reconcile
+ * before the offset that needs it is kept: a holder that stops before it
+ * is done leaves it to the next (the main thread takes back what its
+ * reconciliation covered, gms_follow_reconciled)
+ */
+
+static int
+gms_follow_stream_owe(gms_follow_stream_t *s)
 {
     char        *key;
     size_t       key_len;
@@ -424,21 +490,12 @@ gms_follow_stream_offset_read(gms_follow_stream_t *s)
         return -1;
     }
 
-    reply = gms_tool_command(t, "HGET %b " GMS_STREAM_OFFSET, key, key_len);
+    reply = gms_tool_command(t, "HINCRBY %b " GMS_STREAM_RECONCILE " 1",
+                             key, key_len);
     free(key);
 
-    if (gms_tool_reply_error(t, reply, "HGET") != 0) {
+    if (gms_tool_reply_error(t, reply, "HINCRBY") != 0) {
         return -1;
-    }
-
-    if (reply->type == REDIS_REPLY_STRING && reply->len > 0) {
-        s->offset = strndup(reply->str, reply->len);
-
-        if (s->offset == NULL) {
-            freeReplyObject(reply);
-            gms_tool_error(t, "out of memory");
-            return -1;
-        }
     }
 
     freeReplyObject(reply);
@@ -473,7 +530,7 @@ gms_follow_stream_sync_key(gms_follow_stream_t *s, size_t *len)
 static gms_stream_rc_e
 gms_follow_stream_poll(gms_follow_stream_t *s, int *rc, const char **why)
 {
-    int                  resumed, check;
+    int                  resumed, check, ask, rc_apply;
     char                *path, *escaped, now[32], why_gap[128];
     long                 status;
     size_t               len;
@@ -578,7 +635,12 @@ gms_follow_stream_poll(gms_follow_stream_t *s, int *rc, const char **why)
 
     memset(&c, 0, sizeof(gms_stream_counts_t));
 
-    if (gms_follow_stream_apply(s, &ev, &c) != 0) {
+    /* never in the middle of a token cycle's writes (the journal's) */
+    gms_follow_journal_writes(s->conf.journal, 1);
+    rc_apply = gms_follow_stream_apply(s, &ev, &c);
+    gms_follow_journal_writes(s->conf.journal, 0);
+
+    if (rc_apply != 0) {
         gms_events_free(&ev);
         *rc = GMS_TOOL_REDIS;
         return GMS_STREAM_FAILED;
@@ -598,6 +660,15 @@ gms_follow_stream_poll(gms_follow_stream_t *s, int *rc, const char **why)
     s->events += c.events;
     s->rejected += c.rejected;
 
+    /* from the end, a gap, an event we could not read, or owed */
+    ask = !resumed || check == GMS_EVENTS_OFFSET_GAP || c.rejected
+          || s->owed;
+
+    if (ask && !s->owed && gms_follow_stream_owe(s) != 0) {
+        *rc = GMS_TOOL_REDIS;
+        return GMS_STREAM_FAILED;
+    }
+
     if (gms_follow_stream_health(s, &c) != 0) {
         *rc = GMS_TOOL_REDIS;
         return GMS_STREAM_FAILED;
@@ -610,11 +681,11 @@ gms_follow_stream_poll(gms_follow_stream_t *s, int *rc, const char **why)
         fprintf(stderr, "gms-token follow: %s stream gap: %s; one whole "
                 "listing\n", gms_follow_time(now, sizeof(now)),
                 why_gap[0] ? why_gap : "events skipped");
-        gms_follow_stream_ask(s);
+    }
 
-    } else if (!resumed || c.rejected) {
-        /* from the end, or an event we could not read */
+    if (ask) {
         gms_follow_stream_ask(s);
+        s->owed = 0;
     }
 
     gms_follow_stream_running(s, resumed);

@@ -76,6 +76,8 @@ typedef struct {
     unsigned                      failures;
     unsigned                      said_down:1; /* auto's line printed */
     unsigned                      unread:1;    /* the kept offset to read */
+    unsigned                      owed:1;  /* a reconciliation owed, as
+                                              <prefix>sync counts it */
     uint64_t                      events;  /* since the lease was taken */
     uint64_t                      rejected;
 } gms_follow_stream_t;

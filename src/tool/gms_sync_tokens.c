@@ -164,7 +164,7 @@ int
 gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
     gms_tool_sync_counts_t *counts, gms_tool_holders_t *holders)
 {
-    int                        rc, whole;
+    int                        rc, whole, writing;
     char                     (*gone)[GMS_TOKEN_ID_LEN + 1];
     gms_sync_input_t           in;
     gms_sync_spans_t           next;
@@ -175,6 +175,7 @@ gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
     memset(&next, 0, sizeof(gms_sync_spans_t));
     memset(&spans, 0, sizeof(gms_sync_spans_counts_t));
     gone = NULL;
+    writing = 0;
 
     gms = conf->gms;
     in.list.where = gms ? "page " : "stdin:";
@@ -228,10 +229,6 @@ gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
         goto done;
     }
 
-    if (gms_sync_inactive_read(t, &in) != 0) {
-        goto done;
-    }
-
     if (!whole) {
         if (gms_sync_gone(t, &in, gone, &spans,
                           conf->spans->ntokens + conf->spans->npending,
@@ -261,6 +258,20 @@ gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
         gms_sync_bound(conf, &in, counts);
     }
 
+    /*
+     * From here to the writes' end, follow's stream waits: what the cycle
+     * read of <prefix>inactive and of the stream's deletions holds until
+     * its tokens are written
+     */
+    if (conf->writing) {
+        conf->writing(conf->revoked_data, 1);
+        writing = 1;
+    }
+
+    if (gms_sync_inactive_read(t, &in) != 0) {
+        goto done;
+    }
+
     if (conf->revoked) {
         gms_sync_revoked(conf, &in.list, counts);
     }
@@ -274,8 +285,16 @@ gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
 
     counts->tokens = in.list.ntokens;
 
-    if (gms_sync_write(t, &in, counts) != 0
-        || (conf->prune && gms_sync_prune(t, &in, counts) != 0)
+    if (gms_sync_write(t, &in, counts) != 0) {
+        goto done;
+    }
+
+    if (writing) {
+        conf->writing(conf->revoked_data, 0);
+        writing = 0;
+    }
+
+    if ((conf->prune && gms_sync_prune(t, &in, counts) != 0)
         || (conf->spans && conf->prune && gms_sync_pending(t, &in, &next) != 0)
         || (holders && gms_sync_holders(t, &in, holders) != 0))
     {
@@ -317,6 +336,10 @@ gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
     rc = GMS_TOOL_OK;
 
 done:
+
+    if (writing) {
+        conf->writing(conf->revoked_data, 0);
+    }
 
     gms_sync_spans_free(&next);
     gms_sync_free(&in);

@@ -47,7 +47,12 @@ typedef struct {
                                               the token since the listing
                                               was read, not to be written
                                               back; NULL: none */
-    void                      *revoked_data;
+    void                     (*writing)(void *data, int begin);
+                                           /* around the writes (from the
+                                              read of <prefix>inactive on,
+                                              revoked asked inside), 1 then
+                                              0; NULL: none */
+    void                      *revoked_data;  /* of both */
 } gms_tool_sync_conf_t;
 
 
