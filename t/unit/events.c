@@ -13,6 +13,11 @@
 #include <openssl/evp.h>
 
 #include "tap.h"
+
+
+/* a recorded answer, whole: $GMS_DATAHUB_FIXTURES, or t/fixtures/datahub */
+#define fixture(name, len)                                                   \
+    tap_slurp("GMS_DATAHUB_FIXTURES", "t/fixtures/datahub", name, len)
 #include "gms_events.h"
 
 
@@ -597,34 +602,6 @@ test_answer(void)
 }
 
 
-static char *
-slurp(const char *name, size_t *len)
-{
-    char   path[512], *buf;
-    FILE  *f;
-    long   size;
-
-    snprintf(path, sizeof(path), "%s/%s",
-             getenv("GMS_DATAHUB_FIXTURES") ? getenv("GMS_DATAHUB_FIXTURES")
-                                            : "t/fixtures/datahub", name);
-
-    f = fopen(path, "rb");
-    if (f == NULL) {
-        return NULL;
-    }
-
-    fseek(f, 0, SEEK_END);
-    size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-
-    buf = malloc(size + 1);
-    *len = fread(buf, 1, size, f);
-    buf[*len] = '\0';
-    fclose(f);
-
-    return buf;
-}
-
 
 static void
 test_fixture(void)
@@ -634,7 +611,7 @@ test_fixture(void)
     size_t        len;
     gms_event_t  *e;
 
-    body = slurp("events-poll.constructed.json", &len);
+    body = fixture("events-poll.constructed.json", &len);
     ok(body != NULL, "t/fixtures/datahub/events-poll.constructed.json read");
     if (body == NULL) {
         return;

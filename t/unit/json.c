@@ -6,6 +6,11 @@
 #include <jansson.h>
 
 #include "tap.h"
+
+
+/* a recorded answer, whole: $GMS_FIXTURES, or t/fixtures/search-cluster */
+#define fixture(name, len)                                                   \
+    tap_slurp("GMS_FIXTURES", "t/fixtures/search-cluster", name, len)
 #include "gms_es_task.h"
 #include "gms_restli.h"
 
@@ -303,34 +308,6 @@ test_answer_scan(void)
 }
 
 
-static char *
-slurp(const char *name, size_t *len)
-{
-    char   path[512], *buf;
-    FILE  *f;
-    long   size;
-
-    snprintf(path, sizeof(path), "%s/%s",
-             getenv("GMS_FIXTURES") ? getenv("GMS_FIXTURES")
-                                    : "t/fixtures/search-cluster", name);
-
-    f = fopen(path, "rb");
-    if (f == NULL) {
-        return NULL;
-    }
-
-    fseek(f, 0, SEEK_END);
-    size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-
-    buf = malloc(size + 1);
-    *len = fread(buf, 1, size, f);
-    buf[*len] = '\0';
-    fclose(f);
-
-    return buf;
-}
-
 
 /* compares JSON by value */
 static int
@@ -358,7 +335,7 @@ test_answer(void)
     json_t            *v;
     gms_es_task_ref_t  ref;
 
-    answer = slurp("running-reindex-es6.json", &len);
+    answer = fixture("running-reindex-es6.json", &len);
     ok(answer != NULL, "fixture running-reindex-es6.json");
     value = gms_es_task_value(answer, len, reason, sizeof(reason));
     is_str(value,
@@ -373,7 +350,7 @@ test_answer(void)
     free(value);
     free(answer);
 
-    answer = slurp("datahub-getEsTaskStatus-completed.value.json", &len);
+    answer = fixture("datahub-getEsTaskStatus-completed.value.json", &len);
     ok(answer != NULL, "fixture datahub-getEsTaskStatus-completed.value.json");
     pretty =
         "{ \"completed\" : true,\n \"task\" : { \"node\" : "
@@ -407,7 +384,7 @@ test_answer(void)
            "status strings quoted as org.json quotes them");
     free(value);
 
-    answer = slurp("completed-reindex-opensearch2-with-failures.json", &len);
+    answer = fixture("completed-reindex-opensearch2-with-failures.json", &len);
     value = gms_es_task_value(answer, len, reason, sizeof(reason));
     v = json_loads(value ? value : "", 0, NULL);
     ok(json_is_true(json_object_get(v, "completed")),
@@ -490,7 +467,7 @@ test_answer(void)
     ok(gms_es_task_value(NULL, 0, reason, sizeof(reason)) == NULL,
        "no output at all is no task");
 
-    answer = slurp("not-found-404.constructed.json", &len);
+    answer = fixture("not-found-404.constructed.json", &len);
     ok(gms_es_task_value(answer, len, reason, sizeof(reason)) == NULL,
        "404 body is not a task");
     is_str(reason, "answer is not a task: \"completed\" absent, wanted a "
@@ -510,7 +487,7 @@ test_answer(void)
     ref.number = 12587;
     value = gms_es_task_error_value(&ref);
     body = gms_restli_value_body(value);
-    answer = slurp("datahub-getEsTaskStatus-not-found.json", &len);
+    answer = fixture("datahub-getEsTaskStatus-not-found.json", &len);
     ok(json_same(body, answer), "failure object as the metadata service's");
     free(answer);
     free(body);

@@ -7,6 +7,7 @@
 
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 
@@ -37,6 +38,44 @@ static int  tap_n, tap_failed;
 
 #define done_testing()                                                        \
     (printf("1..%d\n", tap_n), tap_failed ? 1 : 0)
+
+
+/*
+ * A fixture file whole, NUL-terminated (malloc'ed; NULL if it cannot be
+ * read): from the directory $env names, or dir
+ */
+static inline char *
+tap_slurp(const char *env, const char *dir, const char *name, size_t *len)
+{
+    char   path[512], *buf;
+    FILE  *f;
+    long   size;
+
+    snprintf(path, sizeof(path), "%s/%s", getenv(env) ? getenv(env) : dir,
+             name);
+
+    f = fopen(path, "rb");
+    if (f == NULL) {
+        return NULL;
+    }
+
+    buf = NULL;
+
+    if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0
+        && fseek(f, 0, SEEK_SET) == 0)
+    {
+        buf = malloc(size + 1);
+    }
+
+    if (buf != NULL) {
+        *len = fread(buf, 1, size, f);
+        buf[*len] = '\0';
+    }
+
+    fclose(f);
+
+    return buf;
+}
 
 
 #endif /* _GMS_TAP_H_INCLUDED_ */
