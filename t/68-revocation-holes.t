@@ -15,7 +15,9 @@
 #    follower's);
 #  - a token the listing lost while GMS still had it (a reindex: kept),
 #    revoked later: a cycle by spans asks it again, as a whole listing
-#    would, rather than forget it until the next whole listing.
+#    would, rather than forget it until the next whole listing;
+#  - a user suspended then active again: every token of theirs back at
+#    the edge, those of the spans no cycle lists again included.
 
 use strict;
 use warnings;
@@ -148,5 +150,29 @@ is(stop_follow($f, 'TERM'), 0, 'whole: stopped');
 
 is_deeply([ grep { !/ warning: / } GmsTest::Tool::err_lines($f) ], [],
           'no failed cycle');
+
+# --- a user suspended, then active again: every token of theirs back ------
+# With --inactive refuse (the default) a suspended user's tokens leave the
+# cache; once active again, the users' check writes them back at once: a
+# cycle by spans writes only the tokens of the spans it lists again, so
+# old-1's (the first span) would wait for the next whole listing.
+
+$gms->tokens(\@old);
+$f = start_follow(gms_args($gms->url, $token_file),
+                  '--redis', '127.0.0.1:' . $e->redis->port,
+                  '--interval', '1s', '--page-size', 5, '--privileges', 'off',
+                  '--privileges-interval', '1s');
+GmsTest::wait_until(sub { ok_lines($f) >= 2 }, 30)
+    or BAIL_OUT('follow: no second token cycle');
+ok(within_cycles($f, 'old-1', 'ok', 5), 'users: old-1 at the edge');
+
+$gms->users({ 'urn:li:corpuser:alice' => { status => 'SUSPENDED' } });
+ok(GmsTest::wait_until(sub { answer('old-1') ne 'ok' }, 30),
+   'alice suspended: old-1 refused at the edge');
+$gms->users({});
+ok(GmsTest::wait_until(sub { answer('old-1') eq 'ok' }, 30),
+   'alice active again: old-1 (a span no cycle lists again) back at the '
+   . 'edge, long before the next whole listing');
+is(stop_follow($f, 'TERM'), 0, 'users: stopped');
 
 done_testing();

@@ -27,11 +27,13 @@
  * The inactive users are kept in <prefix>inactive, which the token cycle
  * reads: it writes no token of theirs.  A user found inactive is added to
  * the set first, then every cached token of theirs is deleted and its id
- * published on <prefix>invalidate; a user active again leaves the set, and
- * the next token cycle writes their tokens back.  (Follow, on DataHub's
- * change stream, reads a user again as soon as its status changes,
- * gms_tool_users_recheck, and writes them back at once; its whole check
- * leaves a user the stream read again meanwhile as the stream left it.)
+ * published on <prefix>invalidate; a user active again leaves the set,
+ * and its tokens, listed from GMS by actorUrn, are written back at once
+ * (gms_users_restore: follow's token cycle by spans writes again only the
+ * spans it lists).  (Follow, on DataHub's change stream, reads a user
+ * again as soon as its status changes, gms_tool_users_recheck, the same
+ * way; its whole check leaves a user the stream read again meanwhile as
+ * the stream left it.)
  * A user GMS fails on is left as it was, either way: an error neither
  * deletes a user's tokens nor brings them back.  With refuse off
  * (--inactive keep: DataHub before 1.2 accepts such tokens) the users are
@@ -205,6 +207,8 @@ static int gms_users_ask_all(gms_tool_t *t, gms_graphql_t *g,
     gms_users_t *u);
 static void gms_users_count(gms_tool_t *t, gms_users_t *u,
     gms_tool_users_counts_t *counts);
+static int gms_users_restore(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    int refuse, gms_users_t *u, gms_tool_users_counts_t *counts);
 static int gms_users_again(gms_tool_t *t, const gms_graphql_conf_t *gms,
     int refuse, gms_users_t *u, const gms_tool_users_skip_t *skip,
     gms_tool_users_counts_t *counts);
@@ -344,10 +348,74 @@ gms_tool_users_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
         rc = gms_users_again(t, gms, refuse, &u, skip, counts);
     }
 
+    if (rc == GMS_TOOL_OK) {
+        rc = gms_users_restore(t, gms, refuse, &u, counts);
+    }
+
 done:
 
     gms_graphql_close(g);
     gms_users_free(&u);
+
+    return rc;
+}
+
+
+/*
+ * The users this check found active again, their tokens written back at
+ * once (gms_tool_users_recheck lists them from GMS by actorUrn): the
+ * token cycle, by spans of createdAt, writes again only the tokens of
+ * the spans it lists again, so those of the others would wait for the
+ * next whole listing (--full-interval, 10 minutes by default).  Only with
+ * refuse, where their tokens were dropped; rare: a few users.
+ */
+
+static int
+gms_users_restore(gms_tool_t *t, const gms_graphql_conf_t *gms, int refuse,
+    gms_users_t *u, gms_tool_users_counts_t *counts)
+{
+    int                      rc;
+    char                   **urns;
+    size_t                   i, n;
+    gms_users_user_t        *user;
+    gms_tool_users_counts_t  again;
+
+    if (refuse != GMS_TOOL_INACTIVE_REFUSE || t->inactive_mark) {
+        return GMS_TOOL_OK;
+    }
+
+    urns = NULL;
+
+    for (n = 0, i = 0; i < u->n; i++) {
+        user = &u->users[i];
+
+        if (!(user->state == GMS_USERS_ACTIVE && user->was && user->changed))
+        {
+            continue;
+        }
+
+        if (urns == NULL) {
+            urns = malloc(u->n * sizeof(char *));
+            if (urns == NULL) {
+                gms_tool_error(t, "out of memory");
+                return GMS_TOOL_REDIS;
+            }
+        }
+
+        urns[n++] = (char *) user->urn;
+    }
+
+    if (n == 0) {
+        return GMS_TOOL_OK;
+    }
+
+    memset(&again, 0, sizeof(gms_tool_users_counts_t));
+
+    rc = gms_tool_users_recheck(t, gms, refuse, urns, n, &again);
+
+    free(urns);
+
+    counts->restored += again.restored;
 
     return rc;
 }
