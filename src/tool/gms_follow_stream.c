@@ -61,8 +61,9 @@
 #define GMS_STREAM_LIMIT       1000
 
 /*
- * pollTimeoutSeconds: a poll with no event takes this long; a change
- * that comes meanwhile is answered at once
+ * pollTimeoutSeconds: a poll takes this long unless GMS_STREAM_LIMIT
+ * events came first (KafkaExternalEventsPollHandler.poll), so a change
+ * waits up to about this long in GMS; whole seconds, 1 the least
  */
 #define GMS_STREAM_POLL_S      1
 
