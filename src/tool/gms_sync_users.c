@@ -209,6 +209,12 @@ static void gms_users_count(gms_tool_t *t, gms_users_t *u,
     gms_tool_users_counts_t *counts);
 static int gms_users_restore(gms_tool_t *t, const gms_graphql_conf_t *gms,
     int refuse, gms_users_t *u, gms_tool_users_counts_t *counts);
+static int gms_users_reactivated(const gms_users_user_t *user,
+    const void *data);
+static int gms_users_touched(const gms_users_user_t *user, const void *data);
+static int gms_users_reread(gms_tool_t *t, const gms_graphql_conf_t *gms,
+    int refuse, gms_users_t *u, int (*pick)(const gms_users_user_t *user,
+    const void *data), const void *data, gms_tool_users_counts_t *again);
 static int gms_users_again(gms_tool_t *t, const gms_graphql_conf_t *gms,
     int refuse, gms_users_t *u, const gms_tool_users_skip_t *skip,
     gms_tool_users_counts_t *counts);
@@ -375,49 +381,29 @@ gms_users_restore(gms_tool_t *t, const gms_graphql_conf_t *gms, int refuse,
     gms_users_t *u, gms_tool_users_counts_t *counts)
 {
     int                      rc;
-    char                   **urns;
-    size_t                   i, n;
-    gms_users_user_t        *user;
     gms_tool_users_counts_t  again;
 
     if (refuse != GMS_TOOL_INACTIVE_REFUSE || t->inactive_mark) {
         return GMS_TOOL_OK;
     }
 
-    urns = NULL;
-
-    for (n = 0, i = 0; i < u->n; i++) {
-        user = &u->users[i];
-
-        if (!(user->state == GMS_USERS_ACTIVE && user->was && user->changed))
-        {
-            continue;
-        }
-
-        if (urns == NULL) {
-            urns = malloc(u->n * sizeof(char *));
-            if (urns == NULL) {
-                gms_tool_error(t, "out of memory");
-                return GMS_TOOL_REDIS;
-            }
-        }
-
-        urns[n++] = (char *) user->urn;
-    }
-
-    if (n == 0) {
-        return GMS_TOOL_OK;
-    }
-
     memset(&again, 0, sizeof(gms_tool_users_counts_t));
 
-    rc = gms_tool_users_recheck(t, gms, refuse, urns, n, &again);
-
-    free(urns);
+    rc = gms_users_reread(t, gms, refuse, u, gms_users_reactivated, NULL,
+                          &again);
 
     counts->restored += again.restored;
 
     return rc;
+}
+
+
+static int
+gms_users_reactivated(const gms_users_user_t *user, const void *data)
+{
+    (void) data;
+
+    return user->state == GMS_USERS_ACTIVE && user->was && user->changed;
 }
 
 
@@ -434,17 +420,49 @@ gms_users_again(gms_tool_t *t, const gms_graphql_conf_t *gms, int refuse,
     gms_tool_users_counts_t *counts)
 {
     int                      rc;
-    char                   **urns;
-    size_t                   i, n;
-    gms_users_user_t        *user;
     gms_tool_users_counts_t  again;
+
+    memset(&again, 0, sizeof(gms_tool_users_counts_t));
+
+    rc = gms_users_reread(t, gms, refuse, u, gms_users_touched, skip,
+                          &again);
+
+    counts->newly += again.newly;
+    counts->reactivated += again.reactivated;
+    counts->dropped += again.dropped;
+    counts->restored += again.restored;
+
+    return rc;
+}
+
+
+static int
+gms_users_touched(const gms_users_user_t *user, const void *data)
+{
+    const gms_tool_users_skip_t *skip = data;
+
+    return !user->skip && skip->touched(skip->data, user->urn, user->len);
+}
+
+
+/* the users pick() says yes to, read again and applied (recheck) */
+
+static int
+gms_users_reread(gms_tool_t *t, const gms_graphql_conf_t *gms, int refuse,
+    gms_users_t *u, int (*pick)(const gms_users_user_t *user,
+    const void *data), const void *data, gms_tool_users_counts_t *again)
+{
+    int                 rc;
+    char              **urns;
+    size_t              i, n;
+    gms_users_user_t   *user;
 
     urns = NULL;
 
     for (n = 0, i = 0; i < u->n; i++) {
         user = &u->users[i];
 
-        if (user->skip || !skip->touched(skip->data, user->urn, user->len)) {
+        if (!pick(user, data)) {
             continue;
         }
 
@@ -464,16 +482,9 @@ gms_users_again(gms_tool_t *t, const gms_graphql_conf_t *gms, int refuse,
         return GMS_TOOL_OK;
     }
 
-    memset(&again, 0, sizeof(gms_tool_users_counts_t));
-
-    rc = gms_tool_users_recheck(t, gms, refuse, urns, n, &again);
+    rc = gms_tool_users_recheck(t, gms, refuse, urns, n, again);
 
     free(urns);
-
-    counts->newly += again.newly;
-    counts->reactivated += again.reactivated;
-    counts->dropped += again.dropped;
-    counts->restored += again.restored;
 
     return rc;
 }
