@@ -190,6 +190,8 @@ ok(reaches('/entities/x', 'alice-token', 200)
    'the reconciliation cached the tokens and the privileges');
 sleep 2;
 is(listings(), 1, '... by exactly one whole listing');
+is(scalar(grep { / privileges ok users=/ } out_lines($f)), 1,
+   '... and one whole run of the privileges and the users');
 tell_why($f);
 my $s = sync();
 like($s->{stream_offset} // '', qr/^[A-Za-z0-9+\/]+=*\z/,
@@ -238,6 +240,51 @@ tell_why($f, "gms:actor:$alice: "
          . join ' ', @{ $redis->cmd(SMEMBERS => "gms:actor:$alice") });
 $gms->policies([$admin]);
 ok(reaches('/admin/x', 'alice-token', 'ok'), '... and back with it');
+
+# A policy's own change moves nobody into or out of a group or a role:
+# the mirror it asks for uses the members the last one read (its line
+# says members=kept) and asks GMS no group's or role's members; a
+# membership's change has them read again (members=read).
+my $eng = { urn => 'urn:li:dataHubPolicy:eng',
+            privileges => ['MANAGE_ACCESS_TOKENS'],
+            actors => { groups => ['urn:li:corpGroup:eng'] } };
+
+sub mirrors {
+    my ($f, $how) = @_;
+    return scalar grep { / privileges ok \(mirror\) .* members=$how / }
+                       out_lines($f);
+}
+
+sub members_asked {
+    return scalar grep {
+        grep { $_ eq 'corpGroup' || $_ eq 'entity' }
+             GmsTest::GraphQL->root_fields($_->{json}{query} // '')
+    } grep { ref $_->{json} eq 'HASH' } @{ $gms->requests };
+}
+
+$gms->memberships({ $bob => { IsMemberOfGroup => ['urn:li:corpGroup:eng'] } });
+$gms->policies([$admin, $eng]);
+ok(reaches('/admin/x', 'bob-token', 'ok'),
+   "bob put in a group and the group's policy made: his privilege at the "
+   . 'edge');
+my $kept_before = mirrors($f, 'kept');
+$gms->clear_requests;
+$gms->policies([$eng]);
+ok(reaches('/admin/x', 'alice-token', 'forbidden'),
+   "a policy deleted: alice's privilege gone");
+ok(GmsTest::wait_until(sub { mirrors($f, 'kept') > $kept_before }, 10),
+   '... by a mirror that kept the members it had read (members=kept)');
+is(members_asked(), 0, "... asking GMS no group's or role's members");
+is(answer('/admin/x', 'bob-token'), 'ok', "... bob's, from the group, kept");
+my $read_before = mirrors($f, 'read');
+$gms->memberships({});
+ok(reaches('/admin/x', 'bob-token', 'forbidden'),
+   "bob taken out of the group: his privilege gone");
+ok(mirrors($f, 'read') > $read_before,
+   '... by a mirror that read the members again (members=read)');
+tell_why($f);
+$gms->policies([$admin]);
+ok(reaches('/admin/x', 'alice-token', 'ok'), 'the policy back for alice');
 
 ok((grep { /^gms-token follow: $TIME stream ok events=\d+ revoked=[1-9]/ }
         out_lines($f))

@@ -307,7 +307,8 @@ gms_events_event(json_t *item, gms_event_t *e)
  *   - corpuser corpUserStatus, status (soft removal), corpUserKey: the
  *     user, read again;
  *   - corpuser groupMembership, nativeGroupMembership, roleMembership, any
- *     aspect of corpGroup, dataHubPolicy and dataHubRole: the privileges.
+ *     aspect of corpGroup, dataHubPolicy and dataHubRole: the privileges;
+ *     all but a policy's may change who is in a group or a role (members).
  */
 
 static int
@@ -397,15 +398,20 @@ gms_events_classify(json_t *mcl, gms_event_t *e)
             || strcmp(aspect, "roleMembership") == 0)
         {
             e->kind = GMS_EVENT_PRIVILEGES;
+            e->members = 1;
         }
 
         return 0;
     }
 
-    if (strcmp(type, "corpGroup") == 0 || strcmp(type, "dataHubPolicy") == 0
-        || strcmp(type, "dataHubRole") == 0)
+    if (strcmp(type, "dataHubPolicy") == 0) {
+        e->kind = GMS_EVENT_PRIVILEGES;
+
+    } else if (strcmp(type, "corpGroup") == 0
+               || strcmp(type, "dataHubRole") == 0)
     {
         e->kind = GMS_EVENT_PRIVILEGES;
+        e->members = 1;
     }
 
     return 0;

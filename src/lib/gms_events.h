@@ -49,6 +49,9 @@ typedef struct {
     int64_t            created_at; /* TOKEN_PUT: ms since the epoch; 0: none */
     int64_t            expires_at; /* TOKEN_PUT: ms; 0: never */
     int64_t            time;       /* the MCL's created.time, ms; 0: none */
+    unsigned           members:1;  /* PRIVILEGES: who is in a group or a
+                                      role may have changed (all but a
+                                      policy's own change) */
     const char        *why;        /* REJECTED: a static text */
 } gms_event_t;
 

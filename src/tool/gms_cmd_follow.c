@@ -908,7 +908,7 @@ gms_follow_resumed(gms_follow_t *f)
         return GMS_TOOL_REDIS;
     }
 
-    gms_follow_privileges_hand(&f->privileges, &holders);
+    gms_follow_privileges_hand(&f->privileges, &holders, 0);
 
     return GMS_TOOL_OK;
 }
@@ -968,13 +968,10 @@ gms_follow_tokens(gms_follow_t *f)
     }
 
     if (rc == GMS_TOOL_OK) {
-        gms_follow_privileges_hand(&f->privileges, &holders);
+        /* reconciling: and the privileges mirror and users' status, now */
+        gms_follow_privileges_hand(&f->privileges, &holders, f->reconcile);
 
         if (f->reconcile) {
-            /* and the privileges mirror and users' status, once, now */
-            gms_follow_privileges_kick(&f->privileges,
-                                       GMS_FOLLOW_KICK_MIRROR
-                                       | GMS_FOLLOW_KICK_USERS);
             f->reconcile = 0;
 
             if (owed && gms_follow_owed_paid(f, owed) != 0) {

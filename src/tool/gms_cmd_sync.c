@@ -189,7 +189,7 @@ gms_cmd_sync_handler(gms_tool_t *t, gms_tool_args_t *a)
     if (mode != GMS_TOOL_PRIVILEGES_OFF) {
         memset(&privileges, 0, sizeof(gms_tool_privileges_counts_t));
 
-        rc = gms_tool_privileges_mirror(t, &gms, mode, &holders,
+        rc = gms_tool_privileges_mirror(t, &gms, mode, &holders, NULL, 0,
                                         &privileges);
         if (rc != GMS_TOOL_OK) {
             goto done;

@@ -65,6 +65,8 @@ typedef struct {
 
 
 static void *gms_follow_privileges_thread(void *data);
+static void gms_follow_privileges_run(gms_follow_privileges_t *p,
+    unsigned what);
 static int gms_follow_privileges_users(gms_follow_privileges_t *p,
     gms_tool_users_counts_t *users);
 static int gms_follow_privileges_touched(void *data, const char *urn,
@@ -79,7 +81,7 @@ static int gms_follow_privileges_has(const gms_tool_holders_t *h,
     const char *urn, size_t len);
 static void gms_follow_privileges_forget(gms_follow_privileges_t *p);
 static int64_t gms_follow_privileges_done(gms_follow_privileges_t *p,
-    unsigned what, int ok, unsigned *failures);
+    unsigned what, int ok, int64_t start, unsigned *failures);
 static int gms_follow_privileges_health_ok(gms_follow_privileges_t *p,
     const gms_tool_privileges_counts_t *counts, int64_t interval_ms);
 static void gms_follow_privileges_abandon(gms_follow_privileges_t *p,
@@ -128,11 +130,15 @@ gms_follow_privileges_start(gms_follow_privileges_t *p, const gms_tool_t *t,
 }
 
 
-/* the token cycle's holders, taken over: the next mirror starts from them */
+/*
+ * The token cycle's holders, taken over: the next mirror starts from
+ * them.  whole: a whole run is due now (a reconciliation), asked under
+ * the same lock, so that the run the holders wake is that one.
+ */
 
 void
 gms_follow_privileges_hand(gms_follow_privileges_t *p,
-    gms_tool_holders_t *holders)
+    gms_tool_holders_t *holders, int whole)
 {
     pthread_mutex_lock(&p->mutex);
 
@@ -140,6 +146,10 @@ gms_follow_privileges_hand(gms_follow_privileges_t *p,
     p->latest = *holders;
     p->fresh = 1;
     memset(holders, 0, sizeof(gms_tool_holders_t));
+
+    if (whole) {
+        p->whole = 1;
+    }
 
     pthread_cond_broadcast(&p->cond);
     pthread_mutex_unlock(&p->mutex);
@@ -165,6 +175,7 @@ gms_follow_privileges_lease(gms_follow_privileges_t *p, int held)
             gms_tool_holders_free(&p->latest);
             p->fresh = 0;
             p->kick = 0;
+            p->whole = 0;
             p->due = 0;
             gms_follow_privileges_forget(p);
         }
@@ -193,6 +204,7 @@ gms_follow_privileges_stop(gms_follow_privileges_t *p)
     free(p->added);
     gms_tool_holders_free(&p->latest);
     gms_tool_holders_free(&p->holders);
+    gms_tool_privileges_memo_free(p->memo);
     pthread_cond_destroy(&p->cond);
     pthread_mutex_destroy(&p->mutex);
 }
@@ -203,10 +215,12 @@ gms_follow_privileges_stop(gms_follow_privileges_t *p)
 void
 gms_follow_privileges_kick(gms_follow_privileges_t *p, unsigned what)
 {
-    what &= GMS_FOLLOW_KICK_MIRROR | GMS_FOLLOW_KICK_USERS;
+    what &= GMS_FOLLOW_KICK_MIRROR | GMS_FOLLOW_KICK_USERS
+            | GMS_FOLLOW_KICK_MEMBERS;
 
-    if (p->mode == GMS_TOOL_PRIVILEGES_OFF) {
-        what &= ~GMS_FOLLOW_KICK_MIRROR;
+    if (p->mode == GMS_TOOL_PRIVILEGES_OFF || !(what & GMS_FOLLOW_KICK_MIRROR))
+    {
+        what &= ~(GMS_FOLLOW_KICK_MIRROR | GMS_FOLLOW_KICK_MEMBERS);
     }
 
     pthread_mutex_lock(&p->mutex);
@@ -333,123 +347,141 @@ gms_follow_privileges_thread(void *data)
 {
     gms_follow_privileges_t *p = data;
 
-    int                           rc, urc, abandoned;
+    unsigned  what;
+
+    while (gms_follow_privileges_next(p, &what) == 0) {
+        gms_follow_privileges_run(p, what);
+    }
+
+    gms_tool_close(&p->tool);
+
+    return NULL;
+}
+
+
+/*
+ * One run: the mirror, the users' status, or both (a whole run), its
+ * line, its fields of <prefix>sync, and when the next whole run is due.
+ * A mirror asked by a policy's change alone uses the members the last
+ * mirror read (the memo); one asked with KICK_MEMBERS, or a whole run,
+ * reads them again.
+ */
+
+static void
+gms_follow_privileges_run(gms_follow_privileges_t *p, unsigned what)
+{
+    int                           rc, urc, abandoned, reuse;
     char                          now[32], error[sizeof(p->tool.error)];
     int64_t                       start, took, wait, interval;
-    unsigned                      what, failures;
+    unsigned                      failures;
     gms_tool_t                   *t;
     gms_tool_users_counts_t       users;
     gms_tool_privileges_counts_t  counts;
 
     t = &p->tool;
 
-    while (gms_follow_privileges_next(p, &what) == 0) {
-        memset(&counts, 0, sizeof(gms_tool_privileges_counts_t));
-        memset(&users, 0, sizeof(gms_tool_users_counts_t));
-        t->error[0] = '\0';
-        error[0] = '\0';
+    memset(&counts, 0, sizeof(gms_tool_privileges_counts_t));
+    memset(&users, 0, sizeof(gms_tool_users_counts_t));
+    t->error[0] = '\0';
+    error[0] = '\0';
 
-        start = gms_follow_monotonic();
-        rc = GMS_TOOL_OK;
+    start = gms_follow_monotonic();
+    rc = GMS_TOOL_OK;
 
-        if (what & GMS_FOLLOW_KICK_MIRROR) {
-            rc = gms_tool_privileges_mirror(t, &p->gms, p->mode, &p->holders,
-                                            &counts);
+    if (what & GMS_FOLLOW_KICK_MIRROR) {
+        reuse = !(what & (GMS_FOLLOW_KICK_USERS | GMS_FOLLOW_KICK_MEMBERS));
 
-            memcpy(error, t->error, sizeof(error));
+        rc = gms_tool_privileges_mirror(t, &p->gms, p->mode, &p->holders,
+                                        &p->memo, reuse, &counts);
 
-            if (rc == GMS_TOOL_REDIS) {
-                gms_tool_close(t);
-            }
-        }
+        memcpy(error, t->error, sizeof(error));
 
-        if ((what & GMS_FOLLOW_KICK_USERS)
-            && !__atomic_load_n(&p->abandon, __ATOMIC_RELAXED))
-        {
-            urc = gms_follow_privileges_users(p, &users);
-
-            /* the mirror's failure first, if both failed */
-            if (rc == GMS_TOOL_OK) {
-                rc = urc;
-
-            } else {
-                memcpy(t->error, error, sizeof(error));
-            }
-        }
-
-        if (rc == GMS_TOOL_OK
-            && __atomic_load_n(&p->abandon, __ATOMIC_RELAXED))
-        {
-            /* the lease lost, or a signal, since: no more writes */
-            rc = GMS_TOOL_GMS;
-        }
-
-        pthread_mutex_lock(&p->mutex);
-        interval = p->interval_ms;
-        pthread_mutex_unlock(&p->mutex);
-
-        if (rc == GMS_TOOL_OK) {
-            rc = gms_follow_privileges_health_ok(p,
-                                  (what & GMS_FOLLOW_KICK_MIRROR) ? &counts
-                                                                  : NULL,
-                                  interval);
-        }
-
-        took = gms_follow_monotonic() - start;
-
-        abandoned = __atomic_load_n(&p->abandon, __ATOMIC_RELAXED);
-
-        if (rc != GMS_TOOL_OK && abandoned) {
-            /* a signal, or the lease lost: no failure of GMS or Redis */
-            continue;
-        }
-
-        wait = gms_follow_privileges_done(p, what, rc == GMS_TOOL_OK,
-                                          &failures);
-
-        if (rc == GMS_TOOL_OK) {
-            gms_follow_time(now, sizeof(now));
-
-            if (what == GMS_FOLLOW_KICK_MIRROR) {
-                printf("gms-token follow: %s privileges ok (mirror) "
-                       "users=%zu changed=%zu removed=%zu skipped=%zu "
-                       "in %lldms\n", now, counts.users, counts.changed,
-                       counts.removed, counts.skipped, (long long) took);
-
-            } else if (what == GMS_FOLLOW_KICK_USERS) {
-                printf("gms-token follow: %s privileges ok (users) "
-                       "checked=%zu inactive=%zu newly=%zu reactivated=%zu "
-                       "dropped=%zu unknown=%zu in %lldms\n", now,
-                       users.checked, users.inactive, users.newly,
-                       users.reactivated, users.dropped, users.unknown,
-                       (long long) took);
-
-            } else {
-                printf("gms-token follow: %s privileges ok users=%zu "
-                       "changed=%zu removed=%zu skipped=%zu checked=%zu "
-                       "inactive=%zu newly=%zu reactivated=%zu "
-                       "dropped=%zu unknown=%zu in %lldms\n", now,
-                       counts.users, counts.changed, counts.removed,
-                       counts.skipped, users.checked, users.inactive,
-                       users.newly, users.reactivated, users.dropped,
-                       users.unknown, (long long) took);
-            }
-
-        } else {
-            if (rc == GMS_TOOL_REDIS) {
-                gms_tool_close(t);
-            }
-
-            gms_follow_clean(t->error);
-            gms_follow_health_failed(t, "privileges_", failures);
-
-            gms_follow_say_failed("privileges ", rc, t->error, wait);
+        if (rc == GMS_TOOL_REDIS) {
+            gms_tool_close(t);
         }
     }
 
-    gms_tool_close(t);
+    if ((what & GMS_FOLLOW_KICK_USERS)
+        && !__atomic_load_n(&p->abandon, __ATOMIC_RELAXED))
+    {
+        urc = gms_follow_privileges_users(p, &users);
 
-    return NULL;
+        /* the mirror's failure first, if both failed */
+        if (rc == GMS_TOOL_OK) {
+            rc = urc;
+
+        } else {
+            memcpy(t->error, error, sizeof(error));
+        }
+    }
+
+    if (rc == GMS_TOOL_OK && __atomic_load_n(&p->abandon, __ATOMIC_RELAXED)) {
+        /* the lease lost, or a signal, since: no more writes */
+        rc = GMS_TOOL_GMS;
+    }
+
+    pthread_mutex_lock(&p->mutex);
+    interval = p->interval_ms;
+    pthread_mutex_unlock(&p->mutex);
+
+    if (rc == GMS_TOOL_OK) {
+        rc = gms_follow_privileges_health_ok(p,
+                              (what & GMS_FOLLOW_KICK_MIRROR) ? &counts
+                                                              : NULL,
+                              interval);
+    }
+
+    took = gms_follow_monotonic() - start;
+
+    abandoned = __atomic_load_n(&p->abandon, __ATOMIC_RELAXED);
+
+    if (rc != GMS_TOOL_OK && abandoned) {
+        /* a signal, or the lease lost: no failure of GMS or Redis */
+        return;
+    }
+
+    wait = gms_follow_privileges_done(p, what, rc == GMS_TOOL_OK, start,
+                                      &failures);
+
+    if (rc != GMS_TOOL_OK) {
+        if (rc == GMS_TOOL_REDIS) {
+            gms_tool_close(t);
+        }
+
+        gms_follow_clean(t->error);
+        gms_follow_health_failed(t, "privileges_", failures);
+
+        gms_follow_say_failed("privileges ", rc, t->error, wait);
+        return;
+    }
+
+    gms_follow_time(now, sizeof(now));
+
+    what &= GMS_FOLLOW_KICK_MIRROR | GMS_FOLLOW_KICK_USERS;
+
+    if (what == GMS_FOLLOW_KICK_MIRROR) {
+        printf("gms-token follow: %s privileges ok (mirror) users=%zu "
+               "changed=%zu removed=%zu skipped=%zu members=%s in %lldms\n",
+               now, counts.users, counts.changed, counts.removed,
+               counts.skipped, counts.kept ? "kept" : "read",
+               (long long) took);
+
+    } else if (what == GMS_FOLLOW_KICK_USERS) {
+        printf("gms-token follow: %s privileges ok (users) checked=%zu "
+               "inactive=%zu newly=%zu reactivated=%zu dropped=%zu "
+               "unknown=%zu in %lldms\n", now, users.checked,
+               users.inactive, users.newly, users.reactivated,
+               users.dropped, users.unknown, (long long) took);
+
+    } else {
+        printf("gms-token follow: %s privileges ok users=%zu changed=%zu "
+               "removed=%zu skipped=%zu checked=%zu inactive=%zu newly=%zu "
+               "reactivated=%zu dropped=%zu unknown=%zu in %lldms\n", now,
+               counts.users, counts.changed, counts.removed, counts.skipped,
+               users.checked, users.inactive, users.newly,
+               users.reactivated, users.dropped, users.unknown,
+               (long long) took);
+    }
 }
 
 
@@ -524,6 +556,10 @@ gms_follow_privileges_next(gms_follow_privileges_t *p, unsigned *what)
         if (!p->held && p->have) {
             gms_tool_holders_free(&p->holders);
             p->have = 0;
+
+            /* nobody here read the stream meanwhile: members read anew */
+            gms_tool_privileges_memo_free(p->memo);
+            p->memo = NULL;
         }
 
         if (p->held && p->fresh) {
@@ -544,8 +580,9 @@ gms_follow_privileges_next(gms_follow_privileges_t *p, unsigned *what)
 
         now = gms_follow_monotonic();
 
-        if (now >= p->due) {
+        if (now >= p->due || (p->whole && p->failures == 0)) {
             *what = GMS_FOLLOW_KICK_MIRROR | GMS_FOLLOW_KICK_USERS;
+            p->whole = 0;
 
         } else if (p->kick && p->failures == 0) {
             *what = p->kick;
@@ -714,30 +751,44 @@ gms_follow_privileges_forget(gms_follow_privileges_t *p)
 
 /*
  * A run ended: a whole one sets when the next is due, a failure backs
- * the next off; the wait till then, and the failures in a row.
+ * the next off; the wait till then, and the failures in a row.  Whole
+ * runs are due an interval from the start of the last, less up to a
+ * tenth (followers drift apart), and a tenth of it after its end at the
+ * soonest: a user is read again within an interval of the last time.
  */
 
 static int64_t
 gms_follow_privileges_done(gms_follow_privileges_t *p, unsigned what,
-    int ok, unsigned *failures)
+    int ok, int64_t start, unsigned *failures)
 {
-    int64_t  wait;
+    int64_t  wait, now, spread, due;
 
     pthread_mutex_lock(&p->mutex);
+
+    now = gms_follow_monotonic();
 
     if (ok) {
         p->failures = 0;
         wait = gms_follow_jitter(p->interval_ms);
 
-        if (what == (GMS_FOLLOW_KICK_MIRROR | GMS_FOLLOW_KICK_USERS)) {
-            p->due = gms_follow_monotonic() + wait;
+        if ((what & GMS_FOLLOW_KICK_USERS) && (what & GMS_FOLLOW_KICK_MIRROR))
+        {
+            spread = wait - p->interval_ms;
+            due = start + p->interval_ms - (spread < 0 ? -spread : spread);
+
+            if (due < now + p->interval_ms / 10) {
+                due = now + p->interval_ms / 10;
+            }
+
+            p->due = due;
+            wait = due - now;
         }
 
     } else {
         p->failures++;
         wait = gms_follow_jitter(gms_follow_backoff(p->interval_ms,
                                                     p->failures));
-        p->due = gms_follow_monotonic() + wait;
+        p->due = now + wait;
     }
 
     *failures = p->failures;

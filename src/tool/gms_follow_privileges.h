@@ -24,6 +24,8 @@
 /* what a kick asks for, now rather than at the next interval */
 #define GMS_FOLLOW_KICK_MIRROR  1   /* the privileges mirror, now */
 #define GMS_FOLLOW_KICK_USERS   2   /* every user's status, now */
+#define GMS_FOLLOW_KICK_MEMBERS 4   /* with MIRROR: who is in the groups
+                                       and roles read again */
 
 
 /* a token's holder the stream cached, until a token cycle lists it */
@@ -55,6 +57,7 @@ typedef struct {
     int64_t                       due;     /* the next whole run, on the
                                               monotonic clock; 0: at once */
     unsigned                      kick;    /* GMS_FOLLOW_KICK_* asked */
+    int                           whole;   /* a whole run asked, now */
     unsigned                      failures;  /* in a row: backing off */
     gms_follow_holder_t          *added;   /* the stream's new holders */
     size_t                        nadded;
@@ -66,6 +69,7 @@ typedef struct {
     /* the thread's own */
     gms_tool_holders_t            holders;
     int                           have;    /* holders holds some */
+    gms_tool_privileges_memo_t   *memo;    /* the last mirror's members */
 } gms_follow_privileges_t;
 
 
@@ -73,7 +77,7 @@ int gms_follow_privileges_start(gms_follow_privileges_t *p,
     const gms_tool_t *t, const gms_graphql_conf_t *gms,
     gms_tool_privileges_e mode, int refuse, int64_t interval_ms);
 void gms_follow_privileges_hand(gms_follow_privileges_t *p,
-    gms_tool_holders_t *holders);
+    gms_tool_holders_t *holders, int whole);
 void gms_follow_privileges_lease(gms_follow_privileges_t *p, int held);
 void gms_follow_privileges_stop(gms_follow_privileges_t *p);
 void gms_follow_privileges_kick(gms_follow_privileges_t *p, unsigned what);

@@ -756,14 +756,15 @@ gms_follow_stream_from_end(gms_follow_stream_t *s, const char *why)
  * A batch's events, in order.  A token's and a user's changes are marked
  * in the journal before they are written: a token cycle or a mirror
  * whose read came earlier never writes them back.  The users are read
- * again together, the privileges mirror asked for once.
+ * again together, the privileges mirror asked for once (reading who is
+ * in the groups and roles again only if a change may have moved them).
  */
 
 static int
 gms_follow_stream_apply(gms_follow_stream_t *s, const gms_events_t *ev,
     gms_stream_counts_t *c)
 {
-    int                      rc;
+    int                      rc, members;
     char                   **urns;
     size_t                   i, n;
     int64_t                  now;
@@ -790,6 +791,7 @@ gms_follow_stream_apply(gms_follow_stream_t *s, const gms_events_t *ev,
 
     n = 0;
     rc = 0;
+    members = 0;
     now = gms_tool_now_ms();
 
     for (i = 0; i < ev->nevents && rc == 0; i++) {
@@ -828,6 +830,7 @@ gms_follow_stream_apply(gms_follow_stream_t *s, const gms_events_t *ev,
 
         case GMS_EVENT_PRIVILEGES:
             c->privileges++;
+            members |= e->members;
             break;
 
         case GMS_EVENT_REJECTED:
@@ -855,7 +858,8 @@ gms_follow_stream_apply(gms_follow_stream_t *s, const gms_events_t *ev,
 
     if (rc == 0 && c->privileges) {
         gms_follow_privileges_kick(s->conf.privileges,
-                                   GMS_FOLLOW_KICK_MIRROR);
+                                   GMS_FOLLOW_KICK_MIRROR
+                                   | (members ? GMS_FOLLOW_KICK_MEMBERS : 0));
     }
 
     return rc;

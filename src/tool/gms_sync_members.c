@@ -132,6 +132,7 @@ struct gms_members_s {
     size_t                 nalloc;
     gms_members_list_t    *groups;     /* each user's, borrowed */
     gms_members_list_t    *roles;      /* each user's, borrowed */
+    unsigned               all_groups:1;   /* a user's groups asked */
     gms_members_ask_t      ask[GMS_MEMBERS_BATCH];
     size_t                 nask;
 };
@@ -150,7 +151,7 @@ static int gms_members_one(gms_members_t *m, size_t idx, json_t *rel,
 static int gms_members_assign(gms_members_t *m, size_t from);
 static ssize_t gms_members_entity(gms_members_t *m, const char *urn,
     gms_members_kind_e kind, size_t user);
-static ssize_t gms_members_find(gms_members_t *m, const char *urn,
+static ssize_t gms_members_find(const gms_members_t *m, const char *urn,
     gms_members_kind_e kind);
 static const char *gms_members_field(gms_members_kind_e kind);
 static int gms_members_user(gms_members_t *m, const char *urn,
@@ -206,6 +207,8 @@ gms_members_read(gms_tool_t *t, gms_graphql_t *g, const char *url,
         return GMS_TOOL_REDIS;
     }
 
+    m->all_groups = all_groups;
+
     /* the groups and roles named, and the groups of those roles */
 
     rc = gms_members_run(m, 0);
@@ -251,6 +254,63 @@ gms_members_read(gms_tool_t *t, gms_graphql_t *g, const char *url,
     *out = m;
 
     return GMS_TOOL_OK;
+}
+
+
+/*
+ * Whether what m read answers for these policies and users as a new read
+ * would, if nobody joined or left a group or a role since: the same
+ * users, and every group and role the policies name among those it read
+ * (allGroups, only if it asked the users' groups).  The policies may name
+ * fewer: the others' members are read, and not used.
+ */
+
+int
+gms_members_covers(const gms_members_t *m, const gms_policies_t *p,
+    char *const *users, size_t n)
+{
+    size_t               i, j;
+    const gms_policy_t  *pol;
+
+    if (m->nusers != n) {
+        return 0;
+    }
+
+    for (i = 0; i < n; i++) {
+        if (strcmp(m->users[i], users[i]) != 0) {
+            return 0;
+        }
+    }
+
+    if (n == 0) {
+        return 1;
+    }
+
+    for (i = 0; i < p->n; i++) {
+        pol = &p->policies[i];
+
+        if (!pol->applies) {
+            continue;
+        }
+
+        if (pol->all_groups && !m->all_groups) {
+            return 0;
+        }
+
+        for (j = 0; j < pol->groups.n; j++) {
+            if (gms_members_find(m, pol->groups.s[j], GMS_MEMBERS_GROUP) < 0) {
+                return 0;
+            }
+        }
+
+        for (j = 0; j < pol->roles.n; j++) {
+            if (gms_members_find(m, pol->roles.s[j], GMS_MEMBERS_ROLE) < 0) {
+                return 0;
+            }
+        }
+    }
+
+    return 1;
 }
 
 
@@ -875,7 +935,8 @@ gms_members_entity(gms_members_t *m, const char *urn, gms_members_kind_e kind,
  */
 
 static ssize_t
-gms_members_find(gms_members_t *m, const char *urn, gms_members_kind_e kind)
+gms_members_find(const gms_members_t *m, const char *urn,
+    gms_members_kind_e kind)
 {
     size_t  i;
 

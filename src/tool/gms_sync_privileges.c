@@ -82,13 +82,22 @@ typedef struct {
 } gms_priv_user_t;
 
 
+struct gms_tool_privileges_memo_s {
+    gms_priv_list_t        urns;           /* members' users point here */
+    gms_members_t         *members;
+};
+
+
 typedef struct {
     gms_tool_t            *tool;
     gms_graphql_t         *g;
     const char            *url;
     gms_priv_list_t        urns;           /* the users, sorted, unique */
-    gms_priv_user_t       *users;
+    gms_priv_user_t       *users;          /* as many as urns had */
+    size_t                 nusers;
     gms_policies_t         policies;
+    gms_tool_privileges_memo_t *memo;      /* to use again, or NULL */
+    gms_members_t         *members;        /* read now, for the next memo */
 } gms_priv_ctx_t;
 
 
@@ -97,6 +106,8 @@ static int gms_priv_token_holders(gms_priv_ctx_t *c,
 static int gms_priv_list_policies(gms_priv_ctx_t *c);
 static int gms_priv_from_policies(gms_priv_ctx_t *c);
 static int gms_priv_from_graphql(gms_priv_ctx_t *c);
+static int gms_priv_memo_keep(gms_priv_ctx_t *c,
+    gms_tool_privileges_memo_t **memo);
 static char *gms_priv_granted_query(size_t n);
 static int gms_priv_granted(gms_priv_ctx_t *c, gms_priv_user_t *u,
     json_t *granted);
@@ -117,6 +128,7 @@ static void gms_priv_free(gms_priv_ctx_t *c);
 int
 gms_tool_privileges_mirror(gms_tool_t *t, const gms_graphql_conf_t *gms,
     gms_tool_privileges_e mode, const gms_tool_holders_t *holders,
+    gms_tool_privileges_memo_t **memo, int reuse,
     gms_tool_privileges_counts_t *counts)
 {
     int             rc;
@@ -130,6 +142,8 @@ gms_tool_privileges_mirror(gms_tool_t *t, const gms_graphql_conf_t *gms,
     memset(&c, 0, sizeof(gms_priv_ctx_t));
     c.tool = t;
     c.url = gms->url;
+    c.memo = (memo != NULL && reuse && mode == GMS_TOOL_PRIVILEGES_POLICIES)
+             ? *memo : NULL;
 
     rc = gms_priv_token_holders(&c, holders);
     if (rc != GMS_TOOL_OK) {
@@ -157,6 +171,8 @@ gms_tool_privileges_mirror(gms_tool_t *t, const gms_graphql_conf_t *gms,
             rc = GMS_TOOL_REDIS;
             goto done;
         }
+
+        c.nusers = c.urns.n;
     }
 
     for (i = 0; i < c.urns.n; i++) {
@@ -182,14 +198,18 @@ gms_tool_privileges_mirror(gms_tool_t *t, const gms_graphql_conf_t *gms,
     }
 
     counts->users = c.urns.n;
+    counts->kept = (c.memo != NULL && c.members == NULL);
 
     rc = GMS_TOOL_REDIS;
 
-    if (gms_priv_write(&c, counts) != 0 || gms_priv_remove(&c, counts) != 0) {
+    /* kept: the same users as the last mirror, which removed the others */
+    if (gms_priv_write(&c, counts) != 0
+        || (!counts->kept && gms_priv_remove(&c, counts) != 0))
+    {
         goto done;
     }
 
-    rc = GMS_TOOL_OK;
+    rc = (memo != NULL) ? gms_priv_memo_keep(&c, memo) : GMS_TOOL_OK;
 
 done:
 
@@ -343,7 +363,10 @@ gms_priv_page_total(gms_priv_ctx_t *c, json_t *page, const char *what,
 }
 
 
-/* each user's groups and roles read by membership, then matched */
+/*
+ * Each user's groups and roles read by membership (or those of the memo,
+ * if they answer for these policies and users), then matched
+ */
 
 static int
 gms_priv_from_policies(gms_priv_ctx_t *c)
@@ -354,10 +377,22 @@ gms_priv_from_policies(gms_priv_ctx_t *c)
     gms_members_t       *m;
     gms_policy_actor_t   a;
 
-    rc = gms_members_read(c->tool, c->g, c->url, &c->policies, c->urns.s,
-                          c->urns.n, &m);
-    if (rc != GMS_TOOL_OK) {
-        return rc;
+    if (c->memo != NULL && c->memo->members != NULL
+        && gms_members_covers(c->memo->members, &c->policies, c->urns.s,
+                              c->urns.n))
+    {
+        m = c->memo->members;
+
+    } else {
+        c->memo = NULL;
+
+        rc = gms_members_read(c->tool, c->g, c->url, &c->policies,
+                              c->urns.s, c->urns.n, &c->members);
+        if (rc != GMS_TOOL_OK) {
+            return rc;
+        }
+
+        m = c->members;
     }
 
     for (i = 0; i < c->urns.n; i++) {
@@ -384,8 +419,6 @@ gms_priv_from_policies(gms_priv_ctx_t *c)
             break;
         }
     }
-
-    gms_members_free(m);
 
     if (rc != GMS_TOOL_OK) {
         gms_tool_error(c->tool, "out of memory");
@@ -912,14 +945,66 @@ gms_priv_list_free(gms_priv_list_t *l)
 }
 
 
+/*
+ * A mirror that read the members leaves them, with its users, for the
+ * next one (the users move: the members point at them)
+ */
+
+static int
+gms_priv_memo_keep(gms_priv_ctx_t *c, gms_tool_privileges_memo_t **memo)
+{
+    gms_tool_privileges_memo_t  *keep;
+
+    if (c->members == NULL) {
+        if (c->memo == NULL) {
+            /* graphql, or no one to mirror: nothing known to keep */
+            gms_tool_privileges_memo_free(*memo);
+            *memo = NULL;
+        }
+
+        return GMS_TOOL_OK;
+    }
+
+    keep = calloc(1, sizeof(gms_tool_privileges_memo_t));
+    if (keep == NULL) {
+        gms_tool_error(c->tool, "out of memory");
+        return GMS_TOOL_REDIS;
+    }
+
+    keep->urns = c->urns;
+    keep->members = c->members;
+    memset(&c->urns, 0, sizeof(gms_priv_list_t));
+    c->members = NULL;
+
+    gms_tool_privileges_memo_free(*memo);
+    *memo = keep;
+
+    return GMS_TOOL_OK;
+}
+
+
+void
+gms_tool_privileges_memo_free(gms_tool_privileges_memo_t *memo)
+{
+    if (memo == NULL) {
+        return;
+    }
+
+    gms_members_free(memo->members);
+    gms_priv_list_free(&memo->urns);
+    free(memo);
+}
+
+
 static void
 gms_priv_free(gms_priv_ctx_t *c)
 {
     size_t  i;
 
     gms_graphql_close(c->g);
+    gms_members_free(c->members);
 
-    for (i = 0; c->users && i < c->urns.n; i++) {
+    for (i = 0; i < c->nusers; i++) {
         gms_priv_list_free(&c->users[i].privileges);
     }
 

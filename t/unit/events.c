@@ -242,36 +242,38 @@ test_kinds(int avro)
 
     e = mcl(avro, "corpuser", "urn:li:corpuser:alice", "UPSERT",
             "groupMembership", "{\"groups\":[]}", 11);
-    ok(is_kind(e, GMS_EVENT_PRIVILEGES), "%s: groupMembership: PRIVILEGES",
-       form);
+    ok(is_kind(e, GMS_EVENT_PRIVILEGES) && e->members,
+       "%s: groupMembership: PRIVILEGES, members", form);
 
     e = mcl(avro, "corpuser", "urn:li:corpuser:alice", "UPSERT",
             "nativeGroupMembership", "{\"nativeGroups\":[]}", 11);
-    ok(is_kind(e, GMS_EVENT_PRIVILEGES),
-       "%s: nativeGroupMembership: PRIVILEGES", form);
+    ok(is_kind(e, GMS_EVENT_PRIVILEGES) && e->members,
+       "%s: nativeGroupMembership: PRIVILEGES, members", form);
 
     e = mcl(avro, "corpuser", "urn:li:corpuser:alice", "UPSERT",
             "roleMembership", "{\"roles\":[]}", 11);
-    ok(is_kind(e, GMS_EVENT_PRIVILEGES), "%s: roleMembership: PRIVILEGES",
-       form);
+    ok(is_kind(e, GMS_EVENT_PRIVILEGES) && e->members,
+       "%s: roleMembership: PRIVILEGES, members", form);
 
     e = mcl(avro, "corpGroup", "urn:li:corpGroup:eng", "DELETE",
             "corpGroupKey", NULL, 11);
-    ok(is_kind(e, GMS_EVENT_PRIVILEGES), "%s: a group deleted: PRIVILEGES",
-       form);
+    ok(is_kind(e, GMS_EVENT_PRIVILEGES) && e->members,
+       "%s: a group deleted: PRIVILEGES, members", form);
 
     e = mcl(avro, "corpGroup", "urn:li:corpGroup:eng", "UPSERT",
             "roleMembership", "{\"roles\":[]}", 11);
-    ok(is_kind(e, GMS_EVENT_PRIVILEGES), "%s: a group's roles: PRIVILEGES",
-       form);
+    ok(is_kind(e, GMS_EVENT_PRIVILEGES) && e->members,
+       "%s: a group's roles: PRIVILEGES, members", form);
 
     e = mcl(avro, "dataHubPolicy", "urn:li:dataHubPolicy:p", "UPSERT",
             "dataHubPolicyInfo", "{\"state\":\"INACTIVE\"}", 11);
-    ok(is_kind(e, GMS_EVENT_PRIVILEGES), "%s: a policy: PRIVILEGES", form);
+    ok(is_kind(e, GMS_EVENT_PRIVILEGES) && !e->members,
+       "%s: a policy: PRIVILEGES, no members", form);
 
     e = mcl(avro, "dataHubRole", "urn:li:dataHubRole:Admin", "UPSERT",
             "dataHubRoleInfo", "{\"name\":\"Admin\"}", 11);
-    ok(is_kind(e, GMS_EVENT_PRIVILEGES), "%s: a role: PRIVILEGES", form);
+    ok(is_kind(e, GMS_EVENT_PRIVILEGES) && e->members,
+       "%s: a role: PRIVILEGES, members", form);
 
     e = mcl(avro, "dataset", "urn:li:dataset:(urn:li:dataPlatform:hive,t,PROD)",
             "UPSERT", "globalTags", "{\"tags\":[]}", 11);
