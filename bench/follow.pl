@@ -173,7 +173,8 @@ sub measure {
         for 2 .. $EDGES;
     my $edge = $edges[0];
     # salt '': the edges', so that createAccessToken's tokens pass there
-    my $gms = GmsTest::GraphQL->start(token => 'follower-token', workers => 4,
+    # 8 workers: the users' check has 8 requests in flight
+    my $gms = GmsTest::GraphQL->start(token => 'follower-token', workers => 8,
                                       tokens => $tokens, policies => $policies,
                                       memberships => $memberships,
                                       delay => $DELAY, salt => '',
@@ -429,7 +430,7 @@ sub warm {
                  . 'corpGroup(urn: "urn:li:corpGroup:g0") { relationships('
                  . 'input: {types: ["IsMemberOfGroup"], direction: INCOMING, '
                  . 'start: 0, count: 1}) { total } } }' });
-    for (1 .. 3) {
+    for (1 .. 6) {
         GmsTest::HTTP::parallel($gms->port, [ map {
             [ 'POST', '/api/graphql',
               { 'Content-Type' => 'application/json',
