@@ -11,7 +11,8 @@
 # tokens deleted, the others' kept, the counts exact; a request GMS
 # answers with a GraphQL error for one user leaves that user as it was
 # (the request asked again in halves), the others decided; HTTP 500 to
-# the users' requests fails the sync with one line, nothing changed.
+# the users' requests fails the sync with one line, nothing changed; a
+# follower's SIGTERM abandons the requests in flight at once.
 
 use strict;
 use warnings;
@@ -20,7 +21,8 @@ use Test::More;
 
 use GmsTest;
 use GmsTest::GraphQL;
-use GmsTest::Tool qw(run_tool gms_account gms_args key_of listed);
+use GmsTest::Tool qw(run_tool start_follow stop_follow err_lines
+                     gms_account gms_args key_of listed);
 
 GmsTest::Tool::need_tool();
 GmsTest::need_redis();
@@ -126,5 +128,21 @@ ok($gms->in_flight('gmsTokenUsers') > 1, 'the requests were in flight at once');
 is(users_line($res), '', 'no users line');
 is(inactive(), $before, 'gms:inactive as it was');
 ok(!cached($failing), 'no token of an inactive user brought back');
+
+# --- follow stopped while the users' requests are in flight -----------------
+
+# GMS answering the users 30 s late: the follower's SIGTERM abandons the
+# eight requests of the wave at once (the stop flag, through libcurl's
+# progress callback), as it abandons a request alone
+$gms->misbehave(field => 'corpUser', delay => 30);
+$gms->clear_requests;
+my $f = start_follow(gms_args($gms->url, $token_file), '--interval', '1h',
+                     '--gms-timeout', '1m', @at);
+ok(GmsTest::wait_until(sub { $gms->count('corpUser') >= 2 }, 20),
+   "a follower waiting for GMS's answers about the users");
+ok($gms->in_flight('gmsTokenUsers') > 1, 'with requests in flight at once');
+is(stop_follow($f, 'TERM', 5), 0, 'SIGTERM in the requests: exit 0 at once');
+is_deeply([err_lines($f)], [], 'the abandoned check is no failure');
+is(inactive(), $before, 'gms:inactive untouched');
 
 done_testing;

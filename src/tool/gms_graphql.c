@@ -2,12 +2,15 @@
 /*
  * gms-token's client for GMS: GraphQL, and a GET for its OpenAPI (the
  * Events API's poll).  GraphQL is one POST of {"query", "variables"}
- * to <gms>/api/graphql per call, with the token of an account that may
- * list every access token (Authorization: Bearer), over libcurl.  TLS
+ * to <gms>/api/graphql per query, with the token of an account that may
+ * list every access token (Authorization: Bearer), over libcurl: one at
+ * a time (gms_graphql_query), or several at once (gms_graphql_many, on
+ * libcurl's multi interface, for the users' check).  TLS
  * peers are verified (the system's CAs, or --gms-ca-file); redirects are
  * not followed; an answer is read up to GMS_GRAPHQL_ANSWER_MAX.  Every
  * failure is one line on stderr: the transport's error, the HTTP status,
- * or GraphQL's errors[0].message.  The token is never printed.
+ * or GraphQL's errors[0].message (gms_graphql_many keeps each query's
+ * line for its caller).  The token is never printed.
  */
 
 

@@ -80,12 +80,12 @@
 #define GMS_USERS_BATCH        50
 
 /*
- * Requests in flight at once: GMS serves GraphQL on a thread pool
- * (GraphQLController's async executor, graphQL.concurrency.* in
- * application.yaml), and DataHub's own UI fires several queries at once.
- * The load is the same requests, sooner: 20,000 users, 400 requests of
- * 20 ms each, take 1 s instead of 8 (issue 34's bound, follow's
- * --privileges-interval + 2 s)
+ * Requests in flight at once (a wave): GMS runs each GraphQL request on a
+ * thread pool (GraphQLController.postGraphQL through
+ * GraphQLConcurrencyUtils.supplyAsync), and DataHub's own UI sends
+ * several queries at once.  The load is the same requests, sooner:
+ * 20,000 users, 400 requests of 20 ms, take some 1 s rather than 8
+ * (issue 34: a suspension within --privileges-interval + 2 s)
  */
 #define GMS_USERS_PARALLEL     8
 
