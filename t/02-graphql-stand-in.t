@@ -426,6 +426,23 @@ subtest 'count and delay' => sub {
     my (undef, undef, $took) = ask('{ entityExists(urn: "urn:li:x:y") }');
     cmp_ok($took, '>=', 0.4, 'delay: every answer waits');
     note(sprintf 'answered in %.3f s', $took);
+
+    # in_flight: a named operation's requests in the stand-in's hands at
+    # once, from arrival to their answers' due time
+    $gms->clear_requests;
+    ask('query one { entityExists(urn: "urn:li:x:y") }') for 1 .. 2;
+    is($gms->in_flight('one'), 1, 'in_flight: one after the other, 1');
+    $gms->delay(1);
+    my $pid = fork // die "fork: $!\n";
+    if ($pid == 0) {
+        ask('query two { entityExists(urn: "urn:li:x:y") }');
+        POSIX::_exit(0);
+    }
+    GmsTest::wait_until(sub { $gms->count('entityExists') == 3 });
+    ask('query two { entityExists(urn: "urn:li:x:z") }');
+    waitpid $pid, 0;
+    is($gms->in_flight('two'), 2, '... two asked at once, 2');
+    is($gms->in_flight('three'), 0, '... none asked, 0');
     $gms->delay(0);
 };
 

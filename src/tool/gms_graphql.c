@@ -2,15 +2,20 @@
 /*
  * gms-token's client for GMS: GraphQL, and a GET for its OpenAPI (the
  * Events API's poll).  GraphQL is one POST of {"query", "variables"}
- * to <gms>/api/graphql per call, with the token of an account that may
- * list every access token (Authorization: Bearer), over libcurl.  TLS
+ * to <gms>/api/graphql per query, with the token of an account that may
+ * list every access token (Authorization: Bearer), over libcurl: one at
+ * a time (gms_graphql_query), or several at once (gms_graphql_many, on
+ * libcurl's multi interface, for the users' check).  TLS
  * peers are verified (the system's CAs, or --gms-ca-file); redirects are
  * not followed; an answer is read up to GMS_GRAPHQL_ANSWER_MAX.  Every
  * failure is one line on stderr: the transport's error, the HTTP status,
- * or GraphQL's errors[0].message.  The token is never printed.
+ * or GraphQL's errors[0].message (gms_graphql_many keeps each query's
+ * line for its caller).  The token is never printed.
  */
 
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,25 +31,49 @@
 #define GMS_GRAPHQL_ANSWER_MAX  (64 * 1024 * 1024)
 
 
-struct gms_graphql_s {
-    gms_tool_t            *tool;
+/* one handle's transfer: its answer, up to GMS_GRAPHQL_ANSWER_MAX */
+typedef struct {
     CURL                  *curl;
-    struct curl_slist     *headers;
-    char                  *endpoint;
-    size_t                 base_len;       /* GMS's base, in endpoint */
-    char                  *url;            /* the last GET's */
     char                  *answer;
     size_t                 len;
     size_t                 size;
     int                    too_big;
+    gms_graphql_ask_t     *ask;            /* gms_graphql_many's, or NULL */
+    char                   error[CURL_ERROR_SIZE];
+} gms_graphql_xfer_t;
+
+
+struct gms_graphql_s {
+    gms_tool_t            *tool;
+    gms_graphql_xfer_t     x;              /* the requests one at a time */
+    CURLM                 *multi;          /* gms_graphql_many's, its */
+    gms_graphql_xfer_t   **slots;          /* handles kept (and the */
+    size_t                 nslots;         /* connections) across calls */
+    struct curl_slist     *headers;
+    char                  *endpoint;
+    size_t                 base_len;       /* GMS's base, in endpoint */
+    char                  *url;            /* the last GET's */
     int                    nullable;       /* data.<field> may be null */
     int                    keep_errors;    /* GraphQL's errors returned */
     json_t                *errors;         /* ... here, not printed */
     volatile sig_atomic_t *stop;
-    char                   error[CURL_ERROR_SIZE];
 };
 
 
+static char *gms_graphql_body(gms_graphql_t *g, const char *query,
+    json_t *variables);
+static json_t *gms_graphql_data(gms_graphql_t *g, gms_graphql_xfer_t *x,
+    CURLcode rc, const char *field, json_t **errors, char *error,
+    size_t size);
+static void gms_graphql_error(char *error, size_t size, const char *fmt,
+    ...);
+static const char *gms_graphql_failed(gms_graphql_xfer_t *x, CURLcode rc);
+static void gms_graphql_graphql_error(gms_graphql_t *g, json_t *errors,
+    char *error, size_t size);
+static int gms_graphql_slots(gms_graphql_t *g, size_t n);
+static int gms_graphql_start(gms_graphql_t *g, gms_graphql_xfer_t *x,
+    gms_graphql_ask_t *ask);
+static int gms_graphql_stopped(gms_graphql_t *g);
 static size_t gms_graphql_write(char *data, size_t size, size_t n,
     void *userdata);
 static int gms_graphql_progress(void *userdata, curl_off_t dltotal,
@@ -54,6 +83,7 @@ static int gms_graphql_progress(void *userdata, curl_off_t dltotal,
 gms_graphql_t *
 gms_graphql_open(gms_tool_t *t, const gms_graphql_conf_t *c)
 {
+    CURL           *curl;
     char           *token, *auth;
     size_t          len, token_len;
     gms_graphql_t  *g;
@@ -87,9 +117,9 @@ gms_graphql_open(gms_tool_t *t, const gms_graphql_conf_t *c)
     }
 
     g->endpoint = malloc(len + sizeof("/api/graphql"));
-    g->curl = curl_easy_init();
+    g->x.curl = curl_easy_init();
 
-    if (g->endpoint == NULL || g->curl == NULL) {
+    if (g->endpoint == NULL || g->x.curl == NULL) {
         gms_tool_error(t, "out of memory");
         gms_graphql_close(g);
         return NULL;
@@ -151,34 +181,36 @@ gms_graphql_open(gms_tool_t *t, const gms_graphql_conf_t *c)
         }
     }
 
+    curl = g->x.curl;
+
     if (g->headers == NULL
-        || curl_easy_setopt(g->curl, CURLOPT_URL, g->endpoint) != CURLE_OK
-        || curl_easy_setopt(g->curl, CURLOPT_HTTPHEADER, g->headers)
+        || curl_easy_setopt(curl, CURLOPT_URL, g->endpoint) != CURLE_OK
+        || curl_easy_setopt(curl, CURLOPT_HTTPHEADER, g->headers)
            != CURLE_OK
-        || curl_easy_setopt(g->curl, CURLOPT_PROTOCOLS_STR, "http,https")
+        || curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https")
            != CURLE_OK
-        || curl_easy_setopt(g->curl, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK
-        || curl_easy_setopt(g->curl, CURLOPT_NOSIGNAL, 1L) != CURLE_OK
-        || curl_easy_setopt(g->curl, CURLOPT_TIMEOUT_MS, c->timeout_ms)
+        || curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK
+        || curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L) != CURLE_OK
+        || curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, c->timeout_ms)
            != CURLE_OK
-        || curl_easy_setopt(g->curl, CURLOPT_SSL_VERIFYPEER, 1L) != CURLE_OK
-        || curl_easy_setopt(g->curl, CURLOPT_SSL_VERIFYHOST, 2L) != CURLE_OK
+        || curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L) != CURLE_OK
+        || curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L) != CURLE_OK
         || (c->ca_file
-            && curl_easy_setopt(g->curl, CURLOPT_CAINFO, c->ca_file)
+            && curl_easy_setopt(curl, CURLOPT_CAINFO, c->ca_file)
                != CURLE_OK)
-        || curl_easy_setopt(g->curl, CURLOPT_ERRORBUFFER, g->error)
+        || curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, g->x.error)
            != CURLE_OK
-        || curl_easy_setopt(g->curl, CURLOPT_WRITEFUNCTION, gms_graphql_write)
+        || curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, gms_graphql_write)
            != CURLE_OK
-        || curl_easy_setopt(g->curl, CURLOPT_WRITEDATA, g) != CURLE_OK
-        || curl_easy_setopt(g->curl, CURLOPT_USERAGENT, "gms-token")
+        || curl_easy_setopt(curl, CURLOPT_WRITEDATA, &g->x) != CURLE_OK
+        || curl_easy_setopt(curl, CURLOPT_USERAGENT, "gms-token")
            != CURLE_OK
         || (c->stop
-            && (curl_easy_setopt(g->curl, CURLOPT_XFERINFOFUNCTION,
+            && (curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION,
                                  gms_graphql_progress) != CURLE_OK
-                || curl_easy_setopt(g->curl, CURLOPT_XFERINFODATA, g)
+                || curl_easy_setopt(curl, CURLOPT_XFERINFODATA, g)
                    != CURLE_OK
-                || curl_easy_setopt(g->curl, CURLOPT_NOPROGRESS, 0L)
+                || curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L)
                    != CURLE_OK)))
     {
         gms_tool_error(t, "cannot set up libcurl");
@@ -242,100 +274,175 @@ json_t *
 gms_graphql_query(gms_graphql_t *g, const char *query, json_t *variables,
     const char *field)
 {
-    long           status;
-    char          *body;
-    json_t        *req, *doc, *errors, *data, *v;
-    CURLcode       rc;
-    const char    *message;
-    json_error_t   err;
+    char      *body, error[GMS_GRAPHQL_ERROR_LEN];
+    json_t    *data;
+    CURLcode   rc;
 
-    req = json_pack("{s:s, s:o}", "query", query, "variables", variables);
-    body = req ? json_dumps(req, JSON_COMPACT) : NULL;
-    json_decref(req);
-
+    body = gms_graphql_body(g, query, variables);
     if (body == NULL) {
-        gms_tool_error(g->tool, "out of memory");
         return NULL;
     }
 
-    g->len = 0;
-    g->too_big = 0;
-    g->error[0] = '\0';
+    g->x.len = 0;
+    g->x.too_big = 0;
+    g->x.error[0] = '\0';
 
     /* a GET before set another URL; POSTFIELDS makes it a POST again */
-    if (curl_easy_setopt(g->curl, CURLOPT_URL, g->endpoint) != CURLE_OK
-        || curl_easy_setopt(g->curl, CURLOPT_POSTFIELDS, body) != CURLE_OK)
+    if (curl_easy_setopt(g->x.curl, CURLOPT_URL, g->endpoint) != CURLE_OK
+        || curl_easy_setopt(g->x.curl, CURLOPT_POSTFIELDS, body) != CURLE_OK)
     {
         free(body);
         gms_tool_error(g->tool, "cannot set up libcurl");
         return NULL;
     }
 
-    rc = curl_easy_perform(g->curl);
+    rc = curl_easy_perform(g->x.curl);
     free(body);
 
-    if (rc != CURLE_OK) {
-        gms_tool_error(g->tool, "%s: %s", g->endpoint,
-                       g->too_big ? "answer larger than 64 MB"
-                       : rc == CURLE_ABORTED_BY_CALLBACK ? "stopped"
-                       : g->error[0] ? g->error : curl_easy_strerror(rc));
-        return NULL;
+    data = gms_graphql_data(g, &g->x, rc, field,
+                            g->keep_errors ? &g->errors : NULL,
+                            error, sizeof(error));
+
+    if (data == NULL && error[0]) {
+        gms_tool_error(g->tool, "%s", error);
     }
-
-    status = 0;
-    curl_easy_getinfo(g->curl, CURLINFO_RESPONSE_CODE, &status);
-
-    doc = json_loadb(g->answer ? g->answer : "", g->len, 0, &err);
-
-    errors = json_object_get(doc, "errors");
-    v = json_array_get(errors, 0);
-    message = json_string_value(json_object_get(v, "message"));
-
-    if (status != 200) {
-        gms_tool_error(g->tool, "%s: HTTP %ld%s%s", g->endpoint, status,
-                       message ? ": " : "", message ? message : "");
-        json_decref(doc);
-        return NULL;
-    }
-
-    if (!json_is_object(doc)) {
-        gms_tool_error(g->tool, "%s: the answer is not a JSON object%s%s",
-                       g->endpoint, doc ? "" : ": ", doc ? "" : err.text);
-        json_decref(doc);
-        return NULL;
-    }
-
-    if (errors != NULL && !(json_is_array(errors)
-                            && json_array_size(errors) == 0))
-    {
-        if (g->keep_errors && json_is_array(errors)) {
-            g->errors = json_incref(errors);
-            json_decref(doc);
-            return NULL;
-        }
-
-        gms_graphql_report(g, errors);
-        json_decref(doc);
-        return NULL;
-    }
-
-    data = json_object_get(doc, "data");
-
-    if (field) {
-        data = json_object_get(data, field);
-    }
-
-    if (!json_is_object(data) && !(g->nullable && json_is_null(data))) {
-        gms_tool_error(g->tool, "%s: the answer has no data%s%s object",
-                       g->endpoint, field ? "." : "", field ? field : "");
-        json_decref(doc);
-        return NULL;
-    }
-
-    json_incref(data);
-    json_decref(doc);
 
     return data;
+}
+
+
+/*
+ * n queries, at most parallel of them in flight at once, on libcurl's
+ * multi interface: each handle a copy of the one gms_graphql_query uses
+ * (the token, CA, time limit, stop flag and 64 MB cap), kept with its
+ * connection for the next call.  Each ask's outcome is gms_graphql_query's
+ * (data.<field>, or NULL and the error it would report, not reported
+ * here); every query and variables taken over.  0; or -1, reported, and
+ * no data: out of memory, libcurl failing, the stop flag set.
+ */
+
+int
+gms_graphql_many(gms_graphql_t *g, gms_graphql_ask_t *asks, size_t n,
+    size_t parallel)
+{
+    int                  running, left;
+    size_t               i, k, next, busy;
+    CURL                *curl;
+    CURLMsg             *msg;
+    CURLcode             rc;
+    CURLMcode            mc;
+    gms_graphql_xfer_t  *x;
+
+    for (i = 0; i < n; i++) {
+        asks[i].data = NULL;
+        asks[i].error[0] = '\0';
+    }
+
+    parallel = parallel == 0 ? 1 : parallel < n ? parallel : n;
+    mc = CURLM_OK;
+
+    if (n && gms_graphql_slots(g, parallel) != 0) {
+        gms_tool_error(g->tool, "out of memory");
+        goto failed;
+    }
+
+    next = 0;
+    busy = 0;
+
+    for ( ;; ) {
+        for (i = 0; i < parallel && next < n && !gms_graphql_stopped(g);
+             i++)
+        {
+            x = g->slots[i];
+
+            if (x->ask != NULL) {
+                continue;
+            }
+
+            if (gms_graphql_start(g, x, &asks[next]) != 0) {
+                goto failed;
+            }
+
+            next++;
+            busy++;
+        }
+
+        if (busy == 0) {
+            break;
+        }
+
+        mc = curl_multi_perform(g->multi, &running);
+        if (mc != CURLM_OK) {
+            break;
+        }
+
+        while ((msg = curl_multi_info_read(g->multi, &left)) != NULL) {
+            if (msg->msg != CURLMSG_DONE) {
+                continue;
+            }
+
+            /* msg is no more once its handle is removed */
+            curl = msg->easy_handle;
+            rc = msg->data.result;
+
+            for (k = 0; g->slots[k]->curl != curl; k++) {
+                /* void */
+            }
+
+            x = g->slots[k];
+            curl_multi_remove_handle(g->multi, curl);
+
+            x->ask->data = gms_graphql_data(g, x, rc, x->ask->field, NULL,
+                                            x->ask->error,
+                                            sizeof(x->ask->error));
+            x->ask = NULL;
+            busy--;
+        }
+
+        if (busy == 0) {
+            continue;
+        }
+
+        mc = curl_multi_poll(g->multi, NULL, 0, 1000, NULL);
+        if (mc != CURLM_OK) {
+            break;
+        }
+    }
+
+    if (mc != CURLM_OK) {
+        gms_tool_error(g->tool, "%s: %s", g->endpoint,
+                       curl_multi_strerror(mc));
+        goto failed;
+    }
+
+    if (gms_graphql_stopped(g)) {
+        gms_tool_error(g->tool, "%s: stopped", g->endpoint);
+        goto failed;
+    }
+
+    return 0;
+
+failed:
+
+    for (i = 0; i < g->nslots; i++) {
+        x = g->slots[i];
+
+        if (x->ask != NULL) {
+            curl_multi_remove_handle(g->multi, x->curl);
+            x->ask = NULL;
+        }
+    }
+
+    for (i = 0; i < n; i++) {
+        free(asks[i].query);
+        asks[i].query = NULL;
+        json_decref(asks[i].variables);
+        asks[i].variables = NULL;
+        json_decref(asks[i].data);
+        asks[i].data = NULL;
+    }
+
+    return -1;
 }
 
 
@@ -370,40 +477,38 @@ gms_graphql_get(gms_graphql_t *g, const char *path, long *status,
     free(g->url);
     g->url = url;
 
-    g->len = 0;
-    g->too_big = 0;
-    g->error[0] = '\0';
+    g->x.len = 0;
+    g->x.too_big = 0;
+    g->x.error[0] = '\0';
 
-    if (curl_easy_setopt(g->curl, CURLOPT_URL, url) != CURLE_OK
-        || curl_easy_setopt(g->curl, CURLOPT_HTTPGET, 1L) != CURLE_OK)
+    if (curl_easy_setopt(g->x.curl, CURLOPT_URL, url) != CURLE_OK
+        || curl_easy_setopt(g->x.curl, CURLOPT_HTTPGET, 1L) != CURLE_OK)
     {
         gms_tool_error(g->tool, "cannot set up libcurl");
         return GMS_GRAPHQL_FAILED;
     }
 
-    rc = curl_easy_perform(g->curl);
+    rc = curl_easy_perform(g->x.curl);
 
     /* the path only: the query may hold an offset, of no use in a line */
     url[g->base_len + strcspn(path, "?")] = '\0';
 
     if (rc != CURLE_OK) {
         gms_tool_error(g->tool, "%s: %s", url,
-                       g->too_big ? "answer larger than 64 MB"
-                       : rc == CURLE_ABORTED_BY_CALLBACK ? "stopped"
-                       : g->error[0] ? g->error : curl_easy_strerror(rc));
-        return g->too_big ? GMS_GRAPHQL_TOO_BIG : GMS_GRAPHQL_FAILED;
+                       gms_graphql_failed(&g->x, rc));
+        return g->x.too_big ? GMS_GRAPHQL_TOO_BIG : GMS_GRAPHQL_FAILED;
     }
 
-    if (gms_graphql_write((char *) "", 1, 1, g) != 1) {
+    if (gms_graphql_write((char *) "", 1, 1, &g->x) != 1) {
         gms_tool_error(g->tool, "%s: out of memory", url);
         return GMS_GRAPHQL_FAILED;
     }
 
     *status = 0;
-    curl_easy_getinfo(g->curl, CURLINFO_RESPONSE_CODE, status);
+    curl_easy_getinfo(g->x.curl, CURLINFO_RESPONSE_CODE, status);
 
-    *body = g->answer;
-    *len = g->len - 1;
+    *body = g->x.answer;
+    *len = g->x.len - 1;
 
     return GMS_GRAPHQL_ANSWERED;
 }
@@ -464,68 +569,328 @@ gms_graphql_query_errors(gms_graphql_t *g, const char *query,
 void
 gms_graphql_report(gms_graphql_t *g, json_t *errors)
 {
-    const char  *message;
+    char  error[GMS_GRAPHQL_ERROR_LEN];
 
-    message = json_string_value(json_object_get(json_array_get(errors, 0),
-                                                "message"));
-
-    gms_tool_error(g->tool, "%s: GraphQL error: %s", g->endpoint,
-                   message ? message : "(no message)");
+    gms_graphql_graphql_error(g, errors, error, sizeof(error));
+    gms_tool_error(g->tool, "%s", error);
 }
 
 
 void
 gms_graphql_close(gms_graphql_t *g)
 {
+    size_t  i;
+
     if (g == NULL) {
         return;
     }
 
-    if (g->curl) {
-        curl_easy_cleanup(g->curl);
+    /* the handles were removed from it: its connections go first */
+    if (g->multi) {
+        curl_multi_cleanup(g->multi);
+    }
+
+    for (i = 0; i < g->nslots; i++) {
+        curl_easy_cleanup(g->slots[i]->curl);
+        free(g->slots[i]->answer);
+        free(g->slots[i]);
+    }
+
+    if (g->x.curl) {
+        curl_easy_cleanup(g->x.curl);
     }
 
     curl_slist_free_all(g->headers);
+    free(g->slots);
     free(g->endpoint);
     free(g->url);
-    free(g->answer);
+    free(g->x.answer);
     free(g);
+}
+
+
+/* {"query", "variables"}, variables taken over; NULL: reported */
+
+static char *
+gms_graphql_body(gms_graphql_t *g, const char *query, json_t *variables)
+{
+    char    *body;
+    json_t  *req;
+
+    req = json_pack("{s:s, s:o}", "query", query, "variables", variables);
+    body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+    json_decref(req);
+
+    if (body == NULL) {
+        gms_tool_error(g->tool, "out of memory");
+    }
+
+    return body;
+}
+
+
+/*
+ * A POST's outcome, whichever way it was sent: data.<field> (a new
+ * reference), or NULL and why in error.  errors not NULL: GraphQL's own
+ * errors returned there instead (error empty).
+ */
+
+static json_t *
+gms_graphql_data(gms_graphql_t *g, gms_graphql_xfer_t *x, CURLcode rc,
+    const char *field, json_t **errors, char *error, size_t size)
+{
+    long           status;
+    json_t        *doc, *list, *data;
+    const char    *message;
+    json_error_t   err;
+
+    error[0] = '\0';
+
+    if (rc != CURLE_OK) {
+        gms_graphql_error(error, size, "%s: %s", g->endpoint,
+                          gms_graphql_failed(x, rc));
+        return NULL;
+    }
+
+    status = 0;
+    curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &status);
+
+    doc = json_loadb(x->answer ? x->answer : "", x->len, 0, &err);
+
+    list = json_object_get(doc, "errors");
+    message = json_string_value(json_object_get(json_array_get(list, 0),
+                                                "message"));
+
+    if (status != 200) {
+        gms_graphql_error(error, size, "%s: HTTP %ld%s%s", g->endpoint,
+                          status, message ? ": " : "",
+                          message ? message : "");
+        json_decref(doc);
+        return NULL;
+    }
+
+    if (!json_is_object(doc)) {
+        gms_graphql_error(error, size,
+                          "%s: the answer is not a JSON object%s%s",
+                          g->endpoint, doc ? "" : ": ", doc ? "" : err.text);
+        json_decref(doc);
+        return NULL;
+    }
+
+    if (list != NULL && !(json_is_array(list) && json_array_size(list) == 0))
+    {
+        if (errors != NULL && json_is_array(list)) {
+            *errors = json_incref(list);
+
+        } else {
+            gms_graphql_graphql_error(g, list, error, size);
+        }
+
+        json_decref(doc);
+        return NULL;
+    }
+
+    data = json_object_get(doc, "data");
+
+    if (field) {
+        data = json_object_get(data, field);
+    }
+
+    if (!json_is_object(data) && !(g->nullable && json_is_null(data))) {
+        gms_graphql_error(error, size,
+                          "%s: the answer has no data%s%s object",
+                          g->endpoint, field ? "." : "", field ? field : "");
+        json_decref(doc);
+        return NULL;
+    }
+
+    json_incref(data);
+    json_decref(doc);
+
+    return data;
+}
+
+
+/* an ask's error, cut as gms_tool_error cuts t->error */
+
+static void
+gms_graphql_error(char *error, size_t size, const char *fmt, ...)
+{
+    va_list  args;
+
+    va_start(args, fmt);
+    vsnprintf(error, size, fmt, args);
+    va_end(args);
+}
+
+
+/* why a transfer failed (rc not CURLE_OK) */
+
+static const char *
+gms_graphql_failed(gms_graphql_xfer_t *x, CURLcode rc)
+{
+    return x->too_big ? "answer larger than 64 MB"
+           : rc == CURLE_ABORTED_BY_CALLBACK ? "stopped"
+           : x->error[0] ? x->error : curl_easy_strerror(rc);
+}
+
+
+static void
+gms_graphql_graphql_error(gms_graphql_t *g, json_t *errors, char *error,
+    size_t size)
+{
+    const char  *message;
+
+    message = json_string_value(json_object_get(json_array_get(errors, 0),
+                                                "message"));
+
+    gms_graphql_error(error, size, "%s: GraphQL error: %s", g->endpoint,
+                      message ? message : "(no message)");
+}
+
+
+/* gms_graphql_many's handles: at least n, copies of the first one */
+
+static int
+gms_graphql_slots(gms_graphql_t *g, size_t n)
+{
+    gms_graphql_xfer_t   *x, **slots;
+
+    if (g->multi == NULL) {
+        g->multi = curl_multi_init();
+        if (g->multi == NULL) {
+            return -1;
+        }
+    }
+
+    if (n <= g->nslots) {
+        return 0;
+    }
+
+    slots = realloc(g->slots, n * sizeof(gms_graphql_xfer_t *));
+    if (slots == NULL) {
+        return -1;
+    }
+
+    g->slots = slots;
+
+    while (g->nslots < n) {
+        x = calloc(1, sizeof(gms_graphql_xfer_t));
+        if (x == NULL) {
+            return -1;
+        }
+
+        /* the copy shares the first's error buffer and answer: its own */
+        x->curl = curl_easy_duphandle(g->x.curl);
+
+        if (x->curl == NULL
+            || curl_easy_setopt(x->curl, CURLOPT_URL, g->endpoint)
+               != CURLE_OK
+            || curl_easy_setopt(x->curl, CURLOPT_ERRORBUFFER, x->error)
+               != CURLE_OK
+            || curl_easy_setopt(x->curl, CURLOPT_WRITEDATA, x) != CURLE_OK)
+        {
+            if (x->curl) {
+                curl_easy_cleanup(x->curl);
+            }
+
+            free(x);
+            return -1;
+        }
+
+        g->slots[g->nslots++] = x;
+    }
+
+    return 0;
+}
+
+
+/* an ask sent on a free handle; -1: reported */
+
+static int
+gms_graphql_start(gms_graphql_t *g, gms_graphql_xfer_t *x,
+    gms_graphql_ask_t *ask)
+{
+    char       *body;
+    CURLcode    rc;
+    CURLMcode   mc;
+
+    body = gms_graphql_body(g, ask->query, ask->variables);
+
+    free(ask->query);
+    ask->query = NULL;
+    ask->variables = NULL;
+
+    if (body == NULL) {
+        return -1;
+    }
+
+    x->len = 0;
+    x->too_big = 0;
+    x->error[0] = '\0';
+
+    rc = curl_easy_setopt(x->curl, CURLOPT_COPYPOSTFIELDS, body);
+    free(body);
+
+    if (rc != CURLE_OK) {
+        gms_tool_error(g->tool, "cannot set up libcurl");
+        return -1;
+    }
+
+    mc = curl_multi_add_handle(g->multi, x->curl);
+    if (mc != CURLM_OK) {
+        gms_tool_error(g->tool, "%s: %s", g->endpoint,
+                       curl_multi_strerror(mc));
+        return -1;
+    }
+
+    x->ask = ask;
+
+    return 0;
+}
+
+
+static int
+gms_graphql_stopped(gms_graphql_t *g)
+{
+    /* set by a signal handler or, in follow, by the other thread */
+    return g->stop != NULL && __atomic_load_n(g->stop, __ATOMIC_RELAXED);
 }
 
 
 static size_t
 gms_graphql_write(char *data, size_t size, size_t n, void *userdata)
 {
-    gms_graphql_t *g = userdata;
+    gms_graphql_xfer_t *x = userdata;
 
     char    *p;
     size_t   len, want;
 
     len = size * n;
 
-    if (len > GMS_GRAPHQL_ANSWER_MAX - g->len) {
-        g->too_big = 1;
+    if (len > GMS_GRAPHQL_ANSWER_MAX - x->len) {
+        x->too_big = 1;
         return 0;
     }
 
-    if (g->len + len > g->size) {
-        want = g->size ? g->size : 65536;
+    if (x->len + len > x->size) {
+        want = x->size ? x->size : 65536;
 
-        while (want < g->len + len) {
+        while (want < x->len + len) {
             want *= 2;
         }
 
-        p = realloc(g->answer, want);
+        p = realloc(x->answer, want);
         if (p == NULL) {
             return 0;
         }
 
-        g->answer = p;
-        g->size = want;
+        x->answer = p;
+        x->size = want;
     }
 
-    memcpy(g->answer + g->len, data, len);
-    g->len += len;
+    memcpy(x->answer + x->len, data, len);
+    x->len += len;
 
     return len;
 }
@@ -547,6 +912,5 @@ gms_graphql_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow,
     (void) ultotal;
     (void) ulnow;
 
-    /* set by a signal handler or, in follow, by the other thread */
-    return __atomic_load_n(g->stop, __ATOMIC_RELAXED) != 0;
+    return gms_graphql_stopped(g);
 }

@@ -24,6 +24,9 @@ typedef struct gms_graphql_s  gms_graphql_t;
 #define GMS_GRAPHQL_FAILED     (-1)
 #define GMS_GRAPHQL_TOO_BIG    (-2)
 
+/* an error's text, as gms_tool_error keeps it (gms_tool_t's error) */
+#define GMS_GRAPHQL_ERROR_LEN  256
+
 
 /* the --gms options of a command */
 typedef struct gms_graphql_conf_s {
@@ -35,6 +38,16 @@ typedef struct gms_graphql_conf_s {
 } gms_graphql_conf_t;
 
 
+/* one query of gms_graphql_many: its outcome is gms_graphql_query's */
+typedef struct {
+    char                  *query;          /* taken over: freed */
+    json_t                *variables;      /* taken over */
+    const char            *field;          /* NULL: data itself */
+    json_t                *data;           /* data.<field>, or NULL and */
+    char                   error[GMS_GRAPHQL_ERROR_LEN];  /* why */
+} gms_graphql_ask_t;
+
+
 gms_graphql_t *gms_graphql_open(gms_tool_t *t, const gms_graphql_conf_t *c);
 json_t *gms_graphql_query(gms_graphql_t *g, const char *query,
     json_t *variables, const char *field);
@@ -42,6 +55,8 @@ json_t *gms_graphql_query_nullable(gms_graphql_t *g, const char *query,
     json_t *variables, const char *field);
 json_t *gms_graphql_query_errors(gms_graphql_t *g, const char *query,
     json_t *variables, const char *field, json_t **errors);
+int gms_graphql_many(gms_graphql_t *g, gms_graphql_ask_t *asks, size_t n,
+    size_t parallel);
 int gms_graphql_get(gms_graphql_t *g, const char *path, long *status,
     const char **body, size_t *len);
 const char *gms_graphql_get_url(gms_graphql_t *g);

@@ -35,10 +35,16 @@ typedef struct {
 } gms_tool_users_counts_t;
 
 
-/* the users a check leaves as they are: the stream read them since */
+/*
+ * the users a check leaves as they are: the stream read them since; and
+ * between, when not NULL, called between waves of GMS requests, with no
+ * GMS request in flight and no Redis reply pending, t->quiet as the
+ * caller of gms_tool_users_check had it
+ */
 typedef struct {
     int                  (*touched)(void *data, const char *urn,
                                     size_t len);
+    void                 (*between)(void *data);
     void                  *data;
 } gms_tool_users_skip_t;
 

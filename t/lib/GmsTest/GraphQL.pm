@@ -12,6 +12,7 @@ package GmsTest::GraphQL;
 #   run gms-token sync --gms $gms->url ...
 #   $gms->requests;                  # what it was sent, bodies decoded
 #   $gms->count('corpUser');         # requests asking that root field
+#   $gms->in_flight('gmsTokenUsers');  # most of them answered at once
 #   $gms->misbehave(page => 2, status => 500);
 #   my $dead = GmsTest::GraphQL->dead_url;
 #
@@ -256,6 +257,7 @@ use sort 'stable';
 
 use Cwd qw(abs_path);
 use Digest::SHA qw(hmac_sha256);
+use Fcntl ();
 use File::Basename qw(dirname);
 use JSON::PP ();
 use MIME::Base64 qw(encode_base64url);
@@ -393,6 +395,7 @@ sub start {
     $self->{state_dir} = "$self->{dir}/state";
     mkdir $self->{state_dir}
         or die "GmsTest::GraphQL: cannot mkdir $self->{state_dir}: $!\n";
+    GmsTest::write_file("$self->{state_dir}/spans", '');
     $self->{state} = {
         conf => { token => $opt{token}, misbehave => {},
                   salt => $opt{salt} // $DEFAULT_SALT,
@@ -674,8 +677,33 @@ sub pages_asked {
     } @{ $self->requests } ];
 }
 
+# The most requests of the operation NAME (the query's "query NAME(...)")
+# GMS had in hand at once: each from its arrival to its answer's due time
+# (delay() and misbehave(delay => ...)), as the workers noted them; those
+# of a wait (the Events API's poll) are not noted.  A client that sends a
+# request only once the one before is answered scores 1.
+sub in_flight {
+    my ($self, $name) = @_;
+
+    my @edges;
+    for my $line (split /\n/, GmsTest::slurp("$self->{state_dir}/spans")) {
+        my ($op, $from, $to) = split / /, $line;
+        push @edges, [$from, 1], [$to, -1] if $op eq $name;
+    }
+
+    # an answer due when the next request arrives is over by then
+    my ($now, $most) = (0, 0);
+    for my $edge (sort { $a->[0] <=> $b->[0] || $a->[1] <=> $b->[1] } @edges)
+    {
+        $now += $edge->[1];
+        $most = $now if $now > $most;
+    }
+    return $most;
+}
+
 sub clear_requests {
     $_[0]{stub}->clear_requests;
+    GmsTest::write_file("$_[0]{state_dir}/spans", '');
 }
 
 sub stop {
@@ -805,7 +833,23 @@ sub _answer {
         $res->[3] = $delay;
     }
 
+    _span($dir, $req, $delay) if ref $res eq 'ARRAY';
+
     return $res;
+}
+
+# a request's operation, arrival and answer's due time, for in_flight()
+sub _span {
+    my ($dir, $req, $delay) = @_;
+
+    my ($op) = $req->{body} =~ /"query"\s*:\s*"\s*(?:query|mutation)\s+(\w+)/;
+    return unless defined $op;
+
+    my $now = Time::HiRes::time();
+    open my $fh, '>>', "$dir/spans" or die "cannot append to $dir/spans: $!\n";
+    flock $fh, Fcntl::LOCK_EX();
+    printf $fh "%s %.6f %.6f\n", $op, $now, $now + $delay;
+    close $fh;
 }
 
 sub _respond {
