@@ -12,7 +12,9 @@
 # answers with a GraphQL error for one user leaves that user as it was
 # (the request asked again in halves), the others decided; HTTP 500 to
 # the users' requests fails the sync with one line, nothing changed; a
-# follower's SIGTERM abandons the requests in flight at once.
+# follower's SIGTERM abandons the requests in flight at once.  Following
+# the change stream, a policy's change made while a whole run reads the
+# users is mirrored between two waves, not after the run.
 
 use strict;
 use warnings;
@@ -144,5 +146,41 @@ ok($gms->in_flight('gmsTokenUsers') > 1, 'with requests in flight at once');
 is(stop_follow($f, 'TERM', 5), 0, 'SIGTERM in the requests: exit 0 at once');
 is_deeply([err_lines($f)], [], 'the abandoned check is no failure');
 is(inactive(), $before, 'gms:inactive untouched');
+
+# --- a policy changed on the stream while the users are read ----------------
+
+# follow on DataHub's change stream: its first whole run reads the 600
+# users in two waves, GMS answering each 4 s late; a policy deleted while
+# the first wave waits is mirrored between the two waves (its "(mirror)"
+# line, user001's set emptied), not after the whole run
+$gms->misbehave;
+$gms->events_api('on');
+my $policy = { urn => 'urn:li:dataHubPolicy:tokens',
+               privileges => ['MANAGE_ACCESS_TOKENS'],
+               actors => { users => [ $urn{user001} ] } };
+$gms->policies([$policy]);
+$gms->misbehave(field => 'corpUser', delay => 4);
+$gms->clear_requests;
+my $actor = "gms:actor:$urn{user001}";
+$f = start_follow(gms_args($gms->url, $token_file), '--changes', 'stream',
+                  '--interval', '60s', '--full-interval', '1h',
+                  '--privileges-interval', '1h', @at);
+ok(GmsTest::wait_until(sub {
+       (grep { /changes: stream/ } GmsTest::Tool::out_lines($f))
+       && $gms->count('corpUser') >= 1
+       && @{ $redis->cmd(SMEMBERS => $actor) } }, 20),
+   'follow on the stream: its first whole run mirrored user001\'s '
+   . 'privilege and reads the users');
+$gms->policies([]);
+ok(GmsTest::wait_until(sub { !@{ $redis->cmd(SMEMBERS => $actor) } }, 20),
+   'the policy deleted in DataHub: user001\'s set emptied');
+my @lines = GmsTest::Tool::out_lines($f);
+my ($mirror) = grep { $lines[$_] =~ / privileges ok \(mirror\) / } 0 .. $#lines;
+my ($whole) = grep { $lines[$_] =~ / privileges ok users=/ } 0 .. $#lines;
+ok(defined $mirror && (!defined $whole || $mirror < $whole),
+   '... by a mirror between the two waves, before the whole run\'s line')
+    or diag(join "\n", @lines);
+is(stop_follow($f, 'TERM', 10), 0, 'stopped');
+$gms->misbehave;
 
 done_testing;

@@ -57,10 +57,11 @@
 #define GMS_FOLLOW_HOLDER_AGE  3
 
 
-/* a users' check's start in the journal */
+/* a users' check's start in the journal, and its thread */
 typedef struct {
     gms_follow_journal_t         *journal;
     uint64_t                      seq;
+    gms_follow_privileges_t      *p;
 } gms_follow_privileges_since_t;
 
 
@@ -71,6 +72,7 @@ static int gms_follow_privileges_users(gms_follow_privileges_t *p,
     gms_tool_users_counts_t *users);
 static int gms_follow_privileges_touched(void *data, const char *urn,
     size_t len);
+static void gms_follow_privileges_between(void *data);
 static int gms_follow_privileges_next(gms_follow_privileges_t *p,
     unsigned *what);
 static void gms_follow_privileges_took(gms_follow_privileges_t *p);
@@ -507,8 +509,10 @@ gms_follow_privileges_users(gms_follow_privileges_t *p,
 
     since.journal = j;
     since.seq = gms_follow_journal_begin(j, GMS_FOLLOW_JOURNAL_PRIVILEGES);
+    since.p = p;
 
     skip.touched = gms_follow_privileges_touched;
+    skip.between = gms_follow_privileges_between;
     skip.data = &since;
 
     rc = gms_tool_users_check(&p->tool, &p->gms, p->refuse, &p->holders,
@@ -527,6 +531,54 @@ gms_follow_privileges_touched(void *data, const char *urn, size_t len)
 
     return gms_follow_journal_since(since->journal, GMS_FOLLOW_JOURNAL_USER,
                                     urn, len, since->seq);
+}
+
+
+/*
+ * Between two waves of the users' check of a whole run (seconds at
+ * thousands of users): a mirror the stream asked for meanwhile runs now
+ * rather than after the check.  Not if it waits for a holder the stream
+ * added: the check reads the holders, which cannot grow under it; that
+ * mirror comes after the check, as before.
+ */
+
+static void
+gms_follow_privileges_between(void *data)
+{
+    gms_follow_privileges_since_t *since = data;
+
+    char                      error[sizeof(since->p->tool.error)];
+    size_t                    i;
+    unsigned                  what;
+    gms_follow_privileges_t  *p;
+
+    p = since->p;
+    what = 0;
+
+    pthread_mutex_lock(&p->mutex);
+
+    if ((p->kick & GMS_FOLLOW_KICK_MIRROR) && p->failures == 0) {
+        what = p->kick & (GMS_FOLLOW_KICK_MIRROR | GMS_FOLLOW_KICK_MEMBERS);
+
+        for (i = 0; i < p->nadded; i++) {
+            if (!p->added[i].merged) {
+                what = 0;
+                break;
+            }
+        }
+
+        p->kick &= ~what;
+    }
+
+    pthread_mutex_unlock(&p->mutex);
+
+    if (what == 0 || __atomic_load_n(&p->abandon, __ATOMIC_RELAXED)) {
+        return;
+    }
+
+    memcpy(error, p->tool.error, sizeof(error));
+    gms_follow_privileges_run(p, what);
+    memcpy(p->tool.error, error, sizeof(error));
 }
 
 
