@@ -200,6 +200,28 @@ ok(defined $s->{stream_lag_ms} && defined $s->{stream_events}
    && defined $s->{stream_rejected},
    'gms:sync stream_lag_ms, stream_events, stream_rejected');
 
+# the limits the follower's polls asked for, since the request $from
+sub limits {
+    my ($from) = @_;
+    my @r = @{ $gms->requests };
+    return map { m{^/openapi/v1/events/poll\?.*[?&]limit=(\d+)} ? $1 : () }
+           map { $_->{uri} // '' } @r[ ($from // 0) .. $#r ];
+}
+
+# nothing coming: each poll asks for 1 event, answered as it comes
+ok(GmsTest::wait_until(sub { (limits())[-1] == 1 }, 10),
+   'the stream quiet: the follower polls with limit=1');
+my $mark = @{ $gms->requests };
+$gms->inject_event(GmsTest::Events::mcl(type => 'dataset',
+                       urn => 'urn:li:dataset:(urn:li:dataPlatform:hive,t,PROD)',
+                       change => 'UPSERT', aspect_name => 'globalTags',
+                       aspect => { tags => [] })->[1], count => 12);
+ok(GmsTest::wait_until(sub {
+       my @l = limits($mark);
+       (grep { $_ >= 4 } @l) && $l[-1] == 1 }, 10),
+   '12 events at once: read in polls of 2, 4, 8 ... then limit=1 again')
+    or diag(join ' ', limits($mark));
+
 is(status('/entities/x', 'old-token'), 200, 'an old token passes');
 $gms->revoke(GmsTest::Tool::datahub_id('old-token'));
 ok(reaches('/entities/x', 'old-token', 401),

@@ -684,6 +684,33 @@ gms_events_urn(gms_event_t *e, const char *s, size_t len)
 }
 
 
+long
+gms_events_next_limit(long asked, size_t got, long max)
+{
+    long  next;
+
+    if (max < 1) {
+        max = 1;
+    }
+
+    if (asked < 1) {
+        asked = 1;
+    }
+
+    if (got == 0) {
+        next = 1;
+
+    } else if (got >= (size_t) asked) {
+        next = asked > max / 2 ? max : asked * 2;
+
+    } else {
+        next = (long) got / 2 > 1 ? (long) got / 2 : 1;
+    }
+
+    return next < max ? next : max;
+}
+
+
 /*
  * Offsets in a Kafka partition are consecutive: the offsets passed, summed
  * over the partitions, are the events returned, and more means events

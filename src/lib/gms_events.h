@@ -83,6 +83,16 @@ int gms_events_parse(const char *body, size_t len, gms_events_t *ev,
 void gms_events_free(gms_events_t *ev);
 
 /*
+ * The limit of the next poll, after one that asked for "asked" events
+ * and had "got" (at most "max"): GMS answers a poll once its limit came
+ * or its timeout ran out (KafkaExternalEventsPollHandler), so the limit
+ * follows the stream's pace: none came, 1 (the next change answered at
+ * once); as many as asked, twice as many (a backlog read in a few polls);
+ * fewer, half of them (the next poll answered in about half the timeout).
+ */
+long gms_events_next_limit(long asked, size_t got, long max);
+
+/*
  * old NULL or "": the first poll, OK.  count: the events the poll
  * returned.  why: for GAP and OPAQUE, a short text
  */

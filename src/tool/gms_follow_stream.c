@@ -57,13 +57,18 @@
 #define GMS_STREAM_PATH                                                      \
     "/openapi/v1/events/poll?topic=MetadataChangeLog_Versioned_v1"
 
-/* events a poll asks for (the controller caps it at 5000) */
+/*
+ * events a poll asks for at most (the controller caps it at 5000); the
+ * limit follows the stream's pace below it (gms_events_next_limit)
+ */
 #define GMS_STREAM_LIMIT       1000
 
 /*
- * pollTimeoutSeconds: a poll takes this long unless GMS_STREAM_LIMIT
- * events came first (KafkaExternalEventsPollHandler.poll), so a change
- * waits up to about this long in GMS; whole seconds, 1 the least
+ * pollTimeoutSeconds: a poll takes this long unless its limit of events
+ * came first (KafkaExternalEventsPollHandler.poll); whole seconds, 1 the
+ * least.  While nothing comes the limit is 1: GMS answers the next
+ * change as it comes, and a change waits in GMS only while others are
+ * being read (up to about this long).
  */
 #define GMS_STREAM_POLL_S      1
 
@@ -647,7 +652,8 @@ gms_follow_stream_poll(gms_follow_stream_t *s, int *rc, const char **why)
         return GMS_STREAM_FAILED;
     }
 
-    s->limit = GMS_STREAM_LIMIT;
+    /* the stream's pace: 1 while nothing comes, more as more does */
+    s->limit = gms_events_next_limit(s->limit, ev.nevents, GMS_STREAM_LIMIT);
 
     free(s->offset);
     s->offset = strdup(ev.offset);

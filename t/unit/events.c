@@ -786,6 +786,28 @@ test_offsets(void)
 }
 
 
+static void
+test_limits(void)
+{
+    ok(gms_events_next_limit(1000, 0, 1000) == 1,
+       "a poll that had nothing: the next asks for 1");
+    ok(gms_events_next_limit(1, 1, 1000) == 2,
+       "1 asked, 1 came: 2");
+    ok(gms_events_next_limit(512, 512, 1000) == 1000,
+       "512 asked, 512 came: 1000, the most");
+    ok(gms_events_next_limit(1000, 1000, 1000) == 1000,
+       "the most asked and come: the most again");
+    ok(gms_events_next_limit(1000, 40, 1000) == 20,
+       "fewer came (the timeout ran out): half of them");
+    ok(gms_events_next_limit(8, 1, 1000) == 1, "one came of 8: 1");
+    ok(gms_events_next_limit(0, 5, 1000) == 2,
+       "no limit asked, 5 came: as if 1 was, 2");
+    ok(gms_events_next_limit(64, 200, 100) == 100,
+       "more came than asked: twice, capped at the most");
+    ok(gms_events_next_limit(4, 4, 0) == 1, "a most below 1: 1");
+}
+
+
 int
 main(void)
 {
@@ -797,6 +819,7 @@ main(void)
     test_answer();
     test_fixture();
     test_offsets();
+    test_limits();
 
     gms_events_free(&ev);
 
