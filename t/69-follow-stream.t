@@ -219,7 +219,7 @@ $gms->inject_event(GmsTest::Events::mcl(type => 'dataset',
 ok(GmsTest::wait_until(sub {
        my @l = limits($mark);
        (grep { $_ >= 4 } @l) && $l[-1] == 1 }, 10),
-   '12 events at once: read in polls of 2, 4, 8 ... then limit=1 again')
+   '12 events at once: read in polls of 1, then 2, 4 ... then limit=1 again')
     or diag(join ' ', limits($mark));
 
 is(status('/entities/x', 'old-token'), 200, 'an old token passes');

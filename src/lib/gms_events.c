@@ -685,7 +685,7 @@ gms_events_urn(gms_event_t *e, const char *s, size_t len)
 
 
 long
-gms_events_next_limit(long asked, size_t got, long max)
+gms_events_next_limit(long asked, size_t got, long max, unsigned *full)
 {
     long  next;
 
@@ -697,15 +697,20 @@ gms_events_next_limit(long asked, size_t got, long max)
         asked = 1;
     }
 
-    if (got == 0) {
-        next = 1;
-
-    } else if (got >= (size_t) asked) {
-        next = asked > max / 2 ? max : asked * 2;
-
-    } else {
-        next = (long) got / 2 > 1 ? (long) got / 2 : 1;
+    if (got < (size_t) asked) {
+        *full = 0;
+        return 1;
     }
+
+    if (*full < GMS_EVENTS_BACKLOG) {
+        (*full)++;
+    }
+
+    if (*full < GMS_EVENTS_BACKLOG) {
+        return 1;
+    }
+
+    next = asked > max / 2 ? max : asked * 2;
 
     return next < max ? next : max;
 }

@@ -84,13 +84,19 @@ void gms_events_free(gms_events_t *ev);
 
 /*
  * The limit of the next poll, after one that asked for "asked" events
- * and had "got" (at most "max"): GMS answers a poll once its limit came
- * or its timeout ran out (KafkaExternalEventsPollHandler), so the limit
- * follows the stream's pace: none came, 1 (the next change answered at
- * once); as many as asked, twice as many (a backlog read in a few polls);
- * fewer, half of them (the next poll answered in about half the timeout).
+ * and had "got" (at most "max"); *full counts the polls in a row that
+ * had all they asked for.  GMS answers a poll once its limit came or its
+ * timeout ran out (KafkaExternalEventsPollHandler): at limit 1 it
+ * answers each change as it is made, at more a change may wait for the
+ * others.  So the limit is 1, and fewer than asked (the timeout ran out:
+ * nothing more was there) brings it back to 1; only GMS_EVENTS_BACKLOG
+ * full polls in a row (a backlog, not one change's few events) double
+ * it, up to max.
  */
-long gms_events_next_limit(long asked, size_t got, long max);
+#define GMS_EVENTS_BACKLOG     8
+
+long gms_events_next_limit(long asked, size_t got, long max,
+    unsigned *full);
 
 /*
  * old NULL or "": the first poll, OK.  count: the events the poll

@@ -66,9 +66,9 @@
 /*
  * pollTimeoutSeconds: a poll takes this long unless its limit of events
  * came first (KafkaExternalEventsPollHandler.poll); whole seconds, 1 the
- * least.  While nothing comes the limit is 1: GMS answers the next
- * change as it comes, and a change waits in GMS only while others are
- * being read (up to about this long).
+ * least.  The limit is 1 but through a backlog: GMS answers each change
+ * as it is made, and a change waits in GMS only while a backlog is read
+ * (up to about this long).
  */
 #define GMS_STREAM_POLL_S      1
 
@@ -274,6 +274,7 @@ gms_follow_stream_thread(void *data)
             s->failures = 0;
             s->said_down = 0;
             s->limit = GMS_STREAM_LIMIT;
+            s->full = 0;
             s->unread = 1;
         }
 
@@ -653,7 +654,8 @@ gms_follow_stream_poll(gms_follow_stream_t *s, int *rc, const char **why)
     }
 
     /* the stream's pace: 1 while nothing comes, more as more does */
-    s->limit = gms_events_next_limit(s->limit, ev.nevents, GMS_STREAM_LIMIT);
+    s->limit = gms_events_next_limit(s->limit, ev.nevents, GMS_STREAM_LIMIT,
+                                     &s->full);
 
     free(s->offset);
     s->offset = strdup(ev.offset);
@@ -755,6 +757,7 @@ gms_follow_stream_from_end(gms_follow_stream_t *s, const char *why)
     free(s->offset);
     s->offset = NULL;
     s->limit = GMS_STREAM_LIMIT;
+    s->full = 0;
 }
 
 

@@ -73,6 +73,7 @@ typedef struct {
     gms_graphql_t                *g;
     char                         *offset;  /* NULL: from the end */
     long                          limit;
+    unsigned                      full;    /* full polls in a row */
     unsigned                      failures;
     unsigned                      said_down:1; /* auto's line printed */
     unsigned                      unread:1;    /* the kept offset to read */

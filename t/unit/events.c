@@ -789,22 +789,42 @@ test_offsets(void)
 static void
 test_limits(void)
 {
-    ok(gms_events_next_limit(1000, 0, 1000) == 1,
-       "a poll that had nothing: the next asks for 1");
-    ok(gms_events_next_limit(1, 1, 1000) == 2,
-       "1 asked, 1 came: 2");
-    ok(gms_events_next_limit(512, 512, 1000) == 1000,
-       "512 asked, 512 came: 1000, the most");
-    ok(gms_events_next_limit(1000, 1000, 1000) == 1000,
+    int       i, ones;
+    long      limit;
+    unsigned  full;
+
+    full = 3;
+    ok(gms_events_next_limit(1000, 0, 1000, &full) == 1 && full == 0,
+       "a poll that had nothing: the next asks for 1, no full poll");
+    full = 0;
+    ok(gms_events_next_limit(1, 1, 1000, &full) == 1 && full == 1,
+       "1 asked, 1 came: 1 again (one change's few events), one full");
+
+    /* a backlog: GMS_EVENTS_BACKLOG polls of 1, then 2, 4, 8 ... 1000 */
+    full = 0;
+    limit = 1;
+    ones = 0;
+
+    for (i = 0; i < 40 && limit < 1000; i++) {
+        ones += (limit == 1);
+        limit = gms_events_next_limit(limit, limit, 1000, &full);
+    }
+
+    ok(limit == 1000 && ones == GMS_EVENTS_BACKLOG,
+       "full polls in a row: %d of 1, then doubling to the most",
+       GMS_EVENTS_BACKLOG);
+    ok(gms_events_next_limit(1000, 1000, 1000, &full) == 1000,
        "the most asked and come: the most again");
-    ok(gms_events_next_limit(1000, 40, 1000) == 20,
-       "fewer came (the timeout ran out): half of them");
-    ok(gms_events_next_limit(8, 1, 1000) == 1, "one came of 8: 1");
-    ok(gms_events_next_limit(0, 5, 1000) == 2,
-       "no limit asked, 5 came: as if 1 was, 2");
-    ok(gms_events_next_limit(64, 200, 100) == 100,
+    ok(gms_events_next_limit(1000, 40, 1000, &full) == 1 && full == 0,
+       "fewer came (the timeout ran out): 1, the count ended");
+    full = GMS_EVENTS_BACKLOG;
+    ok(gms_events_next_limit(64, 200, 100, &full) == 100,
        "more came than asked: twice, capped at the most");
-    ok(gms_events_next_limit(4, 4, 0) == 1, "a most below 1: 1");
+    full = 0;
+    ok(gms_events_next_limit(0, 5, 1000, &full) == 1 && full == 1,
+       "no limit asked, 5 came: as if 1 was");
+    full = GMS_EVENTS_BACKLOG;
+    ok(gms_events_next_limit(4, 4, 0, &full) == 1, "a most below 1: 1");
 }
 
 
