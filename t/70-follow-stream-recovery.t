@@ -114,12 +114,13 @@ is_deeply([err_lines($f)], [], 'no failure');
 # --- answers the follower cannot use: the limit halved, then the end ------
 # (--interval 1s: the backoff after a failure is short)
 
-$f = start_follow(@follow, '--interval', '1s');
-push @pids, $f->{pid};
-ok(streaming($f, 'resumed at the kept offset'), 'started again');
+# (unusable from the first poll: a follower resuming asks for the most,
+# 1000, as a backlog may wait; quiet, it asks for 1 and gives up at once)
 $gms->clear_requests;
 $gms->misbehave(field => 'events', body => '{"offsetId": 42}',
                 content_type => 'application/json');
+$f = start_follow(@follow, '--interval', '1s');
+push @pids, $f->{pid};
 ok(GmsTest::wait_until(sub {
     grep { /^gms-token follow: $TIME stream gap: .* at limit=1; one whole (?x:
             )listing\z/ } err_lines($f) }, 20),
