@@ -88,7 +88,7 @@ static void ngx_http_gms_invalidate_message(ngx_http_gms_rconn_t *rc,
 static void *ngx_http_gms_invalidate_string(const redisReadTask *task,
     char *str, size_t len);
 static void *ngx_http_gms_invalidate_array(const redisReadTask *task,
-    int elements);
+    gms_hiredis_count_t elements);
 static void *ngx_http_gms_invalidate_integer(const redisReadTask *task,
     long long value);
 static void *ngx_http_gms_invalidate_nil(const redisReadTask *task);
@@ -106,11 +106,13 @@ static ngx_http_gms_invalidate_t  ngx_http_gms_invalidate;
 static ngx_http_gms_rconn_t       ngx_http_gms_invalidate_sub;
 
 static redisReplyObjectFunctions  ngx_http_gms_invalidate_capped = {
-    ngx_http_gms_invalidate_string,
-    ngx_http_gms_invalidate_array,
-    ngx_http_gms_invalidate_integer,
-    ngx_http_gms_invalidate_nil,
-    NULL
+    .createString = ngx_http_gms_invalidate_string,
+    .createArray = ngx_http_gms_invalidate_array,
+    .createInteger = ngx_http_gms_invalidate_integer,
+    GMS_HIREDIS_RESP3_BUILDERS(ngx_http_gms_reply_double,
+                               ngx_http_gms_reply_bool)
+    .createNil = ngx_http_gms_invalidate_nil,
+    .freeObject = NULL
 };
 
 
@@ -607,7 +609,8 @@ ngx_http_gms_invalidate_string(const redisReadTask *task, char *str,
 
 
 static void *
-ngx_http_gms_invalidate_array(const redisReadTask *task, int elements)
+ngx_http_gms_invalidate_array(const redisReadTask *task,
+    gms_hiredis_count_t elements)
 {
     if (task->parent != NULL || (elements != 3 && elements != 2)) {
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,

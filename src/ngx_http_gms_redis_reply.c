@@ -89,7 +89,7 @@ struct ngx_http_gms_arena_block_s {
 static void *ngx_http_gms_reply_string(const redisReadTask *task, char *str,
     size_t len);
 static void *ngx_http_gms_reply_array(const redisReadTask *task,
-    int elements);
+    gms_hiredis_count_t elements);
 static void *ngx_http_gms_reply_integer(const redisReadTask *task,
     long long value);
 static void *ngx_http_gms_reply_nil(const redisReadTask *task);
@@ -102,7 +102,7 @@ static void *ngx_http_gms_reply_alloc(ngx_http_gms_rconn_t *rc,
 static void *ngx_http_gms_arena_string(const redisReadTask *task, char *str,
     size_t len);
 static void *ngx_http_gms_arena_array(const redisReadTask *task,
-    int elements);
+    gms_hiredis_count_t elements);
 static void *ngx_http_gms_arena_integer(const redisReadTask *task,
     long long value);
 static void *ngx_http_gms_arena_nil(const redisReadTask *task);
@@ -111,31 +111,37 @@ static void ngx_http_gms_arena_free(void *reply);
 
 /* hiredis's builders, with the objects from the connection's arena */
 static redisReplyObjectFunctions  ngx_http_gms_reply_arena = {
-    ngx_http_gms_arena_string,
-    ngx_http_gms_arena_array,
-    ngx_http_gms_arena_integer,
-    ngx_http_gms_arena_nil,
-    ngx_http_gms_arena_free
+    .createString = ngx_http_gms_arena_string,
+    .createArray = ngx_http_gms_arena_array,
+    .createInteger = ngx_http_gms_arena_integer,
+    GMS_HIREDIS_RESP3_BUILDERS(ngx_http_gms_reply_double,
+                               ngx_http_gms_reply_bool)
+    .createNil = ngx_http_gms_arena_nil,
+    .freeObject = ngx_http_gms_arena_free
 };
 
 redisReplyObjectFunctions  *ngx_http_gms_reply_hiredis =
     &ngx_http_gms_reply_arena;
 
 redisReplyObjectFunctions  ngx_http_gms_reply_capped = {
-    ngx_http_gms_reply_string,
-    ngx_http_gms_reply_array,
-    ngx_http_gms_reply_integer,
-    ngx_http_gms_reply_nil,
-    ngx_http_gms_arena_free
+    .createString = ngx_http_gms_reply_string,
+    .createArray = ngx_http_gms_reply_array,
+    .createInteger = ngx_http_gms_reply_integer,
+    GMS_HIREDIS_RESP3_BUILDERS(ngx_http_gms_reply_double,
+                               ngx_http_gms_reply_bool)
+    .createNil = ngx_http_gms_reply_nil,
+    .freeObject = ngx_http_gms_arena_free
 };
 
 /* the same builders: they tell the two apart by the connection's */
 redisReplyObjectFunctions  ngx_http_gms_reply_map = {
-    ngx_http_gms_reply_string,
-    ngx_http_gms_reply_array,
-    ngx_http_gms_reply_integer,
-    ngx_http_gms_reply_nil,
-    ngx_http_gms_arena_free
+    .createString = ngx_http_gms_reply_string,
+    .createArray = ngx_http_gms_reply_array,
+    .createInteger = ngx_http_gms_reply_integer,
+    GMS_HIREDIS_RESP3_BUILDERS(ngx_http_gms_reply_double,
+                               ngx_http_gms_reply_bool)
+    .createNil = ngx_http_gms_reply_nil,
+    .freeObject = ngx_http_gms_arena_free
 };
 
 
@@ -163,16 +169,18 @@ ngx_http_gms_reply_string(const redisReadTask *task, char *str, size_t len)
 
 
 static void *
-ngx_http_gms_reply_array(const redisReadTask *task, int elements)
+ngx_http_gms_reply_array(const redisReadTask *task,
+    gms_hiredis_count_t elements)
 {
     ngx_uint_t             depth, max;
     const redisReadTask   *t;
     ngx_http_gms_rconn_t  *rc;
 
-    if (elements < 0 || elements > NGX_HTTP_GMS_REPLY_ELEMENTS_MAX) {
+    /* hiredis 0.14's int: a negative count is over any cap, as size_t */
+    if ((size_t) elements > NGX_HTTP_GMS_REPLY_ELEMENTS_MAX) {
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                       "gms: redis reply over the module's limits: "
-                      "an array of %d elements", elements);
+                      "an array of %L elements", (int64_t) elements);
         return NULL;
     }
 
@@ -199,6 +207,34 @@ ngx_http_gms_reply_array(const redisReadTask *task, int elements)
 
     return ngx_http_gms_reply_hiredis->createArray(task, elements);
 }
+
+
+#if (GMS_HIREDIS_RESP3)
+
+/*
+ * RESP3's double and boolean (hiredis 1.x) come only after HELLO 3, which
+ * nothing here sends: a server that sends them anyway is refused
+ */
+
+void *
+ngx_http_gms_reply_double(const redisReadTask *task, double value,
+    char *str, size_t len)
+{
+    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                  "gms: redis reply of RESP3 (a double), never asked for");
+    return NULL;
+}
+
+
+void *
+ngx_http_gms_reply_bool(const redisReadTask *task, int value)
+{
+    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                  "gms: redis reply of RESP3 (a boolean), never asked for");
+    return NULL;
+}
+
+#endif
 
 
 static void *
@@ -289,7 +325,8 @@ ngx_http_gms_arena_string(const redisReadTask *task, char *str, size_t len)
 
 
 static void *
-ngx_http_gms_arena_array(const redisReadTask *task, int elements)
+ngx_http_gms_arena_array(const redisReadTask *task,
+    gms_hiredis_count_t elements)
 {
     size_t       size;
     redisReply  *r;

@@ -37,6 +37,7 @@
 #include <openssl/x509v3.h>
 
 #include "gms_tool_conn.h"
+#include "gms_hiredis.h"
 #include "gms_tool_msgs.h"
 #include "gms_tool_cluster.h"
 
@@ -93,14 +94,16 @@ static int gms_conn_buffer(gms_tool_conn_t *c, const char *cmd, int len);
 static redisReply *gms_conn_run(gms_tool_t *t, const char *cmd, int len);
 static void gms_conn_fail(gms_tool_conn_t *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static void *gms_conn_create_array(const redisReadTask *task, int elements);
+static void *gms_conn_create_array(const redisReadTask *task,
+    gms_hiredis_count_t elements);
 static int64_t gms_conn_now(void);
 
 
 /* hiredis's own reply functions, but for the cap on arrays */
 static redisReplyObjectFunctions   gms_conn_functions;
 static void                     *(*gms_conn_default_array)(
-                                     const redisReadTask *task, int n);
+                                     const redisReadTask *task,
+                                     gms_hiredis_count_t n);
 
 
 /*
@@ -1027,11 +1030,13 @@ gms_conn_fail(gms_tool_conn_t *c, const char *fmt, ...)
 
 
 static void *
-gms_conn_create_array(const redisReadTask *task, int elements)
+gms_conn_create_array(const redisReadTask *task,
+    gms_hiredis_count_t elements)
 {
     gms_tool_conn_t  *c;
 
-    if (elements < 0 || elements > GMS_CONN_MAX_ELEMENTS) {
+    /* hiredis 0.14's int: a negative count is over the cap, as size_t */
+    if ((size_t) elements > GMS_CONN_MAX_ELEMENTS) {
         c = task->privdata;
         c->capped = 1;
         return NULL;
