@@ -123,26 +123,23 @@ static redisReplyObjectFunctions  ngx_http_gms_reply_arena = {
 redisReplyObjectFunctions  *ngx_http_gms_reply_hiredis =
     &ngx_http_gms_reply_arena;
 
-redisReplyObjectFunctions  ngx_http_gms_reply_capped = {
-    .createString = ngx_http_gms_reply_string,
-    .createArray = ngx_http_gms_reply_array,
-    .createInteger = ngx_http_gms_reply_integer,
-    GMS_HIREDIS_RESP3_BUILDERS(ngx_http_gms_reply_double,
-                               ngx_http_gms_reply_bool)
-    .createNil = ngx_http_gms_reply_nil,
-    .freeObject = ngx_http_gms_arena_free
-};
+/* the capped builders, over the arena's */
+#define NGX_HTTP_GMS_REPLY_CAPPED                                            \
+    {                                                                        \
+        .createString = ngx_http_gms_reply_string,                           \
+        .createArray = ngx_http_gms_reply_array,                             \
+        .createInteger = ngx_http_gms_reply_integer,                         \
+        GMS_HIREDIS_RESP3_BUILDERS(ngx_http_gms_reply_double,                \
+                                   ngx_http_gms_reply_bool)                  \
+        .createNil = ngx_http_gms_reply_nil,                                 \
+        .freeObject = ngx_http_gms_arena_free                                \
+    }
+
+redisReplyObjectFunctions  ngx_http_gms_reply_capped =
+    NGX_HTTP_GMS_REPLY_CAPPED;
 
 /* the same builders: they tell the two apart by the connection's */
-redisReplyObjectFunctions  ngx_http_gms_reply_map = {
-    .createString = ngx_http_gms_reply_string,
-    .createArray = ngx_http_gms_reply_array,
-    .createInteger = ngx_http_gms_reply_integer,
-    GMS_HIREDIS_RESP3_BUILDERS(ngx_http_gms_reply_double,
-                               ngx_http_gms_reply_bool)
-    .createNil = ngx_http_gms_reply_nil,
-    .freeObject = ngx_http_gms_arena_free
-};
+redisReplyObjectFunctions  ngx_http_gms_reply_map = NGX_HTTP_GMS_REPLY_CAPPED;
 
 
 /*
