@@ -175,7 +175,7 @@ $(BUILD)/fuzz/%: fuzz/%.c $(PURE_SRCS) $(PURE_HDRS)
 	clang $(FUZZ_CFLAGS) -o $@ $< $(PURE_SRCS) $(LIBS_UNIT)
 
 fuzz-deps:
-	@sh tools/install-deps.sh clang libclang-rt-14-dev
+	@sh tools/install-deps.sh clang libclang-rt-dev
 
 fuzz: deps fuzz-deps $(FUZZERS)
 	@for f in $(FUZZERS); do \

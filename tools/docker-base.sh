@@ -1,16 +1,20 @@
 #!/bin/sh
-# make docker-base: the base image the Dockerfile builds on (BASE_IMAGE,
-# debian:bookworm) when the Docker daemon has none and cannot pull one
-# (these machines reach Debian's archive, not Docker Hub).
+# make docker-base: the base image the Dockerfile and make test-matrix
+# build on (BASE_IMAGE: debian:trixie, debian:bookworm or debian:forky)
+# when the Docker daemon has none and cannot pull one (these machines
+# reach Debian's archive, not Docker Hub).
 #
-#   1. debian:bookworm already local: nothing to do;
+#   1. the image already local: nothing to do;
 #   2. 'docker pull' works: that image;
-#   3. else debootstrap --variant=minbase from the mirror this host's own
-#      apt sources name (nothing hard-coded), with the host's security and
-#      updates suites in its sources.list, upgraded from them, then
-#      'docker import'.
+#   3. else debootstrap --variant=minbase from the Debian mirror this
+#      host's own apt sources name (nothing hard-coded; the same archive
+#      serves every release), with that release's updates and security
+#      suites in its sources.list, upgraded from them, then 'docker
+#      import'.  forky is Debian's testing: debootstrap's 'sid' script
+#      makes it, and its apt does not refuse a Release file past its
+#      Valid-Until (testing's often is).
 #
-#   BASE_IMAGE     the tag to make (debian:bookworm)
+#   BASE_IMAGE     the tag to make (debian:trixie)
 #   DOCKER         the docker client (docker)
 #   PULL_TIMEOUT   seconds a pull may take before it is given up (60)
 #
@@ -18,9 +22,8 @@
 
 set -eu
 
-image=${BASE_IMAGE:-debian:bookworm}
+image=${BASE_IMAGE:-debian:trixie}
 docker=${DOCKER:-docker}
-suite=bookworm
 
 say() { echo "docker-base: $*" >&2; }
 die() { say "$*"; exit 1; }
@@ -36,10 +39,13 @@ then
     exit 0
 fi
 
+script=
 case $image in
-    debian:bookworm|debian:12) ;;
-    *) die "$image is neither local nor pullable, and only debian:bookworm" \
-           "can be made here (set BASE_IMAGE=debian:bookworm)" ;;
+    debian:bookworm|debian:12) suite=bookworm ;;
+    debian:trixie|debian:13)   suite=trixie ;;
+    debian:forky|debian:14)    suite=forky script=sid ;;
+    *) die "$image is neither local nor pullable, and only debian:bookworm," \
+           "debian:trixie and debian:forky can be made here" ;;
 esac
 
 [ "$(id -u)" = 0 ] || die "debootstrap needs root"
@@ -77,21 +83,26 @@ apt_sources() {
     done
 }
 
+# the host's Debian archive: the URI of its first suite that is a release
+# of its own (not -updates, -security or -backports); its security
+# archive: the URI of its -security suite
 sources=$(apt_sources)
-mirror=$(printf '%s\n' "$sources" | awk -v s=$suite '$1 == s { print $2; exit }')
+mirror=$(printf '%s\n' "$sources" \
+    | awk '$1 !~ /-(updates|security|backports|proposed-updates)$/ \
+           { print $2; exit }')
 [ -n "$mirror" ] \
-    || die "no '$suite' archive in this host's apt sources" \
+    || die "no Debian archive in this host's apt sources" \
            "(/etc/apt/sources.list, /etc/apt/sources.list.d/)"
 security=$(printf '%s\n' "$sources" \
-    | awk -v s=$suite-security '$1 == s { print $2; exit }')
-updates=$(printf '%s\n' "$sources" \
-    | awk -v s=$suite-updates '$1 == s { print $2; exit }')
+    | awk '$1 ~ /-security$/ { print $2; exit }')
+updates=$mirror
 
 root=$(mktemp -d /tmp/gms-docker-base.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 
 say "debootstrap --variant=minbase $suite from $mirror (log: $root.log)"
-debootstrap --variant=minbase "$suite" "$root" "$mirror" > "$root.log" 2>&1 \
+debootstrap --variant=minbase "$suite" "$root" "$mirror" \
+        ${script:+/usr/share/debootstrap/scripts/$script} > "$root.log" 2>&1 \
     || { tail -n 20 "$root.log" >&2; die "debootstrap failed"; }
 
 {
@@ -99,6 +110,9 @@ debootstrap --variant=minbase "$suite" "$root" "$mirror" > "$root.log" 2>&1 \
     [ -z "$updates" ] || echo "deb $updates $suite-updates main"
     [ -z "$security" ] || echo "deb $security $suite-security main"
 } > "$root/etc/apt/sources.list"
+[ "$suite" != forky ] \
+    || echo 'Acquire::Check-Valid-Until "false";' \
+        > "$root/etc/apt/apt.conf.d/90gms-testing-valid-until"
 [ -n "$security" ] \
     || say "warning: no $suite-security in this host's apt sources:" \
            "the image gets no security updates"

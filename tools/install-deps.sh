@@ -5,7 +5,7 @@ set -eu
 
 packages="nginx nginx-dev redis-server redis-sentinel libhiredis-dev libjansson-dev \
 libssl-dev libcurl4-openssl-dev gcc make perl openssl curl gettext-base valgrind \
-strace"
+strace ca-certificates"
 
 [ "$#" -gt 0 ] && packages="$packages $*"
 
