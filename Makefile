@@ -40,6 +40,8 @@ PURE_HDRS        := $(LIB_HDRS) src/tool/gms_policy.h \
                     src/tool/gms_follow_journal.h
 
 PROVE_FLAGS      ?=
+# the test files 'make test' and 'make test-asan' run
+TESTS            ?= t/
 
 # the module's version ($gms_module_version, gms_module_build_info):
 # debian/changelog's latest entry unless given ('make GMS_VERSION=...');
@@ -93,7 +95,7 @@ unit: fuzz-deps $(UNIT_TESTS)
 
 test: deps module unit
 	GMS_MODULE=$(MODULE) GMS_UNIT_DIR=$(BUILD)/unit NGINX_BIN=$(NGINX_BIN) \
-	    prove -I t/lib $(PROVE_FLAGS) t/
+	    prove -I t/lib $(PROVE_FLAGS) $(TESTS)
 
 demo: deps module
 	@sh tools/demo.sh $(MODULE)
@@ -223,7 +225,7 @@ test-asan: deps $(ASAN_MODULE) unit $(ASAN_TOOL)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=abort_on_error=1:print_stacktrace=1 \
 	GMS_NGINX_WRAPPER="env LD_PRELOAD=$(LIBASAN) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:detect_odr_violation=0" \
-	    prove -I t/lib $(PROVE_FLAGS) t/
+	    prove -I t/lib $(PROVE_FLAGS) $(TESTS)
 
 # --- end of hardening --------------------------------------------------------
 
@@ -252,6 +254,32 @@ docker-test: deps docker-deps
 	    'sh tools/docker-base.sh && bash t/docker/smoke.sh'
 
 # --- end of container ---------------------------------------------------------
+
+
+# --- platforms (issue 35) -----------------------------------------------------
+#
+#   make test-matrix   the whole suite on each Debian release, in a
+#                      container of that release (t/matrix/run.sh):
+#                      bookworm (nginx 1.22, Redis 7.0), trixie (nginx
+#                      1.26, Redis 8.0), trixie-valkey (Valkey 8.1) and
+#                      forky-valkey (nginx 1.30, Valkey 9.1).  MATRIX
+#                      names fewer; MATRIX_TESTS fewer files
+#   make test-matrix-ci   CI's part of it: trixie and forky-valkey, the
+#                      files of MATRIX_CI_TESTS
+
+MATRIX           ?= bookworm trixie trixie-valkey forky-valkey
+MATRIX_CI        := trixie forky-valkey
+
+.PHONY: test-matrix test-matrix-ci
+
+test-matrix: docker-deps
+	@sh tools/with-dockerd.sh bash t/matrix/run.sh $(MATRIX)
+
+test-matrix-ci: docker-deps
+	@MATRIX_TESTS="$(MATRIX_CI_TESTS)" \
+	    sh tools/with-dockerd.sh bash t/matrix/run.sh $(MATRIX_CI)
+
+# --- end of platforms -----------------------------------------------------------
 
 
 # --- bench: the module under load, beside its alternatives (issue 7) -------

@@ -108,7 +108,8 @@ my $BIN = GmsTest::Tool::bin();
 -x $BIN or die "bench-follow: $BIN not built (make tool)\n";
 -f GmsTest::module_path()
     or die 'bench-follow: ' . GmsTest::module_path() . " not built (make)\n";
-GmsTest::in_path('redis-server') or die "bench-follow: no redis-server\n";
+GmsTest::in_path(GmsTest::redis_bin('server'))
+    or die "bench-follow: no " . GmsTest::redis_bin('server') . "\n";
 delete $ENV{GMS_REDIS_PASSWORD};
 
 # a follower older than the second thread has no --privileges-interval

@@ -182,7 +182,7 @@ sub fill {
                       'VIEW_ANALYTICS');
     }
     close $p;
-    $rc = run_stdin(['redis-cli', '-p', $redis->port, '--pipe'],
+    $rc = run_stdin([GmsTest::redis_bin('cli'), '-p', $redis->port, '--pipe'],
                     "$dir/pipe.out", $pipe);
     die "bench-scale: redis-cli --pipe failed\n" if $rc;
 

@@ -411,7 +411,7 @@ subtest 'redis: TLS, IPv6, replica' => sub {
 
     my $out = GmsTest::scratch_dir() . '/cli.out';
     unlink $out;
-    GmsTest::run(['redis-cli', '-p', $r->tls_port, '--tls',
+    GmsTest::run([GmsTest::redis_bin('cli'), '-p', $r->tls_port, '--tls',
                   '--cacert', $c->{wrong_ca}, 'PING'], $out);
     unlike(GmsTest::slurp($out), qr/PONG/, 'wrong CA refused');
     $r->stop;
@@ -421,7 +421,7 @@ subtest 'redis: TLS, IPv6, replica' => sub {
     is($m->port, 0, 'plain => 0: no plain port');
     is($m->cmd('PING'), 'PONG', 'cmd through TLS with a client certificate');
     unlink $out;
-    GmsTest::run(['redis-cli', '-p', $m->tls_port, '--tls',
+    GmsTest::run([GmsTest::redis_bin('cli'), '-p', $m->tls_port, '--tls',
                   '--cacert', $c->{ca}, 'PING'], $out);
     unlike(GmsTest::slurp($out), qr/PONG/, 'no client certificate: refused');
     $m->stop;

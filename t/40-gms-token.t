@@ -616,7 +616,7 @@ sub token_keys {
 
 SKIP: {
     my $sock = "$dir/redis.sock";
-    my $pid = GmsTest::spawn(['redis-server', '--port', '0',
+    my $pid = GmsTest::spawn([GmsTest::redis_bin('server'), '--port', '0',
                               '--unixsocket', $sock, '--save', '',
                               '--appendonly', 'no', '--dir', $dir,
                               '--requirepass', 'pass word'],
@@ -633,7 +633,7 @@ SKIP: {
         or diag($res->{err});
 
     my $cli = sub {
-        open my $fh, '-|', 'redis-cli', '-s', $sock, '--no-auth-warning',
+        open my $fh, '-|', GmsTest::redis_bin('cli'), '-s', $sock, '--no-auth-warning',
             '-a', 'pass word', @_ or die "redis-cli: $!";
         local $/;
         my $out = <$fh>;

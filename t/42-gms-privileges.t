@@ -94,7 +94,7 @@ sub watch {
     if ($pid == 0) {
         open STDOUT, '>', $file or POSIX::_exit(127);
         open STDERR, '>', '/dev/null';
-        exec 'redis-cli', '-p', $redis->port,
+        exec GmsTest::redis_bin('cli'), '-p', $redis->port,
              $what eq 'monitor' ? 'MONITOR'
                                 : ('--csv', 'SUBSCRIBE', 'gms:invalidate')
             or POSIX::_exit(127);

@@ -376,7 +376,7 @@ daemonize no
 dir $sdir
 sentinel monitor tls 127.0.0.1 @{[ $m->tls_port ]} 1
 CONF
-    my $pid = GmsTest::spawn(['redis-sentinel', "$sdir/sentinel.conf"],
+    my $pid = GmsTest::spawn([GmsTest::redis_bin('sentinel'), "$sdir/sentinel.conf"],
                              "$sdir/sentinel.out");
     my @s = ('--sentinel', "127.0.0.1:$port", '--master', 'tls');
     my @tls = ('--tls', '--tls-ca-file', $certs->{ca});

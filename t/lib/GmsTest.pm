@@ -62,8 +62,26 @@ sub need_module {
     skip_all("module not built: $path") unless -f $path;
 }
 
+# The Redis server, Sentinel and client the tests run: redis-server,
+# redis-sentinel and redis-cli from PATH, or what REDIS_SERVER,
+# REDIS_SENTINEL and REDIS_CLI name (Valkey's are valkey-server,
+# valkey-sentinel and valkey-cli: make test-matrix sets them).
+my %REDIS_BIN = (
+    server   => [ REDIS_SERVER   => 'redis-server' ],
+    sentinel => [ REDIS_SENTINEL => 'redis-sentinel' ],
+    cli      => [ REDIS_CLI      => 'redis-cli' ],
+);
+
+sub redis_bin {
+    my ($which) = @_;
+    my ($var, $default) = @{ $REDIS_BIN{$which}
+                             // die "redis_bin: no '$which'\n" };
+    return $ENV{$var} || $default;
+}
+
 sub need_redis {
-    skip_all('redis-server not found in PATH') unless in_path('redis-server');
+    my $bin = redis_bin('server');
+    skip_all("$bin not found") unless in_path($bin);
 }
 
 sub skip_all {
@@ -74,6 +92,7 @@ sub skip_all {
 
 sub in_path {
     my ($name) = @_;
+    return -x $name if $name =~ m{/};
     return scalar grep { -x "$_/$name" } split /:/, $ENV{PATH} // '';
 }
 

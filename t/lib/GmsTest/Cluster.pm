@@ -242,7 +242,7 @@ sub DESTROY {
 sub _cli_base {
     my ($self) = @_;
 
-    my @cli = ('redis-cli');
+    my @cli = (GmsTest::redis_bin('cli'));
     if (my $c = $self->{opt}{tls}) {
         push @cli, '--tls', '--cacert', $c->{ca}, '--cert', $c->{client_cert},
                    '--key', $c->{client_key};

@@ -177,7 +177,7 @@ sub cli {
     my $tls = !$self->{port};
     $tls = shift @args if @args && $args[0] eq '--tls';
 
-    my @cmd = ('redis-cli', '-h', $self->{host});
+    my @cmd = (GmsTest::redis_bin('cli'), '-h', $self->{host});
     if ($tls) {
         my $c = $self->{opt}{tls} or die "GmsTest::Redis: no TLS port\n";
         push @cmd, '-p', $self->{tls_port}, '--tls', '--cacert', $c->{ca},
@@ -266,7 +266,7 @@ sub _launch {
 
     my $dir = $self->{dir};
     my %opt = %{ $self->{opt} };
-    my @cmd = ('redis-server', '--port', $self->{port},
+    my @cmd = (GmsTest::redis_bin('server'), '--port', $self->{port},
                '--bind', $self->{host},
                '--save', '', '--daemonize', 'no',
                # persist => 1: the data survives a kill and start_again

@@ -93,7 +93,7 @@ CONF
 
         GmsTest::write_file("$dir/sentinel.conf", $conf);
         push @{ $self->{pids} },
-            GmsTest::spawn(['redis-sentinel', "$dir/sentinel.conf"],
+            GmsTest::spawn([GmsTest::redis_bin('sentinel'), "$dir/sentinel.conf"],
                            "$dir/sentinel.out");
 
         $self->{clients}[$i] = GmsTest::Redis->client(
@@ -205,8 +205,8 @@ sub fake {
 
 
 sub _need_sentinel {
-    GmsTest::skip_all('redis-sentinel not found in PATH')
-        unless GmsTest::in_path('redis-sentinel');
+    my $bin = GmsTest::redis_bin('sentinel');
+    GmsTest::skip_all("$bin not found") unless GmsTest::in_path($bin);
 }
 
 # "host port" of each replica the master has
