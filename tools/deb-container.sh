@@ -15,7 +15,10 @@
 
 set -euo pipefail
 
-[ "$#" -ge 2 ] || { echo "usage: deb-container.sh SUITE TARGET..." >&2; exit 2; }
+if [ "$#" -lt 2 ]; then
+    echo "usage: deb-container.sh SUITE TARGET..." >&2
+    exit 2
+fi
 suite=$1
 shift
 repo=$(cd "$(dirname "$0")/.." && pwd)
