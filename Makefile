@@ -230,9 +230,10 @@ test-asan: deps $(ASAN_MODULE) unit $(ASAN_TOOL)
 
 # --- container (issues 8, 23) --------------------------------------------------
 #
-#   make docker-base   debian:bookworm for the Dockerfile: present, pulled,
-#                      or made with debootstrap from this host's apt
-#                      mirror (tools/docker-base.sh)
+#   make docker-base   the Dockerfile's base, $(BASE_IMAGE) (debian:trixie;
+#                      or debian:bookworm): present, pulled, or made with
+#                      debootstrap from this host's apt mirror
+#                      (tools/docker-base.sh)
 #   make docker-test   docker-base, then build the image (Dockerfile) and
 #                      run it beside a redis-server and stand-ins for GMS
 #                      and the search cluster: t/docker/smoke.sh.  Both
