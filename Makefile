@@ -230,7 +230,7 @@ test-asan: deps $(ASAN_MODULE) unit $(ASAN_TOOL)
 
 # --- container (issues 8, 23) --------------------------------------------------
 #
-#   make docker-base   the Dockerfile's base, $(BASE_IMAGE) (debian:trixie;
+#   make docker-base   the Dockerfile's base, BASE_IMAGE (debian:trixie;
 #                      or debian:bookworm): present, pulled, or made with
 #                      debootstrap from this host's apt mirror
 #                      (tools/docker-base.sh)
