@@ -1,9 +1,9 @@
 # The GMS edge in a container: Debian's nginx with ngx_http_gms_module and
 # the gms-token tool.  See docs/operations.md, "Container".
 #
-#   make docker-base            # debian:bookworm, made with debootstrap when
+#   make docker-base            # debian:trixie, made with debootstrap when
 #                               # no registry can be reached
-#   docker build -t gms-edge .
+#   docker build -t gms-edge .  # --build-arg BASE_IMAGE=debian:bookworm
 #   docker run -d -p 8000:8000 --read-only --tmpfs /run/gms-edge \
 #       -e GMS_UPSTREAM=gms:8080 -e SEARCH_UPSTREAM=elasticsearch:9200 \
 #       -e REDIS_ADDRESS=redis:6379 -e GMS_TOKEN_SALT_FILE=/run/secrets/salt \
@@ -18,10 +18,11 @@
 #
 # Plain Dockerfile syntax (no BuildKit-only features); only Debian's apt is
 # used over the network.  The module must match the nginx it loads into:
-# both stages install from the same bookworm archive, and the final stage
-# loads the module with 'nginx -t' before the image is done.
+# both stages install from the same release's archive (trixie, as the
+# official nginx image; bookworm builds too), and the final stage loads
+# the module with 'nginx -t' before the image is done.
 
-ARG BASE_IMAGE=debian:bookworm
+ARG BASE_IMAGE=debian:trixie
 
 
 # --- build: the module and the tool, with the repository's own make ---------
@@ -45,10 +46,24 @@ COPY . .
 # (build/nginx/objs/ngx_http_gms_module.so), and build/gms-token
 RUN make
 
+# the runtime stage's libraries, as the release names them: the packages
+# that ship what the module and the tool link (libhiredis0.14 on
+# bookworm, libhiredis1.1.0 on trixie; libssl3 or libssl3t64, libcurl4
+# or libcurl4t64, libjansson4, libc6), in build/runtime-packages
+RUN set -eu; \
+    objdump -p build/nginx/objs/ngx_http_gms_module.so build/gms-token \
+        | awk '$1 == "NEEDED" { print $2 }' | sort -u > build/needed; \
+    for so in $(cat build/needed); do dpkg -S "*/$so"; done > build/owners; \
+    cut -d : -f 1 build/owners | sort -u > build/runtime-packages; \
+    grep -q '^libhiredis' build/runtime-packages; \
+    cat build/runtime-packages
+
 
 # --- runtime: nginx and the libraries, nothing to build with ----------------
 
 FROM ${BASE_IMAGE}
+
+COPY --from=build /src/build/runtime-packages /tmp/runtime-packages
 
 # runtime packages only; then out again: the policy-rc.d that kept
 # services from starting during the build, nginx's default site, apt's
@@ -58,11 +73,10 @@ RUN set -eux; \
     chmod 0755 /usr/sbin/policy-rc.d; \
     apt-get update; \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        nginx libhiredis0.14 libjansson4 libcurl4 ca-certificates \
-        gettext-base; \
+        nginx $(cat /tmp/runtime-packages) ca-certificates gettext-base; \
     apt-get clean; \
     rm -rf /var/lib/apt/lists/* /var/cache/debconf/*-old \
-           /usr/share/man/* /usr/share/info/* \
+           /tmp/runtime-packages /usr/share/man/* /usr/share/info/* \
            /etc/nginx/sites-enabled/default /usr/sbin/policy-rc.d; \
     find /usr/share/doc -type f ! -name copyright -delete; \
     mkdir -p /etc/gms-edge/http.d /etc/gms-edge/server.d; \

@@ -232,9 +232,10 @@ test-asan: deps $(ASAN_MODULE) unit $(ASAN_TOOL)
 
 # --- container (issues 8, 23) --------------------------------------------------
 #
-#   make docker-base   debian:bookworm for the Dockerfile: present, pulled,
-#                      or made with debootstrap from this host's apt
-#                      mirror (tools/docker-base.sh)
+#   make docker-base   the Dockerfile's base, BASE_IMAGE (debian:trixie;
+#                      or debian:bookworm): present, pulled, or made with
+#                      debootstrap from this host's apt mirror
+#                      (tools/docker-base.sh)
 #   make docker-test   docker-base, then build the image (Dockerfile) and
 #                      run it beside a redis-server and stand-ins for GMS
 #                      and the search cluster: t/docker/smoke.sh.  Both
@@ -331,21 +332,29 @@ bench-scale: deps module tool
 # --- end of bench-scale -----------------------------------------------------
 
 
-# --- Debian packages (issue 16) ----------------------------------------------
+# --- Debian packages (issues 16, 35) ------------------------------------------
 #
 #   make deb        libnginx-mod-http-gms and gms-token .debs in build/deb/,
 #                   built by dpkg-buildpackage (debian/) from a copy of the
 #                   tree in build/deb/src, then checked by lintian
-#   make deb-test   installs them into a clean bookworm (a debootstrap
-#                   chroot cached in build/deb-chroot, or debian:bookworm
-#                   under Docker) and runs t/deb/install-test.sh there,
-#                   which also upgrades them to the same tree built as a
-#                   later version (make deb-next, in build/deb-next/);
-#                   skipped, with the reason, where neither is possible
+#   make deb-test   installs them into a clean system of the release they
+#                   were built for (a debootstrap chroot cached in
+#                   build/deb-chroot, or debian:<suite> under Docker) and
+#                   runs t/deb/install-test.sh there, which also upgrades
+#                   them to the same tree built as a later version (make
+#                   deb-next, in build/deb-next/); skipped, with the
+#                   reason, where neither is possible
+#
+# DEB_SUITE (default: this host's release) builds for another release:
+# the same targets run in a debian:$(DEB_SUITE) container
+# (tools/deb-container.sh), e.g. 'make deb DEB_SUITE=trixie' on bookworm.
 
 DEB_DIR          := $(BUILD)/deb
 DEB_NEXT_DIR     := $(BUILD)/deb-next
 DEB_TREE         := src/ngx-http-gms-module
+HOST_SUITE       := $(shell . /etc/os-release 2>/dev/null \
+                        && echo $$VERSION_CODENAME)
+DEB_SUITE        ?= $(HOST_SUITE)
 
 .PHONY: deb deb-deps deb-next deb-test
 
@@ -359,6 +368,7 @@ define deb_build
 	cd $(1)/$(DEB_TREE) && ($(2)) && dpkg-buildpackage -us -uc -b \
 	    > $(1)/build.log 2>&1 || { tail -40 $(1)/build.log; exit 1; }
 	mv $(1)/src/*.deb $(1)/src/*.changes $(1)/src/*.buildinfo $(1)/
+	echo $(HOST_SUITE) > $(1)/suite
 endef
 
 # debian/changelog's latest entry again, as version <latest>+next1
@@ -371,7 +381,10 @@ DEB_NEXT_ENTRY   := v=$$(dpkg-parsechangelog -S Version)+next1; \
     && mv changelog.next debian/changelog
 
 deb-deps:
-	@sh tools/install-deps.sh debhelper dpkg-dev fakeroot lintian help2man
+	@sh tools/install-deps.sh build-essential debhelper dpkg-dev fakeroot \
+	    lintian help2man
+
+ifeq ($(DEB_SUITE),$(HOST_SUITE))
 
 deb: deps deb-deps
 	$(call deb_build,$(DEB_DIR),true)
@@ -384,5 +397,18 @@ deb-next: deps deb-deps
 
 deb-test: deb deb-next
 	@bash tools/deb-test.sh $(DEB_DIR) $(DEB_NEXT_DIR)
+
+else
+
+deb deb-next: docker-deps
+	@sh tools/with-dockerd.sh bash tools/deb-container.sh $(DEB_SUITE) $@
+
+# one container builds both
+deb-test: docker-deps
+	@sh tools/with-dockerd.sh sh -c \
+	    'bash tools/deb-container.sh $(DEB_SUITE) deb deb-next \
+	     && bash tools/deb-test.sh $(DEB_DIR) $(DEB_NEXT_DIR)'
+
+endif
 
 # --- end of Debian packages ----------------------------------------------------

@@ -1,25 +1,45 @@
 #!/bin/bash
-# make deb-test: t/deb/install-test.sh run in a clean Debian bookworm with
-# Debian's nginx, into which the packages of 'make deb' are installed.
+# make deb-test: t/deb/install-test.sh run in a clean Debian with
+# Debian's nginx, into which the packages of 'make deb' are installed:
+# of the release they were built for (DEB_DIR/suite, written by make deb;
+# this host's when missing).
 #
 #   deb-test.sh DEB_DIR NEXT_DIR
 #
 # NEXT_DIR: the same packages as a later version (make deb-next), which
 # the test upgrades to.
-# Under a Docker daemon: a debian:bookworm container.  Else, as root: a
-# debootstrap chroot.  Its base (minbase, nginx, redis-server, nothing
-# else) is made once and kept in build/deb-chroot/bookworm; each run
-# works in a fresh copy of it, so the base stays clean and a second run
-# takes seconds.  Neither: it says why and exits 0.  DEB_MIRROR: the
-# Debian mirror (default: the one this machine's apt uses).
+# Under a Docker daemon: a debian:<suite> container (tools/docker-base.sh
+# makes the image when missing).  Else, as root: a debootstrap chroot.
+# Its base (minbase, nginx, redis-server, nothing else) is made once and
+# kept in build/deb-chroot/<suite>; each run works in a fresh copy of
+# it, so the base stays clean and a second run takes seconds.  Neither:
+# it says why and exits 0.  DEB_MIRROR: the Debian mirror (default: the
+# one this machine's apt uses).
 
 set -euo pipefail
 
 debs=$(cd "$1" && pwd)
 next=$(cd "$2" && pwd)
 repo=$(cd "$(dirname "$0")/.." && pwd)
+
+# the release the packages were built for
+built_for() {
+    if [ -f "$1/suite" ]; then
+        cat "$1/suite"
+    else
+        (. /etc/os-release && echo "$VERSION_CODENAME")
+    fi
+}
+
+suite=$(built_for "$debs")
+if [ "$(built_for "$next")" != "$suite" ]; then
+    echo "deb-test: $debs is for $suite, $next for $(built_for "$next"):" \
+         "build both for one release" >&2
+    exit 1
+fi
+
 cache=$repo/build/deb-chroot
-base=$cache/bookworm
+base=$cache/$suite
 run=$cache/run
 
 skip() {
@@ -37,9 +57,10 @@ for d in "$debs" "$next"; do
 done
 
 if command -v docker > /dev/null && docker info > /dev/null 2>&1; then
-    echo "deb-test: in a debian:bookworm container"
+    BASE_IMAGE=debian:$suite sh "$repo/tools/docker-base.sh"
+    echo "deb-test: in a debian:$suite container"
     exec docker run --rm -v "$debs:/debs:ro" -v "$next:/next:ro" \
-        -v "$repo/t/deb:/t:ro" -e DEB_TEST_PORT debian:bookworm \
+        -v "$repo/t/deb:/t:ro" -e DEB_TEST_PORT "debian:$suite" \
         bash /t/install-test.sh /debs /next
 fi
 
@@ -113,17 +134,17 @@ trap cleanup EXIT
 make_base() {
     local tmp=$base.tmp
 
-    echo "deb-test: making a bookworm chroot from $mirror (once, a few minutes)"
+    echo "deb-test: making a $suite chroot from $mirror (once, a few minutes)"
     remove_tree "$tmp" 2>/dev/null || true
     mkdir -p "$cache"
-    debootstrap --variant=minbase bookworm "$tmp" "$mirror" \
+    debootstrap --variant=minbase "$suite" "$tmp" "$mirror" \
         > "$cache/debootstrap.log" 2>&1 \
         || { tail -20 "$cache/debootstrap.log"; exit 1; }
 
     cat > "$tmp/etc/apt/sources.list" <<LIST
-deb $mirror bookworm main
-deb $mirror bookworm-updates main
-deb $security bookworm-security main
+deb $mirror $suite main
+deb $mirror $suite-updates main
+deb $security $suite-security main
 LIST
     printf '#!/bin/sh\nexit 101\n' > "$tmp/usr/sbin/policy-rc.d"
     chmod 0755 "$tmp/usr/sbin/policy-rc.d"

@@ -1,8 +1,9 @@
 #!/bin/bash
-# The Debian packages installed into a clean bookworm with Debian's nginx:
-# run as root inside that system (a debootstrap chroot or a
-# debian:bookworm container, see tools/deb-test.sh), never on a machine
-# of value: it installs, starts and removes things.
+# The Debian packages installed into a clean Debian, of the release they
+# were built for, with Debian's nginx: run as root inside that system (a
+# debootstrap chroot or a debian:<suite> container, see
+# tools/deb-test.sh), never on a machine of value: it installs, starts
+# and removes things.
 #
 #   install-test.sh DIR NEXT    DIR holds libnginx-mod-http-gms_*.deb and
 #                               gms-token_*.deb; NEXT the same as a
@@ -25,7 +26,6 @@ token=deb-test-token
 actor=urn:li:corpuser:debtest
 enabled=/etc/nginx/modules-enabled/50-mod-http-gms.conf
 available=/usr/share/nginx/modules-available/mod-http-gms.conf
-unit=/lib/systemd/system/gms-token-follow.service
 wants=/etc/systemd/system/multi-user.target.wants/gms-token-follow.service
 settings=/etc/default/gms-token-follow
 # what deb-systemd-helper (the maintainer scripts') knows of the unit
@@ -129,6 +129,17 @@ depends_on() {
     dpkg-query -W -f '${Depends}' "$1" | grep -Eq "(^|, )$2( |,|$)"
 }
 
+# the package holding the library $2 (libhiredis, libcrypto, ...) that the
+# installed file $1 is linked with, as the dynamic linker finds it: the
+# release's own (libhiredis0.14 or libhiredis1.1.0, libssl3 or
+# libssl3t64, ...)
+lib_package() {
+    local path
+
+    path=$(ldd "$1" | awk -v lib="$2.so." 'index($1, lib) == 1 { print $3 }')
+    [ -n "$path" ] && dpkg -S "*/${path##*/}" | head -n 1 | cut -d : -f 1
+}
+
 installed() {
     [ "$(dpkg-query -W -f '${Status}' "$1")" = "install ok installed" ]
 }
@@ -182,11 +193,16 @@ check "it is enabled through /etc/nginx/modules-enabled" \
     link_is "$enabled" "$available"
 check "the module depends on nginx's ABI" \
     depends_on libnginx-mod-http-gms 'nginx-abi-[0-9.]+-[0-9]+'
-for lib in libhiredis0.14 libjansson4 libssl3; do
-    check "the module depends on $lib" depends_on libnginx-mod-http-gms $lib
+module=/usr/lib/nginx/modules/ngx_http_gms_module.so
+for lib in libhiredis libjansson libcrypto; do
+    pkg=$(lib_package $module $lib || true)
+    check "the module depends on ${pkg:-the package of $lib}" \
+        depends_on libnginx-mod-http-gms "${pkg:-$lib not linked}"
 done
-for lib in libhiredis0.14 libjansson4 libcurl4 libssl3; do
-    check "gms-token depends on $lib" depends_on gms-token $lib
+for lib in libhiredis libjansson libcurl libssl; do
+    pkg=$(lib_package /usr/bin/gms-token $lib || true)
+    check "gms-token depends on ${pkg:-the package of $lib}" \
+        depends_on gms-token "${pkg:-$lib not linked}"
 done
 check "nginx -t with the module enabled" nginx_t
 
@@ -195,6 +211,10 @@ check "gms-token's man page" test -f /usr/share/man/man1/gms-token.1.gz
 
 check "gms-token is installed, its maintainer scripts passed" \
     installed gms-token
+# where debhelper put the unit: /lib/systemd/system up to bookworm,
+# /usr/lib/systemd/system from trixie
+unit=$(dpkg -L gms-token | grep '/systemd/system/gms-token-follow\.service$' \
+    || echo "(no gms-token-follow.service in gms-token)")
 check "the follow service is installed, for /usr/bin/gms-token" \
     grep -q '^ExecStart=/usr/bin/gms-token follow' "$unit"
 check "with its settings from $settings" \

@@ -20,7 +20,7 @@
 # on the host (make docker-test installs them).
 #
 #   GMS_EDGE_IMAGE        the tag to build (gms-edge:smoke); kept afterwards
-#   BASE_IMAGE            the Dockerfile's base (debian:bookworm)
+#   BASE_IMAGE            the Dockerfile's base (debian:trixie)
 #   DOCKER_BUILD_FLAGS    options for docker build (--network host: the
 #                         build reaches Debian's archive as the host does)
 #   DOCKER                the docker client (docker)
@@ -120,7 +120,7 @@ say "building $image (log: $dir/build.log)"
 build_started=$SECONDS
 # shellcheck disable=SC2086  # options, split on purpose
 if ! "$docker" build --force-rm ${DOCKER_BUILD_FLAGS---network host} \
-        --build-arg BASE_IMAGE="${BASE_IMAGE:-debian:bookworm}" -t "$image" \
+        --build-arg BASE_IMAGE="${BASE_IMAGE:-debian:trixie}" -t "$image" \
         "$repo" > "$dir/build.log" 2>&1; then
     tail -n 40 "$dir/build.log" >&2
     fail "docker build failed"
