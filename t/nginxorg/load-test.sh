@@ -159,7 +159,7 @@ edge() {
     name="$name (nginx $version)"
     run=("$nginx" -c "$dir/nginx.conf" -e "$dir/error.log")
     mkdir -p "$dir/html/entities"
-    echo "entity" > "$dir/html/entities/x"
+    printf entity > "$dir/html/entities/x"
     cat > "$dir/nginx.conf" <<CONF
 load_module $module;
 pid $dir/nginx.pid;
@@ -187,6 +187,7 @@ CONF
     check "$name: an unknown token, 401" test "$status" = 401
     get /entities/x "Bearer $token"
     check "$name: the seeded token, 200" test "$status:$body" = "200:entity"
+    [ "$status" = 200 ] || echo "# got $status: $body"
     get /metrics
     check "$name: gms_module_build_info names nginx $version" \
         grep -q "^gms_module_build_info{.*nginx_version=\"$version\"} 1" \
@@ -217,8 +218,8 @@ for _ in $(seq 50); do
 done
 seed_token
 
-echo "# 1. Debian's nginx $(version_of /usr/sbin/nginx):" \
-     "$(/usr/sbin/nginx -V 2>&1 | grep -c -- --with-compat) --with-compat"
+debian_version=$(version_of /usr/sbin/nginx)
+echo "# 1. Debian's nginx $debian_version, Debian's arguments"
 # nginx-dev's tree less Debian's configure flags: --with-compat alone
 cp -a /usr/share/nginx/src "$work/nginx-dev"
 rm -f "$work/nginx-dev/conf_flags"
@@ -231,16 +232,28 @@ if [ -z "$tarball" ]; then
     echo "ok - 2. nginx.org's build # SKIP no nginx tarball given" \
          "(NGINX_TARBALL)"
 else
-    echo "# 2. nginx.org's $(basename "$tarball"), nginx.org's arguments"
+    echo "# 2. nginx from $(tar -tzf "$tarball" | head -n 1 | cut -d/ -f1)," \
+         "nginx.org's packages' arguments"
     step nginx-org build_nginxorg
     step module-org build_module "$work/org" "$work/build-org"
-    install -m 0644 "$work/build-org/nginx/objs/ngx_http_gms_module.so" \
-        /usr/lib/nginx/modules/
+    install -D -m 0644 "$work/build-org/nginx/objs/ngx_http_gms_module.so" \
+        /usr/lib/nginx/modules/ngx_http_gms_module.so
     mkdir -p "$work/nginxorg"
     # the packages' layout: modules/ under the prefix is the modules path
     ln -sfn /usr/lib/nginx/modules /etc/nginx/modules
     edge "nginx.org's" /usr/sbin/nginx modules/ngx_http_gms_module.so \
         "$work/nginxorg"
+    # a module of another nginx version is refused, saying so
+    debian_so=$work/build-debian/nginx/objs/ngx_http_gms_module.so
+    if [ "$(version_of /usr/sbin/nginx)" != "$debian_version" ]; then
+        sed "s|^load_module .*|load_module $debian_so;|" \
+            "$work/nginxorg/nginx.conf" > "$work/other-version.conf"
+        check "a module built for nginx $debian_version: refused" bash -c \
+            "! /usr/sbin/nginx -t -c '$work/other-version.conf' -e stderr \
+                 > '$work/other-version.log' 2>&1 \
+             && grep -q 'version [0-9]* instead of' \
+                 '$work/other-version.log'"
+    fi
     check "nginx.org's configure arguments, as its packages'" \
         bash -c "/usr/sbin/nginx -V 2>&1 | grep -q -- \
                  '--prefix=/etc/nginx .*--with-http_v3_module'"
