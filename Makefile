@@ -5,7 +5,8 @@
 #   make demo       a local redis-server + nginx + stand-in GMS to try
 #
 # NGINX_SRC=/path/to/nginx-source make   builds against another tree;
-# NGINX_CONF_FLAGS then gives its configure flags (default: --with-compat).
+# NGINX_CONF_FLAGS then gives its configure flags (default: --with-compat
+# --with-http_ssl_module: without OpenSSL, no Redis over TLS).
 
 NGINX_SRC        ?= /usr/share/nginx/src
 BUILD            := $(CURDIR)/build
@@ -77,7 +78,7 @@ $(NGX_BUILD)/objs/Makefile: config $(VERSION_STAMP)
 	        --with-cc-opt="$(DEB_CC_OPT)" --with-ld-opt="$(DEB_LD_OPT)" \
 	        --add-dynamic-module=$(CURDIR)' > $(BUILD)/configure.log; \
 	else \
-	    ./configure $${NGINX_CONF_FLAGS:---with-compat} \
+	    ./configure $${NGINX_CONF_FLAGS:---with-compat --with-http_ssl_module} \
 	        --add-dynamic-module=$(CURDIR) > $(BUILD)/configure.log; \
 	fi
 
@@ -281,6 +282,26 @@ test-matrix-ci: docker-deps
 	    sh tools/with-dockerd.sh bash t/matrix/run.sh $(MATRIX_CI)
 
 # --- end of platforms -----------------------------------------------------------
+
+
+# --- nginx.org's builds: the module loaded into them (issue 35) -------------
+#
+#   make nginxorg-test  in a debian:forky container (made by docker-base if
+#                       missing): the module built with --with-compat from
+#                       the nginx's own source, loaded into Debian's nginx
+#                       1.30.6 and, with NGINX_TARBALL=nginx-X.Y.Z.tar.gz,
+#                       into nginx built with nginx.org's packages'
+#                       arguments; nginx -t and real requests
+#                       (t/nginxorg/load-test.sh); not part of CI
+
+.PHONY: nginxorg-test
+
+nginxorg-test: docker-deps
+	@sh tools/with-dockerd.sh sh -c \
+	    'BASE_IMAGE=debian:forky sh tools/docker-base.sh \
+	     && bash tools/nginxorg-test.sh'
+
+# --- end of nginx.org's builds ------------------------------------------------
 
 
 # --- bench: the module under load, beside its alternatives (issue 7) -------

@@ -83,7 +83,7 @@ is($m0->{'gms_token_requests_total{result="ok"}'}, 0, 'starts at zero');
 # the build that serves, which a reload does not change
 {
     my $version = built_version();
-    my ($nginx) = `${\GmsTest::nginx_bin()} -v 2>&1` =~ m{nginx/(\S+)};
+    my $nginx = GmsTest::nginx_version();
     my @build = grep { /^gms_module_build_info\{/ } keys %$m0;
     is_deeply(\@build,
               ["gms_module_build_info{version=\"$version\","

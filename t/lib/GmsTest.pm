@@ -51,6 +51,34 @@ sub nginx_bin {
     return $ENV{NGINX_BIN} // '/usr/sbin/nginx';
 }
 
+# The version of the nginx under test, "1.22.1" ('' if it cannot tell).
+my $nginx_version;
+
+sub nginx_version {
+    return $nginx_version //= do {
+        my $out = scratch_dir() . '/nginx-v.out';
+        unlink $out;
+        run([nginx_bin(), '-v'], $out);
+        slurp($out) =~ m{nginx/(\d+\.\d+\.\d+)} ? $1 : '';
+    };
+}
+
+# Whether the nginx under test is release $release ("1.23.0") or later,
+# for the behaviours that changed between releases.
+sub nginx_at_least {
+    my ($release) = @_;
+
+    my @have = split /\./, nginx_version();
+    my @want = split /\./, $release;
+
+    for my $i (0 .. $#want) {
+        my $cmp = ($have[$i] // 0) <=> $want[$i];
+        return $cmp > 0 if $cmp;
+    }
+
+    return 1;
+}
+
 sub need_nginx {
     my $bin = nginx_bin();
     skip_all("nginx not found: $bin") unless -x $bin;
@@ -145,16 +173,28 @@ sub wait_until {
 
 # Runs "nginx -t" on a complete configuration; %%TESTDIR%% and %%MODULE%%
 # are replaced by a fresh temporary directory and module_path().
+#
+# "nginx -t" opens the pid file and the logs and creates the temporary
+# directories: what a configuration does not name is the build's default,
+# which need not exist (nginx.org's source built with a plain configure
+# has logs/nginx.pid, logs/error.log, logs/access.log and
+# client_body_temp under /usr/local/nginx).  They go to the test's
+# directory: the prefix (-p) with a logs/ for the relative defaults, the
+# error log (-e) and, unless the configuration has its own (a shipped
+# one, tested as shipped), the pid file (-g) for the absolute ones.
 sub nginx_t {
     my ($conf_text) = @_;
 
     my $dir = tempdir();
-    write_file("$dir/nginx.conf",
-        substitute($conf_text, TESTDIR => $dir, MODULE => module_path()));
+    my $conf = substitute($conf_text, TESTDIR => $dir,
+                          MODULE => module_path());
+    write_file("$dir/nginx.conf", $conf);
+    mkdir "$dir/logs" or die "$dir/logs: $!\n";
 
+    my @pid = $conf =~ /^\s*pid\s/m ? () : ('-g', "pid $dir/nginx.pid;");
     my @wrapper = split ' ', ($ENV{GMS_NGINX_WRAPPER} // '');
     my $rc = run([@wrapper, nginx_bin(), '-t', '-p', "$dir/",
-                  '-c', "$dir/nginx.conf", '-e', "$dir/error.log"],
+                  '-c', "$dir/nginx.conf", '-e', "$dir/error.log", @pid],
                  "$dir/nginx-t.out");
 
     return ($rc, slurp("$dir/nginx-t.out"));
