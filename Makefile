@@ -271,6 +271,22 @@ docker-test: deps docker-deps
 
 MATRIX           ?= bookworm trixie trixie-valkey forky-valkey
 MATRIX_CI        := trixie forky-valkey
+# what differs between releases, about 4 minutes each: the harness
+# against the server, the unit tests against the release's hiredis and
+# clang, lookups and hostile replies through hiredis 1.x, credentials,
+# the shipped configurations under that nginx, invalidation, TLS and IPv6
+# with its OpenSSL, Sentinel, Cluster, getEsTaskStatus's body filter and
+# hostile requests under that nginx, and gms-token against that server
+# and through that libcurl
+MATRIX_CI_TESTS  := t/00-harness.t t/01-unit.t t/10-auth.t \
+                    t/18-hostile-redis.t t/19-credentials.t \
+                    t/20-conf-examples.t t/22-shipped-config.t \
+                    t/24-invalidate.t t/25-redis-transport.t \
+                    t/26-redis-sentinel.t t/30-es-task.t t/40-gms-token.t \
+                    t/41-gms-sync.t t/43-gms-follow.t \
+                    t/46-gms-token-transport.t \
+                    t/50-hostile.t t/57-es-task-openapi.t \
+                    t/60-redis-cluster.t t/61-gms-token-cluster.t
 
 .PHONY: test-matrix test-matrix-ci
 
