@@ -64,6 +64,19 @@ subtest 'redis' => sub {
     ok($r->pid, 'redis-server started');
     is($r->cmd('PING'), 'PONG', 'PING');
 
+    # the server REDIS_SERVER names (make test-matrix: valkey-server) is
+    # the one running: its --version is the version INFO reports (Valkey
+    # reports valkey_version beside a redis_version of its own)
+    my $bin = GmsTest::redis_bin('server');
+    my $out = GmsTest::scratch_dir() . '/server-version.out';
+    GmsTest::run([$bin, '--version'], $out);
+    my ($want) = GmsTest::slurp($out) =~ /\bv=(\S+)/;
+    my $info = $r->cmd(INFO => 'server');
+    my ($got) = $info =~ /^valkey_version:(\S+)/m;
+    ($got) = $info =~ /^redis_version:(\S+)/m unless defined $got;
+    is($got, $want, "the server running is ${bin}'s ("
+                    . ($want // '?') . ')');
+
     my $value = "a\r\nb\0c\xff";
     is($r->cmd(SET => 'k', $value), 'OK', 'SET simple string reply');
     is($r->cmd(GET => 'k'), $value, 'GET binary-safe bulk string');

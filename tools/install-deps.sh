@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs the Debian packages the build, the tests and the demo need,
-# and only those that are missing.  Run as root on Debian bookworm.
+# and only those that are missing.  Run as root on Debian 12 bookworm,
+# 13 trixie or testing (the names are the same on each).
 set -eu
 
 packages="nginx nginx-dev redis-server redis-sentinel libhiredis-dev libjansson-dev \
