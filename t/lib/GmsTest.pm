@@ -212,10 +212,15 @@ sub tempdir {
 
 my $scratch;
 
-# One temporary directory for the whole test process, made on first use.
+# One temporary directory for the whole test process, made when the
+# harness is loaded, in the test's own process: one that a forked
+# stand-in made on first use would outlive the test (File::Temp removes
+# a directory only in the process that made it, and stand-ins end with
+# POSIX::_exit or a signal).
 sub scratch_dir {
     return $scratch //= tempdir();
 }
+scratch_dir();
 
 # Writes $bytes to $path, replacing what was there.
 sub write_file {
