@@ -144,7 +144,9 @@ sub sha256_b64 {
 
     utf8::downgrade($bytes, 1) or die "sha256_b64: wide characters\n";
 
-    my $in = scratch_dir() . '/sha256.in';
+    # a file of this process's own: the stand-ins forked from the test
+    # share its scratch directory, and hash at the same time as it
+    my $in = scratch_dir() . "/sha256.$$.in";
     write_file($in, $bytes);
 
     open my $fh, '-|', 'bash', '-o', 'pipefail', '-c',
