@@ -144,8 +144,8 @@ sub sha256_b64 {
 
     utf8::downgrade($bytes, 1) or die "sha256_b64: wide characters\n";
 
-    # a file of this process's own: the stand-ins forked from the test
-    # share its scratch directory, and hash at the same time as it
+    # a file of this process's own: stand-ins forked after the test made
+    # its scratch directory share it, and hash at the same time as it
     my $in = scratch_dir() . "/sha256.$$.in";
     write_file($in, $bytes);
 
@@ -214,15 +214,10 @@ sub tempdir {
 
 my $scratch;
 
-# One temporary directory for the whole test process, made when the
-# harness is loaded, in the test's own process: one that a forked
-# stand-in made on first use would outlive the test (File::Temp removes
-# a directory only in the process that made it, and stand-ins end with
-# POSIX::_exit or a signal).
+# One temporary directory for the whole test process, made on first use.
 sub scratch_dir {
     return $scratch //= tempdir();
 }
-scratch_dir();
 
 # Writes $bytes to $path, replacing what was there.
 sub write_file {

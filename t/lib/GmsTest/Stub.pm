@@ -79,7 +79,14 @@ sub start {
 
     for (1 .. $opt{workers} // 2) {
         my $pid = fork // die "GmsTest::Stub: fork: $!\n";
-        _worker($listen, $handler, $self->{log}) if $pid == 0;
+        if ($pid == 0) {
+            # a seed of its own: workers forked from a parent that drew
+            # rand before (File::Temp's names do) would draw the same
+            # numbers, and the GraphQL stand-in's tokens made in the same
+            # second by two workers would be the same JWT, with one id
+            srand();
+            _worker($listen, $handler, $self->{log});
+        }
         push @{ $self->{pids} }, $pid;
     }
 
