@@ -42,17 +42,17 @@ valkey_env=(-e REDIS_SERVER=valkey-server -e REDIS_SENTINEL=valkey-sentinel
 
 failed=0
 for platform in "$@"; do
-    extra=
     env=()
     case $platform in
         bookworm)      release=bookworm ;;
         trixie)        release=trixie ;;
-        trixie-valkey) release=trixie extra=valkey env=("${valkey_env[@]}") ;;
-        forky-valkey)  release=forky extra=valkey env=("${valkey_env[@]}") ;;
+        trixie-valkey) release=trixie env=("${valkey_env[@]}") ;;
+        forky-valkey)  release=forky env=("${valkey_env[@]}") ;;
         *) say "$platform: unknown (bookworm, trixie, trixie-valkey," \
                "forky-valkey)"; exit 2 ;;
     esac
     # Valkey is in every release that has it, so one image serves both
+    extra=
     [ "$release" = bookworm ] || extra=valkey
     image=gms-matrix:$release
     log=$logs/$platform.log
