@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gms_es_task.h"
+#include "gms_es_openapi.h"
 
 
 int

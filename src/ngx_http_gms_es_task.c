@@ -14,6 +14,7 @@
 #include "ngx_http_gms_release.h"
 
 #include "gms_restli.h"
+#include "gms_es_openapi.h"
 
 
 static ngx_int_t ngx_http_gms_es_task_handler(ngx_http_request_t *r);

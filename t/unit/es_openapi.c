@@ -10,6 +10,7 @@
 
 #include "tap.h"
 #include "gms_es_task.h"
+#include "gms_es_openapi.h"
 
 
 static char    task[GMS_ES_OPENAPI_TASK_MAX + 1];
