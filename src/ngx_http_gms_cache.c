@@ -18,7 +18,6 @@
 
 
 #include "ngx_http_gms_cache.h"
-#include "ngx_http_gms_oauth.h"
 #include "ngx_http_gms_metrics.h"
 
 #include <openssl/sha.h>
@@ -904,26 +903,26 @@ invalid:
 
 /*
  * What the cached entries depend on: a reload that changes any of it
- * must not serve entries read under the old values.
+ * must not serve entries read under the old values.  The caller starts
+ * and ends the CRC, and adds what the OAuth issuers' entries depend on
+ * (ngx_http_gms_oauth_source()).
  */
 
-uint32_t
-ngx_http_gms_cache_source(ngx_http_gms_main_conf_t *gmcf)
+void
+ngx_http_gms_cache_source(ngx_http_gms_main_conf_t *gmcf, uint32_t *crc)
 {
-    uint32_t       crc;
     ngx_uint_t     i;
     unsigned char  key_md[SHA256_DIGEST_LENGTH];
 
-    ngx_crc32_init(crc);
-    ngx_crc32_update(&crc, gmcf->redis.name.data, gmcf->redis.name.len);
-    ngx_crc32_update(&crc, gmcf->master_name.data, gmcf->master_name.len);
-    ngx_crc32_update(&crc, (u_char *) &gmcf->db, sizeof(gmcf->db));
-    ngx_crc32_update(&crc, (u_char *) &gmcf->prefix.len,
+    ngx_crc32_update(crc, gmcf->redis.name.data, gmcf->redis.name.len);
+    ngx_crc32_update(crc, gmcf->master_name.data, gmcf->master_name.len);
+    ngx_crc32_update(crc, (u_char *) &gmcf->db, sizeof(gmcf->db));
+    ngx_crc32_update(crc, (u_char *) &gmcf->prefix.len,
                      sizeof(gmcf->prefix.len));
-    ngx_crc32_update(&crc, gmcf->prefix.data, gmcf->prefix.len);
-    ngx_crc32_update(&crc, (u_char *) &gmcf->salt.len,
+    ngx_crc32_update(crc, gmcf->prefix.data, gmcf->prefix.len);
+    ngx_crc32_update(crc, (u_char *) &gmcf->salt.len,
                      sizeof(gmcf->salt.len));
-    ngx_crc32_update(&crc, gmcf->salt.data, gmcf->salt.len);
+    ngx_crc32_update(crc, gmcf->salt.data, gmcf->salt.len);
 
     /*
      * entries of signed tokens were verified under these keys: their
@@ -931,13 +930,9 @@ ngx_http_gms_cache_source(ngx_http_gms_main_conf_t *gmcf)
      */
     for (i = 0; i < gmcf->nkeys; i++) {
         SHA256(gmcf->keys[i].data, gmcf->keys[i].len, key_md);
-        ngx_crc32_update(&crc, key_md, SHA256_DIGEST_LENGTH);
+        ngx_crc32_update(crc, key_md, SHA256_DIGEST_LENGTH);
     }
 
-    ngx_crc32_update(&crc, (u_char *) &gmcf->jwt_leeway,
+    ngx_crc32_update(crc, (u_char *) &gmcf->jwt_leeway,
                      sizeof(gmcf->jwt_leeway));
-    ngx_http_gms_oauth_source(gmcf, &crc);
-    ngx_crc32_final(crc);
-
-    return crc;
 }

@@ -63,7 +63,8 @@ void ngx_http_gms_cache_sizes(ngx_http_gms_cache_t *cache,
     ngx_uint_t *positive, ngx_uint_t *negative);
 char *ngx_http_gms_cache_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-uint32_t ngx_http_gms_cache_source(ngx_http_gms_main_conf_t *gmcf);
+void ngx_http_gms_cache_source(ngx_http_gms_main_conf_t *gmcf,
+    uint32_t *crc);
 int64_t ngx_http_gms_now_ms(void);
 
 

@@ -613,6 +613,7 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
 {
     ngx_http_gms_main_conf_t *gmcf = conf;
 
+    uint32_t       crc;
     unsigned char  md[SHA_DIGEST_LENGTH];
 
     if (ngx_http_gms_redis_init_conf(cf, gmcf) != NGX_CONF_OK) {
@@ -658,7 +659,11 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
     }
 
     if (gmcf->cache) {
-        gmcf->cache->source = ngx_http_gms_cache_source(gmcf);
+        ngx_crc32_init(crc);
+        ngx_http_gms_cache_source(gmcf, &crc);
+        ngx_http_gms_oauth_source(gmcf, &crc);
+        ngx_crc32_final(crc);
+        gmcf->cache->source = crc;
 
         /* a token removed from Redis must not go on to GMS: see verdict.c */
         gmcf->cache->changed = gmcf->nkeys ? NGX_HTTP_GMS_CACHE_CHANGED_TIME
