@@ -13,6 +13,7 @@
 #include "ngx_http_gms_source.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
+#include "ngx_http_gms_secret.h"
 
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
@@ -22,8 +23,6 @@
 #define NGX_HTTP_GMS_SALT_MAX  4096
 
 
-static char *ngx_http_gms_read_secret(ngx_conf_t *cf, ngx_str_t *name,
-    ngx_str_t *out);
 static char *ngx_http_gms_jwt_leeway(ngx_conf_t *cf, void *post,
     void *data);
 
@@ -34,8 +33,8 @@ ngx_conf_post_handler_pt  ngx_http_gms_jwt_leeway_p =
 
 /*
  * gms_token_salt_file PATH: the salt as GMS is given it, from a file (a
- * mounted secret), one trailing newline dropped, as gms-token's
- * --salt-file reads it.
+ * mounted secret), read as gms-token's --salt-file reads it
+ * (ngx_http_gms_secret.c).
  */
 
 char *
@@ -51,7 +50,8 @@ ngx_http_gms_salt_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     value = cf->args->elts;
 
-    return ngx_http_gms_read_secret(cf, &value[1], &gmcf->salt);
+    return ngx_http_gms_secret_file(cf, &value[1], NGX_HTTP_GMS_SALT_MAX,
+                                    &gmcf->salt);
 }
 
 
@@ -77,7 +77,7 @@ ngx_http_gms_signing_key_file(ngx_conf_t *cf, ngx_command_t *cmd,
 
     value = cf->args->elts;
 
-    rv = ngx_http_gms_read_secret(cf, &value[1], &key);
+    rv = ngx_http_gms_secret_file(cf, &value[1], NGX_HTTP_GMS_SALT_MAX, &key);
     if (rv != NGX_CONF_OK) {
         return rv;
     }
@@ -153,7 +153,7 @@ ngx_http_gms_system_client(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     path.data = value[2].data + 12;
     path.len = value[2].len - 12;
 
-    rv = ngx_http_gms_read_secret(cf, &path, &secret);
+    rv = ngx_http_gms_secret_file(cf, &path, NGX_HTTP_GMS_SALT_MAX, &secret);
     if (rv != NGX_CONF_OK) {
         return rv;
     }
@@ -186,87 +186,6 @@ ngx_http_gms_system_client(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_explicit_memzero(secret.data, secret.len);
 
     gmcf->system_client = 1;
-
-    return NGX_CONF_OK;
-}
-
-
-/* a secret from a file, one trailing newline dropped */
-
-static char *
-ngx_http_gms_read_secret(ngx_conf_t *cf, ngx_str_t *name, ngx_str_t *out)
-{
-    u_char           *buf;
-    ssize_t           n;
-    ngx_fd_t          fd;
-    ngx_str_t         path;
-    ngx_file_info_t   fi;
-
-    path = *name;
-
-    if (ngx_conf_full_name(cf->cycle, &path, 1) != NGX_OK) {
-        return NGX_CONF_ERROR;
-    }
-
-    fd = ngx_open_file(path.data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
-
-    if (fd == NGX_INVALID_FILE) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
-                           ngx_open_file_n " \"%s\" failed", path.data);
-        return NGX_CONF_ERROR;
-    }
-
-    buf = NULL;
-    n = -1;
-
-    if (ngx_fd_info(fd, &fi) == NGX_FILE_ERROR) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
-                           ngx_fd_info_n " \"%s\" failed", path.data);
-        goto done;
-    }
-
-    if (!ngx_is_file(&fi) || ngx_file_size(&fi) > NGX_HTTP_GMS_SALT_MAX) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"%s\" is not a file of at most %d bytes",
-                           path.data, NGX_HTTP_GMS_SALT_MAX);
-        goto done;
-    }
-
-    buf = ngx_pnalloc(cf->pool, NGX_HTTP_GMS_SALT_MAX + 1);
-    if (buf == NULL) {
-        goto done;
-    }
-
-    n = ngx_read_fd(fd, buf, NGX_HTTP_GMS_SALT_MAX + 1);
-
-    if (n == -1) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
-                           ngx_read_fd_n " \"%s\" failed", path.data);
-
-    } else if (n > NGX_HTTP_GMS_SALT_MAX) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"%s\" is longer than %d bytes",
-                           path.data, NGX_HTTP_GMS_SALT_MAX);
-        n = -1;
-    }
-
-done:
-
-    if (ngx_close_file(fd) == NGX_FILE_ERROR) {
-        ngx_conf_log_error(NGX_LOG_ALERT, cf, ngx_errno,
-                           ngx_close_file_n " \"%s\" failed", path.data);
-    }
-
-    if (buf == NULL || n < 0) {
-        return NGX_CONF_ERROR;
-    }
-
-    if (n > 0 && buf[n - 1] == '\n') {
-        n--;
-    }
-
-    out->data = buf;
-    out->len = n;
 
     return NGX_CONF_OK;
 }

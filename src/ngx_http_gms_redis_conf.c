@@ -6,8 +6,13 @@
 
 
 #include "ngx_http_gms_redis_conf.h"
+#include "ngx_http_gms_secret.h"
 
 #include "gms_slot.h"
+
+
+/* the longest password read from a file */
+#define NGX_HTTP_GMS_PASSWORD_MAX  1023
 
 
 static ngx_int_t ngx_http_gms_redis_addr(ngx_conf_t *cf, ngx_str_t *text,
@@ -351,20 +356,16 @@ ngx_http_gms_redis_param(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
 
 
 /*
- * password_file=PATH: the password is the file's first line, read once at
- * configuration (a reload reads it again); it never appears in a log.
+ * password_file=PATH: the password from a file (ngx_http_gms_secret.c's
+ * rule), read at configuration (a reload reads it again); it never
+ * appears in a log.
  */
 
 static char *
 ngx_http_gms_redis_password_file(ngx_conf_t *cf,
     ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value)
 {
-    u_char     *p, *last;
-    ssize_t     n;
-    ngx_fd_t    fd;
-    ngx_str_t   name;
-    ngx_file_t  file;
-    u_char      buf[1024];
+    ngx_str_t  name;
 
     if (gmcf->password.data) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -376,53 +377,23 @@ ngx_http_gms_redis_password_file(ngx_conf_t *cf,
     name.data = value->data + 14;
     name.len = value->len - 14;
 
-    if (name.len == 0 || ngx_conf_full_name(cf->cycle, &name, 1) != NGX_OK) {
+    if (name.len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid \"%V\"", value);
         return NGX_CONF_ERROR;
     }
 
-    fd = ngx_open_file(name.data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
-    if (fd == NGX_INVALID_FILE) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
-                           ngx_open_file_n " \"%V\" failed", &name);
+    if (ngx_http_gms_secret_file(cf, &name, NGX_HTTP_GMS_PASSWORD_MAX,
+                                 &gmcf->password)
+        != NGX_CONF_OK)
+    {
         return NGX_CONF_ERROR;
     }
 
-    ngx_memzero(&file, sizeof(ngx_file_t));
-    file.fd = fd;
-    file.name = name;
-    file.log = cf->log;
-
-    n = ngx_read_file(&file, buf, sizeof(buf), 0);
-
-    if (ngx_close_file(fd) == NGX_FILE_ERROR) {
-        ngx_log_error(NGX_LOG_ALERT, cf->log, ngx_errno,
-                      ngx_close_file_n " \"%V\" failed", &name);
-    }
-
-    if (n == NGX_ERROR) {
-        return NGX_CONF_ERROR;
-    }
-
-    last = buf + n;
-
-    for (p = buf; p < last && *p != CR && *p != LF; p++) { /* void */ }
-
-    if (p == buf || (n == sizeof(buf) && p == last)) {
+    if (gmcf->password.len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"%V\": the file's first line must be the "
-                           "password (1 to 1023 bytes)", &name);
+                           "\"%V\": the file holds no password", &name);
         return NGX_CONF_ERROR;
     }
-
-    gmcf->password.len = p - buf;
-    gmcf->password.data = ngx_pnalloc(cf->pool, gmcf->password.len);
-    if (gmcf->password.data == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    ngx_memcpy(gmcf->password.data, buf, gmcf->password.len);
-    ngx_explicit_memzero(buf, sizeof(buf));
 
     return NGX_CONF_OK;
 }

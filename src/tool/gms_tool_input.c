@@ -14,6 +14,7 @@
 
 #include <openssl/crypto.h>
 
+#include "gms_secret.h"
 #include "gms_tool_input.h"
 #include "gms_tool_msgs.h"
 
@@ -24,7 +25,7 @@
 static int gms_tool_parse_count(const char **s, int64_t *count);
 
 
-/* a secret from a file: its bytes without one trailing newline */
+/* a secret from a file, as gms_secret_line() reads it (the module too) */
 
 char *
 gms_tool_read_file(gms_tool_t *t, const char *option, const char *path,
@@ -61,16 +62,16 @@ gms_tool_read_file(gms_tool_t *t, const char *option, const char *path,
 
     fclose(f);
 
-    if (n > 0 && buf[n - 1] == '\n') {
-        n--;
-
-        if (n > 0 && buf[n - 1] == '\r') {
-            n--;
-        }
+    if (gms_secret_line(buf, n, len) != 0) {
+        gms_tool_error(t, "%s: %s holds more than one line: a secret file "
+                       "is the secret, with at most one line ending",
+                       option, gms_tool_shown(path));
+        OPENSSL_cleanse(buf, GMS_TOOL_FILE_MAX + 1);
+        free(buf);
+        return NULL;
     }
 
-    buf[n] = '\0';
-    *len = n;
+    buf[*len] = '\0';
 
     return buf;
 }

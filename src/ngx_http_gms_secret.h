@@ -1,0 +1,18 @@
+
+/*
+ * Secret files read at configuration; ngx_http_gms_secret.c.
+ */
+
+
+#ifndef _NGX_HTTP_GMS_SECRET_H_INCLUDED_
+#define _NGX_HTTP_GMS_SECRET_H_INCLUDED_
+
+
+#include "ngx_http_gms_module.h"
+
+
+char *ngx_http_gms_secret_file(ngx_conf_t *cf, ngx_str_t *name, size_t max,
+    ngx_str_t *out);
+
+
+#endif /* _NGX_HTTP_GMS_SECRET_H_INCLUDED_ */
