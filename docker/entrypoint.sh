@@ -111,20 +111,23 @@ check_address() {
     is_port "$port"
 }
 
-# VAR, or the content of the file named by VAR_FILE with one trailing
-# newline dropped (as gms-token's --salt-file), into $value
-file_env() {
+# VAR PARAM: " PARAM_file=PATH" when VAR_FILE names a file (nginx reads
+# it, by the module's rule for secret files, at start and on every
+# reload), " \"PARAM=value\"" from VAR, added to $NGX_REDIS; neither:
+# nothing.  The rendered configuration holds no password read from a file.
+secret_param() {
     eval "v=\${$1-} f=\${$1_FILE-}"
 
     if [ -n "$f" ]; then
         [ -z "$v" ] || die "$1 and $1_FILE are both set"
-        v=$(cat -- "$f" 2>/dev/null && echo x) \
-            || die "$1_FILE: cannot read '$f'"
-        v=${v%x}
-        v=${v%"$nl"}
-    fi
+        check_secret_file "$1_FILE" "$f"
+        NGX_REDIS="$NGX_REDIS $2_file=$f"
 
-    value=$v
+    elif [ -n "$v" ]; then
+        ngx_quote "$2=$v"
+        # shellcheck disable=SC2089  # quotes for nginx's parser, not sh's
+        NGX_REDIS="$NGX_REDIS \"$quoted\""
+    fi
 }
 
 # a value for inside "..." in nginx's configuration, into $quoted
@@ -480,18 +483,8 @@ render() {
         NGX_REDIS="$NGX_REDIS tls"
     fi
 
-    file_env GMS_REDIS_PASSWORD
-    if [ -n "$value" ]; then
-        ngx_quote "password=$value"
-        # shellcheck disable=SC2089  # quotes for nginx's parser, not sh's
-        NGX_REDIS="$NGX_REDIS \"$quoted\""
-    fi
-
-    file_env GMS_REDIS_SENTINEL_PASSWORD
-    if [ -n "$value" ]; then
-        ngx_quote "sentinel_password=$value"
-        NGX_REDIS="$NGX_REDIS \"$quoted\""
-    fi
+    secret_param GMS_REDIS_PASSWORD password
+    secret_param GMS_REDIS_SENTINEL_PASSWORD sentinel_password
 
     if [ -n "${REDIS_DB:-}" ]; then
         case $REDIS_DB in
@@ -521,9 +514,17 @@ render() {
     ngx_quote "${GMS_TOKEN_KEY_PREFIX-gms:}"
     NGX_KEY_PREFIX=$quoted
 
-    file_env GMS_TOKEN_SALT
-    ngx_quote "$value"
-    NGX_SALT=$quoted
+    # the salt's file, named: nginx reads it as gms-token does
+    if [ -n "${GMS_TOKEN_SALT_FILE:-}" ]; then
+        [ -z "${GMS_TOKEN_SALT:-}" ] \
+            || die "GMS_TOKEN_SALT and GMS_TOKEN_SALT_FILE are both set"
+        check_secret_file GMS_TOKEN_SALT_FILE "$GMS_TOKEN_SALT_FILE"
+        NGX_SALT="gms_token_salt_file $GMS_TOKEN_SALT_FILE;"
+    else
+        ngx_quote "$GMS_TOKEN_SALT"
+        # shellcheck disable=SC2089  # quotes for nginx's parser, not sh's
+        NGX_SALT="gms_token_salt \"$quoted\";"
+    fi
 
     # GMS's signing key and the system client's secret: files only (the
     # key mints tokens; an environment variable would reach the workers).

@@ -21,6 +21,8 @@ static char *ngx_http_gms_redis_param(ngx_conf_t *cf,
     ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value);
 static char *ngx_http_gms_redis_password_file(ngx_conf_t *cf,
     ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value);
+static char *ngx_http_gms_redis_sentinel_password(ngx_conf_t *cf,
+    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value);
 #if (NGX_SSL)
 static ngx_int_t ngx_http_gms_redis_ssl(ngx_conf_t *cf,
     ngx_http_gms_main_conf_t *gmcf);
@@ -75,8 +77,9 @@ ngx_http_gms_redis_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 
 /*
- * gms_token_redis_sentinel ADDRESS ... master=NAME [password=STRING]
- *     [sentinel_password=STRING] [db=N] [tls] [replica=prefer|off];
+ * gms_token_redis_sentinel ADDRESS ... master=NAME [password=STRING |
+ *     password_file=PATH] [sentinel_password=STRING |
+ *     sentinel_password_file=PATH] [db=N] [tls] [replica=prefer|off];
  */
 
 char *
@@ -118,9 +121,15 @@ ngx_http_gms_redis_sentinel_directive(ngx_conf_t *cf, ngx_command_t *cmd,
             continue;
         }
 
-        if (ngx_strncmp(value[i].data, "sentinel_password=", 18) == 0) {
-            gmcf->sentinel_password.data = value[i].data + 18;
-            gmcf->sentinel_password.len = value[i].len - 18;
+        if (ngx_strncmp(value[i].data, "sentinel_password=", 18) == 0
+            || ngx_strncmp(value[i].data, "sentinel_password_file=", 23) == 0)
+        {
+            if (ngx_http_gms_redis_sentinel_password(cf, gmcf, &value[i])
+                != NGX_CONF_OK)
+            {
+                return NGX_CONF_ERROR;
+            }
+
             continue;
         }
 
@@ -390,6 +399,55 @@ ngx_http_gms_redis_password_file(ngx_conf_t *cf,
     }
 
     if (gmcf->password.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\": the file holds no password", &name);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * sentinel_password=STRING or sentinel_password_file=PATH (read as
+ * password_file=): the Sentinels' own password, never in a log
+ */
+
+static char *
+ngx_http_gms_redis_sentinel_password(ngx_conf_t *cf,
+    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value)
+{
+    ngx_str_t  name;
+
+    if (gmcf->sentinel_password.data) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"sentinel_password=\" and "
+                           "\"sentinel_password_file=\" are exclusive");
+        return NGX_CONF_ERROR;
+    }
+
+    if (value->data[17] == '=') {
+        gmcf->sentinel_password.data = value->data + 18;
+        gmcf->sentinel_password.len = value->len - 18;
+        return NGX_CONF_OK;
+    }
+
+    name.data = value->data + 23;
+    name.len = value->len - 23;
+
+    if (name.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid \"%V\"", value);
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_http_gms_secret_file(cf, &name, NGX_HTTP_GMS_PASSWORD_MAX,
+                                 &gmcf->sentinel_password)
+        != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    if (gmcf->sentinel_password.len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"%V\": the file holds no password", &name);
         return NGX_CONF_ERROR;

@@ -382,7 +382,8 @@ my @rendered = (
         REDIS_DB => 2, %tls, REDIS_SSL_NAME => 'redis.test',
         REDIS_SSL_TRUSTED_CERTIFICATE => $ca, REDIS_REPLICA => 'prefer' },
       [ 'gms_token_redis_sentinel 127.0.0.1:26379 master=gms '
-        . '"password=p\"w" "sentinel_password=s\"3\\\\cr$t" db=2 tls '
+        . '"password=p\"w" sentinel_password_file=' . "$files/sentinel-password"
+        . ' db=2 tls '
         . 'replica=prefer;',
         'gms_token_redis_ssl_name redis.test;' ] ],
     [ 'GMS_REDIS_SENTINEL_PASSWORD, REDIS_REPLICA=off',
@@ -951,6 +952,18 @@ like(slurp("$logs/stderr"),
      qr/^gms-edge: REDIS_ADDRESS: localhost is 127\.0\.0\.1 \(from \Q$NET\E\/hosts\)$/m,
      'REDIS_ADDRESS: localhost from the hosts file, its IPv4 address');
 is((stat "$run_dir/nginx.conf")[2] & 0777, 0600, 'rendered owner-only');
+{
+    # files are named, not inlined: nginx reads them (secret files' rule)
+    my $rendered = slurp("$run_dir/nginx.conf");
+    like($rendered, qr/\spassword_file=\Q$secrets\E\/password[\s;]/,
+         'GMS_REDIS_PASSWORD_FILE: the file named (password_file=)');
+    like($rendered, qr/^\s*gms_token_salt_file \Q$secrets\E\/salt;$/m,
+         'GMS_TOKEN_SALT_FILE: the file named (gms_token_salt_file)');
+    unlike($rendered, qr/\Q$password\E/,
+           'the password is not in the rendered configuration');
+    unlike($rendered, qr/\Q$salt\E/,
+           'nor the salt');
+}
 
 {
     my $res = get('/healthz');
