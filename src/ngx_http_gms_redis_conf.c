@@ -2,6 +2,12 @@
 /*
  * Where Redis is, as configured: gms_token_redis, gms_token_redis_sentinel,
  * gms_token_redis_cluster and the TLS context of gms_token_redis_ssl_*.
+ *
+ * The three directives share one parser: their parameters are a table
+ * (ngx_http_gms_redis_params), each entry naming the directives that take
+ * it.  An argument that is no parameter is an address: the one address of
+ * gms_token_redis (its first argument), any number of Sentinels or
+ * cluster nodes.
  */
 
 
@@ -14,172 +20,126 @@
 /* the longest password read from a file */
 #define NGX_HTTP_GMS_PASSWORD_MAX  1023
 
+/* the directives, as a parameter's mask names them */
+#define NGX_HTTP_GMS_REDIS_ONE       0x01  /* gms_token_redis */
+#define NGX_HTTP_GMS_REDIS_SENTINEL  0x02  /* gms_token_redis_sentinel */
+#define NGX_HTTP_GMS_REDIS_CLUSTER   0x04  /* gms_token_redis_cluster */
+#define NGX_HTTP_GMS_REDIS_ANY       0x07
 
+
+typedef struct ngx_http_gms_redis_param_s  ngx_http_gms_redis_param_t;
+
+/* NGX_CONF_OK, NGX_CONF_ERROR (said), or "" for "invalid parameter" */
+typedef char *(*ngx_http_gms_redis_set_pt)(ngx_conf_t *cf,
+    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value,
+    ngx_http_gms_redis_param_t *param, ngx_uint_t directive);
+
+struct ngx_http_gms_redis_param_s {
+    ngx_str_t                     name;        /* "tls", or "name=" */
+    ngx_uint_t                    directives;  /* NGX_HTTP_GMS_REDIS_* */
+    ngx_http_gms_redis_set_pt     set;
+    size_t                        offset;      /* in the main conf */
+};
+
+
+static char *ngx_http_gms_redis_parse(ngx_conf_t *cf,
+    ngx_http_gms_main_conf_t *gmcf, ngx_uint_t directive);
+static char *ngx_http_gms_redis_address(ngx_conf_t *cf,
+    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value, ngx_uint_t directive);
+static char *ngx_http_gms_redis_tls(ngx_conf_t *cf,
+    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value,
+    ngx_http_gms_redis_param_t *param, ngx_uint_t directive);
+static char *ngx_http_gms_redis_str(ngx_conf_t *cf,
+    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value,
+    ngx_http_gms_redis_param_t *param, ngx_uint_t directive);
+static char *ngx_http_gms_redis_secret_file(ngx_conf_t *cf,
+    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value,
+    ngx_http_gms_redis_param_t *param, ngx_uint_t directive);
+static char *ngx_http_gms_redis_db(ngx_conf_t *cf,
+    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value,
+    ngx_http_gms_redis_param_t *param, ngx_uint_t directive);
+static char *ngx_http_gms_redis_replica(ngx_conf_t *cf,
+    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value,
+    ngx_http_gms_redis_param_t *param, ngx_uint_t directive);
 static ngx_int_t ngx_http_gms_redis_addr(ngx_conf_t *cf, ngx_str_t *text,
     ngx_http_gms_redis_addr_t *addr);
-static char *ngx_http_gms_redis_param(ngx_conf_t *cf,
-    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value);
-static char *ngx_http_gms_redis_password_file(ngx_conf_t *cf,
-    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value);
-static char *ngx_http_gms_redis_sentinel_password(ngx_conf_t *cf,
-    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value);
 #if (NGX_SSL)
 static ngx_int_t ngx_http_gms_redis_ssl(ngx_conf_t *cf,
     ngx_http_gms_main_conf_t *gmcf);
 #endif
 
 
-/* gms_token_redis ADDRESS [tls] [password=STRING] [db=N]; */
+static ngx_http_gms_redis_param_t  ngx_http_gms_redis_params[] = {
+
+    { ngx_string("tls"), NGX_HTTP_GMS_REDIS_ANY,
+      ngx_http_gms_redis_tls, 0 },
+
+    { ngx_string("password="), NGX_HTTP_GMS_REDIS_ANY,
+      ngx_http_gms_redis_str,
+      offsetof(ngx_http_gms_main_conf_t, password) },
+
+    { ngx_string("password_file="), NGX_HTTP_GMS_REDIS_ANY,
+      ngx_http_gms_redis_secret_file,
+      offsetof(ngx_http_gms_main_conf_t, password) },
+
+    { ngx_string("user="), NGX_HTTP_GMS_REDIS_ANY,
+      ngx_http_gms_redis_str,
+      offsetof(ngx_http_gms_main_conf_t, user) },
+
+    /* a cluster refuses it, saying why */
+    { ngx_string("db="), NGX_HTTP_GMS_REDIS_ANY,
+      ngx_http_gms_redis_db, 0 },
+
+    { ngx_string("master="), NGX_HTTP_GMS_REDIS_SENTINEL,
+      ngx_http_gms_redis_str,
+      offsetof(ngx_http_gms_main_conf_t, master_name) },
+
+    { ngx_string("sentinel_password="), NGX_HTTP_GMS_REDIS_SENTINEL,
+      ngx_http_gms_redis_str,
+      offsetof(ngx_http_gms_main_conf_t, sentinel_password) },
+
+    { ngx_string("sentinel_password_file="), NGX_HTTP_GMS_REDIS_SENTINEL,
+      ngx_http_gms_redis_secret_file,
+      offsetof(ngx_http_gms_main_conf_t, sentinel_password) },
+
+    { ngx_string("replica="),
+      NGX_HTTP_GMS_REDIS_SENTINEL|NGX_HTTP_GMS_REDIS_CLUSTER,
+      ngx_http_gms_redis_replica, 0 },
+
+    { ngx_null_string, 0, NULL, 0 }
+};
+
+
+/* what the other two directives say of a directive given after them */
+static char  *ngx_http_gms_redis_conflict[] = {
+    "cannot be used with \"gms_token_redis\"",
+    "cannot be used with \"gms_token_redis_sentinel\"",
+    "cannot be used with \"gms_token_redis_cluster\""
+};
+
+
+/* gms_token_redis ADDRESS [tls] [password=STRING | password_file=PATH]
+ *     [user=NAME] [db=N]; */
 
 char *
 ngx_http_gms_redis_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    ngx_http_gms_main_conf_t *gmcf = conf;
-
-    char        *rv;
-    ngx_str_t   *value;
-    ngx_uint_t   i;
-
-    if (gmcf->redis.name.data != NULL) {
-        return "is duplicate";
-    }
-
-    if (gmcf->sentinels) {
-        return "cannot be used with \"gms_token_redis_sentinel\"";
-    }
-
-    if (gmcf->cluster) {
-        return "cannot be used with \"gms_token_redis_cluster\"";
-    }
-
-    value = cf->args->elts;
-
-    if (ngx_http_gms_redis_addr(cf, &value[1], &gmcf->redis) != NGX_OK) {
-        return NGX_CONF_ERROR;
-    }
-
-    for (i = 2; i < cf->args->nelts; i++) {
-        rv = ngx_http_gms_redis_param(cf, gmcf, &value[i]);
-
-        if (rv != NGX_CONF_OK) {
-            if (rv == NGX_CONF_ERROR) {
-                return rv;
-            }
-
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid parameter \"%V\"", &value[i]);
-            return NGX_CONF_ERROR;
-        }
-    }
-
-    return NGX_CONF_OK;
+    return ngx_http_gms_redis_parse(cf, conf, NGX_HTTP_GMS_REDIS_ONE);
 }
 
 
 /*
  * gms_token_redis_sentinel ADDRESS ... master=NAME [password=STRING |
  *     password_file=PATH] [sentinel_password=STRING |
- *     sentinel_password_file=PATH] [db=N] [tls] [replica=prefer|off];
+ *     sentinel_password_file=PATH] [user=NAME] [db=N] [tls]
+ *     [replica=prefer|off];
  */
 
 char *
 ngx_http_gms_redis_sentinel_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf)
 {
-    ngx_http_gms_main_conf_t *gmcf = conf;
-
-    char                       *rv;
-    ngx_str_t                  *value;
-    ngx_uint_t                  i;
-    ngx_http_gms_redis_addr_t  *addr;
-
-    if (gmcf->sentinels) {
-        return "is duplicate";
-    }
-
-    if (gmcf->redis.name.data != NULL) {
-        return "cannot be used with \"gms_token_redis\"";
-    }
-
-    if (gmcf->cluster) {
-        return "cannot be used with \"gms_token_redis_cluster\"";
-    }
-
-    gmcf->sentinels = ngx_array_create(cf->pool, 3,
-                                       sizeof(ngx_http_gms_redis_addr_t));
-    if (gmcf->sentinels == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    value = cf->args->elts;
-
-    for (i = 1; i < cf->args->nelts; i++) {
-
-        if (ngx_strncmp(value[i].data, "master=", 7) == 0) {
-            gmcf->master_name.data = value[i].data + 7;
-            gmcf->master_name.len = value[i].len - 7;
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "sentinel_password=", 18) == 0
-            || ngx_strncmp(value[i].data, "sentinel_password_file=", 23) == 0)
-        {
-            if (ngx_http_gms_redis_sentinel_password(cf, gmcf, &value[i])
-                != NGX_CONF_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strcmp(value[i].data, "replica=prefer") == 0) {
-            gmcf->replica = 1;
-            continue;
-        }
-
-        if (ngx_strcmp(value[i].data, "replica=off") == 0) {
-            gmcf->replica = 0;
-            continue;
-        }
-
-        rv = ngx_http_gms_redis_param(cf, gmcf, &value[i]);
-
-        if (rv == NGX_CONF_OK) {
-            continue;
-        }
-
-        if (rv == NGX_CONF_ERROR) {
-            return rv;
-        }
-
-        if (ngx_strlchr(value[i].data, value[i].data + value[i].len, '=')
-            != NULL)
-        {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid parameter \"%V\"", &value[i]);
-            return NGX_CONF_ERROR;
-        }
-
-        addr = ngx_array_push(gmcf->sentinels);
-        if (addr == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        if (ngx_http_gms_redis_addr(cf, &value[i], addr) != NGX_OK) {
-            return NGX_CONF_ERROR;
-        }
-    }
-
-    if (gmcf->sentinels->nelts == 0) {
-        return "needs at least one Sentinel address";
-    }
-
-    if (gmcf->master_name.len == 0) {
-        return "needs \"master=NAME\"";
-    }
-
-    return NGX_CONF_OK;
+    return ngx_http_gms_redis_parse(cf, conf, NGX_HTTP_GMS_REDIS_SENTINEL);
 }
 
 
@@ -192,53 +152,85 @@ char *
 ngx_http_gms_redis_cluster_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf)
 {
-    ngx_http_gms_main_conf_t *gmcf = conf;
+    return ngx_http_gms_redis_parse(cf, conf, NGX_HTTP_GMS_REDIS_CLUSTER);
+}
 
-    char                       *rv;
-    ngx_str_t                  *value;
-    ngx_uint_t                  i;
-    ngx_http_gms_redis_addr_t  *addr;
 
-    if (gmcf->cluster) {
+static char *
+ngx_http_gms_redis_parse(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
+    ngx_uint_t directive)
+{
+    char                        *rv;
+    ngx_str_t                   *value;
+    ngx_uint_t                   i, k, given[3];
+    ngx_array_t                **addrs;
+    ngx_http_gms_redis_param_t  *p;
+
+    given[0] = (gmcf->redis.name.data != NULL);
+    given[1] = (gmcf->sentinels != NULL);
+    given[2] = (gmcf->cluster != NULL);
+
+    /* directive is 1 << k */
+    for (k = 0; directive >> k != 1; k++) { /* void */ }
+
+    if (given[k]) {
         return "is duplicate";
     }
 
-    if (gmcf->redis.name.data != NULL) {
-        return "cannot be used with \"gms_token_redis\"";
+    for (i = 0; i < 3; i++) {
+        if (given[i]) {
+            return ngx_http_gms_redis_conflict[i];
+        }
     }
 
-    if (gmcf->sentinels) {
-        return "cannot be used with \"gms_token_redis_sentinel\"";
-    }
+    addrs = (directive == NGX_HTTP_GMS_REDIS_SENTINEL) ? &gmcf->sentinels
+            : (directive == NGX_HTTP_GMS_REDIS_CLUSTER) ? &gmcf->cluster
+            : NULL;
 
-    gmcf->cluster = ngx_array_create(cf->pool, 3,
-                                     sizeof(ngx_http_gms_redis_addr_t));
-    if (gmcf->cluster == NULL) {
-        return NGX_CONF_ERROR;
+    if (addrs) {
+        *addrs = ngx_array_create(cf->pool, 3,
+                                  sizeof(ngx_http_gms_redis_addr_t));
+        if (*addrs == NULL) {
+            return NGX_CONF_ERROR;
+        }
     }
 
     value = cf->args->elts;
 
-    for (i = 1; i < cf->args->nelts; i++) {
+    /* gms_token_redis's address comes first */
+    i = 1;
 
-        if (ngx_strcmp(value[i].data, "replica=prefer") == 0) {
-            gmcf->replica = 1;
-            continue;
-        }
-
-        if (ngx_strcmp(value[i].data, "replica=off") == 0) {
-            gmcf->replica = 0;
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "db=", 3) == 0) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "\"%V\": a Redis Cluster has only db 0",
-                               &value[i]);
+    if (addrs == NULL) {
+        if (ngx_http_gms_redis_addr(cf, &value[1], &gmcf->redis) != NGX_OK) {
             return NGX_CONF_ERROR;
         }
 
-        rv = ngx_http_gms_redis_param(cf, gmcf, &value[i]);
+        i = 2;
+    }
+
+    for ( /* void */ ; i < cf->args->nelts; i++) {
+
+        for (p = ngx_http_gms_redis_params; p->name.len; p++) {
+            if (p->name.data[p->name.len - 1] == '='
+                ? ngx_strncmp(value[i].data, p->name.data, p->name.len) == 0
+                : ngx_strcmp(value[i].data, p->name.data) == 0)
+            {
+                break;
+            }
+        }
+
+        rv = "";
+
+        if (p->name.len && (p->directives & directive)) {
+            rv = p->set(cf, gmcf, &value[i], p, directive);
+
+        } else if (p->name.len == 0 && addrs
+                   && ngx_strlchr(value[i].data,
+                                  value[i].data + value[i].len, '=')
+                      == NULL)
+        {
+            rv = ngx_http_gms_redis_address(cf, gmcf, &value[i], directive);
+        }
 
         if (rv == NGX_CONF_OK) {
             continue;
@@ -248,36 +240,197 @@ ngx_http_gms_redis_cluster_directive(ngx_conf_t *cf, ngx_command_t *cmd,
             return rv;
         }
 
-        if (ngx_strlchr(value[i].data, value[i].data + value[i].len, '=')
-            != NULL)
-        {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid parameter \"%V\"", &value[i]);
-            return NGX_CONF_ERROR;
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\"", &value[i]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (directive == NGX_HTTP_GMS_REDIS_SENTINEL) {
+        if (gmcf->sentinels->nelts == 0) {
+            return "needs at least one Sentinel address";
         }
 
-        if (ngx_strncmp(value[i].data, "unix:", 5) == 0) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid cluster node \"%V\": a cluster's "
-                               "nodes are reached over TCP", &value[i]);
-            return NGX_CONF_ERROR;
-        }
-
-        addr = ngx_array_push(gmcf->cluster);
-        if (addr == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        if (ngx_http_gms_redis_addr(cf, &value[i], addr) != NGX_OK) {
-            return NGX_CONF_ERROR;
+        if (gmcf->master_name.len == 0) {
+            return "needs \"master=NAME\"";
         }
     }
 
-    if (gmcf->cluster->nelts == 0) {
+    if (directive == NGX_HTTP_GMS_REDIS_CLUSTER
+        && gmcf->cluster->nelts == 0)
+    {
         return "needs at least one node's address";
     }
 
     return NGX_CONF_OK;
+}
+
+
+/* a Sentinel's or a cluster node's address */
+
+static char *
+ngx_http_gms_redis_address(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
+    ngx_str_t *value, ngx_uint_t directive)
+{
+    ngx_http_gms_redis_addr_t  *addr;
+
+    if (directive == NGX_HTTP_GMS_REDIS_CLUSTER
+        && ngx_strncmp(value->data, "unix:", 5) == 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid cluster node \"%V\": a cluster's "
+                           "nodes are reached over TCP", value);
+        return NGX_CONF_ERROR;
+    }
+
+    addr = ngx_array_push(directive == NGX_HTTP_GMS_REDIS_CLUSTER
+                          ? gmcf->cluster : gmcf->sentinels);
+    if (addr == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_http_gms_redis_addr(cf, value, addr) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_gms_redis_tls(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
+    ngx_str_t *value, ngx_http_gms_redis_param_t *param,
+    ngx_uint_t directive)
+{
+#if (NGX_SSL)
+    gmcf->tls = 1;
+    return NGX_CONF_OK;
+#else
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "\"tls\" needs nginx built with OpenSSL");
+    return NGX_CONF_ERROR;
+#endif
+}
+
+
+/* name=STRING into the main conf's field; user= may not be empty */
+
+static char *
+ngx_http_gms_redis_str(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
+    ngx_str_t *value, ngx_http_gms_redis_param_t *param,
+    ngx_uint_t directive)
+{
+    ngx_str_t  *field;
+
+    if (param->offset == offsetof(ngx_http_gms_main_conf_t, user)
+        && value->len == param->name.len)
+    {
+        return "";
+    }
+
+    field = (ngx_str_t *) ((u_char *) gmcf + param->offset);
+
+    field->data = value->data + param->name.len;
+    field->len = value->len - param->name.len;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * password_file=PATH, sentinel_password_file=PATH: the password from a
+ * file (ngx_http_gms_secret.c's rule), read at configuration (a reload
+ * reads it again), never in a log; the inline form given before it is
+ * refused
+ */
+
+static char *
+ngx_http_gms_redis_secret_file(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
+    ngx_str_t *value, ngx_http_gms_redis_param_t *param,
+    ngx_uint_t directive)
+{
+    ngx_str_t   name, *field;
+    ngx_uint_t  n;
+
+    field = (ngx_str_t *) ((u_char *) gmcf + param->offset);
+
+    /* "password" of "password_file=" */
+    n = param->name.len - sizeof("_file=") + 1;
+
+    if (field->data) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%*s=\" and \"%V\" are exclusive", n,
+                           param->name.data, &param->name);
+        return NGX_CONF_ERROR;
+    }
+
+    name.data = value->data + param->name.len;
+    name.len = value->len - param->name.len;
+
+    if (name.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid \"%V\"", value);
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_http_gms_secret_file(cf, &name, NGX_HTTP_GMS_PASSWORD_MAX, field)
+        != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    if (field->len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\": the file holds no password", &name);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_gms_redis_db(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
+    ngx_str_t *value, ngx_http_gms_redis_param_t *param,
+    ngx_uint_t directive)
+{
+    if (directive == NGX_HTTP_GMS_REDIS_CLUSTER) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\": a Redis Cluster has only db 0", value);
+        return NGX_CONF_ERROR;
+    }
+
+    gmcf->db = ngx_atoi(value->data + 3, value->len - 3);
+
+    if (gmcf->db == NGX_ERROR) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid redis db \"%V\"", value);
+        return NGX_CONF_ERROR;
+    }
+
+    gmcf->db_text.data = value->data + 3;
+    gmcf->db_text.len = value->len - 3;
+
+    return NGX_CONF_OK;
+}
+
+
+/* replica=prefer or replica=off */
+
+static char *
+ngx_http_gms_redis_replica(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
+    ngx_str_t *value, ngx_http_gms_redis_param_t *param,
+    ngx_uint_t directive)
+{
+    if (ngx_strcmp(value->data, "replica=prefer") == 0) {
+        gmcf->replica = 1;
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strcmp(value->data, "replica=off") == 0) {
+        gmcf->replica = 0;
+        return NGX_CONF_OK;
+    }
+
+    return "";
 }
 
 
@@ -305,153 +458,6 @@ ngx_http_gms_redis_cluster_prefix(ngx_conf_t *cf,
     }
 
     gmcf->cluster_slot = gms_slot(gmcf->prefix.data, gmcf->prefix.len);
-
-    return NGX_CONF_OK;
-}
-
-
-/*
- * tls, password=, password_file=, user=, db=: NGX_CONF_OK,
- * NGX_CONF_ERROR, or "" for not these
- */
-
-static char *
-ngx_http_gms_redis_param(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
-    ngx_str_t *value)
-{
-    if (ngx_strcmp(value->data, "tls") == 0) {
-#if (NGX_SSL)
-        gmcf->tls = 1;
-        return NGX_CONF_OK;
-#else
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"tls\" needs nginx built with OpenSSL");
-        return NGX_CONF_ERROR;
-#endif
-    }
-
-    if (ngx_strncmp(value->data, "password=", 9) == 0) {
-        gmcf->password.data = value->data + 9;
-        gmcf->password.len = value->len - 9;
-        return NGX_CONF_OK;
-    }
-
-    if (ngx_strncmp(value->data, "password_file=", 14) == 0) {
-        return ngx_http_gms_redis_password_file(cf, gmcf, value);
-    }
-
-    if (ngx_strncmp(value->data, "user=", 5) == 0 && value->len > 5) {
-        gmcf->user.data = value->data + 5;
-        gmcf->user.len = value->len - 5;
-        return NGX_CONF_OK;
-    }
-
-    if (ngx_strncmp(value->data, "db=", 3) == 0) {
-        gmcf->db = ngx_atoi(value->data + 3, value->len - 3);
-
-        if (gmcf->db == NGX_ERROR) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid redis db \"%V\"", value);
-            return NGX_CONF_ERROR;
-        }
-
-        gmcf->db_text.data = value->data + 3;
-        gmcf->db_text.len = value->len - 3;
-        return NGX_CONF_OK;
-    }
-
-    return "";
-}
-
-
-/*
- * password_file=PATH: the password from a file (ngx_http_gms_secret.c's
- * rule), read at configuration (a reload reads it again); it never
- * appears in a log.
- */
-
-static char *
-ngx_http_gms_redis_password_file(ngx_conf_t *cf,
-    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value)
-{
-    ngx_str_t  name;
-
-    if (gmcf->password.data) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"password=\" and \"password_file=\" are "
-                           "exclusive");
-        return NGX_CONF_ERROR;
-    }
-
-    name.data = value->data + 14;
-    name.len = value->len - 14;
-
-    if (name.len == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid \"%V\"", value);
-        return NGX_CONF_ERROR;
-    }
-
-    if (ngx_http_gms_secret_file(cf, &name, NGX_HTTP_GMS_PASSWORD_MAX,
-                                 &gmcf->password)
-        != NGX_CONF_OK)
-    {
-        return NGX_CONF_ERROR;
-    }
-
-    if (gmcf->password.len == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"%V\": the file holds no password", &name);
-        return NGX_CONF_ERROR;
-    }
-
-    return NGX_CONF_OK;
-}
-
-
-/*
- * sentinel_password=STRING or sentinel_password_file=PATH (read as
- * password_file=): the Sentinels' own password, never in a log
- */
-
-static char *
-ngx_http_gms_redis_sentinel_password(ngx_conf_t *cf,
-    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value)
-{
-    ngx_str_t  name;
-
-    if (gmcf->sentinel_password.data) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"sentinel_password=\" and "
-                           "\"sentinel_password_file=\" are exclusive");
-        return NGX_CONF_ERROR;
-    }
-
-    if (value->data[17] == '=') {
-        gmcf->sentinel_password.data = value->data + 18;
-        gmcf->sentinel_password.len = value->len - 18;
-        return NGX_CONF_OK;
-    }
-
-    name.data = value->data + 23;
-    name.len = value->len - 23;
-
-    if (name.len == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid \"%V\"", value);
-        return NGX_CONF_ERROR;
-    }
-
-    if (ngx_http_gms_secret_file(cf, &name, NGX_HTTP_GMS_PASSWORD_MAX,
-                                 &gmcf->sentinel_password)
-        != NGX_CONF_OK)
-    {
-        return NGX_CONF_ERROR;
-    }
-
-    if (gmcf->sentinel_password.len == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"%V\": the file holds no password", &name);
-        return NGX_CONF_ERROR;
-    }
 
     return NGX_CONF_OK;
 }

@@ -79,4 +79,56 @@ sub status {
     $n->stop;
 }
 
+# What the one parser of the Redis directives refuses, each with its
+# message (ngx_http_gms_redis_conf.c's table of parameters)
+{
+    my @bad = (
+        [ "gms_token_redis 127.0.0.1:6379 password=x password_file=$dir/redis-password;",
+          qr/"password=" and "password_file=" are exclusive/ ],
+        [ "gms_token_redis_sentinel 127.0.0.1:1 master=m sentinel_password=x "
+          . "sentinel_password_file=$dir/sentinel-password;",
+          qr/"sentinel_password=" and "sentinel_password_file=" are exclusive/ ],
+        [ "gms_token_redis_sentinel 127.0.0.1:1 master=m sentinel_password_file=;",
+          qr/invalid "sentinel_password_file="/ ],
+        [ "gms_token_redis_cluster 127.0.0.1:1 "
+          . "sentinel_password_file=$dir/sentinel-password;",
+          qr/invalid parameter "sentinel_password_file=/ ],
+        [ 'gms_token_redis 127.0.0.1:6379 master=m;',
+          qr/invalid parameter "master=m"/ ],
+        [ 'gms_token_redis 127.0.0.1:6379 replica=prefer;',
+          qr/invalid parameter "replica=prefer"/ ],
+        [ 'gms_token_redis 127.0.0.1:6379 127.0.0.1:6380;',
+          qr/invalid parameter "127\.0\.0\.1:6380"/ ],
+        [ 'gms_token_redis_cluster 127.0.0.1:1 db=1;',
+          qr/"db=1": a Redis Cluster has only db 0/ ],
+        [ 'gms_token_redis_cluster unix:/tmp/r.sock;',
+          qr/invalid cluster node "unix:\/tmp\/r\.sock"/ ],
+        [ 'gms_token_redis_sentinel 127.0.0.1:1 master=m replica=maybe;',
+          qr/invalid parameter "replica=maybe"/ ],
+        [ 'gms_token_redis_sentinel 127.0.0.1:1;',
+          qr/needs "master=NAME"/ ],
+        [ 'gms_token_redis_sentinel master=m;',
+          qr/needs at least one Sentinel address/ ],
+        [ 'gms_token_redis_cluster user=u;',
+          qr/needs at least one node's address/ ],
+        [ 'gms_token_redis 127.0.0.1:6379 user=;',
+          qr/invalid parameter "user="/ ],
+        [ 'gms_token_redis 127.0.0.1:1; gms_token_redis_cluster 127.0.0.1:2;',
+          qr/"gms_token_redis_cluster" directive cannot be used with "gms_token_redis"/ ],
+        [ 'gms_token_redis_sentinel 127.0.0.1:1 master=m; gms_token_redis_sentinel 127.0.0.1:2 master=m;',
+          qr/"gms_token_redis_sentinel" directive is duplicate/ ],
+    );
+    for my $case (@bad) {
+        my ($directive, $error) = @$case;
+        my ($rc, $out) = GmsTest::nginx_t(
+            "load_module %%MODULE%%;\nevents { }\nhttp {\n"
+            . "    $directive\n    gms_token_salt \"\";\n"
+            . "    gms_token_key_prefix {gms}:;\n"
+            . "    server { listen 127.0.0.1:1; }\n}\n");
+        isnt($rc, 0, "refused: $directive");
+        like($out, $error, 'saying why');
+        unlike($out, qr/master-pw|sentinel-pw/, 'no password shown');
+    }
+}
+
 done_testing();
