@@ -32,19 +32,19 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         free(line);
     }
 
-    if (gms_bearer_span(data, size, &span, &span_len) == 0
+    if (gms_token_bearer_span(data, size, &span, &span_len) == 0
         && (span < data || span + span_len > data + size || span_len == 0))
     {
         abort();
     }
 
-    if (gms_bearer_parse(data, size, &token, &len) != 0) {
+    if (gms_token_bearer_parse(data, size, &token, &len) != 0) {
         return 0;
     }
 
     /* the module's memo of ids finds a token where the parser does */
-    if (gms_bearer_span(data, size, &span, &span_len) != 0 || span != token
-        || span_len != len)
+    if (gms_token_bearer_span(data, size, &span, &span_len) != 0
+        || span != token || span_len != len)
     {
         abort();
     }

@@ -67,7 +67,7 @@ check_answer(const char *body, size_t len)
             if (e->urn == NULL || strlen(e->urn) != e->urn_len
                 || strncmp(e->urn, "urn:li:corpuser:", 16) != 0
                 || e->urn_len <= 16
-                || !gms_actor_valid(e->urn, e->urn_len))
+                || !gms_token_actor_valid(e->urn, e->urn_len))
             {
                 abort();
             }

@@ -57,7 +57,7 @@ check(gms_jwt_rc_e rc, gms_jwt_claims_t *c)
         || strlen(c->actor) != c->actor_len
         || strncmp(c->actor, GMS_JWT_ACTOR_PREFIX,
                    sizeof(GMS_JWT_ACTOR_PREFIX) - 1) != 0
-        || !gms_actor_valid(c->actor, c->actor_len)
+        || !gms_token_actor_valid(c->actor, c->actor_len)
         || (c->version != 1 && c->version != 2)
         || c->type == GMS_TOKEN_NONE || c->type == GMS_TOKEN_SYSTEM)
     {
@@ -113,10 +113,10 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         same_claims(data, size);
     }
 
-    if ((gms_basic_parse(data, size, 0, &cred, &len) == 0
+    if ((gms_token_basic_parse(data, size, 0, &cred, &len) == 0
          && (cred < data || cred + len > data + size
              || memchr(cred, ':', len) == NULL))
-        || (gms_basic_parse(data, size, 1, &cred, &len) == 0
+        || (gms_token_basic_parse(data, size, 1, &cred, &len) == 0
             && (cred < data || cred + len > data + size
                 || memchr(cred, ':', len) == NULL)))
     {

@@ -78,7 +78,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     snprintf(text, sizeof(text), "{\"keys\":[{\"kty\":\"RSA\",\"kid\":\"k1\","
              "\"n\":\"%s\",\"e\":\"%s\"}]}", n64, e64);
 
-    jwks = gms_jwks_parse(text, strlen(text), &error);
+    jwks = gms_oauth_jwks_parse(text, strlen(text), &error);
     if (jwks == NULL) {
         abort();
     }
@@ -108,7 +108,7 @@ check(gms_oauth_rc_e rc, gms_oauth_claims_t *c)
     if (c->actor_len > GMS_ACTOR_MAX || strlen(c->actor) != c->actor_len
         || strncmp(c->actor, GMS_OAUTH_ACTOR_PREFIX,
                    sizeof(GMS_OAUTH_ACTOR_PREFIX) - 1) != 0
-        || !gms_actor_valid(c->actor, c->actor_len)
+        || !gms_token_actor_valid(c->actor, c->actor_len)
         || c->provider != 0)
     {
         abort();
@@ -128,15 +128,15 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     unsigned char        sig[256];
     const unsigned char *nl;
 
-    parsed = gms_jwks_parse((const char *) data, size, &error);
+    parsed = gms_oauth_jwks_parse((const char *) data, size, &error);
 
     if ((parsed == NULL) == (error == NULL)
-        || (parsed != NULL && gms_jwks_nkeys(parsed) == 0))
+        || (parsed != NULL && gms_oauth_jwks_nkeys(parsed) == 0))
     {
         abort();
     }
 
-    gms_jwks_free(parsed);
+    gms_oauth_jwks_free(parsed);
 
     check(gms_oauth_verify(data, size, &provider, 1, NOW_MS, 0, &c), &c);
 

@@ -75,7 +75,7 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         }
 
         /* a user's lookup: a session or OAuth token's */
-        if (gms_members_reply_parse(reply, &lk) == GMS_LOOKUP_FOUND) {
+        if (gms_lookup_members_parse(reply, &lk) == GMS_LOOKUP_FOUND) {
 
             if (lk.nprivileges > GMS_PRIVILEGES_MAX
                 || lk.inactive > GMS_LOOKUP_DELETED)
@@ -84,8 +84,8 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
             }
 
             for (i = 0; i < lk.nprivileges; i++) {
-                if (!gms_privilege_valid(lk.privileges[i]->str,
-                                         lk.privileges[i]->len))
+                if (!gms_token_privilege_valid(lk.privileges[i]->str,
+                                               lk.privileges[i]->len))
                 {
                     abort();
                 }

@@ -76,7 +76,7 @@ static ngx_uint_t                 ngx_http_gms_id_memo_ready;
 
 
 ngx_int_t
-ngx_http_gms_access_handler(ngx_http_request_t *r)
+ngx_http_gms_auth_access_handler(ngx_http_request_t *r)
 {
     ngx_http_gms_loc_conf_t  *glcf;
 
@@ -100,7 +100,7 @@ ngx_http_gms_access_handler(ngx_http_request_t *r)
  */
 
 ngx_int_t
-ngx_http_gms_preaccess_handler(ngx_http_request_t *r)
+ngx_http_gms_auth_preaccess_handler(ngx_http_request_t *r)
 {
     ngx_int_t                 rc;
     ngx_http_gms_loc_conf_t  *glcf;
@@ -139,7 +139,7 @@ ngx_http_gms_passed(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf,
     }
 
     if (ctx == NULL || ctx->credential.data == NULL
-        || ngx_http_gms_forward_token(r, &ctx->credential) != NGX_OK)
+        || ngx_http_gms_source_forward_token(r, &ctx->credential) != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -162,7 +162,7 @@ ngx_http_gms_check(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf)
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
 
-    if (ctx == NULL && glcf->preflight && ngx_http_gms_is_preflight(r)) {
+    if (ctx == NULL && glcf->preflight && ngx_http_gms_source_is_preflight(r)) {
         /* no token to check: what it asks of GMS is answered by GMS */
 
         ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -206,7 +206,7 @@ ngx_http_gms_check(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf)
     gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
     bad_basic = 0;
 
-    if (ngx_http_gms_credential(r, glcf, &credential) != NGX_OK) {
+    if (ngx_http_gms_source_credential(r, glcf, &credential) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -215,13 +215,13 @@ ngx_http_gms_check(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf)
     if (credential.data != NULL && gmcf->system_client
         && glcf->source == NULL)
     {
-        switch (gms_basic_parse(credential.data, credential.len,
-                                gms_release_secret_colon(glcf->release),
-                                &token, &len))
+        switch (gms_token_basic_parse(credential.data, credential.len,
+                                      gms_release_secret_colon(glcf->release),
+                                      &token, &len))
         {
 
         case 0:
-            if (ngx_http_gms_system(r, ctx, token, len) != NGX_OK) {
+            if (ngx_http_gms_credentials_system(r, ctx, token, len) != NGX_OK) {
                 return NGX_HTTP_INTERNAL_SERVER_ERROR;
             }
 
@@ -299,7 +299,7 @@ ngx_http_gms_check(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf)
                 ngx_http_gms_count(cache_hits[1]);
             }
 
-            ngx_http_gms_apply(ctx, &entry);
+            ngx_http_gms_lookup_apply(ctx, &entry);
             return ngx_http_gms_decide(r, ctx);
         }
 
@@ -369,7 +369,7 @@ ngx_http_gms_check_oauth(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
         return ngx_http_gms_ask_redis(r, ctx, &claims);
     }
 
-    if (ngx_http_gms_accept_session(r, ctx, &claims) != NGX_OK) {
+    if (ngx_http_gms_credentials_accept_session(r, ctx, &claims) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -389,7 +389,9 @@ ngx_http_gms_check_signed(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
 {
     gms_jwt_claims_t  claims;
 
-    if (ngx_http_gms_verify(r, ctx, token, len, &claims) != NGX_OK) {
+    if (ngx_http_gms_credentials_verify(r, ctx, token, len, &claims)
+        != NGX_OK)
+    {
         return ngx_http_gms_decide(r, ctx);
     }
 
@@ -397,7 +399,7 @@ ngx_http_gms_check_signed(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
         return ngx_http_gms_ask_redis(r, ctx, &claims);
     }
 
-    if (ngx_http_gms_accept_session(r, ctx, &claims) != NGX_OK) {
+    if (ngx_http_gms_credentials_accept_session(r, ctx, &claims) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -450,7 +452,7 @@ ngx_http_gms_decide(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
 
     if (ctx->result == NGX_HTTP_GMS_PASSED) {
 
-        if (ngx_http_gms_may_pass(r)) {
+        if (ngx_http_gms_verdict_may_pass(r)) {
             gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
             ctx->generation = ngx_http_gms_cache_generation(gmcf->cache);
 
@@ -477,7 +479,7 @@ ngx_http_gms_decide(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
         } else if (ngx_http_gms_inactive(ctx, glcf) != NGX_DECLINED) {
             /* ctx->result is the refusal */
 
-        } else if (ngx_http_gms_has_any_privilege(ctx, glcf->privileges)) {
+        } else if (ngx_http_gms_privilege_has_any(ctx, glcf->privileges)) {
             ngx_http_gms_count(requests[NGX_HTTP_GMS_OK]);
             return NGX_OK;
 
@@ -554,7 +556,7 @@ ngx_http_gms_deny(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
     }
 
     if (challenge != NULL || status == NGX_HTTP_SERVICE_UNAVAILABLE) {
-        if (ngx_http_gms_add_header(r, challenge ? "WWW-Authenticate"
+        if (ngx_http_gms_response_add_header(r, challenge ? "WWW-Authenticate"
                                                  : "Retry-After",
                                     challenge ? challenge : &retry_after)
             != NGX_OK)
@@ -563,7 +565,7 @@ ngx_http_gms_deny(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
         }
     }
 
-    rc = ngx_http_gms_send_body(r, status, body);
+    rc = ngx_http_gms_response_body(r, status, body);
 
     ngx_http_finalize_request(r, rc);
 
@@ -576,7 +578,8 @@ ngx_http_gms_deny(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
 ngx_int_t
 ngx_http_gms_auth_init_bodies(ngx_conf_t *cf)
 {
-    ngx_uint_t  i;
+    ngx_str_t   *body;
+    ngx_uint_t   i;
 
     static struct {
         ngx_http_gms_result_e   result;
@@ -600,29 +603,31 @@ ngx_http_gms_auth_init_bodies(ngx_conf_t *cf)
     };
 
     for (i = 0; i < sizeof(deny) / sizeof(deny[0]); i++) {
-        if (ngx_http_gms_error_body(cf, deny[i].status, deny[i].message,
-                                    &ngx_http_gms_deny_bodies[deny[i].result])
+        body = &ngx_http_gms_deny_bodies[deny[i].result];
+
+        if (ngx_http_gms_response_error_body(cf, deny[i].status,
+                                             deny[i].message, body)
             != NGX_OK)
         {
             return NGX_ERROR;
         }
     }
 
-    if (ngx_http_gms_error_body(cf, NGX_HTTP_UNAUTHORIZED,
-                                GMS_RELEASE_UNAUTHORIZED,
-                                &ngx_http_gms_deny_expired_generic)
+    if (ngx_http_gms_response_error_body(cf, NGX_HTTP_UNAUTHORIZED,
+                                         GMS_RELEASE_UNAUTHORIZED,
+                                         &ngx_http_gms_deny_expired_generic)
         != NGX_OK
-        || ngx_http_gms_error_body(cf, NGX_HTTP_FORBIDDEN,
-                                   GMS_RELEASE_INACTIVE_MESSAGE,
-                                   &ngx_http_gms_deny_inactive)
+        || ngx_http_gms_response_error_body(cf, NGX_HTTP_FORBIDDEN,
+                                            GMS_RELEASE_INACTIVE_MESSAGE,
+                                            &ngx_http_gms_deny_inactive)
            != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    return ngx_http_gms_error_body(cf, NGX_HTTP_FORBIDDEN,
-                                   NGX_HTTP_GMS_FORBIDDEN_MESSAGE,
-                                   &ngx_http_gms_deny_forbidden_403);
+    return ngx_http_gms_response_error_body(cf, NGX_HTTP_FORBIDDEN,
+                                            NGX_HTTP_GMS_FORBIDDEN_MESSAGE,
+                                            &ngx_http_gms_deny_forbidden_403);
 }
 
 
@@ -716,7 +721,7 @@ ngx_http_gms_challenge(ngx_conf_t *cf, ngx_str_t *realm, const char *error,
  */
 
 ngx_int_t
-ngx_http_gms_subrequest_handler(ngx_http_request_t *r)
+ngx_http_gms_auth_subrequest_handler(ngx_http_request_t *r)
 {
     ngx_http_gms_ctx_t       *ctx;
     ngx_http_gms_loc_conf_t  *glcf;
@@ -738,7 +743,7 @@ ngx_http_gms_subrequest_handler(ngx_http_request_t *r)
     }
 
     if (ctx != NULL && ctx->result == NGX_HTTP_GMS_PASSED
-        && ngx_http_gms_may_pass(r))
+        && ngx_http_gms_verdict_may_pass(r))
     {
         return NGX_DECLINED;
     }
@@ -771,7 +776,7 @@ ngx_http_gms_subrequest_handler(ngx_http_request_t *r)
         return glcf->forbidden_status;
     }
 
-    return ngx_http_gms_has_any_privilege(ctx, glcf->privileges)
+    return ngx_http_gms_privilege_has_any(ctx, glcf->privileges)
            ? NGX_DECLINED : (ngx_int_t) glcf->forbidden_status;
 }
 
@@ -849,8 +854,8 @@ ngx_http_gms_token_id(ngx_http_gms_main_conf_t *gmcf, ngx_str_t *credential,
     span_len = 0;
 
     if (ngx_http_gms_id_memo_ready
-        && gms_bearer_span(credential->data, credential->len, &span,
-                           &span_len)
+        && gms_token_bearer_span(credential->data, credential->len, &span,
+                                 &span_len)
            == 0
         && gms_id_memo_get(memo, span, span_len, tag, (char *) id) == 0)
     {
@@ -859,7 +864,8 @@ ngx_http_gms_token_id(ngx_http_gms_main_conf_t *gmcf, ngx_str_t *credential,
         return NGX_OK;
     }
 
-    if (gms_bearer_parse(credential->data, credential->len, token, len) != 0)
+    if (gms_token_bearer_parse(credential->data, credential->len, token, len)
+        != 0)
     {
         return NGX_DECLINED;
     }
@@ -881,6 +887,6 @@ ngx_http_gms_drop_actor_header(ngx_http_request_t *r)
 {
     static ngx_str_t  actor = ngx_string("X-DataHub-Actor");
 
-    return ngx_http_gms_drop_header(r, &actor);
+    return ngx_http_gms_source_drop_header(r, &actor);
 }
 

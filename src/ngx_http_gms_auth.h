@@ -15,9 +15,9 @@
 ngx_int_t ngx_http_gms_auth_init_bodies(ngx_conf_t *cf);
 ngx_int_t ngx_http_gms_auth_challenges(ngx_conf_t *cf,
     ngx_http_gms_loc_conf_t *prev, ngx_http_gms_loc_conf_t *conf);
-ngx_int_t ngx_http_gms_access_handler(ngx_http_request_t *r);
-ngx_int_t ngx_http_gms_preaccess_handler(ngx_http_request_t *r);
-ngx_int_t ngx_http_gms_subrequest_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_gms_auth_access_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_gms_auth_preaccess_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_gms_auth_subrequest_handler(ngx_http_request_t *r);
 
 
 #endif /* _NGX_HTTP_GMS_AUTH_H_INCLUDED_ */

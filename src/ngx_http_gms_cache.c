@@ -98,7 +98,7 @@ static ngx_int_t ngx_http_gms_cache_init_zone(ngx_shm_zone_t *shm_zone,
 
 
 int64_t
-ngx_http_gms_now_ms(void)
+ngx_http_gms_cache_now_ms(void)
 {
     ngx_time_t  *tp;
 
@@ -132,7 +132,7 @@ ngx_http_gms_cache_get(ngx_http_gms_cache_t *cache, u_char *id,
     no_privileges = 0;
     inactive = 0;
 
-    now = ngx_http_gms_now_ms();
+    now = ngx_http_gms_cache_now_ms();
     hash = ngx_http_gms_id_hash(id);
 
     ngx_shmtx_lock(&cache->shpool->mutex);
@@ -234,7 +234,7 @@ ngx_http_gms_cache_put(ngx_http_gms_cache_t *cache, u_char *id,
         return;
     }
 
-    now = ngx_http_gms_now_ms();
+    now = ngx_http_gms_cache_now_ms();
     positive = (entry->result == NGX_HTTP_GMS_OK);
     len = entry->actor.len + entry->privileges.len;
     size = ngx_http_gms_cache_node_size(len);
@@ -413,7 +413,7 @@ ngx_http_gms_cache_changed(ngx_http_gms_cache_t *cache, u_char *id)
 
         if (cn->result == NGX_HTTP_GMS_CACHE_CHANGED
             && cn->source == cache->source
-            && cn->usable_until > ngx_http_gms_now_ms())
+            && cn->usable_until > ngx_http_gms_cache_now_ms())
         {
             until = cn->usable_until;
         }
@@ -457,7 +457,7 @@ ngx_http_gms_cache_changed_locked(ngx_http_gms_cache_t *cache, u_char *id,
     cn->privileges_len = 0;
     ngx_memcpy(cn->id, id, GMS_TOKEN_ID_LEN);
 
-    cn->fresh_until = ngx_http_gms_now_ms() + (int64_t) cache->changed;
+    cn->fresh_until = ngx_http_gms_cache_now_ms() + (int64_t) cache->changed;
     cn->usable_until = cn->fresh_until;
 
     cache->sh->nnegative++;
@@ -545,7 +545,7 @@ ngx_http_gms_cache_drop(ngx_http_gms_cache_t *cache, u_char *what,
         return n;
     }
 
-    all = !gms_actor_valid((char *) what, len);
+    all = !gms_token_actor_valid((char *) what, len);
 
     if (all && !(len == 1 && what[0] == '*')) {
         ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,

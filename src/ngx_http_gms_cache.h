@@ -65,7 +65,7 @@ char *ngx_http_gms_cache_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 void ngx_http_gms_cache_source(ngx_http_gms_main_conf_t *gmcf,
     uint32_t *crc);
-int64_t ngx_http_gms_now_ms(void);
+int64_t ngx_http_gms_cache_now_ms(void);
 
 
 #endif /* _NGX_HTTP_GMS_CACHE_H_INCLUDED_ */

@@ -38,7 +38,8 @@ ngx_conf_post_handler_pt  ngx_http_gms_jwt_leeway_p =
  */
 
 char *
-ngx_http_gms_salt_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+ngx_http_gms_credentials_salt_file(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
 {
     ngx_http_gms_main_conf_t *gmcf = conf;
 
@@ -63,7 +64,7 @@ ngx_http_gms_salt_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
  */
 
 char *
-ngx_http_gms_signing_key_file(ngx_conf_t *cf, ngx_command_t *cmd,
+ngx_http_gms_credentials_signing_key_file(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf)
 {
     ngx_http_gms_main_conf_t *gmcf = conf;
@@ -117,7 +118,8 @@ ngx_http_gms_signing_key_file(ngx_conf_t *cf, ngx_command_t *cmd,
  */
 
 char *
-ngx_http_gms_system_client(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+ngx_http_gms_credentials_system_client(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
 {
     ngx_http_gms_main_conf_t *gmcf = conf;
 
@@ -213,7 +215,7 @@ ngx_http_gms_jwt_leeway(ngx_conf_t *cf, void *post, void *data)
  */
 
 ngx_int_t
-ngx_http_gms_verify(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
+ngx_http_gms_credentials_verify(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
     const u_char *token, size_t len, gms_jwt_claims_t *claims)
 {
     gms_jwt_rc_e               rc;
@@ -222,7 +224,7 @@ ngx_http_gms_verify(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
     gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
 
     rc = gms_jwt_verify(token, len, gmcf->keys, gmcf->nkeys,
-                        ngx_http_gms_now_ms(), (int64_t) gmcf->jwt_leeway,
+                        ngx_http_gms_cache_now_ms(), (int64_t) gmcf->jwt_leeway,
                         claims);
 
     switch (rc) {
@@ -267,8 +269,8 @@ ngx_http_gms_verify(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
  */
 
 ngx_int_t
-ngx_http_gms_accept_session(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
-    gms_jwt_claims_t *claims)
+ngx_http_gms_credentials_accept_session(ngx_http_request_t *r,
+    ngx_http_gms_ctx_t *ctx, gms_jwt_claims_t *claims)
 {
     ngx_http_gms_main_conf_t    *gmcf;
     ngx_http_gms_cache_entry_t   entry;
@@ -314,7 +316,7 @@ ngx_http_gms_accept_session(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
  */
 
 ngx_int_t
-ngx_http_gms_system(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
+ngx_http_gms_credentials_system(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
     const u_char *credentials, size_t len)
 {
     ngx_uint_t                 i, n;
@@ -335,7 +337,7 @@ ngx_http_gms_system(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
 
         ctx->result = NGX_HTTP_GMS_INVALID;
 
-        return ngx_http_gms_drop_header(r, &actor);
+        return ngx_http_gms_source_drop_header(r, &actor);
     }
 
     delegation = NULL;
@@ -356,8 +358,8 @@ ngx_http_gms_system(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
 
     if (n > 1
         || (delegation != NULL
-            && !gms_actor_valid((char *) delegation->value.data,
-                                delegation->value.len)))
+            && !gms_token_actor_valid((char *) delegation->value.data,
+                                      delegation->value.len)))
     {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "gms: system client request refused: X-DataHub-Actor "
@@ -365,7 +367,7 @@ ngx_http_gms_system(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
 
         ctx->result = NGX_HTTP_GMS_INVALID;
 
-        return ngx_http_gms_drop_header(r, &actor);
+        return ngx_http_gms_source_drop_header(r, &actor);
     }
 
     ctx->result = NGX_HTTP_GMS_OK;

@@ -18,18 +18,18 @@
                             + (int64_t) (gmcf)->jwt_leeway + 1 : 0)
 
 
-char *ngx_http_gms_salt_file(ngx_conf_t *cf, ngx_command_t *cmd,
+char *ngx_http_gms_credentials_salt_file(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-char *ngx_http_gms_signing_key_file(ngx_conf_t *cf, ngx_command_t *cmd,
+char *ngx_http_gms_credentials_signing_key_file(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+char *ngx_http_gms_credentials_system_client(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-char *ngx_http_gms_system_client(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-ngx_int_t ngx_http_gms_verify(ngx_http_request_t *r,
+ngx_int_t ngx_http_gms_credentials_verify(ngx_http_request_t *r,
     ngx_http_gms_ctx_t *ctx, const u_char *token, size_t len,
     gms_jwt_claims_t *claims);
-ngx_int_t ngx_http_gms_accept_session(ngx_http_request_t *r,
+ngx_int_t ngx_http_gms_credentials_accept_session(ngx_http_request_t *r,
     ngx_http_gms_ctx_t *ctx, gms_jwt_claims_t *claims);
-ngx_int_t ngx_http_gms_system(ngx_http_request_t *r,
+ngx_int_t ngx_http_gms_credentials_system(ngx_http_request_t *r,
     ngx_http_gms_ctx_t *ctx, const u_char *credentials, size_t len);
 
 

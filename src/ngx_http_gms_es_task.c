@@ -159,7 +159,7 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
     }
 
     if (r->method != NGX_HTTP_POST) {
-        if (ngx_http_gms_add_header(r, "Allow", &post) != NGX_OK) {
+        if (ngx_http_gms_response_add_header(r, "Allow", &post) != NGX_OK) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
@@ -197,8 +197,8 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
         /* the metadata service checks the privilege before the body */
 
         if (!ngx_http_gms_es_task_allowed(ctx, glcf)) {
-            if (ngx_http_gms_add_header(r, "WWW-Authenticate",
-                                        &glcf->challenge_scope)
+            if (ngx_http_gms_response_add_header(r, "WWW-Authenticate",
+                                                 &glcf->challenge_scope)
                 != NGX_OK)
             {
                 return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -362,7 +362,7 @@ ngx_http_gms_es_task_allowed(ngx_http_gms_ctx_t *ctx,
     ngx_http_gms_loc_conf_t *glcf)
 {
     return ctx != NULL && ctx->result == NGX_HTTP_GMS_OK
-           && ngx_http_gms_has_any_privilege(ctx, glcf->es_privileges);
+           && ngx_http_gms_privilege_has_any(ctx, glcf->es_privileges);
 }
 
 
@@ -827,8 +827,8 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
         ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_STATUS]);
         ngx_http_finalize_request(r,
             (value == scratch)
-            ? ngx_http_gms_send_json_copy(r, NGX_HTTP_OK, value)
-            : ngx_http_gms_send_json(r, NGX_HTTP_OK, value));
+            ? ngx_http_gms_response_json_copy(r, NGX_HTTP_OK, value)
+            : ngx_http_gms_response_json(r, NGX_HTTP_OK, value));
         return;
     }
 
@@ -840,7 +840,8 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
     body = (value != NULL) ? gms_restli_value_body(value) : NULL;
     free(value);
 
-    ngx_http_finalize_request(r, ngx_http_gms_send_json(r, NGX_HTTP_OK, body));
+    ngx_http_finalize_request(r, ngx_http_gms_response_json(r, NGX_HTTP_OK,
+                                                            body));
 }
 
 
@@ -871,13 +872,13 @@ ngx_http_gms_es_task_error(ngx_http_request_t *r, ngx_uint_t status,
 {
     static ngx_str_t  yes = ngx_string("true");
 
-    if (ngx_http_gms_add_header(r, "X-RestLi-Error-Response", &yes)
+    if (ngx_http_gms_response_add_header(r, "X-RestLi-Error-Response", &yes)
         != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    return ngx_http_gms_send_error(r, status, message, len);
+    return ngx_http_gms_response_error(r, status, message, len);
 }
 
 
@@ -1039,9 +1040,9 @@ ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
                      ? &ngx_http_gms_es_openapi_privileges
                      : glcf->es_privileges;
 
-        if (!ngx_http_gms_has_any_privilege(ctx, privileges)) {
-            if (ngx_http_gms_add_header(r, "WWW-Authenticate",
-                                        &glcf->challenge_scope)
+        if (!ngx_http_gms_privilege_has_any(ctx, privileges)) {
+            if (ngx_http_gms_response_add_header(r, "WWW-Authenticate",
+                                                 &glcf->challenge_scope)
                 != NGX_OK)
             {
                 return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -1098,7 +1099,7 @@ ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
 
 answered:
 
-    ngx_http_finalize_request(r, ngx_http_gms_send_json(r, status, body));
+    ngx_http_finalize_request(r, ngx_http_gms_response_json(r, status, body));
 
     return NGX_DONE;
 }
@@ -1192,14 +1193,14 @@ ngx_http_gms_es_openapi_answer(ngx_http_request_t *r,
     ngx_http_gms_es_ctx_t *es, char *value, ngx_uint_t cluster_error)
 {
     if (cluster_error) {
-        return ngx_http_gms_send_json(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
-                                      strdup(GMS_ES_OPENAPI_INTERNAL));
+        return ngx_http_gms_response_json(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                          strdup(GMS_ES_OPENAPI_INTERNAL));
     }
 
     if (value == NULL) {
-        return ngx_http_gms_send_json(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
-                                      gms_es_openapi_not_found(&es->task));
+        return ngx_http_gms_response_json(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                          gms_es_openapi_not_found(&es->task));
     }
 
-    return ngx_http_gms_send_json(r, NGX_HTTP_OK, value);
+    return ngx_http_gms_response_json(r, NGX_HTTP_OK, value);
 }

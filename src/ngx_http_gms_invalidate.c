@@ -109,8 +109,8 @@ static redisReplyObjectFunctions  ngx_http_gms_invalidate_capped = {
     .createString = ngx_http_gms_invalidate_string,
     .createArray = ngx_http_gms_invalidate_array,
     .createInteger = ngx_http_gms_invalidate_integer,
-    GMS_HIREDIS_RESP3_BUILDERS(ngx_http_gms_reply_double,
-                               ngx_http_gms_reply_bool)
+    GMS_HIREDIS_RESP3_BUILDERS(ngx_http_gms_redis_reply_double,
+                               ngx_http_gms_redis_reply_bool)
     .createNil = ngx_http_gms_invalidate_nil,
     .freeObject = NULL
 };
@@ -489,7 +489,7 @@ ngx_http_gms_invalidate_remember(u_char *what, size_t len)
 
     if (!(len == GMS_TOKEN_ID_LEN
           && gms_token_id_valid((char *) what, len))
-        && !gms_actor_valid((char *) what, len))
+        && !gms_token_actor_valid((char *) what, len))
     {
         /* "*", or what drops everything from the cache */
         goto all;
@@ -730,7 +730,7 @@ ngx_http_gms_invalidate_sync_reply(ngx_http_gms_rconn_t *rc, void *data,
     }
 
     if (reply->type != REDIS_REPLY_STRING || reply->len == 0
-        || gms_parse_ms(reply->str, reply->len, &at) != 0 || at <= 0)
+        || gms_token_parse_ms(reply->str, reply->len, &at) != 0 || at <= 0)
     {
         if (ngx_http_gms_redis_unavailable(rc, reply) != NGX_OK) {
             return;

@@ -349,7 +349,7 @@ ngx_http_gms_lookup_done(void *data, redisReply *reply, const char *error)
         ctx->flight = NULL;
 
         if (rc == NGX_OK) {
-            ngx_http_gms_apply(ctx, &entry);
+            ngx_http_gms_lookup_apply(ctx, &entry);
 
             if (ctx->result == NGX_HTTP_GMS_OK
                 && (ctx->actor.data == NULL
@@ -457,7 +457,7 @@ ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight, redisReply *reply,
 
     if (flight->members) {
 
-        if (gms_members_reply_parse(reply, &lk) != GMS_LOOKUP_FOUND) {
+        if (gms_lookup_members_parse(reply, &lk) != GMS_LOOKUP_FOUND) {
             ngx_http_gms_log_bad_entry(flight->id, lk.error);
             return NGX_ERROR;
         }
@@ -481,7 +481,9 @@ ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight, redisReply *reply,
             break;
         }
 
-        if (lk.expires_at != 0 && lk.expires_at <= ngx_http_gms_now_ms()) {
+        if (lk.expires_at != 0
+            && lk.expires_at <= ngx_http_gms_cache_now_ms())
+        {
             entry->result = NGX_HTTP_GMS_EXPIRED;
             ngx_http_gms_cache_put(flight->gmcf->cache, flight->id, entry, 0,
                                    flight->generation);
@@ -576,7 +578,8 @@ ngx_http_gms_lookup_unknown(ngx_http_gms_flight_t *flight,
             entry->result = NGX_HTTP_GMS_PASSED;
 
             if (cache) {
-                until = ngx_http_gms_now_ms() + (int64_t) cache->negative_ttl;
+                until = ngx_http_gms_cache_now_ms()
+                        + (int64_t) cache->negative_ttl;
 
                 if (flight->expires_at && flight->expires_at < until) {
                     until = flight->expires_at;
@@ -628,7 +631,8 @@ ngx_http_gms_join(redisReply **privileges, size_t n)
 /* the entry's strings are copied unless they are already in r->pool */
 
 void
-ngx_http_gms_apply(ngx_http_gms_ctx_t *ctx, ngx_http_gms_cache_entry_t *entry)
+ngx_http_gms_lookup_apply(ngx_http_gms_ctx_t *ctx,
+    ngx_http_gms_cache_entry_t *entry)
 {
     ngx_pool_t  *pool;
 

@@ -15,7 +15,7 @@
 
 ngx_int_t ngx_http_gms_lookup(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
     gms_jwt_claims_t *claims);
-void ngx_http_gms_apply(ngx_http_gms_ctx_t *ctx,
+void ngx_http_gms_lookup_apply(ngx_http_gms_ctx_t *ctx,
     ngx_http_gms_cache_entry_t *entry);
 
 

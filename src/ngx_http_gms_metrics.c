@@ -385,7 +385,7 @@ ngx_http_gms_metrics_handler(ngx_http_request_t *r)
 
     b->last = p;
 
-    return ngx_http_gms_send(r, NGX_HTTP_OK, &type, b);
+    return ngx_http_gms_response_send(r, NGX_HTTP_OK, &type, b);
 }
 
 
@@ -492,7 +492,7 @@ ngx_http_gms_metrics_sync_age(u_char *p, u_char *last,
     int64_t  sync_at, now, age;
 
     sync_at = (int64_t) m->sync_at;
-    now = ngx_http_gms_now_ms();
+    now = ngx_http_gms_cache_now_ms();
 
     if (sync_at == 0) {
         return ngx_slprintf(p, last, "%s +Inf\n", d->name);

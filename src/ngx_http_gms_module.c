@@ -140,21 +140,21 @@ static ngx_command_t  ngx_http_gms_commands[] = {
 
     { ngx_string("gms_token_redis"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
-      ngx_http_gms_redis_directive,
+      ngx_http_gms_redis_conf_redis,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
 
     { ngx_string("gms_token_redis_sentinel"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
-      ngx_http_gms_redis_sentinel_directive,
+      ngx_http_gms_redis_conf_sentinel,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
 
     { ngx_string("gms_token_redis_cluster"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
-      ngx_http_gms_redis_cluster_directive,
+      ngx_http_gms_redis_conf_cluster,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
@@ -217,14 +217,14 @@ static ngx_command_t  ngx_http_gms_commands[] = {
 
     { ngx_string("gms_token_salt_file"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
-      ngx_http_gms_salt_file,
+      ngx_http_gms_credentials_salt_file,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
 
     { ngx_string("gms_token_signing_key_file"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
-      ngx_http_gms_signing_key_file,
+      ngx_http_gms_credentials_signing_key_file,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
@@ -245,7 +245,7 @@ static ngx_command_t  ngx_http_gms_commands[] = {
 
     { ngx_string("gms_token_system_client"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE2,
-      ngx_http_gms_system_client,
+      ngx_http_gms_credentials_system_client,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
@@ -294,7 +294,7 @@ static ngx_command_t  ngx_http_gms_commands[] = {
 
     { ngx_string("gms_datahub_version"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_http_gms_datahub_version,
+      ngx_http_gms_release_directive,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
@@ -438,7 +438,7 @@ ngx_http_gms_result_variable(ngx_http_request_t *r,
         s = &ngx_http_gms_results[ctx->result];
 
     } else if (glcf->enable && glcf->preflight
-               && ngx_http_gms_is_preflight(r->main))
+               && ngx_http_gms_source_is_preflight(r->main))
     {
         /* let through unchecked: the check makes no context for it */
         s = &preflight;
@@ -616,7 +616,7 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
     uint32_t       crc;
     unsigned char  md[SHA_DIGEST_LENGTH];
 
-    if (ngx_http_gms_redis_init_conf(cf, gmcf) != NGX_CONF_OK) {
+    if (ngx_http_gms_redis_conf_init(cf, gmcf) != NGX_CONF_OK) {
         return NGX_CONF_ERROR;
     }
 
@@ -634,7 +634,7 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
     }
 
     if (gmcf->cluster) {
-        if (ngx_http_gms_redis_cluster_prefix(cf, gmcf) != NGX_CONF_OK) {
+        if (ngx_http_gms_redis_conf_cluster_prefix(cf, gmcf) != NGX_CONF_OK) {
             return NGX_CONF_ERROR;
         }
     }
@@ -863,7 +863,7 @@ ngx_http_gms_init(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
-    *h = ngx_http_gms_access_handler;
+    *h = ngx_http_gms_auth_access_handler;
 
     /*
      * gms_token_phase preaccess: handlers of a phase run in the reverse of
@@ -878,7 +878,7 @@ ngx_http_gms_init(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
-    *h = ngx_http_gms_preaccess_handler;
+    *h = ngx_http_gms_auth_preaccess_handler;
 
     h = ngx_array_push(&cmcf->phases[NGX_HTTP_PRECONTENT_PHASE].handlers);
     if (h == NULL) {
@@ -892,7 +892,7 @@ ngx_http_gms_init(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
-    *h = ngx_http_gms_subrequest_handler;
+    *h = ngx_http_gms_auth_subrequest_handler;
 
     if (ngx_http_gms_auth_init_bodies(cf) != NGX_OK) {
         return NGX_ERROR;

@@ -392,7 +392,7 @@ ngx_http_gms_oauth_read(u_char *path, ngx_http_gms_oauth_seen_t *seen,
 
     ngx_memcpy(seen->digest, digest, SHA256_DIGEST_LENGTH);
 
-    *jwks = gms_jwks_parse((const char *) buf, size, error);
+    *jwks = gms_oauth_jwks_parse((const char *) buf, size, error);
     rc = (*jwks == NULL) ? NGX_ERROR : NGX_OK;
 
 done:
@@ -454,7 +454,7 @@ ngx_http_gms_oauth_refresh(ngx_log_t *log, ngx_http_gms_oauth_t *oa,
 
     if (st->oauth != oa) {
         if (st->jwks) {
-            gms_jwks_free(st->jwks);
+            gms_oauth_jwks_free(st->jwks);
         }
 
         ngx_memzero(st, sizeof(ngx_http_gms_oauth_state_t));
@@ -517,14 +517,14 @@ ngx_http_gms_oauth_refresh(ngx_log_t *log, ngx_http_gms_oauth_t *oa,
     }
 
     if (st->jwks) {
-        gms_jwks_free(st->jwks);
+        gms_oauth_jwks_free(st->jwks);
     }
 
     st->jwks = jwks;
 
     ngx_log_error(NGX_LOG_NOTICE, log, 0,
                   "gms: jwks_file \"%s\" read again: %uz keys",
-                  oa->jwks_file.data, gms_jwks_nkeys(jwks));
+                  oa->jwks_file.data, gms_oauth_jwks_nkeys(jwks));
 }
 
 
@@ -566,7 +566,7 @@ ngx_http_gms_oauth_verify(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
         }
     }
 
-    rc = gms_oauth_verify(token, len, providers, n, ngx_http_gms_now_ms(),
+    rc = gms_oauth_verify(token, len, providers, n, ngx_http_gms_cache_now_ms(),
                           (int64_t) gmcf->jwt_leeway, &oc);
 
     switch (rc) {
@@ -655,5 +655,5 @@ ngx_http_gms_oauth_source(ngx_http_gms_main_conf_t *gmcf, uint32_t *crc)
 static void
 ngx_http_gms_oauth_cleanup(void *data)
 {
-    gms_jwks_free(data);
+    gms_oauth_jwks_free(data);
 }

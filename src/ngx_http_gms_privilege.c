@@ -34,7 +34,7 @@ ngx_http_gms_privilege_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 
     for (i = 1; i < cf->args->nelts; i++) {
 
-        if (!gms_privilege_valid((char *) value[i].data, value[i].len)) {
+        if (!gms_token_privilege_valid((char *) value[i].data, value[i].len)) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid privilege name \"%V\"", &value[i]);
             return NGX_CONF_ERROR;
@@ -71,7 +71,7 @@ ngx_http_gms_privilege_list(ngx_conf_t *cf, ngx_str_t *list,
             comma = last;
         }
 
-        if (!gms_privilege_valid((char *) p, comma - p)) {
+        if (!gms_token_privilege_valid((char *) p, comma - p)) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid privilege name \"%*s\" in \"%V\"",
                                comma - p, p, list);
@@ -103,7 +103,7 @@ ngx_http_gms_privilege_list(ngx_conf_t *cf, ngx_str_t *list,
  */
 
 ngx_int_t
-ngx_http_gms_has_any_privilege(ngx_http_gms_ctx_t *ctx, ngx_array_t *names)
+ngx_http_gms_privilege_has_any(ngx_http_gms_ctx_t *ctx, ngx_array_t *names)
 {
     u_char      *p, *last, *comma;
     ngx_str_t   *name;

@@ -15,7 +15,7 @@ char *ngx_http_gms_privilege_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_http_gms_privilege_list(ngx_conf_t *cf, ngx_str_t *list,
     ngx_array_t *names);
-ngx_int_t ngx_http_gms_has_any_privilege(ngx_http_gms_ctx_t *ctx,
+ngx_int_t ngx_http_gms_privilege_has_any(ngx_http_gms_ctx_t *ctx,
     ngx_array_t *names);
 
 

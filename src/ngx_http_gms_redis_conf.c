@@ -122,7 +122,7 @@ static char  *ngx_http_gms_redis_conflict[] = {
  *     [user=NAME] [db=N]; */
 
 char *
-ngx_http_gms_redis_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+ngx_http_gms_redis_conf_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     return ngx_http_gms_redis_parse(cf, conf, NGX_HTTP_GMS_REDIS_ONE);
 }
@@ -136,7 +136,7 @@ ngx_http_gms_redis_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
  */
 
 char *
-ngx_http_gms_redis_sentinel_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+ngx_http_gms_redis_conf_sentinel(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf)
 {
     return ngx_http_gms_redis_parse(cf, conf, NGX_HTTP_GMS_REDIS_SENTINEL);
@@ -149,7 +149,7 @@ ngx_http_gms_redis_sentinel_directive(ngx_conf_t *cf, ngx_command_t *cmd,
  */
 
 char *
-ngx_http_gms_redis_cluster_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+ngx_http_gms_redis_conf_cluster(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf)
 {
     return ngx_http_gms_redis_parse(cf, conf, NGX_HTTP_GMS_REDIS_CLUSTER);
@@ -441,7 +441,7 @@ ngx_http_gms_redis_replica(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
  */
 
 char *
-ngx_http_gms_redis_cluster_prefix(ngx_conf_t *cf,
+ngx_http_gms_redis_conf_cluster_prefix(ngx_conf_t *cf,
     ngx_http_gms_main_conf_t *gmcf)
 {
     size_t                len;
@@ -538,7 +538,7 @@ ngx_http_gms_redis_addr(ngx_conf_t *cf, ngx_str_t *text,
  */
 
 char *
-ngx_http_gms_redis_init_conf(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf)
+ngx_http_gms_redis_conf_init(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf)
 {
     ngx_str_t                   dflt = ngx_string("127.0.0.1:6379");
     ngx_uint_t                  i, n;

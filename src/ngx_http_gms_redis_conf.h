@@ -13,15 +13,15 @@
 #include "ngx_http_gms_module.h"
 
 
-char *ngx_http_gms_redis_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+char *ngx_http_gms_redis_conf_redis(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-char *ngx_http_gms_redis_sentinel_directive(ngx_conf_t *cf,
+char *ngx_http_gms_redis_conf_sentinel(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
-char *ngx_http_gms_redis_cluster_directive(ngx_conf_t *cf,
+char *ngx_http_gms_redis_conf_cluster(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
-char *ngx_http_gms_redis_cluster_prefix(ngx_conf_t *cf,
+char *ngx_http_gms_redis_conf_cluster_prefix(ngx_conf_t *cf,
     ngx_http_gms_main_conf_t *gmcf);
-char *ngx_http_gms_redis_init_conf(ngx_conf_t *cf,
+char *ngx_http_gms_redis_conf_init(ngx_conf_t *cf,
     ngx_http_gms_main_conf_t *gmcf);
 
 

@@ -1058,14 +1058,14 @@ ngx_http_gms_rconn_dispatch(ngx_http_gms_rconn_t *rc)
         if (ngx_queue_empty(&rc->pending)) {
 
             if (!rc->subscribed || rc->push == NULL) {
-                ngx_http_gms_reply_done(rc);
+                ngx_http_gms_redis_reply_done(rc);
                 ngx_http_gms_rconn_protocol_error(rc,
                                               "a reply nothing asked for");
                 return NGX_ERROR;
             }
 
             rc->push(rc, rc->data, reply, NULL);
-            ngx_http_gms_reply_done(rc);
+            ngx_http_gms_redis_reply_done(rc);
 
         } else {
             q = ngx_queue_head(&rc->pending);
@@ -1079,7 +1079,7 @@ ngx_http_gms_rconn_dispatch(ngx_http_gms_rconn_t *rc)
             ngx_queue_insert_head(&rc->free, q);
 
             handler(rc, data, reply, NULL);
-            ngx_http_gms_reply_done(rc);
+            ngx_http_gms_redis_reply_done(rc);
 
             if (rc->generation != generation) {
                 return NGX_ERROR;

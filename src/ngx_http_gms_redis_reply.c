@@ -9,7 +9,7 @@
  * privileges' array and strings), each allocated and freed by hiredis's
  * own builders, which cost a lookup more than the rest of its parsing.
  * A reply lives until its handler returns (ngx_http_gms_rconn_dispatch()
- * then calls ngx_http_gms_reply_done(), where hiredis's freeReplyObject()
+ * then calls ngx_http_gms_redis_reply_done(), where hiredis's freeReplyObject()
  * was called), and hiredis builds one reply at a time, so the arena is
  * rewound there: no handler keeps a pointer into a reply past its return.
  * The reader's own freeObject (on an error, on redisReaderFree()) frees
@@ -114,8 +114,8 @@ static redisReplyObjectFunctions  ngx_http_gms_reply_arena = {
     .createString = ngx_http_gms_arena_string,
     .createArray = ngx_http_gms_arena_array,
     .createInteger = ngx_http_gms_arena_integer,
-    GMS_HIREDIS_RESP3_BUILDERS(ngx_http_gms_reply_double,
-                               ngx_http_gms_reply_bool)
+    GMS_HIREDIS_RESP3_BUILDERS(ngx_http_gms_redis_reply_double,
+                               ngx_http_gms_redis_reply_bool)
     .createNil = ngx_http_gms_arena_nil,
     .freeObject = ngx_http_gms_arena_free
 };
@@ -129,8 +129,8 @@ redisReplyObjectFunctions  *ngx_http_gms_reply_hiredis =
         .createString = ngx_http_gms_reply_string,                           \
         .createArray = ngx_http_gms_reply_array,                             \
         .createInteger = ngx_http_gms_reply_integer,                         \
-        GMS_HIREDIS_RESP3_BUILDERS(ngx_http_gms_reply_double,                \
-                                   ngx_http_gms_reply_bool)                  \
+        GMS_HIREDIS_RESP3_BUILDERS(ngx_http_gms_redis_reply_double,          \
+                                   ngx_http_gms_redis_reply_bool)            \
         .createNil = ngx_http_gms_reply_nil,                                 \
         .freeObject = ngx_http_gms_arena_free                                \
     }
@@ -214,7 +214,7 @@ ngx_http_gms_reply_array(const redisReadTask *task,
  */
 
 void *
-ngx_http_gms_reply_double(const redisReadTask *task, double value,
+ngx_http_gms_redis_reply_double(const redisReadTask *task, double value,
     char *str, size_t len)
 {
     ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
@@ -224,7 +224,7 @@ ngx_http_gms_reply_double(const redisReadTask *task, double value,
 
 
 void *
-ngx_http_gms_reply_bool(const redisReadTask *task, int value)
+ngx_http_gms_redis_reply_bool(const redisReadTask *task, int value)
 {
     ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                   "gms: redis reply of RESP3 (a boolean), never asked for");
@@ -458,7 +458,7 @@ ngx_http_gms_reply_alloc(ngx_http_gms_rconn_t *rc, size_t size)
  */
 
 void
-ngx_http_gms_reply_done(ngx_http_gms_rconn_t *rc)
+ngx_http_gms_redis_reply_done(ngx_http_gms_rconn_t *rc)
 {
     size_t                       total;
     ngx_http_gms_arena_block_t  *b, *next;

@@ -13,13 +13,13 @@
 #include "gms_hiredis.h"
 
 
-void ngx_http_gms_reply_done(ngx_http_gms_rconn_t *rc);
+void ngx_http_gms_redis_reply_done(ngx_http_gms_rconn_t *rc);
 
 #if (GMS_HIREDIS_RESP3)
 /* hiredis 1.x's RESP3 builders: never asked for, refused */
-void *ngx_http_gms_reply_double(const redisReadTask *task, double value,
+void *ngx_http_gms_redis_reply_double(const redisReadTask *task, double value,
     char *str, size_t len);
-void *ngx_http_gms_reply_bool(const redisReadTask *task, int value);
+void *ngx_http_gms_redis_reply_bool(const redisReadTask *task, int value);
 #endif
 
 

@@ -38,7 +38,7 @@ ngx_array_t  ngx_http_gms_es_by_release;
 
 
 char *
-ngx_http_gms_datahub_version(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+ngx_http_gms_release_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_gms_loc_conf_t *glcf = conf;
 

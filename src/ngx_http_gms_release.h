@@ -12,7 +12,7 @@
 #include "ngx_http_gms_module.h"
 
 
-char *ngx_http_gms_datahub_version(ngx_conf_t *cf, ngx_command_t *cmd,
+char *ngx_http_gms_release_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_http_gms_release_merge(ngx_conf_t *cf,
     ngx_http_gms_loc_conf_t *prev, ngx_http_gms_loc_conf_t *conf);

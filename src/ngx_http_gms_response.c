@@ -16,7 +16,7 @@ static void ngx_http_gms_free_body(void *data);
 
 
 ngx_int_t
-ngx_http_gms_add_header(ngx_http_request_t *r, const char *key,
+ngx_http_gms_response_add_header(ngx_http_request_t *r, const char *key,
     ngx_str_t *value)
 {
     ngx_table_elt_t  *h;
@@ -48,7 +48,7 @@ ngx_http_gms_add_header(ngx_http_request_t *r, const char *key,
  */
 
 ngx_int_t
-ngx_http_gms_send_json(ngx_http_request_t *r, ngx_uint_t status, char *body)
+ngx_http_gms_response_json(ngx_http_request_t *r, ngx_uint_t status, char *body)
 {
     ngx_buf_t           *b;
     ngx_pool_cleanup_t  *cln;
@@ -80,14 +80,14 @@ ngx_http_gms_send_json(ngx_http_request_t *r, ngx_uint_t status, char *body)
         r->keepalive = 0;
     }
 
-    return ngx_http_gms_send(r, status, &type, b);
+    return ngx_http_gms_response_send(r, status, &type, b);
 }
 
 
 /* a body in the caller's scratch buffer, copied into the request's pool */
 
 ngx_int_t
-ngx_http_gms_send_json_copy(ngx_http_request_t *r, ngx_uint_t status,
+ngx_http_gms_response_json_copy(ngx_http_request_t *r, ngx_uint_t status,
     const char *body)
 {
     size_t            len;
@@ -107,15 +107,15 @@ ngx_http_gms_send_json_copy(ngx_http_request_t *r, ngx_uint_t status,
         r->keepalive = 0;
     }
 
-    return ngx_http_gms_send(r, status, &type, b);
+    return ngx_http_gms_response_send(r, status, &type, b);
 }
 
 
 /* the module's own answers: one buffer, its length known */
 
 ngx_int_t
-ngx_http_gms_send(ngx_http_request_t *r, ngx_uint_t status, ngx_str_t *type,
-    ngx_buf_t *b)
+ngx_http_gms_response_send(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *type, ngx_buf_t *b)
 {
     ngx_int_t    rc;
     ngx_chain_t  out;
@@ -143,19 +143,19 @@ ngx_http_gms_send(ngx_http_request_t *r, ngx_uint_t status, ngx_str_t *type,
 
 
 ngx_int_t
-ngx_http_gms_send_error(ngx_http_request_t *r, ngx_uint_t status,
+ngx_http_gms_response_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *message, size_t len)
 {
-    return ngx_http_gms_send_json(r, status,
-                                  gms_restli_error_body((int) status, message,
-                                                        len));
+    return ngx_http_gms_response_json(r, status,
+                                      gms_restli_error_body((int) status,
+                                                            message, len));
 }
 
 
 /* a body made at configuration time, sent as it is */
 
 ngx_int_t
-ngx_http_gms_send_body(ngx_http_request_t *r, ngx_uint_t status,
+ngx_http_gms_response_body(ngx_http_request_t *r, ngx_uint_t status,
     ngx_str_t *body)
 {
     ngx_buf_t        *b;
@@ -174,14 +174,14 @@ ngx_http_gms_send_body(ngx_http_request_t *r, ngx_uint_t status,
         r->keepalive = 0;
     }
 
-    return ngx_http_gms_send(r, status, &type, b);
+    return ngx_http_gms_response_send(r, status, &type, b);
 }
 
 
 /* the Rest.li error body of a fixed message, into the cycle's pool */
 
 ngx_int_t
-ngx_http_gms_error_body(ngx_conf_t *cf, ngx_uint_t status,
+ngx_http_gms_response_error_body(ngx_conf_t *cf, ngx_uint_t status,
     const char *message, ngx_str_t *out)
 {
     char  *body;

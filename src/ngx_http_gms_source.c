@@ -128,7 +128,7 @@ ngx_http_gms_name_end(u_char *p, u_char *last)
  */
 
 ngx_uint_t
-ngx_http_gms_is_preflight(ngx_http_request_t *r)
+ngx_http_gms_source_is_preflight(ngx_http_request_t *r)
 {
     static ngx_str_t  origin = ngx_string("Origin");
     static ngx_str_t  method = ngx_string("Access-Control-Request-Method");
@@ -147,8 +147,8 @@ ngx_http_gms_is_preflight(ngx_http_request_t *r)
  */
 
 ngx_int_t
-ngx_http_gms_credential(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf,
-    ngx_str_t *value)
+ngx_http_gms_source_credential(ngx_http_request_t *r,
+    ngx_http_gms_loc_conf_t *glcf, ngx_str_t *value)
 {
     u_char                     *p;
     ngx_str_t                   v;
@@ -215,13 +215,13 @@ ngx_http_gms_credential(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf,
  */
 
 ngx_int_t
-ngx_http_gms_forward_token(ngx_http_request_t *r, ngx_str_t *credential)
+ngx_http_gms_source_forward_token(ngx_http_request_t *r, ngx_str_t *credential)
 {
     ngx_table_elt_t  *h;
 
     static ngx_str_t  authorization = ngx_string("Authorization");
 
-    if (ngx_http_gms_drop_header(r, &authorization) != NGX_OK) {
+    if (ngx_http_gms_source_drop_header(r, &authorization) != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -248,7 +248,7 @@ ngx_http_gms_forward_token(ngx_http_request_t *r, ngx_str_t *credential)
  */
 
 ngx_int_t
-ngx_http_gms_drop_header(ngx_http_request_t *r, ngx_str_t *name)
+ngx_http_gms_source_drop_header(ngx_http_request_t *r, ngx_str_t *name)
 {
     ngx_uint_t        i, n, found;
     ngx_list_t        headers;

@@ -14,12 +14,13 @@
 
 ngx_int_t ngx_http_gms_source_conf(ngx_conf_t *cf,
     ngx_http_gms_loc_conf_t *conf, ngx_http_gms_main_conf_t *gmcf);
-ngx_uint_t ngx_http_gms_is_preflight(ngx_http_request_t *r);
-ngx_int_t ngx_http_gms_credential(ngx_http_request_t *r,
+ngx_uint_t ngx_http_gms_source_is_preflight(ngx_http_request_t *r);
+ngx_int_t ngx_http_gms_source_credential(ngx_http_request_t *r,
     ngx_http_gms_loc_conf_t *glcf, ngx_str_t *value);
-ngx_int_t ngx_http_gms_forward_token(ngx_http_request_t *r,
+ngx_int_t ngx_http_gms_source_forward_token(ngx_http_request_t *r,
     ngx_str_t *credential);
-ngx_int_t ngx_http_gms_drop_header(ngx_http_request_t *r, ngx_str_t *name);
+ngx_int_t ngx_http_gms_source_drop_header(ngx_http_request_t *r,
+    ngx_str_t *name);
 
 
 #endif /* _NGX_HTTP_GMS_SOURCE_H_INCLUDED_ */

@@ -32,7 +32,7 @@ static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
  */
 
 ngx_uint_t
-ngx_http_gms_may_pass(ngx_http_request_t *r)
+ngx_http_gms_verdict_may_pass(ngx_http_request_t *r)
 {
     ngx_http_gms_loc_conf_t  *glcf;
 
@@ -74,7 +74,7 @@ ngx_http_gms_verdict_header_filter(ngx_http_request_t *r)
     if (ctx == NULL || ctx->result != NGX_HTTP_GMS_PASSED
         || r->upstream == NULL
         || (ctx->es != NULL && ctx->es->subrequest == r)
-        || (r != r->main && !ngx_http_gms_may_pass(r)))
+        || (r != r->main && !ngx_http_gms_verdict_may_pass(r)))
     {
         return ngx_http_next_header_filter(r);
     }

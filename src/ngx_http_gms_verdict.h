@@ -13,7 +13,7 @@
 #include "ngx_http_gms_module.h"
 
 
-ngx_uint_t ngx_http_gms_may_pass(ngx_http_request_t *r);
+ngx_uint_t ngx_http_gms_verdict_may_pass(ngx_http_request_t *r);
 ngx_int_t ngx_http_gms_verdict_filter_init(ngx_conf_t *cf);
 
 

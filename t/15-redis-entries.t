@@ -2,7 +2,7 @@
 
 # What Redis says is checked before it is used: an entry whose actor or
 # privileges break the rules gms-token writes by (src/lib/gms_token.c:
-# gms_actor_valid, gms_privilege_valid) is a 503, never forwarded to GMS,
+# gms_token_actor_valid, gms_token_privilege_valid) is a 503, never forwarded to GMS,
 # never cached, and logged once a minute per token id rather than once per
 # request, however many ids are bad at once.
 

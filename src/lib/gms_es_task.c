@@ -735,14 +735,14 @@ gms_es_task_map(const char *answer, size_t len, char *reason,
     }
 
     where = "";
-    bad = gms_member_mismatch(top);
+    bad = gms_json_scan_member_mismatch(top);
 
     if (bad != NULL) {
         goto not_task;
     }
 
     where = "task.";
-    bad = gms_member_mismatch(task);
+    bad = gms_json_scan_member_mismatch(task);
 
     if (bad != NULL) {
         goto not_task;
@@ -765,7 +765,7 @@ gms_es_task_map(const char *answer, size_t len, char *reason,
         node_len = node->len - 2;
 
     } else {
-        node_text = gms_member_load(node);
+        node_text = gms_json_scan_member_load(node);
 
         if (!json_is_string(node_text)) {
             json_decref(node_text);
@@ -814,8 +814,8 @@ gms_es_task_map(const char *answer, size_t len, char *reason,
                        "\\\"taskId\\\":\\\"");
     }
 
-    p = gms_orgjson_quote(p, node_str, node_len,
-                          restli ? GMS_QUOTE_TWICE : 0);
+    p = gms_json_scan_orgjson_quote(p, node_str, node_len,
+                                    restli ? GMS_QUOTE_TWICE : 0);
     *p++ = ':';
     p = gms_es_put_integer(p, id);
     p = gms_es_put(p, restli, "\",\"runTimeNanos\":",
@@ -824,9 +824,9 @@ gms_es_task_map(const char *answer, size_t len, char *reason,
 
     if (status->value != NULL) {
         p = gms_es_put(p, restli, ",\"status\":\"", ",\\\"status\\\":\\\"");
-        p = gms_orgjson_quote(p, status->value, status->len,
-                              GMS_QUOTE_COMPACT
-                              | (restli ? GMS_QUOTE_TWICE : 0));
+        p = gms_json_scan_orgjson_quote(p, status->value, status->len,
+                                        GMS_QUOTE_COMPACT
+                                        | (restli ? GMS_QUOTE_TWICE : 0));
         p = gms_es_put(p, restli, "\"", "\\\"");
     }
 

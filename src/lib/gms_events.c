@@ -41,10 +41,11 @@
 #define gms_events_prefix(s, len, p)                                          \
     ((len) >= sizeof(p) - 1 && memcmp(s, p, sizeof(p) - 1) == 0)
 
-/* a user's URN, as a cache entry may hold it (gms_actor_valid) */
+/* a user's URN, as a cache entry may hold it (gms_token_actor_valid) */
 #define gms_events_user(s, len)                                               \
     (gms_events_prefix(s, len, GMS_EVENTS_USER_URN)                           \
-     && (len) > sizeof(GMS_EVENTS_USER_URN) - 1 && gms_actor_valid(s, len))
+     && (len) > sizeof(GMS_EVENTS_USER_URN) - 1                               \
+     && gms_token_actor_valid(s, len))
 
 /* a topic in a text: 64 bytes at most */
 #define gms_events_topic(p)                                                   \

@@ -98,7 +98,7 @@ gms_id_memo_get(gms_id_memo_t *memo, const unsigned char *token, size_t len,
     size_t               i;
     gms_id_memo_slot_t  *set, slot;
 
-    gms_siphash128(memo->key, token, len, tag);
+    gms_id_memo_siphash128(memo->key, token, len, tag);
 
     set = memo->slots[tag[0] & (GMS_ID_MEMO_SETS - 1)];
 
@@ -152,8 +152,8 @@ gms_id_memo_put(gms_id_memo_t *memo, const uint64_t tag[2], const char *id)
  */
 
 void
-gms_siphash128(const uint64_t key[2], const unsigned char *in, size_t len,
-    uint64_t out[2])
+gms_id_memo_siphash128(const uint64_t key[2], const unsigned char *in,
+    size_t len, uint64_t out[2])
 {
     size_t    i, left;
     uint64_t  v0, v1, v2, v3, m, b;

@@ -44,7 +44,7 @@ void gms_id_memo_put(gms_id_memo_t *memo, const uint64_t tag[2],
     const char *id);
 void gms_id_memo_token_id(gms_id_memo_t *memo, const unsigned char *token,
     size_t len, char id[GMS_TOKEN_ID_LEN + 1]);
-void gms_siphash128(const uint64_t key[2], const unsigned char *in,
+void gms_id_memo_siphash128(const uint64_t key[2], const unsigned char *in,
     size_t len, uint64_t out[2]);
 
 

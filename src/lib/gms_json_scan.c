@@ -603,7 +603,7 @@ gms_scan_string(const unsigned char *p, const unsigned char *end)
             return NULL;
         }
 
-        n = gms_utf8_len(p, end);
+        n = gms_token_utf8_len(p, end);
 
         if (n == 0) {
             return NULL;
@@ -617,7 +617,7 @@ gms_scan_string(const unsigned char *p, const unsigned char *end)
 /* a recorded member's value as jansson's; NULL when absent or invalid */
 
 json_t *
-gms_member_load(gms_member_t *m)
+gms_json_scan_member_load(gms_member_t *m)
 {
     if (m->value == NULL) {
         return NULL;
@@ -723,7 +723,7 @@ gms_utf8_decode(const unsigned char *p, size_t n)
  */
 
 char *
-gms_orgjson_quote(char *p, const char *s, size_t len, unsigned flags)
+gms_json_scan_orgjson_quote(char *p, const char *s, size_t len, unsigned flags)
 {
     int                   compact, in_string, escaped;
     char                  one[6], *q, *last;
@@ -883,7 +883,7 @@ gms_orgjson_quote(char *p, const char *s, size_t len, unsigned flags)
             c = *u;
 
         } else {
-            n = gms_utf8_len(u, end);
+            n = gms_token_utf8_len(u, end);
 
             if (n == 0) {
                 /* not reached for checked text; never copy past the end */
@@ -934,7 +934,7 @@ gms_orgjson_quote(char *p, const char *s, size_t len, unsigned flags)
  */
 
 int
-gms_member_integer(gms_member_t *m, json_int_t *out)
+gms_json_scan_member_integer(gms_member_t *m, json_int_t *out)
 {
     int                  negative;
     unsigned             d;
@@ -999,7 +999,7 @@ const char  *gms_json_type_names[] = {
  */
 
 gms_member_t *
-gms_member_mismatch(gms_member_t *want)
+gms_json_scan_member_mismatch(gms_member_t *want)
 {
     gms_member_t  *m;
 
@@ -1022,7 +1022,7 @@ gms_member_mismatch(gms_member_t *want)
             break;
 
         case GMS_JSON_INTEGER:
-            if (gms_member_integer(m, &m->integer) != 0) {
+            if (gms_json_scan_member_integer(m, &m->integer) != 0) {
                 return m;
             }
             break;

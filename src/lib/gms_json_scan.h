@@ -47,23 +47,24 @@ struct gms_member_s {
      * member's last occurrence), in the same pass: not scanned twice
      */
     gms_member_t     *members;
-    /* an integer's value, once gms_member_mismatch() has read it */
+    /* an integer's value, once gms_json_scan_member_mismatch() has read it */
     json_int_t        integer;
 };
 
 
 int gms_json_scan(const char *text, size_t len, gms_member_t *want,
     size_t *at);
-json_t *gms_member_load(gms_member_t *m);
-int gms_member_integer(gms_member_t *m, json_int_t *out);
-gms_member_t *gms_member_mismatch(gms_member_t *want);
-char *gms_orgjson_quote(char *p, const char *s, size_t len, unsigned flags);
+json_t *gms_json_scan_member_load(gms_member_t *m);
+int gms_json_scan_member_integer(gms_member_t *m, json_int_t *out);
+gms_member_t *gms_json_scan_member_mismatch(gms_member_t *want);
+char *gms_json_scan_orgjson_quote(char *p, const char *s, size_t len,
+    unsigned flags);
 
-/* gms_orgjson_quote()'s flags */
+/* gms_json_scan_orgjson_quote()'s flags */
 #define GMS_QUOTE_COMPACT  1
 #define GMS_QUOTE_TWICE    2
 
-/* the bytes gms_orgjson_quote() may write past the end it returns */
+/* the bytes gms_json_scan_orgjson_quote() may write past the end it returns */
 #define GMS_QUOTE_SLACK    8
 
 /* "a string", "an integer" ..., by gms_json_type_e */

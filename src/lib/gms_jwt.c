@@ -417,7 +417,7 @@ gms_jwt_claims(gms_jwt_read_t *rd, int64_t now_ms, int64_t leeway_ms,
 
     /* the actor goes into a header to GMS: the lookup's rules apply */
 
-    if (!gms_actor_valid(claims->actor, claims->actor_len)) {
+    if (!gms_token_actor_valid(claims->actor, claims->actor_len)) {
         claims->error = "actorId holds control bytes";
         return GMS_JWT_MALFORMED;
     }

@@ -103,14 +103,16 @@ gms_lookup_reply_parse(const redisReply *reply, gms_lookup_t *lookup)
         return GMS_LOOKUP_UNKNOWN;
     }
 
-    if (!gms_actor_valid(reply->element[0]->str, reply->element[0]->len)) {
+    if (!gms_token_actor_valid(reply->element[0]->str,
+                               reply->element[0]->len))
+    {
         lookup->error = "invalid actor: not a urn:li: URN of valid UTF-8 "
                         "without control bytes, at most 512 bytes";
         return GMS_LOOKUP_BAD_REPLY;
     }
 
-    if (gms_parse_ms(reply->element[1]->str, reply->element[1]->len,
-                     &lookup->expires_at)
+    if (gms_token_parse_ms(reply->element[1]->str, reply->element[1]->len,
+                           &lookup->expires_at)
         != 0)
     {
         lookup->error = "expiresAt is not a number of milliseconds";
@@ -134,7 +136,7 @@ gms_lookup_reply_parse(const redisReply *reply, gms_lookup_t *lookup)
  */
 
 gms_lookup_rc_e
-gms_members_reply_parse(const redisReply *reply, gms_lookup_t *lookup)
+gms_lookup_members_parse(const redisReply *reply, gms_lookup_t *lookup)
 {
     memset(lookup, 0, sizeof(gms_lookup_t));
 
@@ -207,7 +209,9 @@ gms_privileges_check(const redisReply *e, gms_lookup_t *lookup)
             return -1;
         }
 
-        if (!gms_privilege_valid(e->element[i]->str, e->element[i]->len)) {
+        if (!gms_token_privilege_valid(e->element[i]->str,
+                                       e->element[i]->len))
+        {
             lookup->error = "invalid privilege name";
             return -1;
         }

@@ -45,7 +45,7 @@ typedef struct {
 
 gms_lookup_rc_e gms_lookup_reply_parse(const redisReply *reply,
     gms_lookup_t *lookup);
-gms_lookup_rc_e gms_members_reply_parse(const redisReply *reply,
+gms_lookup_rc_e gms_lookup_members_parse(const redisReply *reply,
     gms_lookup_t *lookup);
 
 extern const char    gms_lookup_script[];

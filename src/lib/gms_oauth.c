@@ -175,7 +175,7 @@ gms_oauth_verify(const unsigned char *token, size_t len,
         goto done;
     }
 
-    pkey = gms_jwks_find(p->jwks, kid, kid_len);
+    pkey = gms_oauth_jwks_find(p->jwks, kid, kid_len);
 
     if (pkey == NULL) {
         claims->error = "kid is not in the issuer's JWKS";
@@ -299,7 +299,7 @@ gms_oauth_actor(const char *issuer, size_t issuer_len, const char *subject,
     n += subject_len;
     actor[n] = '\0';
 
-    if (!gms_actor_valid(actor, n)) {
+    if (!gms_token_actor_valid(actor, n)) {
         return -1;
     }
 
@@ -337,7 +337,7 @@ gms_oauth_part(const unsigned char *in, size_t len)
     unsigned char  *buf;
 
     if (memchr(in, '=', len) != NULL
-        || gms_b64url_decode((const char *) in, len, &buf, &n) != 0)
+        || gms_oauth_jwks_b64url_decode((const char *) in, len, &buf, &n) != 0)
     {
         return NULL;
     }
@@ -416,7 +416,9 @@ gms_oauth_signed(const gms_oauth_provider_t *p, EVP_PKEY *pkey,
     }
 
     if (memchr(sig, '=', sig_len) != NULL
-        || gms_b64url_decode((const char *) sig, sig_len, &bytes, &n) != 0)
+        || gms_oauth_jwks_b64url_decode((const char *) sig, sig_len, &bytes,
+                                        &n)
+           != 0)
     {
         return 0;
     }

@@ -45,7 +45,7 @@ static BIGNUM *gms_jwks_bignum(json_t *jwk, const char *name);
 
 
 gms_jwks_t *
-gms_jwks_parse(const char *data, size_t len, const char **error)
+gms_oauth_jwks_parse(const char *data, size_t len, const char **error)
 {
     size_t           i;
     json_t          *root, *keys, *jwk, *kid, *kty;
@@ -108,8 +108,8 @@ gms_jwks_parse(const char *data, size_t len, const char **error)
             goto failed;
         }
 
-        if (gms_jwks_find(jwks, json_string_value(kid),
-                          json_string_length(kid))
+        if (gms_oauth_jwks_find(jwks, json_string_value(kid),
+                                json_string_length(kid))
             != NULL)
         {
             continue;
@@ -144,14 +144,14 @@ gms_jwks_parse(const char *data, size_t len, const char **error)
 failed:
 
     json_decref(root);
-    gms_jwks_free(jwks);
+    gms_oauth_jwks_free(jwks);
 
     return NULL;
 }
 
 
 void
-gms_jwks_free(gms_jwks_t *jwks)
+gms_oauth_jwks_free(gms_jwks_t *jwks)
 {
     size_t  i;
 
@@ -168,14 +168,14 @@ gms_jwks_free(gms_jwks_t *jwks)
 
 
 size_t
-gms_jwks_nkeys(const gms_jwks_t *jwks)
+gms_oauth_jwks_nkeys(const gms_jwks_t *jwks)
 {
     return jwks ? jwks->nkeys : 0;
 }
 
 
 EVP_PKEY *
-gms_jwks_find(const gms_jwks_t *jwks, const char *kid, size_t kid_len)
+gms_oauth_jwks_find(const gms_jwks_t *jwks, const char *kid, size_t kid_len)
 {
     size_t  i;
 
@@ -286,8 +286,8 @@ gms_jwks_bignum(json_t *jwk, const char *name)
     v = json_object_get(jwk, name);
 
     if (!json_is_string(v)
-        || gms_b64url_decode(json_string_value(v), json_string_length(v),
-                             &bytes, &len)
+        || gms_oauth_jwks_b64url_decode(json_string_value(v),
+                                        json_string_length(v), &bytes, &len)
            != 0)
     {
         return NULL;
@@ -307,7 +307,7 @@ gms_jwks_bignum(json_t *jwk, const char *name)
  */
 
 int
-gms_b64url_decode(const char *in, size_t len, unsigned char **out,
+gms_oauth_jwks_b64url_decode(const char *in, size_t len, unsigned char **out,
     size_t *out_len)
 {
     int             n;

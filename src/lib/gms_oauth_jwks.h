@@ -28,15 +28,16 @@
 typedef struct gms_jwks_s  gms_jwks_t;
 
 
-gms_jwks_t *gms_jwks_parse(const char *data, size_t len, const char **error);
-void gms_jwks_free(gms_jwks_t *jwks);
-size_t gms_jwks_nkeys(const gms_jwks_t *jwks);
-EVP_PKEY *gms_jwks_find(const gms_jwks_t *jwks, const char *kid,
+gms_jwks_t *gms_oauth_jwks_parse(const char *data, size_t len,
+    const char **error);
+void gms_oauth_jwks_free(gms_jwks_t *jwks);
+size_t gms_oauth_jwks_nkeys(const gms_jwks_t *jwks);
+EVP_PKEY *gms_oauth_jwks_find(const gms_jwks_t *jwks, const char *kid,
     size_t kid_len);
 
 /* base64url, padding optional; *out is malloc'ed; 0 or -1 */
-int gms_b64url_decode(const char *in, size_t len, unsigned char **out,
-    size_t *out_len);
+int gms_oauth_jwks_b64url_decode(const char *in, size_t len,
+    unsigned char **out, size_t *out_len);
 
 
 #endif /* _GMS_OAUTH_JWKS_H_INCLUDED_ */

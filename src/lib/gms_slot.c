@@ -11,7 +11,7 @@
 
 
 uint16_t
-gms_crc16(const unsigned char *p, size_t len)
+gms_slot_crc16(const unsigned char *p, size_t len)
 {
     int       i;
     uint16_t  crc;
@@ -71,10 +71,10 @@ gms_slot(const unsigned char *key, size_t len)
     const unsigned char  *tag;
 
     if (gms_slot_tag(key, len, &tag, &tag_len)) {
-        return gms_crc16(tag, tag_len) & (GMS_SLOTS - 1);
+        return gms_slot_crc16(tag, tag_len) & (GMS_SLOTS - 1);
     }
 
-    return gms_crc16(key, len) & (GMS_SLOTS - 1);
+    return gms_slot_crc16(key, len) & (GMS_SLOTS - 1);
 }
 
 

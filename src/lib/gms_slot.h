@@ -34,7 +34,7 @@ typedef struct {
 
 
 /* CRC16-CCITT (XMODEM), as the Redis Cluster specification's keyHashSlot */
-uint16_t gms_crc16(const unsigned char *p, size_t len);
+uint16_t gms_slot_crc16(const unsigned char *p, size_t len);
 
 /* the slot of a key: of its hash tag's bytes when it has one */
 unsigned gms_slot(const unsigned char *key, size_t len);

@@ -42,7 +42,7 @@ static const unsigned char  gms_bearer_class[256] = {
  */
 
 int
-gms_bearer_parse(const unsigned char *value, size_t len,
+gms_token_bearer_parse(const unsigned char *value, size_t len,
     const unsigned char **token, size_t *token_len)
 {
     size_t                       i, start, end;
@@ -101,12 +101,12 @@ gms_bearer_parse(const unsigned char *value, size_t len,
 /*
  * Where a Bearer credential's token would be: after the scheme and its
  * spaces, up to the trailing spaces; 0, or -1 when there is none.  Not a
- * check of the token: where gms_bearer_parse() takes the header, it
+ * check of the token: where gms_token_bearer_parse() takes the header, it
  * finds the same token.
  */
 
 int
-gms_bearer_span(const unsigned char *value, size_t len,
+gms_token_bearer_span(const unsigned char *value, size_t len,
     const unsigned char **token, size_t *token_len)
 {
     size_t                       i;
@@ -151,7 +151,7 @@ gms_bearer_span(const unsigned char *value, size_t len,
  */
 
 int
-gms_basic_parse(const unsigned char *value, size_t len, int split_first,
+gms_token_basic_parse(const unsigned char *value, size_t len, int split_first,
     const unsigned char **credentials, size_t *credentials_len)
 {
     size_t                i, colons;
@@ -281,7 +281,7 @@ gms_token_id_valid(const char *id, size_t len)
 /* milliseconds since the epoch: digits only, no sign; "" means 0 */
 
 int
-gms_parse_ms(const char *s, size_t len, int64_t *ms)
+gms_token_parse_ms(const char *s, size_t len, int64_t *ms)
 {
     size_t   i;
     int64_t  v;
@@ -317,7 +317,7 @@ static const unsigned char  gms_privilege_char[256] = {
 
 
 int
-gms_privilege_valid(const char *name, size_t len)
+gms_token_privilege_valid(const char *name, size_t len)
 {
     size_t                i;
     const unsigned char  *p;
@@ -345,7 +345,7 @@ gms_privilege_valid(const char *name, size_t len)
  */
 
 int
-gms_actor_valid(const char *urn, size_t len)
+gms_token_actor_valid(const char *urn, size_t len)
 {
     size_t                i, n;
     const unsigned char  *p;
@@ -371,7 +371,7 @@ gms_actor_valid(const char *urn, size_t len)
             return 0;
         }
 
-        n = gms_utf8_len(p + i, p + len);
+        n = gms_token_utf8_len(p + i, p + len);
 
         if (n == 0) {
             return 0;
@@ -385,7 +385,7 @@ gms_actor_valid(const char *urn, size_t len)
 /* the bytes of one UTF-8 sequence starting at p, or 0 if it is not one */
 
 size_t
-gms_utf8_len(const unsigned char *p, const unsigned char *end)
+gms_token_utf8_len(const unsigned char *p, const unsigned char *end)
 {
     size_t    n, i;
     uint32_t  c, min;

@@ -32,21 +32,22 @@ typedef enum {
 } gms_token_type_e;
 
 
-int gms_bearer_parse(const unsigned char *value, size_t len,
+int gms_token_bearer_parse(const unsigned char *value, size_t len,
     const unsigned char **token, size_t *token_len);
-int gms_bearer_span(const unsigned char *value, size_t len,
+int gms_token_bearer_span(const unsigned char *value, size_t len,
     const unsigned char **token, size_t *token_len);
-int gms_basic_parse(const unsigned char *value, size_t len, int split_first,
-    const unsigned char **credentials, size_t *credentials_len);
+int gms_token_basic_parse(const unsigned char *value, size_t len,
+    int split_first, const unsigned char **credentials,
+    size_t *credentials_len);
 gms_token_type_e gms_token_type_parse(const char *name, size_t len);
 void gms_token_id(const unsigned char *token, size_t token_len,
     const unsigned char *salt, size_t salt_len,
     char id[GMS_TOKEN_ID_LEN + 1]);
 int gms_token_id_valid(const char *id, size_t len);
-int gms_parse_ms(const char *s, size_t len, int64_t *ms);
-int gms_privilege_valid(const char *name, size_t len);
-int gms_actor_valid(const char *urn, size_t len);
-size_t gms_utf8_len(const unsigned char *p, const unsigned char *end);
+int gms_token_parse_ms(const char *s, size_t len, int64_t *ms);
+int gms_token_privilege_valid(const char *name, size_t len);
+int gms_token_actor_valid(const char *urn, size_t len);
+size_t gms_token_utf8_len(const unsigned char *p, const unsigned char *end);
 
 extern const char   *gms_token_type_names[GMS_TOKEN_NTYPES];
 

@@ -181,7 +181,7 @@ gms_cmd_jwks_handler(gms_tool_t *t, gms_tool_args_t *a)
         goto done;
     }
 
-    jwks = gms_jwks_parse(jwks_text, jwks_len, &error);
+    jwks = gms_oauth_jwks_parse(jwks_text, jwks_len, &error);
 
     if (jwks == NULL) {
         gms_tool_error(t, "%s: not a JWKS the module accepts: %s; %s left "
@@ -189,8 +189,8 @@ gms_cmd_jwks_handler(gms_tool_t *t, gms_tool_args_t *a)
         goto done;
     }
 
-    len = gms_jwks_nkeys(jwks);
-    gms_jwks_free(jwks);
+    len = gms_oauth_jwks_nkeys(jwks);
+    gms_oauth_jwks_free(jwks);
 
     if (gms_jwks_save(t, out, jwks_text, jwks_len) != 0) {
         rc = GMS_TOOL_USAGE;

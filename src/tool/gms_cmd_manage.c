@@ -959,8 +959,8 @@ gms_manage_list_token(gms_tool_t *t, json_t *v, size_t n)
     }
 
     if (!json_is_string(actor)
-        || !gms_actor_valid(json_string_value(actor),
-                            json_string_length(actor)))
+        || !gms_token_actor_valid(json_string_value(actor),
+                                  json_string_length(actor)))
     {
         gms_tool_error(t, "GMS's token id %s has no actorUrn (a user URN)",
                        json_string_value(id));

@@ -91,7 +91,7 @@ gms_privileges_edit(gms_tool_t *t, gms_tool_args_t *a, const char *verb)
     }
 
     for (i = 1; i < a->argc; i++) {
-        if (!gms_privilege_valid(a->argv[i], strlen(a->argv[i]))) {
+        if (!gms_token_privilege_valid(a->argv[i], strlen(a->argv[i]))) {
             gms_tool_error(t, "'%s' is not a privilege name: letters, "
                            "digits, '_', '-', '.' and ':', 1 to %d of them",
                            gms_tool_shown(a->argv[i]), GMS_PRIVILEGE_MAX);

@@ -180,8 +180,8 @@ gms_cmd_put_handler(gms_tool_t *t, gms_tool_args_t *a)
 
     if (a->val[GMS_OPT_EXPIRES_AT]) {
         if (a->val[GMS_OPT_EXPIRES_AT][0] == '\0'
-            || gms_parse_ms(a->val[GMS_OPT_EXPIRES_AT],
-                            strlen(a->val[GMS_OPT_EXPIRES_AT]), &ms)
+            || gms_token_parse_ms(a->val[GMS_OPT_EXPIRES_AT],
+                                  strlen(a->val[GMS_OPT_EXPIRES_AT]), &ms)
                != 0)
         {
             gms_tool_error(t, "--expires-at: '%s' is not a number of "

@@ -312,7 +312,7 @@ gms_follow_journal_hash(gms_follow_journal_t *j, gms_follow_journal_e kind,
 {
     uint64_t  out[2];
 
-    gms_siphash128(j->sipkey, (const unsigned char *) key, len, out);
+    gms_id_memo_siphash128(j->sipkey, (const unsigned char *) key, len, out);
 
     return out[0] ^ ((uint64_t) kind * 0x9e3779b97f4a7c15ULL);
 }

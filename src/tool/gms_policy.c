@@ -360,8 +360,8 @@ gms_policy_strs(json_t *v, size_t index, const char *what, int required,
         len = json_string_length(s);
 
         if (str == NULL
-            || (privileges ? !gms_privilege_valid(str, len)
-                           : !gms_actor_valid(str, len)))
+            || (privileges ? !gms_token_privilege_valid(str, len)
+                           : !gms_token_actor_valid(str, len)))
         {
             snprintf(error, GMS_POLICY_ERROR_LEN, "policies[%zu]: %s[%zu] "
                      "is not %s", index, what, i,

@@ -795,8 +795,8 @@ gms_sync_list_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
         return GMS_TOOL_USAGE;
     }
 
-    if (!gms_actor_valid(json_string_value(actor),
-                         json_string_length(actor)))
+    if (!gms_token_actor_valid(json_string_value(actor),
+                               json_string_length(actor)))
     {
         shown = gms_sync_list_shown(actor);
 

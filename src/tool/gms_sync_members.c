@@ -765,7 +765,7 @@ gms_members_one(gms_members_t *m, size_t idx, json_t *rel, size_t at)
     v = json_object_get(to, "urn");
 
     if (!json_is_string(v)
-        || !gms_actor_valid(json_string_value(v), json_string_length(v)))
+        || !gms_token_actor_valid(json_string_value(v), json_string_length(v)))
     {
         gms_tool_error(m->tool, "%s: %s %s: relationships[%zu]: entity.urn "
                        "is not a URN", m->url, field, gms_tool_shown(e->urn),

@@ -554,8 +554,8 @@ gms_priv_granted(gms_priv_ctx_t *c, gms_priv_user_t *u, json_t *granted)
         v = json_array_get(list, i);
 
         if (!json_is_string(v)
-            || !gms_privilege_valid(json_string_value(v),
-                                    json_string_length(v)))
+            || !gms_token_privilege_valid(json_string_value(v),
+                                          json_string_length(v)))
         {
             gms_tool_error(c->tool, "%s: getGrantedPrivileges of %s: "
                            "privileges[%zu] is not a privilege name", c->url,

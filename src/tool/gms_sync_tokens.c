@@ -693,7 +693,7 @@ gms_tool_holders_cached(gms_tool_t *t, gms_tool_holders_t *holders)
 
             /* one deleted since the SCAN has none */
             if (actor->type != REDIS_REPLY_STRING
-                || !gms_actor_valid(actor->str, actor->len))
+                || !gms_token_actor_valid(actor->str, actor->len))
             {
                 freeReplyObject(actor);
                 continue;
@@ -1662,7 +1662,7 @@ gms_sync_holders_kept(gms_tool_t *t, gms_sync_input_t *in,
             }
 
             if (actor->type != REDIS_REPLY_STRING
-                || !gms_actor_valid(actor->str, actor->len))
+                || !gms_token_actor_valid(actor->str, actor->len))
             {
                 freeReplyObject(actor);
                 continue;

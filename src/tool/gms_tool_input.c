@@ -158,7 +158,9 @@ gms_tool_token_read(gms_tool_t *t, char *buf, size_t size,
         return GMS_TOOL_USAGE;
     }
 
-    if (gms_bearer_parse((unsigned char *) buf, len, &p, token_len) != 0) {
+    if (gms_token_bearer_parse((unsigned char *) buf, len, &p, token_len)
+        != 0)
+    {
         gms_tool_error(t, "stdin:1: not a token: one line of letters, digits, "
                        "'-', '.', '_', '~', '+', '/' and trailing '=', "
                        "at most %d", GMS_TOKEN_MAX_LEN);
@@ -188,7 +190,7 @@ gms_tool_check_id(gms_tool_t *t, const char *id)
 int
 gms_tool_check_actor(gms_tool_t *t, const char *urn)
 {
-    if (gms_actor_valid(urn, strlen(urn))) {
+    if (gms_token_actor_valid(urn, strlen(urn))) {
         return 0;
     }
 

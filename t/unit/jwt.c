@@ -355,9 +355,9 @@ test_basic(void)
     const unsigned char  *cred;
 
 #define BASIC(s)                                                             \
-    gms_basic_parse((const unsigned char *) s, strlen(s), 0, &cred, &len)
+    gms_token_basic_parse((const unsigned char *) s, strlen(s), 0, &cred, &len)
 #define BASIC14(s)                                                           \
-    gms_basic_parse((const unsigned char *) s, strlen(s), 1, &cred, &len)
+    gms_token_basic_parse((const unsigned char *) s, strlen(s), 1, &cred, &len)
 
     ok(BASIC("Basic __datahub_system:s3cret") == 0 && len == 23
        && memcmp(cred, "__datahub_system:s3cret", len) == 0, "raw form");

@@ -154,52 +154,53 @@ test_jwks(void)
     jwk(weak, "weak", w);
 
     sprintf(text, "{\"keys\":[%s,%s]}", a, b);
-    jwks = gms_jwks_parse(text, strlen(text), &err);
-    ok(jwks != NULL && gms_jwks_nkeys(jwks) == 2, "jwks: two RSA keys");
-    ok(gms_jwks_find(jwks, "k2", 2) != NULL
-       && gms_jwks_find(jwks, "k3", 2) == NULL, "jwks: found by kid");
-    gms_jwks_free(jwks);
+    jwks = gms_oauth_jwks_parse(text, strlen(text), &err);
+    ok(jwks != NULL && gms_oauth_jwks_nkeys(jwks) == 2, "jwks: two RSA keys");
+    ok(gms_oauth_jwks_find(jwks, "k2", 2) != NULL
+       && gms_oauth_jwks_find(jwks, "k3", 2) == NULL, "jwks: found by kid");
+    gms_oauth_jwks_free(jwks);
 
     sprintf(text, "{\"keys\":[{\"kty\":\"EC\",\"kid\":\"e1\",\"crv\":"
             "\"P-256\",\"x\":\"AA\",\"y\":\"AA\"},{\"kty\":\"RSA\"},%s]}", a);
-    jwks = gms_jwks_parse(text, strlen(text), &err);
-    ok(jwks != NULL && gms_jwks_nkeys(jwks) == 1,
+    jwks = gms_oauth_jwks_parse(text, strlen(text), &err);
+    ok(jwks != NULL && gms_oauth_jwks_nkeys(jwks) == 1,
        "jwks: an EC key and a key without kid skipped");
-    gms_jwks_free(jwks);
+    gms_oauth_jwks_free(jwks);
 
     sprintf(text, "{\"keys\":[%s,%s]}", a, a);
-    jwks = gms_jwks_parse(text, strlen(text), &err);
-    ok(jwks != NULL && gms_jwks_nkeys(jwks) == 1, "jwks: a kid twice: one");
-    gms_jwks_free(jwks);
+    jwks = gms_oauth_jwks_parse(text, strlen(text), &err);
+    ok(jwks != NULL && gms_oauth_jwks_nkeys(jwks) == 1,
+       "jwks: a kid twice: one");
+    gms_oauth_jwks_free(jwks);
 
     sprintf(text, "{\"keys\":[%s,%s]}", a, w);
-    ok(gms_jwks_parse(text, strlen(text), &err) == NULL
+    ok(gms_oauth_jwks_parse(text, strlen(text), &err) == NULL
        && strstr(err, "2048") != NULL, "jwks: a 1024-bit key refused: %s",
        err);
 
     /* e = 1: the padded digest its own signature; e = 2: even */
     sprintf(text, "{\"keys\":[%s]}", a);
     memcpy(strstr(text, "\"e\":\"AQAB\""), "\"e\":\"AQ\"  ", 10);
-    ok(gms_jwks_parse(text, strlen(text), &err) == NULL
+    ok(gms_oauth_jwks_parse(text, strlen(text), &err) == NULL
        && strstr(err, "exponent") != NULL, "jwks: e = 1 refused: %s", err);
     sprintf(text, "{\"keys\":[%s]}", a);
     memcpy(strstr(text, "\"e\":\"AQAB\""), "\"e\":\"Ag\"  ", 10);
-    ok(gms_jwks_parse(text, strlen(text), &err) == NULL
+    ok(gms_oauth_jwks_parse(text, strlen(text), &err) == NULL
        && strstr(err, "exponent") != NULL, "jwks: e = 2 refused: %s", err);
 
-    ok(gms_jwks_parse("[]", 2, &err) == NULL, "jwks: not an object: %s",
+    ok(gms_oauth_jwks_parse("[]", 2, &err) == NULL, "jwks: not an object: %s",
        err);
-    ok(gms_jwks_parse("{\"keys\":{}}", 11, &err) == NULL,
+    ok(gms_oauth_jwks_parse("{\"keys\":{}}", 11, &err) == NULL,
        "jwks: keys not an array: %s", err);
-    ok(gms_jwks_parse("{\"keys\":[1]}", 12, &err) == NULL,
+    ok(gms_oauth_jwks_parse("{\"keys\":[1]}", 12, &err) == NULL,
        "jwks: a member not an object: %s", err);
-    ok(gms_jwks_parse("{\"keys\":[]}", 11, &err) == NULL,
+    ok(gms_oauth_jwks_parse("{\"keys\":[]}", 11, &err) == NULL,
        "jwks: no key: %s", err);
     strcpy(text, "{\"keys\":[{\"kty\":\"RSA\",\"kid\":\"x\",\"n\":\"!!\","
            "\"e\":\"AQAB\"}]}");
-    ok(gms_jwks_parse(text, strlen(text), &err) == NULL,
+    ok(gms_oauth_jwks_parse(text, strlen(text), &err) == NULL,
        "jwks: n not base64url: %s", err);
-    ok(gms_jwks_parse("{\"keys\":[", 9, &err) == NULL, "jwks: cut short");
+    ok(gms_oauth_jwks_parse("{\"keys\":[", 9, &err) == NULL, "jwks: cut short");
 }
 
 
@@ -249,7 +250,7 @@ test_verify(void)
     jwk(key1, "k1", a);
     jwk(key2, "k2", b);
     sprintf(jwks_text, "{\"keys\":[%s,%s]}", a, b);
-    jwks = gms_jwks_parse(jwks_text, strlen(jwks_text), &err);
+    jwks = gms_oauth_jwks_parse(jwks_text, strlen(jwks_text), &err);
 
     memset(p, 0, sizeof(p));
     p[0].issuer = ISS;
@@ -414,7 +415,7 @@ test_verify(void)
              claims(ISS, "\"datahub\"", 1800000600, ""), "RS512", key1, NULL);
     ok(verify(t, p, 1, &c) == GMS_OAUTH_OK, "RS512: ok");
 
-    gms_jwks_free(jwks);
+    gms_oauth_jwks_free(jwks);
 }
 
 

@@ -10,7 +10,7 @@
 #include "gms_lookup.h"
 
 
-/* the parser's token, which gms_bearer_span() finds where it takes one */
+/* the parser's token, which gms_token_bearer_span() finds where it takes one */
 
 static int
 bearer(const char *header, const char *want)
@@ -19,15 +19,15 @@ bearer(const char *header, const char *want)
     char                  got[GMS_TOKEN_MAX_LEN + 1];
     const unsigned char  *token, *span;
 
-    if (gms_bearer_parse((const unsigned char *) header, strlen(header),
-                         &token, &len)
+    if (gms_token_bearer_parse((const unsigned char *) header, strlen(header),
+                               &token, &len)
         != 0)
     {
         return want == NULL;
     }
 
-    if (gms_bearer_span((const unsigned char *) header, strlen(header),
-                        &span, &span_len)
+    if (gms_token_bearer_span((const unsigned char *) header, strlen(header),
+                              &span, &span_len)
         != 0
         || span != token || span_len != len)
     {
@@ -47,8 +47,8 @@ span(const char *header, const char *want)
     size_t                len;
     const unsigned char  *token;
 
-    if (gms_bearer_span((const unsigned char *) header, strlen(header),
-                        &token, &len)
+    if (gms_token_bearer_span((const unsigned char *) header, strlen(header),
+                              &token, &len)
         != 0)
     {
         return want == NULL;
@@ -144,12 +144,12 @@ test_ms(void)
 {
     int64_t  ms;
 
-    ok(gms_parse_ms("1700000000000", 13, &ms) == 0 && ms == 1700000000000LL,
-       "milliseconds parsed");
-    ok(gms_parse_ms("", 0, &ms) == 0 && ms == 0, "empty means no expiry");
-    ok(gms_parse_ms("-1", 2, &ms) != 0, "negative refused");
-    ok(gms_parse_ms("12a", 3, &ms) != 0, "garbage refused");
-    ok(gms_parse_ms("99999999999999999999", 20, &ms) != 0,
+    ok(gms_token_parse_ms("1700000000000", 13, &ms) == 0
+       && ms == 1700000000000LL, "milliseconds parsed");
+    ok(gms_token_parse_ms("", 0, &ms) == 0 && ms == 0, "empty means no expiry");
+    ok(gms_token_parse_ms("-1", 2, &ms) != 0, "negative refused");
+    ok(gms_token_parse_ms("12a", 3, &ms) != 0, "garbage refused");
+    ok(gms_token_parse_ms("99999999999999999999", 20, &ms) != 0,
        "overflow refused");
 }
 
@@ -181,8 +181,8 @@ test_names(void)
 {
     char  big[GMS_ACTOR_MAX + 2];
 
-#define actor(s)  gms_actor_valid(s, sizeof(s) - 1)
-#define privilege(s)  gms_privilege_valid(s, sizeof(s) - 1)
+#define actor(s)  gms_token_actor_valid(s, sizeof(s) - 1)
+#define privilege(s)  gms_token_privilege_valid(s, sizeof(s) - 1)
 
     ok(actor("urn:li:corpuser:alice"), "actor: a user");
     ok(actor("urn:li:corpuser:al ice~!"), "actor: printable ASCII");
@@ -193,7 +193,7 @@ test_names(void)
     ok(!actor("urn:li:corpuser:a\r\nX: y"), "actor: CR LF");
     ok(!actor("urn:li:corpuser:a\x7f"), "actor: DEL");
     ok(!actor("urn:li:corpuser:a\tb"), "actor: a tab");
-    ok(!gms_actor_valid("urn:li:corpuser:a\0b", 19), "actor: NUL");
+    ok(!gms_token_actor_valid("urn:li:corpuser:a\0b", 19), "actor: NUL");
     ok(!actor("urn:li:corpuser:\xc0\xaf"), "actor: overlong UTF-8");
     ok(!actor("urn:li:corpuser:\xed\xa0\x80"), "actor: a surrogate");
     ok(!actor("urn:li:corpuser:\xf4\x90\x80\x80"), "actor: past U+10FFFF");
@@ -202,8 +202,8 @@ test_names(void)
 
     memset(big, 'a', sizeof(big));
     memcpy(big, "urn:li:", 7);
-    ok(gms_actor_valid(big, GMS_ACTOR_MAX), "actor: the longest");
-    ok(!gms_actor_valid(big, GMS_ACTOR_MAX + 1), "actor: too long");
+    ok(gms_token_actor_valid(big, GMS_ACTOR_MAX), "actor: the longest");
+    ok(!gms_token_actor_valid(big, GMS_ACTOR_MAX + 1), "actor: too long");
 
     ok(privilege("EDIT_ENTITY"), "privilege: DataHub's");
     ok(privilege("a-b.c:d_0"), "privilege: every allowed character");
@@ -211,8 +211,9 @@ test_names(void)
     ok(!privilege("EDIT ENTITY"), "privilege: a space");
     ok(!privilege("EDIT,ENTITY"), "privilege: a comma");
     ok(!privilege("\xc3\xa9"), "privilege: UTF-8");
-    ok(gms_privilege_valid(big + 7, GMS_PRIVILEGE_MAX), "privilege: longest");
-    ok(!gms_privilege_valid(big + 7, GMS_PRIVILEGE_MAX + 1),
+    ok(gms_token_privilege_valid(big + 7, GMS_PRIVILEGE_MAX),
+       "privilege: longest");
+    ok(!gms_token_privilege_valid(big + 7, GMS_PRIVILEGE_MAX + 1),
        "privilege: too long");
 
 #undef actor
@@ -334,7 +335,7 @@ user(const char *resp, gms_lookup_t *lk, redisReply **reply)
     redisReaderFree(reader);
     *reply = r;
 
-    return gms_members_reply_parse(r, lk);
+    return gms_lookup_members_parse(r, lk);
 }
 
 
@@ -389,7 +390,7 @@ test_user_reply(void)
        "user: nil (the token's answer) is not a user's");
     freeReplyObject(r);
 
-    ok(gms_members_reply_parse(NULL, &lk) == GMS_LOOKUP_BAD_REPLY,
+    ok(gms_lookup_members_parse(NULL, &lk) == GMS_LOOKUP_BAD_REPLY,
        "user: no reply");
 }
 
