@@ -27,7 +27,7 @@
 #include "ngx_http_gms_oauth.h"
 #include "ngx_http_gms_privilege.h"
 #include "ngx_http_gms_verdict.h"
-#include "ngx_http_gms_es_task.h"
+#include "ngx_http_gms_es_route.h"
 #include "ngx_http_gms_release.h"
 #include "ngx_http_gms_lookup.h"
 #include "ngx_http_gms_cache.h"
@@ -430,7 +430,7 @@ ngx_http_gms_wants_privileges(ngx_http_request_t *r)
 
     return glcf->privileges != NULL
            || (glcf->es_task_uri.len && glcf->es_privileges != NULL
-               && ngx_http_gms_es_task_action(r));
+               && ngx_http_gms_es_route_action(r));
 }
 
 

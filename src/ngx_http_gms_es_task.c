@@ -8,6 +8,7 @@
 
 
 #include "ngx_http_gms_es_task.h"
+#include "ngx_http_gms_es_route.h"
 #include "ngx_http_gms_response.h"
 #include "ngx_http_gms_privilege.h"
 #include "ngx_http_gms_metrics.h"
@@ -40,7 +41,6 @@ static ngx_int_t ngx_http_gms_es_task_allowed(ngx_http_gms_ctx_t *ctx,
     ngx_http_gms_loc_conf_t *glcf);
 static ngx_int_t ngx_http_gms_es_task_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
-static ngx_uint_t ngx_http_gms_es_openapi_path(ngx_http_request_t *r);
 static ngx_int_t ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
     ngx_http_gms_loc_conf_t *glcf);
 static ngx_int_t ngx_http_gms_es_openapi_accepts(ngx_http_request_t *r);
@@ -149,11 +149,11 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
         return NGX_DECLINED;
     }
 
-    if (ngx_http_gms_es_openapi_path(r)) {
+    if (ngx_http_gms_es_route_openapi(r)) {
         return ngx_http_gms_es_openapi_precontent(r, glcf);
     }
 
-    if (!ngx_http_gms_es_task_action(r)) {
+    if (!ngx_http_gms_es_route_action(r)) {
         return NGX_DECLINED;
     }
 
@@ -228,61 +228,6 @@ answered:
     ngx_http_finalize_request(r, rc);
 
     return NGX_DONE;
-}
-
-
-/*
- * Either form of getEsTaskStatus: the OpenAPI controller's path (below),
- * or the operations resource's getEsTaskStatus action, as Rest.li routes it:
- * the path exactly /operations, or /api/gms/operations as the frontend's
- * proxy has it (nginx's normalised path, after any rewrite: a location
- * that strips a prefix answers once its path is one of these), and a
- * query parameter named exactly "action" (case-sensitive, the first one)
- * whose value is exactly getEsTaskStatus.  Anything else goes to GMS,
- * which answers it itself: /entities/operations is the entities
- * resource's key "operations" there.
- */
-
-ngx_uint_t
-ngx_http_gms_es_task_action(ngx_http_request_t *r)
-{
-    u_char  *p, *last, *amp;
-
-    static ngx_str_t   resource = ngx_string("/operations");
-    static ngx_str_t   proxied = ngx_string("/api/gms/operations");
-    static const char  action[] = "action=getEsTaskStatus";
-
-    if (ngx_http_gms_es_openapi_path(r)) {
-        return 1;
-    }
-
-    if ((r->uri.len != resource.len
-         || ngx_strncmp(r->uri.data, resource.data, resource.len) != 0)
-        && (r->uri.len != proxied.len
-            || ngx_strncmp(r->uri.data, proxied.data, proxied.len) != 0))
-    {
-        return 0;
-    }
-
-    p = r->args.data;
-    last = p + r->args.len;
-
-    for ( /* void */ ; p < last; p = amp + 1) {
-        amp = ngx_strlchr(p, last, '&');
-
-        if (amp == NULL) {
-            amp = last;
-        }
-
-        if (amp - p >= (ssize_t) sizeof("action=") - 1
-            && ngx_strncmp(p, "action=", sizeof("action=") - 1) == 0)
-        {
-            return amp - p == (ssize_t) sizeof(action) - 1
-                   && ngx_strncmp(p, action, sizeof(action) - 1) == 0;
-        }
-    }
-
-    return 0;
 }
 
 
@@ -951,37 +896,12 @@ ngx_http_gms_es_task_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
 
 /*
- * GET /openapi/operations/elasticSearch/getTaskStatus?task=<node>:<number>
- * (OperationsController.getTaskStatus in 0.13-0.15, mapped under the
- * /openapi servlet; ElasticsearchController.getTaskStatus from 1.0.0),
- * also as /api/gms/openapi/... through the frontend's proxy
- * (Application.java, mapPath): the same task status, another shape.  The
- * path exactly, case-sensitive, as Spring matches it; anything else goes
- * to GMS.
- */
-
-static ngx_uint_t
-ngx_http_gms_es_openapi_path(ngx_http_request_t *r)
-{
-    static ngx_str_t  path =
-        ngx_string("/openapi/operations/elasticSearch/getTaskStatus");
-    static ngx_str_t  proxied =
-        ngx_string("/api/gms/openapi/operations/elasticSearch/getTaskStatus");
-
-    return (r->uri.len == path.len
-            && ngx_strncmp(r->uri.data, path.data, path.len) == 0)
-           || (r->uri.len == proxied.len
-               && ngx_strncmp(r->uri.data, proxied.data, proxied.len) == 0);
-}
-
-
-/*
  * The controller builds its session first (an inactive actor: 403, JSON,
  * where the release refuses one), checks the privilege (403, text), then
  * the task (400, text); all answered here, before any subrequest.  A request the
  * edge cannot be sure of (not a GET, an Accept without JSON, no or more
  * than one "task", a guest's) goes on to the location's handler: GMS
- * answers it itself.  ngx_http_gms_es_task_action() counts this path as
+ * answers it itself.  ngx_http_gms_es_route_action() counts this path as
  * the edge's, for the access phase: the user's privileges are read, and
  * an unknown signed token or a guest is not let through to GMS here.
  */

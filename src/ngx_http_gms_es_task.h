@@ -15,7 +15,6 @@
 char *ngx_http_gms_es_task_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_http_gms_es_task_precontent(ngx_http_request_t *r);
-ngx_uint_t ngx_http_gms_es_task_action(ngx_http_request_t *r);
 ngx_int_t ngx_http_gms_es_task_filter_init(ngx_conf_t *cf);
 
 

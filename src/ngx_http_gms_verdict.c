@@ -13,7 +13,7 @@
 
 
 #include "ngx_http_gms_verdict.h"
-#include "ngx_http_gms_es_task.h"
+#include "ngx_http_gms_es_route.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
 
@@ -39,7 +39,7 @@ ngx_http_gms_may_pass(ngx_http_request_t *r)
     glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
 
     return glcf->enable && glcf->unknown_signed && glcf->privileges == NULL
-           && !(glcf->es_task_uri.len && ngx_http_gms_es_task_action(r));
+           && !(glcf->es_task_uri.len && ngx_http_gms_es_route_action(r));
 }
 
 
