@@ -1,13 +1,114 @@
 
 /*
- * Which requests are getEsTaskStatus: the operations resource's action
- * and the OpenAPI controller's path, as GMS routes them.  The token check
- * asks it too: the edge answers these itself, so the user's privileges
- * are read for them and GMS never decides them.
+ * Which requests are getEsTaskStatus (the operations resource's action,
+ * the OpenAPI controller's path, as GMS routes them), and the privileges
+ * a location requires for them.  The token check asks it too: the edge
+ * answers these itself, so the user's privileges are read for them and
+ * GMS never decides them.
  */
 
 
 #include "ngx_http_gms_es_route.h"
+#include "ngx_http_gms_es_task_module.h"
+
+
+static ngx_str_t  ngx_http_gms_es_get_only_names[] = {
+    ngx_string("GET_ES_TASK_STATUS_PRIVILEGE")
+};
+
+static ngx_str_t  ngx_http_gms_es_get_or_manage_names[] = {
+    ngx_string("GET_ES_TASK_STATUS_PRIVILEGE"),
+    ngx_string("MANAGE_SYSTEM_OPERATIONS")
+};
+
+/* read-only: never pushed to, so no pool */
+
+static ngx_array_t  ngx_http_gms_es_get_only = {
+    ngx_http_gms_es_get_only_names, 1, sizeof(ngx_str_t), 1, NULL
+};
+
+static ngx_array_t  ngx_http_gms_es_get_or_manage = {
+    ngx_http_gms_es_get_or_manage_names, 2, sizeof(ngx_str_t), 2, NULL
+};
+
+/* the OpenAPI form's privilege in every release: isAPIAuthorized's */
+
+static ngx_str_t  ngx_http_gms_es_openapi_names[] = {
+    ngx_string("GET_ES_TASK_STATUS_PRIVILEGE")
+};
+
+static ngx_array_t  ngx_http_gms_es_openapi_privileges = {
+    ngx_http_gms_es_openapi_names, 1, sizeof(ngx_str_t), 1, NULL
+};
+
+/* its address only: "no privilege= given" */
+ngx_array_t  ngx_http_gms_es_route_by_release;
+
+
+/*
+ * Whether the edge answers r itself: its location has gms_es_task_status,
+ * and r is either form of getEsTaskStatus.
+ */
+
+ngx_uint_t
+ngx_http_gms_es_route_answered(ngx_http_request_t *r)
+{
+    ngx_http_gms_es_loc_conf_t  *eslcf;
+
+    eslcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_es_task_module);
+
+    return eslcf->uri.len && ngx_http_gms_es_route_action(r);
+}
+
+
+/*
+ * The privileges the operations resource's action takes in r's location,
+ * any one of them (NULL: none, privilege=off): as gms_es_task_status sets
+ * them, else those of the location's gms_datahub_version (GMS 0.14 accepts
+ * GET_ES_TASK_STATUS_PRIVILEGE, 0.15.0 and later MANAGE_SYSTEM_OPERATIONS
+ * too: OperationsResource.getTaskStatus, AuthUtil.isAPIOperationsAuthorized)
+ */
+
+ngx_array_t *
+ngx_http_gms_es_route_privileges(ngx_http_request_t *r)
+{
+    ngx_http_gms_loc_conf_t     *glcf;
+    ngx_http_gms_es_loc_conf_t  *eslcf;
+
+    eslcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_es_task_module);
+
+    if (eslcf->privileges != &ngx_http_gms_es_route_by_release) {
+        return eslcf->privileges;
+    }
+
+    glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
+
+    if (gms_release_es_privileges(glcf->release) == GMS_RELEASE_ES_GET_ONLY) {
+        return &ngx_http_gms_es_get_only;
+    }
+
+    return &ngx_http_gms_es_get_or_manage;
+}
+
+
+/*
+ * The OpenAPI form's: GET_ES_TASK_STATUS_PRIVILEGE in every release,
+ * unless gms_es_task_status sets them
+ */
+
+ngx_array_t *
+ngx_http_gms_es_route_openapi_privileges(ngx_http_request_t *r)
+{
+    ngx_http_gms_es_loc_conf_t  *eslcf;
+
+    eslcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_es_task_module);
+
+    if (eslcf->privileges != &ngx_http_gms_es_route_by_release) {
+        return eslcf->privileges;
+    }
+
+    return &ngx_http_gms_es_openapi_privileges;
+}
 
 
 /*

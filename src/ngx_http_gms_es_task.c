@@ -8,9 +8,11 @@
 
 
 #include "ngx_http_gms_es_task.h"
+#include "ngx_http_gms_es_task_module.h"
+#include "ngx_http_gms_auth.h"
+#include "ngx_http_gms_privilege.h"
 #include "ngx_http_gms_es_route.h"
 #include "ngx_http_gms_response.h"
-#include "ngx_http_gms_privilege.h"
 #include "ngx_http_gms_metrics.h"
 #include "ngx_http_gms_release.h"
 
@@ -36,9 +38,9 @@ static ngx_int_t ngx_http_gms_es_task_error(ngx_http_request_t *r,
 static ngx_int_t ngx_http_gms_es_task_subrequest_phase(
     ngx_http_request_t *r);
 static ngx_http_gms_es_ctx_t *ngx_http_gms_es_task_of(ngx_http_request_t *r);
-static void ngx_http_gms_es_task_forbidden(ngx_http_gms_ctx_t *ctx);
-static ngx_int_t ngx_http_gms_es_task_allowed(ngx_http_gms_ctx_t *ctx,
-    ngx_http_gms_loc_conf_t *glcf);
+static ngx_int_t ngx_http_gms_es_task_allowed(ngx_http_request_t *r,
+    ngx_http_gms_ctx_t *ctx);
+static ngx_http_gms_es_ctx_t *ngx_http_gms_es_task_ctx(ngx_http_request_t *r);
 static ngx_int_t ngx_http_gms_es_task_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
 static ngx_int_t ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
@@ -52,102 +54,29 @@ static ngx_int_t ngx_http_gms_es_openapi_answer(ngx_http_request_t *r,
 static ngx_http_output_body_filter_pt  ngx_http_next_body_filter;
 
 
-/* the OpenAPI form's privilege in every release: isAPIAuthorized's */
-
-static ngx_str_t  ngx_http_gms_es_openapi_names[] = {
-    ngx_string("GET_ES_TASK_STATUS_PRIVILEGE")
-};
-
-static ngx_array_t  ngx_http_gms_es_openapi_privileges = {
-    ngx_http_gms_es_openapi_names, 1, sizeof(ngx_str_t), 1, NULL
-};
-
-
-/*
- * gms_es_task_status URI [privilege=NAME[,NAME...] | privilege=off];
- * without privilege= those of gms_datahub_version's release, not what an
- * enclosing location's directive set
- */
-
-char *
-ngx_http_gms_es_task_directive(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf)
-{
-    ngx_http_gms_loc_conf_t *glcf = conf;
-
-    ngx_str_t  *value, list;
-
-    if (glcf->es_task_uri.data != NULL) {
-        return "is duplicate";
-    }
-
-    value = cf->args->elts;
-
-    if (value[1].len == 0 || value[1].data[0] != '/') {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"%V\" must start with \"/\"", &value[1]);
-        return NGX_CONF_ERROR;
-    }
-
-    glcf->es_task_uri = value[1];
-
-    if (cf->args->nelts == 2) {
-        glcf->es_privileges_conf = &ngx_http_gms_es_by_release;
-        return NGX_CONF_OK;
-    }
-
-    if (value[2].len <= sizeof("privilege=") - 1
-        || ngx_strncmp(value[2].data, "privilege=", sizeof("privilege=") - 1)
-           != 0)
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid parameter \"%V\"", &value[2]);
-        return NGX_CONF_ERROR;
-    }
-
-    list.data = value[2].data + sizeof("privilege=") - 1;
-    list.len = value[2].len - (sizeof("privilege=") - 1);
-
-    if (list.len == 3 && ngx_strncmp(list.data, "off", 3) == 0) {
-        glcf->es_privileges_conf = NULL;
-        return NGX_CONF_OK;
-    }
-
-    glcf->es_privileges_conf = ngx_array_create(cf->pool, 2,
-                                                sizeof(ngx_str_t));
-    if (glcf->es_privileges_conf == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    if (ngx_http_gms_privilege_list(cf, &list, glcf->es_privileges_conf)
-        != NGX_OK)
-    {
-        return NGX_CONF_ERROR;
-    }
-
-    return NGX_CONF_OK;
-}
-
-
 ngx_int_t
 ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
 {
-    ngx_int_t                 rc;
-    ngx_uint_t                status;
-    ngx_http_gms_ctx_t       *ctx;
-    ngx_http_gms_loc_conf_t  *glcf;
+    ngx_int_t                    rc;
+    ngx_uint_t                   status;
+    ngx_http_gms_ctx_t          *ctx;
+    ngx_http_gms_loc_conf_t     *glcf;
+    ngx_http_gms_es_loc_conf_t  *eslcf;
 
-    static ngx_str_t          post = ngx_string("POST");
+    static ngx_str_t             post = ngx_string("POST");
 
     if (r != r->main) {
         return ngx_http_gms_es_task_subrequest_phase(r);
     }
 
-    glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
+    eslcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_es_task_module);
 
-    if (glcf->es_task_uri.len == 0) {
+    if (eslcf->uri.len == 0) {
         return NGX_DECLINED;
     }
+
+    /* the token check's: whether it is on, the release, the refusals */
+    glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
 
     if (ngx_http_gms_es_route_openapi(r)) {
         return ngx_http_gms_es_openapi_precontent(r, glcf);
@@ -168,7 +97,7 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
     }
 
     if (glcf->enable) {
-        ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
+        ctx = ngx_http_gms_auth_verdict(r);
 
         /*
          * An inactive user whose token GMS takes (0.15.0 to 1.1.x; an
@@ -182,7 +111,7 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
             && ngx_http_gms_release_inactive(glcf, ctx)
                == GMS_RELEASE_INACTIVE_ACTOR)
         {
-            ngx_http_gms_es_task_forbidden(ctx);
+            ngx_http_gms_auth_forbid(ctx);
 
             status = gms_release_es_inactive_status(glcf->release);
 
@@ -195,7 +124,7 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
 
         /* the metadata service checks the privilege before the body */
 
-        if (!ngx_http_gms_es_task_allowed(ctx, glcf)) {
+        if (!ngx_http_gms_es_task_allowed(r, ctx)) {
             if (ngx_http_gms_add_header(r, "WWW-Authenticate",
                                         &glcf->challenge_scope)
                 != NGX_OK)
@@ -209,7 +138,7 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
 
             if (ctx && ctx->result == NGX_HTTP_GMS_OK) {
                 status = glcf->forbidden_status;
-                ngx_http_gms_es_task_forbidden(ctx);
+                ngx_http_gms_auth_forbid(ctx);
             }
 
             rc = ngx_http_gms_es_task_refuse(r, status,
@@ -271,15 +200,42 @@ ngx_http_gms_es_task_subrequest_phase(ngx_http_request_t *r)
 static ngx_http_gms_es_ctx_t *
 ngx_http_gms_es_task_of(ngx_http_request_t *r)
 {
-    ngx_http_gms_ctx_t  *ctx;
+    ngx_http_gms_es_ctx_t  *es;
 
-    ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
+    es = ngx_http_get_module_ctx(r->main, ngx_http_gms_es_task_module);
 
-    if (ctx == NULL || ctx->es == NULL || ctx->es->subrequest != r) {
+    if (es == NULL || es->subrequest != r) {
         return NULL;
     }
 
-    return ctx->es;
+    return es;
+}
+
+
+/*
+ * r's task status, made; the token check's context too where it made none
+ * (its verdict "off"): every request whose getEsTaskStatus the edge
+ * answers has one, where its subrequest is marked as no one's
+ * (ngx_http_gms_auth_anonymous())
+ */
+
+static ngx_http_gms_es_ctx_t *
+ngx_http_gms_es_task_ctx(ngx_http_request_t *r)
+{
+    ngx_http_gms_es_ctx_t  *es;
+
+    if (ngx_http_gms_auth_ctx(r) == NULL) {
+        return NULL;
+    }
+
+    es = ngx_pcalloc(r->pool, sizeof(ngx_http_gms_es_ctx_t));
+    if (es == NULL) {
+        return NULL;
+    }
+
+    ngx_http_set_ctx(r, es, ngx_http_gms_es_task_module);
+
+    return es;
 }
 
 
@@ -290,23 +246,12 @@ ngx_http_gms_es_task_of(ngx_http_request_t *r)
  * token may ask.
  */
 
-/* a token the access phase counted as ok, refused here after all */
-
-static void
-ngx_http_gms_es_task_forbidden(ngx_http_gms_ctx_t *ctx)
-{
-    ctx->result = NGX_HTTP_GMS_FORBIDDEN;
-    ngx_http_gms_count_down(requests[NGX_HTTP_GMS_OK]);
-    ngx_http_gms_count(requests[NGX_HTTP_GMS_FORBIDDEN]);
-}
-
-
 static ngx_int_t
-ngx_http_gms_es_task_allowed(ngx_http_gms_ctx_t *ctx,
-    ngx_http_gms_loc_conf_t *glcf)
+ngx_http_gms_es_task_allowed(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
 {
     return ctx != NULL && ctx->result == NGX_HTTP_GMS_OK
-           && ngx_http_gms_has_any_privilege(ctx, glcf->es_privileges);
+           && ngx_http_gms_has_any_privilege(ctx,
+                                        ngx_http_gms_es_route_privileges(r));
 }
 
 
@@ -314,7 +259,6 @@ static ngx_int_t
 ngx_http_gms_es_task_handler(ngx_http_request_t *r)
 {
     ngx_int_t               rc;
-    ngx_http_gms_ctx_t     *ctx;
     ngx_http_gms_es_ctx_t  *es;
 
     if (r->headers_in.content_length_n > GMS_ES_TASK_BODY_MAX) {
@@ -323,24 +267,10 @@ ngx_http_gms_es_task_handler(ngx_http_request_t *r)
                                            "Request body too large");
     }
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
-
-    if (ctx == NULL) {
-        ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_gms_ctx_t));
-        if (ctx == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        ctx->request = r;
-        ngx_http_set_ctx(r, ctx, ngx_http_gms_module);
-    }
-
-    es = ngx_pcalloc(r->pool, sizeof(ngx_http_gms_es_ctx_t));
+    es = ngx_http_gms_es_task_ctx(r);
     if (es == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    ctx->es = es;
 
     /*
      * Room for the Content-Length (nginx reads no more), else for the
@@ -383,11 +313,9 @@ ngx_http_gms_es_task_body(ngx_http_request_t *r)
     size_t                  n;
     ngx_int_t               rc;
     ngx_chain_t            *cl;
-    ngx_http_gms_ctx_t     *ctx;
     ngx_http_gms_es_ctx_t  *es;
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
-    es = ctx->es;
+    es = ngx_http_get_module_ctx(r, ngx_http_gms_es_task_module);
 
     for ( ;; ) {
 
@@ -510,16 +438,16 @@ ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
     ngx_str_t                     uri;
     ngx_table_elt_t              *h;
     ngx_http_request_t           *sr;
-    ngx_http_gms_loc_conf_t      *glcf;
+    ngx_http_gms_es_loc_conf_t   *eslcf;
     ngx_http_post_subrequest_t   *ps;
 
-    glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
+    eslcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_es_task_module);
 
     /* the node is [A-Za-z0-9_-]+ and the number digits: the path stays */
 
     node_len = ngx_strlen(es->task.node);
 
-    uri.data = ngx_pnalloc(r->pool, glcf->es_task_uri.len + node_len
+    uri.data = ngx_pnalloc(r->pool, eslcf->uri.len + node_len
                                     + 1 + NGX_INT64_LEN);
     if (uri.data == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -535,7 +463,7 @@ ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
         n /= 10;
     } while (n != 0);
 
-    p = ngx_cpymem(uri.data, glcf->es_task_uri.data, glcf->es_task_uri.len);
+    p = ngx_cpymem(uri.data, eslcf->uri.data, eslcf->uri.len);
     p = ngx_cpymem(p, es->task.node, node_len);
     *p++ = ':';
     p = ngx_cpymem(p, d, digits + NGX_INT64_LEN - d);
@@ -587,6 +515,11 @@ ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
     sr->request_body = NULL;
 
     es->subrequest = sr;
+
+    if (ngx_http_gms_auth_anonymous(r, sr) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
     r->write_event_handler = ngx_http_gms_es_task_respond;
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -662,14 +595,12 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
 {
     char                    reason[128], *value, *body;
     u_char                  msg[128], *last;
-    ngx_http_gms_ctx_t     *ctx;
     ngx_http_gms_es_ctx_t  *es;
 
     /* the worker's, for one answer at a time: copied before the next */
     static char             scratch[16384];
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
-    es = ctx->es;
+    es = ngx_http_get_module_ctx(r, ngx_http_gms_es_task_module);
 
     if (!es->done) {
         return;
@@ -898,12 +829,13 @@ ngx_http_gms_es_task_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 /*
  * The controller builds its session first (an inactive actor: 403, JSON,
  * where the release refuses one), checks the privilege (403, text), then
- * the task (400, text); all answered here, before any subrequest.  A request the
- * edge cannot be sure of (not a GET, an Accept without JSON, no or more
- * than one "task", a guest's) goes on to the location's handler: GMS
- * answers it itself.  ngx_http_gms_es_route_action() counts this path as
- * the edge's, for the access phase: the user's privileges are read, and
- * an unknown signed token or a guest is not let through to GMS here.
+ * the task (400, text); all answered here, before any subrequest.  A
+ * request the edge cannot be sure of (not a GET, an Accept without JSON,
+ * no or more than one "task", a guest's) goes on to the location's
+ * handler: GMS answers it itself.  ngx_http_gms_es_route_action() counts
+ * this path as the edge's, for the access phase: the user's privileges
+ * are read, and an unknown signed token or a guest is not let through to
+ * GMS here.
  */
 
 static ngx_int_t
@@ -930,7 +862,7 @@ ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
+    ctx = ngx_http_gms_auth_verdict(r);
 
     if (glcf->enable) {
         if (ctx == NULL || ctx->result != NGX_HTTP_GMS_OK) {
@@ -946,7 +878,7 @@ ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
         if (ngx_http_gms_release_inactive(glcf, ctx)
             == GMS_RELEASE_INACTIVE_ACTOR)
         {
-            ngx_http_gms_es_task_forbidden(ctx);
+            ngx_http_gms_auth_forbid(ctx);
             ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_REFUSED]);
 
             status = NGX_HTTP_FORBIDDEN;
@@ -954,9 +886,7 @@ ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
             goto answered;
         }
 
-        privileges = (glcf->es_privileges_conf == &ngx_http_gms_es_by_release)
-                     ? &ngx_http_gms_es_openapi_privileges
-                     : glcf->es_privileges;
+        privileges = ngx_http_gms_es_route_openapi_privileges(r);
 
         if (!ngx_http_gms_has_any_privilege(ctx, privileges)) {
             if (ngx_http_gms_add_header(r, "WWW-Authenticate",
@@ -966,7 +896,7 @@ ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
                 return NGX_HTTP_INTERNAL_SERVER_ERROR;
             }
 
-            ngx_http_gms_es_task_forbidden(ctx);
+            ngx_http_gms_auth_forbid(ctx);
             ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_REFUSED]);
 
             /* 403 in every release; gms_token_forbidden_status, if set */
@@ -992,24 +922,13 @@ ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
         goto answered;
     }
 
-    if (ctx == NULL) {
-        ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_gms_ctx_t));
-        if (ctx == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        ctx->request = r;
-        ngx_http_set_ctx(r, ctx, ngx_http_gms_module);
-    }
-
-    es = ngx_pcalloc(r->pool, sizeof(ngx_http_gms_es_ctx_t));
+    es = ngx_http_gms_es_task_ctx(r);
     if (es == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     es->openapi = 1;
     es->task = ref;
-    ctx->es = es;
 
     r->content_handler = ngx_http_gms_es_openapi_handler;
 
@@ -1074,8 +993,8 @@ ngx_http_gms_es_openapi_accepts(ngx_http_request_t *r)
 static ngx_int_t
 ngx_http_gms_es_openapi_handler(ngx_http_request_t *r)
 {
-    ngx_int_t            rc;
-    ngx_http_gms_ctx_t  *ctx;
+    ngx_int_t               rc;
+    ngx_http_gms_es_ctx_t  *es;
 
     rc = ngx_http_discard_request_body(r);
 
@@ -1083,9 +1002,9 @@ ngx_http_gms_es_openapi_handler(ngx_http_request_t *r)
         return rc;
     }
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
+    es = ngx_http_get_module_ctx(r, ngx_http_gms_es_task_module);
 
-    rc = ngx_http_gms_es_task_subrequest(r, ctx->es);
+    rc = ngx_http_gms_es_task_subrequest(r, es);
 
     if (rc != NGX_OK) {
         return rc;
