@@ -10,8 +10,8 @@
  *
  * config declares it an HTTP_AUX_FILTER (ngx_module_order places it so in
  * a dynamic build): its postconfiguration runs after the write and
- * header filters have set themselves up, or its body filter would be
- * dropped from a static build's chain.
+ * header filters have started the chains, or its body filter would be
+ * dropped from a static build's.
  */
 
 

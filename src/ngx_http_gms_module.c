@@ -852,8 +852,9 @@ ngx_http_gms_init(ngx_conf_t *cf)
      * gms_token_phase preaccess: handlers of a phase run in the reverse of
      * the order they were added, and this module's postconfiguration comes
      * after limit_req's and limit_conn's (a dynamic module is loaded after
-     * the static ones; a static build must list it after them): so this
-     * handler runs before theirs
+     * the static ones; config lists a static build's among the
+     * HTTP_AUX_FILTERs, after every HTTP module): so this handler runs
+     * before theirs
      */
 
     h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);

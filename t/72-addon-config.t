@@ -2,14 +2,15 @@
 
 # config, the addon file, read by nginx's own configure for a static build
 # (--add-module) and a dynamic one (--add-dynamic-module): both get the two
-# modules.  ngx_http_gms_module goes where addons' HTTP modules go, after
-# limit_req and limit_conn (gms_token_phase preaccess runs before their
-# handlers); ngx_http_gms_es_task_module among the filters, after the
-# write and header filters and before the copy filter, as an
-# HTTP_AUX_FILTER.  Its postconfiguration must come after theirs: they
-# start the chains afresh, and a body filter installed before them is
-# lost (a static build then answered getEsTaskStatus's every task with
-# the failure value).  Configured, not built: the tree is nginx-dev's
+# modules, each of which installs a filter.  Their postconfiguration must
+# come after the write and header filters': those start the chains
+# afresh, and a filter installed before them is lost (a static build then
+# answered every getEsTaskStatus task with the failure value, and never
+# remembered GMS's 401 to a signed token Redis did not have).  Both are
+# HTTP_AUX_FILTERs: ngx_http_gms_module also after limit_req and
+# limit_conn (gms_token_phase preaccess runs before their handlers), and
+# where a dynamic build loads it, last; ngx_http_gms_es_task_module before
+# the copy filter.  Configured, not built: the tree is nginx-dev's
 # (NGINX_SRC, as the Makefile's), nginx's configure and headers.
 
 use strict;
@@ -75,13 +76,16 @@ sub index_of {
        && $at{ngx_http_gms_module} > $at{ngx_http_limit_conn_module},
        'static: the token check after limit_req and limit_conn');
 
-    ok($at{ngx_http_gms_es_task_module} > $at{ngx_http_write_filter_module}
-       && $at{ngx_http_gms_es_task_module}
-          > $at{ngx_http_header_filter_module}
-       && $at{ngx_http_gms_es_task_module}
-          > $at{ngx_http_headers_filter_module},
-       'static: getEsTaskStatus after the write and header filters')
-        or diag("@$names");
+    for my $m (qw(ngx_http_gms_module ngx_http_gms_es_task_module)) {
+        ok($at{$m} > $at{ngx_http_write_filter_module}
+           && $at{$m} > $at{ngx_http_header_filter_module}
+           && $at{$m} > $at{ngx_http_headers_filter_module},
+           "static: $m after the write and header filters")
+            or diag("@$names");
+    }
+
+    ok($at{ngx_http_gms_module} < $at{ngx_http_gms_es_task_module},
+       'static: the token check first');
 
     ok($at{ngx_http_gms_es_task_module} >= 0
        && $at{ngx_http_gms_es_task_module}
