@@ -837,7 +837,7 @@ ngx_http_gms_auth_anonymous(ngx_http_request_t *r, ngx_http_request_t *sr)
 }
 
 
-/* a credential the check accepted, refused after all by what r asks */
+/* a credential the check accepted, refused after all by what is asked */
 
 void
 ngx_http_gms_auth_forbid(ngx_http_gms_ctx_t *ctx)
