@@ -27,7 +27,7 @@
 #include "ngx_http_gms_oauth.h"
 #include "ngx_http_gms_privilege.h"
 #include "ngx_http_gms_verdict.h"
-#include "ngx_http_gms_es_task.h"
+#include "ngx_http_gms_es_route.h"
 #include "ngx_http_gms_release.h"
 #include "ngx_http_gms_lookup.h"
 #include "ngx_http_gms_cache.h"
@@ -431,8 +431,8 @@ ngx_http_gms_wants_privileges(ngx_http_request_t *r)
     glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
 
     return glcf->privileges != NULL
-           || (glcf->es_task_uri.len && glcf->es_privileges != NULL
-               && ngx_http_gms_es_task_action(r));
+           || (ngx_http_gms_es_route_answered(r)
+               && ngx_http_gms_es_route_privileges(r) != NULL);
 }
 
 
@@ -717,7 +717,8 @@ ngx_http_gms_challenge(ngx_conf_t *cf, ngx_str_t *realm, const char *error,
  * made for it: a
  * session token whose privileges its main request did not read (its
  * location checks none) is refused where a privilege is needed.
- * The module's own getEsTaskStatus subrequest is checked by its caller.
+ * getEsTaskStatus's own subrequest (ngx_http_gms_auth_anonymous()) is
+ * checked by its caller.
  */
 
 ngx_int_t
@@ -738,7 +739,7 @@ ngx_http_gms_auth_subrequest_handler(ngx_http_request_t *r)
 
     ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
 
-    if (ctx != NULL && ctx->es != NULL && ctx->es->subrequest == r) {
+    if (ctx != NULL && ctx->subrequest == r) {
         return NGX_DECLINED;
     }
 
@@ -778,6 +779,77 @@ ngx_http_gms_auth_subrequest_handler(ngx_http_request_t *r)
 
     return ngx_http_gms_privilege_has_any(ctx, glcf->privileges)
            ? NGX_DECLINED : (ngx_int_t) glcf->forbidden_status;
+}
+
+
+/*
+ * The verdict, for ngx_http_gms_es_task_module (getEsTaskStatus, answered
+ * from the user and their privileges): r's context, NULL where nothing
+ * was checked.
+ */
+
+ngx_http_gms_ctx_t *
+ngx_http_gms_auth_verdict(ngx_http_request_t *r)
+{
+    return ngx_http_get_module_ctx(r, ngx_http_gms_module);
+}
+
+
+/* r's context, made if there is none (nothing checked: the result "off") */
+
+ngx_http_gms_ctx_t *
+ngx_http_gms_auth_ctx(ngx_http_request_t *r)
+{
+    ngx_http_gms_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
+
+    if (ctx != NULL) {
+        return ctx;
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_gms_ctx_t));
+    if (ctx == NULL) {
+        return NULL;
+    }
+
+    ctx->request = r;
+    ngx_http_set_ctx(r, ctx, ngx_http_gms_module);
+
+    return ctx;
+}
+
+
+/*
+ * sr, made for r by ngx_http_gms_es_task_module (to the search cluster),
+ * carries no one's credential: the precontent check lets it through, the
+ * variables do not name the user in it, its answer is not GMS's verdict.
+ */
+
+ngx_int_t
+ngx_http_gms_auth_anonymous(ngx_http_request_t *r, ngx_http_request_t *sr)
+{
+    ngx_http_gms_ctx_t  *ctx;
+
+    ctx = ngx_http_gms_auth_ctx(r);
+    if (ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    ctx->subrequest = sr;
+
+    return NGX_OK;
+}
+
+
+/* a credential the check accepted, refused after all by what is asked */
+
+void
+ngx_http_gms_auth_forbid(ngx_http_gms_ctx_t *ctx)
+{
+    ctx->result = NGX_HTTP_GMS_FORBIDDEN;
+    ngx_http_gms_count_down(requests[NGX_HTTP_GMS_OK]);
+    ngx_http_gms_count(requests[NGX_HTTP_GMS_FORBIDDEN]);
 }
 
 

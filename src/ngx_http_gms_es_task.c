@@ -8,8 +8,11 @@
 
 
 #include "ngx_http_gms_es_task.h"
-#include "ngx_http_gms_response.h"
+#include "ngx_http_gms_es_task_module.h"
+#include "ngx_http_gms_auth.h"
 #include "ngx_http_gms_privilege.h"
+#include "ngx_http_gms_es_route.h"
+#include "ngx_http_gms_response.h"
 #include "ngx_http_gms_metrics.h"
 #include "ngx_http_gms_release.h"
 
@@ -36,12 +39,11 @@ static ngx_int_t ngx_http_gms_es_task_error(ngx_http_request_t *r,
 static ngx_int_t ngx_http_gms_es_task_subrequest_phase(
     ngx_http_request_t *r);
 static ngx_http_gms_es_ctx_t *ngx_http_gms_es_task_of(ngx_http_request_t *r);
-static void ngx_http_gms_es_task_forbidden(ngx_http_gms_ctx_t *ctx);
-static ngx_int_t ngx_http_gms_es_task_allowed(ngx_http_gms_ctx_t *ctx,
-    ngx_http_gms_loc_conf_t *glcf);
+static ngx_int_t ngx_http_gms_es_task_allowed(ngx_http_request_t *r,
+    ngx_http_gms_ctx_t *ctx);
+static ngx_http_gms_es_ctx_t *ngx_http_gms_es_task_ctx(ngx_http_request_t *r);
 static ngx_int_t ngx_http_gms_es_task_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
-static ngx_uint_t ngx_http_gms_es_openapi_path(ngx_http_request_t *r);
 static ngx_int_t ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
     ngx_http_gms_loc_conf_t *glcf);
 static ngx_int_t ngx_http_gms_es_openapi_accepts(ngx_http_request_t *r);
@@ -53,108 +55,35 @@ static ngx_int_t ngx_http_gms_es_openapi_answer(ngx_http_request_t *r,
 static ngx_http_output_body_filter_pt  ngx_http_next_body_filter;
 
 
-/* the OpenAPI form's privilege in every release: isAPIAuthorized's */
-
-static ngx_str_t  ngx_http_gms_es_openapi_names[] = {
-    ngx_string("GET_ES_TASK_STATUS_PRIVILEGE")
-};
-
-static ngx_array_t  ngx_http_gms_es_openapi_privileges = {
-    ngx_http_gms_es_openapi_names, 1, sizeof(ngx_str_t), 1, NULL
-};
-
-
-/*
- * gms_es_task_status URI [privilege=NAME[,NAME...] | privilege=off];
- * without privilege= those of gms_datahub_version's release, not what an
- * enclosing location's directive set
- */
-
-char *
-ngx_http_gms_es_task_directive(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf)
-{
-    ngx_http_gms_loc_conf_t *glcf = conf;
-
-    ngx_str_t  *value, list;
-
-    if (glcf->es_task_uri.data != NULL) {
-        return "is duplicate";
-    }
-
-    value = cf->args->elts;
-
-    if (value[1].len == 0 || value[1].data[0] != '/') {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"%V\" must start with \"/\"", &value[1]);
-        return NGX_CONF_ERROR;
-    }
-
-    glcf->es_task_uri = value[1];
-
-    if (cf->args->nelts == 2) {
-        glcf->es_privileges_conf = &ngx_http_gms_es_by_release;
-        return NGX_CONF_OK;
-    }
-
-    if (value[2].len <= sizeof("privilege=") - 1
-        || ngx_strncmp(value[2].data, "privilege=", sizeof("privilege=") - 1)
-           != 0)
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid parameter \"%V\"", &value[2]);
-        return NGX_CONF_ERROR;
-    }
-
-    list.data = value[2].data + sizeof("privilege=") - 1;
-    list.len = value[2].len - (sizeof("privilege=") - 1);
-
-    if (list.len == 3 && ngx_strncmp(list.data, "off", 3) == 0) {
-        glcf->es_privileges_conf = NULL;
-        return NGX_CONF_OK;
-    }
-
-    glcf->es_privileges_conf = ngx_array_create(cf->pool, 2,
-                                                sizeof(ngx_str_t));
-    if (glcf->es_privileges_conf == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    if (ngx_http_gms_privilege_list(cf, &list, glcf->es_privileges_conf)
-        != NGX_OK)
-    {
-        return NGX_CONF_ERROR;
-    }
-
-    return NGX_CONF_OK;
-}
-
-
 ngx_int_t
 ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
 {
-    ngx_int_t                 rc;
-    ngx_uint_t                status;
-    ngx_http_gms_ctx_t       *ctx;
-    ngx_http_gms_loc_conf_t  *glcf;
+    ngx_int_t                    rc;
+    ngx_uint_t                   status;
+    ngx_http_gms_ctx_t          *ctx;
+    ngx_http_gms_loc_conf_t     *glcf;
+    ngx_http_gms_es_loc_conf_t  *eslcf;
 
-    static ngx_str_t          post = ngx_string("POST");
+    static ngx_str_t             post = ngx_string("POST");
 
     if (r != r->main) {
         return ngx_http_gms_es_task_subrequest_phase(r);
     }
 
-    glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
+    eslcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_es_task_module);
 
-    if (glcf->es_task_uri.len == 0) {
+    if (eslcf->uri.len == 0) {
         return NGX_DECLINED;
     }
 
-    if (ngx_http_gms_es_openapi_path(r)) {
+    /* the token check's: whether it is on, the release, the refusals */
+    glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
+
+    if (ngx_http_gms_es_route_openapi(r)) {
         return ngx_http_gms_es_openapi_precontent(r, glcf);
     }
 
-    if (!ngx_http_gms_es_task_action(r)) {
+    if (!ngx_http_gms_es_route_action(r)) {
         return NGX_DECLINED;
     }
 
@@ -169,7 +98,7 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
     }
 
     if (glcf->enable) {
-        ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
+        ctx = ngx_http_gms_auth_verdict(r);
 
         /*
          * An inactive user whose token GMS takes (0.15.0 to 1.1.x; an
@@ -183,7 +112,7 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
             && ngx_http_gms_release_inactive(glcf, ctx)
                == GMS_RELEASE_INACTIVE_ACTOR)
         {
-            ngx_http_gms_es_task_forbidden(ctx);
+            ngx_http_gms_auth_forbid(ctx);
 
             status = gms_release_es_inactive_status(glcf->release);
 
@@ -196,7 +125,7 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
 
         /* the metadata service checks the privilege before the body */
 
-        if (!ngx_http_gms_es_task_allowed(ctx, glcf)) {
+        if (!ngx_http_gms_es_task_allowed(r, ctx)) {
             if (ngx_http_gms_response_add_header(r, "WWW-Authenticate",
                                                  &glcf->challenge_scope)
                 != NGX_OK)
@@ -210,7 +139,7 @@ ngx_http_gms_es_task_precontent(ngx_http_request_t *r)
 
             if (ctx && ctx->result == NGX_HTTP_GMS_OK) {
                 status = glcf->forbidden_status;
-                ngx_http_gms_es_task_forbidden(ctx);
+                ngx_http_gms_auth_forbid(ctx);
             }
 
             rc = ngx_http_gms_es_task_refuse(r, status,
@@ -229,61 +158,6 @@ answered:
     ngx_http_finalize_request(r, rc);
 
     return NGX_DONE;
-}
-
-
-/*
- * Either form of getEsTaskStatus: the OpenAPI controller's path (below),
- * or the operations resource's getEsTaskStatus action, as Rest.li routes it:
- * the path exactly /operations, or /api/gms/operations as the frontend's
- * proxy has it (nginx's normalised path, after any rewrite: a location
- * that strips a prefix answers once its path is one of these), and a
- * query parameter named exactly "action" (case-sensitive, the first one)
- * whose value is exactly getEsTaskStatus.  Anything else goes to GMS,
- * which answers it itself: /entities/operations is the entities
- * resource's key "operations" there.
- */
-
-ngx_uint_t
-ngx_http_gms_es_task_action(ngx_http_request_t *r)
-{
-    u_char  *p, *last, *amp;
-
-    static ngx_str_t   resource = ngx_string("/operations");
-    static ngx_str_t   proxied = ngx_string("/api/gms/operations");
-    static const char  action[] = "action=getEsTaskStatus";
-
-    if (ngx_http_gms_es_openapi_path(r)) {
-        return 1;
-    }
-
-    if ((r->uri.len != resource.len
-         || ngx_strncmp(r->uri.data, resource.data, resource.len) != 0)
-        && (r->uri.len != proxied.len
-            || ngx_strncmp(r->uri.data, proxied.data, proxied.len) != 0))
-    {
-        return 0;
-    }
-
-    p = r->args.data;
-    last = p + r->args.len;
-
-    for ( /* void */ ; p < last; p = amp + 1) {
-        amp = ngx_strlchr(p, last, '&');
-
-        if (amp == NULL) {
-            amp = last;
-        }
-
-        if (amp - p >= (ssize_t) sizeof("action=") - 1
-            && ngx_strncmp(p, "action=", sizeof("action=") - 1) == 0)
-        {
-            return amp - p == (ssize_t) sizeof(action) - 1
-                   && ngx_strncmp(p, action, sizeof(action) - 1) == 0;
-        }
-    }
-
-    return 0;
 }
 
 
@@ -327,15 +201,42 @@ ngx_http_gms_es_task_subrequest_phase(ngx_http_request_t *r)
 static ngx_http_gms_es_ctx_t *
 ngx_http_gms_es_task_of(ngx_http_request_t *r)
 {
-    ngx_http_gms_ctx_t  *ctx;
+    ngx_http_gms_es_ctx_t  *es;
 
-    ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
+    es = ngx_http_get_module_ctx(r->main, ngx_http_gms_es_task_module);
 
-    if (ctx == NULL || ctx->es == NULL || ctx->es->subrequest != r) {
+    if (es == NULL || es->subrequest != r) {
         return NULL;
     }
 
-    return ctx->es;
+    return es;
+}
+
+
+/*
+ * r's task status, made; the token check's context too where it made none
+ * (its verdict "off"): every request whose getEsTaskStatus the edge
+ * answers has one, where its subrequest is marked as no one's
+ * (ngx_http_gms_auth_anonymous())
+ */
+
+static ngx_http_gms_es_ctx_t *
+ngx_http_gms_es_task_ctx(ngx_http_request_t *r)
+{
+    ngx_http_gms_es_ctx_t  *es;
+
+    if (ngx_http_gms_auth_ctx(r) == NULL) {
+        return NULL;
+    }
+
+    es = ngx_pcalloc(r->pool, sizeof(ngx_http_gms_es_ctx_t));
+    if (es == NULL) {
+        return NULL;
+    }
+
+    ngx_http_set_ctx(r, es, ngx_http_gms_es_task_module);
+
+    return es;
 }
 
 
@@ -346,23 +247,12 @@ ngx_http_gms_es_task_of(ngx_http_request_t *r)
  * token may ask.
  */
 
-/* a token the access phase counted as ok, refused here after all */
-
-static void
-ngx_http_gms_es_task_forbidden(ngx_http_gms_ctx_t *ctx)
-{
-    ctx->result = NGX_HTTP_GMS_FORBIDDEN;
-    ngx_http_gms_count_down(requests[NGX_HTTP_GMS_OK]);
-    ngx_http_gms_count(requests[NGX_HTTP_GMS_FORBIDDEN]);
-}
-
-
 static ngx_int_t
-ngx_http_gms_es_task_allowed(ngx_http_gms_ctx_t *ctx,
-    ngx_http_gms_loc_conf_t *glcf)
+ngx_http_gms_es_task_allowed(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx)
 {
     return ctx != NULL && ctx->result == NGX_HTTP_GMS_OK
-           && ngx_http_gms_privilege_has_any(ctx, glcf->es_privileges);
+           && ngx_http_gms_privilege_has_any(ctx,
+                                        ngx_http_gms_es_route_privileges(r));
 }
 
 
@@ -370,7 +260,6 @@ static ngx_int_t
 ngx_http_gms_es_task_handler(ngx_http_request_t *r)
 {
     ngx_int_t               rc;
-    ngx_http_gms_ctx_t     *ctx;
     ngx_http_gms_es_ctx_t  *es;
 
     if (r->headers_in.content_length_n > GMS_ES_TASK_BODY_MAX) {
@@ -379,24 +268,10 @@ ngx_http_gms_es_task_handler(ngx_http_request_t *r)
                                            "Request body too large");
     }
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
-
-    if (ctx == NULL) {
-        ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_gms_ctx_t));
-        if (ctx == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        ctx->request = r;
-        ngx_http_set_ctx(r, ctx, ngx_http_gms_module);
-    }
-
-    es = ngx_pcalloc(r->pool, sizeof(ngx_http_gms_es_ctx_t));
+    es = ngx_http_gms_es_task_ctx(r);
     if (es == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    ctx->es = es;
 
     /*
      * Room for the Content-Length (nginx reads no more), else for the
@@ -439,11 +314,9 @@ ngx_http_gms_es_task_body(ngx_http_request_t *r)
     size_t                  n;
     ngx_int_t               rc;
     ngx_chain_t            *cl;
-    ngx_http_gms_ctx_t     *ctx;
     ngx_http_gms_es_ctx_t  *es;
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
-    es = ctx->es;
+    es = ngx_http_get_module_ctx(r, ngx_http_gms_es_task_module);
 
     for ( ;; ) {
 
@@ -566,16 +439,16 @@ ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
     ngx_str_t                     uri;
     ngx_table_elt_t              *h;
     ngx_http_request_t           *sr;
-    ngx_http_gms_loc_conf_t      *glcf;
+    ngx_http_gms_es_loc_conf_t   *eslcf;
     ngx_http_post_subrequest_t   *ps;
 
-    glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
+    eslcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_es_task_module);
 
     /* the node is [A-Za-z0-9_-]+ and the number digits: the path stays */
 
     node_len = ngx_strlen(es->task.node);
 
-    uri.data = ngx_pnalloc(r->pool, glcf->es_task_uri.len + node_len
+    uri.data = ngx_pnalloc(r->pool, eslcf->uri.len + node_len
                                     + 1 + NGX_INT64_LEN);
     if (uri.data == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -591,7 +464,7 @@ ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
         n /= 10;
     } while (n != 0);
 
-    p = ngx_cpymem(uri.data, glcf->es_task_uri.data, glcf->es_task_uri.len);
+    p = ngx_cpymem(uri.data, eslcf->uri.data, eslcf->uri.len);
     p = ngx_cpymem(p, es->task.node, node_len);
     *p++ = ':';
     p = ngx_cpymem(p, d, digits + NGX_INT64_LEN - d);
@@ -643,6 +516,11 @@ ngx_http_gms_es_task_subrequest(ngx_http_request_t *r,
     sr->request_body = NULL;
 
     es->subrequest = sr;
+
+    if (ngx_http_gms_auth_anonymous(r, sr) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
     r->write_event_handler = ngx_http_gms_es_task_respond;
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -718,14 +596,12 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
 {
     char                    reason[128], *value, *body;
     u_char                  msg[128], *last;
-    ngx_http_gms_ctx_t     *ctx;
     ngx_http_gms_es_ctx_t  *es;
 
     /* the worker's, for one answer at a time: copied before the next */
     static char             scratch[16384];
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
-    es = ctx->es;
+    es = ngx_http_get_module_ctx(r, ngx_http_gms_es_task_module);
 
     if (!es->done) {
         return;
@@ -953,39 +829,15 @@ ngx_http_gms_es_task_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
 
 /*
- * GET /openapi/operations/elasticSearch/getTaskStatus?task=<node>:<number>
- * (OperationsController.getTaskStatus in 0.13-0.15, mapped under the
- * /openapi servlet; ElasticsearchController.getTaskStatus from 1.0.0),
- * also as /api/gms/openapi/... through the frontend's proxy
- * (Application.java, mapPath): the same task status, another shape.  The
- * path exactly, case-sensitive, as Spring matches it; anything else goes
- * to GMS.
- */
-
-static ngx_uint_t
-ngx_http_gms_es_openapi_path(ngx_http_request_t *r)
-{
-    static ngx_str_t  path =
-        ngx_string("/openapi/operations/elasticSearch/getTaskStatus");
-    static ngx_str_t  proxied =
-        ngx_string("/api/gms/openapi/operations/elasticSearch/getTaskStatus");
-
-    return (r->uri.len == path.len
-            && ngx_strncmp(r->uri.data, path.data, path.len) == 0)
-           || (r->uri.len == proxied.len
-               && ngx_strncmp(r->uri.data, proxied.data, proxied.len) == 0);
-}
-
-
-/*
  * The controller builds its session first (an inactive actor: 403, JSON,
  * where the release refuses one), checks the privilege (403, text), then
- * the task (400, text); all answered here, before any subrequest.  A request the
- * edge cannot be sure of (not a GET, an Accept without JSON, no or more
- * than one "task", a guest's) goes on to the location's handler: GMS
- * answers it itself.  ngx_http_gms_es_task_action() counts this path as
- * the edge's, for the access phase: the user's privileges are read, and
- * an unknown signed token or a guest is not let through to GMS here.
+ * the task (400, text); all answered here, before any subrequest.  A
+ * request the edge cannot be sure of (not a GET, an Accept without JSON,
+ * no or more than one "task", a guest's) goes on to the location's
+ * handler: GMS answers it itself.  ngx_http_gms_es_route_action() counts
+ * this path as the edge's, for the access phase: the user's privileges
+ * are read, and an unknown signed token or a guest is not let through to
+ * GMS here.
  */
 
 static ngx_int_t
@@ -1012,7 +864,7 @@ ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
+    ctx = ngx_http_gms_auth_verdict(r);
 
     if (glcf->enable) {
         if (ctx == NULL || ctx->result != NGX_HTTP_GMS_OK) {
@@ -1028,7 +880,7 @@ ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
         if (ngx_http_gms_release_inactive(glcf, ctx)
             == GMS_RELEASE_INACTIVE_ACTOR)
         {
-            ngx_http_gms_es_task_forbidden(ctx);
+            ngx_http_gms_auth_forbid(ctx);
             ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_REFUSED]);
 
             status = NGX_HTTP_FORBIDDEN;
@@ -1036,9 +888,7 @@ ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
             goto answered;
         }
 
-        privileges = (glcf->es_privileges_conf == &ngx_http_gms_es_by_release)
-                     ? &ngx_http_gms_es_openapi_privileges
-                     : glcf->es_privileges;
+        privileges = ngx_http_gms_es_route_openapi_privileges(r);
 
         if (!ngx_http_gms_privilege_has_any(ctx, privileges)) {
             if (ngx_http_gms_response_add_header(r, "WWW-Authenticate",
@@ -1048,7 +898,7 @@ ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
                 return NGX_HTTP_INTERNAL_SERVER_ERROR;
             }
 
-            ngx_http_gms_es_task_forbidden(ctx);
+            ngx_http_gms_auth_forbid(ctx);
             ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_REFUSED]);
 
             /* 403 in every release; gms_token_forbidden_status, if set */
@@ -1074,24 +924,13 @@ ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
         goto answered;
     }
 
-    if (ctx == NULL) {
-        ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_gms_ctx_t));
-        if (ctx == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        ctx->request = r;
-        ngx_http_set_ctx(r, ctx, ngx_http_gms_module);
-    }
-
-    es = ngx_pcalloc(r->pool, sizeof(ngx_http_gms_es_ctx_t));
+    es = ngx_http_gms_es_task_ctx(r);
     if (es == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     es->openapi = 1;
     es->task = ref;
-    ctx->es = es;
 
     r->content_handler = ngx_http_gms_es_openapi_handler;
 
@@ -1156,8 +995,8 @@ ngx_http_gms_es_openapi_accepts(ngx_http_request_t *r)
 static ngx_int_t
 ngx_http_gms_es_openapi_handler(ngx_http_request_t *r)
 {
-    ngx_int_t            rc;
-    ngx_http_gms_ctx_t  *ctx;
+    ngx_int_t               rc;
+    ngx_http_gms_es_ctx_t  *es;
 
     rc = ngx_http_discard_request_body(r);
 
@@ -1165,9 +1004,9 @@ ngx_http_gms_es_openapi_handler(ngx_http_request_t *r)
         return rc;
     }
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_gms_module);
+    es = ngx_http_get_module_ctx(r, ngx_http_gms_es_task_module);
 
-    rc = ngx_http_gms_es_task_subrequest(r, ctx->es);
+    rc = ngx_http_gms_es_task_subrequest(r, es);
 
     if (rc != NGX_OK) {
         return rc;

@@ -1,7 +1,8 @@
 
 /*
- * getEsTaskStatus answered at the edge: gms_es_task_status, the
- * precontent handler that takes the action, the subrequest's body filter.
+ * getEsTaskStatus answered at the edge: the precontent handler that takes
+ * either form, the subrequest's body filter (ngx_http_gms_es_task_module
+ * registers both).
  */
 
 
@@ -12,10 +13,7 @@
 #include "ngx_http_gms_module.h"
 
 
-char *ngx_http_gms_es_task_directive(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
 ngx_int_t ngx_http_gms_es_task_precontent(ngx_http_request_t *r);
-ngx_uint_t ngx_http_gms_es_task_action(ngx_http_request_t *r);
 ngx_int_t ngx_http_gms_es_task_filter_init(ngx_conf_t *cf);
 
 

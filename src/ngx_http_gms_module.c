@@ -5,11 +5,13 @@
  *
  * The top of the module: its directives and configuration, its variables,
  * the phase handlers it registers, and each worker's Redis started and
- * stopped.  The work itself is in the files named for it.
+ * stopped.  The work itself is in the files named for it.  getEsTaskStatus
+ * is a module of its own in the same .so, reading this one's verdict
+ * (ngx_http_gms_es_task_module.c).
  *
  * Loaded but not used (no location checks tokens, answers getEsTaskStatus
- * or serves metrics), the module registers no handler or filter, makes no
- * shared memory, leaves the error logs alone and starts nothing in the
+ * or serves metrics), neither module registers a handler or filter, makes
+ * no shared memory, leaves the error logs alone and starts nothing in the
  * workers: nginx runs as if it were not loaded.  Redis is reached only
  * where a location checks tokens.
  */
@@ -23,7 +25,6 @@
 #include "ngx_http_gms_privilege.h"
 #include "ngx_http_gms_auth.h"
 #include "ngx_http_gms_verdict.h"
-#include "ngx_http_gms_es_task.h"
 #include "ngx_http_gms_redis_conf.h"
 #include "ngx_http_gms_redis.h"
 #include "ngx_http_gms_invalidate.h"
@@ -285,13 +286,6 @@ static ngx_command_t  ngx_http_gms_commands[] = {
       0,
       NULL },
 
-    { ngx_string("gms_es_task_status"),
-      NGX_HTTP_LOC_CONF|NGX_CONF_TAKE12,
-      ngx_http_gms_es_task_directive,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      0,
-      NULL },
-
     { ngx_string("gms_datahub_version"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_http_gms_release_directive,
@@ -391,7 +385,7 @@ ngx_http_gms_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 
     /* the search cluster is not told who asks for a task's status */
 
-    if (ctx == NULL || (ctx->es && r == ctx->es->subrequest)) {
+    if (ctx == NULL || r == ctx->subrequest) {
         v->not_found = 1;
         return NGX_OK;
     }
@@ -471,7 +465,7 @@ ngx_http_gms_type_variable(ngx_http_request_t *r,
 
     ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
 
-    if (ctx == NULL || (ctx->es && r == ctx->es->subrequest)
+    if (ctx == NULL || r == ctx->subrequest
         || (ctx->result != NGX_HTTP_GMS_OK
             && ctx->result != NGX_HTTP_GMS_GUEST)
         || ctx->type == GMS_TOKEN_NONE)
@@ -718,7 +712,6 @@ ngx_http_gms_create_loc_conf(ngx_conf_t *cf)
      * set by ngx_pcalloc():
      *
      *     conf->realm = { 0, NULL };
-     *     conf->es_task_uri = { 0, NULL };
      *     conf->challenge = { 0, NULL };
      *     conf->challenge_invalid = { 0, NULL };
      *     conf->challenge_scope = { 0, NULL };
@@ -731,7 +724,6 @@ ngx_http_gms_create_loc_conf(ngx_conf_t *cf)
     conf->source = NGX_CONF_UNSET_PTR;
     conf->privileges = NGX_CONF_UNSET_PTR;
     conf->forbidden_conf = NGX_CONF_UNSET_UINT;
-    conf->es_privileges_conf = NGX_CONF_UNSET_PTR;
     conf->release = NGX_CONF_UNSET_UINT;
     conf->guest = NGX_CONF_UNSET;
 
@@ -791,11 +783,10 @@ ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     ngx_conf_merge_str_value(conf->realm, prev->realm, "DataHub");
     ngx_conf_merge_ptr_value(conf->privileges, prev->privileges, NULL);
-    ngx_conf_merge_str_value(conf->es_task_uri, prev->es_task_uri, "");
 
     ngx_conf_merge_value(conf->guest, prev->guest, 0);
 
-    /* forbidden_status and es_privileges: as set, or by release */
+    /* forbidden_status: as set, or by release */
     if (ngx_http_gms_release_merge(cf, prev, conf) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
@@ -820,18 +811,15 @@ ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         gmcf->checks = 1;
     }
 
-    if (conf->es_task_uri.len) {
-        gmcf->es_task = 1;
-    }
-
     return NGX_CONF_OK;
 }
 
 
 /*
  * Every location is merged by now: what they use decides what is set up.
- * The metrics' zone where anything is used; the handlers and filters where
- * a location checks tokens or answers getEsTaskStatus.
+ * The metrics' zone where anything is used; the token check's handlers
+ * and filter where a location checks tokens or answers getEsTaskStatus
+ * (ngx_http_gms_es_task_module registers its own).
  */
 
 static ngx_int_t
@@ -869,8 +857,9 @@ ngx_http_gms_init(ngx_conf_t *cf)
      * gms_token_phase preaccess: handlers of a phase run in the reverse of
      * the order they were added, and this module's postconfiguration comes
      * after limit_req's and limit_conn's (a dynamic module is loaded after
-     * the static ones; a static build must list it after them): so this
-     * handler runs before theirs
+     * the static ones; config lists a static build's among the
+     * HTTP_AUX_FILTERs, after every HTTP module): so this handler runs
+     * before theirs
      */
 
     h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);
@@ -885,24 +874,13 @@ ngx_http_gms_init(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
-    *h = ngx_http_gms_es_task_precontent;
-
-    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PRECONTENT_PHASE].handlers);
-    if (h == NULL) {
-        return NGX_ERROR;
-    }
-
     *h = ngx_http_gms_auth_subrequest_handler;
 
     if (ngx_http_gms_auth_init_bodies(cf) != NGX_OK) {
         return NGX_ERROR;
     }
 
-    if (ngx_http_gms_verdict_filter_init(cf) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    return ngx_http_gms_es_task_filter_init(cf);
+    return ngx_http_gms_verdict_filter_init(cf);
 }
 
 

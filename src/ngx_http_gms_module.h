@@ -1,9 +1,9 @@
 
 /*
  * Shared types of ngx_http_gms_module: its configuration, the request's
- * context (the token check's, and getEsTaskStatus's hung on it), and the
- * module itself.  Each file's functions are declared in the header named
- * for the file.
+ * context (the token check's verdict, which ngx_http_gms_es_task_module
+ * reads too), and the module itself.  Each file's functions are declared
+ * in the header named for the file.
  */
 
 
@@ -17,7 +17,6 @@
 
 #include "gms_contract.h"
 #include "gms_token.h"
-#include "gms_es_task.h"
 #include "gms_jwt.h"
 #include "gms_release.h"
 
@@ -135,9 +134,10 @@ typedef struct {
     ngx_array_t                mask_headers;   /* of char *, lower case */
 
     /*
-     * what the locations use, noted as they are merged: where none checks
-     * tokens, answers getEsTaskStatus or serves metrics, the module does
-     * nothing at all (ngx_http_gms_module.c)
+     * what the locations use, noted as they are merged (es_task by
+     * ngx_http_gms_es_task_module's merge): where none checks tokens,
+     * answers getEsTaskStatus or serves metrics, neither module does
+     * anything at all (ngx_http_gms_module.c)
      */
     unsigned                   checks:1;       /* gms_token_auth on */
     unsigned                   es_task:1;      /* gms_es_task_status */
@@ -159,14 +159,11 @@ typedef struct {
     ngx_str_t                  realm;
     ngx_array_t               *privileges;     /* of ngx_str_t */
     ngx_uint_t                 forbidden_status;
-    ngx_str_t                  es_task_uri;
-    ngx_array_t               *es_privileges;  /* of ngx_str_t; NULL: off */
 
     /* gms_datahub_version, and what depends on it unless set */
     ngx_uint_t                 release;        /* a gms_release_t */
     ngx_flag_t                 guest;          /* gms_token_guest */
     ngx_uint_t                 forbidden_conf; /* 0: by release */
-    ngx_array_t               *es_privileges_conf;
 
     /* WWW-Authenticate values, made at configuration time */
     ngx_str_t                  challenge;
@@ -175,32 +172,10 @@ typedef struct {
 } ngx_http_gms_loc_conf_t;
 
 
-/* getEsTaskStatus: the body, the task, the search cluster's answer */
-typedef struct {
-    ngx_http_request_t        *subrequest;     /* to the search cluster */
-    u_char                    *body;           /* the request body, read */
-    size_t                     body_len;
-    size_t                     body_size;      /* its room, NUL aside */
-    gms_es_task_ref_t          task;
-    ngx_int_t                  rc;
-    ngx_uint_t                 status;
-    ngx_str_t                  answer;
-    off_t                      received;
-    unsigned                   done:1;
-    unsigned                   too_big:1;
-    unsigned                   unreachable:1;
-    unsigned                   started:1;
-    unsigned                   redirected:1;
-    unsigned                   incomplete:1;
-    unsigned                   ended:1;        /* upstream's last buffer */
-    unsigned                   openapi:1;      /* the OpenAPI form's */
-} ngx_http_gms_es_ctx_t;
-
-
 typedef struct {
     ngx_http_request_t        *request;
     ngx_http_gms_flight_t     *flight;         /* the lookup waited on */
-    ngx_http_gms_es_ctx_t     *es;             /* getEsTaskStatus's */
+    ngx_http_request_t        *subrequest;     /* the edge's own: no one's */
 
     /* ident must be after 3 pointers as in ngx_connection_t */
     ngx_int_t                  ident;

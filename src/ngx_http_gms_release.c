@@ -2,39 +2,17 @@
 /*
  * gms_datahub_version X.Y[.Z[.W]]: the DataHub release GMS runs.  A location
  * takes from it what it does not set itself: the status of a missing
- * privilege (gms_token_forbidden_status), getEsTaskStatus's privileges
- * (gms_es_task_status ... privilege=), whether the system client's
+ * privilege (gms_token_forbidden_status), whether the system client's
  * secret may hold a colon, and whether gms_token_guest may be on.  What
  * changes by release at request time (the expired token's message,
  * service-account tokens, the system client's split) is read in
- * ngx_http_gms_auth.c.  The table itself is src/lib/gms_release.c.
+ * ngx_http_gms_auth.c, getEsTaskStatus's privileges (unless
+ * gms_es_task_status ... privilege= sets them) in ngx_http_gms_es_route.c.
+ * The table itself is src/lib/gms_release.c.
  */
 
 
 #include "ngx_http_gms_release.h"
-
-
-static ngx_str_t  ngx_http_gms_es_get_only_names[] = {
-    ngx_string("GET_ES_TASK_STATUS_PRIVILEGE")
-};
-
-static ngx_str_t  ngx_http_gms_es_get_or_manage_names[] = {
-    ngx_string("GET_ES_TASK_STATUS_PRIVILEGE"),
-    ngx_string("MANAGE_SYSTEM_OPERATIONS")
-};
-
-/* read-only: never pushed to, so no pool */
-
-static ngx_array_t  ngx_http_gms_es_get_only = {
-    ngx_http_gms_es_get_only_names, 1, sizeof(ngx_str_t), 1, NULL
-};
-
-static ngx_array_t  ngx_http_gms_es_get_or_manage = {
-    ngx_http_gms_es_get_or_manage_names, 2, sizeof(ngx_str_t), 2, NULL
-};
-
-/* its address only: "no privilege= given" */
-ngx_array_t  ngx_http_gms_es_by_release;
 
 
 char *
@@ -83,22 +61,6 @@ ngx_http_gms_release_merge(ngx_conf_t *cf, ngx_http_gms_loc_conf_t *prev,
     conf->forbidden_status = conf->forbidden_conf
                              ? conf->forbidden_conf
                              : gms_release_forbidden_status(conf->release);
-
-    ngx_conf_merge_ptr_value(conf->es_privileges_conf,
-                             prev->es_privileges_conf,
-                             &ngx_http_gms_es_by_release);
-
-    if (conf->es_privileges_conf != &ngx_http_gms_es_by_release) {
-        conf->es_privileges = conf->es_privileges_conf;
-
-    } else if (gms_release_es_privileges(conf->release)
-               == GMS_RELEASE_ES_GET_ONLY)
-    {
-        conf->es_privileges = &ngx_http_gms_es_get_only;
-
-    } else {
-        conf->es_privileges = &ngx_http_gms_es_get_or_manage;
-    }
 
     gmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_gms_module);
 

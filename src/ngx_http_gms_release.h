@@ -20,8 +20,4 @@ gms_release_inactive_e ngx_http_gms_release_inactive(
     ngx_http_gms_loc_conf_t *glcf, ngx_http_gms_ctx_t *ctx);
 
 
-/* gms_es_task_status without privilege=: the release's privileges */
-extern ngx_array_t  ngx_http_gms_es_by_release;
-
-
 #endif /* _NGX_HTTP_GMS_RELEASE_H_INCLUDED_ */

@@ -13,7 +13,7 @@
 
 
 #include "ngx_http_gms_verdict.h"
-#include "ngx_http_gms_es_task.h"
+#include "ngx_http_gms_es_route.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
 
@@ -39,7 +39,7 @@ ngx_http_gms_verdict_may_pass(ngx_http_request_t *r)
     glcf = ngx_http_get_module_loc_conf(r, ngx_http_gms_module);
 
     return glcf->enable && glcf->unknown_signed && glcf->privileges == NULL
-           && !(glcf->es_task_uri.len && ngx_http_gms_es_task_action(r));
+           && !ngx_http_gms_es_route_answered(r);
 }
 
 
@@ -73,7 +73,7 @@ ngx_http_gms_verdict_header_filter(ngx_http_request_t *r)
 
     if (ctx == NULL || ctx->result != NGX_HTTP_GMS_PASSED
         || r->upstream == NULL
-        || (ctx->es != NULL && ctx->es->subrequest == r)
+        || ctx->subrequest == r
         || (r != r->main && !ngx_http_gms_verdict_may_pass(r)))
     {
         return ngx_http_next_header_filter(r);
