@@ -16,6 +16,7 @@
 
 #include "gms_contract.h"
 #include "gms_token.h"
+#include "gms_topology.h"
 #include "gms_tool_redis.h"
 #include "gms_tool_conn.h"
 #include "gms_tool_sentinel.h"
@@ -489,10 +490,12 @@ gms_tool_reply_cmp(const void *one, const void *two)
 int
 gms_tool_wait(gms_tool_t *t)
 {
-    int              n;
-    int64_t          now;
-    redisReply      *reply;
-    struct timespec  ts;
+    int                   n;
+    int64_t               now;
+    const char           *why;
+    redisReply           *reply;
+    struct timespec       ts;
+    gms_topology_role_t   role;
 
     if (t->wait_ms == 0 || t->conn == NULL) {
         return 0;
@@ -510,17 +513,15 @@ gms_tool_wait(gms_tool_t *t)
         goto wait;
     }
 
-    /* ROLE: ["master", offset, [[ip, port, offset], ...]] */
+    /* ROLE, as gms_topology.c reads it: a master's names its replicas */
     reply = gms_tool_command(t, "ROLE");
 
     if (reply == NULL) {
         return 0;
     }
 
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 3
-        || reply->element[0]->type != REDIS_REPLY_STRING
-        || strcmp(reply->element[0]->str, "master") != 0
-        || reply->element[2]->type != REDIS_REPLY_ARRAY)
+    if (gms_topology_role(reply, &role, &why) != GMS_TOPOLOGY_OK
+        || role.role != GMS_TOPOLOGY_MASTER)
     {
         if (reply->type == REDIS_REPLY_ERROR && !t->role_warned) {
             t->role_warned = 1;
@@ -533,7 +534,7 @@ gms_tool_wait(gms_tool_t *t)
         return 0;
     }
 
-    n = (int) reply->element[2]->elements;
+    n = (int) role.replicas;
     freeReplyObject(reply);
 
     t->replicas = n;
