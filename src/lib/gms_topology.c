@@ -511,6 +511,9 @@ int
 gms_topology_role(const redisReply *reply, gms_topology_role_t *role,
     const char **why)
 {
+    int                  rc;
+    gms_topology_role_e  is;
+
     memset(role, 0, sizeof(gms_topology_role_t));
     role->offset = -1;
 
@@ -522,25 +525,34 @@ gms_topology_role(const redisReply *reply, gms_topology_role_t *role,
         return GMS_TOPOLOGY_MALFORMED;
     }
 
+    if (gms_topology_says(reply->element[0], "master")) {
+        rc = gms_topology_master(reply, role, why);
+        is = GMS_TOPOLOGY_MASTER;
+
+    } else if (gms_topology_says(reply->element[0], "slave")) {
+        rc = gms_topology_replica(reply, role, why);
+        is = GMS_TOPOLOGY_REPLICA;
+
+    } else if (gms_topology_says(reply->element[0], "sentinel")) {
+        rc = gms_topology_sentinel(reply, why);
+        is = GMS_TOPOLOGY_SENTINEL;
+
+    } else {
+        *why = "an unknown role";
+        return GMS_TOPOLOGY_MALFORMED;
+    }
+
+    if (rc != GMS_TOPOLOGY_OK) {
+        /* nothing of a refused reply is taken */
+        memset(role, 0, sizeof(gms_topology_role_t));
+        role->offset = -1;
+        return rc;
+    }
+
+    role->role = is;
     role->name = reply->element[0]->str;
 
-    if (gms_topology_says(reply->element[0], "master")) {
-        role->role = GMS_TOPOLOGY_MASTER;
-        return gms_topology_master(reply, role, why);
-    }
-
-    if (gms_topology_says(reply->element[0], "slave")) {
-        role->role = GMS_TOPOLOGY_REPLICA;
-        return gms_topology_replica(reply, role, why);
-    }
-
-    if (gms_topology_says(reply->element[0], "sentinel")) {
-        role->role = GMS_TOPOLOGY_SENTINEL;
-        return gms_topology_sentinel(reply, why);
-    }
-
-    *why = "an unknown role";
-    return GMS_TOPOLOGY_MALFORMED;
+    return GMS_TOPOLOGY_OK;
 }
 
 

@@ -100,6 +100,8 @@ gms_tool_sentinel_connect(gms_tool_t *t, const char *password,
         /* ROLE, as gms_topology.c reads it */
         reply = gms_tool_conn_command(c, "ROLE");
 
+        said.role = 0;
+
         if (reply == NULL) {
             role = gms_tool_conn_error(c);
 
@@ -111,7 +113,7 @@ gms_tool_sentinel_connect(gms_tool_t *t, const char *password,
                                                     : "not understood";
         }
 
-        if (reply && said.role == GMS_TOPOLOGY_MASTER) {
+        if (said.role == GMS_TOPOLOGY_MASTER) {
             freeReplyObject(reply);
             t->conn = c;
             t->redis = t->master_addr;

@@ -562,7 +562,8 @@ test_bad_roles(void)
 
     for (i = 0; i < sizeof(bad_roles) / sizeof(bad_roles[0]); i++) {
         ok(role(bad_roles[i][0], &r, &why) == GMS_TOPOLOGY_MALFORMED && why
-           && strcmp(why, bad_roles[i][1]) == 0,
+           && strcmp(why, bad_roles[i][1]) == 0 && r.role == 0
+           && r.name == NULL && r.offset == -1 && r.replicas == 0,
            "ROLE refused: %s (%s)", bad_roles[i][1], bad_roles[i][0]);
     }
 
