@@ -53,6 +53,9 @@ gms_tool_cluster_connect(gms_tool_t *t, const char *password,
 
     slot = gms_slot((const unsigned char *) t->prefix, t->prefix_len);
 
+    /* the connection's commands follow the nodes' redirections */
+    t->redirect = gms_tool_cluster_redirect;
+
     list = strdup(t->cluster);
     if (list == NULL) {
         gms_tool_error(t, "out of memory");

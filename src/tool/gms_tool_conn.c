@@ -40,7 +40,6 @@
 #include "gms_tool_input.h"
 #include "gms_hiredis.h"
 #include "gms_tool_msgs.h"
-#include "gms_tool_cluster.h"
 
 
 /* as hiredis's redisConnectWithTimeout and redisSetTimeout were given */
@@ -1231,8 +1230,8 @@ gms_conn_run(gms_tool_t *t, const char *cmd, int len)
     (void) gms_conn_buffer(t->conn, cmd, len);
     (void) gms_tool_conn_get_reply(t->conn, &reply);
 
-    if (t->cluster && reply && reply->type == REDIS_REPLY_ERROR) {
-        reply = gms_tool_cluster_redirect(t, reply, cmd, len);
+    if (t->redirect && reply && reply->type == REDIS_REPLY_ERROR) {
+        reply = t->redirect(t, reply, cmd, len);
     }
 
     return reply;
