@@ -4,7 +4,7 @@
  * IPv4 or IPv6 address, or a unix socket), TLS through OpenSSL when asked,
  * and hiredis only to format the commands and to parse the replies.
  * Debian bookworm's hiredis (0.14) has no TLS, and the module no longer
- * uses hiredis's connection either (issue 15).
+ * uses hiredis's connection either.
  *
  * Commands are appended to an output buffer that is written when a reply
  * is asked for and none is read yet, as hiredis's redisAppendCommand and

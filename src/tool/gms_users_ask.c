@@ -24,8 +24,8 @@
  * thread pool (GraphQLController.postGraphQL through
  * GraphQLConcurrencyUtils.supplyAsync), and DataHub's own UI sends
  * several queries at once.  The load is the same requests, sooner:
- * 20,000 users, 400 requests of 20 ms, take some 1 s rather than 8
- * (issue 34: a suspension within --privileges-interval + 2 s)
+ * 20,000 users, 400 requests of 20 ms, take some 1 s rather than 8, so
+ * that a suspension is applied within --privileges-interval + 2 s
  */
 #define GMS_USERS_PARALLEL     8
 
