@@ -63,7 +63,7 @@ static int gms_sync_missing_cmp(const void *one, const void *two);
  */
 
 int
-gms_sync_gone(gms_tool_t *t, gms_sync_input_t *in,
+gms_sync_prune_gone(gms_tool_t *t, gms_sync_input_t *in,
     char (*gone)[GMS_TOKEN_ID_LEN + 1], const gms_sync_spans_counts_t *spans,
     size_t known, gms_tool_sync_counts_t *counts)
 {
@@ -116,7 +116,7 @@ gms_sync_gone(gms_tool_t *t, gms_sync_input_t *in,
  */
 
 int
-gms_sync_missing(gms_tool_t *t, gms_sync_input_t *in,
+gms_sync_prune_missing(gms_tool_t *t, gms_sync_input_t *in,
     gms_tool_sync_counts_t *counts)
 {
     int                  rc;
@@ -232,13 +232,14 @@ done:
  * the aspect table, not the search index; StatefulTokenService's own
  * revoked-token cache asks the same).  A revoked token is deleted there
  * (revokeAccessToken -> EntityService.deleteUrn).  A request that fails
- * leaves its tokens and those after it unconfirmed, for gms_sync_bound;
- * the sync goes on (why says why, for the warning), unless it was
- * stopped (follow's SIGTERM): then it fails, nothing written.
+ * leaves its tokens and those after it unconfirmed, for
+ * gms_sync_prune_bound; the sync goes on (why says why, for the
+ * warning), unless it was stopped (follow's SIGTERM): then it fails,
+ * nothing written.
  */
 
 int
-gms_sync_confirm(gms_tool_t *t, const gms_graphql_conf_t *gms,
+gms_sync_prune_confirm(gms_tool_t *t, const gms_graphql_conf_t *gms,
     gms_sync_input_t *in)
 {
     int             quiet, rc;
@@ -382,7 +383,7 @@ gms_sync_confirm_batch(gms_tool_t *t, gms_graphql_t *g, gms_sync_input_t *in,
  */
 
 void
-gms_sync_bound(const gms_tool_sync_conf_t *conf, gms_sync_input_t *in,
+gms_sync_prune_bound(const gms_tool_sync_conf_t *conf, gms_sync_input_t *in,
     gms_tool_sync_counts_t *counts)
 {
     size_t                       i, unconfirmed, limit;
@@ -516,7 +517,8 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
  */
 
 int
-gms_sync_pending(gms_tool_t *t, gms_sync_input_t *in, gms_sync_spans_t *next)
+gms_sync_prune_pending(gms_tool_t *t, gms_sync_input_t *in,
+    gms_sync_spans_t *next)
 {
     size_t               i, n, base;
     gms_sync_missing_t  *m;

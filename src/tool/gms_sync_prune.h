@@ -65,18 +65,18 @@ typedef struct {
 /* a token's key deleted and its id published: gms_sync_prune.c */
 extern const char  gms_sync_delete_script[];
 
-int gms_sync_gone(gms_tool_t *t, gms_sync_input_t *in,
+int gms_sync_prune_gone(gms_tool_t *t, gms_sync_input_t *in,
     char (*gone)[GMS_TOKEN_ID_LEN + 1], const gms_sync_spans_counts_t *spans,
     size_t known, gms_tool_sync_counts_t *counts);
-int gms_sync_missing(gms_tool_t *t, gms_sync_input_t *in,
+int gms_sync_prune_missing(gms_tool_t *t, gms_sync_input_t *in,
     gms_tool_sync_counts_t *counts);
-int gms_sync_confirm(gms_tool_t *t, const gms_graphql_conf_t *gms,
+int gms_sync_prune_confirm(gms_tool_t *t, const gms_graphql_conf_t *gms,
     gms_sync_input_t *in);
-void gms_sync_bound(const gms_tool_sync_conf_t *conf,
+void gms_sync_prune_bound(const gms_tool_sync_conf_t *conf,
     gms_sync_input_t *in, gms_tool_sync_counts_t *counts);
 int gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
     gms_tool_sync_counts_t *counts);
-int gms_sync_pending(gms_tool_t *t, gms_sync_input_t *in,
+int gms_sync_prune_pending(gms_tool_t *t, gms_sync_input_t *in,
     gms_sync_spans_t *next);
 
 #endif /* _GMS_SYNC_PRUNE_H_INCLUDED_ */

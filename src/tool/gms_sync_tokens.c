@@ -9,15 +9,15 @@
  * the list does not have, but not on the listing's word alone: the list
  * is DataHub's search index, which a reindex or a restore empties while
  * GMS still takes every token.  With --gms, each unlisted token is asked
- * of GMS's entity store (gms_sync_confirm): one it still has is kept, one
- * it no longer has is pruned; those it could not answer for are pruned
- * only as long as they are no more than --max-prune of the cache.  Of
+ * of GMS's entity store (gms_sync_prune_confirm): one it still has is
+ * kept, one it no longer has is pruned; those it could not answer for are
+ * pruned only as long as they are no more than --max-prune of the cache.  Of
  * those nothing confirmed gone (from stdin, or unanswered), one created in
  * the last minute is kept (the index lags behind a new token); one the
  * entity store no longer has is pruned however young, so that a token
  * revoked a second after it was made is refused at the next cycle.
  * follow asks the unlisted tokens a cycle kept again at the next one
- * (gms_sync_pending), though that one go by spans.
+ * (gms_sync_prune_pending), though that one go by spans.
  * Every token added, changed, deleted as expired or pruned is published
  * on <prefix>invalidate: an edge drops what it cached for it, the "no such
  * token" of a token tried before it was listed included.
@@ -148,21 +148,21 @@ gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
     }
 
     if (!whole) {
-        if (gms_sync_gone(t, &in, gone, &spans,
-                          conf->spans->ntokens + conf->spans->npending,
-                          counts)
+        if (gms_sync_prune_gone(t, &in, gone, &spans,
+                                conf->spans->ntokens + conf->spans->npending,
+                                counts)
             != 0)
         {
             goto done;
         }
 
-    } else if (conf->prune && gms_sync_missing(t, &in, counts) != 0) {
+    } else if (conf->prune && gms_sync_prune_missing(t, &in, counts) != 0) {
         goto done;
     }
 
     if (conf->prune && in.nmissing) {
         if (gms) {
-            rc = gms_sync_confirm(t, gms, &in);
+            rc = gms_sync_prune_confirm(t, gms, &in);
             if (rc != GMS_TOOL_OK) {
                 goto done;
             }
@@ -173,7 +173,7 @@ gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
             snprintf(in.why, sizeof(in.why), "stdin: no GMS to ask");
         }
 
-        gms_sync_bound(conf, &in, counts);
+        gms_sync_prune_bound(conf, &in, counts);
     }
 
     /*
@@ -213,7 +213,8 @@ gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
     }
 
     if ((conf->prune && gms_sync_prune(t, &in, counts) != 0)
-        || (conf->spans && conf->prune && gms_sync_pending(t, &in, &next) != 0)
+        || (conf->spans && conf->prune
+            && gms_sync_prune_pending(t, &in, &next) != 0)
         || (holders && gms_sync_holders(t, &in, holders) != 0))
     {
         goto done;

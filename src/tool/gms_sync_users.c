@@ -181,7 +181,7 @@ gms_tool_users_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
         goto done;
     }
 
-    if (gms_users_oauth(t, g, &u) != 0) {
+    if (gms_users_ask_oauth(t, g, &u) != 0) {
         rc = GMS_TOOL_GMS;
         goto done;
     }
@@ -213,7 +213,7 @@ gms_tool_users_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
 
     rc = GMS_TOOL_REDIS;
 
-    if (refuse == GMS_TOOL_INACTIVE_KEEP ? gms_users_release(t, &u) != 0
+    if (refuse == GMS_TOOL_INACTIVE_KEEP ? gms_users_apply_release(t, &u) != 0
         : gms_users_apply(t, &u, counts) != 0)
     {
         goto done;

@@ -371,7 +371,7 @@ gms_users_republish(gms_tool_t *t, gms_users_t *u)
 /* --inactive keep: no user is refused, the next token cycle writes all */
 
 int
-gms_users_release(gms_tool_t *t, gms_users_t *u)
+gms_users_apply_release(gms_tool_t *t, gms_users_t *u)
 {
     redisReply  *reply;
 

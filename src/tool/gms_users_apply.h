@@ -17,6 +17,6 @@
 
 int gms_users_apply(gms_tool_t *t, gms_users_t *u,
     gms_tool_users_counts_t *counts);
-int gms_users_release(gms_tool_t *t, gms_users_t *u);
+int gms_users_apply_release(gms_tool_t *t, gms_users_t *u);
 
 #endif /* _GMS_USERS_APPLY_H_INCLUDED_ */

@@ -216,7 +216,7 @@ gms_users_wave(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u,
  */
 
 int
-gms_users_oauth(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u)
+gms_users_ask_oauth(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u)
 {
     int          rc;
     char        *scroll;

@@ -86,7 +86,7 @@ typedef struct {
 
 int gms_users_ask_all(gms_tool_t *t, gms_graphql_t *g,
     gms_users_t *u, const gms_tool_users_skip_t *skip);
-int gms_users_oauth(gms_tool_t *t, gms_graphql_t *g,
+int gms_users_ask_oauth(gms_tool_t *t, gms_graphql_t *g,
     gms_users_t *u);
 
 #endif /* _GMS_USERS_ASK_H_INCLUDED_ */
