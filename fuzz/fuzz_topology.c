@@ -13,37 +13,11 @@
 #include "gms_slot.h"
 #include "gms_topology.h"
 
+#include "fuzz_hiredis.h"
+
 
 /* "{gms}:"'s slot, and the ends of the range */
 static const unsigned  gms_fuzz_slots[] = { 11641, 0, GMS_SLOTS - 1 };
-
-
-/*
- * hiredis 0.14's reader allocates what a multi-bulk header announces: as
- * fuzz_redis_reply.c, inputs announcing huge arrays are skipped
- */
-
-static int
-gms_huge_array(const unsigned char *data, size_t size)
-{
-    size_t  i, digits;
-
-    for (i = 0; i < size; i++) {
-        if (data[i] != '*' && data[i] != '$') {
-            continue;
-        }
-
-        for (digits = 0; i + 1 < size && data[i + 1] >= '0'
-                         && data[i + 1] <= '9'; i++)
-        {
-            if (++digits > 5) {
-                return 1;
-            }
-        }
-    }
-
-    return 0;
-}
 
 
 static void

@@ -38,6 +38,8 @@
 #define GMS_TOPOLOGY_ROLE_MAX  16
 
 
+static int gms_topology_served(int served, const gms_topology_slot_t *out,
+    const char **why);
 static int gms_topology_range(const redisReply *start, const redisReply *end,
     unsigned char *taken, const char **why);
 static int gms_topology_shard(const redisReply *shard, unsigned slot, int tls,
@@ -91,17 +93,7 @@ gms_topology_shards(const redisReply *reply, unsigned slot, int tls,
         served |= rc;
     }
 
-    if (!served) {
-        *why = "no shard serves the slot";
-        return GMS_TOPOLOGY_UNSERVED;
-    }
-
-    if (out->master.host == NULL) {
-        *why = "the slot's shard has no master with an address";
-        return GMS_TOPOLOGY_UNSERVED;
-    }
-
-    return GMS_TOPOLOGY_OK;
+    return gms_topology_served(served, out, why);
 }
 
 
@@ -393,17 +385,7 @@ gms_topology_slots(const redisReply *reply, unsigned slot,
         }
     }
 
-    if (!served) {
-        *why = "no range holds the slot";
-        return GMS_TOPOLOGY_UNSERVED;
-    }
-
-    if (out->master.host == NULL) {
-        *why = "the slot's master has no address";
-        return GMS_TOPOLOGY_UNSERVED;
-    }
-
-    return GMS_TOPOLOGY_OK;
+    return gms_topology_served(served, out, why);
 }
 
 
@@ -448,6 +430,26 @@ gms_topology_slots_node(const redisReply *r, gms_topology_node_t *node,
     }
 
     return 0;
+}
+
+
+/* the map read whole: whether it names a master for the slot */
+
+static int
+gms_topology_served(int served, const gms_topology_slot_t *out,
+    const char **why)
+{
+    if (!served) {
+        *why = "no shard or range serves the slot";
+        return GMS_TOPOLOGY_UNSERVED;
+    }
+
+    if (out->master.host == NULL) {
+        *why = "the slot's master has no address";
+        return GMS_TOPOLOGY_UNSERVED;
+    }
+
+    return GMS_TOPOLOGY_OK;
 }
 
 

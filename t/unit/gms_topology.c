@@ -240,7 +240,7 @@ test_shards(void)
               "[ $port :7000 $ip $? $endpoint $? $role $master "
               "$health $online ] ] ] ]", SLOT, 0, &s, &why)
        == GMS_TOPOLOGY_UNSERVED && s.master.host == NULL
-       && strcmp(why, "the slot's shard has no master with an address")
+       && strcmp(why, "the slot's master has no address")
           == 0,
        "SHARDS: a master without an address serves no one");
 
@@ -255,7 +255,7 @@ test_shards(void)
               "[ $slots [ ] $nodes [ "
               NODE("7001", "10.0.0.2", "master", "online") "] ] ]",
               SLOT, 0, &s, &why) == GMS_TOPOLOGY_UNSERVED
-       && strcmp(why, "no shard serves the slot") == 0,
+       && strcmp(why, "no shard or range serves the slot") == 0,
        "SHARDS: no shard serves the slot (an empty shard is fine)");
 
     ok(shards("[ ]", SLOT, 0, &s, &why) == GMS_TOPOLOGY_UNSERVED,
@@ -378,7 +378,7 @@ test_slots(void)
        == GMS_TOPOLOGY_UNSERVED, "SLOTS: nor one at an empty host");
 
     ok(slots("[ [ :0 :100 [ $a :1 ] ] ]", &s, &why) == GMS_TOPOLOGY_UNSERVED
-       && strcmp(why, "no range holds the slot") == 0,
+       && strcmp(why, "no shard or range serves the slot") == 0,
        "SLOTS: no range holds the slot");
 
     ok(slots(":5", &s, &why) == GMS_TOPOLOGY_MALFORMED
