@@ -115,7 +115,8 @@ TOOL             := $(BUILD)/gms-token
 TOOL_SRCS        := $(wildcard src/tool/*.c) src/lib/gms_token.c \
                     src/lib/gms_lookup.c src/lib/gms_oauth_jwks.c \
                     src/lib/gms_slot.c src/lib/gms_events.c \
-                    src/lib/gms_id_memo.c src/lib/gms_secret.c
+                    src/lib/gms_id_memo.c src/lib/gms_secret.c \
+                    src/lib/gms_topology.c
 TOOL_DEPS        := $(TOOL_SRCS) $(wildcard src/tool/*.h) $(LIB_HDRS)
 CFLAGS_TOOL      := -g -O2 -Wall -Wextra -Werror -fstack-protector-strong \
                     -Wformat -Werror=format-security -D_FORTIFY_SOURCE=2 \

@@ -9,35 +9,7 @@
 #include "gms_token.h"
 #include "gms_lookup.h"
 
-
-/*
- * hiredis 0.14's reader allocates what a multi-bulk header announces
- * (it has no maxelements yet): "*400000000" is an out-of-memory in
- * hiredis, not in the module, and Redis does not send it.  Such inputs
- * are skipped.
- */
-
-static int
-gms_huge_array(const unsigned char *data, size_t size)
-{
-    size_t  i, digits;
-
-    for (i = 0; i < size; i++) {
-        if (data[i] != '*' && data[i] != '$') {
-            continue;
-        }
-
-        for (digits = 0; i + 1 < size && data[i + 1] >= '0'
-                         && data[i + 1] <= '9'; i++)
-        {
-            if (++digits > 4) {
-                return 1;
-            }
-        }
-    }
-
-    return 0;
-}
+#include "fuzz_hiredis.h"
 
 
 int

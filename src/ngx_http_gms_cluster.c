@@ -33,6 +33,8 @@
 #include "ngx_http_gms_redis_reply.h"
 #include "ngx_http_gms_metrics.h"
 
+#include "gms_topology.h"
+
 
 /* the map is asked for at most this often on errors (ms) */
 #define NGX_HTTP_GMS_CLUSTER_MIN    250
@@ -87,13 +89,12 @@ static void ngx_http_gms_cluster_map(ngx_http_gms_rconn_t *rc, void *data,
 static ngx_int_t ngx_http_gms_cluster_shards(ngx_http_gms_cluster_t *cl,
     redisReply *reply, ngx_http_gms_cluster_node_t *master,
     ngx_http_gms_cluster_node_t *replica);
-static ngx_int_t ngx_http_gms_cluster_shard_node(ngx_http_gms_cluster_t *cl,
-    redisReply *r, ngx_http_gms_cluster_node_t *node);
 static ngx_int_t ngx_http_gms_cluster_slots(ngx_http_gms_cluster_t *cl,
     redisReply *reply, ngx_http_gms_cluster_node_t *master,
     ngx_http_gms_cluster_node_t *replica);
-static ngx_int_t ngx_http_gms_cluster_slots_node(redisReply *r,
-    ngx_http_gms_cluster_node_t *node);
+static ngx_int_t ngx_http_gms_cluster_found(ngx_http_gms_cluster_t *cl,
+    int rc, gms_topology_slot_t *slot, const char *why, const char *cmd,
+    ngx_http_gms_cluster_node_t *master, ngx_http_gms_cluster_node_t *replica);
 static void ngx_http_gms_cluster_apply(ngx_http_gms_cluster_t *cl,
     ngx_uint_t role, ngx_http_gms_cluster_node_t *node);
 static void ngx_http_gms_cluster_resolved(ngx_resolver_ctx_t *ctx);
@@ -433,290 +434,86 @@ ngx_http_gms_cluster_map(ngx_http_gms_rconn_t *rc, void *data,
 
 
 /*
- * CLUSTER SHARDS (Redis 7): [["slots", [start, end, ...], "nodes",
- * [[field, value, ...], ...]], ...].  NGX_OK: the slot's master found,
- * and an online replica if there is one; NGX_DECLINED: no shard serves
- * the slot; NGX_ERROR: not of that shape.
+ * CLUSTER SHARDS (Redis 7), read by gms_topology.c.  NGX_OK: the slot's
+ * master found, and an online replica if there is one; NGX_DECLINED: no
+ * shard serves the slot; NGX_ERROR: not of the documented shape.
  */
 
 static ngx_int_t
 ngx_http_gms_cluster_shards(ngx_http_gms_cluster_t *cl, redisReply *reply,
     ngx_http_gms_cluster_node_t *master, ngx_http_gms_cluster_node_t *replica)
 {
-    size_t                        i, j;
-    ngx_uint_t                    slot, found;
-    redisReply                   *shard, *k, *v, *slots, *nodes;
-    ngx_http_gms_cluster_node_t   node;
+    int                   rc;
+    const char           *why;
+    gms_topology_slot_t   slot;
 
-    if (reply->type != REDIS_REPLY_ARRAY) {
-        return NGX_ERROR;
-    }
+    rc = gms_topology_shards(reply, cl->gmcf->cluster_slot, cl->gmcf->tls != 0,
+                             &slot, &why);
 
-    slot = cl->gmcf->cluster_slot;
-
-    for (i = 0; i < reply->elements; i++) {
-        shard = reply->element[i];
-
-        if (shard->type != REDIS_REPLY_ARRAY || shard->elements % 2) {
-            return NGX_ERROR;
-        }
-
-        slots = NULL;
-        nodes = NULL;
-
-        for (j = 0; j < shard->elements; j += 2) {
-            k = shard->element[j];
-            v = shard->element[j + 1];
-
-            if (ngx_http_gms_rconn_says(k, "slots")) {
-                slots = v;
-
-            } else if (ngx_http_gms_rconn_says(k, "nodes")) {
-                nodes = v;
-            }
-        }
-
-        if (slots == NULL || nodes == NULL
-            || slots->type != REDIS_REPLY_ARRAY || slots->elements % 2
-            || nodes->type != REDIS_REPLY_ARRAY)
-        {
-            return NGX_ERROR;
-        }
-
-        found = 0;
-
-        for (j = 0; j < slots->elements; j += 2) {
-            k = slots->element[j];
-            v = slots->element[j + 1];
-
-            if (k->type != REDIS_REPLY_INTEGER
-                || v->type != REDIS_REPLY_INTEGER)
-            {
-                return NGX_ERROR;
-            }
-
-            if (k->integer <= (long long) slot
-                && (long long) slot <= v->integer)
-            {
-                found = 1;
-            }
-        }
-
-        if (!found) {
-            continue;
-        }
-
-        for (j = 0; j < nodes->elements; j++) {
-            if (ngx_http_gms_cluster_shard_node(cl, nodes->element[j], &node)
-                != NGX_OK)
-            {
-                /* a node without a usable address: not one to go to */
-                continue;
-            }
-
-            /* an online master over one that is failing */
-
-            if (node.master
-                && (master->host == NULL || (node.online && !master->online)))
-            {
-                *master = node;
-
-            } else if (!node.master && node.online && replica->host == NULL) {
-                *replica = node;
-            }
-        }
-
-        return master->host ? NGX_OK : NGX_DECLINED;
-    }
-
-    return NGX_DECLINED;
-}
-
-
-/* a node's fields: id, port, tls-port, ip, endpoint, hostname, role ... */
-
-static ngx_int_t
-ngx_http_gms_cluster_shard_node(ngx_http_gms_cluster_t *cl, redisReply *r,
-    ngx_http_gms_cluster_node_t *node)
-{
-    size_t       j;
-    ngx_int_t    port, tls_port;
-    redisReply  *k, *v, *ip, *endpoint, *hostname;
-
-    if (r->type != REDIS_REPLY_ARRAY || r->elements % 2) {
-        return NGX_ERROR;
-    }
-
-    ngx_memzero(node, sizeof(ngx_http_gms_cluster_node_t));
-
-    ip = NULL;
-    endpoint = NULL;
-    hostname = NULL;
-    port = 0;
-    tls_port = 0;
-
-    for (j = 0; j < r->elements; j += 2) {
-        k = r->element[j];
-        v = r->element[j + 1];
-
-        if (k->type != REDIS_REPLY_STRING) {
-            return NGX_ERROR;
-        }
-
-        if (v->type == REDIS_REPLY_INTEGER) {
-            if (v->integer < 1 || v->integer > 65535) {
-                continue;
-            }
-
-            if (ngx_http_gms_rconn_says(k, "port")) {
-                port = (ngx_int_t) v->integer;
-
-            } else if (ngx_http_gms_rconn_says(k, "tls-port")) {
-                tls_port = (ngx_int_t) v->integer;
-            }
-
-            continue;
-        }
-
-        if (v->type != REDIS_REPLY_STRING) {
-            continue;
-        }
-
-        if (ngx_http_gms_rconn_says(k, "ip")) {
-            ip = v;
-
-        } else if (ngx_http_gms_rconn_says(k, "endpoint")) {
-            endpoint = v;
-
-        } else if (ngx_http_gms_rconn_says(k, "hostname")) {
-            hostname = v;
-
-        } else if (ngx_http_gms_rconn_says(k, "role")) {
-            node->master = ngx_http_gms_rconn_says(v, "master");
-
-        } else if (ngx_http_gms_rconn_says(k, "health")) {
-            node->online = ngx_http_gms_rconn_says(v, "online");
-        }
-    }
-
-    /* where the cluster prefers its clients to go, then what else it said */
-
-    if (endpoint && endpoint->len && !ngx_http_gms_rconn_says(endpoint, "?")) {
-        node->host = (u_char *) endpoint->str;
-        node->host_len = endpoint->len;
-
-    } else if (ip && ip->len && !ngx_http_gms_rconn_says(ip, "?")) {
-        node->host = (u_char *) ip->str;
-        node->host_len = ip->len;
-
-    } else if (hostname && hostname->len) {
-        node->host = (u_char *) hostname->str;
-        node->host_len = hostname->len;
-
-    } else {
-        return NGX_DECLINED;
-    }
-
-    node->port = (cl->gmcf->tls && tls_port) ? tls_port : port;
-
-    if (node->port == 0) {
-        /* with tls, a node that serves TLS on its only port says "port" */
-        return NGX_DECLINED;
-    }
-
-    return NGX_OK;
+    return ngx_http_gms_cluster_found(cl, rc, &slot, why, "CLUSTER SHARDS",
+                                      master, replica);
 }
 
 
 /*
- * CLUSTER SLOTS (before Redis 7): [[start, end, [host, port, id, ...],
- * replicas' ...], ...]; a connection over TLS is given the TLS ports.
- * Failed replicas are left out by the node.
+ * CLUSTER SLOTS (before Redis 7), read by gms_topology.c; a connection
+ * over TLS is given the TLS ports.  Failed replicas are left out by the
+ * node.
  */
 
 static ngx_int_t
 ngx_http_gms_cluster_slots(ngx_http_gms_cluster_t *cl, redisReply *reply,
     ngx_http_gms_cluster_node_t *master, ngx_http_gms_cluster_node_t *replica)
 {
-    size_t                        i, j;
-    ngx_uint_t                    slot;
-    redisReply                   *range;
-    ngx_http_gms_cluster_node_t   node;
+    int                   rc;
+    const char           *why;
+    gms_topology_slot_t   slot;
 
-    if (reply->type != REDIS_REPLY_ARRAY) {
-        return NGX_ERROR;
-    }
+    rc = gms_topology_slots(reply, cl->gmcf->cluster_slot, &slot, &why);
 
-    slot = cl->gmcf->cluster_slot;
-
-    for (i = 0; i < reply->elements; i++) {
-        range = reply->element[i];
-
-        if (range->type != REDIS_REPLY_ARRAY || range->elements < 3
-            || range->element[0]->type != REDIS_REPLY_INTEGER
-            || range->element[1]->type != REDIS_REPLY_INTEGER)
-        {
-            return NGX_ERROR;
-        }
-
-        if (range->element[0]->integer > (long long) slot
-            || (long long) slot > range->element[1]->integer)
-        {
-            continue;
-        }
-
-        if (ngx_http_gms_cluster_slots_node(range->element[2], master)
-            != NGX_OK)
-        {
-            return NGX_DECLINED;
-        }
-
-        master->master = 1;
-        master->online = 1;
-
-        for (j = 3; j < range->elements; j++) {
-            if (ngx_http_gms_cluster_slots_node(range->element[j], &node)
-                == NGX_OK)
-            {
-                node.online = 1;
-                *replica = node;
-                break;
-            }
-        }
-
-        return NGX_OK;
-    }
-
-    return NGX_DECLINED;
+    return ngx_http_gms_cluster_found(cl, rc, &slot, why, "CLUSTER SLOTS",
+                                      master, replica);
 }
 
 
+/* what gms_topology.c found, as the hooks take it; a refusal's reason */
+
 static ngx_int_t
-ngx_http_gms_cluster_slots_node(redisReply *r,
-    ngx_http_gms_cluster_node_t *node)
+ngx_http_gms_cluster_found(ngx_http_gms_cluster_t *cl, int rc,
+    gms_topology_slot_t *slot, const char *why, const char *cmd,
+    ngx_http_gms_cluster_node_t *master, ngx_http_gms_cluster_node_t *replica)
 {
-    redisReply  *host, *port;
+    ngx_uint_t                    i;
+    gms_topology_node_t          *from[2];
+    ngx_http_gms_cluster_node_t  *to[2];
 
-    ngx_memzero(node, sizeof(ngx_http_gms_cluster_node_t));
-
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
+    if (rc == GMS_TOPOLOGY_MALFORMED) {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: cluster: %V's %s refused: %s", &cl->rc.peer,
+                      cmd, why);
         return NGX_ERROR;
     }
 
-    host = r->element[0];
-    port = r->element[1];
-
-    if (host->type != REDIS_REPLY_STRING || host->len == 0
-        || ngx_http_gms_rconn_says(host, "?")
-        || port->type != REDIS_REPLY_INTEGER
-        || port->integer < 1 || port->integer > 65535)
-    {
-        return NGX_ERROR;
+    if (rc != GMS_TOPOLOGY_OK) {
+        return NGX_DECLINED;
     }
 
-    node->host = (u_char *) host->str;
-    node->host_len = host->len;
-    node->port = (ngx_int_t) port->integer;
+    from[0] = &slot->master;
+    from[1] = &slot->replica;
+    to[0] = master;
+    to[1] = replica;
+
+    for (i = 0; i < 2; i++) {
+        if (from[i]->host == NULL) {
+            continue;
+        }
+
+        to[i]->host = (const u_char *) from[i]->host;
+        to[i]->host_len = from[i]->host_len;
+        to[i]->port = (ngx_int_t) from[i]->port;
+        to[i]->master = from[i]->master;
+        to[i]->online = from[i]->online;
+    }
 
     return NGX_OK;
 }

@@ -26,7 +26,9 @@
 typedef struct gms_tool_conn_s  gms_tool_conn_t;
 
 
-typedef struct {
+typedef struct gms_tool_s  gms_tool_t;
+
+struct gms_tool_s {
     const char            *command;        /* for messages */
     const char            *redis;          /* the address connected to */
     const char            *password_file;
@@ -47,6 +49,14 @@ typedef struct {
     char                   master_addr[300];   /* the one last named */
 
     const char            *cluster;        /* ADDR,ADDR,...: the seeds */
+
+    /*
+     * a command answered -MOVED or -ASK: gms_tool_cluster_redirect, which
+     * --redis-cluster's connect sets, so that the connection calls down
+     * into the cluster's code it knows nothing of
+     */
+    struct redisReply   *(*redirect)(gms_tool_t *t, struct redisReply *reply,
+                                     const char *cmd, size_t len);
     const char            *user;           /* NULL: AUTH with a password */
     long                   wait_ms;        /* WAIT's bound, 0: no WAIT */
     int64_t                wait_skip_until;    /* monotonic ms */
@@ -59,7 +69,7 @@ typedef struct {
     int                    quiet;          /* errors kept, not printed */
     unsigned               inactive_mark:1;    /* --inactive mark */
     char                   error[256];     /* the last error message */
-} gms_tool_t;
+};
 
 
 #endif /* _GMS_TOOL_H_INCLUDED_ */

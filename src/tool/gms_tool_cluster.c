@@ -25,6 +25,7 @@
 #include <openssl/crypto.h>
 
 #include "gms_slot.h"
+#include "gms_topology.h"
 #include "gms_tool_cluster.h"
 #include "gms_tool_conn.h"
 #include "gms_tool_redis.h"
@@ -33,13 +34,10 @@
 
 static int gms_cluster_ask(gms_tool_t *t, const char *seed,
     gms_tool_conn_t *c, unsigned slot, char *err, size_t size);
-static int gms_cluster_shards(gms_tool_t *t, const char *seed,
-    redisReply *reply, unsigned slot, char *err, size_t size);
-static redisReply *gms_cluster_field(redisReply *map, const char *name);
-static int gms_cluster_slots(gms_tool_t *t, const char *seed,
-    redisReply *reply, unsigned slot, char *err, size_t size);
-static int gms_cluster_addr(gms_tool_t *t, const char *seed,
-    const char *host, size_t host_len, long long port);
+static int gms_cluster_map(gms_tool_t *t, const char *seed,
+    redisReply *reply, unsigned slot, int slots, char *err, size_t size);
+static void gms_cluster_addr(gms_tool_t *t, const char *host,
+    size_t host_len, unsigned port);
 static int gms_cluster_target(const redisReply *reply, char *addr,
     size_t size);
 
@@ -54,6 +52,9 @@ gms_tool_cluster_connect(gms_tool_t *t, const char *password,
     gms_tool_conn_t  *c;
 
     slot = gms_slot((const unsigned char *) t->prefix, t->prefix_len);
+
+    /* the connection's commands follow the nodes' redirections */
+    t->redirect = gms_tool_cluster_redirect;
 
     list = strdup(t->cluster);
     if (list == NULL) {
@@ -149,7 +150,7 @@ gms_cluster_ask(gms_tool_t *t, const char *seed, gms_tool_conn_t *c,
         reply = gms_tool_conn_command(c, "CLUSTER SLOTS");
 
         if (reply && reply->type == REDIS_REPLY_ARRAY) {
-            rc = gms_cluster_slots(t, seed, reply, slot, err, size);
+            rc = gms_cluster_map(t, seed, reply, slot, 1, err, size);
             freeReplyObject(reply);
             return rc;
         }
@@ -168,7 +169,7 @@ gms_cluster_ask(gms_tool_t *t, const char *seed, gms_tool_conn_t *c,
         return GMS_TOOL_REDIS;
     }
 
-    rc = gms_cluster_shards(t, seed, reply, slot, err, size);
+    rc = gms_cluster_map(t, seed, reply, slot, 0, err, size);
 
     freeReplyObject(reply);
 
@@ -177,190 +178,55 @@ gms_cluster_ask(gms_tool_t *t, const char *seed, gms_tool_conn_t *c,
 
 
 /*
- * CLUSTER SHARDS (RESP2): [ ["slots", [start, end, ...], "nodes",
- * [ ["id", ..., "port", N, "tls-port", N, "ip", ..., "endpoint", ...,
- * "role", "master", ..., "health", "online"], ...] ], ... ]
+ * The slot's master in the map a node answered (gms_topology.c reads it,
+ * refusing a map not of the documented shape), into t->master_addr: the
+ * master must be online.
  */
 
 static int
-gms_cluster_shards(gms_tool_t *t, const char *seed, redisReply *reply,
-    unsigned slot, char *err, size_t size)
+gms_cluster_map(gms_tool_t *t, const char *seed, redisReply *reply,
+    unsigned slot, int slots, char *err, size_t size)
 {
-    size_t       i, j, k;
-    redisReply  *shard, *slots, *nodes, *node, *role, *health, *host, *port;
+    int                   rc;
+    const char           *why, *cmd;
+    gms_topology_slot_t   s;
 
-    for (i = 0; i < reply->elements; i++) {
-        shard = reply->element[i];
-        slots = gms_cluster_field(shard, "slots");
-        nodes = gms_cluster_field(shard, "nodes");
+    cmd = slots ? "CLUSTER SLOTS" : "CLUSTER SHARDS";
 
-        if (slots == NULL || slots->type != REDIS_REPLY_ARRAY
-            || nodes == NULL || nodes->type != REDIS_REPLY_ARRAY)
-        {
-            continue;
-        }
+    rc = slots ? gms_topology_slots(reply, slot, &s, &why)
+               : gms_topology_shards(reply, slot, t->tls, &s, &why);
 
-        for (j = 0; j + 1 < slots->elements; j += 2) {
-            if (slots->element[j]->type != REDIS_REPLY_INTEGER
-                || slots->element[j + 1]->type != REDIS_REPLY_INTEGER
-                || (long long) slot < slots->element[j]->integer
-                || (long long) slot > slots->element[j + 1]->integer)
-            {
-                continue;
-            }
-
-            for (k = 0; k < nodes->elements; k++) {
-                node = nodes->element[k];
-                role = gms_cluster_field(node, "role");
-                health = gms_cluster_field(node, "health");
-
-                if (role == NULL || role->type != REDIS_REPLY_STRING
-                    || strcmp(role->str, "master") != 0
-                    || (health && health->type == REDIS_REPLY_STRING
-                        && strcmp(health->str, "online") != 0))
-                {
-                    continue;
-                }
-
-                host = gms_cluster_field(node, "endpoint");
-
-                if (host == NULL || host->type != REDIS_REPLY_STRING
-                    || host->len == 0 || strcmp(host->str, "?") == 0)
-                {
-                    host = gms_cluster_field(node, "ip");
-                }
-
-                port = gms_cluster_field(node, t->tls ? "tls-port" : "port");
-
-                if (host == NULL || host->type != REDIS_REPLY_STRING
-                    || port == NULL || port->type != REDIS_REPLY_INTEGER
-                    || gms_cluster_addr(t, seed, host->str, host->len,
-                                        port->integer)
-                       != 0)
-                {
-                    snprintf(err, size, "%s: CLUSTER SHARDS: the master of "
-                             "slot %u has no %saddress", seed, slot,
-                             t->tls ? "TLS " : "");
-                    return GMS_TOOL_REDIS;
-                }
-
-                return GMS_TOOL_OK;
-            }
-
-            snprintf(err, size, "%s: CLUSTER SHARDS: slot %u has no "
-                     "master online", seed, slot);
-            return GMS_TOOL_REDIS;
-        }
+    if (rc == GMS_TOPOLOGY_MALFORMED) {
+        snprintf(err, size, "%s: %s: unexpected reply (%s)", seed, cmd, why);
+        return GMS_TOOL_REDIS;
     }
 
-    snprintf(err, size, "%s: CLUSTER SHARDS: no shard serves slot %u", seed,
-             slot);
+    if (rc == GMS_TOPOLOGY_UNSERVED) {
+        snprintf(err, size, "%s: %s: slot %u: %s", seed, cmd, slot, why);
+        return GMS_TOOL_REDIS;
+    }
 
-    return GMS_TOOL_REDIS;
+    if (!s.master.online) {
+        snprintf(err, size, "%s: %s: slot %u has no master online", seed, cmd,
+                 slot);
+        return GMS_TOOL_REDIS;
+    }
+
+    gms_cluster_addr(t, s.master.host, s.master.host_len, s.master.port);
+
+    return GMS_TOOL_OK;
 }
 
 
-/* a field of a RESP2 map: [name, value, name, value, ...] */
+/* host:port or [ipv6]:port into t->master_addr */
 
-static redisReply *
-gms_cluster_field(redisReply *map, const char *name)
+static void
+gms_cluster_addr(gms_tool_t *t, const char *host, size_t host_len,
+    unsigned port)
 {
-    size_t  i;
-
-    if (map->type != REDIS_REPLY_ARRAY) {
-        return NULL;
-    }
-
-    for (i = 0; i + 1 < map->elements; i += 2) {
-        if (map->element[i]->type == REDIS_REPLY_STRING
-            && strcmp(map->element[i]->str, name) == 0)
-        {
-            return map->element[i + 1];
-        }
-    }
-
-    return NULL;
-}
-
-
-/* CLUSTER SLOTS: [ [start, end, [ip, port, id, ...], replicas...], ... ] */
-
-static int
-gms_cluster_slots(gms_tool_t *t, const char *seed, redisReply *reply,
-    unsigned slot, char *err, size_t size)
-{
-    size_t       i;
-    redisReply  *range, *master;
-
-    for (i = 0; i < reply->elements; i++) {
-        range = reply->element[i];
-
-        if (range->type != REDIS_REPLY_ARRAY || range->elements < 3
-            || range->element[0]->type != REDIS_REPLY_INTEGER
-            || range->element[1]->type != REDIS_REPLY_INTEGER
-            || (long long) slot < range->element[0]->integer
-            || (long long) slot > range->element[1]->integer)
-        {
-            continue;
-        }
-
-        master = range->element[2];
-
-        if (master->type != REDIS_REPLY_ARRAY || master->elements < 2
-            || master->element[0]->type != REDIS_REPLY_STRING
-            || master->element[1]->type != REDIS_REPLY_INTEGER
-            || gms_cluster_addr(t, seed, master->element[0]->str,
-                                master->element[0]->len,
-                                master->element[1]->integer)
-               != 0)
-        {
-            snprintf(err, size, "%s: CLUSTER SLOTS: unexpected reply", seed);
-            return GMS_TOOL_REDIS;
-        }
-
-        return GMS_TOOL_OK;
-    }
-
-    snprintf(err, size, "%s: CLUSTER SLOTS: no node serves slot %u", seed,
-             slot);
-
-    return GMS_TOOL_REDIS;
-}
-
-
-/*
- * host:port or [ipv6]:port into t->master_addr; an empty host or "?" is
- * the seed's own (a node that does not know how it is reached)
- */
-
-static int
-gms_cluster_addr(gms_tool_t *t, const char *seed, const char *host,
-    size_t host_len, long long port)
-{
-    const char  *end;
-
-    if (port <= 0 || port > 65535 || host_len > 256
-        || strlen(host) != host_len)
-    {
-        return -1;
-    }
-
-    if (host_len == 0 || strcmp(host, "?") == 0) {
-        end = strrchr(seed, ':');
-
-        if (end == NULL || end - seed > 256) {
-            return -1;
-        }
-
-        snprintf(t->master_addr, sizeof(t->master_addr), "%.*s:%lld",
-                 (int) (end - seed), seed, port);
-        return 0;
-    }
-
     snprintf(t->master_addr, sizeof(t->master_addr),
-             strchr(host, ':') ? "[%s]:%lld" : "%s:%lld", host, port);
-
-    return 0;
+             memchr(host, ':', host_len) ? "[%.*s]:%u" : "%.*s:%u",
+             (int) host_len, host, port);
 }
 
 

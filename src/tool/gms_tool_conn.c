@@ -4,7 +4,7 @@
  * IPv4 or IPv6 address, or a unix socket), TLS through OpenSSL when asked,
  * and hiredis only to format the commands and to parse the replies.
  * Debian bookworm's hiredis (0.14) has no TLS, and the module no longer
- * uses hiredis's connection either (issue 15).
+ * uses hiredis's connection either.
  *
  * Commands are appended to an output buffer that is written when a reply
  * is asked for and none is read yet, as hiredis's redisAppendCommand and
@@ -37,9 +37,9 @@
 #include <openssl/x509v3.h>
 
 #include "gms_tool_conn.h"
+#include "gms_tool_input.h"
 #include "gms_hiredis.h"
 #include "gms_tool_msgs.h"
-#include "gms_tool_cluster.h"
 
 
 /* as hiredis's redisConnectWithTimeout and redisSetTimeout were given */
@@ -104,6 +104,106 @@ static redisReplyObjectFunctions   gms_conn_functions;
 static void                     *(*gms_conn_default_array)(
                                      const redisReadTask *task,
                                      gms_hiredis_count_t n);
+
+
+/*
+ * The Redis password: --password-file, else GMS_REDIS_PASSWORD, else none
+ * (NULL); the caller's to cleanse and free.  Returns an exit code.
+ */
+
+int
+gms_tool_password(gms_tool_t *t, char **password, size_t *len)
+{
+    const char  *env;
+
+    *password = NULL;
+    *len = 0;
+
+    if (t->password_file) {
+        *password = gms_tool_read_file(t, "--password-file", t->password_file,
+                                       len);
+        return *password ? GMS_TOOL_OK : GMS_TOOL_USAGE;
+    }
+
+    env = t->password_env_off ? NULL : getenv("GMS_REDIS_PASSWORD");
+
+    if (env == NULL || *env == '\0') {
+        return GMS_TOOL_OK;
+    }
+
+    *password = strdup(env);
+    if (*password == NULL) {
+        gms_tool_error(t, "out of memory");
+        return GMS_TOOL_REDIS;
+    }
+
+    *len = strlen(*password);
+
+    return GMS_TOOL_OK;
+}
+
+
+/*
+ * A connection to a Redis or a Sentinel, authenticated when a password is
+ * given (as user when one is given: --user, never for a Sentinel); the
+ * reason of a failure in err, as gms_tool_conn_open's.
+ */
+
+int
+gms_tool_open(gms_tool_t *t, const char *option, const char *addr,
+    const char *user, const char *password, size_t password_len,
+    gms_tool_conn_t **conn, char *err, size_t size)
+{
+    int               rc;
+    char              reason[200];
+    redisReply       *reply;
+    gms_tool_conn_t  *c;
+
+    rc = gms_tool_conn_open(t, option, addr, conn, reason, sizeof(reason));
+
+    if (rc != GMS_TOOL_OK) {
+        if (rc == GMS_TOOL_REDIS) {
+            snprintf(err, size, "cannot connect: %s", reason);
+
+        } else {
+            snprintf(err, size, "%s", reason);
+        }
+
+        return rc;
+    }
+
+    if (password == NULL) {
+        return GMS_TOOL_OK;
+    }
+
+    c = *conn;
+
+    if (user) {
+        reply = gms_tool_conn_command(c, "AUTH %s %b", user, password,
+                                      password_len);
+
+    } else {
+        reply = gms_tool_conn_command(c, "AUTH %b", password, password_len);
+    }
+
+    if (reply == NULL || reply->type == REDIS_REPLY_ERROR) {
+        snprintf(err, size, "AUTH: %s",
+                 reply ? reply->str : gms_tool_conn_error(c));
+
+        if (reply) {
+            freeReplyObject(reply);
+        }
+
+        gms_tool_conn_close(c);
+        *conn = NULL;
+
+        return GMS_TOOL_REDIS;
+    }
+
+    freeReplyObject(reply);
+
+    return GMS_TOOL_OK;
+}
 
 
 /*
@@ -1130,8 +1230,8 @@ gms_conn_run(gms_tool_t *t, const char *cmd, int len)
     (void) gms_conn_buffer(t->conn, cmd, len);
     (void) gms_tool_conn_get_reply(t->conn, &reply);
 
-    if (t->cluster && reply && reply->type == REDIS_REPLY_ERROR) {
-        reply = gms_tool_cluster_redirect(t, reply, cmd, len);
+    if (t->redirect && reply && reply->type == REDIS_REPLY_ERROR) {
+        reply = t->redirect(t, reply, cmd, len);
     }
 
     return reply;

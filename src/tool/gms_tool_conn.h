@@ -20,6 +20,10 @@
 #include "gms_tool.h"
 
 
+int gms_tool_password(gms_tool_t *t, char **password, size_t *len);
+int gms_tool_open(gms_tool_t *t, const char *option, const char *addr,
+    const char *user, const char *password, size_t password_len,
+    gms_tool_conn_t **conn, char *err, size_t size);
 int gms_tool_conn_open(gms_tool_t *t, const char *option, const char *addr,
     gms_tool_conn_t **conn, char *err, size_t size);
 void gms_tool_conn_append(gms_tool_conn_t *c, const char *fmt, ...);

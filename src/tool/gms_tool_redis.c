@@ -16,6 +16,7 @@
 
 #include "gms_contract.h"
 #include "gms_token.h"
+#include "gms_topology.h"
 #include "gms_tool_redis.h"
 #include "gms_tool_conn.h"
 #include "gms_tool_sentinel.h"
@@ -82,106 +83,6 @@ gms_tool_connect(gms_tool_t *t)
 
         freeReplyObject(reply);
     }
-
-    return GMS_TOOL_OK;
-}
-
-
-/*
- * The Redis password: --password-file, else GMS_REDIS_PASSWORD, else none
- * (NULL); the caller's to cleanse and free.  Returns an exit code.
- */
-
-int
-gms_tool_password(gms_tool_t *t, char **password, size_t *len)
-{
-    const char  *env;
-
-    *password = NULL;
-    *len = 0;
-
-    if (t->password_file) {
-        *password = gms_tool_read_file(t, "--password-file", t->password_file,
-                                       len);
-        return *password ? GMS_TOOL_OK : GMS_TOOL_USAGE;
-    }
-
-    env = t->password_env_off ? NULL : getenv("GMS_REDIS_PASSWORD");
-
-    if (env == NULL || *env == '\0') {
-        return GMS_TOOL_OK;
-    }
-
-    *password = strdup(env);
-    if (*password == NULL) {
-        gms_tool_error(t, "out of memory");
-        return GMS_TOOL_REDIS;
-    }
-
-    *len = strlen(*password);
-
-    return GMS_TOOL_OK;
-}
-
-
-/*
- * A connection to a Redis or a Sentinel, authenticated when a password is
- * given (as user when one is given: --user, never for a Sentinel); the
- * reason of a failure in err, as gms_tool_conn_open's.
- */
-
-int
-gms_tool_open(gms_tool_t *t, const char *option, const char *addr,
-    const char *user, const char *password, size_t password_len,
-    gms_tool_conn_t **conn, char *err, size_t size)
-{
-    int               rc;
-    char              reason[200];
-    redisReply       *reply;
-    gms_tool_conn_t  *c;
-
-    rc = gms_tool_conn_open(t, option, addr, conn, reason, sizeof(reason));
-
-    if (rc != GMS_TOOL_OK) {
-        if (rc == GMS_TOOL_REDIS) {
-            snprintf(err, size, "cannot connect: %s", reason);
-
-        } else {
-            snprintf(err, size, "%s", reason);
-        }
-
-        return rc;
-    }
-
-    if (password == NULL) {
-        return GMS_TOOL_OK;
-    }
-
-    c = *conn;
-
-    if (user) {
-        reply = gms_tool_conn_command(c, "AUTH %s %b", user, password,
-                                      password_len);
-
-    } else {
-        reply = gms_tool_conn_command(c, "AUTH %b", password, password_len);
-    }
-
-    if (reply == NULL || reply->type == REDIS_REPLY_ERROR) {
-        snprintf(err, size, "AUTH: %s",
-                 reply ? reply->str : gms_tool_conn_error(c));
-
-        if (reply) {
-            freeReplyObject(reply);
-        }
-
-        gms_tool_conn_close(c);
-        *conn = NULL;
-
-        return GMS_TOOL_REDIS;
-    }
-
-    freeReplyObject(reply);
 
     return GMS_TOOL_OK;
 }
@@ -489,10 +390,12 @@ gms_tool_reply_cmp(const void *one, const void *two)
 int
 gms_tool_wait(gms_tool_t *t)
 {
-    int              n;
-    int64_t          now;
-    redisReply      *reply;
-    struct timespec  ts;
+    int                   n;
+    int64_t               now;
+    const char           *why;
+    redisReply           *reply;
+    struct timespec       ts;
+    gms_topology_role_t   role;
 
     if (t->wait_ms == 0 || t->conn == NULL) {
         return 0;
@@ -510,17 +413,15 @@ gms_tool_wait(gms_tool_t *t)
         goto wait;
     }
 
-    /* ROLE: ["master", offset, [[ip, port, offset], ...]] */
+    /* ROLE, as gms_topology.c reads it: a master's names its replicas */
     reply = gms_tool_command(t, "ROLE");
 
     if (reply == NULL) {
         return 0;
     }
 
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 3
-        || reply->element[0]->type != REDIS_REPLY_STRING
-        || strcmp(reply->element[0]->str, "master") != 0
-        || reply->element[2]->type != REDIS_REPLY_ARRAY)
+    if (gms_topology_role(reply, &role, &why) != GMS_TOPOLOGY_OK
+        || role.role != GMS_TOPOLOGY_MASTER)
     {
         if (reply->type == REDIS_REPLY_ERROR && !t->role_warned) {
             t->role_warned = 1;
@@ -533,7 +434,7 @@ gms_tool_wait(gms_tool_t *t)
         return 0;
     }
 
-    n = (int) reply->element[2]->elements;
+    n = (int) role.replicas;
     freeReplyObject(reply);
 
     t->replicas = n;

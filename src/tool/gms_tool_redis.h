@@ -53,10 +53,6 @@ typedef struct {
 
 
 int gms_tool_connect(gms_tool_t *t);
-int gms_tool_password(gms_tool_t *t, char **password, size_t *len);
-int gms_tool_open(gms_tool_t *t, const char *option, const char *addr,
-    const char *user, const char *password, size_t password_len,
-    gms_tool_conn_t **conn, char *err, size_t size);
 
 char *gms_tool_key(gms_tool_t *t, const char *kind, const char *name,
     size_t len, size_t *key_len);

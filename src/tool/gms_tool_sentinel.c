@@ -18,6 +18,7 @@
 
 #include <openssl/crypto.h>
 
+#include "gms_topology.h"
 #include "gms_tool_sentinel.h"
 #include "gms_tool_conn.h"
 #include "gms_tool_redis.h"
@@ -35,12 +36,13 @@ int
 gms_tool_sentinel_connect(gms_tool_t *t, const char *password,
     size_t password_len)
 {
-    int               rc;
-    char             *list, *addr, *next, *spass, err[256], reason[200];
-    const char       *role;
-    size_t            spass_len;
-    redisReply       *reply;
-    gms_tool_conn_t  *c;
+    int                   rc;
+    char                 *list, *addr, *next, *spass, err[256], reason[200];
+    size_t                spass_len;
+    const char           *role, *why;
+    redisReply           *reply;
+    gms_tool_conn_t      *c;
+    gms_topology_role_t   said;
 
     spass = NULL;
     spass_len = 0;
@@ -95,23 +97,23 @@ gms_tool_sentinel_connect(gms_tool_t *t, const char *password,
             continue;
         }
 
-        /* ROLE: ["master", offset, replicas] or ["slave", ...] */
+        /* ROLE, as gms_topology.c reads it */
         reply = gms_tool_conn_command(c, "ROLE");
+
+        said.role = 0;
 
         if (reply == NULL) {
             role = gms_tool_conn_error(c);
 
-        } else if (reply->type == REDIS_REPLY_ARRAY && reply->elements > 0
-                   && reply->element[0]->type == REDIS_REPLY_STRING)
-        {
-            role = reply->element[0]->str;
+        } else if (gms_topology_role(reply, &said, &why) == GMS_TOPOLOGY_OK) {
+            role = said.name;
 
         } else {
             role = reply->type == REDIS_REPLY_ERROR ? reply->str
                                                     : "not understood";
         }
 
-        if (strcmp(role, "master") == 0) {
+        if (said.role == GMS_TOPOLOGY_MASTER) {
             freeReplyObject(reply);
             t->conn = c;
             t->redis = t->master_addr;
