@@ -792,6 +792,12 @@ ngx_http_gms_cluster_apply(ngx_http_gms_cluster_t *cl, ngx_uint_t role,
     name = &cl->names[role];
 
     if (node == NULL) {
+        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "gms: cluster: %V's map: slot %ui has no %s",
+                       &cl->rc.peer, cl->gmcf->cluster_slot,
+                       role == NGX_HTTP_GMS_CLUSTER_MASTER
+                       ? "master" : "usable replica");
+
         if (name->ctx) {
             ngx_resolve_name_done(name->ctx);
             name->ctx = NULL;
@@ -800,6 +806,12 @@ ngx_http_gms_cluster_apply(ngx_http_gms_cluster_t *cl, ngx_uint_t role,
         name->hook(NULL, 0);
         return;
     }
+
+    ngx_log_debug6(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: cluster: %V's map: slot %ui's %s is at %*s:%i",
+                   &cl->rc.peer, cl->gmcf->cluster_slot,
+                   role == NGX_HTTP_GMS_CLUSTER_MASTER ? "master" : "replica",
+                   node->host_len, node->host, node->port);
 
     rv = ngx_http_gms_cluster_addr(node->host, node->host_len,
                                    (ngx_uint_t) node->port, &sa, &socklen);

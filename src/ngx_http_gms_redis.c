@@ -306,6 +306,10 @@ ngx_http_gms_redis_start(ngx_http_gms_redis_lookup_t *lk)
 
     lk->rc = rc;
 
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: redis lookup of \"%*s\" to %V",
+                   (size_t) GMS_TOKEN_ID_LEN, lk->id, &rc->peer);
+
     if (ngx_http_gms_redis_send(lk) != NGX_OK) {
         return NGX_ERROR;
     }
@@ -397,6 +401,9 @@ ngx_http_gms_redis_set_master(struct sockaddr *sa, socklen_t socklen)
     }
 
     ngx_http_gms_rconn_set_peer(rc, sa, socklen);
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: %s: the master is at %V", rd->dc->name, &rc->peer);
 
     if (rc->gmcf->cluster) {
         ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
@@ -845,6 +852,10 @@ ngx_http_gms_redis_resend(ngx_http_gms_redis_lookup_t *lk)
     }
 
     lk->rc = rc;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: redis lookup of \"%*s\" again, to %V",
+                   (size_t) GMS_TOKEN_ID_LEN, lk->id, &rc->peer);
 
     return ngx_http_gms_redis_send(lk);
 }

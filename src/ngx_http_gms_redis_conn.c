@@ -153,8 +153,9 @@ ngx_http_gms_rconn_connect(ngx_http_gms_rconn_t *rc)
     }
 
     if (ngx_http_gms_rconn_in_backoff(rc)) {
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
-                       "gms: redis %s connect in backoff", rc->what);
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "gms: redis %s connection to %V: in backoff",
+                       rc->what, &rc->peer);
         return NGX_DECLINED;
     }
 
@@ -178,6 +179,10 @@ ngx_http_gms_rconn_connect(ngx_http_gms_rconn_t *rc)
     ngx_add_timer(&rc->timer, rc->gmcf->timeout);
 
     if (rc->addr && rc->addr->addrs == NULL) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "gms: redis %s connection: resolving %V", rc->what,
+                       &rc->addr->name);
+
         rc->state = NGX_HTTP_GMS_RCONN_RESOLVING;
         return ngx_http_gms_rconn_resolve(rc);
     }
@@ -260,8 +265,19 @@ ngx_http_gms_rconn_resolved(ngx_resolver_ctx_t *ctx)
 
     rc->peer = rc->addr->name;
 
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
-                   "gms: redis \"%V\" resolved", &ctx->name);
+#if (NGX_DEBUG)
+    {
+    size_t  len;
+    u_char  text[NGX_SOCKADDR_STRLEN];
+
+    len = ngx_sock_ntop(&rc->sockaddr.sockaddr, rc->socklen, text,
+                        NGX_SOCKADDR_STRLEN, 1);
+
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: redis %s connection: %V resolved to %*s", rc->what,
+                   &rc->addr->name, len, text);
+    }
+#endif
 
     ngx_resolve_name_done(ctx);
 
@@ -357,6 +373,10 @@ ngx_http_gms_rconn_established(ngx_http_gms_rconn_t *rc)
     c = rc->connection;
     rc->state = NGX_HTTP_GMS_RCONN_SETUP;
 
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: redis %s connection to %V: connected, %ui setup "
+                   "commands", rc->what, &rc->peer, rc->setup);
+
     if (rc->setup == 0) {
         ngx_http_gms_rconn_up(rc);
 
@@ -380,6 +400,10 @@ ngx_http_gms_rconn_up(ngx_http_gms_rconn_t *rc)
 {
     rc->state = NGX_HTTP_GMS_RCONN_READY;
     rc->backoff = 0;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: redis %s connection to %V ready", rc->what,
+                   &rc->peer);
 
     if (rc->timer.timer_set) {
         ngx_del_timer(&rc->timer);
@@ -887,6 +911,11 @@ ngx_http_gms_rconn_close(ngx_http_gms_rconn_t *rc, ngx_uint_t level,
         ngx_log_error(level, ngx_cycle->log, 0,
                       "gms: closing the redis %s connection to %V: %s",
                       rc->what, &rc->peer, reason);
+
+    } else {
+        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "gms: closing the redis %s connection to %V: %s",
+                       rc->what, &rc->peer, reason);
     }
 
     rc->was_ready = (rc->state == NGX_HTTP_GMS_RCONN_READY);
@@ -946,6 +975,10 @@ ngx_http_gms_rconn_close(ngx_http_gms_rconn_t *rc, ngx_uint_t level,
     rc->out_len = 0;
 
     ngx_http_gms_rconn_failed(rc);
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: redis %s connection to %V closed, backoff %M ms",
+                   rc->what, &rc->peer, rc->backoff);
 
     /* the handlers may connect again: they see a fresh queue */
 

@@ -200,10 +200,6 @@ ngx_http_gms_replica_up(ngx_http_gms_rconn_t *rc)
 
     rp = &ngx_http_gms_replica;
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
-                   "gms: redis %s connection to %V up", rc->what,
-                   &rc->peer);
-
     rp->role_pending = 0;
     rp->replica_missed = 0;
 
@@ -245,6 +241,7 @@ void
 ngx_http_gms_replica_role(ngx_http_gms_rconn_t *rc, void *data,
     redisReply *reply, const char *error)
 {
+    ngx_str_t                said;
     const char              *expect;
     ngx_http_gms_replica_t  *rp;
 
@@ -263,6 +260,20 @@ ngx_http_gms_replica_role(ngx_http_gms_rconn_t *rc, void *data,
     }
 
     expect = (rc->target == NGX_HTTP_GMS_TARGET_REPLICA) ? "slave" : "master";
+
+    ngx_str_null(&said);
+
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1
+        && (reply->element[0]->type == REDIS_REPLY_STRING
+            || reply->element[0]->type == REDIS_REPLY_STATUS))
+    {
+        said.data = (u_char *) reply->element[0]->str;
+        said.len = ngx_min(reply->element[0]->len, 16);
+    }
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: redis %s at %V: ROLE \"%V\"", rc->what, &rc->peer,
+                   &said);
 
     if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1
         && ngx_http_gms_rconn_says(reply->element[0], expect))

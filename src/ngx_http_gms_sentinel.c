@@ -331,6 +331,10 @@ ngx_http_gms_sentinel_master(ngx_http_gms_rconn_t *rc, void *data,
         if (ngx_http_gms_sentinel_addr(&ip, &port, &sa, &socklen)
             == NGX_OK)
         {
+            ngx_log_debug4(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                           "gms: sentinel at %V: master \"%V\" is at %V:%V",
+                           &rc->peer, &rc->gmcf->master_name, &ip, &port);
+
             ngx_http_gms_sentinel.named = 1;
             ngx_http_gms_sentinel.failed = 0;
             ngx_http_gms_sentinel.dc->master(&sa.sockaddr, socklen);
@@ -422,6 +426,10 @@ ngx_http_gms_sentinel_replicas(ngx_http_gms_rconn_t *rc, void *data,
             && ngx_http_gms_sentinel_addr(&ip, &port, &sa, &socklen)
                == NGX_OK)
         {
+            ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                           "gms: sentinel at %V: a usable replica at %V:%V",
+                           &rc->peer, &ip, &port);
+
             st->dc->replica(&sa.sockaddr, socklen);
 
             st->again_after = 0;
@@ -435,6 +443,9 @@ ngx_http_gms_sentinel_replicas(ngx_http_gms_rconn_t *rc, void *data,
     }
 
 none:
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: sentinel at %V: no usable replica", &rc->peer);
 
     st->dc->replica(NULL, 0);
 
