@@ -118,7 +118,6 @@ ngx_http_gms_redis_init_process(ngx_cycle_t *cycle,
     rd = &ngx_http_gms_redis;
     gmcf = dc->gmcf;
 
-    rd->gmcf = gmcf;
     rd->dc = dc;
     ngx_queue_init(&rd->free);
     ngx_queue_init(&rd->held);
@@ -168,6 +167,9 @@ ngx_http_gms_redis_init_process(ngx_cycle_t *cycle,
     if (rc->addr == NULL) {
         rd->discovery = NGX_HTTP_GMS_DISCOVERY_UNDER_WAY;
     }
+
+    /* ready: lookups are taken from now on */
+    rd->gmcf = gmcf;
 
     return NGX_OK;
 }
