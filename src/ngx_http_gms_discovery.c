@@ -39,7 +39,7 @@ ngx_http_gms_discovery_init(ngx_http_gms_main_conf_t *gmcf)
         ngx_http_gms_cluster_discovery(dc);
 
     } else {
-        dc->name = "configuration";
+        dc->name = "configured server";
         dc->addr = &gmcf->redis;
         dc->start = ngx_http_gms_discovery_start;
         dc->stop = ngx_http_gms_discovery_stop;
