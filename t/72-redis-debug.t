@@ -6,6 +6,7 @@
 #     (the master named, a usable replica), each connection reaching
 #     ready and its ROLE, the lookup's flight (created, answered, the
 #     request woken) and where the lookup went, each naming the peer;
+#   - a request joining another's flight, and the flight's deadline;
 #   - Redis Cluster: the slot map's answer, an ASK and a MOVED followed,
 #     and the new master, naming the nodes;
 #   - neither the password nor the bearer token in any line.
@@ -13,6 +14,7 @@
 use strict;
 use warnings;
 
+use POSIX ();
 use Test::More;
 
 use GmsTest;
@@ -27,14 +29,16 @@ my $password = 'pw-d3bug-never-logged';
 my $token = 'token-d3bug-never-logged';
 my $ip = qr/127\.0\.0\.1/;
 
-# nginx at error_log debug, the http-level $conf, one worker
+# nginx at error_log debug, the http-level $conf, one worker; lookups
+# time out after $timeout (500ms)
 sub edge {
-    my ($conf) = @_;
+    my ($conf, $timeout) = @_;
+    $timeout //= '500ms';
     my $n = GmsTest::Nginx->new(log_level => 'debug');
     GmsTest::write_file($n->dir . '/ok', "ok\n");
     $n->start(<<"CONF");
     $conf
-    gms_token_redis_timeout 500ms;
+    gms_token_redis_timeout $timeout;
     gms_token_salt "";
 
     server {
@@ -101,6 +105,34 @@ subtest 'Sentinel, replica=prefer: discovery, connections, flights' => sub {
         [qr/gms: token id "[^"]+": flight answered, waking its requests/,
          'the flight answered'],
         [qr/gms: token id "[^"]+": the request wakes/, 'the request woken']);
+    no_crash($n);
+};
+
+
+subtest 'a flight joined, its deadline passed' => sub {
+    # a server that answers a lookup too late
+    my $slow = GmsTest::FakeRedis->start(on => {
+        EVALSHA => sub { select(undef, undef, undef, 4); undef },
+    });
+    my $n = edge("gms_token_redis 127.0.0.1:@{[ $slow->port ]};", '2s');
+
+    # two requests for one token at once: the second joins the first's
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        status($n, $token);
+        POSIX::_exit(0);
+    }
+    select(undef, undef, undef, 0.2);
+    is(status($n, $token), 503, 'past the deadline: 503');
+    waitpid $pid, 0;
+
+    traced($n,
+        [qr/gms: token id "[^"]+": joined its flight/,
+         'the second request joined the flight'],
+        [qr/gms: token id "[^"]+": the lookup's deadline passed/,
+         'the deadline passed'],
+        [qr/gms: redis lookup connection to $ip:\d+ closed, backoff \d+ ms/,
+         'the late connection closed, its backoff']);
     no_crash($n);
 };
 
