@@ -8,9 +8,11 @@
  * the master serving that slot (and, with replica=prefer, a replica of
  * it whose health is "online").  Each worker keeps one connection to one
  * node of the configured list (a seed) and asks it CLUSTER SHARDS, or
- * CLUSTER SLOTS when the node is older than Redis 7 and says so.  What it
- * names goes to the hooks the module gave (ngx_http_gms_redis.c, and the
- * invalidation subscription, which sits on the slot's master too).
+ * CLUSTER SLOTS when the node is older than Redis 7 and says so.  It is
+ * one of the discovery interface's implementations
+ * (ngx_http_gms_discovery.h): what it names goes to the owner's hooks (the
+ * lookups, and the invalidation subscription, which sits on the slot's
+ * master too).
  *
  * The map is asked for again every NGX_HTTP_GMS_CLUSTER_EVERY ms, so a
  * failover is found without a request having to fail first, and at once
@@ -24,15 +26,23 @@
  * resolved by nginx's resolver.  Nothing of a reply is trusted: a map
  * that is not of the documented shape closes the connection and the next
  * seed is asked.
+ *
+ * A lookup answered -MOVED goes, once, to the node named, which becomes
+ * the master, and the map is asked for again; the lookups pipelined
+ * behind it on the old connection follow it there (ngx_http_gms_redis.c).
+ * -ASK sends ASKING and the one lookup to the node named, on a connection
+ * of its own, the map unchanged.  -TRYAGAIN and -CLUSTERDOWN fail the
+ * lookup at once (503) and have the map asked for again.
  */
 
 
 #include "ngx_http_gms_cluster.h"
-#include "ngx_http_gms_redis.h"
+#include "ngx_http_gms_redis_server.h"
 #include "ngx_http_gms_redis_conn.h"
 #include "ngx_http_gms_redis_reply.h"
 #include "ngx_http_gms_metrics.h"
 
+#include "gms_slot.h"
 #include "gms_topology.h"
 
 
@@ -58,29 +68,35 @@ typedef struct {
 
 /* a host name being resolved for a hook */
 typedef struct {
-    ngx_resolver_ctx_t          *ctx;
-    ngx_http_gms_cluster_pt      hook;
-    in_port_t                    port;
-    size_t                       len;
-    u_char                       host[256];
+    ngx_resolver_ctx_t              *ctx;
+    ngx_http_gms_discovery_peer_pt   hook;
+    in_port_t                        port;
+    size_t                           len;
+    u_char                           host[256];
 } ngx_http_gms_cluster_name_t;
 
 
 typedef struct {
     ngx_http_gms_rconn_t         rc;
     ngx_http_gms_main_conf_t    *gmcf;
+    ngx_http_gms_discovery_t    *dc;             /* the owner's hooks */
     ngx_uint_t                   current;        /* in gmcf->cluster */
     ngx_event_t                  retry;          /* to connect */
     ngx_event_t                  tick;           /* to ask again */
     ngx_msec_t                   asked;
     ngx_http_gms_cluster_name_t  names[2];       /* master, replica */
     ngx_uint_t                   failed;         /* seeds, since a map */
+    time_t                       logged;         /* CLUSTERDOWN, TRYAGAIN */
     unsigned                     pending:1;      /* a question unanswered */
     unsigned                     slots:1;        /* CLUSTER SLOTS (< 7) */
     unsigned                     exiting:1;
 } ngx_http_gms_cluster_t;
 
 
+static ngx_int_t ngx_http_gms_cluster_start(ngx_cycle_t *cycle,
+    ngx_http_gms_discovery_t *dc);
+static void ngx_http_gms_cluster_stop(void);
+static void ngx_http_gms_cluster_refresh(const char *why);
 static void ngx_http_gms_cluster_connect(ngx_event_t *ev);
 static void ngx_http_gms_cluster_tick(ngx_event_t *ev);
 static void ngx_http_gms_cluster_ask(ngx_http_gms_cluster_t *cl);
@@ -98,24 +114,54 @@ static ngx_int_t ngx_http_gms_cluster_found(ngx_http_gms_cluster_t *cl,
 static void ngx_http_gms_cluster_apply(ngx_http_gms_cluster_t *cl,
     ngx_uint_t role, ngx_http_gms_cluster_node_t *node);
 static void ngx_http_gms_cluster_resolved(ngx_resolver_ctx_t *ctx);
+static ngx_int_t ngx_http_gms_cluster_addr(const u_char *host, size_t len,
+    ngx_uint_t port, ngx_sockaddr_t *sa, socklen_t *socklen);
 static void ngx_http_gms_cluster_closed(ngx_http_gms_rconn_t *rc);
+static ngx_int_t ngx_http_gms_cluster_follow(ngx_http_gms_rconn_t *rc,
+    gms_redirect_t *to, ngx_uint_t redirected, ngx_http_gms_cluster_to_t *go);
+static void ngx_http_gms_cluster_asking(ngx_http_gms_rconn_t *rc,
+    void *data, redisReply *reply, const char *error);
 
 
+/* one of each per worker process */
 static ngx_http_gms_cluster_t  ngx_http_gms_cluster;
+static ngx_http_gms_rconn_t    ngx_http_gms_cluster_asked;  /* ASK's node */
+
+/* the node a redirection named by its host name, resolved on connect */
+static ngx_http_gms_redis_addr_t  ngx_http_gms_cluster_asked_addr;
+static u_char  ngx_http_gms_cluster_asked_name[256 + sizeof(":65535")];
 
 
-ngx_int_t
-ngx_http_gms_cluster_init_process(ngx_cycle_t *cycle,
-    ngx_http_gms_main_conf_t *gmcf, ngx_http_gms_cluster_pt master,
-    ngx_http_gms_cluster_pt replica)
+void
+ngx_http_gms_cluster_discovery(ngx_http_gms_discovery_t *dc)
 {
-    ngx_http_gms_rconn_t    *rc;
-    ngx_http_gms_cluster_t  *cl;
+    dc->name = "cluster";
+    dc->addr = NULL;
+    dc->start = ngx_http_gms_cluster_start;
+    dc->stop = ngx_http_gms_cluster_stop;
+    dc->ask = ngx_http_gms_cluster_refresh;
+}
+
+
+static ngx_int_t
+ngx_http_gms_cluster_start(ngx_cycle_t *cycle, ngx_http_gms_discovery_t *dc)
+{
+    ngx_http_gms_rconn_t      *rc;
+    ngx_http_gms_cluster_t    *cl;
+    ngx_http_gms_main_conf_t  *gmcf;
+
+    gmcf = dc->gmcf;
 
     cl = &ngx_http_gms_cluster;
     cl->gmcf = gmcf;
-    cl->names[NGX_HTTP_GMS_CLUSTER_MASTER].hook = master;
-    cl->names[NGX_HTTP_GMS_CLUSTER_REPLICA].hook = replica;
+    cl->dc = dc;
+    cl->names[NGX_HTTP_GMS_CLUSTER_MASTER].hook = dc->master;
+    cl->names[NGX_HTTP_GMS_CLUSTER_REPLICA].hook = dc->replica;
+
+    rc = &ngx_http_gms_cluster_asked;
+    ngx_http_gms_rconn_init(rc, gmcf, "redirected lookup",
+                            NGX_HTTP_GMS_TARGET_MASTER);
+    rc->node = NGX_HTTP_GMS_NODE_ASK;
 
     rc = &cl->rc;
     ngx_http_gms_rconn_init(rc, gmcf, "cluster map",
@@ -145,8 +191,8 @@ ngx_http_gms_cluster_init_process(ngx_cycle_t *cycle,
 }
 
 
-void
-ngx_http_gms_cluster_exit_process(void)
+static void
+ngx_http_gms_cluster_stop(void)
 {
     ngx_uint_t               i;
     ngx_http_gms_cluster_t  *cl;
@@ -166,10 +212,14 @@ ngx_http_gms_cluster_exit_process(void)
     }
 
     ngx_http_gms_rconn_close(&cl->rc, NGX_LOG_DEBUG, "exiting");
+    ngx_http_gms_rconn_close(&ngx_http_gms_cluster_asked, NGX_LOG_DEBUG,
+                             "exiting");
 }
 
 
-void
+/* a redirection, a lost node, CLUSTERDOWN: the map is asked for again */
+
+static void
 ngx_http_gms_cluster_refresh(const char *why)
 {
     ngx_msec_t               since;
@@ -321,7 +371,7 @@ ngx_http_gms_cluster_connect(ngx_event_t *ev)
     rc->addr = &addrs[cl->current];
 
     /* AUTH, as every connection to the data nodes */
-    rv = ngx_http_gms_redis_setup(rc, 0);
+    rv = ngx_http_gms_redis_server_connect(rc, NULL);
 
     if (rv == NGX_DECLINED) {
         delay = (ngx_msec_int_t) (rc->retry_at - ngx_current_msec);
@@ -538,6 +588,12 @@ ngx_http_gms_cluster_apply(ngx_http_gms_cluster_t *cl, ngx_uint_t role,
     name = &cl->names[role];
 
     if (node == NULL) {
+        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "gms: cluster: %V's map: slot %ui has no %s",
+                       &cl->rc.peer, cl->gmcf->cluster_slot,
+                       role == NGX_HTTP_GMS_CLUSTER_MASTER
+                       ? "master" : "usable replica");
+
         if (name->ctx) {
             ngx_resolve_name_done(name->ctx);
             name->ctx = NULL;
@@ -546,6 +602,12 @@ ngx_http_gms_cluster_apply(ngx_http_gms_cluster_t *cl, ngx_uint_t role,
         name->hook(NULL, 0);
         return;
     }
+
+    ngx_log_debug6(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: cluster: %V's map: slot %ui's %s is at %*s:%i",
+                   &cl->rc.peer, cl->gmcf->cluster_slot,
+                   role == NGX_HTTP_GMS_CLUSTER_MASTER ? "master" : "replica",
+                   node->host_len, node->host, node->port);
 
     rv = ngx_http_gms_cluster_addr(node->host, node->host_len,
                                    (ngx_uint_t) node->port, &sa, &socklen);
@@ -648,7 +710,13 @@ ngx_http_gms_cluster_resolved(ngx_resolver_ctx_t *ctx)
 }
 
 
-ngx_int_t
+/*
+ * An address a node announced: NGX_OK and *sa for an IP address,
+ * NGX_DECLINED for a host name (resolved by the map's refresh), NGX_ERROR
+ * for bytes that are neither.
+ */
+
+static ngx_int_t
 ngx_http_gms_cluster_addr(const u_char *host, size_t len, ngx_uint_t port,
     ngx_sockaddr_t *sa, socklen_t *socklen)
 {
@@ -717,8 +785,7 @@ ngx_http_gms_cluster_closed(ngx_http_gms_rconn_t *rc)
 
     if (++cl->failed == cl->gmcf->cluster->nelts) {
         /* lookups held for the first map wait no longer (no-op after) */
-        ngx_http_gms_redis_discovery_failed("no cluster node gave the "
-                                            "slot map");
+        cl->dc->failed("no cluster node gave the slot map");
     }
 
     delay = 1;
@@ -732,4 +799,208 @@ ngx_http_gms_cluster_closed(ngx_http_gms_rconn_t *rc)
     }
 
     ngx_add_timer(&cl->retry, delay);
+}
+
+
+/*
+ * A data node's answer to a lookup: NGX_OK when it is the lookup's own;
+ * NGX_DECLINED when the lookup fails now, *error saying why; NGX_DONE
+ * when it goes, once, to go->rc (ASKING already sent there for -ASK);
+ * NGX_AGAIN when -MOVED named the slot's new master, at go->sockaddr.
+ */
+
+ngx_int_t
+ngx_http_gms_cluster_redirect(ngx_http_gms_rconn_t *rc, redisReply *reply,
+    ngx_uint_t redirected, ngx_http_gms_cluster_to_t *go, const char **error)
+{
+    ngx_int_t                rv;
+    gms_redirect_t           to;
+    ngx_http_gms_cluster_t  *cl;
+
+    cl = &ngx_http_gms_cluster;
+
+    if (reply->type != REDIS_REPLY_ERROR) {
+        return NGX_OK;
+    }
+
+    if (gms_slot_redirect((u_char *) reply->str, reply->len, &to) == 0) {
+
+        rv = ngx_http_gms_cluster_follow(rc, &to, redirected, go);
+
+        if (rv == NGX_DONE || rv == NGX_AGAIN) {
+            return rv;
+        }
+
+        *error = "a redirection that could not be followed";
+        return NGX_DECLINED;
+    }
+
+    if ((reply->len >= sizeof("CLUSTERDOWN") - 1
+         && ngx_strncmp(reply->str, "CLUSTERDOWN", sizeof("CLUSTERDOWN") - 1)
+            == 0)
+        || (reply->len >= sizeof("TRYAGAIN") - 1
+            && ngx_strncmp(reply->str, "TRYAGAIN", sizeof("TRYAGAIN") - 1)
+               == 0))
+    {
+        ngx_http_gms_count(cluster_errors);
+
+        if (cl->logged != ngx_time()) {
+            cl->logged = ngx_time();
+
+            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                          "gms: cluster: %V answered \"%*s\"", &rc->peer,
+                          (size_t) ngx_min(reply->len, 256), reply->str);
+        }
+
+        ngx_http_gms_cluster_refresh("CLUSTERDOWN or TRYAGAIN");
+
+        *error = "the cluster cannot serve the lookup now";
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * -MOVED: the node named serves the slot now: it becomes the master, the
+ * map is asked for again and the lookup sent there.  -ASK: the slot is
+ * being migrated and the key is on the node named: ASKING and the lookup
+ * go there, on a connection of its own, and nothing else changes.  A node
+ * named by its host name becomes the master only through the map (whose
+ * refresh resolves it): the lookup goes there on that other connection,
+ * resolved by nginx's resolver, ASK or MOVED.  Once per lookup.  As
+ * ngx_http_gms_cluster_redirect() returns, or NGX_DECLINED, NGX_ERROR.
+ */
+
+static ngx_int_t
+ngx_http_gms_cluster_follow(ngx_http_gms_rconn_t *rc, gms_redirect_t *to,
+    ngx_uint_t redirected, ngx_http_gms_cluster_to_t *go)
+{
+    size_t                      lens[1];
+    ngx_int_t                   rv;
+    socklen_t                   socklen;
+    const char                 *argv[1];
+    ngx_sockaddr_t              sa;
+    ngx_http_gms_rconn_t       *asked;
+    ngx_http_gms_cluster_t     *cl;
+    ngx_http_gms_redis_addr_t  *addr;
+
+    cl = &ngx_http_gms_cluster;
+
+    ngx_log_debug6(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: cluster: %V redirected a lookup: %s %ui %*s:%ui",
+                   &rc->peer, to->kind == GMS_REDIRECT_MOVED ? "MOVED" : "ASK",
+                   (ngx_uint_t) to->slot, to->host_len, to->host,
+                   (ngx_uint_t) to->port);
+
+    if (to->kind == GMS_REDIRECT_MOVED) {
+        ngx_http_gms_count(redirections[NGX_HTTP_GMS_REDIRECT_MOVED]);
+        ngx_http_gms_cluster_refresh("MOVED");
+
+    } else {
+        ngx_http_gms_count(redirections[NGX_HTTP_GMS_REDIRECT_ASK]);
+    }
+
+    if (redirected || to->slot != cl->gmcf->cluster_slot || cl->exiting) {
+        /* a second redirection, or for a slot no key of ours is in */
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "gms: cluster: %V redirected a lookup %s to slot %ui "
+                      "(%ui expected): not followed", &rc->peer,
+                      redirected ? "again" : "", (ngx_uint_t) to->slot,
+                      cl->gmcf->cluster_slot);
+        return NGX_DECLINED;
+    }
+
+    rv = ngx_http_gms_cluster_addr(to->host, to->host_len, to->port, &sa,
+                                   &socklen);
+
+    if (rv == NGX_ERROR) {
+        /* no address at all ("MOVED 1 :6379", an unknown endpoint) */
+        ngx_http_gms_cluster_refresh("a redirection without an address");
+        return NGX_DECLINED;
+    }
+
+    if (rv == NGX_OK && to->kind == GMS_REDIRECT_MOVED) {
+        /* the slot's master now: the lookups' connection goes there */
+        ngx_memcpy(&go->sockaddr, &sa, socklen);
+        go->socklen = socklen;
+        go->rc = NULL;
+        return NGX_AGAIN;
+    }
+
+    asked = &ngx_http_gms_cluster_asked;
+    addr = &ngx_http_gms_cluster_asked_addr;
+
+    if (rv == NGX_OK) {
+        if (asked->addr || !ngx_http_gms_rconn_is_peer(asked, &sa.sockaddr,
+                                                      socklen))
+        {
+            ngx_http_gms_rconn_close(asked, NGX_LOG_DEBUG, "asked elsewhere");
+            asked->addr = NULL;
+            ngx_http_gms_rconn_set_peer(asked, &sa.sockaddr, socklen);
+            asked->backoff = 0;
+        }
+
+    } else if (asked->addr == NULL || addr->port != to->port
+               || addr->host.len != to->host_len
+               || ngx_strncmp(addr->host.data, to->host, to->host_len) != 0)
+    {
+        /* a host name (at most 255 bytes, checked by the parser) */
+
+        ngx_http_gms_rconn_close(asked, NGX_LOG_DEBUG, "asked elsewhere");
+
+        addr->name.data = ngx_http_gms_cluster_asked_name;
+        addr->name.len = ngx_sprintf(addr->name.data, "%*s:%ui",
+                                     to->host_len, to->host,
+                                     (ngx_uint_t) to->port)
+                         - addr->name.data;
+        addr->host.data = addr->name.data;
+        addr->host.len = to->host_len;
+        addr->port = (in_port_t) to->port;
+        addr->addrs = NULL;
+        addr->naddrs = 0;
+
+        asked->addr = addr;
+        asked->socklen = 0;
+        asked->backoff = 0;
+    }
+
+    if (!ngx_http_gms_rconn_open(asked)
+        && ngx_http_gms_redis_server_lookups(asked, NULL) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (to->kind == GMS_REDIRECT_ASK) {
+        argv[0] = "ASKING";
+        lens[0] = sizeof("ASKING") - 1;
+
+        if (ngx_http_gms_rconn_argv(asked, 1, argv, lens,
+                                    ngx_http_gms_cluster_asking, NULL)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    go->rc = asked;
+    go->socklen = 0;
+
+    return NGX_DONE;
+}
+
+
+/* ASKING's +OK; anything else is the next command's problem */
+
+static void
+ngx_http_gms_cluster_asking(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error)
+{
+    if (reply == NULL || ngx_http_gms_rconn_says(reply, "OK")) {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                  "gms: cluster: %V did not take ASKING", &rc->peer);
 }

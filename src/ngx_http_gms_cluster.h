@@ -2,7 +2,9 @@
 /*
  * Redis Cluster: which node serves the hash slot of the key prefix's tag
  * (and a replica of it to read from), asked of the cluster's nodes and
- * asked again when a node redirects, fails or at a steady pace.
+ * asked again when a node redirects, fails or at a steady pace; and the
+ * lookups' redirections (MOVED, ASK) followed.  One of the discovery
+ * interface's implementations.
  */
 
 
@@ -11,28 +13,26 @@
 
 
 #include "ngx_http_gms_module.h"
+#include "ngx_http_gms_redis_conn.h"
+#include "ngx_http_gms_discovery.h"
+
+#include <hiredis/hiredis.h>
 
 
-/* where the slot's master (or a replica; NULL: none) is */
-typedef void (*ngx_http_gms_cluster_pt)(struct sockaddr *sa,
-    socklen_t socklen);
+/* where a redirected lookup goes */
+typedef struct {
+    ngx_http_gms_rconn_t      *rc;             /* ASK's node, opened */
+    ngx_sockaddr_t             sockaddr;       /* MOVED: the new master */
+    socklen_t                  socklen;
+} ngx_http_gms_cluster_to_t;
 
 
-ngx_int_t ngx_http_gms_cluster_init_process(ngx_cycle_t *cycle,
-    ngx_http_gms_main_conf_t *gmcf, ngx_http_gms_cluster_pt master,
-    ngx_http_gms_cluster_pt replica);
-void ngx_http_gms_cluster_exit_process(void);
+/* dc's topology half: start, stop, ask */
+void ngx_http_gms_cluster_discovery(ngx_http_gms_discovery_t *dc);
 
-/* a redirection, a lost node, CLUSTERDOWN: the map is asked for again */
-void ngx_http_gms_cluster_refresh(const char *why);
-
-/*
- * An address a node announced: NGX_OK and *sa for an IP address,
- * NGX_DECLINED for a host name (resolved by the map's refresh), NGX_ERROR
- * for bytes that are neither.
- */
-ngx_int_t ngx_http_gms_cluster_addr(const u_char *host, size_t len,
-    ngx_uint_t port, ngx_sockaddr_t *sa, socklen_t *socklen);
+ngx_int_t ngx_http_gms_cluster_redirect(ngx_http_gms_rconn_t *rc,
+    redisReply *reply, ngx_uint_t redirected, ngx_http_gms_cluster_to_t *go,
+    const char **error);
 
 
 #endif /* _NGX_HTTP_GMS_CLUSTER_H_INCLUDED_ */

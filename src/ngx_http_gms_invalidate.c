@@ -24,14 +24,17 @@
  * <prefix>sync's "at" for the sync-age metric, on the lookups' connection
  * (ngx_http_gms_redis.c); only where a location serves the metrics, for
  * nothing else reads it.
+ *
+ * It sits above the Redis client (ngx_http_gms_redis.c, which it connects
+ * through) and the shared cache (which it empties): both calls go down.
  */
 
 
 #include "ngx_http_gms_invalidate.h"
 #include "ngx_http_gms_redis.h"
+#include "ngx_http_gms_redis_server.h"
 #include "ngx_http_gms_redis_conn.h"
 #include "ngx_http_gms_redis_reply.h"
-#include "ngx_http_gms_cluster.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
 
@@ -60,6 +63,7 @@ typedef struct {
 
 typedef struct {
     ngx_http_gms_main_conf_t  *gmcf;
+    ngx_http_gms_discovery_t  *dc;
     ngx_event_t                retry_timer;    /* the subscriber's */
     ngx_event_t                sync_timer;
 
@@ -118,13 +122,17 @@ static redisReplyObjectFunctions  ngx_http_gms_invalidate_capped = {
 
 ngx_int_t
 ngx_http_gms_invalidate_init_process(ngx_cycle_t *cycle,
-    ngx_http_gms_main_conf_t *gmcf)
+    ngx_http_gms_discovery_t *dc)
 {
     ngx_http_gms_rconn_t       *rc;
     ngx_http_gms_invalidate_t  *iv;
+    ngx_http_gms_main_conf_t   *gmcf;
+
+    gmcf = dc->gmcf;
 
     iv = &ngx_http_gms_invalidate;
     iv->gmcf = gmcf;
+    iv->dc = dc;
 
     ngx_rbtree_init(&iv->recent, &iv->recent_sentinel,
                     ngx_str_rbtree_insert_value);
@@ -140,9 +148,7 @@ ngx_http_gms_invalidate_init_process(ngx_cycle_t *cycle,
     rc->keepalive = 1;
     rc->node = NGX_HTTP_GMS_NODE_SUBSCRIPTION;
 
-    if (gmcf->sentinels == NULL && gmcf->cluster == NULL) {
-        rc->addr = &gmcf->redis;
-    }
+    rc->addr = dc->addr;            /* NULL: the discovery names it */
 
     if (gmcf->metrics) {
         iv->sync_timer.handler = ngx_http_gms_invalidate_sync_age;
@@ -218,7 +224,8 @@ ngx_http_gms_invalidate_set_master(struct sockaddr *sa, socklen_t socklen)
 
 
 /*
- * The connection's setup (ngx_http_gms_redis_setup()) and SUBSCRIBE.  No
+ * The connection's setup (ngx_http_gms_redis_server_connect()) and
+ * SUBSCRIBE.  No
  * ROLE: the subscription's replies are held to the shape of messages, and
  * a replica delivers what is published on the master.
  */
@@ -233,7 +240,7 @@ ngx_http_gms_invalidate_connect(ngx_http_gms_rconn_t *rc)
 
     gmcf = rc->gmcf;
 
-    rv = ngx_http_gms_redis_setup(rc, 0);
+    rv = ngx_http_gms_redis_server_connect(rc, NULL);
     if (rv != NGX_OK) {
         return rv;
     }
@@ -328,7 +335,7 @@ ngx_http_gms_invalidate_closed(ngx_http_gms_rconn_t *rc)
 
     if (rc->gmcf->cluster && !iv->exiting) {
         /* the node may be gone: the map names the slot's master anew */
-        ngx_http_gms_cluster_refresh("the subscription's node failed");
+        iv->dc->ask("the subscription's node failed");
     }
 
     ngx_http_gms_invalidate_subscribe();
@@ -361,7 +368,7 @@ ngx_http_gms_invalidate_message(ngx_http_gms_rconn_t *rc, void *data,
     }
 
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) {
-        if (ngx_http_gms_redis_unavailable(rc, reply) == NGX_OK) {
+        if (ngx_http_gms_redis_server_unavailable(rc, reply) == NGX_OK) {
             ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                           "gms: redis at %V: unexpected reply to SUBSCRIBE",
                           &rc->peer);
@@ -732,7 +739,7 @@ ngx_http_gms_invalidate_sync_reply(ngx_http_gms_rconn_t *rc, void *data,
     if (reply->type != REDIS_REPLY_STRING || reply->len == 0
         || gms_token_parse_ms(reply->str, reply->len, &at) != 0 || at <= 0)
     {
-        if (ngx_http_gms_redis_unavailable(rc, reply) != NGX_OK) {
+        if (ngx_http_gms_redis_server_unavailable(rc, reply) != NGX_OK) {
             return;
         }
 

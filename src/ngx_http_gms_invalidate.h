@@ -10,16 +10,17 @@
 
 
 #include "ngx_http_gms_module.h"
+#include "ngx_http_gms_discovery.h"
 
 
 ngx_int_t ngx_http_gms_invalidate_init_process(ngx_cycle_t *cycle,
-    ngx_http_gms_main_conf_t *gmcf);
+    ngx_http_gms_discovery_t *dc);
 void ngx_http_gms_invalidate_exit_process(ngx_cycle_t *cycle);
 
 /* whether a lookup is to be read from the master: invalidated lately */
 ngx_uint_t ngx_http_gms_invalidate_recent(u_char *id, ngx_str_t *user);
 
-/* where a Sentinel says the master is */
+/* the discovery's hook: where the master is */
 void ngx_http_gms_invalidate_set_master(struct sockaddr *sa,
     socklen_t socklen);
 

@@ -146,6 +146,10 @@ ngx_http_gms_lookup(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
         ngx_http_gms_count(coalesced);
     }
 
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "gms: token id \"%s\": %s flight, deadline %M ms",
+                   ctx->id, joined ? "joined its" : "a new", gmcf->timeout);
+
     ctx->flight = flight;
     ngx_queue_insert_tail(&flight->waiters, &ctx->queue);
 
@@ -199,6 +203,11 @@ ngx_http_gms_flight(ngx_http_gms_main_conf_t *gmcf, u_char *id,
         }
 
         /* sent before an invalidation: its waiters keep it, alone */
+
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "gms: token id \"%*s\": its flight predates an "
+                       "invalidation, a new one goes",
+                       (size_t) GMS_TOKEN_ID_LEN, id);
 
         ngx_rbtree_delete(&fl->rbtree, &flight->sn.node);
         flight->detached = 1;
@@ -293,6 +302,10 @@ ngx_http_gms_flight_leave(ngx_http_gms_ctx_t *ctx)
     ngx_queue_remove(&ctx->queue);
     ctx->flight = NULL;
 
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ctx->request->connection->log, 0,
+                   "gms: token id \"%s\": the request leaves its flight",
+                   ctx->id);
+
     if (!ngx_queue_empty(&flight->waiters)
         || ngx_http_gms_redis_cancel(flight->lookup) != NGX_OK)
     {
@@ -322,6 +335,11 @@ ngx_http_gms_lookup_done(void *data, redisReply *reply, const char *error)
     ngx_http_gms_ctx_t          *ctx;
     ngx_http_gms_error_e         kind;
     ngx_http_gms_cache_entry_t   entry;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: token id \"%*s\": flight answered%s, waking its "
+                   "requests", (size_t) GMS_TOKEN_ID_LEN, flight->id,
+                   error ? " with an error" : "");
 
     if (error != NULL) {
         if (ngx_http_gms_outage_log(&suppressed)) {
@@ -704,6 +722,10 @@ ngx_http_gms_deadline_handler(ngx_event_t *ev)
     ngx_uint_t                    suppressed;
     ngx_http_gms_redis_lookup_t  *lookup;
 
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ev->log, 0,
+                   "gms: token id \"%s\": the lookup's deadline passed",
+                   ctx->id);
+
     if (ngx_http_gms_outage_log(&suppressed)) {
         ngx_log_error(NGX_LOG_ERR, ev->log, 0,
                       "gms: redis lookup of token id \"%s\" timed out "
@@ -744,6 +766,9 @@ ngx_http_gms_wake_handler(ngx_event_t *ev)
     c = r->connection;
 
     ngx_http_set_log_request(c->log, r);
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, c->log, 0,
+                   "gms: token id \"%s\": the request wakes", ctx->id);
 
     r->read_event_handler = ngx_http_block_reading;
     r->write_event_handler = ngx_http_core_run_phases;

@@ -26,10 +26,10 @@
 #include "ngx_http_gms_auth.h"
 #include "ngx_http_gms_verdict.h"
 #include "ngx_http_gms_redis_conf.h"
-#include "ngx_http_gms_redis.h"
 #include "ngx_http_gms_invalidate.h"
-#include "ngx_http_gms_sentinel.h"
-#include "ngx_http_gms_cluster.h"
+#include "ngx_http_gms_redis.h"
+#include "ngx_http_gms_replica.h"
+#include "ngx_http_gms_discovery.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
 #include "ngx_http_gms_release.h"
@@ -912,6 +912,8 @@ ngx_http_gms_init_module(ngx_cycle_t *cycle)
 static ngx_int_t
 ngx_http_gms_init_process(ngx_cycle_t *cycle)
 {
+    const char                *step;
+    ngx_http_gms_discovery_t  *dc;
     ngx_http_gms_main_conf_t  *gmcf;
 
     if ((ngx_process != NGX_PROCESS_WORKER
@@ -929,23 +931,32 @@ ngx_http_gms_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    /* a failure costs the invalidations, not the worker: entries age out */
+    /*
+     * the discovery's hooks: the lookups and the subscription follow the
+     * master, the lookups the replica; a failure costs what failed to
+     * start, not the worker: without invalidations, entries age out
+     */
 
-    if (ngx_http_gms_redis_init_process(cycle, gmcf) != NGX_OK
-        || (gmcf->sentinels
-            && ngx_http_gms_sentinel_init_process(cycle, gmcf,
-                                                 ngx_http_gms_master_moved,
-                                                 ngx_http_gms_redis_set_replica)
-               != NGX_OK)
-        || (gmcf->cluster
-            && ngx_http_gms_cluster_init_process(cycle, gmcf,
-                                                ngx_http_gms_master_moved,
-                                                ngx_http_gms_redis_set_replica)
-               != NGX_OK)
-        || ngx_http_gms_invalidate_init_process(cycle, gmcf) != NGX_OK)
-    {
+    dc = ngx_http_gms_discovery_init(gmcf);
+    dc->master = ngx_http_gms_master_moved;
+    dc->replica = ngx_http_gms_replica_set;
+    dc->failed = ngx_http_gms_redis_discovery_failed;
+
+    step = NULL;
+
+    if (ngx_http_gms_redis_init_process(cycle, dc) != NGX_OK) {
+        step = "the lookups";
+
+    } else if (dc->start(cycle, dc) != NGX_OK) {
+        step = "the discovery";
+
+    } else if (ngx_http_gms_invalidate_init_process(cycle, dc) != NGX_OK) {
+        step = "the invalidation subscription";
+    }
+
+    if (step) {
         ngx_log_error(NGX_LOG_ALERT, cycle->log, 0,
-                      "gms: cannot start the invalidation subscription");
+                      "gms: redis: cannot start %s (%s)", step, dc->name);
     }
 
     return NGX_OK;
@@ -968,8 +979,14 @@ ngx_http_gms_master_moved(struct sockaddr *sa, socklen_t socklen)
 static void
 ngx_http_gms_exit_process(ngx_cycle_t *cycle)
 {
-    ngx_http_gms_sentinel_exit_process();
-    ngx_http_gms_cluster_exit_process();
+    ngx_http_gms_discovery_t  *dc;
+
+    dc = ngx_http_gms_discovery_get();
+
+    if (dc) {
+        dc->stop();
+    }
+
     ngx_http_gms_redis_exit_process(cycle);
     ngx_http_gms_invalidate_exit_process(cycle);
 }

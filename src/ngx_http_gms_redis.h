@@ -1,10 +1,11 @@
 
 /*
  * The worker's Redis lookups, pipelined on one connection to the master
- * (or to a replica, with replica=prefer).  The connections themselves are
- * in ngx_http_gms_redis_conn.c; where the master is, with Sentinel, in
- * ngx_http_gms_sentinel.c; the invalidation subscription and the sync-age
- * poll in ngx_http_gms_invalidate.c.
+ * (or to a replica, with replica=prefer: ngx_http_gms_replica.c).  The
+ * connections themselves are in ngx_http_gms_redis_conn.c; where the
+ * master is, behind the discovery interface, in ngx_http_gms_discovery.h;
+ * the invalidation subscription and the sync-age poll in
+ * ngx_http_gms_invalidate.c.
  */
 
 
@@ -14,6 +15,7 @@
 
 #include "ngx_http_gms_module.h"
 #include "ngx_http_gms_redis_conn.h"
+#include "ngx_http_gms_discovery.h"
 
 #include <hiredis/hiredis.h>
 
@@ -32,8 +34,9 @@ typedef void (*ngx_http_gms_redis_lookup_pt)(void *data,
 
 /*
  * A token's entry by id; with actor, that user's privileges and status
- * (the same script, for a session or OAuth token); with master, never from a replica.  While no server is known yet (the
- * Sentinels are being asked) the lookup waits; *lookup is the handle.
+ * (the same script, for a session or OAuth token); with master, never
+ * from a replica.  While no server is known yet (the discovery is under
+ * way) the lookup waits; *lookup is the handle.
  */
 ngx_int_t ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf,
     u_char *id, ngx_str_t *actor, ngx_uint_t master,
@@ -48,23 +51,18 @@ void ngx_http_gms_redis_late(ngx_http_gms_redis_lookup_t *lk,
     const char *reason);
 
 ngx_int_t ngx_http_gms_redis_init_process(ngx_cycle_t *cycle,
-    ngx_http_gms_main_conf_t *gmcf);
+    ngx_http_gms_discovery_t *dc);
 void ngx_http_gms_redis_exit_process(ngx_cycle_t *cycle);
 
 /*
- * Where the discovery (Sentinel, or a cluster's slot map) says the master
- * and a good replica are (replica NULL: none); until the master is named,
- * lookups wait, unless the discovery gives up: then they fail, at once,
- * until a master is named.
+ * The discovery's hooks: where the master is (Sentinel, or a cluster's
+ * slot map); until it is named, lookups wait, unless the discovery gives
+ * up: then they fail, at once, until a master is named.
  */
 void ngx_http_gms_redis_set_master(struct sockaddr *sa, socklen_t socklen);
-void ngx_http_gms_redis_set_replica(struct sockaddr *sa, socklen_t socklen);
 void ngx_http_gms_redis_discovery_failed(const char *why);
 
-/* for the other connections to the data server: the invalidations' */
-ngx_int_t ngx_http_gms_redis_setup(ngx_http_gms_rconn_t *rc, ngx_uint_t role);
-ngx_int_t ngx_http_gms_redis_unavailable(ngx_http_gms_rconn_t *rc,
-    redisReply *reply);
+/* the lookups' connection to the master, for the sync-age HGET */
 ngx_http_gms_rconn_t *ngx_http_gms_redis_open_master(void);
 
 

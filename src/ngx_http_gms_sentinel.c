@@ -6,9 +6,10 @@
  * Each worker keeps one connection to one Sentinel of the list: on it,
  * pipelined, SENTINEL get-master-addr-by-name NAME, with replica=prefer
  * SENTINEL replicas NAME, and SUBSCRIBE +switch-master, after which the
- * connection only listens.  The master it names goes to the hooks the
- * module gave (ngx_http_gms_redis.c, whose connections confirm it with
- * ROLE, and ngx_http_gms_invalidate.c).  A +switch-master for NAME moves
+ * connection only listens.  It is one of the discovery interface's
+ * implementations (ngx_http_gms_discovery.h): the master it names goes to
+ * the owner's hooks (the lookups, whose connections confirm it with ROLE,
+ * and the invalidation subscription).  A +switch-master for NAME moves
  * them at once; a connection to the master that fails or finds a replica
  * there makes the worker ask again (at most once a second), by opening
  * the Sentinel connection anew.  A Sentinel that fails, or does not know
@@ -33,7 +34,6 @@
 
 
 #include "ngx_http_gms_sentinel.h"
-#include "ngx_http_gms_redis.h"
 #include "ngx_http_gms_redis_conn.h"
 #include "ngx_http_gms_metrics.h"
 
@@ -49,8 +49,7 @@
 typedef struct {
     ngx_http_gms_rconn_t       rc;
     ngx_http_gms_main_conf_t  *gmcf;
-    ngx_http_gms_sentinel_pt   master;         /* where it is now */
-    ngx_http_gms_sentinel_pt   replica;
+    ngx_http_gms_discovery_t  *dc;             /* the owner's hooks */
     ngx_uint_t                 current;        /* in gmcf->sentinels */
     ngx_event_t                retry;
     ngx_msec_t                 asked;
@@ -63,6 +62,10 @@ typedef struct {
 } ngx_http_gms_sentinel_t;
 
 
+static ngx_int_t ngx_http_gms_sentinel_start(ngx_cycle_t *cycle,
+    ngx_http_gms_discovery_t *dc);
+static void ngx_http_gms_sentinel_stop(void);
+static void ngx_http_gms_sentinel_ask(const char *why);
 static void ngx_http_gms_sentinel_connect(ngx_event_t *ev);
 static void ngx_http_gms_sentinel_ok(ngx_http_gms_rconn_t *rc, void *data,
     redisReply *reply, const char *error);
@@ -84,18 +87,29 @@ static void ngx_http_gms_sentinel_reopen(ngx_http_gms_sentinel_t *st,
 static ngx_http_gms_sentinel_t  ngx_http_gms_sentinel;
 
 
-ngx_int_t
-ngx_http_gms_sentinel_init_process(ngx_cycle_t *cycle,
-    ngx_http_gms_main_conf_t *gmcf, ngx_http_gms_sentinel_pt master,
-    ngx_http_gms_sentinel_pt replica)
+void
+ngx_http_gms_sentinel_discovery(ngx_http_gms_discovery_t *dc)
 {
-    ngx_http_gms_rconn_t     *rc;
-    ngx_http_gms_sentinel_t  *st;
+    dc->name = "Sentinels";
+    dc->addr = NULL;
+    dc->start = ngx_http_gms_sentinel_start;
+    dc->stop = ngx_http_gms_sentinel_stop;
+    dc->ask = ngx_http_gms_sentinel_ask;
+}
+
+
+static ngx_int_t
+ngx_http_gms_sentinel_start(ngx_cycle_t *cycle, ngx_http_gms_discovery_t *dc)
+{
+    ngx_http_gms_rconn_t      *rc;
+    ngx_http_gms_sentinel_t   *st;
+    ngx_http_gms_main_conf_t  *gmcf;
+
+    gmcf = dc->gmcf;
 
     st = &ngx_http_gms_sentinel;
     st->gmcf = gmcf;
-    st->master = master;
-    st->replica = replica;
+    st->dc = dc;
 
     rc = &st->rc;
     ngx_http_gms_rconn_init(rc, gmcf, "sentinel",
@@ -123,8 +137,8 @@ ngx_http_gms_sentinel_init_process(ngx_cycle_t *cycle,
 }
 
 
-void
-ngx_http_gms_sentinel_exit_process(void)
+static void
+ngx_http_gms_sentinel_stop(void)
 {
     ngx_http_gms_sentinel.exiting = 1;
 
@@ -135,7 +149,9 @@ ngx_http_gms_sentinel_exit_process(void)
 }
 
 
-void
+/* a connection to the master failed or found a replica: ask again */
+
+static void
 ngx_http_gms_sentinel_ask(const char *why)
 {
     ngx_http_gms_sentinel_t  *st;
@@ -315,9 +331,13 @@ ngx_http_gms_sentinel_master(ngx_http_gms_rconn_t *rc, void *data,
         if (ngx_http_gms_sentinel_addr(&ip, &port, &sa, &socklen)
             == NGX_OK)
         {
+            ngx_log_debug4(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                           "gms: sentinel at %V: master \"%V\" is at %V:%V",
+                           &rc->peer, &rc->gmcf->master_name, &ip, &port);
+
             ngx_http_gms_sentinel.named = 1;
             ngx_http_gms_sentinel.failed = 0;
-            ngx_http_gms_sentinel.master(&sa.sockaddr, socklen);
+            ngx_http_gms_sentinel.dc->master(&sa.sockaddr, socklen);
             return;
         }
     }
@@ -406,7 +426,11 @@ ngx_http_gms_sentinel_replicas(ngx_http_gms_rconn_t *rc, void *data,
             && ngx_http_gms_sentinel_addr(&ip, &port, &sa, &socklen)
                == NGX_OK)
         {
-            st->replica(&sa.sockaddr, socklen);
+            ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                           "gms: sentinel at %V: a usable replica at %V:%V",
+                           &rc->peer, &ip, &port);
+
+            st->dc->replica(&sa.sockaddr, socklen);
 
             st->again_after = 0;
 
@@ -420,7 +444,10 @@ ngx_http_gms_sentinel_replicas(ngx_http_gms_rconn_t *rc, void *data,
 
 none:
 
-    st->replica(NULL, 0);
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: sentinel at %V: no usable replica", &rc->peer);
+
+    st->dc->replica(NULL, 0);
 
     if (!st->again.timer_set) {
         st->again_after = st->again_after
@@ -571,7 +598,7 @@ ngx_http_gms_sentinel_message(ngx_http_gms_rconn_t *rc, void *data,
                   "gms: sentinel at %V: +switch-master %*s", &rc->peer,
                   payload->len, payload->str);
 
-    ngx_http_gms_sentinel.master(&sa.sockaddr, socklen);
+    ngx_http_gms_sentinel.dc->master(&sa.sockaddr, socklen);
 
     if (rc->gmcf->replica) {
         /* the old replicas may be gone, or one of them is the master */
@@ -642,7 +669,7 @@ ngx_http_gms_sentinel_gave_up(ngx_http_gms_sentinel_t *st)
                      &st->gmcf->master_name, st->gmcf->sentinels->nelts);
     *p = '\0';
 
-    ngx_http_gms_redis_discovery_failed((const char *) why);
+    st->dc->failed((const char *) why);
 }
 
 
