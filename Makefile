@@ -105,7 +105,7 @@ clean:
 	rm -rf $(BUILD)
 
 
-# --- gms-token: the tool that fills the Redis cache (issue 5) --------------
+# --- gms-token: the tool that fills the Redis cache --------------------------
 #
 #   make tool        build/gms-token
 #   make install     the module to $(MODULES_DIR), the tool to $(BIN_DIR),
@@ -147,7 +147,7 @@ install: module tool
 # --- end of gms-token -------------------------------------------------------
 
 
-# --- hardening: fuzzers and a sanitizer run (issue 6) ----------------------
+# --- hardening: fuzzers and a sanitizer run ----------------------------------
 #
 #   make fuzz [FUZZ_SECONDS=60]   each libFuzzer harness in fuzz/ for that
 #                                 long; fails on a crash, leak or report
@@ -232,7 +232,7 @@ test-asan: deps $(ASAN_MODULE) unit $(ASAN_TOOL)
 # --- end of hardening --------------------------------------------------------
 
 
-# --- container (issues 8, 23) --------------------------------------------------
+# --- container ---------------------------------------------------------------
 #
 #   make docker-base   the Dockerfile's base, BASE_IMAGE (debian:trixie;
 #                      or debian:bookworm): present, pulled, or made with
@@ -259,7 +259,7 @@ docker-test: deps docker-deps
 # --- end of container ---------------------------------------------------------
 
 
-# --- platforms (issue 35) -----------------------------------------------------
+# --- platforms ---------------------------------------------------------------
 #
 #   make test-matrix   the whole suite on each Debian release, in a
 #                      container of that release (t/matrix/run.sh):
@@ -301,7 +301,7 @@ test-matrix-ci: docker-deps
 # --- end of platforms -----------------------------------------------------------
 
 
-# --- nginx.org's builds: the module loaded into them (issue 35) -------------
+# --- nginx.org's builds: the module loaded into them -------------------------
 #
 #   make nginxorg-test  in a debian:forky container (made by docker-base if
 #                       missing): the module built with --with-compat from
@@ -321,7 +321,7 @@ nginxorg-test: docker-deps
 # --- end of nginx.org's builds ------------------------------------------------
 
 
-# --- bench: the module under load, beside its alternatives (issue 7) -------
+# --- bench: the module under load, beside its alternatives -------------------
 #
 #   make bench       wrk against nine front ends (A..I) (bench/run.pl); not part of
 #                    make test.  BENCH_ROUNDS, BENCH_DURATION, ...: see there
@@ -336,7 +336,7 @@ bench:
 # --- end of bench -----------------------------------------------------------
 
 
-# --- bench-follow: gms-token follow at DataHub's size (issue 25) -------------
+# --- bench-follow: gms-token follow at DataHub's size ------------------------
 #
 #   make bench-follow  follow against the stand-in GMS (20 ms a request) and
 #                      three edges, 1,000 to 100,000 tokens, polling and on
@@ -353,7 +353,7 @@ bench-follow: deps module tool
 # --- end of bench-follow ----------------------------------------------------
 
 
-# --- bench-scale: the edge at 1,000 to 1,000,000 tokens (issue 28) ----------
+# --- bench-scale: the edge at 1,000 to 1,000,000 tokens ----------------------
 #
 #   make bench-scale   the cache and Redis as the tokens grow, and a flood
 #                      of random ones (bench/scale.pl, about 6 minutes);
@@ -370,7 +370,7 @@ bench-scale: deps module tool
 # --- end of bench-scale -----------------------------------------------------
 
 
-# --- Debian packages (issues 16, 35) ------------------------------------------
+# --- Debian packages ---------------------------------------------------------
 #
 #   make deb        libnginx-mod-http-gms and gms-token .debs in build/deb/,
 #                   built by dpkg-buildpackage (debian/) from a copy of the
