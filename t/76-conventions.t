@@ -60,28 +60,28 @@ for my $check (qw(calls headers issues)) {
     copy("$repo/$_", "$dir/$_") or die "$_: $!\n"
         for qw(CONTRIBUTING.md Makefile config);
 
-    # the bottom of the module's group calls the top's first export
-    my $bottom = 'src/ngx_http_gms_redis_conf.c';
+    # a file low in the module's Layout calls the access handler
+    my $bottom = 'src/ngx_http_gms_cache.c';
     open my $fh, '>>', "$dir/$bottom" or die;
-    print $fh "\nvoid\nngx_http_gms_redis_conf_up(void)\n{\n"
-              . "    (void) ngx_http_gms_access_handler;\n}\n";
+    print $fh "\nvoid\nngx_http_gms_cache_up(void)\n{\n"
+              . "    (void) ngx_http_gms_auth_access_handler;\n}\n";
     print $fh "\nvoid\nngx_http_gms_misnamed(void)\n{\n}\n";
     print $fh "/* see issue 12 */\n";
     close $fh;
 
     my ($rc, @out) = run_check($dir, 'calls');
-    ok($rc && grep(/uses ngx_http_gms_access_handler/, @out),
+    ok($rc && grep(/uses ngx_http_gms_auth_access_handler/, @out),
        'a call up the Layout is caught') or diag(join("\n", @out));
     ($rc, @out) = run_check($dir, 'prefix');
     ok($rc && grep(/ngx_http_gms_misnamed/, @out),
        'a function named after another file is caught')
         or diag(join("\n", @out));
     ($rc, @out) = run_check($dir, 'headers');
-    ok($rc && grep(/does not declare ngx_http_gms_redis_conf_up/, @out),
+    ok($rc && grep(/does not declare ngx_http_gms_cache_up/, @out),
        'a function its header does not declare is caught')
         or diag(join("\n", @out));
     ($rc, @out) = run_check($dir, 'issues');
-    ok($rc && grep(/redis_conf\.c:\d+: names an issue/, @out),
+    ok($rc && grep(/cache\.c:\d+: names an issue/, @out),
        'an issue number in the code is caught') or diag(join("\n", @out));
 }
 
