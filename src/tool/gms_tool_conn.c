@@ -156,6 +156,7 @@ gms_tool_open(gms_tool_t *t, const char *option, const char *addr,
 {
     int               rc;
     char              reason[200];
+    const char       *why;
     redisReply       *reply;
     gms_tool_conn_t  *c;
 
@@ -187,8 +188,8 @@ gms_tool_open(gms_tool_t *t, const char *option, const char *addr,
     }
 
     if (reply == NULL || reply->type == REDIS_REPLY_ERROR) {
-        snprintf(err, size, "AUTH: %s",
-                 reply ? reply->str : gms_tool_conn_error(c));
+        why = reply ? reply->str : gms_tool_conn_error(c);
+        snprintf(err, size, "AUTH: %s", why ? why : "no reply");
 
         if (reply) {
             freeReplyObject(reply);
