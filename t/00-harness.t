@@ -7,6 +7,7 @@ use strict;
 use warnings;
 
 use Digest::SHA qw(sha256_base64);
+use File::Spec ();
 use IO::Select;
 use IO::Socket::INET;
 use Test::More;
@@ -25,6 +26,21 @@ subtest 'utilities' => sub {
     my @ports = map { GmsTest::free_port() } 1 .. 50;
     my %seen;
     is(scalar(grep { !$seen{$_}++ } @ports), 50, 'free_port never repeats');
+
+    # prove -j: another test process neither gets these ports nor takes
+    # their locks, and outgoing connections are never given them
+    my ($low) = GmsTest::slurp('/proc/sys/net/ipv4/ip_local_port_range')
+                =~ /^\s*(\d+)/;
+    is(scalar(grep { $_ >= ($low // 32768) } @ports), 0,
+       'free_port: below the ephemeral range');
+    my $dir = File::Spec->tmpdir . '/gms-test-ports';
+    my $script = 'use Fcntl qw(:flock); my $n = 0; for (@ARGV) {'
+               . ' open my $fh, "<", $_ or next;'
+               . ' $n++ unless flock($fh, LOCK_EX | LOCK_NB) } print $n';
+    open my $other, '-|', $^X, '-e', $script, map { "$dir/$_" } @ports
+        or die "perl: $!\n";
+    is(scalar(<$other>), '50', 'free_port: each port locked for the test');
+    close $other;
 
     {
         local $ENV{GMS_MODULE} = '/x/y.so';
