@@ -43,6 +43,18 @@ PURE_HDRS        := $(LIB_HDRS) src/tool/gms_policy.h \
 PROVE_FLAGS      ?=
 # the test files 'make test' and 'make test-asan' run
 TESTS            ?= t/
+# prove -j: twice the 2 cores CI has, as a file spends most of its time
+# waiting on timers (nginx's, Redis's, Sentinel's, the follower's), not on
+# a core; more raise the load under the files that time a failover.
+# Those (Sentinel's failover, the discovery and replica timers) run one
+# after another, beside the rest: at most one of them at a time.  Ports
+# are locked across files (GmsTest::free_port).  PROVE_JOBS=1: one file at
+# a time, as before.
+PROVE_JOBS       ?= 4
+PROVE_SERIAL     := t/{25,26,62,63,64}-*.t
+PROVE_RUN        = prove -I t/lib -j$(PROVE_JOBS) \
+                    --rules='seq=$(PROVE_SERIAL)' --rules='par=**' \
+                    $(PROVE_FLAGS) $(TESTS)
 
 # the module's version ($gms_module_version, gms_module_build_info):
 # debian/changelog's latest entry unless given ('make GMS_VERSION=...');
@@ -96,7 +108,7 @@ unit: fuzz-deps $(UNIT_TESTS)
 
 test: deps module unit
 	GMS_MODULE=$(MODULE) GMS_UNIT_DIR=$(BUILD)/unit NGINX_BIN=$(NGINX_BIN) \
-	    prove -I t/lib $(PROVE_FLAGS) $(TESTS)
+	    $(PROVE_RUN)
 
 demo: deps module
 	@sh tools/demo.sh $(MODULE)
@@ -226,7 +238,7 @@ test-asan: deps $(ASAN_MODULE) unit $(ASAN_TOOL)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=abort_on_error=1:print_stacktrace=1 \
 	GMS_NGINX_WRAPPER="env LD_PRELOAD=$(LIBASAN) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:detect_odr_violation=0" \
-	    prove -I t/lib $(PROVE_FLAGS) $(TESTS)
+	    $(PROVE_RUN)
 
 # --- end of hardening --------------------------------------------------------
 
