@@ -28,7 +28,8 @@ use GmsTest::Edge;
 use GmsTest::JWT;
 use GmsTest::Messages qw($RESTLI_EXCEPTION $INVALID_TOKEN $INSUFFICIENT_SCOPE
                          $CANNOT_VERIFY $EXPIRED_TOKEN $UNKNOWN_TOKEN
-                         $MALFORMED_HEADER $UNAUTHORIZED $ES_UNAUTHORIZED);
+                         $MALFORMED_HEADER $UNAUTHORIZED $ES_UNAUTHORIZED
+                         refused);
 
 # DataHub's default signing key (DATAHUB_TOKEN_SERVICE_SIGNING_KEY) and
 # system client (DATAHUB_SYSTEM_CLIENT_ID, _SECRET)
@@ -87,19 +88,6 @@ sub passed {
         is_deeply(actors_at_gms($res), [defined $actor ? $actor : ()],
                   'the X-DataHub-Actor GMS saw');
         is($res->{headers}{'x-gms-type'}, $type, '$gms_token_type');
-    };
-}
-
-# An error answer in the metadata service's shape; $message undef: any.
-sub refused {
-    my ($res, $status, $challenge, $message, $title) = @_;
-
-    subtest $title => sub {
-        is($res->{status}, $status, "status $status");
-        is($res->{headers}{'www-authenticate'}, $challenge, 'challenge');
-        is_deeply(body($res), { exceptionClass => $RESTLI_EXCEPTION,
-                                status => $status, message => $message },
-                  'body') if defined $message;
     };
 }
 

@@ -28,7 +28,7 @@ use Time::HiRes qw(sleep time);
 
 use GmsTest;
 use GmsTest::Edge;
-use GmsTest::Checks qw(status metric no_crash calls gms_lines);
+use GmsTest::Checks qw(status metric no_crash calls gms_lines request_rows);
 use GmsTest::FakeRedis;
 use GmsTest::Sentinel;
 
@@ -308,39 +308,6 @@ subtest 'a Sentinel that leaves the PING unanswered: the next one' => sub {
 
 # --- failover -----------------------------------------------------------------
 
-# Requests with $token from a child process until stop() is called;
-# stop() returns [[time, status], ...].
-sub request_loop {
-    my ($n, $token) = @_;
-
-    my $file = $n->dir . "/loop-$$";
-    my $stop = "$file.stop";
-    my $pid = fork // die "fork: $!\n";
-
-    if ($pid == 0) {
-        open my $out, '>', $file or POSIX::_exit(1);
-        $out->autoflush(1);
-        my $end = time + 30;
-        while (!-e $stop && time < $end) {
-            my $res = GmsTest::HTTP::request($n->port, GET => '/ok',
-                { Authorization => "Bearer $token" }, undef, timeout => 5);
-            printf $out "%.3f %s\n", time, $res->{status} // 'none';
-            sleep 0.05;
-        }
-        close $out;
-        POSIX::_exit(0);
-    }
-
-    return {
-        count => sub { scalar split /\n/, GmsTest::slurp($file) },
-        stop  => sub {
-            GmsTest::write_file($stop, '');
-            waitpid $pid, 0;
-            return [ map { [split ' '] } split /\n/, GmsTest::slurp($file) ];
-        },
-    };
-}
-
 subtest 'failover under a request loop; invalidation from the new master' => sub {
     my $m = GmsTest::Redis->start;
     my $r = GmsTest::Redis->start(replicaof => ['127.0.0.1', $m->port]);
@@ -371,7 +338,8 @@ subtest 'failover under a request loop; invalidation from the new master' => sub
        'the cache subscribed on the master')
         or diag gms_lines($cached);
 
-    my $loop = request_loop($n, 'steady');
+    my $loop = request_rows($n->port, tokens => ['steady'], pause => 0.05,
+                            seconds => 30);
     ok(GmsTest::wait_until(sub { $loop->{count}->() >= 10 }, 5),
        'the loop runs');
 
@@ -391,14 +359,14 @@ subtest 'failover under a request loop; invalidation from the new master' => sub
     my $seen = $loop->{stop}->();
 
     my %count;
-    $count{ $_->[1] }++ for @$seen;
+    $count{ $_->[2] }++ for @$seen;
     is_deeply([ grep { !/^(?:200|401|503)$/ } sort keys %count ], [],
               'no answer but 200, 401, 503 meanwhile')
         or diag explain \%count;
-    ok(scalar(grep { $_->[0] < $t0 && $_->[1] == 200 } @$seen),
+    ok(scalar(grep { $_->[0] < $t0 && $_->[2] == 200 } @$seen),
        '200s before the kill');
     my @after = grep { $_->[0] > $followed } @$seen;
-    ok(@after && !grep({ $_->[1] != 200 } @after),
+    ok(@after && !grep({ $_->[2] != 200 } @after),
        'only 200s once the edge followed')
         or diag explain \@after;
     note sprintf 'promotion %.1f s after the kill, followed %.1f s later; %s',

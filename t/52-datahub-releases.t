@@ -16,9 +16,10 @@ use File::Basename qw(dirname);
 use Test::More;
 
 use GmsTest;
-use GmsTest::Messages qw($RESTLI_EXCEPTION $INVALID_TOKEN $INSUFFICIENT_SCOPE
+use GmsTest::Messages qw($INVALID_TOKEN $INSUFFICIENT_SCOPE
                          $EXPIRED_TOKEN $CANNOT_VERIFY $UNAUTHORIZED
-                         $ES_UNAUTHORIZED $GMS_UNAUTHORIZED);
+                         $ES_UNAUTHORIZED $GMS_UNAUTHORIZED
+                         refused);
 use GmsTest::Edge;
 
 GmsTest::need_module();
@@ -128,22 +129,6 @@ sub ask_task_status {
                            { 'Content-Type' => 'application/json',
                              Authorization => "Bearer $token" },
                            '{"task":"known:1"}');
-}
-
-sub json_body {
-    my ($res) = @_;
-    return eval { GmsTest::json_decode($res->{body} // '') } // {};
-}
-
-sub refused {
-    my ($res, $status, $challenge, $message, $title) = @_;
-    subtest $title => sub {
-        is($res->{status}, $status, "status $status");
-        is($res->{headers}{'www-authenticate'}, $challenge, 'challenge');
-        is_deeply(json_body($res), { exceptionClass => $RESTLI_EXCEPTION,
-                                     status => $status,
-                                     message => $message }, 'body');
-    };
 }
 
 

@@ -34,7 +34,7 @@ use Time::HiRes qw(sleep time);
 use GmsTest;
 use GmsTest::Certs;
 use GmsTest::Edge;
-use GmsTest::Checks qw(status metric no_crash);
+use GmsTest::Checks qw(status metric no_crash request_rows);
 use GmsTest::Cluster;
 use GmsTest::DNS;
 use GmsTest::FakeRedis;
@@ -85,42 +85,6 @@ sub nodes {
 sub ready {
     my ($n, $token) = @_;
     return GmsTest::wait_until(sub { status($n, $token) == 200 }, 10);
-}
-
-# Requests from a child process, a valid token and an unknown one in
-# turn, until stop() is called; stop() returns [[time, token, status], ...].
-sub request_loop {
-    my ($n, $valid, $unknown) = @_;
-
-    my $file = $n->dir . "/loop-$$";
-    my $stop = "$file.stop";
-    unlink $file, $stop;
-    my $pid = fork // die "fork: $!\n";
-
-    if ($pid == 0) {
-        open my $out, '>', $file or POSIX::_exit(1);
-        $out->autoflush(1);
-        my $end = time + 40;
-        my $i = 0;
-        while (!-e $stop && time < $end) {
-            my $token = $i++ % 2 ? $unknown : $valid;
-            my $res = GmsTest::HTTP::request($n->port, GET => '/ok',
-                { Authorization => "Bearer $token" }, undef, timeout => 5);
-            printf $out "%.3f %s %s\n", time, $token, $res->{status} // 'none';
-            sleep 0.02;
-        }
-        close $out;
-        POSIX::_exit(0);
-    }
-
-    return {
-        count => sub { scalar split /\n/, GmsTest::slurp($file) },
-        stop  => sub {
-            GmsTest::write_file($stop, '');
-            waitpid $pid, 0;
-            return [ map { [split ' '] } split /\n/, GmsTest::slurp($file) ];
-        },
-    };
 }
 
 # The answers of a loop that were not what the token deserves
@@ -370,7 +334,8 @@ subtest 'the slot migrated under a request loop: ASK, then MOVED' => sub {
                grep { ($_->cmd(INFO => 'replication') // '') =~ /^role:master/m }
                $c->nodes;
 
-    my $loop = request_loop($n, 'token-1', 'nope');
+    my $loop = request_rows($n->port, tokens => ['token-1', 'nope'],
+                            pause => 0.02, seconds => 40);
     ok(GmsTest::wait_until(sub { $loop->{count}->() >= 10 }, 5),
        'the loop runs');
 
@@ -417,7 +382,8 @@ subtest 'the slot\'s master killed: 503 until the map is refreshed' => sub {
         (nodes($cached, 'subscription')->{ $master->address } // 0) == 1 }, 5),
        'subscribed on the slot\'s master');
 
-    my $loop = request_loop($n, 'token-1', 'nope');
+    my $loop = request_rows($n->port, tokens => ['token-1', 'nope'],
+                            pause => 0.02, seconds => 40);
     ok(GmsTest::wait_until(sub { $loop->{count}->() >= 10 }, 5),
        'the loop runs');
 
@@ -492,7 +458,8 @@ subtest 'nodes announced by host name, through nginx\'s resolver' => sub {
     my ($to) = grep { $_ != $master }
                grep { ($_->cmd(INFO => 'replication') // '') =~ /^role:master/m }
                $c->nodes;
-    my $loop = request_loop($n, 'token-1', 'nope');
+    my $loop = request_rows($n->port, tokens => ['token-1', 'nope'],
+                            pause => 0.02, seconds => 40);
     ok(GmsTest::wait_until(sub { $loop->{count}->() >= 10 }, 5),
        'the loop runs');
     my $ask = labelled($n, 'gms_redis_cluster_redirections_total',
