@@ -104,7 +104,9 @@ $(BUILD)/unit/%: t/unit/%.c $(PURE_SRCS) $(PURE_HDRS) Makefile
 	@mkdir -p $(BUILD)/unit
 	$(UNIT_CC) $(CFLAGS_UNIT) -o $@ $< $(PURE_SRCS) $(LIBS_UNIT)
 
+# a test renamed or gone leaves no binary behind for t/01-unit.t to run
 unit: fuzz-deps $(UNIT_TESTS)
+	@rm -f $(filter-out $(UNIT_TESTS),$(wildcard $(BUILD)/unit/*))
 
 test: deps module unit
 	GMS_MODULE=$(MODULE) GMS_UNIT_DIR=$(BUILD)/unit NGINX_BIN=$(NGINX_BIN) \
