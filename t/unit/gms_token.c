@@ -1,13 +1,11 @@
 
-/* Unit tests of src/gms_token.c: header parsing, ids, Redis replies. */
+/* Unit tests of src/lib/gms_token.c: header parsing, ids, an entry's fields. */
 
 
 #include <stdlib.h>
 
 #include "tap.h"
 #include "gms_token.h"
-#include "gms_mask.h"
-#include "gms_lookup.h"
 
 
 /* the parser's token, which gms_bearer_span() finds where it takes one */
@@ -154,28 +152,6 @@ test_ms(void)
 }
 
 
-static gms_lookup_rc_e
-lookup(const char *resp, gms_lookup_t *lk, redisReply **reply)
-{
-    void         *r;
-    redisReader  *reader;
-
-    reader = redisReaderCreate();
-    redisReaderFeed(reader, resp, strlen(resp));
-
-    if (redisReaderGetReply(reader, &r) != REDIS_OK || r == NULL) {
-        redisReaderFree(reader);
-        *reply = NULL;
-        return gms_lookup_reply_parse(NULL, lk);
-    }
-
-    redisReaderFree(reader);
-    *reply = r;
-
-    return gms_lookup_reply_parse(r, lk);
-}
-
-
 static void
 test_names(void)
 {
@@ -220,260 +196,6 @@ test_names(void)
 }
 
 
-static void
-test_reply(void)
-{
-    redisReply    *r;
-    gms_lookup_t   lk;
-
-    ok(lookup("$-1\r\n", &lk, &r) == GMS_LOOKUP_UNKNOWN, "nil is unknown");
-    freeReplyObject(r);
-
-    ok(lookup("*4\r\n$21\r\nurn:li:corpuser:alice\r\n$13\r\n1700000000000\r\n"
-              "$8\r\nPERSONAL\r\n*2\r\n$1\r\nA\r\n$2\r\nBB\r\n", &lk, &r)
-       == GMS_LOOKUP_FOUND
-       && lk.actor_len == 21 && memcmp(lk.actor, "urn:li:corpuser:alice", 21)
-          == 0
-       && lk.expires_at == 1700000000000LL && lk.nprivileges == 2
-       && strcmp(lk.privileges[1]->str, "BB") == 0,
-       "found token with expiry and privileges");
-    freeReplyObject(r);
-
-    ok(lookup("*4\r\n$9\r\nurn:li:xy\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n",
-              &lk, &r)
-       == GMS_LOOKUP_FOUND && lk.expires_at == 0 && lk.nprivileges == 0
-       && lk.inactive == 0,
-       "no expiry, no privileges; without the flag, active");
-    freeReplyObject(r);
-
-    ok(lookup("*5\r\n$9\r\nurn:li:xy\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n"
-              ":1\r\n", &lk, &r)
-       == GMS_LOOKUP_FOUND && lk.inactive == 1,
-       "the user in <prefix>inactive");
-    freeReplyObject(r);
-
-    ok(lookup("*5\r\n$9\r\nurn:li:xy\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n"
-              ":0\r\n", &lk, &r)
-       == GMS_LOOKUP_FOUND && lk.inactive == 0,
-       "the user not in <prefix>inactive");
-    freeReplyObject(r);
-
-    ok(lookup("*5\r\n$9\r\nurn:li:xy\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n"
-              ":2\r\n", &lk, &r)
-       == GMS_LOOKUP_FOUND && lk.inactive == GMS_LOOKUP_DELETED,
-       "the user in <prefix>deleted too: hard-deleted only");
-    freeReplyObject(r);
-
-    ok(lookup("*5\r\n$9\r\nurn:li:xy\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n"
-              ":3\r\n", &lk, &r)
-       == GMS_LOOKUP_BAD_REPLY,
-       "an inactive flag other than 0, 1 or 2 is an error");
-    freeReplyObject(r);
-
-    ok(lookup("*5\r\n$9\r\nurn:li:xy\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n"
-              "$1\r\n1\r\n", &lk, &r)
-       == GMS_LOOKUP_BAD_REPLY,
-       "an inactive flag that is no integer is an error");
-    freeReplyObject(r);
-
-    ok(lookup("*4\r\n$1\r\nu\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n", &lk, &r)
-       == GMS_LOOKUP_BAD_REPLY, "an actor that is no urn:li: URN");
-    freeReplyObject(r);
-
-    ok(lookup("*4\r\n$13\r\nurn:li:a\r\nX:1\r\n$0\r\n\r\n$0\r\n\r\n*0\r\n",
-              &lk, &r)
-       == GMS_LOOKUP_BAD_REPLY, "an actor with CR LF");
-    freeReplyObject(r);
-
-    ok(lookup("*4\r\n$9\r\nurn:li:xy\r\n$0\r\n\r\n$0\r\n\r\n*1\r\n"
-              "$5\r\nA,B,C\r\n", &lk, &r)
-       == GMS_LOOKUP_BAD_REPLY, "a privilege with commas");
-    freeReplyObject(r);
-
-    ok(lookup("-LOADING Redis is loading the dataset in memory\r\n", &lk, &r)
-       == GMS_LOOKUP_BAD_REPLY && strncmp(lk.error, "LOADING", 7) == 0,
-       "error reply is an error");
-    freeReplyObject(r);
-
-    ok(lookup("*4\r\n$1\r\nu\r\n$3\r\nabc\r\n$0\r\n\r\n*0\r\n", &lk, &r)
-       == GMS_LOOKUP_BAD_REPLY, "bad expiresAt is an error");
-    freeReplyObject(r);
-
-    ok(lookup("*3\r\n$1\r\nu\r\n$0\r\n\r\n$0\r\n\r\n", &lk, &r)
-       == GMS_LOOKUP_BAD_REPLY, "short array is an error");
-    freeReplyObject(r);
-
-    ok(lookup("*4\r\n$1\r\nu\r\n$0\r\n\r\n$0\r\n\r\n*1\r\n:5\r\n", &lk, &r)
-       == GMS_LOOKUP_BAD_REPLY, "integer privilege is an error");
-    freeReplyObject(r);
-
-    ok(lookup(":1\r\n", &lk, &r) == GMS_LOOKUP_BAD_REPLY,
-       "integer reply is an error");
-    freeReplyObject(r);
-
-    ok(gms_lookup_reply_parse(NULL, &lk) == GMS_LOOKUP_BAD_REPLY,
-       "no reply is an error");
-}
-
-
-/* a user's lookup: [[privilege, ...], inactive] */
-
-static gms_lookup_rc_e
-user(const char *resp, gms_lookup_t *lk, redisReply **reply)
-{
-    void         *r;
-    redisReader  *reader;
-
-    reader = redisReaderCreate();
-    redisReaderFeed(reader, resp, strlen(resp));
-
-    if (redisReaderGetReply(reader, &r) != REDIS_OK) {
-        r = NULL;
-    }
-
-    redisReaderFree(reader);
-    *reply = r;
-
-    return gms_members_reply_parse(r, lk);
-}
-
-
-static void
-test_user_reply(void)
-{
-    redisReply    *r;
-    gms_lookup_t   lk;
-
-    ok(user("*2\r\n*2\r\n$1\r\nA\r\n$2\r\nBB\r\n:0\r\n", &lk, &r)
-       == GMS_LOOKUP_FOUND && lk.nprivileges == 2 && lk.inactive == 0
-       && strcmp(lk.privileges[1]->str, "BB") == 0,
-       "user: privileges, active");
-    freeReplyObject(r);
-
-    ok(user("*2\r\n*0\r\n:1\r\n", &lk, &r) == GMS_LOOKUP_FOUND
-       && lk.nprivileges == 0 && lk.inactive == GMS_LOOKUP_INACTIVE,
-       "user: no set, in <prefix>inactive");
-    freeReplyObject(r);
-
-    ok(user("*2\r\n*0\r\n:2\r\n", &lk, &r) == GMS_LOOKUP_FOUND
-       && lk.inactive == GMS_LOOKUP_DELETED,
-       "user: in <prefix>deleted too");
-    freeReplyObject(r);
-
-    ok(user("*2\r\n*0\r\n:3\r\n", &lk, &r) == GMS_LOOKUP_BAD_REPLY,
-       "user: a flag other than 0, 1 or 2");
-    freeReplyObject(r);
-
-    ok(user("*2\r\n*0\r\n$1\r\n0\r\n", &lk, &r)
-       == GMS_LOOKUP_BAD_REPLY, "user: a flag that is no integer");
-    freeReplyObject(r);
-
-    ok(user("*2\r\n:0\r\n*0\r\n", &lk, &r) == GMS_LOOKUP_BAD_REPLY,
-       "user: the two swapped");
-    freeReplyObject(r);
-
-    ok(user("*1\r\n$1\r\nA\r\n", &lk, &r) == GMS_LOOKUP_BAD_REPLY,
-       "user: a bare SMEMBERS answer is not the script's");
-    freeReplyObject(r);
-
-    ok(user("*2\r\n*1\r\n$3\r\nA,B\r\n:0\r\n", &lk, &r)
-       == GMS_LOOKUP_BAD_REPLY, "user: a privilege with a comma");
-    freeReplyObject(r);
-
-    ok(user("-NOSCRIPT No matching script\r\n", &lk, &r)
-       == GMS_LOOKUP_BAD_REPLY && strncmp(lk.error, "NOSCRIPT", 8) == 0,
-       "user: an error reply");
-    freeReplyObject(r);
-
-    ok(user("$-1\r\n", &lk, &r) == GMS_LOOKUP_BAD_REPLY,
-       "user: nil (the token's answer) is not a user's");
-    freeReplyObject(r);
-
-    ok(gms_members_reply_parse(NULL, &lk) == GMS_LOOKUP_BAD_REPLY,
-       "user: no reply");
-}
-
-
-static void
-mask(char *line)
-{
-    static const char  *headers[] = { "x_gms_token", "x_other" };
-
-    gms_mask_credentials((unsigned char *) line, strlen(line), headers, 2);
-}
-
-
-static void
-test_mask(void)
-{
-    char  line[160];
-
-    strcpy(line, "http header: \"Authorization: Bearer abc.def-1\"");
-    mask(line);
-    is_str(line, "http header: \"Authorization: *****************",
-           "an Authorization header's value masked, to the line end");
-
-    strcpy(line, "http header: \"Authorization: Bearer \"eyJ.a\\\"b\"\n"
-                 "next");
-    mask(line);
-    is_str(line, "http header: \"Authorization: *****************\nnext",
-           "quotes and backslashes in the value masked too");
-
-    strcpy(line, "AUTHORIZATION:Token a b c\r\nHost: x");
-    mask(line);
-    is_str(line, "AUTHORIZATION:***********\r\nHost: x",
-           "any scheme, up to the line end");
-
-    strcpy(line, "http script var: \"bearer xyz\"");
-    mask(line);
-    is_str(line, "http script var: \"bearer ****",
-           "a bearer token outside a header");
-
-    strcpy(line, "var: \"Bearer \"eyJhbGciOi.x\"\"\r\nHost: h");
-    mask(line);
-    is_str(line, "var: \"Bearer ***************\r\nHost: h",
-           "a quoted bearer token outside a header");
-
-    strcpy(line, "WWW-Authenticate: Bearer realm=\"DataHub\"");
-    mask(line);
-    is_str(line, "WWW-Authenticate: Bearer realm=\"DataHub\"",
-           "a challenge is left alone");
-
-    strcpy(line, "gms: token id \"kwu9xRtq7VwqVnj9bije56BeiktkPPw=\"");
-    mask(line);
-    is_str(line, "gms: token id \"kwu9xRtq7VwqVnj9bije56BeiktkPPw=\"",
-           "other lines are left alone");
-
-    strcpy(line, "http header: \"Cookie: a=1; gms_token=eyJ.x;b=\"q;\"\"");
-    mask(line);
-    is_str(line, "http header: \"Cookie: a=*; gms_token=*****;b=**;**",
-           "every cookie's value masked, the names kept");
-
-    strcpy(line, "cookie:gms_token=abc ; bare;  c=\r\nHost: x");
-    mask(line);
-    is_str(line, "cookie:gms_token=****; ****;  c=\r\nHost: x",
-           "a cookie without a name is all value; the line end stops it");
-
-    strcpy(line, "Set-Cookie: s=secret; Path=/");
-    mask(line);
-    is_str(line, "Set-Cookie: s=******; Path=*", "Set-Cookie too");
-
-    strcpy(line, "http header: \"X-Gms-Token: bare-token\"\nX-GMS_token:t");
-    mask(line);
-    is_str(line, "http header: \"X-Gms-Token: ***********\nX-GMS_token:*",
-           "a gms_token_source header, '_' for '-' or '_', any case");
-
-    strcpy(line, "x-other:  v w\r\nX-Gms-Tokens: kept\r\nX-Gms: kept");
-    mask(line);
-    is_str(line, "x-other:  ***\r\nX-Gms-Tokens: kept\r\nX-Gms: kept",
-           "each header given; longer or shorter names left alone");
-
-    strcpy(line, "X-Gms-Token: abc");
-    gms_mask_credentials((unsigned char *) line, strlen(line), NULL, 0);
-    is_str(line, "X-Gms-Token: abc", "no header given: only the usual ones");
-}
-
-
 int
 main(void)
 {
@@ -481,9 +203,6 @@ main(void)
     test_id();
     test_ms();
     test_names();
-    test_reply();
-    test_user_reply();
-    test_mask();
 
     return done_testing();
 }
