@@ -16,7 +16,13 @@ use GmsTest::Messages qw($RESTLI_EXCEPTION $CHALLENGE $INVALID_TOKEN
                          $STORE_UNAVAILABLE
                          refused);
 
-my $e = GmsTest::Edge->start;
+# /realm/: gms_token_realm, a quote and a backslash in it
+my $e = GmsTest::Edge->start(server => <<'SERVER');
+        location /realm/ {
+            gms_token_realm 'Corp "One" \\ Two';
+            proxy_pass http://gms;
+        }
+SERVER
 my $n = $e->nginx;
 
 my $alice = 'urn:li:corpuser:alice';
@@ -57,6 +63,14 @@ is($e->lookups, $before, 'malformed headers cost no Redis call');
 refused($e->get('/entities/x', 'no-such-token'), 401, $INVALID_TOKEN,
         $UNKNOWN_TOKEN, 'unknown token', 'content-type' => 'application/json');
 is($e->lookups, $before + 1, 'an unknown token costs one lookup');
+
+# --- the realm, a quoted-string (RFC 9110) ---------------------------------
+
+refused($e->get('/realm/x'), 401, 'Bearer realm="Corp \\"One\\" \\\\ Two"',
+        $MISSING_TOKEN, 'gms_token_realm: no token');
+refused($e->get('/realm/x', 'no-such-token'), 401,
+        'Bearer realm="Corp \\"One\\" \\\\ Two", error="invalid_token"',
+        $UNKNOWN_TOKEN, 'gms_token_realm: an unknown token');
 
 is_deeply($e->gms->requests, [], 'no refused request reached GMS');
 
