@@ -1,5 +1,5 @@
 
-/* Unit tests of src/lib/gms_es_task.c and gms_restli.c: getEsTaskStatus. */
+/* Unit tests of src/lib/gms_es_task.c: getEsTaskStatus. */
 
 
 #include <stdlib.h>
