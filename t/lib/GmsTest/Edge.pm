@@ -9,10 +9,12 @@ package GmsTest::Edge;
 #   $e->grant('urn:li:corpuser:alice', 'GET_ES_TASK_STATUS_PRIVILEGE');
 #   my $res = $e->get('/entities/x', 'secret');
 #
-# Options: salt (default ""), salt_file (instead of salt), prefix ('gms:'), timeout ('500ms'), http (extra http-level
-# directives), server (extra server-level directives), redis (a running
-# GmsTest::Redis to read instead of one of its own), search (a stub
-# handler; without it the cluster address is a closed port), conf (a whole
+# Options: salt (default ""), salt_file (instead of salt), prefix
+# ('gms:'), timeout ('500ms'), http (extra http-level directives), server
+# (extra server-level directives), redis (a running GmsTest::Redis to read
+# instead of one of its own), search (a stub handler, as
+# GmsTest::Stub::search_cluster makes; without it the cluster address is
+# a closed port), conf (a whole
 # http block instead of the default one), persist (Redis keeps its data
 # across a kill and start_again), and the nginx options workers, log_level
 # (debug) and master.
