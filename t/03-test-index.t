@@ -16,13 +16,14 @@ use File::Basename qw(basename dirname);
 use FindBin;
 use Test::More;
 
+use GmsTest ();
+
 my $ROOT = dirname($FindBin::Bin);
 
 sub slurp {
     my ($path) = @_;
-    open my $fh, '<', $path or die "$path: $!\n";
-    local $/;
-    return scalar <$fh>;
+    -r $path or die "$path: cannot be read\n";
+    return GmsTest::slurp($path);
 }
 
 # The rows of the table under "## $section": { name => [files] }.
