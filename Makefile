@@ -43,6 +43,21 @@ PURE_HDRS        := $(LIB_HDRS) src/tool/gms_policy.h \
 PROVE_FLAGS      ?=
 # the test files 'make test' and 'make test-asan' run
 TESTS            ?= t/
+# prove -j: twice the 2 cores CI has, as a file spends most of its time
+# waiting on timers (nginx's, Redis's, Sentinel's, the follower's), not on
+# a core; more raise the load under the files that time a failover.
+# Those (Sentinel's failover, the discovery and replica timers) run one
+# after another from the start, beside the rest: at most one of them at a
+# time.  GmsTest::Prove is prove, but for --rules (par= patterns grouped,
+# so that the chain starts first).  Ports are locked across files
+# (GmsTest::free_port).  PROVE_JOBS=1: one file at a time, as before.
+PROVE_JOBS       ?= 4
+PROVE_SERIAL     := t/{25,26,62,63,64}-*.t
+PROVE_RUN        = perl -I t/lib -MGmsTest::Prove \
+                    -e 'exit GmsTest::Prove->main(@ARGV)' -- \
+                    -I t/lib -j$(PROVE_JOBS) \
+                    --rules='seq=$(PROVE_SERIAL)' --rules='par=**' \
+                    $(PROVE_FLAGS) $(TESTS)
 
 # the module's version ($gms_module_version, gms_module_build_info):
 # debian/changelog's latest entry unless given ('make GMS_VERSION=...');
@@ -92,11 +107,13 @@ $(BUILD)/unit/%: t/unit/%.c $(PURE_SRCS) $(PURE_HDRS) Makefile
 	@mkdir -p $(BUILD)/unit
 	$(UNIT_CC) $(CFLAGS_UNIT) -o $@ $< $(PURE_SRCS) $(LIBS_UNIT)
 
+# a test renamed or gone leaves no binary behind for t/01-unit.t to run
 unit: fuzz-deps $(UNIT_TESTS)
+	@rm -f $(filter-out $(UNIT_TESTS),$(wildcard $(BUILD)/unit/*))
 
 test: deps module unit
 	GMS_MODULE=$(MODULE) GMS_UNIT_DIR=$(BUILD)/unit NGINX_BIN=$(NGINX_BIN) \
-	    prove -I t/lib $(PROVE_FLAGS) $(TESTS)
+	    $(PROVE_RUN)
 
 demo: deps module
 	@sh tools/demo.sh $(MODULE)
@@ -227,7 +244,7 @@ test-asan: deps $(ASAN_MODULE) unit $(ASAN_TOOL)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=abort_on_error=1:print_stacktrace=1 \
 	GMS_NGINX_WRAPPER="env LD_PRELOAD=$(LIBASAN) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:detect_odr_violation=0" \
-	    prove -I t/lib $(PROVE_FLAGS) $(TESTS)
+	    $(PROVE_RUN)
 
 # --- end of hardening --------------------------------------------------------
 

@@ -7,6 +7,8 @@ use strict;
 use warnings;
 
 use Digest::SHA qw(sha256_base64);
+use File::Spec ();
+use FindBin;
 use IO::Select;
 use IO::Socket::INET;
 use Test::More;
@@ -25,6 +27,21 @@ subtest 'utilities' => sub {
     my @ports = map { GmsTest::free_port() } 1 .. 50;
     my %seen;
     is(scalar(grep { !$seen{$_}++ } @ports), 50, 'free_port never repeats');
+
+    # prove -j: another test process neither gets these ports nor takes
+    # their locks, and outgoing connections are never given them
+    my ($low) = GmsTest::slurp('/proc/sys/net/ipv4/ip_local_port_range')
+                =~ /^\s*(\d+)/;
+    is(scalar(grep { $_ >= ($low // 32768) } @ports), 0,
+       'free_port: below the ephemeral range');
+    my $dir = File::Spec->tmpdir . '/gms-test-ports';
+    my $script = 'use Fcntl qw(:flock); my $n = 0; for (@ARGV) {'
+               . ' open my $fh, "<", $_ or next;'
+               . ' $n++ unless flock($fh, LOCK_EX | LOCK_NB) } print $n';
+    open my $other, '-|', $^X, '-e', $script, map { "$dir/$_" } @ports
+        or die "perl: $!\n";
+    is(scalar(<$other>), '50', 'free_port: each port locked for the test');
+    close $other;
 
     {
         local $ENV{GMS_MODULE} = '/x/y.so';
@@ -642,5 +659,33 @@ subtest 'fake redis' => sub {
        'stop closes the port');
 };
 
+
+subtest 'GmsTest::Prove: the serial chain starts first' => sub {
+    # four files, two jobs: a chain of two (seq=) and two others, each
+    # writing when it started; the chain's first starts before the
+    # second other one (prove's own runs the chain last)
+    my $dir = GmsTest::tempdir();
+    mkdir "$dir/t" or die "$dir/t: $!\n";
+    for my $name (qw(10-par 20-par 50-seq 60-seq)) {
+        GmsTest::write_file("$dir/t/$name.t", <<"T");
+use Time::HiRes qw(sleep time);
+open my \$fh, '>', '$dir/$name.started' or die;
+print \$fh time;
+close \$fh;
+sleep 0.5;
+print "1..1\\nok 1\\n";
+T
+    }
+    my $lib = "$FindBin::Bin/lib";
+    my $rc = system("cd '$dir' && '$^X' -I '$lib' -MGmsTest::Prove "
+                    . q{-e 'exit GmsTest::Prove->main(@ARGV)' -- -j2 }
+                    . q{--rules='seq=t/{50,60}-*.t' --rules='par=**' -Q t/}
+                    . " > '$dir/prove.out' 2>&1");
+    is($rc, 0, 'prove passes') or diag GmsTest::slurp("$dir/prove.out");
+    my %at = map { $_ => GmsTest::slurp("$dir/$_.started") || 0 }
+             qw(20-par 50-seq);
+    cmp_ok($at{'50-seq'}, '<', $at{'20-par'},
+           'the chain started before the second other file');
+};
 
 done_testing;

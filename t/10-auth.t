@@ -13,9 +13,16 @@ use GmsTest::Edge;
 use GmsTest::Messages qw($RESTLI_EXCEPTION $CHALLENGE $INVALID_TOKEN
                          $INSUFFICIENT_SCOPE $MISSING_TOKEN $MALFORMED_HEADER
                          $UNKNOWN_TOKEN $EXPIRED_TOKEN $UNAUTHORIZED
-                         $STORE_UNAVAILABLE);
+                         $STORE_UNAVAILABLE
+                         refused);
 
-my $e = GmsTest::Edge->start;
+# /realm/: gms_token_realm, a quote and a backslash in it
+my $e = GmsTest::Edge->start(server => <<'SERVER');
+        location /realm/ {
+            gms_token_realm 'Corp "One" \\ Two';
+            proxy_pass http://gms;
+        }
+SERVER
 my $n = $e->nginx;
 
 my $alice = 'urn:li:corpuser:alice';
@@ -32,27 +39,12 @@ sub gms_saw {
     return $reqs->[-1];
 }
 
-sub refused {
-    my ($res, $status, $challenge, $message, $title) = @_;
-
-    subtest $title => sub {
-        is($res->{status}, $status, 'status');
-        is($res->{headers}{'content-type'}, 'application/json',
-           'JSON content type');
-        is($res->{headers}{'www-authenticate'}, $challenge,
-           'challenge') if defined $challenge;
-        is_deeply(body($res), { exceptionClass => $RESTLI_EXCEPTION,
-                                status => $status, message => $message },
-                  'body in the metadata service error shape');
-    };
-}
-
 # --- refusals, and nothing reaches GMS -------------------------------------
 
 $e->gms->clear_requests;
 
 refused($e->get('/entities/urn%3Ali%3Acorpuser%3Aalice'), 401, $CHALLENGE,
-        $MISSING_TOKEN, 'no token');
+        $MISSING_TOKEN, 'no token', 'content-type' => 'application/json');
 
 my $before = $e->lookups;
 
@@ -60,16 +52,25 @@ for my $header ('Basic YWxpY2U6c2VjcmV0', 'Bearer', 'Bearer ',
                 'Bearer a b', 'Bearer a,b', 'Token alice-token',
                 'Bearer ' . ('a' x 4097))
 {
-    refused($n->http(GET => '/entities/x', { Authorization => $header }),
-            401, $INVALID_TOKEN, $MALFORMED_HEADER,
-            'malformed: ' . substr($header, 0, 24));
+    refused($n->http(GET => '/entities/x', { Authorization => $header }), 401,
+            $INVALID_TOKEN, $MALFORMED_HEADER,
+            'malformed: ' . substr($header, 0, 24),
+            'content-type' => 'application/json');
 }
 
 is($e->lookups, $before, 'malformed headers cost no Redis call');
 
 refused($e->get('/entities/x', 'no-such-token'), 401, $INVALID_TOKEN,
-        $UNKNOWN_TOKEN, 'unknown token');
+        $UNKNOWN_TOKEN, 'unknown token', 'content-type' => 'application/json');
 is($e->lookups, $before + 1, 'an unknown token costs one lookup');
+
+# --- the realm, a quoted-string (RFC 9110) ---------------------------------
+
+refused($e->get('/realm/x'), 401, 'Bearer realm="Corp \\"One\\" \\\\ Two"',
+        $MISSING_TOKEN, 'gms_token_realm: no token');
+refused($e->get('/realm/x', 'no-such-token'), 401,
+        'Bearer realm="Corp \\"One\\" \\\\ Two", error="invalid_token"',
+        $UNKNOWN_TOKEN, 'gms_token_realm: an unknown token');
 
 is_deeply($e->gms->requests, [], 'no refused request reached GMS');
 
@@ -140,7 +141,7 @@ my $now = int(time() * 1000);
 
 $e->token('old', actor => $bob, expiresAt => $now - 1000);
 refused($e->get('/entities/x', 'old'), 401, $INVALID_TOKEN, $EXPIRED_TOKEN,
-        'past expiresAt');
+        'past expiresAt', 'content-type' => 'application/json');
 is($e->get('/entities/x', 'old')->{headers}{'x-gms-result'}, 'expired',
    'result of an expired token');
 
@@ -160,11 +161,12 @@ is($e->get('/entities/x', 'soon')->{status}, 401, 'refused after expiresAt');
 $e->token('revoked', actor => $bob);
 is($e->get('/entities/x', 'revoked')->{status}, 200, 'before revocation');
 $e->redis->cmd(DEL => 'gms:token:' . GmsTest::sha256_b64('revoked'));
-refused($e->get('/entities/x', 'revoked'), 401, $INVALID_TOKEN,
-        $UNKNOWN_TOKEN, 'revoked: key deleted');
+refused($e->get('/entities/x', 'revoked'), 401, $INVALID_TOKEN, $UNKNOWN_TOKEN,
+        'revoked: key deleted', 'content-type' => 'application/json');
 
 refused($e->get('/admin/tokens', 'fresh'), 401, $INSUFFICIENT_SCOPE,
-        $UNAUTHORIZED, 'privilege missing');
+        $UNAUTHORIZED, 'privilege missing',
+        'content-type' => 'application/json');
 is($e->get('/admin/tokens', 'fresh')->{headers}{'x-gms-result'}, 'forbidden',
    'result of a missing privilege');
 

@@ -12,34 +12,21 @@ use POSIX ();
 use Time::HiRes qw(sleep time);
 use GmsTest;
 use GmsTest::Edge;
+use GmsTest::Checks qw(request_rows);
 
-# Sends requests with $token for $seconds from a child process; returns
-# a sub that waits for the child and gives the statuses seen, in order.
-sub request_loop {
-    my ($e, $token, $seconds) = @_;
+# GET /entities/x with the token steady for $seconds, from a child
+# process
+sub loop {
+    my ($e, $seconds) = @_;
+    return request_rows($e->nginx->port, tokens => ['steady'],
+                        path => '/entities/x', pause => 0.005,
+                        seconds => $seconds);
+}
 
-    my $file = $e->nginx->dir . "/loop-$$-" . int(rand(1e9));
-    my $pid = fork // die "fork: $!";
-
-    if ($pid == 0) {
-        open my $out, '>', $file or POSIX::_exit(1);
-        my $end = time() + $seconds;
-        while (time() < $end) {
-            my $res = GmsTest::HTTP::request($e->nginx->port, GET => '/entities/x',
-                { Authorization => "Bearer $token" }, undef, timeout => 5);
-            print $out ($res->{status} // 'none'), "\n";
-            sleep(0.005);
-        }
-        close $out;
-        POSIX::_exit(0);
-    }
-
-    return sub {
-        waitpid($pid, 0);
-        open my $in, '<', $file or die "$file: $!";
-        chomp(my @statuses = <$in>);
-        return \@statuses;
-    };
+# the statuses $loop saw, in order, once it has ended
+sub statuses {
+    my ($loop) = @_;
+    return [ map { $_->[2] } @{ $loop->{wait}->() } ];
 }
 
 sub counts {
@@ -56,12 +43,12 @@ my @workers = sort $n->worker_pids;
 
 # --- Redis killed, then back -------------------------------------------------
 
-my $done = request_loop($e, 'steady', 3);
+my $loop = loop($e, 3);
 sleep(0.8);
 kill 'KILL', $e->redis->pid;
 sleep(1);
 $e->redis->start_again;
-my $statuses = $done->();
+my $statuses = statuses($loop);
 
 my $c = counts($statuses);
 ok($c->{200} && $c->{503}, 'both 200 and 503 seen')
@@ -78,7 +65,7 @@ is_deeply([sort $n->worker_pids], \@workers, 'no worker died');
 
 # --- reload with lookups in flight ------------------------------------------
 
-$done = request_loop($e, 'steady', 2.5);
+$loop = loop($e, 2.5);
 for (1 .. 2) {
     sleep(0.5);
     my $pid = $e->redis->sleep_in_background(0.2);
@@ -86,7 +73,7 @@ for (1 .. 2) {
     $n->reload;
     waitpid($pid, 0);
 }
-$statuses = $done->();
+$statuses = statuses($loop);
 $c = counts($statuses);
 is_deeply([sort grep { $_ ne '200' && $_ ne '503' } keys %$c], [],
           'every request during the reloads answered, 200 or 503')

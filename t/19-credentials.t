@@ -28,7 +28,8 @@ use GmsTest::Edge;
 use GmsTest::JWT;
 use GmsTest::Messages qw($RESTLI_EXCEPTION $INVALID_TOKEN $INSUFFICIENT_SCOPE
                          $CANNOT_VERIFY $EXPIRED_TOKEN $UNKNOWN_TOKEN
-                         $MALFORMED_HEADER $UNAUTHORIZED $ES_UNAUTHORIZED);
+                         $MALFORMED_HEADER $UNAUTHORIZED $ES_UNAUTHORIZED
+                         refused);
 
 # DataHub's default signing key (DATAHUB_TOKEN_SERVICE_SIGNING_KEY) and
 # system client (DATAHUB_SYSTEM_CLIENT_ID, _SECRET)
@@ -90,19 +91,6 @@ sub passed {
     };
 }
 
-# An error answer in the metadata service's shape; $message undef: any.
-sub refused {
-    my ($res, $status, $challenge, $message, $title) = @_;
-
-    subtest $title => sub {
-        is($res->{status}, $status, "status $status");
-        is($res->{headers}{'www-authenticate'}, $challenge, 'challenge');
-        is_deeply(body($res), { exceptionClass => $RESTLI_EXCEPTION,
-                                status => $status, message => $message },
-                  'body') if defined $message;
-    };
-}
-
 sub metrics {
     my ($edge) = @_;
     my $res = $edge->nginx->http(GET => '/metrics');
@@ -145,17 +133,11 @@ sub refused_unheard {
     };
 }
 
-sub search_cluster {
-    my ($req) = @_;
-    return [200, ['Content-Type' => 'application/json'],
-            '{"completed":true,"task":{"node":"known","id":1,'
-            . '"type":"transport","action":"indices:data/write/reindex",'
-            . '"start_time_in_millis":1,"cancellable":true,'
-            . '"status":{"total":1},"running_time_in_nanos":5}}']
-        if $req->{path} eq '/_tasks/known:1';
-    return [404, ['Content-Type' => 'application/json'],
-            '{"error":{"type":"resource_not_found_exception"},"status":404}'];
-}
+# the search cluster: known:1 has completed, any other task is not found
+my $SEARCH_CLUSTER = GmsTest::Stub::search_cluster(
+    missing => [404, ['Content-Type' => 'application/json'],
+                '{"error":{"type":"resource_not_found_exception"},'
+                . '"status":404}']);
 
 sub ask_task_status {
     my ($edge, %headers) = @_;
@@ -176,7 +158,7 @@ sub cluster_asked {
 # --- the edge: one signing key, the system client, metrics ------------------
 
 my $e = GmsTest::Edge->start(
-    search => \&search_cluster,
+    search => $SEARCH_CLUSTER,
     http   => <<"HTTP",
     gms_token_signing_key_file $key_file;
     gms_token_system_client $SYSTEM secret_file=$secret_file;

@@ -27,50 +27,13 @@ use GmsTest;
 use GmsTest::Certs;
 use GmsTest::Checks qw(status metric no_crash);
 use GmsTest::DNS;
+use GmsTest::Edge;
 use GmsTest::FakeRedis;
-use GmsTest::Nginx;
 
 GmsTest::need_module();
 GmsTest::need_redis();
 
 my $certs = GmsTest::Certs->new;
-
-# An edge with one worker and the given gms_token_redis* directives:
-# /ok needs a token (a file behind the check), /open does not, /metrics.
-sub edge {
-    my ($redis_conf, %opt) = @_;
-
-    my $n = GmsTest::Nginx->new(log_level => 'info');
-    GmsTest::write_file($n->dir . '/ok', "ok\n");
-
-    my $timeout = $opt{timeout} // '2s';
-    my $r = $n->start(<<"CONF", expect_fail => $opt{expect_fail});
-    $redis_conf
-    gms_token_redis_timeout $timeout;
-    gms_token_key_prefix gms:;
-    gms_token_salt "";
-
-    server {
-        listen 127.0.0.1:%%PORT%%;
-        gms_token_auth on;
-
-        location / { root %%TESTDIR%%; }
-        location /open { gms_token_auth off; return 200 "open\\n"; }
-        location = /metrics { gms_token_auth off; gms_token_metrics; }
-    }
-CONF
-
-    return $opt{expect_fail} ? $r : $n;
-}
-
-# Seeds a token on $redis's plain port; the key is the id (salt "").
-sub seed {
-    my ($redis, $token, $actor) = @_;
-    my $id = GmsTest::sha256_b64($token);
-    $redis->cmd(HSET => "gms:token:$id",
-                actor => $actor // 'urn:li:corpuser:alice');
-    return $id;
-}
 
 
 # --- a hostile peer ----------------------------------------------------------
@@ -129,8 +92,8 @@ for my $case (@hostile) {
         my $fake = GmsTest::FakeRedis->start(@$fake_opt);
         # unless said otherwise, a deadline far beyond the client's: a
         # 503 is the module refusing the reply, not the deadline firing
-        my $n = edge('gms_token_redis ' . $fake->address . ';',
-                     timeout => $timeout // '30s');
+        my $n = GmsTest::Edge->topology(redis => $fake,
+                                        timeout => $timeout // '30s');
         my ($worker) = $n->worker_pids;
 
         my $all = $n->parallel([
@@ -168,7 +131,7 @@ subtest 'hostile peer: a reply nothing asked for, on a quiet connection' => sub 
             }
         } keys %lookup
     });
-    my $n = edge('gms_token_redis ' . $fake->address . ';');
+    my $n = GmsTest::Edge->topology(redis => $fake, timeout => '2s');
     my ($worker) = $n->worker_pids;
 
     is(status($n, 'unknown'), 401, 'the lookup answered: not found, 401');
@@ -194,9 +157,9 @@ subtest 'hostile peer: a reply nothing asked for, on a quiet connection' => sub 
 
 subtest 'an IPv6 address: [::1]:PORT' => sub {
     my $r = GmsTest::Redis->start(bind => '::1');
-    seed($r, 'six');
+    GmsTest::Edge::seed($r, 'six');
 
-    my $n = edge('gms_token_redis ' . $r->address . ';');
+    my $n = GmsTest::Edge->topology(redis => $r, timeout => '2s');
     like($r->address, qr/^\[::1\]:\d+$/, 'the address');
     is(status($n, 'six'), 200, 'a seeded token: 200');
     is(status($n, 'nope'), 401, 'an unknown one: 401');
@@ -206,9 +169,10 @@ subtest 'an IPv6 address: [::1]:PORT' => sub {
 
 subtest 'a unix socket: unix:/path' => sub {
     my $r = GmsTest::Redis->start(unixsocket => 1);
-    seed($r, 'local');
+    GmsTest::Edge::seed($r, 'local');
 
-    my $n = edge('gms_token_redis unix:' . $r->unixsocket . ';');
+    my $n = GmsTest::Edge->topology(timeout => '2s', directives =>
+        'gms_token_redis unix:' . $r->unixsocket . ';');
     is(status($n, 'local'), 200, 'a seeded token: 200');
     is(status($n, 'nope'), 401, 'an unknown one: 401');
     like(scalar($r->cmd(CLIENT => 'LIST')), qr/addr=\S*redis\.sock/,
@@ -220,8 +184,8 @@ subtest 'a unix socket: unix:/path' => sub {
 subtest 'a host name through nginx\'s resolver, again on every reconnect' => sub {
     my $one = GmsTest::Redis->start;
     my $two = GmsTest::Redis->start(bind => '127.0.0.2', port => $one->port);
-    seed($one, 'token-one');
-    seed($two, 'token-two');
+    GmsTest::Edge::seed($one, 'token-one');
+    GmsTest::Edge::seed($two, 'token-two');
 
     my $dns = GmsTest::DNS->start(names => { 'redis.test' => '127.0.0.1',
                                              'localhost'  => '127.0.0.1' });
@@ -230,12 +194,14 @@ subtest 'a host name through nginx\'s resolver, again on every reconnect' => sub
 
     # "localhost" too is a name like any other: nginx's resolver, never
     # a blocking getaddrinfo() (or /etc/hosts) in the worker
-    my $n = edge("$resolver\n    gms_token_redis localhost:$port;");
+    my $n = GmsTest::Edge->topology(timeout => '2s', directives =>
+        "$resolver\n    gms_token_redis localhost:$port;");
     is(status($n, 'token-one'), 200, 'localhost:PORT: 200');
     cmp_ok($dns->queries('localhost'), '>=', 1, 'localhost was asked for');
     no_crash($n);
 
-    $n = edge("$resolver\n    gms_token_redis redis.test:$port;");
+    $n = GmsTest::Edge->topology(timeout => '2s', directives =>
+        "$resolver\n    gms_token_redis redis.test:$port;");
 
     is(status($n, 'token-one'), 200, 'the first Redis answers: 200');
     is(status($n, 'token-two'), 401, 'the second one\'s token: 401');
@@ -289,8 +255,8 @@ subtest 'a peer gone silent: the idle PING finds it, on both connections' => sub
     my $fake = GmsTest::FakeRedis->start(on => {
         PING => sub { my ($c) = @_; 1 while $c->read_command; return '' },
     });
-    my $n = edge("gms_token_cache zone=tokens:1m ttl=60s;\n"
-                 . '    gms_token_redis ' . $fake->address . ';');
+    my $n = GmsTest::Edge->topology(redis => $fake, timeout => '2s',
+        http => 'gms_token_cache zone=tokens:1m ttl=60s;');
     my ($worker) = $n->worker_pids;
 
     is(status($n, 'before'), 401, 'the lookup connection answers: 401');
@@ -323,28 +289,33 @@ subtest 'a peer gone silent: the idle PING finds it, on both connections' => sub
 # --- TLS ---------------------------------------------------------------------
 
 my $tls = GmsTest::Redis->start(tls => $certs);
-seed($tls, 'secure');
+GmsTest::Edge::seed($tls, 'secure');
 my $tls_port = $tls->tls_port;
 my $dns = GmsTest::DNS->start(names => { 'redis.test' => '127.0.0.1' });
 my $resolver = 'resolver 127.0.0.1:' . $dns->port . ' valid=1s ipv6=off;';
 
-# gms_token_redis $address with TLS; @ssl: gms_token_redis_ssl_*
-# directives in order, each as the name's end and its value.
-sub tls {
+# An edge on gms_token_redis $address with TLS; @ssl:
+# gms_token_redis_ssl_* directives in order, each as the name's end and
+# its value (resolver: a resolver line before them).
+sub tls_edge {
     my ($address, @ssl) = @_;
-    my $conf = "gms_token_redis $address tls;\n";
+    my ($resolver, $conf) = ('', "gms_token_redis $address tls;\n");
     while (my ($name, $value) = splice @ssl, 0, 2) {
-        $conf .= "    gms_token_redis_ssl_$name $value;\n";
+        if ($name eq 'resolver') {
+            $resolver = "$value\n    ";
+        } else {
+            $conf .= "    gms_token_redis_ssl_$name $value;\n";
+        }
     }
-    return $conf;
+    return GmsTest::Edge->topology(timeout => '2s',
+                                   directives => $resolver . $conf);
 }
 
 my $local = "127.0.0.1:$tls_port";
 
 subtest 'TLS, verified against the CA, the name from the address' => sub {
-    my $n = edge("$resolver\n"
-                 . tls("redis.test:$tls_port",
-                       trusted_certificate => $certs->{ca}));
+    my $n = tls_edge("redis.test:$tls_port", resolver => $resolver,
+                      trusted_certificate => $certs->{ca});
 
     is(status($n, 'secure'), 200, 'a seeded token: 200');
     is(status($n, 'nope'), 401, 'an unknown one: 401');
@@ -360,7 +331,7 @@ sub tls_ok {
     my ($title, @ssl) = @_;
 
     subtest $title => sub {
-        my $n = edge(tls($local, @ssl));
+        my $n = tls_edge($local, @ssl);
 
         is(status($n, 'secure'), 200, 'a seeded token: 200');
         no_crash($n);
@@ -371,13 +342,13 @@ tls_ok('TLS, the CA named by gms_token_redis_ssl_name',
        trusted_certificate => $certs->{ca}, name => 'localhost');
 
 subtest 'TLS, an address as the name: the certificate\'s IP entries' => sub {
-    my $n = edge(tls($local, trusted_certificate => $certs->{ca}));
+    my $n = tls_edge($local, trusted_certificate => $certs->{ca});
 
     is(status($n, 'secure'), 200, '127.0.0.1 is in the certificate: 200');
     no_crash($n);
 
-    $n = edge(tls($local, trusted_certificate => $certs->{ca},
-                  name => '127.0.0.2'));
+    $n = tls_edge($local, trusted_certificate => $certs->{ca},
+                  name => '127.0.0.2');
 
     is(status($n, 'secure'), 503, '127.0.0.2 is not: 503');
     like($n->error_log, qr/\[error\].*does not match "127\.0\.0\.2"/,
@@ -392,8 +363,8 @@ sub handshake_failures {
 }
 
 subtest 'TLS, the wrong CA: 503, logged, counted' => sub {
-    my $n = edge(tls($local, trusted_certificate => $certs->{wrong_ca},
-                     name => 'localhost'));
+    my $n = tls_edge($local, trusted_certificate => $certs->{wrong_ca},
+                     name => 'localhost');
 
     is(status($n, 'secure'), 503, 'a seeded token: 503, never a downgrade');
     # Redis sends its CA along with its certificate: OpenSSL's reason is
@@ -415,8 +386,8 @@ subtest 'TLS, the wrong CA: 503, logged, counted' => sub {
 };
 
 subtest 'TLS, the wrong name: 503, logged' => sub {
-    my $n = edge(tls($local, trusted_certificate => $certs->{ca},
-                     name => 'wrong.test'));
+    my $n = tls_edge($local, trusted_certificate => $certs->{ca},
+                     name => 'wrong.test');
 
     is(status($n, 'secure'), 503, 'a seeded token: 503');
     like($n->error_log, qr/\[error\].*does not match "wrong\.test"/,
@@ -430,9 +401,9 @@ tls_ok('TLS, verification off: the wrong CA does not matter',
        trusted_certificate => $certs->{wrong_ca}, verify => 'off');
 
 subtest 'TLS to a plain port: 503, the worker lives' => sub {
-    my $n = edge(tls('127.0.0.1:' . $tls->port,
+    my $n = tls_edge('127.0.0.1:' . $tls->port,
                      trusted_certificate => $certs->{ca},
-                     name => 'localhost'));
+                     name => 'localhost');
     my ($worker) = $n->worker_pids;
 
     is(status($n, 'secure'), 503, 'a seeded token: 503');
@@ -449,28 +420,28 @@ my $peer_alert = qr/\[crit\].*SSL_(?:read|do_handshake)\(\)\ failed
 
 subtest 'mutual TLS' => sub {
     my $m = GmsTest::Redis->start(tls => $certs, tls_auth_clients => 'yes');
-    seed($m, 'mutual');
+    GmsTest::Edge::seed($m, 'mutual');
     my @verified = (trusted_certificate => $certs->{ca},
                     name => 'redis.test');
     my $mutual = '127.0.0.1:' . $m->tls_port;
 
-    my $n = edge(tls($mutual, @verified));
+    my $n = tls_edge($mutual, @verified);
     is(status($n, 'mutual'), 503, 'without a client certificate: 503');
     is(status($n, 'mutual'), 503, 'again');
     no_crash($n, $peer_alert);
 
-    $n = edge(tls($mutual, @verified,
+    $n = tls_edge($mutual, @verified,
                   certificate => $certs->{client_cert},
-                  certificate_key => $certs->{client_key}));
+                  certificate_key => $certs->{client_key});
     is(status($n, 'mutual'), 200, 'with the client certificate: 200');
     is(status($n, 'nope'), 401, 'an unknown token: 401');
     no_crash($n);
 
     # a client certificate from another CA is refused by Redis
     my $other = GmsTest::Certs->new(fresh => 1);
-    $n = edge(tls($mutual, @verified,
+    $n = tls_edge($mutual, @verified,
                   certificate => $other->{client_cert},
-                  certificate_key => $other->{client_key}));
+                  certificate_key => $other->{client_key});
     is(status($n, 'mutual'), 503, 'a client certificate Redis does not trust: 503');
     no_crash($n, $peer_alert);
 };

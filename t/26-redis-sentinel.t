@@ -27,52 +27,14 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 
 use GmsTest;
-use GmsTest::Checks qw(status metric no_crash calls gms_lines);
+use GmsTest::Edge;
+use GmsTest::Checks qw(status metric no_crash calls gms_lines request_rows);
 use GmsTest::FakeRedis;
-use GmsTest::Nginx;
 use GmsTest::Sentinel;
 
 GmsTest::need_module();
 GmsTest::need_redis();
 GmsTest::Sentinel::_need_sentinel();
-
-# An edge with one worker on the Sentinels of $s (or of each in [$s, ...]);
-# $extra: more http-level directives (a cache).  /ok needs a token,
-# /metrics does not.
-sub edge {
-    my ($s, $options, $extra) = @_;
-    $extra //= '';
-
-    my @s = ref $s eq 'ARRAY' ? @$s : ($s);
-    my $n = GmsTest::Nginx->new(log_level => 'info');
-    GmsTest::write_file($n->dir . '/ok', "ok\n");
-
-    my $addresses = join ' ', map { $_->addresses } @s;
-    $n->start(<<"CONF");
-    gms_token_redis_sentinel $addresses master=@{[ $s[0]->name ]} $options;
-    gms_token_redis_timeout 500ms;
-    gms_token_key_prefix gms:;
-    gms_token_salt "";
-    $extra
-
-    server {
-        listen 127.0.0.1:%%PORT%%;
-        gms_token_auth on;
-
-        location / { root %%TESTDIR%%; }
-        location = /metrics { gms_token_auth off; gms_token_metrics; }
-    }
-CONF
-
-    return $n;
-}
-
-sub seed {
-    my ($redis, $token) = @_;
-    my $id = GmsTest::sha256_b64($token);
-    $redis->cmd(HSET => "gms:token:$id", actor => 'urn:li:corpuser:alice');
-    return $id;
-}
 
 # Waits until the replica has what the master was given.
 sub synced {
@@ -109,9 +71,9 @@ subtest 'discovery, and replica=prefer reads from the replica' => sub {
     # no failover in this part, even with the master stopped
     my $s = GmsTest::Sentinel->start(master => $m, down_after => 60_000);
 
-    synced($r, seed($m, "token-$_")) for 1 .. 20;
+    synced($r, GmsTest::Edge::seed($m, "token-$_")) for 1 .. 20;
 
-    my $n = edge($s, '');
+    my $n = GmsTest::Edge->topology(sentinel => $s);
     is(status($n, 'token-1'), 200, 'a token on the master: 200');
     is(status($n, 'nope'), 401, 'an unknown one: 401');
     cmp_ok(calls($m, 'evalsha'), '>=', 2, 'looked up on the master');
@@ -122,7 +84,7 @@ subtest 'discovery, and replica=prefer reads from the replica' => sub {
        'gms_redis_connected{target="sentinel"} 1');
     no_crash($n);
 
-    $n = edge($s, 'replica=prefer');
+    $n = GmsTest::Edge->topology(sentinel => $s, options => 'replica=prefer');
     my $i = 1;
     ok(GmsTest::wait_until(sub {
            status($n, 'token-' . $i++) == 200 && calls($r, 'evalsha_ro') > 0
@@ -146,7 +108,7 @@ subtest 'discovery, and replica=prefer reads from the replica' => sub {
 
 subtest 'replica=prefer: the master answers what the replica cannot' => sub {
     my $m = GmsTest::Redis->start;
-    seed($m, "token-$_") for 1 .. 3;
+    GmsTest::Edge::seed($m, "token-$_") for 1 .. 3;
 
     my %replies = (
         'an error'          => "-ERR something went wrong\r\n",
@@ -161,7 +123,8 @@ subtest 'replica=prefer: the master answers what the replica cannot' => sub {
         my $replica = fake_replica($replies{$what});
         my $s = GmsTest::Sentinel->fake(master => $m->port,
                                         replicas => [$replica->port]);
-        my $n = edge($s, 'replica=prefer');
+        my $n = GmsTest::Edge->topology(sentinel => $s,
+        options => 'replica=prefer');
 
         ok(GmsTest::wait_until(sub { status($n, 'token-1') == 200 }, 5),
            "$what: 200 from the master")
@@ -209,9 +172,10 @@ subtest 'password= on the master and its replica' => sub {
                                   replicaof => ['127.0.0.1', $m->port]);
     my $s = GmsTest::Sentinel->start(master => $m, down_after => 60_000);
 
-    synced($r, seed($m, 'token-1'));
+    synced($r, GmsTest::Edge::seed($m, 'token-1'));
 
-    my $n = edge($s, 'password=secret replica=prefer');
+    my $n = GmsTest::Edge->topology(sentinel => $s,
+        options => 'password=secret replica=prefer');
     ok(GmsTest::wait_until(sub {
            status($n, 'token-1') == 200 && calls($r, 'evalsha_ro') > 0
        }, 5),
@@ -220,7 +184,7 @@ subtest 'password= on the master and its replica' => sub {
     cmp_ok(calls($m, 'evalsha'), '>=', 1, 'and from the master');
     no_crash($n);
 
-    $n = edge($s, 'password=wrong');
+    $n = GmsTest::Edge->topology(sentinel => $s, options => 'password=wrong');
     is(status($n, 'token-1'), 503, 'a wrong password: 503');
     like($n->error_log, qr/refused the connection's setup: WRONGPASS/,
          'the refusal logged');
@@ -230,14 +194,14 @@ subtest 'password= on the master and its replica' => sub {
 
 subtest 'a master answering -LOADING: 503, the Sentinels asked again' => sub {
     my $m = GmsTest::Redis->start;
-    seed($m, 'token-1');
+    GmsTest::Edge::seed($m, 'token-1');
 
     my $loading = GmsTest::FakeRedis->start(on => {
         EVALSHA => "-LOADING Redis is loading the dataset in memory\r\n",
         EVAL    => "-LOADING Redis is loading the dataset in memory\r\n",
     });
     my $s = GmsTest::Sentinel->fake(master => $loading->port);
-    my $n = edge($s, '');
+    my $n = GmsTest::Edge->topology(sentinel => $s);
 
     ok(GmsTest::wait_until(sub {
            sent($s, 'SENTINEL get-master-addr-by-name') == 1 }, 5),
@@ -267,7 +231,7 @@ subtest 'a master answering -LOADING: 503, the Sentinels asked again' => sub {
 subtest 'the subscription to a Sentinel, quiet, is PINGed and kept' => sub {
     my $m = GmsTest::Redis->start;
     my $s = GmsTest::Sentinel->start(master => $m, down_after => 60_000);
-    seed($m, 'token-1');
+    GmsTest::Edge::seed($m, 'token-1');
 
     # the worker's subscription, as CLIENT LIST shows it on its Sentinel
     # (the Sentinels' own connections to each other are not subscribed)
@@ -278,7 +242,7 @@ subtest 'the subscription to a Sentinel, quiet, is PINGed and kept' => sub {
         return @subs == 1 ? $subs[0] : undef;
     };
 
-    my $n = edge($s, '');
+    my $n = GmsTest::Edge->topology(sentinel => $s);
     is(status($n, 'token-1'), 200, 'token-1: 200');
     my $before;
     ok(GmsTest::wait_until(sub { $before = $subscriber->() }, 5),
@@ -305,7 +269,7 @@ subtest 'the subscription to a Sentinel, quiet, is PINGed and kept' => sub {
 
 subtest 'a Sentinel that leaves the PING unanswered: the next one' => sub {
     my $m = GmsTest::Redis->start;
-    seed($m, 'token-1');
+    GmsTest::Edge::seed($m, 'token-1');
 
     # both answer everything until the first PING on a connection, then
     # nothing more on it: a host gone, a firewall that forgot it
@@ -315,7 +279,7 @@ subtest 'a Sentinel that leaves the PING unanswered: the next one' => sub {
         })
     } 1 .. 2;
 
-    my $n = edge(\@s, '');
+    my $n = GmsTest::Edge->topology(sentinel => \@s);
     ok(GmsTest::wait_until(sub { status($n, 'token-1') == 200 }, 5),
        'token-1: 200')
         or diag gms_lines($n);
@@ -344,39 +308,6 @@ subtest 'a Sentinel that leaves the PING unanswered: the next one' => sub {
 
 # --- failover -----------------------------------------------------------------
 
-# Requests with $token from a child process until stop() is called;
-# stop() returns [[time, status], ...].
-sub request_loop {
-    my ($n, $token) = @_;
-
-    my $file = $n->dir . "/loop-$$";
-    my $stop = "$file.stop";
-    my $pid = fork // die "fork: $!\n";
-
-    if ($pid == 0) {
-        open my $out, '>', $file or POSIX::_exit(1);
-        $out->autoflush(1);
-        my $end = time + 30;
-        while (!-e $stop && time < $end) {
-            my $res = GmsTest::HTTP::request($n->port, GET => '/ok',
-                { Authorization => "Bearer $token" }, undef, timeout => 5);
-            printf $out "%.3f %s\n", time, $res->{status} // 'none';
-            sleep 0.05;
-        }
-        close $out;
-        POSIX::_exit(0);
-    }
-
-    return {
-        count => sub { scalar split /\n/, GmsTest::slurp($file) },
-        stop  => sub {
-            GmsTest::write_file($stop, '');
-            waitpid $pid, 0;
-            return [ map { [split ' '] } split /\n/, GmsTest::slurp($file) ];
-        },
-    };
-}
-
 subtest 'failover under a request loop; invalidation from the new master' => sub {
     my $m = GmsTest::Redis->start;
     my $r = GmsTest::Redis->start(replicaof => ['127.0.0.1', $m->port]);
@@ -385,14 +316,16 @@ subtest 'failover under a request loop; invalidation from the new master' => sub
     my $r2 = GmsTest::Redis->start(replicaof => ['127.0.0.1', $r->port]);
     my $s = GmsTest::Sentinel->start(master => $m);
 
-    synced($r, seed($m, 'steady'));
-    my $kept = seed($m, 'kept');
+    synced($r, GmsTest::Edge::seed($m, 'steady'));
+    my $kept = GmsTest::Edge::seed($m, 'kept');
     synced($r, $kept);
     synced($r2, $kept);
 
-    my $n = edge($s, '');
-    my $cached = edge($s, '', 'gms_token_cache zone=tokens:1m ttl=300s;');
-    my $prefer = edge($s, 'replica=prefer');
+    my $n = GmsTest::Edge->topology(sentinel => $s);
+    my $cached = GmsTest::Edge->topology(sentinel => $s,
+        http => 'gms_token_cache zone=tokens:1m ttl=300s;');
+    my $prefer = GmsTest::Edge->topology(sentinel => $s,
+        options => 'replica=prefer');
 
     is(status($n, 'steady'), 200, 'before: 200');
     ok(GmsTest::wait_until(sub {
@@ -405,7 +338,8 @@ subtest 'failover under a request loop; invalidation from the new master' => sub
        'the cache subscribed on the master')
         or diag gms_lines($cached);
 
-    my $loop = request_loop($n, 'steady');
+    my $loop = request_rows($n->port, tokens => ['steady'], pause => 0.05,
+                            seconds => 30);
     ok(GmsTest::wait_until(sub { $loop->{count}->() >= 10 }, 5),
        'the loop runs');
 
@@ -425,14 +359,14 @@ subtest 'failover under a request loop; invalidation from the new master' => sub
     my $seen = $loop->{stop}->();
 
     my %count;
-    $count{ $_->[1] }++ for @$seen;
+    $count{ $_->[2] }++ for @$seen;
     is_deeply([ grep { !/^(?:200|401|503)$/ } sort keys %count ], [],
               'no answer but 200, 401, 503 meanwhile')
         or diag explain \%count;
-    ok(scalar(grep { $_->[0] < $t0 && $_->[1] == 200 } @$seen),
+    ok(scalar(grep { $_->[0] < $t0 && $_->[2] == 200 } @$seen),
        '200s before the kill');
     my @after = grep { $_->[0] > $followed } @$seen;
-    ok(@after && !grep({ $_->[1] != 200 } @after),
+    ok(@after && !grep({ $_->[2] != 200 } @after),
        'only 200s once the edge followed')
         or diag explain \@after;
     note sprintf 'promotion %.1f s after the kill, followed %.1f s later; %s',

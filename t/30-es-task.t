@@ -350,25 +350,24 @@ my %CLUSTER = (
                                             $RUNNING_ES6, 2],
 );
 
-# Anything else: the task is not running and left no result.
-sub search_cluster {
-    my ($req) = @_;
-
-    my ($task) = $req->{path} =~ m{^/_tasks/([^/]+)\z};
-    return $CLUSTER{$task} if defined $task && $CLUSTER{$task};
-
-    my $reason = "task [" . ($task // '') . "] isn't running and hasn't "
-                 . 'stored its results';
-    return [404, $JSON_TYPE, GmsTest::json_encode({
-        error => {
-            root_cause => [{ type => 'resource_not_found_exception',
-                             reason => $reason }],
-            type => 'resource_not_found_exception',
-            reason => $reason,
-        },
-        status => 404,
-    })];
-}
+# the search cluster: the recorded answers of %CLUSTER, and the cluster's
+# 404 for any other task
+my $SEARCH_CLUSTER = GmsTest::Stub::search_cluster(
+    tasks   => \%CLUSTER,
+    missing => sub {
+        my ($req, $task) = @_;
+        my $reason = "task [" . ($task // '') . "] isn't running and hasn't "
+                     . 'stored its results';
+        return [404, $JSON_TYPE, GmsTest::json_encode({
+            error => {
+                root_cause => [{ type => 'resource_not_found_exception',
+                                 reason => $reason }],
+                type => 'resource_not_found_exception',
+                reason => $reason,
+            },
+            status => 404,
+        })];
+    });
 
 
 # Requests and what to expect of them.
@@ -509,7 +508,7 @@ sub padded_body {
 }
 
 
-my $e = GmsTest::Edge->start(search => \&search_cluster);
+my $e = GmsTest::Edge->start(search => $SEARCH_CLUSTER);
 
 $e->token($TOKEN, actor => 'urn:li:corpuser:alice');
 $e->grant('urn:li:corpuser:alice', 'MANAGE_ACCESS_TOKENS', $PRIVILEGE);
@@ -1228,7 +1227,7 @@ subtest 'token and privilege' => sub {
 subtest 'privilege rules by release' => sub {
     # each location strips its prefix: the edge answers on GMS's own
     # path only
-    my $p = GmsTest::Edge->start(search => \&search_cluster, server => <<'S');
+    my $p = GmsTest::Edge->start(search => $SEARCH_CLUSTER, server => <<'S');
         location /rel013/ {
             rewrite ^/rel013(/operations)$ $1 break;
             gms_es_task_status /_es_tasks/ privilege=off;
@@ -1516,7 +1515,7 @@ subtest 'many at once, and keep-alive' => sub {
 # nginx may keep a request body in a temporary file; the module must read
 # it from there.
 subtest 'request body in a file' => sub {
-    my $f = GmsTest::Edge->start(search => \&search_cluster,
+    my $f = GmsTest::Edge->start(search => $SEARCH_CLUSTER,
                                  server => 'client_body_in_file_only clean;');
     my $open = '/open/operations?action=getEsTaskStatus';
     my @te = ('Transfer-Encoding' => 'chunked');

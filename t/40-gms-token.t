@@ -15,7 +15,7 @@ use Time::HiRes qw(time);
 use GmsTest;
 use GmsTest::Edge;
 use GmsTest::Messages qw($UNKNOWN_TOKEN $GMS_UNAUTHORIZED);
-use GmsTest::Tool qw(run_tool datahub_id);
+use GmsTest::Tool qw(run_tool datahub_id refused_run);
 
 GmsTest::Tool::need_tool();
 
@@ -35,18 +35,6 @@ sub fields {
     my %h = @{ $redis->cmd(HGETALL => $key) };
     delete $h{createdAt};
     return \%h;
-}
-
-# Exit code 2, one line on stderr matching $re, and Redis untouched.
-sub refused {
-    my ($res, $re, $before, $title) = @_;
-    subtest $title => sub {
-        is($res->{rc}, 2, 'exit code 2');
-        like($res->{err}, qr/^gms-token: [^\n]*$re[^\n]*\n\z/,
-             'one line on stderr naming the fault');
-        is($res->{out}, '', 'nothing on stdout');
-        $redis->unchanged($before, 'Redis unchanged');
-    };
 }
 
 my $alice = 'urn:li:corpuser:alice';
@@ -90,17 +78,19 @@ my $bob = 'urn:li:corpuser:bob';
        'a CRLF line end is dropped');
 
     my $before = $redis->dump_all;
-    refused(run_tool('', 'id'), 'stdin: no token', $before, 'empty stdin');
-    refused(run_tool("two words\n", 'id'), 'stdin:1: not a token', $before,
-            'a token with a space');
-    refused(run_tool("one\ntwo\n", 'id'), 'stdin:1: not a token', $before,
-            'two lines');
-    refused(run_tool('a' x 4097, 'id'), 'longer than 4096', $before,
-            'a token over 4096 bytes');
+    refused_run(run_tool('', 'id'), 2, 'stdin: no token', 'empty stdin',
+                redis => $redis, before => $before);
+    refused_run(run_tool("two words\n", 'id'), 2, 'stdin:1: not a token',
+                'a token with a space', redis => $redis, before => $before);
+    refused_run(run_tool("one\ntwo\n", 'id'), 2, 'stdin:1: not a token',
+                'two lines', redis => $redis, before => $before);
+    refused_run(run_tool('a' x 4097, 'id'), 2, 'longer than 4096',
+                'a token over 4096 bytes', redis => $redis, before => $before);
     is(run_tool('a' x 4096, 'id')->{out}, datahub_id('a' x 4096) . "\n",
        'a token of 4096 bytes');
-    refused(run_tool('x', 'id', '--salt', 'a', '--salt-file', "$dir/salt"),
-            'not both', $before, '--salt and --salt-file');
+    refused_run(run_tool('x', 'id', '--salt', 'a', '--salt-file', "$dir/salt"),
+                2, 'not both', '--salt and --salt-file', redis => $redis,
+                before => $before);
 }
 
 # --- put, then the module ----------------------------------------------------
@@ -225,10 +215,10 @@ my $now = int(time * 1000);
     is($redis->cmd(SCARD => "gms:actor:$many"), 256, '256 in the set');
 
     my $before = $redis->dump_all;
-    refused(gms('grant', $many, $p[0], 'ONE_MORE'),
-            "\Q$many\E would have 257 privileges, more than the edge "
-            . 'accepts \(256\): nothing granted', $before,
-            'grant past 256: refused');
+    refused_run(gms('grant', $many, $p[0], 'ONE_MORE'), 2,
+                "\Q$many\E would have 257 privileges, more than the edge "
+                . 'accepts \(256\): nothing granted', 'grant past 256: refused',
+                redis => $redis, before => $before);
     is($e->get('/entities/x', 'many-token')->{status}, 200,
        'the edge still answers the user');
     is(gms('grant', $many, $p[0])->{rc}, 0, 'grant of one it holds: fine');
@@ -236,9 +226,9 @@ my $now = int(time * 1000);
     is(gms('grant', $many, 'ONE_MORE')->{rc}, 0, 'then there is room');
 
     $before = $redis->dump_all;
-    refused(gms('deny', $many, 'P' x 129),
-            "'P+\\.\\.\\.' is not a privilege name: .* 1 to 128 of them",
-            $before, 'a name of 129 bytes');
+    refused_run(gms('deny', $many, 'P' x 129), 2,
+                "'P+\\.\\.\\.' is not a privilege name: .* 1 to 128 of them",
+                'a name of 129 bytes', redis => $redis, before => $before);
     is(gms('grant', $many, 'P' x 128)->{rc}, 2, 'one of 128: refused, full');
 }
 
@@ -257,62 +247,87 @@ my $now = int(time * 1000);
     like(run_tool(undef, '--help')->{out}, qr/^Usage: gms-token COMMAND/,
          '--help');
 
-    refused(gms('frobnicate'), "unknown command 'frobnicate'", $before,
-            'unknown command');
-    refused(run_tool(undef), 'no command', $before, 'no command');
-    refused(gms('show', $id, '--colour'), "unknown option '--colour'",
-            $before, 'unknown option');
-    refused(gms('show', $id, '--prune'), '--prune is not an option of show',
-            $before, 'an option of another command');
-    refused(gms('show'), 'missing arguments', $before, 'missing argument');
-    refused(gms('show', $id, $id), 'too many arguments', $before,
-            'too many arguments');
-    refused(gms('put', '--actor', $alice), 'one of --id and --token-stdin',
-            $before, 'put without an id');
-    refused(gms('put', '--id', $id), '--actor is required', $before,
-            'put without an actor');
-    refused(gms('put', '--id', 'abc', '--actor', $alice),
-            "'abc' is not a token id", $before, 'put: an id too short');
-    refused(gms('put', '--id', unpack('H*', sha256('x')), '--actor', $alice),
-            'is not a token id', $before, 'put: a hex digest for an id');
-    refused(gms('put', '--id', 'A' x 42 . '==', '--actor', $alice),
-            'is not a token id', $before, 'put: base64 of 31 bytes');
-    refused(gms('put', '--id', $id, '--actor', 'alice'),
-            "'alice' is not a user URN", $before, 'put: an actor not a URN');
-    refused(gms('put', '--id', $id, '--actor', "urn:li:corpuser:a\r\nX: y"),
-            'is not a user URN', $before, 'put: an actor with CRLF');
-    refused(gms('put', '--id', $id, '--actor', $alice, '--expires-at',
-                $now - 1000), 'already past', $before, 'put: a past expiry');
-    refused(gms('put', '--id', $id, '--actor', $alice, '--expires-in', '0s'),
-            'already past', $before, 'put: --expires-in 0s');
-    refused(gms('put', '--id', $id, '--actor', $alice, '--expires-at',
-                '2026-01-01'), 'not a number of milliseconds', $before,
-            'put: a date for --expires-at');
+    refused_run(gms('frobnicate'), 2, "unknown command 'frobnicate'",
+                'unknown command', redis => $redis, before => $before);
+    refused_run(run_tool(undef), 2, 'no command', 'no command', redis => $redis,
+                before => $before);
+    refused_run(gms('show', $id, '--colour'), 2, "unknown option '--colour'",
+                'unknown option', redis => $redis, before => $before);
+    refused_run(gms('show', $id, '--prune'), 2,
+                '--prune is not an option of show',
+                'an option of another command', redis => $redis,
+                before => $before);
+    refused_run(gms('show'), 2, 'missing arguments', 'missing argument',
+                redis => $redis, before => $before);
+    refused_run(gms('show', $id, $id), 2, 'too many arguments',
+                'too many arguments', redis => $redis, before => $before);
+    refused_run(gms('put', '--actor', $alice), 2,
+                'one of --id and --token-stdin', 'put without an id',
+                redis => $redis, before => $before);
+    refused_run(gms('put', '--id', $id), 2, '--actor is required',
+                'put without an actor', redis => $redis, before => $before);
+    refused_run(gms('put', '--id', 'abc', '--actor', $alice), 2,
+                "'abc' is not a token id", 'put: an id too short',
+                redis => $redis, before => $before);
+    refused_run(gms('put', '--id', unpack('H*', sha256('x')),
+                    '--actor', $alice),
+                2, 'is not a token id', 'put: a hex digest for an id',
+                redis => $redis, before => $before);
+    refused_run(gms('put', '--id', 'A' x 42 . '==', '--actor', $alice), 2,
+                'is not a token id', 'put: base64 of 31 bytes', redis => $redis,
+                before => $before);
+    refused_run(gms('put', '--id', $id, '--actor', 'alice'), 2,
+                "'alice' is not a user URN", 'put: an actor not a URN',
+                redis => $redis, before => $before);
+    refused_run(gms('put', '--id', $id, '--actor', "urn:li:corpuser:a\r\nX: y"),
+                2, 'is not a user URN', 'put: an actor with CRLF',
+                redis => $redis, before => $before);
+    refused_run(gms('put', '--id', $id, '--actor', $alice, '--expires-at',
+                    $now - 1000), 2, 'already past', 'put: a past expiry',
+                redis => $redis, before => $before);
+    refused_run(gms('put', '--id', $id, '--actor', $alice,
+                    '--expires-in', '0s'),
+                2, 'already past', 'put: --expires-in 0s', redis => $redis,
+                before => $before);
+    refused_run(gms('put', '--id', $id, '--actor', $alice, '--expires-at',
+                    '2026-01-01'), 2, 'not a number of milliseconds',
+                'put: a date for --expires-at', redis => $redis,
+                before => $before);
     for my $d ('30', '3w', 'h', '-1d', '1.5h', '99999999999999999999d') {
-        refused(gms('put', '--id', $id, '--actor', $alice, '--expires-in', $d),
-                'is not a duration', $before, "put: --expires-in $d");
+        refused_run(gms('put', '--id', $id, '--actor', $alice,
+                        '--expires-in', $d),
+                    2, 'is not a duration', "put: --expires-in $d",
+                    redis => $redis, before => $before);
     }
-    refused(gms('put', '--id', $id, '--actor', $alice, '--expires-in', '1d',
-                '--expires-at', $now + 10_000), 'not both', $before,
-            'put: two expiries');
-    refused(gms('put', '--id', $id, '--actor', $alice, '--type', 'personal'),
-            'neither PERSONAL nor SESSION', $before, 'put: a bad type');
-    refused(gms_in("bad token\n", 'put', '--token-stdin', '--actor', $alice),
-            'stdin:1: not a token', $before, 'put: a bad token on stdin');
-    refused(gms('revoke', 'urn:li:dataHubAccessToken:x'), 'is not a token id',
-            $before, 'revoke: a URN for an id');
-    refused(gms('grant', $alice, 'GOOD_ONE', 'BAD ONE'),
-            "'BAD ONE' is not a privilege name", $before,
-            'grant: a privilege name with a space changes nothing');
-    refused(gms('deny', $alice, "BAD\tONE"), 'is not a privilege name',
-            $before, 'deny: a privilege name with a tab');
-    refused(gms('grant', 'corpuser:alice', 'X'), 'is not a user URN', $before,
-            'grant: not a URN');
-    refused(gms('show', $id, '--db', 'two'), 'not a database number', $before,
-            'a bad --db');
-    refused(run_tool(undef, 'show', $id, '--redis', 'localhost'),
-            "--redis: 'localhost' is neither host:port",
-            $before, 'a bad --redis');
+    refused_run(gms('put', '--id', $id, '--actor', $alice,
+                    '--expires-in', '1d', '--expires-at', $now + 10_000),
+                2, 'not both', 'put: two expiries', redis => $redis,
+                before => $before);
+    refused_run(gms('put', '--id', $id, '--actor', $alice,
+                    '--type', 'personal'),
+                2, 'neither PERSONAL nor SESSION', 'put: a bad type',
+                redis => $redis, before => $before);
+    refused_run(gms_in("bad token\n", 'put', '--token-stdin',
+                       '--actor', $alice),
+                2, 'stdin:1: not a token', 'put: a bad token on stdin',
+                redis => $redis, before => $before);
+    refused_run(gms('revoke', 'urn:li:dataHubAccessToken:x'), 2,
+                'is not a token id', 'revoke: a URN for an id', redis => $redis,
+                before => $before);
+    refused_run(gms('grant', $alice, 'GOOD_ONE', 'BAD ONE'), 2,
+                "'BAD ONE' is not a privilege name",
+                'grant: a privilege name with a space changes nothing',
+                redis => $redis, before => $before);
+    refused_run(gms('deny', $alice, "BAD\tONE"), 2, 'is not a privilege name',
+                'deny: a privilege name with a tab', redis => $redis,
+                before => $before);
+    refused_run(gms('grant', 'corpuser:alice', 'X'), 2, 'is not a user URN',
+                'grant: not a URN', redis => $redis, before => $before);
+    refused_run(gms('show', $id, '--db', 'two'), 2, 'not a database number',
+                'a bad --db', redis => $redis, before => $before);
+    refused_run(run_tool(undef, 'show', $id, '--redis', 'localhost'), 2,
+                "--redis: 'localhost' is neither host:port", 'a bad --redis',
+                redis => $redis, before => $before);
 
     my $closed = GmsTest::free_port();
     my $res = run_tool(undef, 'show', $id, '--redis', "127.0.0.1:$closed");
@@ -461,10 +476,11 @@ sub token_keys {
                                             ? $_ * 1000 + 999 : $#kept)] ] }
                 0 .. 9;
     my $first = page($pages[0], total => scalar @kept);
-    refused(gms_in($first, 'sync', '--prune'),
-            'stdin: 1000 tokens, but listAccessTokens has a total of 9001: '
-            . 'the list is incomplete, refusing to --prune', $before,
-            'sync --prune with one page of ten');
+    refused_run(gms_in($first, 'sync', '--prune'), 2,
+                'stdin: 1000 tokens, but listAccessTokens has a total of 9001: '
+                . 'the list is incomplete, refusing to --prune',
+                'sync --prune with one page of ten', redis => $redis,
+                before => $before);
 
     my $input = join '', map { page($pages[$_], start => $_ * 1000,
                                     total => scalar @kept) } 0 .. 9;
@@ -546,26 +562,32 @@ sub token_keys {
 
     for my $c (@cases) {
         my ($bad, $re, $title) = @$c;
-        refused(gms_in($good . $bad, 'sync'), $re, $before, "sync: $title");
+        refused_run(gms_in($good . $bad, 'sync'), 2, $re, "sync: $title",
+                    redis => $redis, before => $before);
     }
 
-    refused(gms_in('', 'sync'), 'stdin: no listAccessTokens page', $before,
-            'sync: empty input');
-    refused(gms_in("\n\n", 'sync', '--prune'), 'no listAccessTokens page',
-            $before, 'sync --prune: blank input prunes nothing');
-    refused(gms_in($good . "\n\n" . page([ $t->(id => 'x') ]), 'sync'),
-            'stdin:4: tokens\[0\]', $before, 'line numbers count blank lines');
+    refused_run(gms_in('', 'sync'), 2, 'stdin: no listAccessTokens page',
+                'sync: empty input', redis => $redis, before => $before);
+    refused_run(gms_in("\n\n", 'sync', '--prune'), 2,
+                'no listAccessTokens page',
+                'sync --prune: blank input prunes nothing', redis => $redis,
+                before => $before);
+    refused_run(gms_in($good . "\n\n" . page([ $t->(id => 'x') ]), 'sync'), 2,
+                'stdin:4: tokens\[0\]', 'line numbers count blank lines',
+                redis => $redis, before => $before);
 
     my $pretty = "{\n  \"data\": {\n    \"listAccessTokens\": {\n"
                . "      \"total\": 1, \"tokens\": [\n        {\"id\": \"x\"\n"
                . "      ]\n    }\n  }\n}\n";
-    refused(gms_in($good . $pretty, 'sync'), 'stdin:7: malformed JSON',
-            $before, 'malformed JSON: the line of the fault');
+    refused_run(gms_in($good . $pretty, 'sync'), 2, 'stdin:7: malformed JSON',
+                'malformed JSON: the line of the fault', redis => $redis,
+                before => $before);
 
     $pretty =~ s/\{"id": "x"\n/{"id": "x"}\n/;
-    refused(gms_in($good . $pretty, 'sync'),
-            "stdin:2: tokens\\[0\\]: id 'x' is not base64", $before,
-            'a pretty-printed page: the line where it starts');
+    refused_run(gms_in($good . $pretty, 'sync'), 2,
+                "stdin:2: tokens\\[0\\]: id 'x' is not base64",
+                'a pretty-printed page: the line where it starts',
+                redis => $redis, before => $before);
 }
 
 # --- another prefix (with glob characters), a salt ---------------------------
@@ -661,9 +683,10 @@ SKIP: {
     is($res->{rc}, 3, 'a wrong password: exit code 3');
     unlike($res->{err}, qr/nope|pass word/, 'the password is never printed');
 
-    refused(run_tool(undef, 'show', datahub_id('u'), @u, '--password-file',
-                     "$dir/missing"), 'cannot open', $redis->dump_all,
-            'a missing password file');
+    refused_run(run_tool(undef, 'show', datahub_id('u'), @u, '--password-file',
+                         "$dir/missing"), 2, 'cannot open',
+                'a missing password file', redis => $redis,
+                before => $redis->dump_all);
 
     kill 'TERM', $pid;
     waitpid $pid, 0;

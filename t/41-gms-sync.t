@@ -30,7 +30,7 @@ use GmsTest::Messages qw($GMS_UNAUTHORIZED $GRAPHQL_UNAUTHORIZED
                          $GRAPHQL_UNKNOWN);
 use GmsTest::Nginx;
 use GmsTest::Tool qw(gms_account gms_args datahub_id listed now_ms hash_of
-                     normalized);
+                     normalized refused_run);
 
 GmsTest::Tool::need_tool();
 GmsTest::need_redis();
@@ -125,20 +125,8 @@ sub no_secret {
     ok(index($all, $SECRET) < 0 && index($all, $SIGNATURE) < 0, $title);
 }
 
-# Non-zero exit (not a crash), one line on stderr matching $re, nothing on
-# stdout, the token not shown, Redis untouched.
-sub refused {
-    my ($res, $re, $before, $title) = @_;
-    subtest $title => sub {
-        ok($res->{rc} > 0 && $res->{rc} < 128,
-           "exit status non-zero ($res->{rc})");
-        like($res->{err}, qr/^gms-token: [^\n]*$re[^\n]*\n\z/,
-             'one line on stderr naming the fault');
-        is($res->{out}, '', 'nothing on stdout');
-        no_secret($res, 'the GMS token not shown');
-        $redis->unchanged($before, 'Redis unchanged');
-    };
-}
+# a refused run: the GMS token not shown
+my $NO_SECRET = sub { no_secret($_[0], 'the GMS token not shown') };
 
 my $fixture_request =
     GmsTest::json_decode(GmsTest::GraphQL->fixture(
@@ -508,7 +496,8 @@ my $put_id = datahub_id('put-just-now');
 
         my $res = run_tool(undef, 'sync', @{ $args // [@gms, @with_token] },
                            '--prune', @at);
-        refused($res, $re, $before, "sync --prune refused: $title");
+        refused_run($res, undef, $re, "sync --prune refused: $title",
+                    redis => $redis, before => $before, also => $NO_SECRET);
         is_deeply([ grep { defined } @{ $gms->pages_asked } ], $pages,
                   "$title: the pages asked");
     }
@@ -528,8 +517,9 @@ my $put_id = datahub_id('put-just-now');
            '--prune', @at);
 
         my $what = defined $page ? 'page 2 slow' : 'slow';
-        refused($res, qr/tim(?:ed |e)?out/i, $before,
-                "sync --prune refused: $what, --gms-timeout 1s");
+        refused_run($res, undef, qr/tim(?:ed |e)?out/i,
+                    "sync --prune refused: $what, --gms-timeout 1s",
+                    redis => $redis, before => $before, also => $NO_SECRET);
         ok($res->{took} < (defined $page ? 3.5 : 2.5),
            sprintf '%s: gave up after %.1f s', $what, $res->{took});
         is_deeply(\@shown, [], "$what: no command line shows the token");
@@ -625,7 +615,8 @@ EOF
                            defined $ca ? ('--gms-ca-file', $ca) : (),
                            '--prune', @at);
         is($res->{rc}, 4, "TLS refused, $title: exit 4");
-        refused($res, $re, $before, "TLS refused, $title");
+        refused_run($res, undef, $re, "TLS refused, $title", redis => $redis,
+                    before => $before, also => $NO_SECRET);
         is_deeply($gms->requests, [], "$title: the token never sent");
     }
 

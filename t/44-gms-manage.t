@@ -27,7 +27,7 @@ use GmsTest::Edge;
 use GmsTest::GraphQL;
 use GmsTest::HTTP;
 use GmsTest::Messages qw($GRAPHQL_UNAUTHORIZED $GRAPHQL_UNKNOWN);
-use GmsTest::Tool qw(run_tool gms_account hash_of);
+use GmsTest::Tool qw(run_tool gms_account hash_of refused_run);
 
 GmsTest::Tool::need_tool();
 GmsTest::need_redis();
@@ -84,18 +84,6 @@ sub id_of {
 sub graphql_asked {
     return [ map { my ($f) = ($_->{json}{query} // '') =~ /\{\s*(\w+)/; $f }
              @{ $gms->requests } ];
-}
-
-# One line on stderr and nothing on stdout: a refusal.
-sub refused {
-    my ($res, $rc, $like, $title) = @_;
-    local $Test::Builder::Level = $Test::Builder::Level + 1;
-    subtest $title => sub {
-        is($res->{rc}, $rc, "exit status $rc");
-        is($res->{out}, '', 'nothing on stdout');
-        like($res->{err}, qr/\Agms-token: [^\n]*\n\z/, 'one line on stderr');
-        like($res->{err}, $like, 'that says why');
-    };
 }
 
 # A raw subscriber of <prefix>invalidate: RESP by hand.
@@ -176,24 +164,24 @@ my $sub = subscriber($redis->port, 'gms:invalidate');
     my $before = $redis->dump_all;
     $gms->clear_requests;
 
-    refused(run_tool('', 'create', gms_args(), '--actor', $alice, @at),
-            2, qr/--name/, 'create without --name');
-    refused(run_tool('', 'create', gms_args(), '--name', 'x', @at),
-            2, qr/--actor/, 'create without --actor');
-    refused(create(duration => 'TWO_WEEKS'), 2, qr/--duration: 'TWO_WEEKS'/,
-            'create with a duration DataHub does not have');
-    refused(create(type => 'SESSION'), 2,
-            qr/--type: 'SESSION' is neither PERSONAL nor SERVICE_ACCOUNT/,
-            'create --type SESSION: DataHub makes no such token');
-    refused(run_tool('', 'create', '--actor', $alice, '--name', 'x', @at),
-            2, qr/--gms URL is required/, 'create without --gms');
-    refused(run_tool('', 'create', gms_args(), '--actor', 'alice',
-                     '--name', 'x', @at),
-            2, qr/not a user URN/, 'create for something not a URN');
-    refused(run_tool('', 'check-salt', gms_args()), 2, qr/--token-stdin/,
-            'check-salt without --token-stdin');
-    refused(run_tool('', 'revoke', '--gms', $gms->url, 'not-an-id', @at),
-            2, qr/not a token id/, 'revoke --gms of something not an id');
+    refused_run(run_tool('', 'create', gms_args(), '--actor', $alice, @at), 2,
+                qr/--name/, 'create without --name');
+    refused_run(run_tool('', 'create', gms_args(), '--name', 'x', @at), 2,
+                qr/--actor/, 'create without --actor');
+    refused_run(create(duration => 'TWO_WEEKS'), 2, qr/--duration: 'TWO_WEEKS'/,
+                'create with a duration DataHub does not have');
+    refused_run(create(type => 'SESSION'), 2,
+                qr/--type: 'SESSION' is neither PERSONAL nor SERVICE_ACCOUNT/,
+                'create --type SESSION: DataHub makes no such token');
+    refused_run(run_tool('', 'create', '--actor', $alice, '--name', 'x', @at),
+                2, qr/--gms URL is required/, 'create without --gms');
+    refused_run(run_tool('', 'create', gms_args(), '--actor', 'alice',
+                         '--name', 'x', @at), 2, qr/not a user URN/,
+                'create for something not a URN');
+    refused_run(run_tool('', 'check-salt', gms_args()), 2, qr/--token-stdin/,
+                'check-salt without --token-stdin');
+    refused_run(run_tool('', 'revoke', '--gms', $gms->url, 'not-an-id', @at), 2,
+                qr/not a token id/, 'revoke --gms of something not an id');
 
     is_deeply($gms->requests, [], 'GMS was asked nothing');
     $redis->unchanged($before, 'Redis unchanged');
@@ -283,7 +271,7 @@ my $made;
     my $why = 'the salt gives the new token the id \S+, GMS gives it \S+: '
               . "the edge's salt is not GMS's.*revoked at GMS and is not "
               . 'printed';
-    refused($res, 2, qr/$why/, 'create with the wrong salt');
+    refused_run($res, 2, qr/$why/, 'create with the wrong salt');
     is_deeply(graphql_asked(), [qw(createAccessToken revokeAccessToken)],
               'wrong salt: the new token revoked at once');
     my $reqs = $gms->requests;
@@ -305,15 +293,16 @@ my $made;
     for my $case (@cases) {
         my ($what, $how, $like) = @$case;
         $gms->misbehave(%$how);
-        refused(create(), 4, $like, "create: $what");
+        refused_run(create(), 4, $like, "create: $what");
         $gms->misbehave;
     }
-    refused(create(gms => $dead), 4, qr/api\/graphql: .*(?i:connect)/,
-            'create: a dead GMS');
+    refused_run(create(gms => $dead), 4, qr/api\/graphql: .*(?i:connect)/,
+                'create: a dead GMS');
 
     $gms->clear_requests;
-    refused(create(redis => ['--redis', '127.0.0.1:' . GmsTest::free_port()]),
-            3, qr/cannot connect/, 'create: Redis down');
+    refused_run(create(redis => ['--redis',
+                                '127.0.0.1:' . GmsTest::free_port()]),
+                3, qr/cannot connect/, 'create: Redis down');
     is_deeply($gms->requests, [], 'Redis down: GMS was not asked to make '
               . 'a token nobody could use');
 
@@ -355,15 +344,15 @@ my $made;
     my $tokens = scalar @{ $next->tokens };
     published($sub);
 
-    refused(create(gms => $next->url, duration => 'PT12H'), 4,
-            qr/--duration PT12H: GMS does not allow it \(ACCESS_TOKEN_ALLOWED_DURATIONS, ACCESS_TOKEN_ALLOW_NO_EXPIRY\): Access token duration 'PT12H' is not allowed\. Choose a value from ACCESS_TOKEN_ALLOWED_DURATIONS \(currently: \[PT1H, P1D, P7D, P30D, P90D, P180D, P365D\]\)\.$/,
-            'PT12H to GMS Next: not in its allowed durations');
-    refused(create(gms => $next->url, duration => 'NO_EXPIRY'), 4,
-            qr/--duration NO_EXPIRY: GMS does not allow it .*ACCESS_TOKEN_ALLOW_NO_EXPIRY is false/,
-            'NO_EXPIRY to GMS Next: never-expiring tokens off by default');
-    refused(create(gms => $next->url, duration => 'P2D'), 4,
-            qr/--duration P2D: GMS does not allow it/,
-            'P2D to GMS Next: refused');
+    refused_run(create(gms => $next->url, duration => 'PT12H'), 4,
+                qr/--duration PT12H: GMS does not allow it \(ACCESS_TOKEN_ALLOWED_DURATIONS, ACCESS_TOKEN_ALLOW_NO_EXPIRY\): Access token duration 'PT12H' is not allowed\. Choose a value from ACCESS_TOKEN_ALLOWED_DURATIONS \(currently: \[PT1H, P1D, P7D, P30D, P90D, P180D, P365D\]\)\.$/,
+                'PT12H to GMS Next: not in its allowed durations');
+    refused_run(create(gms => $next->url, duration => 'NO_EXPIRY'), 4,
+                qr/--duration NO_EXPIRY: GMS does not allow it .*ACCESS_TOKEN_ALLOW_NO_EXPIRY is false/,
+                'NO_EXPIRY to GMS Next: never-expiring tokens off by default');
+    refused_run(create(gms => $next->url, duration => 'P2D'), 4,
+                qr/--duration P2D: GMS does not allow it/,
+                'P2D to GMS Next: refused');
 
     is(scalar @{ $next->tokens }, $tokens, 'refused: GMS Next made nothing');
     $redis->unchanged($before, 'refused: Redis unchanged');
@@ -400,9 +389,9 @@ my $made;
     $before = $redis->dump_all;
     $tokens = scalar @{ $gms->tokens };
     $gms->clear_requests;
-    refused(create(duration => 'P2D'), 4,
-            qr/--duration P2D: this GMS takes no ISO-8601 duration \(durationIso: DataHub after 1\.7\.0\.1\) and no AccessTokenDuration is that long/,
-            'P2D to GMS 1.7.0.1: no AccessTokenDuration that long');
+    refused_run(create(duration => 'P2D'), 4,
+                qr/--duration P2D: this GMS takes no ISO-8601 duration \(durationIso: DataHub after 1\.7\.0\.1\) and no AccessTokenDuration is that long/,
+                'P2D to GMS 1.7.0.1: no AccessTokenDuration that long');
     is(scalar @{ $gms->requests }, 1, 'P2D: GMS asked once');
     is(scalar @{ $gms->tokens }, $tokens, 'P2D: GMS made nothing');
     $redis->unchanged($before, 'P2D: Redis unchanged');
@@ -412,9 +401,9 @@ my $made;
     for my $bad ('P', 'PT', 'P0D', 'PT0S', '30D', 'P1D1Y', 'PT1S1H', 'P1.5D',
                  'P-1D', 'P1DT', 'P99999999999999999D', 'THREE_YEARS')
     {
-        refused(create(gms => $next->url, duration => $bad), 2,
-                qr/--duration: '\Q$bad\E' is neither one of ONE_HOUR, .* nor an ISO-8601 duration such as P30D or PT12H/,
-                "--duration $bad: refused before GMS is asked");
+        refused_run(create(gms => $next->url, duration => $bad), 2,
+                    qr/--duration: '\Q$bad\E' is neither one of ONE_HOUR, .* nor an ISO-8601 duration such as P30D or PT12H/,
+                    "--duration $bad: refused before GMS is asked");
     }
     is_deeply($next->requests, [], 'none of them reached GMS');
 
@@ -454,9 +443,9 @@ my $made;
     # DataHub refuses a token of that type for anyone else
     my $before = $redis->dump_all;
     my $tokens = scalar @{ $gms->tokens };
-    refused(create(type => 'SERVICE_ACCOUNT', actor => $bob), 4,
-            qr/The specified URN is not a service account: \Q$bob\E/,
-            'create --type SERVICE_ACCOUNT for a user: GMS refuses');
+    refused_run(create(type => 'SERVICE_ACCOUNT', actor => $bob), 4,
+                qr/The specified URN is not a service account: \Q$bob\E/,
+                'create --type SERVICE_ACCOUNT for a user: GMS refuses');
     $redis->unchanged($before, '... Redis unchanged');
     is(scalar @{ $gms->tokens }, $tokens, '... GMS has no new token');
 
@@ -496,16 +485,16 @@ my $made;
                     . "(authentication.tokenService.salt)\n",
        'check-salt, wrong salt: both ids');
 
-    refused(run_tool("eyJub3QiOiJhIHRva2VuIn0.abc.def\n", 'check-salt',
-                     gms_args(), '--token-stdin', '--salt', $SALT),
-            4, qr/GraphQL error: \Q$GRAPHQL_UNKNOWN\E/,
-            'check-salt of a token GMS does not have');
-    refused(run_tool("$made\n", 'check-salt', gms_args($dead),
-                     '--token-stdin', '--salt', $SALT),
-            4, qr/graphql/, 'check-salt: a dead GMS');
-    refused(run_tool("not a token\n", 'check-salt', gms_args(),
-                     '--token-stdin'),
-            2, qr/not a token/, 'check-salt: not a token on stdin');
+    refused_run(run_tool("eyJub3QiOiJhIHRva2VuIn0.abc.def\n", 'check-salt',
+                         gms_args(), '--token-stdin', '--salt', $SALT), 4,
+                qr/GraphQL error: \Q$GRAPHQL_UNKNOWN\E/,
+                'check-salt of a token GMS does not have');
+    refused_run(run_tool("$made\n", 'check-salt', gms_args($dead),
+                         '--token-stdin', '--salt', $SALT), 4, qr/graphql/,
+                'check-salt: a dead GMS');
+    refused_run(run_tool("not a token\n", 'check-salt', gms_args(),
+                         '--token-stdin'), 2, qr/not a token/,
+                'check-salt: not a token on stdin');
 
     # the stand-in as the fixture says GMS answers
     my $fx = GmsTest::GraphQL->start(
@@ -552,14 +541,14 @@ my $made;
     $redis->cmd(HSET => "gms:token:$id", actor => $alice);
     my $before = $redis->dump_all;
 
-    refused(run_tool('', 'revoke', gms_args(), $id, @at), 4,
-            qr/GraphQL error: \Q$GRAPHQL_UNKNOWN\E/,
-            'revoke --gms of an id GMS does not have');
-    refused(run_tool('', 'revoke', gms_args($dead), $id, @at), 4,
-            qr/graphql/, 'revoke --gms: a dead GMS');
+    refused_run(run_tool('', 'revoke', gms_args(), $id, @at), 4,
+                qr/GraphQL error: \Q$GRAPHQL_UNKNOWN\E/,
+                'revoke --gms of an id GMS does not have');
+    refused_run(run_tool('', 'revoke', gms_args($dead), $id, @at), 4,
+                qr/graphql/, 'revoke --gms: a dead GMS');
     $gms->misbehave(status => 401);
-    refused(run_tool('', 'revoke', gms_args(), $id, @at), 4, qr/HTTP 401/,
-            'revoke --gms: 401');
+    refused_run(run_tool('', 'revoke', gms_args(), $id, @at), 4, qr/HTTP 401/,
+                'revoke --gms: 401');
     $gms->misbehave;
     $redis->unchanged($before, 'GMS refused: the key is still there');
     is_deeply(published($sub), [], 'GMS refused: nothing published');
@@ -572,8 +561,8 @@ my $made;
        'revoke without --gms: the key deleted');
     is_deeply(published($sub), [$id], 'revoke without --gms: published');
     is_deeply($gms->requests, [], 'revoke without --gms: GMS not asked');
-    refused(run_tool('', 'revoke', $id, @at), 1, qr/is not cached/,
-            'revoke without --gms of a token not cached: exit 1');
+    refused_run(run_tool('', 'revoke', $id, @at), 1, qr/is not cached/,
+                'revoke without --gms of a token not cached: exit 1');
 }
 
 
@@ -645,18 +634,18 @@ my $made;
               'list --actor: a filter on actorUrn');
 
     $gms->misbehave(graphql_error => 1);
-    refused(run_tool('', 'list', gms_args(), @at), 4,
-            qr/GraphQL error: \Q$GRAPHQL_UNAUTHORIZED\E/,
-            'list: a GraphQL error');
+    refused_run(run_tool('', 'list', gms_args(), @at), 4,
+                qr/GraphQL error: \Q$GRAPHQL_UNAUTHORIZED\E/,
+                'list: a GraphQL error');
     $gms->misbehave(page => 2, status => 500);
-    refused(run_tool('', 'list', gms_args(), '--page-size', 2, @at), 4,
-            qr/HTTP 500/, 'list: a failed second page, nothing printed');
+    refused_run(run_tool('', 'list', gms_args(), '--page-size', 2, @at), 4,
+                qr/HTTP 500/, 'list: a failed second page, nothing printed');
     $gms->misbehave(token => { id => 'nope' });
-    refused(run_tool('', 'list', gms_args(), @at), 4, qr/has no id/,
-            'list: a token without an id');
+    refused_run(run_tool('', 'list', gms_args(), @at), 4, qr/has no id/,
+                'list: a token without an id');
     $gms->misbehave;
-    refused(run_tool('', 'list', gms_args($dead), @at), 4, qr/graphql/,
-            'list: a dead GMS');
+    refused_run(run_tool('', 'list', gms_args($dead), @at), 4, qr/graphql/,
+                'list: a dead GMS');
     $redis->unchanged($before, 'list refused: Redis unchanged');
 }
 

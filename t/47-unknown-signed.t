@@ -24,9 +24,10 @@ use GmsTest;
 use GmsTest::Edge;
 use GmsTest::JWT;
 use GmsTest::Stub;
-use GmsTest::Messages qw($RESTLI_EXCEPTION $INVALID_TOKEN $UNKNOWN_TOKEN
+use GmsTest::Messages qw($INVALID_TOKEN $UNKNOWN_TOKEN
                          $CANNOT_VERIFY $EXPIRED_TOKEN $INSUFFICIENT_SCOPE
-                         $UNAUTHORIZED);
+                         $UNAUTHORIZED
+                         refused);
 
 GmsTest::need_module();
 GmsTest::need_redis();
@@ -215,20 +216,6 @@ sub publish {
        'both workers received the invalidation');
 }
 
-sub refused_here {
-    my ($res, $message, $result, $title) = @_;
-    subtest $title => sub {
-        is($res->{status}, 401, 'status 401');
-        is($res->{headers}{'www-authenticate'}, $INVALID_TOKEN,
-           "the edge's challenge");
-        is_deeply(body($res), { exceptionClass => $RESTLI_EXCEPTION,
-                                status => 401, message => $message },
-                  "the edge's body");
-        is($res->{headers}{'x-gms-result'}, $result,
-           "\$gms_token_result $result");
-    };
-}
-
 ok(GmsTest::wait_until(sub {
        (metrics()->{gms_token_invalidation_subscriptions} // 0) == 2 }, 5),
    'both workers subscribed to the invalidations');
@@ -327,15 +314,16 @@ subtest 'refuse: 401, GMS not asked' => sub {
     gms_saw();
     my $lookups = $e->lookups;
 
-    refused_here($e->get('/refuse/x', $pat), $UNKNOWN_TOKEN, 'unknown',
-                 'refused as unknown');
+    refused($e->get('/refuse/x', $pat), 401, $INVALID_TOKEN, $UNKNOWN_TOKEN,
+            'refused as unknown', 'x-gms-result' => 'unknown');
     is($e->lookups - $lookups, 1, 'after one Redis lookup');
     is_deeply(gms_saw(), [], 'GMS not asked');
 
     is($e->get('/entities/x', $pat)->{status}, 200,
        'the same token where GMS decides: 200');
-    refused_here($e->get('/refuse/x', $pat), $UNKNOWN_TOKEN, 'unknown',
-                 'and still refused where the edge does');
+    refused($e->get('/refuse/x', $pat), 401, $INVALID_TOKEN, $UNKNOWN_TOKEN,
+            'and still refused where the edge does',
+            'x-gms-result' => 'unknown');
     is_deeply(gms_saw(), ['GET /entities/x'], 'GMS asked only there');
 };
 
@@ -344,8 +332,9 @@ subtest 'where the edge checks a privilege: refused' => sub {
     $e->grant(urn('erin'), 'MANAGE_ACCESS_TOKENS');
     gms_saw();
 
-    refused_here($e->get('/admin/x', $pat), $UNKNOWN_TOKEN, 'unknown',
-                 'refused as unknown: no entry, so no privileges');
+    refused($e->get('/admin/x', $pat), 401, $INVALID_TOKEN, $UNKNOWN_TOKEN,
+            'refused as unknown: no entry, so no privileges',
+            'x-gms-result' => 'unknown');
     is_deeply(gms_saw(), [], 'GMS not asked');
 };
 
@@ -354,7 +343,8 @@ subtest 'getEsTaskStatus, which the edge answers: refused' => sub {
                               { Authorization => 'Bearer ' . personal('erin'),
                                 'Content-Type' => 'application/json' },
                               '{"task":"known:1"}');
-    refused_here($res, $UNKNOWN_TOKEN, 'unknown', 'refused as unknown');
+    refused($res, 401, $INVALID_TOKEN, $UNKNOWN_TOKEN, 'refused as unknown',
+            'x-gms-result' => 'unknown');
     is_deeply(gms_saw(), [], 'GMS not asked');
 };
 
@@ -388,8 +378,8 @@ subtest "revoked in DataHub: GMS's 401, then the edge's, once per negative_ttl" 
     SKIP: {
         skip 'the requests took longer than negative_ttl', 4
             if $took >= $NEGATIVE_TTL;
-        refused_here($results[0], $UNKNOWN_TOKEN, 'unknown',
-                     "then the edge's own 401");
+        refused($results[0], 401, $INVALID_TOKEN, $UNKNOWN_TOKEN,
+                "then the edge's own 401", 'x-gms-result' => 'unknown');
         is_deeply([grep { $_->{status} != 401 } @results], [],
                   'for each of 10 requests');
         is_deeply(gms_saw(), [], 'GMS not asked again');
@@ -430,11 +420,12 @@ subtest 'removed from Redis: the edge refuses, GMS not asked' => sub {
     $e->redis->cmd(DEL => "gms:token:$id");
     publish($id);
 
-    refused_here($e->get('/entities/x', $pat), $UNKNOWN_TOKEN, 'unknown',
-                 'refused once the removal is published');
+    refused($e->get('/entities/x', $pat), 401, $INVALID_TOKEN, $UNKNOWN_TOKEN,
+            'refused once the removal is published',
+            'x-gms-result' => 'unknown');
     my $lookups = $e->lookups;
-    refused_here($e->get('/entities/x', $pat), $UNKNOWN_TOKEN, 'unknown',
-                 'refused by the edge itself');
+    refused($e->get('/entities/x', $pat), 401, $INVALID_TOKEN, $UNKNOWN_TOKEN,
+            'refused by the edge itself', 'x-gms-result' => 'unknown');
     is_deeply(gms_saw(), [], 'GMS not asked');
     is($e->lookups - $lookups, 0, 'nor Redis: remembered');
 };
@@ -474,8 +465,8 @@ subtest 'auth_request into a location where GMS decides' => sub {
        "one GMS refuses: 401 (auth_request's)");
     is_deeply(gms_saw(), ['GET /check'], 'GMS asked by the subrequest only');
 
-    refused_here($e->get('/ar/x', $gone), $UNKNOWN_TOKEN, 'unknown',
-                 "then the edge's own 401");
+    refused($e->get('/ar/x', $gone), 401, $INVALID_TOKEN, $UNKNOWN_TOKEN,
+            "then the edge's own 401", 'x-gms-result' => 'unknown');
     is_deeply(gms_saw(), [], 'GMS not asked: its 401 remembered');
 };
 
@@ -508,8 +499,8 @@ for my $case (
         my $lookups = $e->lookups;
         my $m0 = metrics();
 
-        refused_here($e->get('/entities/x', $token), $message, $result,
-                     'refused');
+        refused($e->get('/entities/x', $token), 401, $INVALID_TOKEN, $message,
+                'refused', 'x-gms-result' => $result);
         is($e->lookups - $lookups, 0, 'no Redis call');
         is_deeply(gms_saw(), [], 'nothing reached GMS');
         is(delta($m0, metrics(), 'gms_token_requests_total{result="passed"}'),

@@ -99,16 +99,16 @@ my $JSON_TYPE = ['Content-Type' => 'application/json; charset=UTF-8'];
 # stub forks; any other task gets task_answer() for itself.
 my %ANSWER;
 
-sub search_cluster {
-    my ($req) = @_;
-
-    my ($task) = $req->{path} =~ m{^/_tasks/([^/]+)\z};
-    return [400, $JSON_TYPE, '{"error":"not a _tasks request"}']
-        unless defined $task && $task =~ /^(.+):(\d+)\z/;
-
-    return $ANSWER{$task} if $ANSWER{$task};
-    return [200, $JSON_TYPE, task_answer($1, $2)];
-}
+# the search cluster: a case's answer (%ANSWER), else a running task of
+# that node and number; 400 for anything but GET /_tasks/<node>:<number>
+my $SEARCH_CLUSTER = GmsTest::Stub::search_cluster(
+    tasks   => \%ANSWER,
+    missing => sub {
+        my ($req, $task) = @_;
+        return [400, $JSON_TYPE, '{"error":"not a _tasks request"}']
+            unless defined $task && $task =~ /^(.+):(\d+)\z/;
+        return [200, $JSON_TYPE, task_answer($1, $2)];
+    });
 
 
 # --- the cases ---------------------------------------------------------------
@@ -786,7 +786,7 @@ sub lookups_of {
     return $count;
 }
 
-$e = GmsTest::Edge->start(search => \&search_cluster);
+$e = GmsTest::Edge->start(search => $SEARCH_CLUSTER);
 $e->token($_, actor => $ACTOR) for keys %SEEDED;
 $e->grant($ACTOR, 'GET_ES_TASK_STATUS_PRIVILEGE');
 

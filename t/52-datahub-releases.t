@@ -16,9 +16,10 @@ use File::Basename qw(dirname);
 use Test::More;
 
 use GmsTest;
-use GmsTest::Messages qw($RESTLI_EXCEPTION $INVALID_TOKEN $INSUFFICIENT_SCOPE
+use GmsTest::Messages qw($INVALID_TOKEN $INSUFFICIENT_SCOPE
                          $EXPIRED_TOKEN $CANNOT_VERIFY $UNAUTHORIZED
-                         $ES_UNAUTHORIZED $GMS_UNAUTHORIZED);
+                         $ES_UNAUTHORIZED $GMS_UNAUTHORIZED
+                         refused);
 use GmsTest::Edge;
 
 GmsTest::need_module();
@@ -111,16 +112,6 @@ sub version_cmp {
            || $x[3] <=> $y[3];
 }
 
-sub search_cluster {
-    my ($req) = @_;
-    return [200, ['Content-Type' => 'application/json'],
-            '{"completed":true,"task":{"node":"known","id":1,'
-            . '"type":"transport","action":"indices:data/write/reindex",'
-            . '"start_time_in_millis":1,"cancellable":true,'
-            . '"status":{"total":1},"running_time_in_nanos":5}}']
-        if $req->{path} eq '/_tasks/known:1';
-    return [404, ['Content-Type' => 'application/json'], '{}'];
-}
 
 sub ask_task_status {
     my ($e, $token) = @_;
@@ -128,22 +119,6 @@ sub ask_task_status {
                            { 'Content-Type' => 'application/json',
                              Authorization => "Bearer $token" },
                            '{"task":"known:1"}');
-}
-
-sub json_body {
-    my ($res) = @_;
-    return eval { GmsTest::json_decode($res->{body} // '') } // {};
-}
-
-sub refused {
-    my ($res, $status, $challenge, $message, $title) = @_;
-    subtest $title => sub {
-        is($res->{status}, $status, "status $status");
-        is($res->{headers}{'www-authenticate'}, $challenge, 'challenge');
-        is_deeply(json_body($res), { exceptionClass => $RESTLI_EXCEPTION,
-                                     status => $status,
-                                     message => $message }, 'body');
-    };
 }
 
 
@@ -261,7 +236,7 @@ for my $v (sort { version_cmp($a, $b) } keys %RELEASES) {
         my $secret = $colon ? $COLON_SECRET : $SECRET;
 
         my $e = GmsTest::Edge->start(
-            search => \&search_cluster,
+            search => GmsTest::Stub::search_cluster(),
             http   => "gms_datahub_version $v;\n"
                     . "    gms_token_system_client $SYSTEM "
                     . "secret_file=$secret_file;",

@@ -15,8 +15,9 @@ use warnings;
 use Test::More;
 
 use GmsTest;
-use GmsTest::Messages qw($RESTLI_EXCEPTION $CHALLENGE $INVALID_TOKEN
-                         $MISSING_TOKEN $UNKNOWN_TOKEN);
+use GmsTest::Messages qw($CHALLENGE $INVALID_TOKEN
+                         $MISSING_TOKEN $UNKNOWN_TOKEN
+                         refused);
 use GmsTest::Edge;
 
 GmsTest::need_module();
@@ -99,11 +100,6 @@ SERVER
 $e->token('known', actor => 'urn:li:corpuser:alice', type => 'PERSONAL');
 $e->token('expired', actor => 'urn:li:corpuser:alice', expiresAt => 1000);
 
-sub json_body {
-    my ($res) = @_;
-    return eval { GmsTest::json_decode($res->{body} // '') } // {};
-}
-
 sub metrics {
     my $res = $e->nginx->http(GET => '/metrics');
     my %m;
@@ -111,19 +107,6 @@ sub metrics {
         $m{$1} = $2 if $line =~ /^([a-z_]+(?:\{[^}]*\})?) (\S+)$/;
     }
     return \%m;
-}
-
-sub refused {
-    my ($res, $challenge, $message, $result, $title) = @_;
-    subtest $title => sub {
-        is($res->{status}, 401, 'status 401');
-        is($res->{headers}{'www-authenticate'}, $challenge, 'challenge');
-        is_deeply(json_body($res), { exceptionClass => $RESTLI_EXCEPTION,
-                                     status => 401, message => $message },
-                  'body');
-        is($res->{headers}{'x-gms-result'}, $result,
-           "\$gms_token_result $result");
-    };
 }
 
 subtest 'no credential: to GMS, as its guest' => sub {
@@ -158,8 +141,9 @@ subtest 'a credential is checked as without guests' => sub {
     is($res->{headers}{'x-gms-result'}, 'ok', '$gms_token_result ok');
 
     $e->gms->clear_requests;
-    refused($e->get('/entities/x', 'not-known'), $INVALID_TOKEN,
-            $UNKNOWN_TOKEN, 'unknown', 'an unknown token: 401, not a guest');
+    refused($e->get('/entities/x', 'not-known'), 401, $INVALID_TOKEN,
+            $UNKNOWN_TOKEN, 'an unknown token: 401, not a guest',
+            'x-gms-result' => 'unknown');
     is($e->get('/entities/x', 'expired')->{status}, 401,
        'an expired token: 401');
     is($e->get('/entities/x', undef, Authorization => 'Bearer')->{status},
@@ -171,13 +155,14 @@ subtest 'a credential is checked as without guests' => sub {
 
 subtest 'where the edge checks a privilege: 401' => sub {
     $e->gms->clear_requests;
-    refused($e->get('/admin/x'), $CHALLENGE, $MISSING_TOKEN, 'missing',
-            'gms_token_require_privilege');
+    refused($e->get('/admin/x'), 401, $CHALLENGE, $MISSING_TOKEN,
+            'gms_token_require_privilege', 'x-gms-result' => 'missing');
 
     my $res = $e->nginx->http(POST => '/operations?action=getEsTaskStatus',
                               { 'Content-Type' => 'application/json' },
                               '{"task":"known:1"}');
-    refused($res, $CHALLENGE, $MISSING_TOKEN, 'missing', 'getEsTaskStatus');
+    refused($res, 401, $CHALLENGE, $MISSING_TOKEN, 'getEsTaskStatus',
+            'x-gms-result' => 'missing');
     is_deeply($e->gms->requests, [], 'nothing reached GMS');
 };
 
@@ -187,14 +172,15 @@ subtest 'gms_token_source: an Authorization it does not read' => sub {
     is($res->{headers}{'x-gms-result'}, 'guest', '$gms_token_result guest');
 
     $e->gms->clear_requests;
-    refused($e->get('/from-cookie/x', 'known'), $CHALLENGE, $MISSING_TOKEN,
-            'missing', 'an Authorization header: not a guest');
+    refused($e->get('/from-cookie/x', 'known'), 401, $CHALLENGE, $MISSING_TOKEN,
+            'an Authorization header: not a guest',
+            'x-gms-result' => 'missing');
     is_deeply($e->gms->requests, [], 'nothing reached GMS');
 };
 
 subtest 'gms_token_guest off: 401' => sub {
-    refused($e->get('/no-guest/x'), $CHALLENGE, $MISSING_TOKEN, 'missing',
-            'no credential refused');
+    refused($e->get('/no-guest/x'), 401, $CHALLENGE, $MISSING_TOKEN,
+            'no credential refused', 'x-gms-result' => 'missing');
 };
 
 $e->nginx->stop;

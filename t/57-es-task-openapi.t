@@ -90,18 +90,17 @@ JSON
 
 my $JSON = ['Content-Type' => 'application/json; charset=UTF-8'];
 
-sub search_cluster {
-    my ($req) = @_;
-    my ($task) = $req->{path} =~ m{^/_tasks/([^/]+)\z};
-    $task //= '';
-
-    return [200, $JSON, $DATAHUB_SAMPLE] if $task eq $SAMPLE_TASK;
-    return [500, $JSON, '{"error":{"type":"null_pointer_exception"},'
-                        . '"status":500}'] if $task eq 'serverError:1';
-    return [429, $JSON, '{"status":429}'] if $task eq 'tooMany:1';
-    return [200, $JSON, $DATAHUB_SAMPLE, 2] if $task eq 'slow:1';
-    return [404, $JSON, GmsTest::fixture('not-found-404.constructed.json')];
-}
+# the search cluster: DataHub's sample task, a failing cluster, a slow one
+my $SEARCH_CLUSTER = GmsTest::Stub::search_cluster(
+    tasks => {
+        $SAMPLE_TASK    => [200, $JSON, $DATAHUB_SAMPLE],
+        'serverError:1' => [500, $JSON, '{"error":{"type":'
+                                        . '"null_pointer_exception"},'
+                                        . '"status":500}'],
+        'tooMany:1'     => [429, $JSON, '{"status":429}'],
+        'slow:1'        => [200, $JSON, $DATAHUB_SAMPLE, 2],
+    },
+    missing => [404, $JSON, GmsTest::fixture('not-found-404.constructed.json')]);
 
 # The default test edge, and: a location on DataHub 1.4.0 (a prefix
 # stripped by rewrite, as for GMS mounted elsewhere) and one on a GMS
@@ -142,7 +141,7 @@ my $SERVER = <<'CONF';
         }
 CONF
 
-my $e = GmsTest::Edge->start(search => \&search_cluster, server => $SERVER);
+my $e = GmsTest::Edge->start(search => $SEARCH_CLUSTER, server => $SERVER);
 
 my %who = (alice => ['GET_ES_TASK_STATUS_PRIVILEGE'],
            bob => [],
@@ -368,7 +367,7 @@ GmsTest::write_file("$secrets/gms-system-client-secret", "sys-secret\n");
 
 my $redis = GmsTest::Redis->start;
 my $gms = GmsTest::Stub->echo;
-my $search = GmsTest::Stub->start(handler => \&search_cluster);
+my $search = GmsTest::Stub->start(handler => $SEARCH_CLUSTER);
 
 # [target, what GMS sees (undef: nothing, the edge's 401)] without a token
 # at every gms_token_auth off location of gms-edge.conf (and the

@@ -61,16 +61,6 @@ my $INACTIVE_500 = 'io.datahubproject.metadata.exception.'
 my $SUSPENDED = 'urn:li:corpuser:suspended';
 my $GONE = 'urn:li:corpuser:gone';
 
-sub search_cluster {
-    my ($req) = @_;
-    return [200, ['Content-Type' => 'application/json'],
-            '{"completed":true,"task":{"node":"known","id":1,'
-            . '"type":"transport","action":"indices:data/write/reindex",'
-            . '"start_time_in_millis":1,"cancellable":true,'
-            . '"status":{"total":1},"running_time_in_nanos":5}}']
-        if $req->{path} eq '/_tasks/known:1';
-    return [404, ['Content-Type' => 'application/json'], '{}'];
-}
 
 sub ask_task_status {
     my ($e, $token) = @_;
@@ -122,7 +112,7 @@ for my $v (sort keys %RELEASES) {
     my $rule = $RELEASES{$v};
 
     subtest "DataHub $v: an inactive user's token ($rule)" => sub {
-        my $e = GmsTest::Edge->start(search => \&search_cluster,
+        my $e = GmsTest::Edge->start(search => GmsTest::Stub::search_cluster(),
                                      http => "gms_datahub_version $v;");
 
         $e->token('sus-token', actor => $SUSPENDED);
@@ -399,7 +389,7 @@ SKIP: {
                                       iat => time() });
 
     my $o = GmsTest::Edge->start(
-        search => \&search_cluster,
+        search => GmsTest::Stub::search_cluster(),
         http => "gms_datahub_version 1.3.0;\n"
                 . "gms_token_oauth issuer=$ISS audience=api://datahub "
                 . "jwks_file=$dir/jwks.json;");

@@ -33,53 +33,15 @@ use Time::HiRes qw(sleep time);
 
 use GmsTest;
 use GmsTest::Certs;
-use GmsTest::Checks qw(status metric no_crash);
+use GmsTest::Edge;
+use GmsTest::Checks qw(status metric no_crash request_rows);
 use GmsTest::Cluster;
 use GmsTest::DNS;
 use GmsTest::FakeRedis;
 use GmsTest::JWT;
-use GmsTest::Nginx;
 
 GmsTest::need_module();
 GmsTest::need_redis();
-
-# An edge with one worker on the cluster $c; $options: the directive's,
-# $extra: more http-level directives; server => more server-level ones.
-sub edge {
-    my ($c, $options, $extra, %opt) = @_;
-    $extra //= '';
-    my $server = $opt{server} // '';
-
-    my $n = GmsTest::Nginx->new(log_level => 'info');
-    GmsTest::write_file($n->dir . '/ok', "ok\n");
-
-    my $addresses = join ' ', $c->addresses(tls => $opt{tls});
-    $n->start(<<"CONF");
-    gms_token_redis_cluster $addresses $options;
-    gms_token_redis_timeout 500ms;
-    gms_token_salt "";
-    $extra
-
-    server {
-        listen 127.0.0.1:%%PORT%%;
-        gms_token_auth on;
-        $server
-
-        location / { root %%TESTDIR%%; }
-        location = /metrics { gms_token_auth off; gms_token_metrics; }
-    }
-CONF
-
-    return $n;
-}
-
-# A token of the contract (docs/redis-contract.md) under {gms}:
-sub seed {
-    my ($c, $token) = @_;
-    my $id = GmsTest::sha256_b64($token);
-    $c->cmd(HSET => "{gms}:token:$id", actor => 'urn:li:corpuser:alice');
-    return $id;
-}
 
 # A labelled series' value on /metrics
 sub labelled {
@@ -123,42 +85,6 @@ sub nodes {
 sub ready {
     my ($n, $token) = @_;
     return GmsTest::wait_until(sub { status($n, $token) == 200 }, 10);
-}
-
-# Requests from a child process, a valid token and an unknown one in
-# turn, until stop() is called; stop() returns [[time, token, status], ...].
-sub request_loop {
-    my ($n, $valid, $unknown) = @_;
-
-    my $file = $n->dir . "/loop-$$";
-    my $stop = "$file.stop";
-    unlink $file, $stop;
-    my $pid = fork // die "fork: $!\n";
-
-    if ($pid == 0) {
-        open my $out, '>', $file or POSIX::_exit(1);
-        $out->autoflush(1);
-        my $end = time + 40;
-        my $i = 0;
-        while (!-e $stop && time < $end) {
-            my $token = $i++ % 2 ? $unknown : $valid;
-            my $res = GmsTest::HTTP::request($n->port, GET => '/ok',
-                { Authorization => "Bearer $token" }, undef, timeout => 5);
-            printf $out "%.3f %s %s\n", time, $token, $res->{status} // 'none';
-            sleep 0.02;
-        }
-        close $out;
-        POSIX::_exit(0);
-    }
-
-    return {
-        count => sub { scalar split /\n/, GmsTest::slurp($file) },
-        stop  => sub {
-            GmsTest::write_file($stop, '');
-            waitpid $pid, 0;
-            return [ map { [split ' '] } split /\n/, GmsTest::slurp($file) ];
-        },
-    };
 }
 
 # The answers of a loop that were not what the token deserves
@@ -243,20 +169,7 @@ subtest 'CLUSTER SLOTS before Redis 7; hostile nodes' => sub {
              . ":$np\r\n\$2\r\nid\r\n";
     } });
 
-    my $n = GmsTest::Nginx->new(log_level => 'info');
-    GmsTest::write_file($n->dir . '/ok', "ok\n");
-    $n->start(<<"CONF");
-    gms_token_redis_cluster 127.0.0.1:@{[ $old->port ]};
-    gms_token_redis_timeout 500ms;
-    gms_token_salt "";
-
-    server {
-        listen 127.0.0.1:%%PORT%%;
-        gms_token_auth on;
-        location / { root %%TESTDIR%%; }
-        location = /metrics { gms_token_auth off; gms_token_metrics; }
-    }
-CONF
+    my $n = GmsTest::Edge->topology(cluster => [ $old->address ]);
 
     ok(GmsTest::wait_until(sub { status($n, 'token-x') == 401 }, 10),
        'CLUSTER SLOTS: the node it names answers (401: no such token)');
@@ -292,20 +205,7 @@ CONF
             . "\$5\r\nnodes\r\n*1\r\n*4\r\n\$4\r\nport\r\n:70000\r\n"
             . "\$2\r\nip\r\n\$9\r\n127.0.0.1\r\n";
 
-    $n = GmsTest::Nginx->new(log_level => 'info');
-    GmsTest::write_file($n->dir . '/ok', "ok\n");
-    $n->start(<<"CONF");
-    gms_token_redis_cluster @{[ join ' ', map { $_->address } @bad ]};
-    gms_token_redis_timeout 500ms;
-    gms_token_salt "";
-
-    server {
-        listen 127.0.0.1:%%PORT%%;
-        gms_token_auth on;
-        location / { root %%TESTDIR%%; }
-        location = /metrics { gms_token_auth off; gms_token_metrics; }
-    }
-CONF
+    $n = GmsTest::Edge->topology(cluster => [ map { $_->address } @bad ]);
     ok(GmsTest::wait_until(sub {
         (metric($n, 'gms_redis_cluster_map_refreshes_total') // 0)
         >= scalar @bad }, 15), 'every seed asked');
@@ -318,10 +218,11 @@ CONF
 
 my $c = GmsTest::Cluster->start;
 $slot = $c->slot('{gms}:token:x');
-seed($c, "token-$_") for 1 .. 5;
+GmsTest::Edge::seed($c, "token-$_") for 1 .. 5;
 
 subtest 'lookups through the cluster, {gms}: by default' => sub {
-    my $n = edge($c, '', 'gms_token_cache zone=tokens:1m ttl=300s;');
+    my $n = GmsTest::Edge->topology(cluster => $c,
+        http => 'gms_token_cache zone=tokens:1m ttl=300s;');
 
     ok(ready($n, "token-1"), "a token: 200 once the map is known")
         or diag join "\n", grep { /gms/ } split /\n/, $n->error_log;
@@ -346,12 +247,12 @@ subtest 'lookups through the cluster, {gms}: by default' => sub {
                 GmsTest::sha256_b64('token-3'));
     ok(GmsTest::wait_until(sub { status($n, 'token-3') == 401 }, 5),
        'published on another node: dropped, 401');
-    seed($c, 'token-3');
+    GmsTest::Edge::seed($c, 'token-3');
 
     no_crash($n);
 
     # replica=prefer: the slot's master's replica, whose health is online
-    $n = edge($c, 'replica=prefer');
+    $n = GmsTest::Edge->topology(cluster => $c, options => 'replica=prefer');
     my ($replica) = $c->replicas_of($master);
     ok(GmsTest::wait_until(sub {
         status($n, 'token-1') == 200
@@ -367,10 +268,12 @@ subtest 'lookups through the cluster, {gms}: by default' => sub {
     # user=: AUTH user password, an ACL user on every node
     $_->cmd(ACL => 'SETUSER', 'edge', 'on', '>edge-pw', '~*', '&*', '+@all')
         for $c->nodes;
-    $n = edge($c, 'user=edge password=edge-pw');
+    $n = GmsTest::Edge->topology(cluster => $c,
+        options => 'user=edge password=edge-pw');
     ok(ready($n, 'token-1'), 'user=edge password=...: 200');
     no_crash($n);
-    $n = edge($c, 'user=edge password=wrong');
+    $n = GmsTest::Edge->topology(cluster => $c,
+        options => 'user=edge password=wrong');
     sleep 0.5;
     is(status($n, 'token-1'), 503, 'a wrong password for the user: 503');
     like($n->error_log, qr/WRONGPASS/, 'the refusal logged');
@@ -398,10 +301,10 @@ subtest "a session token's user through the cluster" => sub {
     my $before = $read_only->();
 
     for my $options ('', 'replica=prefer') {
-        my $n = edge($c, $options, "gms_token_signing_key_file $file;\n"
-                                   . 'gms_datahub_version 1.2.0;',
-                     server => 'gms_token_require_privilege '
-                               . 'MANAGE_ACCESS_TOKENS;');
+        my $n = GmsTest::Edge->topology(cluster => $c, options => $options,
+            http => "gms_token_signing_key_file $file;\n"
+                    . 'gms_datahub_version 1.2.0;',
+            server => 'gms_token_require_privilege MANAGE_ACCESS_TOKENS;');
         ok(ready($n, $jwt), "'$options': a privilege checked, the user's "
                             . 'set read: 200');
 
@@ -423,7 +326,7 @@ subtest "a session token's user through the cluster" => sub {
 
 
 subtest 'the slot migrated under a request loop: ASK, then MOVED' => sub {
-    my $n = edge($c, '');
+    my $n = GmsTest::Edge->topology(cluster => $c);
     ok(ready($n, 'token-1'), 'ready');
 
     my $from = $c->master_of($slot);
@@ -431,7 +334,8 @@ subtest 'the slot migrated under a request loop: ASK, then MOVED' => sub {
                grep { ($_->cmd(INFO => 'replication') // '') =~ /^role:master/m }
                $c->nodes;
 
-    my $loop = request_loop($n, 'token-1', 'nope');
+    my $loop = request_rows($n->port, tokens => ['token-1', 'nope'],
+                            pause => 0.02, seconds => 40);
     ok(GmsTest::wait_until(sub { $loop->{count}->() >= 10 }, 5),
        'the loop runs');
 
@@ -468,8 +372,9 @@ subtest 'the slot migrated under a request loop: ASK, then MOVED' => sub {
 
 
 subtest 'the slot\'s master killed: 503 until the map is refreshed' => sub {
-    my $n = edge($c, '');
-    my $cached = edge($c, '', 'gms_token_cache zone=tokens:1m ttl=300s;');
+    my $n = GmsTest::Edge->topology(cluster => $c);
+    my $cached = GmsTest::Edge->topology(cluster => $c,
+        http => 'gms_token_cache zone=tokens:1m ttl=300s;');
     ok(ready($n, 'token-1') && ready($cached, 'token-1'), 'ready');
 
     my $master = $c->master_of($slot);
@@ -477,7 +382,8 @@ subtest 'the slot\'s master killed: 503 until the map is refreshed' => sub {
         (nodes($cached, 'subscription')->{ $master->address } // 0) == 1 }, 5),
        'subscribed on the slot\'s master');
 
-    my $loop = request_loop($n, 'token-1', 'nope');
+    my $loop = request_rows($n->port, tokens => ['token-1', 'nope'],
+                            pause => 0.02, seconds => 40);
     ok(GmsTest::wait_until(sub { $loop->{count}->() >= 10 }, 5),
        'the loop runs');
 
@@ -538,8 +444,8 @@ subtest 'nodes announced by host name, through nginx\'s resolver' => sub {
         return 1;
     }, 15), 'the nodes announce their names');
 
-    my $n = edge($c, '', 'resolver 127.0.0.1:' . $dns->port
-                         . ' valid=1s ipv6=off;');
+    my $n = GmsTest::Edge->topology(cluster => $c,
+        http => 'resolver 127.0.0.1:' . $dns->port . ' valid=1s ipv6=off;');
     ok(ready($n, 'token-1'), 'a token: 200');
     is(status($n, 'nope'), 401, 'an unknown one: 401');
     my $master = $c->master_of($slot);
@@ -552,7 +458,8 @@ subtest 'nodes announced by host name, through nginx\'s resolver' => sub {
     my ($to) = grep { $_ != $master }
                grep { ($_->cmd(INFO => 'replication') // '') =~ /^role:master/m }
                $c->nodes;
-    my $loop = request_loop($n, 'token-1', 'nope');
+    my $loop = request_rows($n->port, tokens => ['token-1', 'nope'],
+                            pause => 0.02, seconds => 40);
     ok(GmsTest::wait_until(sub { $loop->{count}->() >= 10 }, 5),
        'the loop runs');
     my $ask = labelled($n, 'gms_redis_cluster_redirections_total',
@@ -588,7 +495,7 @@ subtest 'nodes announced by host name, through nginx\'s resolver' => sub {
 
 
 subtest 'CLUSTERDOWN: 503 at once' => sub {
-    my $n = edge($c, '');
+    my $n = GmsTest::Edge->topology(cluster => $c);
     ok(ready($n, 'token-1'), 'ready');
 
     # another shard without a live node: the cluster is down everywhere
@@ -614,7 +521,7 @@ $c->stop;
 subtest 'TLS and a password' => sub {
     my $certs = GmsTest::Certs->new;
     my $t = GmsTest::Cluster->start(tls => $certs, password => 'cluster-pw');
-    seed($t, 'tls-token');
+    GmsTest::Edge::seed($t, 'tls-token');
 
     my $ssl = <<"CONF";
     gms_token_redis_ssl_trusted_certificate $certs->{ca};
@@ -622,7 +529,8 @@ subtest 'TLS and a password' => sub {
 CONF
     my $file = GmsTest::tempdir() . '/redis-password';
     GmsTest::write_file($file, "cluster-pw\n");
-    my $n = edge($t, "tls password_file=$file", $ssl, tls => 1);
+    my $n = GmsTest::Edge->topology(cluster => $t, tls => 1,
+        options => "tls password_file=$file", http => $ssl);
     ok(ready($n, 'tls-token'), 'a token: 200 over TLS (password_file=)');
     is(status($n, 'nope'), 401, 'an unknown one: 401');
     my $master = $t->master_of($t->slot('{gms}:x'));
@@ -632,7 +540,8 @@ CONF
        'no TLS failures');
     no_crash($n);
 
-    $n = edge($t, 'tls password=wrong', $ssl, tls => 1);
+    $n = GmsTest::Edge->topology(cluster => $t, tls => 1,
+        options => 'tls password=wrong', http => $ssl);
     sleep 1;
     is(status($n, 'tls-token'), 503, 'a wrong password: 503');
     no_crash($n);

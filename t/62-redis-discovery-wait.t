@@ -22,51 +22,19 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 
 use GmsTest;
+use GmsTest::Edge;
 use GmsTest::Checks qw(status metric no_crash gms_lines request_loop);
 use GmsTest::HTTP;
-use GmsTest::Nginx;
 use GmsTest::Sentinel;
 
 GmsTest::need_module();
 GmsTest::need_redis();
 GmsTest::Sentinel::_need_sentinel();
 
-# An edge of $workers workers on the Sentinels at @addresses, master "gms".
-sub edge {
-    my ($workers, @addresses) = @_;
-
-    my $n = GmsTest::Nginx->new(log_level => 'info', workers => $workers);
-    GmsTest::write_file($n->dir . '/ok', "ok\n");
-
-    $n->start(<<"CONF");
-    gms_token_redis_sentinel @addresses master=gms;
-    gms_token_redis_timeout 2s;
-    gms_token_key_prefix gms:;
-    gms_token_salt "";
-
-    server {
-        listen 127.0.0.1:%%PORT%%;
-        gms_token_auth on;
-
-        location / { root %%TESTDIR%%; }
-        location = /metrics { gms_token_auth off; gms_token_metrics; }
-    }
-CONF
-
-    return $n;
-}
-
-sub seed {
-    my ($redis, $token) = @_;
-    my $id = GmsTest::sha256_b64($token);
-    $redis->cmd(HSET => "gms:token:$id", actor => 'urn:li:corpuser:alice');
-    return $id;
-}
-
 
 subtest 'Sentinels slow to answer: requests at the start wait' => sub {
     my $m = GmsTest::Redis->start;
-    seed($m, 'token-1');
+    GmsTest::Edge::seed($m, 'token-1');
 
     my $port = $m->port;
     my @s = map {
@@ -79,7 +47,8 @@ subtest 'Sentinels slow to answer: requests at the start wait' => sub {
         } })
     } 1 .. 2;
 
-    my $n = edge(4, map { $_->addresses } @s);
+    my $n = GmsTest::Edge->topology(sentinel => \@s, master => 'gms',
+                                    timeout => '2s', workers => 4);
 
     # clients that go while their lookup waits: it is taken back
     GmsTest::HTTP::raw($n->port, "GET /ok HTTP/1.1\r\nHost: x\r\n"
@@ -107,9 +76,10 @@ subtest 'Sentinels slow to answer: requests at the start wait' => sub {
 subtest 'real Sentinels: start and reloads under a request loop' => sub {
     my $m = GmsTest::Redis->start;
     my $s = GmsTest::Sentinel->start(master => $m, down_after => 60_000);
-    seed($m, 'steady');
+    GmsTest::Edge::seed($m, 'steady');
 
-    my $n = edge(4, $s->addresses);
+    my $n = GmsTest::Edge->topology(sentinel => $s, master => 'gms',
+                                    timeout => '2s', workers => 4);
     my $loop = request_loop($n->port, 'steady', 3);
 
     ok(GmsTest::wait_until(sub { $loop->{count}->() >= 30 }, 10),
@@ -139,7 +109,8 @@ subtest 'Sentinels that never answer: 503 within about the timeout' => sub {
         })
     } 1 .. 2;
 
-    my $n = edge(2, map { $_->addresses } @s);
+    my $n = GmsTest::Edge->topology(sentinel => \@s, master => 'gms',
+                                    timeout => '2s', workers => 2);
 
     my $t0 = time;
     is(status($n, 'token-1'), 503, 'a request: 503');
@@ -157,7 +128,8 @@ subtest 'Sentinels that never answer: 503 within about the timeout' => sub {
 
 subtest 'Sentinels nobody listens for: 503, discovery gave up' => sub {
     my @ports = map { GmsTest::free_port() } 1 .. 3;
-    my $n = edge(1, map { "127.0.0.1:$_" } @ports);
+    my $n = GmsTest::Edge->topology(
+        sentinel => [ map { "127.0.0.1:$_" } @ports ], timeout => '2s');
 
     my @got = map { status($n, 'token-1') } 1 .. 3;
     is_deeply(\@got, [503, 503, 503], '503 for every request');

@@ -29,46 +29,13 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 
 use GmsTest;
+use GmsTest::Edge;
 use GmsTest::Checks qw(status metric no_crash calls gms_lines watch);
-use GmsTest::Nginx;
 use GmsTest::Sentinel;
 
 GmsTest::need_module();
 GmsTest::need_redis();
 GmsTest::Sentinel::_need_sentinel();
-
-sub edge {
-    my ($s) = @_;
-
-    my $n = GmsTest::Nginx->new(log_level => 'info');
-    GmsTest::write_file($n->dir . '/ok', "ok\n");
-
-    $n->start(<<"CONF");
-    gms_token_redis_sentinel @{[ $s->addresses ]} master=@{[ $s->name ]}
-                             replica=prefer;
-    gms_token_redis_timeout 1s;
-    gms_token_cache zone=tokens:1m ttl=300s negative_ttl=1s;
-    gms_token_key_prefix gms:;
-    gms_token_salt "";
-
-    server {
-        listen 127.0.0.1:%%PORT%%;
-        gms_token_auth on;
-
-        location / { root %%TESTDIR%%; }
-        location = /metrics { gms_token_auth off; gms_token_metrics; }
-    }
-CONF
-
-    return $n;
-}
-
-sub seed {
-    my ($redis, $token) = @_;
-    my $id = GmsTest::sha256_b64($token);
-    $redis->cmd(HSET => "gms:token:$id", actor => 'urn:li:corpuser:alice');
-    return $id;
-}
 
 sub synced {
     my ($replica, $id) = @_;
@@ -101,10 +68,13 @@ my $r = GmsTest::Redis->start(replicaof => ['127.0.0.1', $m->port]);
 my $s = GmsTest::Sentinel->start(master => $m, down_after => 60_000);
 
 my %id;
-$id{$_} = seed($m, $_) for qw(steady cut-a cut-b lag-a lag-b sleep-a);
+$id{$_} = GmsTest::Edge::seed($m, $_)
+    for qw(steady cut-a cut-b lag-a lag-b sleep-a);
 synced($r, $id{$_}) for keys %id;
 
-my $n = edge($s);
+my $n = GmsTest::Edge->topology(sentinel => $s, options => 'replica=prefer',
+    timeout => '1s',
+    http => 'gms_token_cache zone=tokens:1m ttl=300s negative_ttl=1s;');
 my $i = 0;
 # a new worker reads everything from the master for the 5 s after its
 # subscription starts, then from the replica once a ROLE says it is in

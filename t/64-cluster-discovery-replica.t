@@ -33,12 +33,12 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 
 use GmsTest;
+use GmsTest::Edge;
 use GmsTest::Checks qw(status metric no_crash calls gms_lines request_loop
                        watch);
 use GmsTest::Cluster;
 use GmsTest::FakeRedis;
 use GmsTest::HTTP;
-use GmsTest::Nginx;
 
 GmsTest::need_module();
 GmsTest::need_redis();
@@ -47,45 +47,6 @@ my $PASSWORD = 'secret';
 
 # the cluster, the slot of {gms}, its master and replica, the tokens' ids
 my ($c, $slot, $m, $r, %id);
-
-# An edge of $workers workers on the cluster seeds @seeds; $extra: more
-# http-level directives.
-sub edge {
-    my ($workers, $options, $extra, @seeds) = @_;
-
-    my $n = GmsTest::Nginx->new(log_level => 'info', workers => $workers);
-    GmsTest::write_file($n->dir . '/ok', "ok\n");
-
-    $n->start(config($options, $extra, @seeds));
-
-    return $n;
-}
-
-sub config {
-    my ($options, $extra, @seeds) = @_;
-
-    return <<"CONF";
-    gms_token_redis_cluster @seeds password=$PASSWORD $options;
-    gms_token_redis_timeout 2s;
-    gms_token_salt "";
-    $extra
-
-    server {
-        listen 127.0.0.1:%%PORT%%;
-        gms_token_auth on;
-
-        location / { root %%TESTDIR%%; }
-        location = /metrics { gms_token_auth off; gms_token_metrics; }
-    }
-CONF
-}
-
-sub seed {
-    my ($c, $token) = @_;
-    my $id = GmsTest::sha256_b64($token);
-    $c->cmd(HSET => "{gms}:token:$id", actor => 'urn:li:corpuser:alice');
-    return $id;
-}
 
 # The raw replies of $node to AUTH and @commands (each an array of
 # words), sent over one connection, read until it has been quiet 0.3 s.
@@ -136,7 +97,7 @@ $m = $c->master_of($slot);
 ($r) = $c->replicas_of($m);
 note "slot $slot: master ", $m->port, ', replica ', $r->port;
 
-$id{$_} = seed($c, $_) for qw(steady cut-a cut-b lag-a);
+$id{$_} = GmsTest::Edge::seed($c, $_) for qw(steady cut-a cut-b lag-a);
 ok(GmsTest::wait_until(sub { !grep { !on_replica($_) } keys %id }, 5),
    'the replica has the tokens');
 
@@ -148,7 +109,8 @@ subtest 'a seed slow to give the map: requests at the start wait' => sub {
         CLUSTER => sub { sleep 0.3; return $shards },
     });
 
-    my $n = edge(4, '', '', $f->address);
+    my $n = GmsTest::Edge->topology(cluster => [ $f->address ], workers => 4,
+        timeout => '2s', options => "password=$PASSWORD");
 
     my $got = $n->parallel([ map {
         [GET => '/ok', { Authorization => 'Bearer '
@@ -187,13 +149,13 @@ subtest 'a seed slow to give the map: requests at the start wait' => sub {
 
 
 subtest 'the real cluster: start and reloads under a request loop' => sub {
-    my $n = GmsTest::Nginx->new(log_level => 'info', workers => 4);
-    GmsTest::write_file($n->dir . '/ok', "ok\n");
+    my $n = GmsTest::Edge->topology_nginx(workers => 4);
 
     # fired before the edge listens: its first answers come from workers
     # that have just started
     my $loop = request_loop($n->port, 'steady', 3);
-    $n->start(config('', '', $c->addresses));
+    $n->start(GmsTest::Edge->topology_conf(cluster => $c, timeout => '2s',
+        options => "password=$PASSWORD"));
 
     ok(GmsTest::wait_until(sub { $loop->{count}->() >= 30 }, 10),
        'the loop runs');
@@ -228,11 +190,10 @@ subtest 'a seed that does not answer gives way within the timeout' => sub {
         },
     });
 
-    my $n = GmsTest::Nginx->new(log_level => 'info');
-    GmsTest::write_file($n->dir . '/ok', "ok\n");
-    my $conf = config('', '', $f->address, $f->address);
-    $conf =~ s/gms_token_redis_timeout 2s/gms_token_redis_timeout 1s/;
-    $n->start($conf);
+    my $n = GmsTest::Edge->topology_nginx;
+    $n->start(GmsTest::Edge->topology_conf(
+        cluster => [ $f->address, $f->address ], timeout => '1s',
+        options => "password=$PASSWORD"));
 
     # the silent question given up after 1 s, not after the map's round
     # of 5 s: a request a moment later is answered from the map
@@ -253,7 +214,8 @@ subtest 'seeds that never answer: 503, and said' => sub {
     });
     my $dead = '127.0.0.1:' . GmsTest::free_port();
 
-    my $n = edge(1, '', '', $f->address, $dead);
+    my $n = GmsTest::Edge->topology(cluster => [ $f->address, $dead ],
+        timeout => '2s', options => "password=$PASSWORD");
 
     is(status($n, 'steady'), 503, 'a request: answered, 503');
     is(status($n, 'steady'), 503, 'the next one: 503 too');
@@ -292,9 +254,9 @@ sub revoked {
 
 
 subtest 'replica=prefer: the slot\'s replica never undoes a revocation' => sub {
-    my $n = edge(1, 'replica=prefer',
-                 'gms_token_cache zone=tokens:1m ttl=300s negative_ttl=1s;',
-                 $c->addresses);
+    my $n = GmsTest::Edge->topology(cluster => $c, timeout => '2s',
+        options => "password=$PASSWORD replica=prefer",
+        http => 'gms_token_cache zone=tokens:1m ttl=300s negative_ttl=1s;');
 
     # all is well: the replica answers the lookups
     my $i = 0;

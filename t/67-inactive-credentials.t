@@ -73,17 +73,6 @@ sub oauth {
                                  exp => time() + 600, iat => time() });
 }
 
-my $TASK = '{"completed":true,"task":{"node":"known","id":1,'
-         . '"type":"transport","action":"indices:data/write/reindex",'
-         . '"start_time_in_millis":1,"cancellable":true,'
-         . '"status":{"total":1},"running_time_in_nanos":5}}';
-
-sub search_cluster {
-    my ($req) = @_;
-    return [200, ['Content-Type' => 'application/json'], $TASK]
-        if $req->{path} eq '/_tasks/known:1';
-    return [404, ['Content-Type' => 'application/json'], '{}'];
-}
 
 my $OPENAPI = '/openapi/operations/elasticSearch/getTaskStatus?task=known:1';
 
@@ -171,7 +160,7 @@ sub edge {
         if $cache;
 
     my $e = GmsTest::Edge->start(
-        search => \&search_cluster, http => $http, server => <<'SERVER');
+        search => GmsTest::Stub::search_cluster(), http => $http, server => <<'SERVER');
         location = /openapi/operations/elasticSearch/getTaskStatus {
             gms_es_task_status /_es_tasks/;
             proxy_pass http://gms;

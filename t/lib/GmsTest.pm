@@ -13,7 +13,9 @@ use strict;
 use warnings;
 
 use Cwd qw(abs_path);
+use Fcntl qw(O_CREAT O_RDONLY :flock);
 use File::Basename qw(dirname);
+use File::Spec ();
 use File::Temp ();
 use IO::Socket::INET;
 use JSON::PP ();
@@ -24,22 +26,57 @@ use Time::HiRes qw(sleep time);
 my $REPO = abs_path(dirname(__FILE__) . '/../..');
 
 
-# Ports handed out so far: free_port() closes the socket it probed with, so
-# the kernel could offer the same port again before the caller binds it.
+# Ports, locked across test processes as nginx-tests locks them, so that
+# prove -j runs files side by side: a lock file per port in a directory
+# every test shares (flock, held until this process and the stubs it
+# forked end; the servers it execs do not inherit it), taken only once a
+# probe could listen there.  Ports come from below the kernel's ephemeral
+# range: a server told a port binds it a little later, and no outgoing
+# connection (nginx to Redis, a test to nginx) is given one from there
+# meanwhile.  Stubs that listen at once take an ephemeral port instead.
+my $PORT_LOCKS = File::Spec->tmpdir . '/gms-test-ports';
+my $PORTS_LOW = 10000;
 my %ports_given;
 
+sub _ports_high {
+    my $range = slurp('/proc/sys/net/ipv4/ip_local_port_range');
+    my ($low) = $range =~ /^\s*(\d+)/;
+    return ($low && $low > $PORTS_LOW + 1000 ? $low : 32768) - 1;
+}
+
+sub _port_locked {
+    my ($port) = @_;
+
+    # for every user's runs: the directory world-writable and sticky, a
+    # lock file opened read-only (flock needs no write access)
+    mkdir $PORT_LOCKS and chmod 01777, $PORT_LOCKS;
+    my $path = "$PORT_LOCKS/$port";
+    sysopen my $fh, $path, O_RDONLY | O_CREAT, 0666 or return undef;
+    chmod 0666, $path if -O $path;
+    return flock($fh, LOCK_EX | LOCK_NB) ? $fh : undef;
+}
+
 sub free_port {
-    for (1 .. 100) {
-        my $sock = IO::Socket::INET->new(
+    my $high = _ports_high();
+
+    for (1 .. 1000) {
+        my $port = $PORTS_LOW + int rand($high - $PORTS_LOW + 1);
+        next if $ports_given{$port};
+
+        my $lock = _port_locked($port) or next;
+        my $probe = IO::Socket::INET->new(
             LocalAddr => '127.0.0.1',
-            LocalPort => 0,
+            LocalPort => $port,
             Proto     => 'tcp',
-        ) or die "free_port: cannot bind: $!\n";
-        my $port = $sock->sockport;
-        close $sock;
-        return $port unless $ports_given{$port}++;
+            ReuseAddr => 1,
+            Listen    => 1,
+        ) or next;
+        close $probe;
+
+        $ports_given{$port} = $lock;
+        return $port;
     }
-    die "free_port: no new free port found\n";
+    die "free_port: no free port found\n";
 }
 
 

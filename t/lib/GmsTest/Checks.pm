@@ -16,6 +16,8 @@ package GmsTest::Checks;
 #   diag gms_lines($n);                      the module's errors and warnings
 #   my $loop = request_loop($n->port, 'secret', 3);
 #   $loop->{count}->(); my $count = $loop->{stop}->();   { status => n }
+#   my $rows = request_rows($n->port, tokens => ['secret', 'nope'],
+#                           pause => 0.02)->{stop}->();  [time, token, status]
 
 use strict;
 use warnings;
@@ -29,7 +31,7 @@ use GmsTest::HTTP;
 use Test::More ();
 
 our @EXPORT_OK = qw(status metric no_crash watch calls gms_lines
-                    request_loop);
+                    request_loop request_rows);
 
 # The status of GET /ok with $token as a bearer token ('none': no answer).
 sub status {
@@ -84,57 +86,77 @@ sub gms_lines {
     return join "\n", @lines[0 .. ($#lines < 7 ? $#lines : 7)];
 }
 
-# $children processes asking GET /ok with $token on $port, one request
-# after the other, each answer's status written down (none: no answer),
-# for up to 60 s; those before the first answer are not (the loop may
-# start before nginx listens).  count: the answers so far; stop: ends the
-# loop and returns { status => how many }.
+# A process asking GET $opt{path} (/ok) on $port, one request after the
+# other and $opt{pause} s apart (none), with the tokens of $opt{tokens} in
+# turn, for $opt{seconds} s (60) or until stopped; each answer written
+# down as [time, token, status] (none: no answer within $opt{timeout} s,
+# 5), but with from_answer => 1 those before the first answer (the loop
+# may start before nginx listens).  count: the answers so far; stop: ends
+# the loop and returns the rows; wait: waits for its end, the rows.
+sub request_rows {
+    my ($port, %opt) = @_;
+
+    my $file = GmsTest::tempdir() . '/loop';
+    my $stop = "$file.stop";
+    my @tokens = @{ $opt{tokens} };
+    my $pid = fork // die "fork: $!\n";
+
+    if ($pid == 0) {
+        open my $out, '>', $file or POSIX::_exit(1);
+        $out->autoflush(1);
+        my $end = Time::HiRes::time() + ($opt{seconds} // 60);
+        my ($i, $answered) = (0, !$opt{from_answer});
+        while (!-e $stop && Time::HiRes::time() < $end) {
+            my $token = $tokens[$i++ % @tokens];
+            my $res = GmsTest::HTTP::request($port,
+                GET => $opt{path} // '/ok',
+                { Authorization => "Bearer $token" }, undef,
+                timeout => $opt{timeout} // 5);
+            my $status = $res->{status};
+            if (!$answered && !defined $status) {
+                Time::HiRes::sleep(0.005);
+                next;
+            }
+            $answered = 1;
+            printf $out "%.3f %s %s\n", Time::HiRes::time(), $token,
+                        $status // 'none';
+            Time::HiRes::sleep($opt{pause}) if $opt{pause};
+        }
+        close $out;
+        POSIX::_exit(0);
+    }
+
+    my $rows = sub {
+        waitpid $pid, 0;
+        return [ map { [split ' '] } split /\n/, GmsTest::slurp($file) ];
+    };
+
+    return {
+        count => sub { scalar(() = GmsTest::slurp($file) =~ /\n/g) },
+        stop  => sub { GmsTest::write_file($stop, ''); $rows->() },
+        wait  => $rows,
+    };
+}
+
+# $children request_rows() asking GET /ok with $token on $port from the
+# first answer on, 10 s for each answer.  count: the answers so far;
+# stop: ends the loops and returns { status => how many }.
 sub request_loop {
     my ($port, $token, $children) = @_;
 
-    my $dir = GmsTest::tempdir();
-    my @pids;
-
-    for my $c (1 .. $children) {
-        my $pid = fork // die "fork: $!\n";
-
-        if ($pid == 0) {
-            open my $out, '>', "$dir/loop-$c" or POSIX::_exit(1);
-            $out->autoflush(1);
-            my $end = Time::HiRes::time() + 60;
-            my $answered = 0;
-            while (!-e "$dir/stop" && Time::HiRes::time() < $end) {
-                my $res = GmsTest::HTTP::request($port, GET => '/ok',
-                    { Authorization => "Bearer $token" }, undef,
-                    timeout => 10);
-                my $status = $res->{status};
-                if (!$answered && !defined $status) {
-                    Time::HiRes::sleep(0.005);
-                    next;
-                }
-                $answered = 1;
-                print $out(($status // 'none') . "\n");
-            }
-            close $out;
-            POSIX::_exit(0);
-        }
-
-        push @pids, $pid;
-    }
+    my @loops = map { request_rows($port, tokens => [$token], timeout => 10,
+                                   from_answer => 1) } 1 .. $children;
 
     return {
         count => sub {
             my $n = 0;
-            $n += () = GmsTest::slurp("$dir/loop-$_") =~ /\n/g
-                for grep { -e "$dir/loop-$_" } 1 .. $children;
+            $n += $_->{count}->() for @loops;
             return $n;
         },
         stop => sub {
-            GmsTest::write_file("$dir/stop", '');
-            waitpid $_, 0 for @pids;
             my %count;
-            for my $c (1 .. $children) {
-                $count{$_}++ for split /\n/, GmsTest::slurp("$dir/loop-$c");
+            for my $loop (@loops) {
+                $count{ $_->[2] }++ for @{ $loop->{stop}->() };
             }
             return \%count;
         },

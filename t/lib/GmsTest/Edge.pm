@@ -9,13 +9,25 @@ package GmsTest::Edge;
 #   $e->grant('urn:li:corpuser:alice', 'GET_ES_TASK_STATUS_PRIVILEGE');
 #   my $res = $e->get('/entities/x', 'secret');
 #
-# Options: salt (default ""), salt_file (instead of salt), prefix ('gms:'), timeout ('500ms'), http (extra http-level
-# directives), server (extra server-level directives), redis (a running
-# GmsTest::Redis to read instead of one of its own), search (a stub
-# handler; without it the cluster address is a closed port), conf (a whole
+# Options: salt (default ""), salt_file (instead of salt), prefix
+# ('gms:'), timeout ('500ms'), http (extra http-level directives), server
+# (extra server-level directives), redis (a running GmsTest::Redis to read
+# instead of one of its own), search (a stub handler, as
+# GmsTest::Stub::search_cluster makes; without it the cluster address is
+# a closed port), conf (a whole
 # http block instead of the default one), persist (Redis keeps its data
 # across a kill and start_again), and the nginx options workers, log_level
 # (debug) and master.
+#
+# For the tests of the Redis topologies, nginx alone in front of a Redis,
+# a Sentinel or a Cluster (no stand-in GMS): /ok a file behind the token
+# check, /open without one, /metrics; one worker, an info log.
+#
+#   my $n = GmsTest::Edge->topology(sentinel => $s,
+#                                   options => 'replica=prefer');
+#   GmsTest::Edge::seed($s->master, 'token-1');
+#   is($n->http(GET => '/ok', { Authorization => 'Bearer token-1' })
+#      ->{status}, 200);
 
 use strict;
 use warnings;
@@ -167,15 +179,7 @@ sub search { $_[0]{search} }
 # here independently of the module (openssl), never the raw token.
 sub token {
     my ($self, $token, %f) = @_;
-
-    my $id = GmsTest::sha256_b64($token . ($f{salt} // ''));
-    my @fields = (actor => $f{actor} // 'urn:li:corpuser:alice');
-    push @fields, expiresAt => $f{expiresAt} if defined $f{expiresAt};
-    push @fields, type => $f{type} if defined $f{type};
-
-    $self->{redis}->cmd(HSET => "$self->{prefix}token:$id", @fields);
-
-    return $id;
+    return seed($self->{redis}, $token, prefix => $self->{prefix}, %f);
 }
 
 sub grant {
@@ -207,6 +211,119 @@ sub get {
     my ($self, $path, $token, %headers) = @_;
     $headers{Authorization} = "Bearer $token" if defined $token;
     return $self->{nginx}->http(GET => $path, \%headers);
+}
+
+
+# --- the Redis topologies ----------------------------------------------------
+
+my $TOPOLOGY_CONF = <<'CONF';
+    %%STORE%%
+    gms_token_redis_timeout %%TIMEOUT%%;
+    %%PREFIX%%
+    gms_token_salt "";
+    %%HTTP%%
+
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        gms_token_auth on;
+        %%SERVER%%
+
+        location / { root %%TESTDIR%%; }
+        location /open { gms_token_auth off; return 200 "open\n"; }
+        location = /metrics { gms_token_auth off; gms_token_metrics; }
+    }
+CONF
+
+# The http block of topology(): one of
+#   redis => a GmsTest::Redis (tls => 1: its TLS port),
+#   sentinel => a Sentinel (GmsTest::Sentinel or ->fake), several in an
+#     array, or an array of "host:port"; master => its name (the first
+#     Sentinel's, else "gms"),
+#   cluster => a GmsTest::Cluster (tls => 1: the TLS ports) or an array of
+#     "host:port" seeds,
+#   directives => the gms_token_redis* lines as they are (resolver, TLS);
+# options (after the addresses), timeout (500ms), http and server (more
+# directives).  The key prefix is "gms:"; a cluster's, its default
+# "{gms}:".
+sub topology_conf {
+    my ($class, %opt) = @_;
+
+    my $store = $opt{directives};
+    my $options = defined $opt{options} ? " $opt{options}" : '';
+
+    if (my $r = $opt{redis}) {
+        $store = 'gms_token_redis ' . $r->address(tls => $opt{tls})
+                 . "$options;";
+
+    } elsif (my $s = $opt{sentinel}) {
+        my @s = ref $s eq 'ARRAY' ? @$s : ($s);
+        my $master = $opt{master}
+                     // (ref $s[0] ? $s[0]->name : 'gms');
+        $store = 'gms_token_redis_sentinel '
+                 . join(' ', map { ref $_ ? $_->addresses : $_ } @s)
+                 . " master=$master$options;";
+
+    } elsif (my $c = $opt{cluster}) {
+        my @seeds = ref $c eq 'ARRAY' ? @$c : $c->addresses(tls => $opt{tls});
+        $store = "gms_token_redis_cluster @seeds$options;";
+    }
+
+    die "GmsTest::Edge->topology_conf: no Redis\n" unless defined $store;
+
+    return GmsTest::substitute($TOPOLOGY_CONF,
+        STORE   => $store,
+        TIMEOUT => $opt{timeout} // '500ms',
+        PREFIX  => $opt{cluster} ? '' : 'gms_token_key_prefix gms:;',
+        HTTP    => $opt{http} // '',
+        SERVER  => $opt{server} // '',
+        # left for GmsTest::Nginx
+        PORT    => '%%PORT%%',
+        TESTDIR => '%%TESTDIR%%');
+}
+
+# nginx for topology_conf(), not started yet: /ok in its directory; one
+# worker unless workers.
+sub topology_nginx {
+    my ($class, %opt) = @_;
+
+    my $n = GmsTest::Nginx->new(log_level => 'info',
+                                workers => $opt{workers} // 1);
+    GmsTest::write_file($n->dir . '/ok', "ok\n");
+
+    return $n;
+}
+
+# nginx started with topology_conf(%opt) (workers: 1; expect_fail: the
+# start-up errors, as GmsTest::Nginx->start returns them); returns the
+# GmsTest::Nginx.
+sub topology {
+    my ($class, %opt) = @_;
+
+    my $n = $class->topology_nginx(workers => $opt{workers});
+    my $r = $n->start($class->topology_conf(%opt),
+                      expect_fail => $opt{expect_fail});
+
+    return $opt{expect_fail} ? $r : $n;
+}
+
+# Seeds a token in $store (a GmsTest::Redis or GmsTest::Cluster) as the
+# metadata service would: the key is the id (salted with salt, "" by
+# default), computed here independently of the module (openssl), never
+# the raw token; the key prefix is "gms:", a cluster's "{gms}:".  Fields:
+# actor (alice), expiresAt, type.  Returns the id.
+sub seed {
+    my ($store, $token, %f) = @_;
+
+    my $prefix = $f{prefix}
+                 // (ref $store eq 'GmsTest::Cluster' ? '{gms}:' : 'gms:');
+    my $id = GmsTest::sha256_b64($token . ($f{salt} // ''));
+    my @fields = (actor => $f{actor} // 'urn:li:corpuser:alice');
+    push @fields, expiresAt => $f{expiresAt} if defined $f{expiresAt};
+    push @fields, type => $f{type} if defined $f{type};
+
+    $store->cmd(HSET => "${prefix}token:$id", @fields);
+
+    return $id;
 }
 
 1;

@@ -15,6 +15,8 @@ package GmsTest::Messages;
 #                            task_form);
 #   is_deeply($body, { exceptionClass => $RESTLI_EXCEPTION, status => 401,
 #                      message => $UNKNOWN_TOKEN });
+#   refused($e->get('/entities/x', 'nope'), 401, $INVALID_TOKEN,
+#           $UNKNOWN_TOKEN, 'an unknown token');
 #
 # The scalars are read-only; they interpolate, as in qr/^\Q$INVALID_JSON\E/.
 
@@ -22,6 +24,9 @@ use strict;
 use warnings;
 
 use Exporter qw(import);
+use Test::More ();
+
+use GmsTest ();
 
 our (
     $RESTLI_EXCEPTION,
@@ -44,6 +49,7 @@ our @EXPORT_OK = qw(
     task_form node_chars must_be no_task_status
     $GMS_UNAUTHORIZED $GRAPHQL_UNAUTHORIZED $GRAPHQL_OTHER_ACTOR
     $GRAPHQL_UNKNOWN
+    refused
 );
 
 
@@ -90,6 +96,30 @@ _text(STORE_UNAVAILABLE => 'Token store unavailable, try again later');
 
 # 413: a getEsTaskStatus body over the limit
 _text(BODY_TOO_LARGE => 'Request body too large');
+
+
+# The edge's refusal $res, a subtest named $title: $status, the challenge
+# $challenge (undef: none), the Rest.li error body with $message (undef:
+# the body not read), and each header of %headers (lowercase) with its
+# value ('x-gms-result' => 'unknown').
+sub refused {
+    my ($res, $status, $challenge, $message, $title, %headers) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+
+    Test::More::subtest($title => sub {
+        Test::More::is($res->{status}, $status, "status $status");
+        Test::More::is($res->{headers}{'www-authenticate'}, $challenge,
+                       'challenge');
+        if (defined $message) {
+            my $body = eval { GmsTest::json_decode($res->{body} // '') };
+            Test::More::is_deeply($body,
+                { exceptionClass => $RESTLI_EXCEPTION, status => $status,
+                  message => $message }, 'the Rest.li error body');
+        }
+        Test::More::is($res->{headers}{$_}, $headers{$_}, $_)
+            for sort keys %headers;
+    });
+}
 
 
 # --- getEsTaskStatus's 400s, as GMS words them -------------------------------

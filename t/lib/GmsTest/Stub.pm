@@ -25,6 +25,18 @@ package GmsTest::Stub;
 # on: its other connections are read and answered; the answers behind a
 # waiting one on the same connection wait for it (HTTP/1.1's order).
 #
+# The search cluster's handler, for GmsTest::Edge->start(search => ...) or
+# start(handler => ...): GET /_tasks/<task> answered from tasks, and
+# anything else with missing:
+#
+#   search_cluster(tasks => { 'known:1' => [200, $type, $body] },
+#                  missing => sub { my ($req, $task) = @_; ... });
+#
+# An answer is a response as above, a code ref given the request and the
+# task (undef: not a _tasks path), or the name of a recorded answer in
+# t/fixtures/search-cluster/ (200).  By default known:1 has completed
+# ($KNOWN_TASK) and missing is a 404 with '{}'.
+#
 # Every request is logged, before the handler runs, as a JSON line of
 # record($req) so the test process can read them back with requests().
 # JSON strings carry bytes: each byte is the code point of the same value.
@@ -43,6 +55,14 @@ use Time::HiRes qw(time);
 
 # how often a waiting answer (a code ref) is run again, in seconds
 my $WAIT = 0.025;
+
+my $JSON_TYPE = ['Content-Type' => 'application/json'];
+
+# a finished reindex, as the search cluster answers GET /_tasks/known:1
+our $KNOWN_TASK = '{"completed":true,"task":{"node":"known","id":1,'
+                . '"type":"transport","action":"indices:data/write/reindex",'
+                . '"start_time_in_millis":1,"cancellable":true,'
+                . '"status":{"total":1},"running_time_in_nanos":5}}';
 
 my %REASON = (
     200 => 'OK', 201 => 'Created', 204 => 'No Content',
@@ -104,6 +124,22 @@ sub echo {
         return [200, ['Content-Type' => 'application/json'],
                 GmsTest::json_encode(record($req))];
     });
+}
+
+sub search_cluster {
+    my (%opt) = @_;
+
+    my $tasks = $opt{tasks} // { 'known:1' => [200, $JSON_TYPE, $KNOWN_TASK] };
+    my $missing = $opt{missing} // [404, $JSON_TYPE, '{}'];
+
+    return sub {
+        my ($req) = @_;
+        my ($task) = $req->{path} =~ m{^/_tasks/([^/]+)\z};
+        my $answer = (defined $task ? $tasks->{$task} : undef) // $missing;
+        return ref $answer eq 'CODE' ? $answer->($req, $task)
+             : ref $answer ? $answer
+             : [200, $JSON_TYPE, GmsTest::fixture($answer)];
+    };
 }
 
 sub record {

@@ -13,6 +13,9 @@ package GmsTest::Tool;
 #   ok(GmsTest::wait_until(sub { ok_lines($f) }), 'a cycle');
 #   $gms->tokens([ listed('a-token', actor => $bob) ]);
 #
+#   refused_run(run_tool('', 'frobnicate'), 2, 'unknown command',
+#               'an unknown command', redis => $redis, before => $dump);
+#
 #   my $token_file = gms_account($SECRET, $dir);  # the account's token
 #   run_tool(undef, 'sync', gms_args($gms->url, $token_file), @redis);
 #
@@ -34,9 +37,10 @@ use POSIX qw(WNOHANG);
 use Time::HiRes qw(sleep time);
 
 use GmsTest ();
+use Test::More ();
 
 our @EXPORT_OK = qw(run_tool start_tool finish_tool start_follow stop_follow
-                    ok_lines
+                    ok_lines refused_run
                     out_lines err_lines gms_account gms_args datahub_id
                     key_of listed now_ms hash_of normalized);
 
@@ -115,6 +119,31 @@ sub run_tool {
 }
 
 # Every finished run: ["args joined by spaces", {rc, out, err}], in order.
+# A run refused, a subtest named $title: exit code $rc (undef: any from 1
+# to 127, not a crash), nothing on stdout, one line on stderr,
+# "gms-token: ..." with $re in it; with redis and before, that Redis as
+# it was (its dump_all before the run); also: a sub given the run, for
+# the test's own checks.
+sub refused_run {
+    my ($res, $rc, $re, $title, %opt) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+
+    Test::More::subtest($title => sub {
+        if (defined $rc) {
+            Test::More::is($res->{rc}, $rc, "exit code $rc");
+        } else {
+            Test::More::ok($res->{rc} > 0 && $res->{rc} < 128,
+                           "exit code non-zero ($res->{rc})");
+        }
+        Test::More::like($res->{err}, qr/\Agms-token: [^\n]*$re[^\n]*\n\z/,
+                         'one line on stderr naming the fault');
+        Test::More::is($res->{out}, '', 'nothing on stdout');
+        $opt{also}->($res) if $opt{also};
+        $opt{redis}->unchanged($opt{before}, 'Redis unchanged')
+            if $opt{redis};
+    });
+}
+
 sub runs {
     return @runs;
 }

@@ -1,5 +1,5 @@
 
-/* Unit tests of src/lib/gms_es_task.c and gms_restli.c: getEsTaskStatus. */
+/* Unit tests of src/lib/gms_es_task.c: getEsTaskStatus. */
 
 
 #include <stdlib.h>
@@ -492,21 +492,6 @@ test_answer(void)
     free(answer);
     free(body);
     free(value);
-
-    body = gms_restli_value_body("{\"a\":\"q\\\"\\\\\\n\"}\x01");
-    v = json_loads(body ? body : "", 0, NULL);
-    is_str(json_string_value(json_object_get(v, "value")),
-           "{\"a\":\"q\\\"\\\\\\n\"}\x01",
-           "value body escapes quotes, backslashes and control bytes");
-    json_decref(v);
-    free(body);
-
-    body = gms_restli_error_body(400, "x \"y\"", 5);
-    ok(json_same(body, "{\"exceptionClass\":\"com.linkedin.restli.server."
-                       "RestLiServiceException\",\"status\":400,"
-                       "\"message\":\"x \\\"y\\\"\"}"),
-       "error body escapes the message");
-    free(body);
 }
 
 

@@ -1,6 +1,6 @@
 
 /*
- * Unit tests of src/gms_jwt.c and the system client's credentials: tokens
+ * Unit tests of src/lib/gms_jwt.c and the system client's credentials: tokens
  * minted here as DataHub's StatelessTokenService mints them (HS256 over
  * base64url header and payload, the key's UTF-8 bytes), with libcrypto.
  */

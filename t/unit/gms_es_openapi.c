@@ -1,7 +1,7 @@
 
 /*
- * Unit tests of src/lib/gms_es_task.c's OpenAPI form: GET
- * /openapi/operations/elasticSearch/getTaskStatus?task=... as
+ * Unit tests of src/lib/gms_es_openapi.c, getEsTaskStatus's OpenAPI form:
+ * GET /openapi/operations/elasticSearch/getTaskStatus?task=... as
  * ElasticsearchController (OperationsController before 1.0.0) answers it.
  */
 
