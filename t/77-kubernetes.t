@@ -426,7 +426,9 @@ SKIP: {
     my $conf = GmsTest::slurp("$dir/run/nginx.conf");
     $conf =~ s/^(\s*server )[^\s:;]+(:\d+;)/${1}127.0.0.1$2/mg;
     GmsTest::write_file("$dir/run/nginx.conf", $conf);
-    ($rc, $text) = out([GmsTest::nginx_bin(), '-t', '-p', "$dir/run/",
+    my @wrapper = split ' ', ($ENV{GMS_NGINX_WRAPPER} // '');
+    ($rc, $text) = out([@wrapper, GmsTest::nginx_bin(), '-t',
+                        '-p', "$dir/run/",
                         '-c', "$dir/run/nginx.conf", '-e', "$dir/error.log"]);
     is($rc, 0, "nginx -t with the edge's settings rendered") or diag($text);
 }
