@@ -105,9 +105,10 @@ $ENV_NAMES{$_} = $ENV_NAMES{"${_}_FILE"} = 1
     for $entry =~ /^\s*secret_param ([A-Z][A-Z0-9_]*)/mg;
 delete @ENV_NAMES{ keys %assigned };
 
-# and gms-token (in the image too)
+# and gms-token's (in the image too)
+my %TOOL_ENV;
 for my $c (glob("$ROOT/src/tool/*.c"), glob("$ROOT/src/lib/*.c")) {
-    $ENV_NAMES{$_} = 1 for GmsTest::slurp($c) =~ /getenv\("(\w+)"\)/g;
+    $TOOL_ENV{$_} = 1 for GmsTest::slurp($c) =~ /getenv\("(\w+)"\)/g;
 }
 
 my ($DEFAULT_PORT) = $entry =~ /\$\{LISTEN_PORT:-(\d+)\}/;
@@ -121,6 +122,7 @@ ok($UID && $EXPOSE{$DEFAULT_PORT // ''} && $ENTRYPOINT
    && $INSTALLED{$ENTRYPOINT} && $PROGRAMS{'gms-token'}
    && $IMAGE_DIRS{$RUN_DIR // ''} && $ENV_NAMES{GMS_TOKEN_SALT_FILE}
    && $ENV_NAMES{GMS_UPSTREAM} && $ENV_NAMES{GMS_REDIS_PASSWORD}
+   && $TOOL_ENV{GMS_REDIS_PASSWORD}
    && !$ENV_NAMES{NGX_REDIS} && $HEALTH_PATH
    && ($HEALTH_PORT // '') eq $DEFAULT_PORT && $EDGE_COMMANDS{'gms-edge'}
    && $template =~ /^\s*location = \Q$HEALTH_PATH\E \{/m,
@@ -220,10 +222,6 @@ sub check_container {
     is($ctx{runAsGroup}, $GID, "$where: its group $GID");
     ok($ctx{runAsNonRoot}, "$where: runAsNonRoot");
 
-    my $env = container_env($where, $c, $configmaps);
-    my @unknown = grep { !$ENV_NAMES{$_} } sort keys %$env;
-    is("@unknown", '', "$where: every variable is one the image reads");
-
     ok(!$c->{command} || $INSTALLED{ $c->{command}[0] },
        "$where: the image's entry point");
 
@@ -232,6 +230,15 @@ sub check_container {
     ok($edge || $PROGRAMS{ $args[0] },
        "$where: runs the edge or a program of the image ($args[0])")
         if @args;
+
+    # the edge's variables are the entry point's; gms-token's its own, or
+    # there for its arguments' $(VAR)
+    my $env = container_env($where, $c, $configmaps);
+    my %refs = map { $_ => 1 } map { /\$\((\w+)\)/g } @args;
+    my @unknown = grep { $edge ? !$ENV_NAMES{$_}
+                               : !$TOOL_ENV{$_} && !$refs{$_} }
+                  sort keys %$env;
+    is("@unknown", '', "$where: every variable is one the image reads");
 
     my $files = secret_files($pod, $c);
     my @named;
@@ -268,8 +275,7 @@ sub check_container {
         my @options = grep { /^--/ } @args;
         my @unknown = grep { !$FOLLOW_OPTIONS{$_} } @options;
         is("@unknown", '', "$where: every option is one of follow's");
-        my @refs = map { /\$\((\w+)\)/g } @args;
-        my @undefined = grep { !exists $env->{$_} } @refs;
+        my @undefined = grep { !exists $env->{$_} } sort keys %refs;
         is("@undefined", '', "$where: each \$(VAR) of its arguments set");
         for my $i (0 .. $#args - 1) {
             next unless $args[$i] =~ /^--.*-file$/;
