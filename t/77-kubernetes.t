@@ -9,7 +9,7 @@
 # docker/healthcheck.sh, the user the Dockerfile's USER, the run directory
 # the entry point writes, each command one the image has, each option of
 # gms-token follow one its --help names, each secret file one a mounted
-# Secret holds.  The objects agree with each other (selectors, ports, the
+# Secret holds, readable by the image's user.  The objects agree with each other (selectors, ports, the
 # chart's Service on the sidecar's port), and the edge's settings render
 # through the entry point into a configuration 'nginx -t' takes.  No
 # cluster: kustomize, yamllint and python3's yaml (yamllint's) only, which
@@ -286,7 +286,8 @@ sub check_container {
     }
 
     # each mount: a directory of the image, or a Secret whose files are
-    # used
+    # used and readable by the image's user (root's files: by the pod's
+    # fsGroup, a group of every container's user, or by all)
     for my $m (@{ $c->{volumeMounts} // [] }) {
         my $v = $volumes{ $m->{name} };
         ok($v, "$where: volume $m->{name} is the pod's") or next;
@@ -294,6 +295,11 @@ sub check_container {
         ok($IMAGE_DIRS{ $m->{mountPath} } || ($v->{secret} && $used),
            "$where: $m->{mountPath}: the image's directory, or secret"
            . " files named");
+        my $secret = $v->{secret} or next;
+        my $mode = $secret->{defaultMode} // 0644;
+        ok(($mode & 0040 && defined $pod->{securityContext}{fsGroup})
+           || $mode & 0004,
+           sprintf("$where: $m->{mountPath}'s files (%04o) readable", $mode));
     }
 }
 
