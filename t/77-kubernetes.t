@@ -9,11 +9,12 @@
 # docker/healthcheck.sh, the user the Dockerfile's USER, the run directory
 # the entry point writes, each command one the image has, each option of
 # gms-token follow one its --help names, each secret file one a mounted
-# Secret holds, readable by the image's user.  The objects agree with each other (selectors, ports, the
-# chart's Service on the sidecar's port), and the edge's settings render
-# through the entry point into a configuration 'nginx -t' takes.  No
-# cluster: kustomize, yamllint and python3's yaml (yamllint's) only, which
-# tools/install-deps.sh installs; missing, they fail the test.
+# Secret holds, readable by the image's user.  The objects agree with
+# each other (selectors, ports, the chart's Service on the sidecar's
+# port), and the edge's settings render through the entry point into a
+# configuration 'nginx -t' takes.  No cluster: kustomize, yamllint and
+# python3's yaml (yamllint's) only, which tools/install-deps.sh installs;
+# missing, they fail the test.
 
 use strict;
 use warnings;
