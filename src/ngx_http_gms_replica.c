@@ -120,7 +120,7 @@ ngx_http_gms_replica_get(ngx_uint_t master)
     rp = &ngx_http_gms_replica;
     rc = &rp->rc;
 
-    if (!rp->gmcf->replica || rc->socklen == 0 || rp->replica_old) {
+    if (!rp->gmcf->redis.replica || rc->socklen == 0 || rp->replica_old) {
         return NULL;
     }
 
@@ -223,7 +223,7 @@ ngx_http_gms_replica_closed(ngx_http_gms_rconn_t *rc)
         ngx_del_timer(&rp->replica_check);
     }
 
-    if (rc->gmcf->cluster && !rp->exiting) {
+    if (rc->gmcf->redis.cluster && !rp->exiting) {
         /* a node gone: a failover the map may already know */
         rp->dc->ask("a node's connection failed");
     }
