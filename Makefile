@@ -103,7 +103,8 @@ $(MODULE): $(NGX_BUILD)/objs/Makefile $(SRCS)
 	    || { cat $(BUILD)/make.log; exit 1; }
 	@grep -E ': (warning|error):' $(BUILD)/make.log || true
 
-$(BUILD)/unit/%: t/unit/%.c $(PURE_SRCS) $(PURE_HDRS) Makefile
+$(BUILD)/unit/%: t/unit/%.c $(PURE_SRCS) $(PURE_HDRS) $(wildcard t/unit/*.h) \
+                 Makefile
 	@mkdir -p $(BUILD)/unit
 	$(UNIT_CC) $(CFLAGS_UNIT) -o $@ $< $(PURE_SRCS) $(LIBS_UNIT)
 
@@ -175,7 +176,7 @@ install: module tool
 FUZZ_SECONDS     ?= 60
 FUZZERS          := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_CFLAGS      := -g -O1 -fsanitize=fuzzer,address,undefined \
-                    -fno-sanitize-recover=all -Isrc/lib
+                    -fno-sanitize-recover=all -Isrc/lib -It/unit
 ASAN_BUILD       := $(BUILD)/nginx-asan
 ASAN_MODULE      := $(ASAN_BUILD)/objs/ngx_http_gms_module.so
 # gcc, as Debian's nginx: its UBSan reports memcpy(NULL, p, 0) (nonnull
@@ -191,7 +192,7 @@ ASAN_TOOL_CFLAGS := -g -O1 -Wall -Wextra -Werror -Isrc/lib -Isrc/tool \
 
 .PHONY: fuzz fuzz-deps test-asan
 
-$(BUILD)/fuzz/%: fuzz/%.c $(PURE_SRCS) $(PURE_HDRS)
+$(BUILD)/fuzz/%: fuzz/%.c $(PURE_SRCS) $(PURE_HDRS) $(wildcard t/unit/*.h)
 	@mkdir -p $(BUILD)/fuzz
 	clang $(FUZZ_CFLAGS) -o $@ $< $(PURE_SRCS) $(LIBS_UNIT)
 

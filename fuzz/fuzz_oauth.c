@@ -19,6 +19,7 @@
 
 #include "gms_oauth.h"
 #include "gms_token.h"
+#include "b64url.h"
 
 
 #define NOW_MS  1800000000000LL
@@ -27,27 +28,6 @@
 static EVP_PKEY              *key;
 static gms_jwks_t            *jwks;
 static gms_oauth_provider_t   provider;
-
-
-static size_t
-b64url(const unsigned char *in, size_t len, char *out)
-{
-    size_t  i, n;
-
-    n = (size_t) EVP_EncodeBlock((unsigned char *) out, in, (int) len);
-
-    while (n > 0 && out[n - 1] == '=') {
-        n--;
-    }
-
-    for (i = 0; i < n; i++) {
-        out[i] = (out[i] == '+') ? '-' : (out[i] == '/') ? '_' : out[i];
-    }
-
-    out[n] = '\0';
-
-    return n;
-}
 
 
 int

@@ -212,7 +212,7 @@ ngx_http_gms_check(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf)
 
     ctx->credential = credential;
 
-    if (credential.data != NULL && gmcf->system_client
+    if (credential.data != NULL && gmcf->credentials.system_client
         && glcf->source == NULL)
     {
         switch (gms_token_basic_parse(credential.data, credential.len,
@@ -325,7 +325,7 @@ ngx_http_gms_check(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf)
         ngx_http_gms_count(cache_misses);
     }
 
-    if (gmcf->oauth) {
+    if (gmcf->credentials.oauth) {
         rc = ngx_http_gms_check_oauth(r, ctx, token, len);
 
         if (rc != NGX_DECLINED) {
@@ -333,7 +333,7 @@ ngx_http_gms_check(ngx_http_request_t *r, ngx_http_gms_loc_conf_t *glcf)
         }
     }
 
-    if (gmcf->nkeys) {
+    if (gmcf->credentials.nkeys) {
         return ngx_http_gms_check_signed(r, ctx, token, len);
     }
 
@@ -917,9 +917,10 @@ ngx_http_gms_token_id(ngx_http_gms_main_conf_t *gmcf, ngx_str_t *credential,
 
     if (ngx_http_gms_id_memo_conf != gmcf) {
         ngx_http_gms_id_memo_conf = gmcf;
-        ngx_http_gms_id_memo_ready = (gms_id_memo_init(memo, gmcf->salt.data,
-                                                       gmcf->salt.len)
-                                      == 0);
+        ngx_http_gms_id_memo_ready =
+                     (gms_id_memo_init(memo, gmcf->credentials.salt.data,
+                                       gmcf->credentials.salt.len)
+                      == 0);
     }
 
     span = NULL;
@@ -942,7 +943,8 @@ ngx_http_gms_token_id(ngx_http_gms_main_conf_t *gmcf, ngx_str_t *credential,
         return NGX_DECLINED;
     }
 
-    gms_token_id(*token, *len, gmcf->salt.data, gmcf->salt.len, (char *) id);
+    gms_token_id(*token, *len, gmcf->credentials.salt.data,
+                 gmcf->credentials.salt.len, (char *) id);
 
     /* the span is the token whenever the header is a Bearer credential */
 

@@ -911,28 +911,32 @@ invalid:
 void
 ngx_http_gms_cache_source(ngx_http_gms_main_conf_t *gmcf, uint32_t *crc)
 {
-    ngx_uint_t     i;
-    unsigned char  key_md[SHA256_DIGEST_LENGTH];
+    ngx_uint_t                        i;
+    unsigned char                     key_md[SHA256_DIGEST_LENGTH];
+    ngx_http_gms_redis_conf_t        *rcf;
+    ngx_http_gms_credentials_conf_t  *ccf;
 
-    ngx_crc32_update(crc, gmcf->redis.name.data, gmcf->redis.name.len);
-    ngx_crc32_update(crc, gmcf->master_name.data, gmcf->master_name.len);
-    ngx_crc32_update(crc, (u_char *) &gmcf->db, sizeof(gmcf->db));
-    ngx_crc32_update(crc, (u_char *) &gmcf->prefix.len,
-                     sizeof(gmcf->prefix.len));
-    ngx_crc32_update(crc, gmcf->prefix.data, gmcf->prefix.len);
-    ngx_crc32_update(crc, (u_char *) &gmcf->salt.len,
-                     sizeof(gmcf->salt.len));
-    ngx_crc32_update(crc, gmcf->salt.data, gmcf->salt.len);
+    rcf = &gmcf->redis;
+    ccf = &gmcf->credentials;
+
+    ngx_crc32_update(crc, rcf->server.name.data, rcf->server.name.len);
+    ngx_crc32_update(crc, rcf->master_name.data, rcf->master_name.len);
+    ngx_crc32_update(crc, (u_char *) &rcf->db, sizeof(rcf->db));
+    ngx_crc32_update(crc, (u_char *) &rcf->prefix.len,
+                     sizeof(rcf->prefix.len));
+    ngx_crc32_update(crc, rcf->prefix.data, rcf->prefix.len);
+    ngx_crc32_update(crc, (u_char *) &ccf->salt.len, sizeof(ccf->salt.len));
+    ngx_crc32_update(crc, ccf->salt.data, ccf->salt.len);
 
     /*
      * entries of signed tokens were verified under these keys: their
      * digests count, so no linear function of a key sits in the zone
      */
-    for (i = 0; i < gmcf->nkeys; i++) {
-        SHA256(gmcf->keys[i].data, gmcf->keys[i].len, key_md);
+    for (i = 0; i < ccf->nkeys; i++) {
+        SHA256(ccf->keys[i].data, ccf->keys[i].len, key_md);
         ngx_crc32_update(crc, key_md, SHA256_DIGEST_LENGTH);
     }
 
-    ngx_crc32_update(crc, (u_char *) &gmcf->jwt_leeway,
-                     sizeof(gmcf->jwt_leeway));
+    ngx_crc32_update(crc, (u_char *) &ccf->jwt_leeway,
+                     sizeof(ccf->jwt_leeway));
 }

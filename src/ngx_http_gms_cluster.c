@@ -80,7 +80,7 @@ typedef struct {
     ngx_http_gms_rconn_t         rc;
     ngx_http_gms_main_conf_t    *gmcf;
     ngx_http_gms_discovery_t    *dc;             /* the owner's hooks */
-    ngx_uint_t                   current;        /* in gmcf->cluster */
+    ngx_uint_t                   current;        /* in gmcf->redis.cluster */
     ngx_event_t                  retry;          /* to connect */
     ngx_event_t                  tick;           /* to ask again */
     ngx_msec_t                   asked;
@@ -172,7 +172,7 @@ ngx_http_gms_cluster_start(ngx_cycle_t *cycle, ngx_http_gms_discovery_t *dc)
     rc->keepalive = 1;
 
     /* workers start at different nodes: the load spreads */
-    cl->current = ngx_random() % gmcf->cluster->nelts;
+    cl->current = ngx_random() % gmcf->redis.cluster->nelts;
 
     cl->retry.handler = ngx_http_gms_cluster_connect;
     cl->retry.log = cycle->log;
@@ -307,7 +307,7 @@ ngx_http_gms_cluster_ask(ngx_http_gms_cluster_t *cl)
     if (cl->pending) {
         since = ngx_current_msec - cl->asked;
 
-        if (since >= cl->gmcf->timeout) {
+        if (since >= cl->gmcf->redis.timeout) {
             /* a node that does not answer in time: the next one */
             ngx_add_timer(&cl->tick, NGX_HTTP_GMS_CLUSTER_EVERY);
             ngx_http_gms_rconn_close(rc, NGX_LOG_ERR,
@@ -315,7 +315,7 @@ ngx_http_gms_cluster_ask(ngx_http_gms_cluster_t *cl)
             return;
         }
 
-        ngx_add_timer(&cl->tick, cl->gmcf->timeout - since);
+        ngx_add_timer(&cl->tick, cl->gmcf->redis.timeout - since);
         return;
     }
 
@@ -344,7 +344,7 @@ ngx_http_gms_cluster_ask(ngx_http_gms_cluster_t *cl)
     cl->asked = ngx_current_msec;
 
     /* the answer's deadline; the next round once it has come */
-    ngx_add_timer(&cl->tick, ngx_min(cl->gmcf->timeout,
+    ngx_add_timer(&cl->tick, ngx_min(cl->gmcf->redis.timeout,
                                      NGX_HTTP_GMS_CLUSTER_EVERY));
 
     ngx_http_gms_count(cluster_refreshes);
@@ -367,7 +367,7 @@ ngx_http_gms_cluster_connect(ngx_event_t *ev)
         return;
     }
 
-    addrs = cl->gmcf->cluster->elts;
+    addrs = cl->gmcf->redis.cluster->elts;
     rc->addr = &addrs[cl->current];
 
     /* AUTH, as every connection to the data nodes */
@@ -467,7 +467,7 @@ ngx_http_gms_cluster_map(ngx_http_gms_rconn_t *rc, void *data,
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                       "gms: cluster: %V knows no node serving slot %ui "
                       "(the key prefix's): asking another node", &rc->peer,
-                      cl->gmcf->cluster_slot);
+                      cl->gmcf->redis.cluster_slot);
         ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "slot not served");
         return;
     }
@@ -476,7 +476,7 @@ ngx_http_gms_cluster_map(ngx_http_gms_rconn_t *rc, void *data,
 
     ngx_http_gms_cluster_apply(cl, NGX_HTTP_GMS_CLUSTER_MASTER, &master);
 
-    if (cl->gmcf->replica) {
+    if (cl->gmcf->redis.replica) {
         ngx_http_gms_cluster_apply(cl, NGX_HTTP_GMS_CLUSTER_REPLICA,
                                    replica.host ? &replica : NULL);
     }
@@ -497,8 +497,8 @@ ngx_http_gms_cluster_shards(ngx_http_gms_cluster_t *cl, redisReply *reply,
     const char           *why;
     gms_topology_slot_t   slot;
 
-    rc = gms_topology_shards(reply, cl->gmcf->cluster_slot, cl->gmcf->tls != 0,
-                             &slot, &why);
+    rc = gms_topology_shards(reply, cl->gmcf->redis.cluster_slot,
+                             cl->gmcf->redis.tls != 0, &slot, &why);
 
     return ngx_http_gms_cluster_found(cl, rc, &slot, why, "CLUSTER SHARDS",
                                       master, replica);
@@ -519,7 +519,7 @@ ngx_http_gms_cluster_slots(ngx_http_gms_cluster_t *cl, redisReply *reply,
     const char           *why;
     gms_topology_slot_t   slot;
 
-    rc = gms_topology_slots(reply, cl->gmcf->cluster_slot, &slot, &why);
+    rc = gms_topology_slots(reply, cl->gmcf->redis.cluster_slot, &slot, &why);
 
     return ngx_http_gms_cluster_found(cl, rc, &slot, why, "CLUSTER SLOTS",
                                       master, replica);
@@ -590,7 +590,7 @@ ngx_http_gms_cluster_apply(ngx_http_gms_cluster_t *cl, ngx_uint_t role,
     if (node == NULL) {
         ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
                        "gms: cluster: %V's map: slot %ui has no %s",
-                       &cl->rc.peer, cl->gmcf->cluster_slot,
+                       &cl->rc.peer, cl->gmcf->redis.cluster_slot,
                        role == NGX_HTTP_GMS_CLUSTER_MASTER
                        ? "master" : "usable replica");
 
@@ -605,7 +605,7 @@ ngx_http_gms_cluster_apply(ngx_http_gms_cluster_t *cl, ngx_uint_t role,
 
     ngx_log_debug6(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
                    "gms: cluster: %V's map: slot %ui's %s is at %*s:%i",
-                   &cl->rc.peer, cl->gmcf->cluster_slot,
+                   &cl->rc.peer, cl->gmcf->redis.cluster_slot,
                    role == NGX_HTTP_GMS_CLUSTER_MASTER ? "master" : "replica",
                    node->host_len, node->host, node->port);
 
@@ -641,7 +641,7 @@ ngx_http_gms_cluster_apply(ngx_http_gms_cluster_t *cl, ngx_uint_t role,
         name->ctx = NULL;
     }
 
-    resolver = cl->gmcf->resolver;
+    resolver = cl->gmcf->redis.resolver;
 
     if (resolver == NULL || resolver->connections.nelts == 0) {
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
@@ -667,7 +667,7 @@ ngx_http_gms_cluster_apply(ngx_http_gms_cluster_t *cl, ngx_uint_t role,
     ctx->name.len = name->len;
     ctx->handler = ngx_http_gms_cluster_resolved;
     ctx->data = name;
-    ctx->timeout = cl->gmcf->resolver_timeout;
+    ctx->timeout = cl->gmcf->redis.resolver_timeout;
 
     name->ctx = ctx;
 
@@ -781,9 +781,9 @@ ngx_http_gms_cluster_closed(ngx_http_gms_rconn_t *rc)
         return;
     }
 
-    cl->current = (cl->current + 1) % cl->gmcf->cluster->nelts;
+    cl->current = (cl->current + 1) % cl->gmcf->redis.cluster->nelts;
 
-    if (++cl->failed == cl->gmcf->cluster->nelts) {
+    if (++cl->failed == cl->gmcf->redis.cluster->nelts) {
         /* lookups held for the first map wait no longer (no-op after) */
         cl->dc->failed("no cluster node gave the slot map");
     }
@@ -902,13 +902,13 @@ ngx_http_gms_cluster_follow(ngx_http_gms_rconn_t *rc, gms_redirect_t *to,
         ngx_http_gms_count(redirections[NGX_HTTP_GMS_REDIRECT_ASK]);
     }
 
-    if (redirected || to->slot != cl->gmcf->cluster_slot || cl->exiting) {
+    if (redirected || to->slot != cl->gmcf->redis.cluster_slot || cl->exiting) {
         /* a second redirection, or for a slot no key of ours is in */
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                       "gms: cluster: %V redirected a lookup %s to slot %ui "
                       "(%ui expected): not followed", &rc->peer,
                       redirected ? "again" : "", (ngx_uint_t) to->slot,
-                      cl->gmcf->cluster_slot);
+                      cl->gmcf->redis.cluster_slot);
         return NGX_DECLINED;
     }
 

@@ -31,6 +31,44 @@ ngx_conf_post_handler_pt  ngx_http_gms_jwt_leeway_p =
     ngx_http_gms_jwt_leeway;
 
 
+/* a directive's conf: the credentials conf at cmd->offset in the module's */
+#define ngx_http_gms_credentials(conf, cmd)                                  \
+    ((ngx_http_gms_credentials_conf_t *) ((u_char *) (conf) + (cmd)->offset))
+
+
+void
+ngx_http_gms_credentials_create_conf(ngx_http_gms_credentials_conf_t *ccf)
+{
+    /*
+     * set by ngx_pcalloc() of the main conf:
+     *
+     *     ccf->salt = { 0, NULL };
+     *     ccf->nkeys = 0;
+     *     ccf->oauth = NULL;
+     *     ccf->system_client = 0;
+     */
+
+    ccf->jwt_leeway = NGX_CONF_UNSET_MSEC;
+}
+
+
+char *
+ngx_http_gms_credentials_init_conf(ngx_conf_t *cf,
+    ngx_http_gms_credentials_conf_t *ccf)
+{
+    ngx_conf_init_msec_value(ccf->jwt_leeway, 0);
+
+    /* gms_token_salt "" is a choice; no salt at all is a mistake */
+    ccf->salt_set = (ccf->salt.data != NULL);
+
+    if (!ccf->salt_set) {
+        ngx_str_set(&ccf->salt, "");
+    }
+
+    return NGX_CONF_OK;
+}
+
+
 /*
  * gms_token_salt_file PATH: the salt as GMS is given it, from a file (a
  * mounted secret), read as gms-token's --salt-file reads it
@@ -41,18 +79,18 @@ char *
 ngx_http_gms_credentials_salt_file(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf)
 {
-    ngx_http_gms_main_conf_t *gmcf = conf;
+    ngx_http_gms_credentials_conf_t *ccf = ngx_http_gms_credentials(conf, cmd);
 
     ngx_str_t  *value;
 
-    if (gmcf->salt.data != NULL) {
+    if (ccf->salt.data != NULL) {
         return "is duplicate";
     }
 
     value = cf->args->elts;
 
     return ngx_http_gms_secret_file(cf, &value[1], NGX_HTTP_GMS_SALT_MAX,
-                                    &gmcf->salt);
+                                    &ccf->salt);
 }
 
 
@@ -67,12 +105,12 @@ char *
 ngx_http_gms_credentials_signing_key_file(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf)
 {
-    ngx_http_gms_main_conf_t *gmcf = conf;
+    ngx_http_gms_credentials_conf_t *ccf = ngx_http_gms_credentials(conf, cmd);
 
     char       *rv;
     ngx_str_t  *value, key;
 
-    if (gmcf->nkeys == GMS_JWT_KEYS_MAX) {
+    if (ccf->nkeys == GMS_JWT_KEYS_MAX) {
         return "is given more than twice (the old key and the new)";
     }
 
@@ -103,9 +141,9 @@ ngx_http_gms_credentials_signing_key_file(ngx_conf_t *cf, ngx_command_t *cmd,
                            "GMS (jjwt) refuses such an HS256 key", &value[1]);
     }
 
-    gmcf->keys[gmcf->nkeys].data = key.data;
-    gmcf->keys[gmcf->nkeys].len = key.len;
-    gmcf->nkeys++;
+    ccf->keys[ccf->nkeys].data = key.data;
+    ccf->keys[ccf->nkeys].len = key.len;
+    ccf->nkeys++;
 
     return NGX_CONF_OK;
 }
@@ -121,13 +159,13 @@ char *
 ngx_http_gms_credentials_system_client(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf)
 {
-    ngx_http_gms_main_conf_t *gmcf = conf;
+    ngx_http_gms_credentials_conf_t *ccf = ngx_http_gms_credentials(conf, cmd);
 
     u_char     *p;
     char       *rv;
     ngx_str_t  *value, path, secret, pair;
 
-    if (gmcf->system_client) {
+    if (ccf->system_client) {
         return "is duplicate";
     }
 
@@ -168,9 +206,9 @@ ngx_http_gms_credentials_system_client(ngx_conf_t *cf, ngx_command_t *cmd,
     }
 
     /* refused where gms_datahub_version is before 1.4.0: release.c */
-    gmcf->system_colon = (ngx_strlchr(secret.data, secret.data + secret.len,
-                                      ':')
-                          != NULL);
+    ccf->system_colon = (ngx_strlchr(secret.data, secret.data + secret.len,
+                                     ':')
+                         != NULL);
 
     pair.len = value[1].len + 1 + secret.len;
     pair.data = ngx_pnalloc(cf->temp_pool, pair.len);
@@ -182,12 +220,12 @@ ngx_http_gms_credentials_system_client(ngx_conf_t *cf, ngx_command_t *cmd,
     *p++ = ':';
     ngx_memcpy(p, secret.data, secret.len);
 
-    SHA256(pair.data, pair.len, gmcf->system_digest);
+    SHA256(pair.data, pair.len, ccf->system_digest);
 
     ngx_explicit_memzero(pair.data, pair.len);
     ngx_explicit_memzero(secret.data, secret.len);
 
-    gmcf->system_client = 1;
+    ccf->system_client = 1;
 
     return NGX_CONF_OK;
 }
@@ -223,9 +261,9 @@ ngx_http_gms_credentials_verify(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
 
     gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
 
-    rc = gms_jwt_verify(token, len, gmcf->keys, gmcf->nkeys,
-                        ngx_http_gms_cache_now_ms(), (int64_t) gmcf->jwt_leeway,
-                        claims);
+    rc = gms_jwt_verify(token, len, gmcf->credentials.keys,
+                        gmcf->credentials.nkeys, ngx_http_gms_cache_now_ms(),
+                        (int64_t) gmcf->credentials.jwt_leeway, claims);
 
     switch (rc) {
 
@@ -331,7 +369,10 @@ ngx_http_gms_credentials_system(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
 
     SHA256(credentials, len, md);
 
-    if (CRYPTO_memcmp(md, gmcf->system_digest, SHA256_DIGEST_LENGTH) != 0) {
+    if (CRYPTO_memcmp(md, gmcf->credentials.system_digest,
+                      SHA256_DIGEST_LENGTH)
+        != 0)
+    {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "gms: system client credentials refused");
 

@@ -32,15 +32,15 @@ ngx_http_gms_discovery_init(ngx_http_gms_main_conf_t *gmcf)
 
     dc->gmcf = gmcf;
 
-    if (gmcf->sentinels) {
+    if (gmcf->redis.sentinels) {
         ngx_http_gms_sentinel_discovery(dc);
 
-    } else if (gmcf->cluster) {
+    } else if (gmcf->redis.cluster) {
         ngx_http_gms_cluster_discovery(dc);
 
     } else {
         dc->name = "configured server";
-        dc->addr = &gmcf->redis;
+        dc->addr = &gmcf->redis.server;
         dc->start = ngx_http_gms_discovery_start;
         dc->stop = ngx_http_gms_discovery_stop;
         dc->ask = ngx_http_gms_discovery_ask;

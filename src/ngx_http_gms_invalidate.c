@@ -247,8 +247,8 @@ ngx_http_gms_invalidate_connect(ngx_http_gms_rconn_t *rc)
 
     argv[0] = "SUBSCRIBE";
     lens[0] = sizeof("SUBSCRIBE") - 1;
-    argv[1] = (const char *) gmcf->invalidate.data;
-    lens[1] = gmcf->invalidate.len;
+    argv[1] = (const char *) gmcf->redis.invalidate.data;
+    lens[1] = gmcf->redis.invalidate.len;
 
     if (ngx_http_gms_rconn_argv(rc, 2, argv, lens,
                                 ngx_http_gms_invalidate_message, NULL)
@@ -333,7 +333,7 @@ ngx_http_gms_invalidate_closed(ngx_http_gms_rconn_t *rc)
         ngx_http_gms_count_down(subscriptions);
     }
 
-    if (rc->gmcf->cluster && !iv->exiting) {
+    if (rc->gmcf->redis.cluster && !iv->exiting) {
         /* the node may be gone: the map names the slot's master anew */
         iv->dc->ask("the subscription's node failed");
     }
@@ -398,7 +398,7 @@ ngx_http_gms_invalidate_message(ngx_http_gms_rconn_t *rc, void *data,
 
         ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
                       "gms: subscribed to \"%V\" at %V, %ui cached entries "
-                      "dropped", &rc->gmcf->invalidate, &rc->peer, n);
+                      "dropped", &rc->gmcf->redis.invalidate, &rc->peer, n);
         return;
     }
 
@@ -440,7 +440,7 @@ ngx_http_gms_invalidate_recent(u_char *id, ngx_str_t *user)
 
     iv = &ngx_http_gms_invalidate;
 
-    if (!iv->recent_ready || !iv->gmcf->replica) {
+    if (!iv->recent_ready || !iv->gmcf->redis.replica) {
         return 0;
     }
 
@@ -486,7 +486,7 @@ ngx_http_gms_invalidate_remember(u_char *what, size_t len)
 
     iv = &ngx_http_gms_invalidate;
 
-    if (!iv->recent_ready || !iv->gmcf->replica) {
+    if (!iv->recent_ready || !iv->gmcf->redis.replica) {
         return;
     }
 
@@ -691,8 +691,8 @@ ngx_http_gms_invalidate_sync_age(ngx_event_t *ev)
 
     argv[0] = "HGET";
     lens[0] = 4;
-    argv[1] = (const char *) iv->gmcf->sync_key.data;
-    lens[1] = iv->gmcf->sync_key.len;
+    argv[1] = (const char *) iv->gmcf->redis.sync_key.data;
+    lens[1] = iv->gmcf->redis.sync_key.len;
     argv[2] = "at";
     lens[2] = 2;
 
@@ -745,7 +745,7 @@ ngx_http_gms_invalidate_sync_reply(ngx_http_gms_rconn_t *rc, void *data,
 
         ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
                       "gms: \"%V\" field \"at\" is not a time in ms",
-                      &rc->gmcf->sync_key);
+                      &rc->gmcf->redis.sync_key);
         m->sync_at = 0;
         return;
     }

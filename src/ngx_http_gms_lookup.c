@@ -148,13 +148,14 @@ ngx_http_gms_lookup(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "gms: token id \"%s\": %s flight, deadline %M ms",
-                   ctx->id, joined ? "joined its" : "a new", gmcf->timeout);
+                   ctx->id, joined ? "joined its" : "a new",
+                   gmcf->redis.timeout);
 
     ctx->flight = flight;
     ngx_queue_insert_tail(&flight->waiters, &ctx->queue);
 
     ctx->pending = 1;
-    ngx_add_timer(&ctx->deadline, gmcf->timeout);
+    ngx_add_timer(&ctx->deadline, gmcf->redis.timeout);
 
     /* as limit_req's delay: notice a client that goes away meanwhile */
     r->read_event_handler = ngx_http_test_reading;

@@ -34,10 +34,6 @@
 #include "ngx_http_gms_metrics.h"
 #include "ngx_http_gms_release.h"
 
-#include "gms_lookup.h"
-
-#include <openssl/sha.h>
-
 
 /* application.yml's authentication.tokenService.salt before DataHub 1.5 */
 #define NGX_HTTP_GMS_SALT_DEFAULT_PRE15                                      \
@@ -58,13 +54,9 @@ static ngx_int_t ngx_http_gms_version_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static char *ngx_http_gms_forbidden_status(ngx_conf_t *cf, void *post,
     void *data);
-static char *ngx_http_gms_redis_timeout(ngx_conf_t *cf, void *post,
-    void *data);
 static ngx_int_t ngx_http_gms_add_variables(ngx_conf_t *cf);
 static void *ngx_http_gms_create_main_conf(ngx_conf_t *cf);
 static char *ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf);
-static ngx_int_t ngx_http_gms_key(ngx_conf_t *cf,
-    ngx_http_gms_main_conf_t *gmcf, const char *name, ngx_str_t *key);
 static void *ngx_http_gms_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
@@ -77,8 +69,6 @@ static void ngx_http_gms_exit_process(ngx_cycle_t *cycle);
 
 static ngx_conf_post_handler_pt  ngx_http_gms_forbidden_status_p =
     ngx_http_gms_forbidden_status;
-static ngx_conf_post_handler_pt  ngx_http_gms_redis_timeout_p =
-    ngx_http_gms_redis_timeout;
 
 
 static ngx_conf_enum_t  ngx_http_gms_phases[] = {
@@ -143,98 +133,98 @@ static ngx_command_t  ngx_http_gms_commands[] = {
       NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
       ngx_http_gms_redis_conf_redis,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      0,
+      offsetof(ngx_http_gms_main_conf_t, redis),
       NULL },
 
     { ngx_string("gms_token_redis_sentinel"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
       ngx_http_gms_redis_conf_sentinel,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      0,
+      offsetof(ngx_http_gms_main_conf_t, redis),
       NULL },
 
     { ngx_string("gms_token_redis_cluster"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
       ngx_http_gms_redis_conf_cluster,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      0,
+      offsetof(ngx_http_gms_main_conf_t, redis),
       NULL },
 
     { ngx_string("gms_token_redis_ssl_trusted_certificate"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_str_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      offsetof(ngx_http_gms_main_conf_t, ssl_trusted_certificate),
+      offsetof(ngx_http_gms_main_conf_t, redis.ssl_trusted_certificate),
       NULL },
 
     { ngx_string("gms_token_redis_ssl_verify"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_FLAG,
       ngx_conf_set_flag_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      offsetof(ngx_http_gms_main_conf_t, ssl_verify),
+      offsetof(ngx_http_gms_main_conf_t, redis.ssl_verify),
       NULL },
 
     { ngx_string("gms_token_redis_ssl_name"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_str_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      offsetof(ngx_http_gms_main_conf_t, ssl_name),
+      offsetof(ngx_http_gms_main_conf_t, redis.ssl_name),
       NULL },
 
     { ngx_string("gms_token_redis_ssl_certificate"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_str_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      offsetof(ngx_http_gms_main_conf_t, ssl_certificate),
+      offsetof(ngx_http_gms_main_conf_t, redis.ssl_certificate),
       NULL },
 
     { ngx_string("gms_token_redis_ssl_certificate_key"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_str_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      offsetof(ngx_http_gms_main_conf_t, ssl_certificate_key),
+      offsetof(ngx_http_gms_main_conf_t, redis.ssl_certificate_key),
       NULL },
 
     { ngx_string("gms_token_redis_timeout"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_msec_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      offsetof(ngx_http_gms_main_conf_t, timeout),
-      &ngx_http_gms_redis_timeout_p },
+      offsetof(ngx_http_gms_main_conf_t, redis.timeout),
+      &ngx_http_gms_redis_conf_timeout_p },
 
     { ngx_string("gms_token_key_prefix"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_str_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      offsetof(ngx_http_gms_main_conf_t, prefix),
+      offsetof(ngx_http_gms_main_conf_t, redis.prefix),
       NULL },
 
     { ngx_string("gms_token_salt"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_str_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      offsetof(ngx_http_gms_main_conf_t, salt),
+      offsetof(ngx_http_gms_main_conf_t, credentials.salt),
       NULL },
 
     { ngx_string("gms_token_salt_file"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_http_gms_credentials_salt_file,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      0,
+      offsetof(ngx_http_gms_main_conf_t, credentials),
       NULL },
 
     { ngx_string("gms_token_signing_key_file"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_http_gms_credentials_signing_key_file,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      0,
+      offsetof(ngx_http_gms_main_conf_t, credentials),
       NULL },
 
     { ngx_string("gms_token_jwt_leeway"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_msec_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      offsetof(ngx_http_gms_main_conf_t, jwt_leeway),
+      offsetof(ngx_http_gms_main_conf_t, credentials.jwt_leeway),
       &ngx_http_gms_jwt_leeway_p },
 
     { ngx_string("gms_token_oauth"),
@@ -248,7 +238,7 @@ static ngx_command_t  ngx_http_gms_commands[] = {
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE2,
       ngx_http_gms_credentials_system_client,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      0,
+      offsetof(ngx_http_gms_main_conf_t, credentials),
       NULL },
 
     { ngx_string("gms_token_realm"),
@@ -518,21 +508,6 @@ ngx_http_gms_forbidden_status(ngx_conf_t *cf, void *post, void *data)
 }
 
 
-/* a lookup with no time to answer would fail every request */
-
-static char *
-ngx_http_gms_redis_timeout(ngx_conf_t *cf, void *post, void *data)
-{
-    ngx_msec_t  *timeout = data;
-
-    if (*timeout == 0) {
-        return "must be more than 0";
-    }
-
-    return NGX_CONF_OK;
-}
-
-
 static ngx_int_t
 ngx_http_gms_add_variables(ngx_conf_t *cf)
 {
@@ -565,25 +540,15 @@ ngx_http_gms_create_main_conf(ngx_conf_t *cf)
     /*
      * set by ngx_pcalloc():
      *
-     *     gmcf->redis = { 0 };
-     *     gmcf->sentinels = NULL;
-     *     gmcf->cluster = NULL;
-     *     gmcf->user = { 0, NULL };
-     *     gmcf->tls = 0;
-     *     gmcf->ssl_* = { 0, NULL };
-     *     gmcf->password = { 0, NULL };
-     *     gmcf->db = 0;
-     *     gmcf->salt = { 0, NULL };
-     *     gmcf->salt_set = 0;
-     *     gmcf->token_prefix = { 0, NULL };
-     *     gmcf->actor_prefix = { 0, NULL };
-     *     gmcf->script_sha = "";
      *     gmcf->cache = NULL;
      *     gmcf->metrics_zone = NULL;
-     *     gmcf->nkeys = 0;
-     *     gmcf->oauth = NULL;
-     *     gmcf->system_client = 0;
+     *     gmcf->checks = 0;
+     *     gmcf->es_task = 0;
+     *     gmcf->metrics = 0;
      */
+
+    ngx_http_gms_redis_conf_create(&gmcf->redis);
+    ngx_http_gms_credentials_create_conf(&gmcf->credentials);
 
     if (ngx_array_init(&gmcf->error_logs, cf->pool, 16, sizeof(ngx_log_t **))
         != NGX_OK
@@ -592,11 +557,6 @@ ngx_http_gms_create_main_conf(ngx_conf_t *cf)
     {
         return NULL;
     }
-
-    gmcf->timeout = NGX_CONF_UNSET_MSEC;
-    gmcf->ssl_verify = NGX_CONF_UNSET;
-    gmcf->jwt_leeway = NGX_CONF_UNSET_MSEC;
-    gmcf->prefix.len = NGX_CONF_UNSET_SIZE;
 
     return gmcf;
 }
@@ -607,47 +567,11 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
 {
     ngx_http_gms_main_conf_t *gmcf = conf;
 
-    uint32_t       crc;
-    unsigned char  md[SHA_DIGEST_LENGTH];
+    uint32_t  crc;
 
-    if (ngx_http_gms_redis_conf_init(cf, gmcf) != NGX_CONF_OK) {
-        return NGX_CONF_ERROR;
-    }
-
-    ngx_conf_init_msec_value(gmcf->timeout, 250);
-    ngx_conf_init_msec_value(gmcf->jwt_leeway, 0);
-
-    if (gmcf->prefix.len == NGX_CONF_UNSET_SIZE) {
-        if (gmcf->cluster) {
-            /* every key in one hash slot: the lookup's script needs it */
-            ngx_str_set(&gmcf->prefix, "{gms}:");
-
-        } else {
-            ngx_str_set(&gmcf->prefix, "gms:");
-        }
-    }
-
-    if (gmcf->cluster) {
-        if (ngx_http_gms_redis_conf_cluster_prefix(cf, gmcf) != NGX_CONF_OK) {
-            return NGX_CONF_ERROR;
-        }
-    }
-
-    /* gms_token_salt "" is a choice; no salt at all is a mistake */
-    gmcf->salt_set = (gmcf->salt.data != NULL);
-
-    if (!gmcf->salt_set) {
-        ngx_str_set(&gmcf->salt, "");
-    }
-
-    if (ngx_http_gms_key(cf, gmcf, GMS_KEY_TOKEN, &gmcf->token_prefix)
-           != NGX_OK
-        || ngx_http_gms_key(cf, gmcf, GMS_KEY_ACTOR, &gmcf->actor_prefix)
-           != NGX_OK
-        || ngx_http_gms_key(cf, gmcf, GMS_KEY_INVALIDATE, &gmcf->invalidate)
-           != NGX_OK
-        || ngx_http_gms_key(cf, gmcf, GMS_KEY_SYNC, &gmcf->sync_key)
-           != NGX_OK)
+    if (ngx_http_gms_redis_conf_init(cf, &gmcf->redis) != NGX_CONF_OK
+        || ngx_http_gms_credentials_init_conf(cf, &gmcf->credentials)
+           != NGX_CONF_OK)
     {
         return NGX_CONF_ERROR;
     }
@@ -660,41 +584,11 @@ ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf)
         gmcf->cache->source = crc;
 
         /* a token removed from Redis must not go on to GMS: see verdict.c */
-        gmcf->cache->changed = gmcf->nkeys ? NGX_HTTP_GMS_CACHE_CHANGED_TIME
-                                           : 0;
+        gmcf->cache->changed = gmcf->credentials.nkeys
+                               ? NGX_HTTP_GMS_CACHE_CHANGED_TIME : 0;
     }
-
-    /* EVALSHA names the script by the SHA-1 of its text */
-    SHA1((const unsigned char *) gms_lookup_script,
-         gms_lookup_script_len, md);
-
-    ngx_hex_dump(gmcf->script_sha, md, SHA_DIGEST_LENGTH);
-    gmcf->script_sha[40] = '\0';
 
     return NGX_CONF_OK;
-}
-
-
-/* <prefix><name>: a key of the contract, or the start of one */
-
-static ngx_int_t
-ngx_http_gms_key(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
-    const char *name, ngx_str_t *key)
-{
-    size_t  len;
-
-    len = ngx_strlen(name);
-
-    key->len = gmcf->prefix.len + len;
-    key->data = ngx_pnalloc(cf->pool, key->len);
-    if (key->data == NULL) {
-        return NGX_ERROR;
-    }
-
-    ngx_memcpy(ngx_cpymem(key->data, gmcf->prefix.data, gmcf->prefix.len),
-               name, len);
-
-    return NGX_OK;
 }
 
 
@@ -765,9 +659,11 @@ ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
      */
 
     ngx_conf_merge_uint_value(conf->unknown_signed, prev->unknown_signed,
-                              gmcf->nkeys && gmcf->cache);
+                              gmcf->credentials.nkeys && gmcf->cache);
 
-    if (conf->unknown_signed && (gmcf->nkeys == 0 || gmcf->cache == NULL)) {
+    if (conf->unknown_signed
+        && (gmcf->credentials.nkeys == 0 || gmcf->cache == NULL))
+    {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
             "gms_token_unknown_signed pass needs gms_token_signing_key_file "
             "(to verify such a token) and gms_token_cache (to remember "
@@ -791,7 +687,7 @@ ngx_http_gms_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         return NGX_CONF_ERROR;
     }
 
-    if (conf->enable && !gmcf->salt_set) {
+    if (conf->enable && !gmcf->credentials.salt_set) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
             "gms_token_auth is on, but no gms_token_salt is set: token ids "
             "are hashed with GMS's salt (DATAHUB_TOKEN_SERVICE_SALT, "

@@ -39,6 +39,12 @@ typedef enum {
 
 typedef struct ngx_http_gms_flight_s    ngx_http_gms_flight_t;
 typedef struct ngx_http_gms_cache_sh_s  ngx_http_gms_cache_sh_t;
+typedef struct ngx_http_gms_ctx_s       ngx_http_gms_ctx_t;
+
+
+/* the subsystems' settings, which the main conf holds */
+#include "ngx_http_gms_redis_conf.h"
+#include "ngx_http_gms_credentials.h"
 
 
 typedef struct {
@@ -64,74 +70,21 @@ typedef enum {
 } ngx_http_gms_target_e;
 
 
-/* host:port, [ipv6]:port or unix:/path, as gms_token_redis* take it */
-typedef struct {
-    ngx_str_t                  name;           /* as configured */
-    ngx_str_t                  host;           /* resolved; the TLS name */
-    in_port_t                  port;
-    ngx_addr_t                *addrs;          /* NULL: host to resolve */
-    ngx_uint_t                 naddrs;
-} ngx_http_gms_redis_addr_t;
-
+/*
+ * Each subsystem's settings are its own type, in its own header, as
+ * ngx_http_upstream_conf_t sits in proxy's conf: the Redis client's
+ * (ngx_http_gms_redis_conf.h), the credentials' (ngx_http_gms_credentials.h)
+ * and the cache's (above).
+ */
 
 typedef struct {
-    ngx_http_gms_redis_addr_t  redis;          /* gms_token_redis */
-    ngx_str_t                  password;
-    ngx_str_t                  user;           /* AUTH user password */
-    ngx_int_t                  db;
-    ngx_str_t                  db_text;        /* for SELECT */
+    ngx_http_gms_redis_conf_t        redis;
+    ngx_http_gms_credentials_conf_t  credentials;
 
-    /* gms_token_redis_sentinel */
-    ngx_array_t               *sentinels;      /* of addresses */
-    ngx_str_t                  master_name;
-    ngx_str_t                  sentinel_password;
-    ngx_flag_t                 replica;        /* replica=prefer */
-
-    /* gms_token_redis_cluster: the seed nodes */
-    ngx_array_t               *cluster;        /* of addresses */
-    ngx_uint_t                 cluster_slot;   /* the prefix's tag's */
-
-    ngx_resolver_t            *resolver;       /* http's, for host names */
-    ngx_msec_t                 resolver_timeout;
-
-    /* gms_token_redis ... tls, and gms_token_redis_ssl_* */
-    ngx_flag_t                 tls;
-    ngx_flag_t                 ssl_verify;
-    ngx_str_t                  ssl_name;
-    ngx_str_t                  ssl_trusted_certificate;
-    ngx_str_t                  ssl_certificate;
-    ngx_str_t                  ssl_certificate_key;
-#if (NGX_SSL)
-    ngx_ssl_t                 *ssl;
-#endif
-
-    ngx_msec_t                 timeout;
-    ngx_str_t                  prefix;
-    ngx_str_t                  token_prefix;   /* <prefix>token: */
-    ngx_str_t                  actor_prefix;   /* <prefix>actor: */
-    ngx_str_t                  invalidate;     /* <prefix>invalidate */
-    ngx_str_t                  sync_key;       /* <prefix>sync */
-    ngx_str_t                  salt;
-    ngx_flag_t                 salt_set;
-
-    /* gms_token_signing_key_file: tokens verified here when given */
-    gms_jwt_key_t              keys[GMS_JWT_KEYS_MAX];
-    ngx_uint_t                 nkeys;
-    ngx_msec_t                 jwt_leeway;
-
-    /* gms_token_oauth: of ngx_http_gms_oauth_t (ngx_http_gms_oauth.c) */
-    ngx_array_t               *oauth;
-
-    /* gms_token_system_client: SHA-256 of "id:secret" */
-    ngx_flag_t                 system_client;
-    ngx_flag_t                 system_colon;   /* a ':' in its secret */
-    u_char                     system_digest[32];
-
-    u_char                     script_sha[41];
-    ngx_http_gms_cache_t      *cache;
-    ngx_shm_zone_t            *metrics_zone;   /* NULL: the module unused */
-    ngx_array_t                error_logs;     /* of ngx_log_t ** */
-    ngx_array_t                mask_headers;   /* of char *, lower case */
+    ngx_http_gms_cache_t            *cache;
+    ngx_shm_zone_t                  *metrics_zone;  /* NULL: module unused */
+    ngx_array_t                      error_logs;    /* of ngx_log_t ** */
+    ngx_array_t                      mask_headers;  /* of char *, lower */
 
     /*
      * what the locations use, noted as they are merged (es_task by
@@ -139,9 +92,9 @@ typedef struct {
      * answers getEsTaskStatus or serves metrics, neither module does
      * anything at all (ngx_http_gms_module.c)
      */
-    unsigned                   checks:1;       /* gms_token_auth on */
-    unsigned                   es_task:1;      /* gms_es_task_status */
-    unsigned                   metrics:1;      /* gms_token_metrics */
+    unsigned                         checks:1;      /* gms_token_auth on */
+    unsigned                         es_task:1;     /* gms_es_task_status */
+    unsigned                         metrics:1;     /* gms_token_metrics */
 } ngx_http_gms_main_conf_t;
 
 
@@ -172,7 +125,7 @@ typedef struct {
 } ngx_http_gms_loc_conf_t;
 
 
-typedef struct {
+struct ngx_http_gms_ctx_s {
     ngx_http_request_t        *request;
     ngx_http_gms_flight_t     *flight;         /* the lookup waited on */
     ngx_http_request_t        *subrequest;     /* the edge's own: no one's */
@@ -203,7 +156,7 @@ typedef struct {
     gms_token_type_e           stale_type;
     unsigned                   has_stale:1;
     unsigned                   stale_inactive:2;
-} ngx_http_gms_ctx_t;
+};
 
 
 extern ngx_module_t  ngx_http_gms_module;

@@ -107,19 +107,19 @@ ngx_http_gms_oauth_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_pool_cleanup_t    *cln;
     ngx_http_gms_oauth_t  *oa, *other;
 
-    if (gmcf->oauth == NULL) {
-        gmcf->oauth = ngx_array_create(cf->pool, 2,
-                                       sizeof(ngx_http_gms_oauth_t));
-        if (gmcf->oauth == NULL) {
+    if (gmcf->credentials.oauth == NULL) {
+        gmcf->credentials.oauth = ngx_array_create(cf->pool, 2,
+                                                   sizeof(ngx_http_gms_oauth_t));
+        if (gmcf->credentials.oauth == NULL) {
             return NGX_CONF_ERROR;
         }
     }
 
-    if (gmcf->oauth->nelts == NGX_HTTP_GMS_OAUTH_MAX) {
+    if (gmcf->credentials.oauth->nelts == NGX_HTTP_GMS_OAUTH_MAX) {
         return "is given for more than 8 issuers";
     }
 
-    oa = ngx_array_push(gmcf->oauth);
+    oa = ngx_array_push(gmcf->credentials.oauth);
     if (oa == NULL) {
         return NGX_CONF_ERROR;
     }
@@ -205,9 +205,9 @@ ngx_http_gms_oauth_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return "needs issuer=, audience= and jwks_file=";
     }
 
-    other = gmcf->oauth->elts;
+    other = gmcf->credentials.oauth->elts;
 
-    for (i = 0; i + 1 < gmcf->oauth->nelts; i++) {
+    for (i = 0; i + 1 < gmcf->credentials.oauth->nelts; i++) {
         if (ngx_strcmp(other[i].provider.issuer, oa->provider.issuer) == 0) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "issuer \"%s\" is given twice: give its "
@@ -548,12 +548,12 @@ ngx_http_gms_oauth_verify(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
 
     gmcf = ngx_http_get_module_main_conf(r, ngx_http_gms_module);
 
-    if (gmcf->oauth == NULL) {
+    if (gmcf->credentials.oauth == NULL) {
         return NGX_DECLINED;
     }
 
-    oa = gmcf->oauth->elts;
-    n = gmcf->oauth->nelts;
+    oa = gmcf->credentials.oauth->elts;
+    n = gmcf->credentials.oauth->nelts;
 
     for (i = 0; i < n; i++) {
         st = &ngx_http_gms_oauth_states[i];
@@ -567,7 +567,7 @@ ngx_http_gms_oauth_verify(ngx_http_request_t *r, ngx_http_gms_ctx_t *ctx,
     }
 
     rc = gms_oauth_verify(token, len, providers, n, ngx_http_gms_cache_now_ms(),
-                          (int64_t) gmcf->jwt_leeway, &oc);
+                          (int64_t) gmcf->credentials.jwt_leeway, &oc);
 
     switch (rc) {
 
@@ -628,13 +628,13 @@ ngx_http_gms_oauth_source(ngx_http_gms_main_conf_t *gmcf, uint32_t *crc)
     ngx_uint_t             i, k;
     ngx_http_gms_oauth_t  *oa;
 
-    if (gmcf->oauth == NULL) {
+    if (gmcf->credentials.oauth == NULL) {
         return;
     }
 
-    oa = gmcf->oauth->elts;
+    oa = gmcf->credentials.oauth->elts;
 
-    for (i = 0; i < gmcf->oauth->nelts; i++) {
+    for (i = 0; i < gmcf->credentials.oauth->nelts; i++) {
         ngx_crc32_update(crc, (u_char *) oa[i].provider.issuer,
                          ngx_strlen(oa[i].provider.issuer) + 1);
 

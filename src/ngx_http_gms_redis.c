@@ -127,18 +127,19 @@ ngx_http_gms_redis_init_process(ngx_cycle_t *cycle,
     rd->release.data = rd;
     rd->release.log = cycle->log;
 
-    rd->key = ngx_alloc(gmcf->token_prefix.len + GMS_TOKEN_ID_LEN,
+    rd->key = ngx_alloc(gmcf->redis.token_prefix.len + GMS_TOKEN_ID_LEN,
                         ngx_cycle->log);
-    rd->members_key = ngx_alloc(gmcf->actor_prefix.len + GMS_ACTOR_MAX,
+    rd->members_key = ngx_alloc(gmcf->redis.actor_prefix.len + GMS_ACTOR_MAX,
                                 ngx_cycle->log);
 
     if (rd->key == NULL || rd->members_key == NULL) {
         return NGX_ERROR;
     }
 
-    ngx_memcpy(rd->key, gmcf->token_prefix.data, gmcf->token_prefix.len);
-    ngx_memcpy(rd->members_key, gmcf->actor_prefix.data,
-               gmcf->actor_prefix.len);
+    ngx_memcpy(rd->key, gmcf->redis.token_prefix.data,
+               gmcf->redis.token_prefix.len);
+    ngx_memcpy(rd->members_key, gmcf->redis.actor_prefix.data,
+               gmcf->redis.actor_prefix.len);
 
     if (ngx_http_gms_redis_format(&rd->evalsha, &rd->evalsha_len,
                                   &rd->evalsha_id, "EVALSHA", gmcf)
@@ -187,13 +188,13 @@ ngx_http_gms_redis_format(u_char **cmd, size_t *len, size_t *id_offset,
     u_char  *p;
     size_t   key_len, name_len, size;
 
-    key_len = gmcf->token_prefix.len + GMS_TOKEN_ID_LEN;
+    key_len = gmcf->redis.token_prefix.len + GMS_TOKEN_ID_LEN;
     name_len = ngx_strlen(name);
 
     size = sizeof("*5\r\n$\r\n\r\n$40\r\n\r\n$1\r\n1\r\n") - 1
            + NGX_SIZE_T_LEN + name_len + 40
            + 2 * (sizeof("$\r\n\r\n") - 1 + NGX_SIZE_T_LEN)
-           + key_len + gmcf->actor_prefix.len;
+           + key_len + gmcf->redis.actor_prefix.len;
 
     *cmd = ngx_alloc(size, ngx_cycle->log);
     if (*cmd == NULL) {
@@ -202,13 +203,13 @@ ngx_http_gms_redis_format(u_char **cmd, size_t *len, size_t *id_offset,
 
     p = ngx_sprintf(*cmd, "*5\r\n$%uz\r\n%s\r\n$40\r\n%s\r\n"
                     "$1\r\n1\r\n$%uz\r\n%V", name_len, name,
-                    gmcf->script_sha, key_len, &gmcf->token_prefix);
+                    gmcf->redis.script_sha, key_len, &gmcf->redis.token_prefix);
 
     *id_offset = p - *cmd;
     p += GMS_TOKEN_ID_LEN;
 
-    p = ngx_sprintf(p, "\r\n$%uz\r\n%V\r\n", gmcf->actor_prefix.len,
-                    &gmcf->actor_prefix);
+    p = ngx_sprintf(p, "\r\n$%uz\r\n%V\r\n", gmcf->redis.actor_prefix.len,
+                    &gmcf->redis.actor_prefix);
 
     *len = p - *cmd;
 
@@ -407,15 +408,15 @@ ngx_http_gms_redis_set_master(struct sockaddr *sa, socklen_t socklen)
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
                    "gms: %s: the master is at %V", rd->dc->name, &rc->peer);
 
-    if (rc->gmcf->cluster) {
+    if (rc->gmcf->redis.cluster) {
         ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
                       "gms: cluster: slot %ui is served by %V",
-                      rc->gmcf->cluster_slot, &rc->peer);
+                      rc->gmcf->redis.cluster_slot, &rc->peer);
 
     } else {
         ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
                       "gms: sentinel: master \"%V\" is at %V",
-                      &rc->gmcf->master_name, &rc->peer);
+                      &rc->gmcf->redis.master_name, &rc->peer);
     }
 
     ngx_http_gms_replica_master_moved();
@@ -615,11 +616,11 @@ ngx_http_gms_redis_closed(ngx_http_gms_rconn_t *rc)
         return;
     }
 
-    if (rc->gmcf->sentinels) {
+    if (rc->gmcf->redis.sentinels) {
         rd->dc->ask("the master's connection failed");
     }
 
-    if (rc->gmcf->cluster) {
+    if (rc->gmcf->redis.cluster) {
         /* a node gone: a failover the map may already know */
         rd->dc->ask("a node's connection failed");
     }
@@ -671,36 +672,36 @@ ngx_http_gms_redis_send(ngx_http_gms_redis_lookup_t *lk)
 
     } else {
         argv[0] = replica ? "EVALSHA_RO" : "EVALSHA";
-        argv[1] = (const char *) gmcf->script_sha;
+        argv[1] = (const char *) gmcf->redis.script_sha;
         len[1] = 40;
     }
 
     len[0] = ngx_strlen(argv[0]);
     argv[2] = "1";
     len[2] = 1;
-    argv[4] = (const char *) gmcf->actor_prefix.data;
-    len[4] = gmcf->actor_prefix.len;
+    argv[4] = (const char *) gmcf->redis.actor_prefix.data;
+    len[4] = gmcf->redis.actor_prefix.len;
 
     if (lk->actor.data) {
         if (lk->actor.len > GMS_ACTOR_MAX) {
             return NGX_ERROR;
         }
 
-        ngx_memcpy(rd->members_key + gmcf->actor_prefix.len, lk->actor.data,
-                   lk->actor.len);
+        ngx_memcpy(rd->members_key + gmcf->redis.actor_prefix.len,
+                   lk->actor.data, lk->actor.len);
 
         argv[3] = (const char *) rd->members_key;
-        len[3] = gmcf->actor_prefix.len + lk->actor.len;
+        len[3] = gmcf->redis.actor_prefix.len + lk->actor.len;
         argv[5] = (const char *) lk->actor.data;
         len[5] = lk->actor.len;
         n = 6;
 
     } else {
-        ngx_memcpy(rd->key + gmcf->token_prefix.len, lk->id,
+        ngx_memcpy(rd->key + gmcf->redis.token_prefix.len, lk->id,
                    GMS_TOKEN_ID_LEN);
 
         argv[3] = (const char *) rd->key;
-        len[3] = gmcf->token_prefix.len + GMS_TOKEN_ID_LEN;
+        len[3] = gmcf->redis.token_prefix.len + GMS_TOKEN_ID_LEN;
         n = 5;
     }
 
@@ -718,7 +719,7 @@ ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
     void                          *r;
     ngx_http_gms_redis_lookup_pt   handler;
 
-    if (ngx_http_gms_redis.gmcf->cluster) {
+    if (ngx_http_gms_redis.gmcf->redis.cluster) {
         switch (ngx_http_gms_redis_cluster(rc, lk, reply, &error)) {
 
         case NGX_DONE:

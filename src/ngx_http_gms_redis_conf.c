@@ -14,7 +14,11 @@
 #include "ngx_http_gms_redis_conf.h"
 #include "ngx_http_gms_secret.h"
 
+#include "gms_contract.h"
+#include "gms_lookup.h"
 #include "gms_slot.h"
+
+#include <openssl/sha.h>
 
 
 /* the longest password read from a file */
@@ -27,87 +31,105 @@
 #define NGX_HTTP_GMS_REDIS_ANY       0x07
 
 
+/* a directive's conf: the Redis conf at cmd->offset in the module's */
+#define ngx_http_gms_redis_rcf(conf, cmd)                                    \
+    ((ngx_http_gms_redis_conf_t *) ((u_char *) (conf) + (cmd)->offset))
+
+
 typedef struct ngx_http_gms_redis_param_s  ngx_http_gms_redis_param_t;
 
 /* NGX_CONF_OK, NGX_CONF_ERROR (said), or "" for "invalid parameter" */
 typedef char *(*ngx_http_gms_redis_set_pt)(ngx_conf_t *cf,
-    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value,
+    ngx_http_gms_redis_conf_t *rcf, ngx_str_t *value,
     ngx_http_gms_redis_param_t *param, ngx_uint_t directive);
 
 struct ngx_http_gms_redis_param_s {
     ngx_str_t                     name;        /* "tls", or "name=" */
     ngx_uint_t                    directives;  /* NGX_HTTP_GMS_REDIS_* */
     ngx_http_gms_redis_set_pt     set;
-    size_t                        offset;      /* in the main conf */
+    size_t                        offset;      /* in the Redis conf */
+    ngx_uint_t                    nonempty;    /* "name=" refused */
 };
 
 
 static char *ngx_http_gms_redis_parse(ngx_conf_t *cf,
-    ngx_http_gms_main_conf_t *gmcf, ngx_uint_t directive);
+    ngx_http_gms_redis_conf_t *rcf, ngx_uint_t directive);
 static char *ngx_http_gms_redis_address(ngx_conf_t *cf,
-    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value, ngx_uint_t directive);
+    ngx_http_gms_redis_conf_t *rcf, ngx_str_t *value, ngx_uint_t directive);
 static char *ngx_http_gms_redis_tls(ngx_conf_t *cf,
-    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value,
+    ngx_http_gms_redis_conf_t *rcf, ngx_str_t *value,
     ngx_http_gms_redis_param_t *param, ngx_uint_t directive);
 static char *ngx_http_gms_redis_str(ngx_conf_t *cf,
-    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value,
+    ngx_http_gms_redis_conf_t *rcf, ngx_str_t *value,
     ngx_http_gms_redis_param_t *param, ngx_uint_t directive);
 static char *ngx_http_gms_redis_secret_file(ngx_conf_t *cf,
-    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value,
+    ngx_http_gms_redis_conf_t *rcf, ngx_str_t *value,
     ngx_http_gms_redis_param_t *param, ngx_uint_t directive);
 static char *ngx_http_gms_redis_db(ngx_conf_t *cf,
-    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value,
+    ngx_http_gms_redis_conf_t *rcf, ngx_str_t *value,
     ngx_http_gms_redis_param_t *param, ngx_uint_t directive);
 static char *ngx_http_gms_redis_replica(ngx_conf_t *cf,
-    ngx_http_gms_main_conf_t *gmcf, ngx_str_t *value,
+    ngx_http_gms_redis_conf_t *rcf, ngx_str_t *value,
     ngx_http_gms_redis_param_t *param, ngx_uint_t directive);
 static ngx_int_t ngx_http_gms_redis_addr(ngx_conf_t *cf, ngx_str_t *text,
     ngx_http_gms_redis_addr_t *addr);
+static char *ngx_http_gms_redis_timeout(ngx_conf_t *cf, void *post,
+    void *data);
+static char *ngx_http_gms_redis_peers(ngx_conf_t *cf,
+    ngx_http_gms_redis_conf_t *rcf);
+static char *ngx_http_gms_redis_cluster_prefix(ngx_conf_t *cf,
+    ngx_http_gms_redis_conf_t *rcf);
+static ngx_int_t ngx_http_gms_redis_key(ngx_conf_t *cf,
+    ngx_http_gms_redis_conf_t *rcf, const char *name, ngx_str_t *key);
 #if (NGX_SSL)
 static ngx_int_t ngx_http_gms_redis_ssl(ngx_conf_t *cf,
-    ngx_http_gms_main_conf_t *gmcf);
+    ngx_http_gms_redis_conf_t *rcf);
 #endif
 
 
 static ngx_http_gms_redis_param_t  ngx_http_gms_redis_params[] = {
 
     { ngx_string("tls"), NGX_HTTP_GMS_REDIS_ANY,
-      ngx_http_gms_redis_tls, 0 },
+      ngx_http_gms_redis_tls, 0, 0 },
 
     { ngx_string("password="), NGX_HTTP_GMS_REDIS_ANY,
       ngx_http_gms_redis_str,
-      offsetof(ngx_http_gms_main_conf_t, password) },
+      offsetof(ngx_http_gms_redis_conf_t, password), 0 },
 
     { ngx_string("password_file="), NGX_HTTP_GMS_REDIS_ANY,
       ngx_http_gms_redis_secret_file,
-      offsetof(ngx_http_gms_main_conf_t, password) },
+      offsetof(ngx_http_gms_redis_conf_t, password), 0 },
 
     { ngx_string("user="), NGX_HTTP_GMS_REDIS_ANY,
       ngx_http_gms_redis_str,
-      offsetof(ngx_http_gms_main_conf_t, user) },
+      offsetof(ngx_http_gms_redis_conf_t, user), 1 },
 
     /* a cluster refuses it, saying why */
     { ngx_string("db="), NGX_HTTP_GMS_REDIS_ANY,
-      ngx_http_gms_redis_db, 0 },
+      ngx_http_gms_redis_db, 0, 0 },
 
     { ngx_string("master="), NGX_HTTP_GMS_REDIS_SENTINEL,
       ngx_http_gms_redis_str,
-      offsetof(ngx_http_gms_main_conf_t, master_name) },
+      offsetof(ngx_http_gms_redis_conf_t, master_name), 0 },
 
     { ngx_string("sentinel_password="), NGX_HTTP_GMS_REDIS_SENTINEL,
       ngx_http_gms_redis_str,
-      offsetof(ngx_http_gms_main_conf_t, sentinel_password) },
+      offsetof(ngx_http_gms_redis_conf_t, sentinel_password), 0 },
 
     { ngx_string("sentinel_password_file="), NGX_HTTP_GMS_REDIS_SENTINEL,
       ngx_http_gms_redis_secret_file,
-      offsetof(ngx_http_gms_main_conf_t, sentinel_password) },
+      offsetof(ngx_http_gms_redis_conf_t, sentinel_password), 0 },
 
     { ngx_string("replica="),
       NGX_HTTP_GMS_REDIS_SENTINEL|NGX_HTTP_GMS_REDIS_CLUSTER,
-      ngx_http_gms_redis_replica, 0 },
+      ngx_http_gms_redis_replica, 0, 0 },
 
-    { ngx_null_string, 0, NULL, 0 }
+    { ngx_null_string, 0, NULL, 0, 0 }
 };
+
+
+ngx_conf_post_handler_pt  ngx_http_gms_redis_conf_timeout_p =
+    ngx_http_gms_redis_timeout;
 
 
 /* what the other two directives say of a directive given after them */
@@ -118,13 +140,19 @@ static char  *ngx_http_gms_redis_conflict[] = {
 };
 
 
-/* gms_token_redis ADDRESS [tls] [password=STRING | password_file=PATH]
- *     [user=NAME] [db=N]; */
+/*
+ * The three directives' conf is the Redis conf at cmd->offset in the
+ * module's, as proxy_* directives set the upstream conf in proxy's.
+ *
+ * gms_token_redis ADDRESS [tls] [password=STRING | password_file=PATH]
+ *     [user=NAME] [db=N];
+ */
 
 char *
 ngx_http_gms_redis_conf_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    return ngx_http_gms_redis_parse(cf, conf, NGX_HTTP_GMS_REDIS_ONE);
+    return ngx_http_gms_redis_parse(cf, ngx_http_gms_redis_rcf(conf, cmd),
+                                    NGX_HTTP_GMS_REDIS_ONE);
 }
 
 
@@ -139,7 +167,8 @@ char *
 ngx_http_gms_redis_conf_sentinel(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf)
 {
-    return ngx_http_gms_redis_parse(cf, conf, NGX_HTTP_GMS_REDIS_SENTINEL);
+    return ngx_http_gms_redis_parse(cf, ngx_http_gms_redis_rcf(conf, cmd),
+                                    NGX_HTTP_GMS_REDIS_SENTINEL);
 }
 
 
@@ -152,12 +181,13 @@ char *
 ngx_http_gms_redis_conf_cluster(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf)
 {
-    return ngx_http_gms_redis_parse(cf, conf, NGX_HTTP_GMS_REDIS_CLUSTER);
+    return ngx_http_gms_redis_parse(cf, ngx_http_gms_redis_rcf(conf, cmd),
+                                    NGX_HTTP_GMS_REDIS_CLUSTER);
 }
 
 
 static char *
-ngx_http_gms_redis_parse(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
+ngx_http_gms_redis_parse(ngx_conf_t *cf, ngx_http_gms_redis_conf_t *rcf,
     ngx_uint_t directive)
 {
     char                        *rv;
@@ -166,9 +196,9 @@ ngx_http_gms_redis_parse(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
     ngx_array_t                **addrs;
     ngx_http_gms_redis_param_t  *p;
 
-    given[0] = (gmcf->redis.name.data != NULL);
-    given[1] = (gmcf->sentinels != NULL);
-    given[2] = (gmcf->cluster != NULL);
+    given[0] = (rcf->server.name.data != NULL);
+    given[1] = (rcf->sentinels != NULL);
+    given[2] = (rcf->cluster != NULL);
 
     /* directive is 1 << k */
     for (k = 0; directive >> k != 1; k++) { /* void */ }
@@ -183,8 +213,8 @@ ngx_http_gms_redis_parse(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
         }
     }
 
-    addrs = (directive == NGX_HTTP_GMS_REDIS_SENTINEL) ? &gmcf->sentinels
-            : (directive == NGX_HTTP_GMS_REDIS_CLUSTER) ? &gmcf->cluster
+    addrs = (directive == NGX_HTTP_GMS_REDIS_SENTINEL) ? &rcf->sentinels
+            : (directive == NGX_HTTP_GMS_REDIS_CLUSTER) ? &rcf->cluster
             : NULL;
 
     if (addrs) {
@@ -201,7 +231,7 @@ ngx_http_gms_redis_parse(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
     i = 1;
 
     if (addrs == NULL) {
-        if (ngx_http_gms_redis_addr(cf, &value[1], &gmcf->redis) != NGX_OK) {
+        if (ngx_http_gms_redis_addr(cf, &value[1], &rcf->server) != NGX_OK) {
             return NGX_CONF_ERROR;
         }
 
@@ -222,14 +252,14 @@ ngx_http_gms_redis_parse(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
         rv = "";
 
         if (p->name.len && (p->directives & directive)) {
-            rv = p->set(cf, gmcf, &value[i], p, directive);
+            rv = p->set(cf, rcf, &value[i], p, directive);
 
         } else if (p->name.len == 0 && addrs
                    && ngx_strlchr(value[i].data,
                                   value[i].data + value[i].len, '=')
                       == NULL)
         {
-            rv = ngx_http_gms_redis_address(cf, gmcf, &value[i], directive);
+            rv = ngx_http_gms_redis_address(cf, rcf, &value[i], directive);
         }
 
         if (rv == NGX_CONF_OK) {
@@ -246,17 +276,17 @@ ngx_http_gms_redis_parse(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
     }
 
     if (directive == NGX_HTTP_GMS_REDIS_SENTINEL) {
-        if (gmcf->sentinels->nelts == 0) {
+        if (rcf->sentinels->nelts == 0) {
             return "needs at least one Sentinel address";
         }
 
-        if (gmcf->master_name.len == 0) {
+        if (rcf->master_name.len == 0) {
             return "needs \"master=NAME\"";
         }
     }
 
     if (directive == NGX_HTTP_GMS_REDIS_CLUSTER
-        && gmcf->cluster->nelts == 0)
+        && rcf->cluster->nelts == 0)
     {
         return "needs at least one node's address";
     }
@@ -268,7 +298,7 @@ ngx_http_gms_redis_parse(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
 /* a Sentinel's or a cluster node's address */
 
 static char *
-ngx_http_gms_redis_address(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
+ngx_http_gms_redis_address(ngx_conf_t *cf, ngx_http_gms_redis_conf_t *rcf,
     ngx_str_t *value, ngx_uint_t directive)
 {
     ngx_http_gms_redis_addr_t  *addr;
@@ -283,7 +313,7 @@ ngx_http_gms_redis_address(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
     }
 
     addr = ngx_array_push(directive == NGX_HTTP_GMS_REDIS_CLUSTER
-                          ? gmcf->cluster : gmcf->sentinels);
+                          ? rcf->cluster : rcf->sentinels);
     if (addr == NULL) {
         return NGX_CONF_ERROR;
     }
@@ -297,12 +327,12 @@ ngx_http_gms_redis_address(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
 
 
 static char *
-ngx_http_gms_redis_tls(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
+ngx_http_gms_redis_tls(ngx_conf_t *cf, ngx_http_gms_redis_conf_t *rcf,
     ngx_str_t *value, ngx_http_gms_redis_param_t *param,
     ngx_uint_t directive)
 {
 #if (NGX_SSL)
-    gmcf->tls = 1;
+    rcf->tls = 1;
     return NGX_CONF_OK;
 #else
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -312,22 +342,20 @@ ngx_http_gms_redis_tls(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
 }
 
 
-/* name=STRING into the main conf's field; user= may not be empty */
+/* name=STRING into the Redis conf's field, empty unless the table says */
 
 static char *
-ngx_http_gms_redis_str(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
+ngx_http_gms_redis_str(ngx_conf_t *cf, ngx_http_gms_redis_conf_t *rcf,
     ngx_str_t *value, ngx_http_gms_redis_param_t *param,
     ngx_uint_t directive)
 {
     ngx_str_t  *field;
 
-    if (param->offset == offsetof(ngx_http_gms_main_conf_t, user)
-        && value->len == param->name.len)
-    {
+    if (param->nonempty && value->len == param->name.len) {
         return "";
     }
 
-    field = (ngx_str_t *) ((u_char *) gmcf + param->offset);
+    field = (ngx_str_t *) ((u_char *) rcf + param->offset);
 
     field->data = value->data + param->name.len;
     field->len = value->len - param->name.len;
@@ -344,14 +372,14 @@ ngx_http_gms_redis_str(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
  */
 
 static char *
-ngx_http_gms_redis_secret_file(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
+ngx_http_gms_redis_secret_file(ngx_conf_t *cf, ngx_http_gms_redis_conf_t *rcf,
     ngx_str_t *value, ngx_http_gms_redis_param_t *param,
     ngx_uint_t directive)
 {
     ngx_str_t   name, *field;
     ngx_uint_t  n;
 
-    field = (ngx_str_t *) ((u_char *) gmcf + param->offset);
+    field = (ngx_str_t *) ((u_char *) rcf + param->offset);
 
     /* "password" of "password_file=" */
     n = param->name.len - sizeof("_file=") + 1;
@@ -388,7 +416,7 @@ ngx_http_gms_redis_secret_file(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
 
 
 static char *
-ngx_http_gms_redis_db(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
+ngx_http_gms_redis_db(ngx_conf_t *cf, ngx_http_gms_redis_conf_t *rcf,
     ngx_str_t *value, ngx_http_gms_redis_param_t *param,
     ngx_uint_t directive)
 {
@@ -398,16 +426,16 @@ ngx_http_gms_redis_db(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
         return NGX_CONF_ERROR;
     }
 
-    gmcf->db = ngx_atoi(value->data + 3, value->len - 3);
+    rcf->db = ngx_atoi(value->data + 3, value->len - 3);
 
-    if (gmcf->db == NGX_ERROR) {
+    if (rcf->db == NGX_ERROR) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid redis db \"%V\"", value);
         return NGX_CONF_ERROR;
     }
 
-    gmcf->db_text.data = value->data + 3;
-    gmcf->db_text.len = value->len - 3;
+    rcf->db_text.data = value->data + 3;
+    rcf->db_text.len = value->len - 3;
 
     return NGX_CONF_OK;
 }
@@ -416,17 +444,17 @@ ngx_http_gms_redis_db(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
 /* replica=prefer or replica=off */
 
 static char *
-ngx_http_gms_redis_replica(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
+ngx_http_gms_redis_replica(ngx_conf_t *cf, ngx_http_gms_redis_conf_t *rcf,
     ngx_str_t *value, ngx_http_gms_redis_param_t *param,
     ngx_uint_t directive)
 {
     if (ngx_strcmp(value->data, "replica=prefer") == 0) {
-        gmcf->replica = 1;
+        rcf->replica = 1;
         return NGX_CONF_OK;
     }
 
     if (ngx_strcmp(value->data, "replica=off") == 0) {
-        gmcf->replica = 0;
+        rcf->replica = 0;
         return NGX_CONF_OK;
     }
 
@@ -440,24 +468,24 @@ ngx_http_gms_redis_replica(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf,
  * whose slot is then the one the worker's lookups go to.
  */
 
-char *
-ngx_http_gms_redis_conf_cluster_prefix(ngx_conf_t *cf,
-    ngx_http_gms_main_conf_t *gmcf)
+static char *
+ngx_http_gms_redis_cluster_prefix(ngx_conf_t *cf,
+    ngx_http_gms_redis_conf_t *rcf)
 {
     size_t                len;
     const unsigned char  *tag;
 
-    if (!gms_slot_tag(gmcf->prefix.data, gmcf->prefix.len, &tag, &len)) {
+    if (!gms_slot_tag(rcf->prefix.data, rcf->prefix.len, &tag, &len)) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "gms_token_key_prefix \"%V\" has no hash tag: "
                            "with \"gms_token_redis_cluster\" every key must "
                            "be in one hash slot, so the prefix needs a "
                            "non-empty \"{...}\", such as \"{gms}:\"",
-                           &gmcf->prefix);
+                           &rcf->prefix);
         return NGX_CONF_ERROR;
     }
 
-    gmcf->cluster_slot = gms_slot(gmcf->prefix.data, gmcf->prefix.len);
+    rcf->cluster_slot = gms_slot(rcf->prefix.data, rcf->prefix.len);
 
     return NGX_CONF_OK;
 }
@@ -532,36 +560,151 @@ ngx_http_gms_redis_addr(ngx_conf_t *cf, ngx_str_t *text,
 }
 
 
+/* a lookup with no time to answer would fail every request */
+
+static char *
+ngx_http_gms_redis_timeout(ngx_conf_t *cf, void *post, void *data)
+{
+    ngx_msec_t  *timeout = data;
+
+    if (*timeout == 0) {
+        return "must be more than 0";
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+void
+ngx_http_gms_redis_conf_create(ngx_http_gms_redis_conf_t *rcf)
+{
+    /*
+     * set by ngx_pcalloc() of the main conf:
+     *
+     *     rcf->server = { 0 };
+     *     rcf->sentinels = NULL;
+     *     rcf->cluster = NULL;
+     *     rcf->user = { 0, NULL };
+     *     rcf->password = { 0, NULL };
+     *     rcf->db = 0;
+     *     rcf->tls = 0;
+     *     rcf->ssl_* = { 0, NULL };
+     *     rcf->token_prefix = { 0, NULL };
+     *     rcf->script_sha = "";
+     */
+
+    rcf->timeout = NGX_CONF_UNSET_MSEC;
+    rcf->ssl_verify = NGX_CONF_UNSET;
+    rcf->prefix.len = NGX_CONF_UNSET_SIZE;
+}
+
+
 /*
- * At the end of the http block: the default address, the resolver a host
- * name needs, and the TLS context.
+ * At the end of the http block: where Redis is and how it is reached,
+ * the contract's keys, and the lookup script's SHA-1, by which EVALSHA
+ * names it.
  */
 
 char *
-ngx_http_gms_redis_conf_init(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf)
+ngx_http_gms_redis_conf_init(ngx_conf_t *cf, ngx_http_gms_redis_conf_t *rcf)
+{
+    unsigned char  md[SHA_DIGEST_LENGTH];
+
+    if (ngx_http_gms_redis_peers(cf, rcf) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_conf_init_msec_value(rcf->timeout, 250);
+
+    if (rcf->prefix.len == NGX_CONF_UNSET_SIZE) {
+        if (rcf->cluster) {
+            /* every key in one hash slot: the lookup's script needs it */
+            ngx_str_set(&rcf->prefix, "{gms}:");
+
+        } else {
+            ngx_str_set(&rcf->prefix, "gms:");
+        }
+    }
+
+    if (rcf->cluster
+        && ngx_http_gms_redis_cluster_prefix(cf, rcf) != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_http_gms_redis_key(cf, rcf, GMS_KEY_TOKEN, &rcf->token_prefix)
+           != NGX_OK
+        || ngx_http_gms_redis_key(cf, rcf, GMS_KEY_ACTOR, &rcf->actor_prefix)
+           != NGX_OK
+        || ngx_http_gms_redis_key(cf, rcf, GMS_KEY_INVALIDATE,
+                                  &rcf->invalidate)
+           != NGX_OK
+        || ngx_http_gms_redis_key(cf, rcf, GMS_KEY_SYNC, &rcf->sync_key)
+           != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    SHA1((const unsigned char *) gms_lookup_script, gms_lookup_script_len,
+         md);
+
+    ngx_hex_dump(rcf->script_sha, md, SHA_DIGEST_LENGTH);
+    rcf->script_sha[40] = '\0';
+
+    return NGX_CONF_OK;
+}
+
+
+/* <prefix><name>: a key of the contract, or the start of one */
+
+static ngx_int_t
+ngx_http_gms_redis_key(ngx_conf_t *cf, ngx_http_gms_redis_conf_t *rcf,
+    const char *name, ngx_str_t *key)
+{
+    size_t  len;
+
+    len = ngx_strlen(name);
+
+    key->len = rcf->prefix.len + len;
+    key->data = ngx_pnalloc(cf->pool, key->len);
+    if (key->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(ngx_cpymem(key->data, rcf->prefix.data, rcf->prefix.len),
+               name, len);
+
+    return NGX_OK;
+}
+
+
+/* the default address, the resolver a host name needs, the TLS context */
+
+static char *
+ngx_http_gms_redis_peers(ngx_conf_t *cf, ngx_http_gms_redis_conf_t *rcf)
 {
     ngx_str_t                   dflt = ngx_string("127.0.0.1:6379");
     ngx_uint_t                  i, n;
     ngx_http_core_loc_conf_t   *clcf;
     ngx_http_gms_redis_addr_t  *addrs;
 
-    if (gmcf->redis.name.data == NULL && gmcf->sentinels == NULL
-        && gmcf->cluster == NULL
-        && ngx_http_gms_redis_addr(cf, &dflt, &gmcf->redis) != NGX_OK)
+    if (rcf->server.name.data == NULL && rcf->sentinels == NULL
+        && rcf->cluster == NULL
+        && ngx_http_gms_redis_addr(cf, &dflt, &rcf->server) != NGX_OK)
     {
         return NGX_CONF_ERROR;
     }
 
-    if (gmcf->sentinels) {
-        addrs = gmcf->sentinels->elts;
-        n = gmcf->sentinels->nelts;
+    if (rcf->sentinels) {
+        addrs = rcf->sentinels->elts;
+        n = rcf->sentinels->nelts;
 
-    } else if (gmcf->cluster) {
-        addrs = gmcf->cluster->elts;
-        n = gmcf->cluster->nelts;
+    } else if (rcf->cluster) {
+        addrs = rcf->cluster->elts;
+        n = rcf->cluster->nelts;
 
     } else {
-        addrs = &gmcf->redis;
+        addrs = &rcf->server;
         n = 1;
     }
 
@@ -584,13 +727,13 @@ ngx_http_gms_redis_conf_init(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf)
         }
     }
 
-    gmcf->resolver = clcf->resolver;
-    gmcf->resolver_timeout = (clcf->resolver_timeout == NGX_CONF_UNSET_MSEC)
+    rcf->resolver = clcf->resolver;
+    rcf->resolver_timeout = (clcf->resolver_timeout == NGX_CONF_UNSET_MSEC)
                              ? 30000 : clcf->resolver_timeout;
 
-    ngx_conf_init_value(gmcf->ssl_verify, 1);
+    ngx_conf_init_value(rcf->ssl_verify, 1);
 
-    if (gmcf->cluster && gmcf->tls && gmcf->ssl_name.len == 0
+    if (rcf->cluster && rcf->tls && rcf->ssl_name.len == 0
         && addrs[0].host.len
         && ngx_inet_addr(addrs[0].host.data, addrs[0].host.len)
            == INADDR_NONE
@@ -603,11 +746,11 @@ ngx_http_gms_redis_conf_init(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf)
          * is checked against the configured endpoint's name, which a
          * managed cluster's wildcard certificate covers
          */
-        gmcf->ssl_name = addrs[0].host;
+        rcf->ssl_name = addrs[0].host;
     }
 
-    if (gmcf->cluster && gmcf->tls && gmcf->ssl_verify
-        && gmcf->ssl_name.len == 0)
+    if (rcf->cluster && rcf->tls && rcf->ssl_verify
+        && rcf->ssl_name.len == 0)
     {
         /* else every connection would fail, each saying so, at run time */
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -619,8 +762,8 @@ ngx_http_gms_redis_conf_init(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf)
         return NGX_CONF_ERROR;
     }
 
-    if (!gmcf->tls) {
-        if (gmcf->ssl_certificate.len || gmcf->ssl_trusted_certificate.len) {
+    if (!rcf->tls) {
+        if (rcf->ssl_certificate.len || rcf->ssl_trusted_certificate.len) {
             ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
                                "gms_token_redis_ssl_* are ignored without "
                                "\"tls\" in the redis address");
@@ -630,7 +773,7 @@ ngx_http_gms_redis_conf_init(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf)
     }
 
 #if (NGX_SSL)
-    if (ngx_http_gms_redis_ssl(cf, gmcf) != NGX_OK) {
+    if (ngx_http_gms_redis_ssl(cf, rcf) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 #endif
@@ -642,7 +785,7 @@ ngx_http_gms_redis_conf_init(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf)
 #if (NGX_SSL)
 
 static ngx_int_t
-ngx_http_gms_redis_ssl(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf)
+ngx_http_gms_redis_ssl(ngx_conf_t *cf, ngx_http_gms_redis_conf_t *rcf)
 {
     ngx_ssl_t           *ssl;
     ngx_pool_cleanup_t  *cln;
@@ -684,28 +827,28 @@ ngx_http_gms_redis_ssl(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf)
         return NGX_ERROR;
     }
 
-    if (gmcf->ssl_certificate.len) {
+    if (rcf->ssl_certificate.len) {
 
-        if (gmcf->ssl_certificate_key.len == 0) {
+        if (rcf->ssl_certificate_key.len == 0) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "no \"gms_token_redis_ssl_certificate_key\" "
                                "for \"gms_token_redis_ssl_certificate\"");
             return NGX_ERROR;
         }
 
-        if (ngx_ssl_certificate(cf, ssl, &gmcf->ssl_certificate,
-                                &gmcf->ssl_certificate_key, NULL)
+        if (ngx_ssl_certificate(cf, ssl, &rcf->ssl_certificate,
+                                &rcf->ssl_certificate_key, NULL)
             != NGX_OK)
         {
             return NGX_ERROR;
         }
     }
 
-    if (gmcf->ssl_verify) {
+    if (rcf->ssl_verify) {
 
-        if (gmcf->ssl_trusted_certificate.len) {
+        if (rcf->ssl_trusted_certificate.len) {
             if (ngx_ssl_trusted_certificate(cf, ssl,
-                                            &gmcf->ssl_trusted_certificate,
+                                            &rcf->ssl_trusted_certificate,
                                             4)
                 != NGX_OK)
             {
@@ -720,7 +863,7 @@ ngx_http_gms_redis_ssl(ngx_conf_t *cf, ngx_http_gms_main_conf_t *gmcf)
         }
     }
 
-    gmcf->ssl = ssl;
+    rcf->ssl = ssl;
 
     return NGX_OK;
 }

@@ -176,7 +176,7 @@ ngx_http_gms_rconn_connect(ngx_http_gms_rconn_t *rc)
     rc->setup = 0;
     rc->subscribed = 0;
 
-    ngx_add_timer(&rc->timer, rc->gmcf->timeout);
+    ngx_add_timer(&rc->timer, rc->gmcf->redis.timeout);
 
     if (rc->addr && rc->addr->addrs == NULL) {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
@@ -211,7 +211,7 @@ ngx_http_gms_rconn_resolve(ngx_http_gms_rconn_t *rc)
 
     gmcf = rc->gmcf;
 
-    ctx = ngx_resolve_start(gmcf->resolver, NULL);
+    ctx = ngx_resolve_start(gmcf->redis.resolver, NULL);
     if (ctx == NULL || ctx == NGX_NO_RESOLVER) {
         ngx_http_gms_rconn_close(rc, NGX_LOG_ERR, "cannot start resolving");
         return NGX_ERROR;
@@ -220,7 +220,7 @@ ngx_http_gms_rconn_resolve(ngx_http_gms_rconn_t *rc)
     ctx->name = rc->addr->host;
     ctx->handler = ngx_http_gms_rconn_resolved;
     ctx->data = rc;
-    ctx->timeout = gmcf->resolver_timeout;
+    ctx->timeout = gmcf->redis.resolver_timeout;
 
     rc->resolving = ctx;
 

@@ -52,7 +52,7 @@ ngx_http_gms_redis_server_connect(ngx_http_gms_rconn_t *rc,
 
     gmcf = rc->gmcf;
 
-    if ((gmcf->sentinels || gmcf->cluster) && rc->addr == NULL
+    if ((gmcf->redis.sentinels || gmcf->redis.cluster) && rc->addr == NULL
         && rc->socklen == 0)
     {
         /* the Sentinels (the cluster) have not named a master yet */
@@ -65,25 +65,25 @@ ngx_http_gms_redis_server_connect(ngx_http_gms_rconn_t *rc,
         ngx_http_gms_count(reconnects);
     }
 
-    rc->tls = gmcf->tls;
+    rc->tls = gmcf->redis.tls;
 
     rv = ngx_http_gms_rconn_connect(rc);
     if (rv != NGX_OK) {
         return rv;
     }
 
-    if (gmcf->password.len) {
+    if (gmcf->redis.password.len) {
         argv[0] = "AUTH";
         lens[0] = 4;
-        argv[1] = (const char *) gmcf->user.data;
-        lens[1] = gmcf->user.len;
-        argv[2] = (const char *) gmcf->password.data;
-        lens[2] = gmcf->password.len;
+        argv[1] = (const char *) gmcf->redis.user.data;
+        lens[1] = gmcf->redis.user.len;
+        argv[2] = (const char *) gmcf->redis.password.data;
+        lens[2] = gmcf->redis.password.len;
 
         /* AUTH password, or with user=, AUTH user password (ACLs) */
-        n = gmcf->user.len ? 3 : 2;
+        n = gmcf->redis.user.len ? 3 : 2;
 
-        if (gmcf->user.len == 0) {
+        if (gmcf->redis.user.len == 0) {
             argv[1] = argv[2];
             lens[1] = lens[2];
         }
@@ -96,11 +96,11 @@ ngx_http_gms_redis_server_connect(ngx_http_gms_rconn_t *rc,
         }
     }
 
-    if (gmcf->db) {
+    if (gmcf->redis.db) {
         argv[0] = "SELECT";
         lens[0] = 6;
-        argv[1] = (const char *) gmcf->db_text.data;
-        lens[1] = gmcf->db_text.len;
+        argv[1] = (const char *) gmcf->redis.db_text.data;
+        lens[1] = gmcf->redis.db_text.len;
 
         if (ngx_http_gms_rconn_setup(rc, 2, argv, lens,
                                      ngx_http_gms_redis_server_ok)
@@ -110,7 +110,7 @@ ngx_http_gms_redis_server_connect(ngx_http_gms_rconn_t *rc,
         }
     }
 
-    if (gmcf->cluster && rc->target == NGX_HTTP_GMS_TARGET_REPLICA) {
+    if (gmcf->redis.cluster && rc->target == NGX_HTTP_GMS_TARGET_REPLICA) {
         /* a cluster's replica redirects reads to its master without it */
         argv[0] = "READONLY";
         lens[0] = sizeof("READONLY") - 1;
@@ -124,7 +124,7 @@ ngx_http_gms_redis_server_connect(ngx_http_gms_rconn_t *rc,
     }
 
     if (role
-        && (gmcf->sentinels || rc->target == NGX_HTTP_GMS_TARGET_REPLICA))
+        && (gmcf->redis.sentinels || rc->target == NGX_HTTP_GMS_TARGET_REPLICA))
     {
         argv[0] = "ROLE";
         lens[0] = 4;
@@ -214,7 +214,7 @@ ngx_http_gms_redis_server_loaded(ngx_http_gms_rconn_t *rc, void *data,
     }
 
     if (reply->type == REDIS_REPLY_STRING && reply->len == 40
-        && ngx_strncmp(reply->str, rc->gmcf->script_sha, 40) == 0)
+        && ngx_strncmp(reply->str, rc->gmcf->redis.script_sha, 40) == 0)
     {
         return;
     }
@@ -255,7 +255,7 @@ ngx_http_gms_redis_server_unavailable(ngx_http_gms_rconn_t *rc,
         return NGX_OK;
     }
 
-    if (rc->gmcf->cluster
+    if (rc->gmcf->redis.cluster
         && (gms_slot_redirect((u_char *) reply->str, reply->len, &to) == 0
             || (reply->len >= sizeof("CLUSTERDOWN") - 1
                 && ngx_strncmp(reply->str, "CLUSTERDOWN",
@@ -285,7 +285,7 @@ ngx_http_gms_redis_server_unavailable(ngx_http_gms_rconn_t *rc,
 
     /* before the close, whose hook would ask with a vaguer reason */
 
-    if (rc->gmcf->sentinels) {
+    if (rc->gmcf->redis.sentinels) {
         ngx_http_gms_redis_server_dc->ask("the server is unavailable");
     }
 

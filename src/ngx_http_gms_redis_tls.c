@@ -36,7 +36,7 @@ ngx_http_gms_redis_tls_handshake(ngx_http_gms_rconn_t *rc,
     c = rc->connection;
     gmcf = rc->gmcf;
 
-    if (ngx_ssl_create_connection(gmcf->ssl, c,
+    if (ngx_ssl_create_connection(gmcf->redis.ssl, c,
                                   NGX_SSL_BUFFER|NGX_SSL_CLIENT)
         != NGX_OK)
     {
@@ -46,7 +46,7 @@ ngx_http_gms_redis_tls_handshake(ngx_http_gms_rconn_t *rc,
 
     /* SNI, unless the name is an address (RFC 6066, 3) */
 
-    name = gmcf->ssl_name.len ? &gmcf->ssl_name
+    name = gmcf->redis.ssl_name.len ? &gmcf->redis.ssl_name
                               : (rc->addr ? &rc->addr->host : NULL);
 
     if (name && name->len
@@ -102,7 +102,7 @@ ngx_http_gms_redis_tls_verify(ngx_http_gms_rconn_t *rc)
         return NGX_DECLINED;
     }
 
-    if (!gmcf->ssl_verify) {
+    if (!gmcf->redis.ssl_verify) {
         return NGX_OK;
     }
 
@@ -117,7 +117,7 @@ ngx_http_gms_redis_tls_verify(ngx_http_gms_rconn_t *rc)
         return NGX_ERROR;
     }
 
-    name = gmcf->ssl_name.len ? &gmcf->ssl_name
+    name = gmcf->redis.ssl_name.len ? &gmcf->redis.ssl_name
                               : (rc->addr ? &rc->addr->host : NULL);
 
     if (name == NULL || name->len == 0) {

@@ -64,7 +64,7 @@ ngx_http_gms_release_merge(ngx_conf_t *cf, ngx_http_gms_loc_conf_t *prev,
 
     gmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_gms_module);
 
-    if (conf->enable && gmcf->system_colon
+    if (conf->enable && gmcf->credentials.system_colon
         && !gms_release_secret_colon(conf->release))
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -83,7 +83,9 @@ ngx_http_gms_release_merge(ngx_conf_t *cf, ngx_http_gms_loc_conf_t *prev,
         return NGX_ERROR;
     }
 
-    if (conf->enable && gmcf->oauth && !gms_release_oauth(conf->release)) {
+    if (conf->enable && gmcf->credentials.oauth
+        && !gms_release_oauth(conf->release))
+    {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
             "gms_token_oauth needs DataHub 1.3.0 or later "
             "(DataHubOAuthAuthenticator), and gms_datahub_version is "

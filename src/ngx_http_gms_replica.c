@@ -21,6 +21,8 @@
 #include "ngx_http_gms_redis_server.h"
 #include "ngx_http_gms_metrics.h"
 
+#include "gms_topology.h"
+
 
 /* a replica is asked its ROLE this often */
 #define NGX_HTTP_GMS_REPLICA_CHECK_EVERY  1000
@@ -51,7 +53,7 @@ typedef struct {
 static void ngx_http_gms_replica_up(ngx_http_gms_rconn_t *rc);
 static void ngx_http_gms_replica_closed(ngx_http_gms_rconn_t *rc);
 static void ngx_http_gms_replica_step(ngx_http_gms_rconn_t *rc,
-    redisReply *reply);
+    gms_topology_role_t *role);
 static void ngx_http_gms_replica_check(ngx_event_t *ev);
 
 
@@ -120,7 +122,7 @@ ngx_http_gms_replica_get(ngx_uint_t master)
     rp = &ngx_http_gms_replica;
     rc = &rp->rc;
 
-    if (!rp->gmcf->replica || rc->socklen == 0 || rp->replica_old) {
+    if (!rp->gmcf->redis.replica || rc->socklen == 0 || rp->replica_old) {
         return NULL;
     }
 
@@ -223,7 +225,7 @@ ngx_http_gms_replica_closed(ngx_http_gms_rconn_t *rc)
         ngx_del_timer(&rp->replica_check);
     }
 
-    if (rc->gmcf->cluster && !rp->exiting) {
+    if (rc->gmcf->redis.cluster && !rp->exiting) {
         /* a node gone: a failover the map may already know */
         rp->dc->ask("a node's connection failed");
     }
@@ -232,17 +234,19 @@ ngx_http_gms_replica_closed(ngx_http_gms_rconn_t *rc)
 
 /*
  * ROLE: ["master", offset, replicas] or ["slave", host, port, state,
- * offset]; what the discovery said this server is, or it is asked
- * again.  A replica's state says whether it is in step with its master.
- * The setup's ROLE has no data; the replica's check every second has.
+ * offset], as gms_topology_role() reads it for the module and gms-token;
+ * what the discovery said this server is, or it is asked again.  A
+ * replica's state says whether it is in step with its master.  The
+ * setup's ROLE has no data; the replica's check every second has.
  */
 
 void
 ngx_http_gms_replica_role(ngx_http_gms_rconn_t *rc, void *data,
     redisReply *reply, const char *error)
 {
-    ngx_str_t                said;
-    const char              *expect;
+    const char              *why;
+    gms_topology_role_t      role;
+    gms_topology_role_e      expect;
     ngx_http_gms_replica_t  *rp;
 
     if (reply == NULL) {
@@ -259,36 +263,30 @@ ngx_http_gms_replica_role(ngx_http_gms_rconn_t *rc, void *data,
         rp->master_role_pending = 0;
     }
 
-    expect = (rc->target == NGX_HTTP_GMS_TARGET_REPLICA) ? "slave" : "master";
+    expect = (rc->target == NGX_HTTP_GMS_TARGET_REPLICA)
+             ? GMS_TOPOLOGY_REPLICA : GMS_TOPOLOGY_MASTER;
 
-    ngx_str_null(&said);
+    if (gms_topology_role(reply, &role, &why) == GMS_TOPOLOGY_OK) {
+        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "gms: redis %s at %V: ROLE \"%s\"", rc->what,
+                       &rc->peer, role.name);
 
-    if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1
-        && (reply->element[0]->type == REDIS_REPLY_STRING
-            || reply->element[0]->type == REDIS_REPLY_STATUS))
-    {
-        said.data = (u_char *) reply->element[0]->str;
-        said.len = ngx_min(reply->element[0]->len, 16);
-    }
+        if (role.role == expect) {
+            if (expect == GMS_TOPOLOGY_REPLICA) {
+                ngx_http_gms_replica_step(rc, &role);
 
-    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
-                   "gms: redis %s at %V: ROLE \"%V\"", rc->what, &rc->peer,
-                   &said);
+            } else {
+                /* its replication offset: where the replica must be soon */
+                rp->master_offset = role.offset;
+            }
 
-    if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1
-        && ngx_http_gms_rconn_says(reply->element[0], expect))
-    {
-        if (rc->target == NGX_HTTP_GMS_TARGET_REPLICA) {
-            ngx_http_gms_replica_step(rc, reply);
-
-        } else if (reply->elements >= 2
-                   && reply->element[1]->type == REDIS_REPLY_INTEGER)
-        {
-            /* its replication offset: where the replica must be soon */
-            rp->master_offset = reply->element[1]->integer;
+            return;
         }
 
-        return;
+    } else {
+        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "gms: redis %s at %V: ROLE refused: %s", rc->what,
+                       &rc->peer, why);
     }
 
     if (ngx_http_gms_redis_server_unavailable(rc, reply) != NGX_OK) {
@@ -320,22 +318,18 @@ ngx_http_gms_replica_role(ngx_http_gms_rconn_t *rc, void *data,
  */
 
 static void
-ngx_http_gms_replica_step(ngx_http_gms_rconn_t *rc, redisReply *reply)
+ngx_http_gms_replica_step(ngx_http_gms_rconn_t *rc, gms_topology_role_t *role)
 {
     size_t                   len;
-    long long                offset;
-    redisReply              *state;
+    ngx_uint_t               connected;
     ngx_http_gms_replica_t  *rp;
 
     rp = &ngx_http_gms_replica;
-    state = (reply->elements >= 4) ? reply->element[3] : NULL;
-    offset = (reply->elements >= 5
-              && reply->element[4]->type == REDIS_REPLY_INTEGER)
-             ? reply->element[4]->integer : -1;
 
-    if (state && ngx_http_gms_rconn_says(state, "connected")
-        && offset >= rp->reach)
-    {
+    connected = (role->state_len == 9
+                 && ngx_strncmp(role->state, "connected", 9) == 0);
+
+    if (connected && role->offset >= rp->reach) {
         if (!rp->replica_in_step && rp->replica_out_said) {
             ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
                           "gms: redis replica at %V is in step with its "
@@ -348,22 +342,20 @@ ngx_http_gms_replica_step(ngx_http_gms_rconn_t *rc, redisReply *reply)
     }
 
     if (rp->replica_in_step || !rp->replica_out_said) {
-        len = (state && (state->type == REDIS_REPLY_STRING
-                         || state->type == REDIS_REPLY_STATUS))
-              ? ngx_min(state->len, 32) : 0;
+        len = ngx_min(role->state_len, 32);
 
-        if (len == 9 && ngx_strncmp(state->str, "connected", 9) == 0) {
+        if (connected) {
             ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
                           "gms: redis replica at %V is behind its master "
                           "(ROLE: offset %L, the master's a second ago "
                           "%L): lookups go to the master", &rc->peer,
-                          (int64_t) offset, (int64_t) rp->reach);
+                          (int64_t) role->offset, (int64_t) rp->reach);
 
         } else {
             ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
                           "gms: redis replica at %V is not in step with "
                           "its master (ROLE: \"%*s\"): lookups go to the "
-                          "master", &rc->peer, len, len ? state->str : "");
+                          "master", &rc->peer, len, role->state);
         }
 
         rp->replica_out_said = 1;

@@ -50,7 +50,7 @@ typedef struct {
     ngx_http_gms_rconn_t       rc;
     ngx_http_gms_main_conf_t  *gmcf;
     ngx_http_gms_discovery_t  *dc;             /* the owner's hooks */
-    ngx_uint_t                 current;        /* in gmcf->sentinels */
+    ngx_uint_t                 current;        /* in gmcf->redis.sentinels */
     ngx_event_t                retry;
     ngx_msec_t                 asked;
     ngx_event_t                again;          /* for the replicas */
@@ -119,7 +119,7 @@ ngx_http_gms_sentinel_start(ngx_cycle_t *cycle, ngx_http_gms_discovery_t *dc)
     rc->keepalive = 1;
 
     /* workers start at different Sentinels: the load spreads */
-    st->current = ngx_random() % gmcf->sentinels->nelts;
+    st->current = ngx_random() % gmcf->redis.sentinels->nelts;
 
     st->retry.handler = ngx_http_gms_sentinel_connect;
     st->retry.log = cycle->log;
@@ -169,7 +169,7 @@ ngx_http_gms_sentinel_ask(const char *why)
     if (ngx_http_gms_rconn_open(&st->rc)) {
         ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
                       "gms: sentinel: asking again for master \"%V\": %s",
-                      &st->gmcf->master_name, why);
+                      &st->gmcf->redis.master_name, why);
 
         ngx_http_gms_sentinel_reopen(st, why);
     }
@@ -206,9 +206,9 @@ ngx_http_gms_sentinel_connect(ngx_event_t *ev)
         return;
     }
 
-    addrs = gmcf->sentinels->elts;
+    addrs = gmcf->redis.sentinels->elts;
     rc->addr = &addrs[st->current];
-    rc->tls = gmcf->tls;
+    rc->tls = gmcf->redis.tls;
 
     rv = ngx_http_gms_rconn_connect(rc);
 
@@ -223,11 +223,11 @@ ngx_http_gms_sentinel_connect(ngx_event_t *ev)
         return;
     }
 
-    if (gmcf->sentinel_password.len) {
+    if (gmcf->redis.sentinel_password.len) {
         argv[0] = "AUTH";
         lens[0] = 4;
-        argv[1] = (const char *) gmcf->sentinel_password.data;
-        lens[1] = gmcf->sentinel_password.len;
+        argv[1] = (const char *) gmcf->redis.sentinel_password.data;
+        lens[1] = gmcf->redis.sentinel_password.len;
 
         if (ngx_http_gms_rconn_setup(rc, 2, argv, lens,
                                      ngx_http_gms_sentinel_ok)
@@ -246,8 +246,8 @@ ngx_http_gms_sentinel_connect(ngx_event_t *ev)
     lens[0] = sizeof("SENTINEL") - 1;
     argv[1] = "get-master-addr-by-name";
     lens[1] = sizeof("get-master-addr-by-name") - 1;
-    argv[2] = (const char *) gmcf->master_name.data;
-    lens[2] = gmcf->master_name.len;
+    argv[2] = (const char *) gmcf->redis.master_name.data;
+    lens[2] = gmcf->redis.master_name.len;
 
     if (ngx_http_gms_rconn_setup(rc, 3, argv, lens,
                                  ngx_http_gms_sentinel_master)
@@ -256,7 +256,7 @@ ngx_http_gms_sentinel_connect(ngx_event_t *ev)
         goto failed;
     }
 
-    if (gmcf->replica) {
+    if (gmcf->redis.replica) {
         argv[1] = "replicas";
         lens[1] = sizeof("replicas") - 1;
 
@@ -333,7 +333,7 @@ ngx_http_gms_sentinel_master(ngx_http_gms_rconn_t *rc, void *data,
         {
             ngx_log_debug4(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
                            "gms: sentinel at %V: master \"%V\" is at %V:%V",
-                           &rc->peer, &rc->gmcf->master_name, &ip, &port);
+                           &rc->peer, &rc->gmcf->redis.master_name, &ip, &port);
 
             ngx_http_gms_sentinel.named = 1;
             ngx_http_gms_sentinel.failed = 0;
@@ -346,7 +346,7 @@ ngx_http_gms_sentinel_master(ngx_http_gms_rconn_t *rc, void *data,
                   "gms: sentinel at %V %s master \"%V\"", &rc->peer,
                   reply->type == REDIS_REPLY_NIL ? "does not know"
                                                 : "gave no usable address for",
-                  &rc->gmcf->master_name);
+                  &rc->gmcf->redis.master_name);
 
     ngx_http_gms_rconn_close(rc, NGX_LOG_DEBUG, "no master");
 }
@@ -576,9 +576,9 @@ ngx_http_gms_sentinel_message(ngx_http_gms_rconn_t *rc, void *data,
         goto bad;
     }
 
-    if ((size_t) (f[1] - f[0] - 1) != rc->gmcf->master_name.len
-        || ngx_strncmp(f[0], rc->gmcf->master_name.data,
-                       rc->gmcf->master_name.len)
+    if ((size_t) (f[1] - f[0] - 1) != rc->gmcf->redis.master_name.len
+        || ngx_strncmp(f[0], rc->gmcf->redis.master_name.data,
+                       rc->gmcf->redis.master_name.len)
            != 0)
     {
         /* another master of these Sentinels */
@@ -600,7 +600,7 @@ ngx_http_gms_sentinel_message(ngx_http_gms_rconn_t *rc, void *data,
 
     ngx_http_gms_sentinel.dc->master(&sa.sockaddr, socklen);
 
-    if (rc->gmcf->replica) {
+    if (rc->gmcf->redis.replica) {
         /* the old replicas may be gone, or one of them is the master */
         ngx_http_gms_sentinel.again_after = 0;
         ngx_http_gms_sentinel_reopen(&ngx_http_gms_sentinel,
@@ -637,13 +637,13 @@ ngx_http_gms_sentinel_closed(ngx_http_gms_rconn_t *rc)
         rc->backoff = 0;
 
     } else {
-        st->current = (st->current + 1) % st->gmcf->sentinels->nelts;
+        st->current = (st->current + 1) % st->gmcf->redis.sentinels->nelts;
 
         if (ngx_http_gms_rconn_in_backoff(rc)) {
             delay = rc->retry_at - ngx_current_msec;
         }
 
-        if (!st->named && ++st->failed >= st->gmcf->sentinels->nelts) {
+        if (!st->named && ++st->failed >= st->gmcf->redis.sentinels->nelts) {
             ngx_http_gms_sentinel_gave_up(st);
         }
     }
@@ -666,7 +666,8 @@ ngx_http_gms_sentinel_gave_up(ngx_http_gms_sentinel_t *st)
 
     p = ngx_snprintf(why, sizeof(why) - 1,
                      "no Sentinel named master \"%V\" (%ui asked)",
-                     &st->gmcf->master_name, st->gmcf->sentinels->nelts);
+                     &st->gmcf->redis.master_name,
+                     st->gmcf->redis.sentinels->nelts);
     *p = '\0';
 
     st->dc->failed((const char *) why);

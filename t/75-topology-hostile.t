@@ -6,8 +6,8 @@
 # 65535) is refused whole, though the slot's own shard is well formed: the
 # edge answers 503 and logs the reason, gms-token --redis-cluster exits 3
 # saying it; the same map without them serves (401: no such token, exit
-# 1).  gms-token --sentinel refuses a master whose ROLE is not of the
-# documented shape.
+# 1).  Both the edge and gms-token --sentinel refuse a master whose ROLE
+# is not of the documented shape.
 
 use strict;
 use warnings;
@@ -161,6 +161,50 @@ subtest 'gms-token --sentinel: a master\'s ROLE of another shape' => sub {
                        '127.0.0.1:' . $sentinel->port, '--master', 'gms');
     is($res->{rc}, 1, 'a master\'s ROLE as Redis answers it: served (exit 1, '
                       . 'no such token)') or diag($res->{err});
+};
+
+subtest 'the edge through Sentinel: a master\'s ROLE of another shape' => sub {
+    for my $case (["*1\r\n" . bulk('master'), 'ROLE: [master] alone', 503],
+                  ["*3\r\n" . bulk("master", "0") . "*0\r\n",
+                   "ROLE: an offset that is a string", 503],
+                  [undef, 'ROLE as Redis answers it', 401]) {
+        my ($role, $name, $want) = @$case;
+        my $master = GmsTest::FakeRedis->start(
+            $role ? (on => { ROLE => $role }) : ());
+        my $sentinel = GmsTest::FakeRedis->start(on => {
+            SENTINEL => sub { "*2\r\n" . bulk('127.0.0.1', $master->port) } });
+
+        my $n = GmsTest::Nginx->new(log_level => 'debug');
+        GmsTest::write_file($n->dir . '/ok', "ok\n");
+        $n->start(<<"CONF");
+    gms_token_redis_sentinel 127.0.0.1:@{[ $sentinel->port ]} master=gms;
+    gms_token_redis_timeout 500ms;
+    gms_token_salt "";
+
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        gms_token_auth on;
+        location / { root %%TESTDIR%%; }
+    }
+CONF
+
+        if ($want == 401) {
+            ok(GmsTest::wait_until(sub { status($n, 'token-x') == 401 }, 10),
+               "$name: 401 through the master");
+        } else {
+            # the master is connected to when a lookup needs it
+            is(status($n, 'token-x'), 503, "$name: 503");
+            ok(GmsTest::wait_until(sub {
+                $n->error_log =~ /ROLE refused: .*\n(?s:.*)is not a master (?x:
+                                  )\(ROLE\)/ }, 10),
+               "$name: refused, said") or diag(join "\n", grep { /gms/ }
+                                                split /\n/, $n->error_log);
+        }
+        no_crash($n);
+        $n->stop;
+
+        $_->stop for $master, $sentinel;
+    }
 };
 
 done_testing();

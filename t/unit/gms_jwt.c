@@ -12,6 +12,7 @@
 
 #include "tap.h"
 #include "gms_jwt.h"
+#include "b64url.h"
 
 
 #define NOW_MS  1800000000000LL         /* 2027-01-15 */
@@ -20,27 +21,6 @@ static const char  *key1 = "test-signing-key-of-gms";
 static const char  *key2 = "the-next-signing-key";
 
 static char  token[GMS_TOKEN_MAX_LEN + 64];
-
-
-static size_t
-b64url(const unsigned char *in, size_t len, char *out)
-{
-    size_t  i, n;
-
-    n = (size_t) EVP_EncodeBlock((unsigned char *) out, in, (int) len);
-
-    while (n > 0 && out[n - 1] == '=') {
-        n--;
-    }
-
-    for (i = 0; i < n; i++) {
-        out[i] = (out[i] == '+') ? '-' : (out[i] == '/') ? '_' : out[i];
-    }
-
-    out[n] = '\0';
-
-    return n;
-}
 
 
 /* header and payload as given; signed with key (NULL: signature as given) */

@@ -16,6 +16,7 @@
 
 #include "tap.h"
 #include "gms_oauth.h"
+#include "b64url.h"
 
 
 #define NOW_MS   1800000000000LL        /* 2027-01-15 */
@@ -25,27 +26,6 @@
 static EVP_PKEY  *key1, *key2, *weak;
 static char       token[8192];
 static char       jwks_text[16384];
-
-
-static size_t
-b64url(const unsigned char *in, size_t len, char *out)
-{
-    size_t  i, n;
-
-    n = (size_t) EVP_EncodeBlock((unsigned char *) out, in, (int) len);
-
-    while (n > 0 && out[n - 1] == '=') {
-        n--;
-    }
-
-    for (i = 0; i < n; i++) {
-        out[i] = (out[i] == '+') ? '-' : (out[i] == '/') ? '_' : out[i];
-    }
-
-    out[n] = '\0';
-
-    return n;
-}
 
 
 /* {"kty":"RSA","kid":..,"n":..,"e":..} of a key pair's public half */
