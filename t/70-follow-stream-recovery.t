@@ -2,7 +2,7 @@
 
 # gms-token follow resumed at the stream's kept offset (issue 34): it
 # lists no token, yet the privileges thread works at once, from the token
-# holders the cache has (gms_tool_holders_cached), so that a policy
+# holders the cache has (gms_sync_tokens_holders_cached), so that a policy
 # changed after the restart reaches the edge by the stream's kick, long
 # before the next whole listing (--full-interval 1h here); and gms:sync
 # at, which the edges' sync age reads, moves with the stream's polls.

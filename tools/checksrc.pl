@@ -1,7 +1,7 @@
 #!/usr/bin/perl
 #
 # tools/checksrc.pl: the house's conventions, checked (in the spirit of
-# curl's scripts/checksrc.pl).  t/72-conventions.t runs it; so can you:
+# curl's scripts/checksrc.pl).  t/76-conventions.t runs it; so can you:
 #
 #   perl tools/checksrc.pl [--check NAME] [TOP]
 #

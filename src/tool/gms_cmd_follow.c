@@ -22,7 +22,7 @@
  * end of the last, give or take a tenth; a failed cycle waits twice as
  * long as the one before, up to five minutes or the interval if that is
  * longer (gms_follow_cycle.c), and a failed listing never prunes
- * (gms_tool_sync_run writes nothing unless every page came, and prunes
+ * (gms_sync_tokens_run writes nothing unless every page came, and prunes
  * no more than --max-prune without GMS's entity store's word).
  *
  * Several followers may share one Redis: only the one holding the lease
@@ -164,13 +164,13 @@ gms_cmd_follow_handler(gms_tool_t *t, gms_tool_args_t *a)
 
     memset(&conf, 0, sizeof(gms_follow_conf_t));
 
-    if (gms_tool_gms_options(t, a, &gms) != 0
-        || gms_tool_page_size(t, a, &conf.sync.page_size) != 0
-        || gms_tool_max_prune_option(t, a->val[GMS_OPT_MAX_PRUNE],
-                                     &conf.sync.max_prune)
+    if (gms_tool_options_gms(t, a, &gms) != 0
+        || gms_tool_options_page_size(t, a, &conf.sync.page_size) != 0
+        || gms_sync_tokens_max_prune_option(t, a->val[GMS_OPT_MAX_PRUNE],
+                                            &conf.sync.max_prune)
            != 0
-        || gms_tool_inactive_option(t, a->val[GMS_OPT_INACTIVE],
-                                    &conf.refuse)
+        || gms_sync_users_inactive_option(t, a->val[GMS_OPT_INACTIVE],
+                                          &conf.refuse)
            != 0)
     {
         return GMS_TOOL_USAGE;
@@ -221,8 +221,8 @@ gms_cmd_follow_handler(gms_tool_t *t, gms_tool_args_t *a)
     conf.privileges = GMS_TOOL_PRIVILEGES_POLICIES;
 
     if (a->val[GMS_OPT_PRIVILEGES]
-        && gms_tool_privileges_option(t, a->val[GMS_OPT_PRIVILEGES],
-                                      &conf.privileges)
+        && gms_tool_options_privileges(t, a->val[GMS_OPT_PRIVILEGES],
+                                       &conf.privileges)
            != 0)
     {
         return GMS_TOOL_USAGE;
@@ -252,8 +252,8 @@ gms_follow_changes_option(gms_tool_t *t, const char *value,
         *changes = GMS_FOLLOW_CHANGES_POLL;
 
     } else {
-        gms_tool_error(t, "--changes: '%s' is not auto, stream or poll",
-                       gms_tool_shown(value));
+        gms_tool_msgs_error(t, "--changes: '%s' is not auto, stream or poll",
+                            gms_tool_msgs_shown(value));
         return -1;
     }
 
@@ -271,11 +271,11 @@ gms_follow_interval(gms_tool_t *t, const char *option, const char *value,
         return 0;
     }
 
-    if (gms_tool_parse_duration(value, ms) != 0
+    if (gms_tool_input_parse_duration(value, ms) != 0
         || *ms < 1000 || *ms > 86400000)
     {
-        gms_tool_error(t, "%s: '%s' is not a time from 1s to 1d (as 15s, "
-                       "1m)", option, gms_tool_shown(value));
+        gms_tool_msgs_error(t, "%s: '%s' is not a time from 1s to 1d (as 15s, "
+                            "1m)", option, gms_tool_msgs_shown(value));
         return -1;
     }
 
@@ -295,5 +295,5 @@ gms_follow_zero(const char *value)
     }
 
     return strcmp(value, "0") == 0
-           || (gms_tool_parse_duration(value, &ms) == 0 && ms == 0);
+           || (gms_tool_input_parse_duration(value, &ms) == 0 && ms == 0);
 }

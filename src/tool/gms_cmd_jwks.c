@@ -96,14 +96,14 @@ gms_cmd_jwks_handler(gms_tool_t *t, gms_tool_args_t *a)
     ca_file = a->val[GMS_OPT_CA_FILE];
 
     if (issuer == NULL || out == NULL || out[0] == '\0') {
-        gms_tool_error(t, "--issuer and --out are needed; see "
-                       "'gms-token jwks --help'");
+        gms_tool_msgs_error(t, "--issuer and --out are needed; see "
+                            "'gms-token jwks --help'");
         return GMS_TOOL_USAGE;
     }
 
     if (!gms_jwks_url(issuer)) {
-        gms_tool_error(t, "--issuer: '%s' is not an http:// or https:// URL",
-                       gms_tool_shown(issuer));
+        gms_tool_msgs_error(t, "--issuer: '%s' is not an http:// or "
+                            "https:// URL", gms_tool_msgs_shown(issuer));
         return GMS_TOOL_USAGE;
     }
 
@@ -117,7 +117,7 @@ gms_cmd_jwks_handler(gms_tool_t *t, gms_tool_args_t *a)
 
     discovery = malloc(len + sizeof(GMS_JWKS_DISCOVERY));
     if (discovery == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return GMS_TOOL_GMS;
     }
 
@@ -145,10 +145,10 @@ gms_cmd_jwks_handler(gms_tool_t *t, gms_tool_args_t *a)
     jwks_uri = json_string_value(json_object_get(doc, "jwks_uri"));
 
     if (jwks_uri == NULL || !gms_jwks_url(jwks_uri)) {
-        gms_tool_error(t, "%s: %s", discovery,
-                       json_is_object(doc)
-                       ? "no jwks_uri, or not an http(s) URL"
-                       : "not a JSON object");
+        gms_tool_msgs_error(t, "%s: %s", discovery,
+                            json_is_object(doc)
+                            ? "no jwks_uri, or not an http(s) URL"
+                            : "not a JSON object");
         goto done;
     }
 
@@ -156,8 +156,9 @@ gms_cmd_jwks_handler(gms_tool_t *t, gms_tool_args_t *a)
     if (strncmp(discovery, "https://", 8) == 0
         && strncmp(jwks_uri, "https://", 8) != 0)
     {
-        gms_tool_error(t, "%s: jwks_uri '%s' is not https, where the issuer "
-                       "is: refused", discovery, gms_tool_shown(jwks_uri));
+        gms_tool_msgs_error(t, "%s: jwks_uri '%s' is not https, where the "
+                            "issuer is: refused", discovery,
+                            gms_tool_msgs_shown(jwks_uri));
         goto done;
     }
 
@@ -171,9 +172,10 @@ gms_cmd_jwks_handler(gms_tool_t *t, gms_tool_args_t *a)
     if (doc_issuer != NULL && strcmp(doc_issuer, issuer) != 0
         && strstr(issuer, GMS_JWKS_DISCOVERY) == NULL)
     {
-        gms_tool_warn(t, "%s names the issuer '%s', not '%s': tokens "
-                      "carry that iss", discovery,
-                      gms_tool_shown(doc_issuer), gms_tool_shown(issuer));
+        gms_tool_msgs_warn(t, "%s names the issuer '%s', not '%s': tokens "
+                           "carry that iss", discovery,
+                           gms_tool_msgs_shown(doc_issuer),
+                           gms_tool_msgs_shown(issuer));
     }
 
     jwks_text = gms_jwks_get(t, jwks_uri, ca_file, &jwks_len);
@@ -184,8 +186,8 @@ gms_cmd_jwks_handler(gms_tool_t *t, gms_tool_args_t *a)
     jwks = gms_oauth_jwks_parse(jwks_text, jwks_len, &error);
 
     if (jwks == NULL) {
-        gms_tool_error(t, "%s: not a JWKS the module accepts: %s; %s left "
-                       "as it was", jwks_uri, error, out);
+        gms_tool_msgs_error(t, "%s: not a JWKS the module accepts: %s; %s left "
+                            "as it was", jwks_uri, error, out);
         goto done;
     }
 
@@ -226,7 +228,7 @@ gms_jwks_get(gms_tool_t *t, const char *url, const char *ca_file,
     char             error[CURL_ERROR_SIZE];
 
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        gms_tool_error(t, "cannot initialise libcurl");
+        gms_tool_msgs_error(t, "cannot initialise libcurl");
         return NULL;
     }
 
@@ -254,7 +256,7 @@ gms_jwks_get(gms_tool_t *t, const char *url, const char *ca_file,
         || curl_easy_setopt(curl, CURLOPT_USERAGENT, "gms-token")
            != CURLE_OK)
     {
-        gms_tool_error(t, "cannot set up libcurl");
+        gms_tool_msgs_error(t, "cannot set up libcurl");
         curl_easy_cleanup(curl);
         return NULL;
     }
@@ -266,15 +268,16 @@ gms_jwks_get(gms_tool_t *t, const char *url, const char *ca_file,
     curl_easy_cleanup(curl);
 
     if (rc != CURLE_OK) {
-        gms_tool_error(t, "%s: %s", gms_tool_shown(url),
-                       body.too_big ? "answer larger than 1 MiB"
-                       : error[0] ? error : curl_easy_strerror(rc));
+        gms_tool_msgs_error(t, "%s: %s", gms_tool_msgs_shown(url),
+                            body.too_big ? "answer larger than 1 MiB"
+                            : error[0] ? error : curl_easy_strerror(rc));
         free(body.data);
         return NULL;
     }
 
     if (status != 200) {
-        gms_tool_error(t, "%s: HTTP %ld", gms_tool_shown(url), status);
+        gms_tool_msgs_error(t, "%s: HTTP %ld", gms_tool_msgs_shown(url),
+                            status);
         free(body.data);
         return NULL;
     }
@@ -283,7 +286,7 @@ gms_jwks_get(gms_tool_t *t, const char *url, const char *ca_file,
         body.data = calloc(1, 1);
 
         if (body.data == NULL) {
-            gms_tool_error(t, "out of memory");
+            gms_tool_msgs_error(t, "out of memory");
             return NULL;
         }
     }
@@ -338,7 +341,7 @@ gms_jwks_save(gms_tool_t *t, const char *path, const char *data,
 
     tmp = malloc(n + sizeof(".XXXXXX"));
     if (tmp == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return -1;
     }
 
@@ -348,8 +351,8 @@ gms_jwks_save(gms_tool_t *t, const char *path, const char *data,
     fd = mkstemp(tmp);
 
     if (fd == -1) {
-        gms_tool_error(t, "--out: cannot create %s: %s", tmp,
-                       strerror(errno));
+        gms_tool_msgs_error(t, "--out: cannot create %s: %s", tmp,
+                            strerror(errno));
         free(tmp);
         return -1;
     }
@@ -388,7 +391,7 @@ gms_jwks_save(gms_tool_t *t, const char *path, const char *data,
 
 failed:
 
-    gms_tool_error(t, "--out: cannot write %s: %s", path, strerror(errno));
+    gms_tool_msgs_error(t, "--out: cannot write %s: %s", path, strerror(errno));
 
     if (fd != -1) {
         (void) close(fd);

@@ -263,7 +263,7 @@ gms_manage_duration(gms_manage_create_t *c, const char *value)
         }
     }
 
-    if (gms_tool_parse_iso_duration(value, &ms) != 0) {
+    if (gms_tool_input_parse_iso_duration(value, &ms) != 0) {
         return -1;
     }
 
@@ -287,7 +287,7 @@ gms_manage_open(gms_tool_t *t, const gms_graphql_conf_t *gms,
 {
     int  rc;
 
-    rc = gms_tool_connect(t);
+    rc = gms_tool_redis_connect(t);
     if (rc != GMS_TOOL_OK) {
         return rc;
     }
@@ -313,22 +313,22 @@ gms_cmd_create_handler(gms_tool_t *t, gms_tool_args_t *a)
     c.name = a->val[GMS_OPT_NAME];
     c.description = a->val[GMS_OPT_DESCRIPTION];
 
-    if (gms_tool_gms_options(t, a, &gms) != 0) {
+    if (gms_tool_options_gms(t, a, &gms) != 0) {
         return GMS_TOOL_USAGE;
     }
 
     if (c.actor == NULL || c.name == NULL) {
-        gms_tool_error(t, "--actor and --name are required; see "
-                       "'gms-token create --help'");
+        gms_tool_msgs_error(t, "--actor and --name are required; see "
+                            "'gms-token create --help'");
         return GMS_TOOL_USAGE;
     }
 
-    if (gms_tool_check_actor(t, c.actor) != 0) {
+    if (gms_tool_input_check_actor(t, c.actor) != 0) {
         return GMS_TOOL_USAGE;
     }
 
     if (c.name[0] == '\0') {
-        gms_tool_error(t, "--name: a token's name cannot be empty");
+        gms_tool_msgs_error(t, "--name: a token's name cannot be empty");
         return GMS_TOOL_USAGE;
     }
 
@@ -336,8 +336,8 @@ gms_cmd_create_handler(gms_tool_t *t, gms_tool_args_t *a)
     if (strcmp(c.type, "PERSONAL") != 0
         && strcmp(c.type, "SERVICE_ACCOUNT") != 0)
     {
-        gms_tool_error(t, "--type: '%s' is neither PERSONAL nor "
-                       "SERVICE_ACCOUNT", gms_tool_shown(c.type));
+        gms_tool_msgs_error(t, "--type: '%s' is neither PERSONAL nor "
+                            "SERVICE_ACCOUNT", gms_tool_msgs_shown(c.type));
         return GMS_TOOL_USAGE;
     }
 
@@ -345,15 +345,15 @@ gms_cmd_create_handler(gms_tool_t *t, gms_tool_args_t *a)
                                 ? a->val[GMS_OPT_DURATION] : "ONE_MONTH")
         != 0)
     {
-        gms_tool_error(t, "--duration: '%s' is neither one of ONE_HOUR, "
-                       "ONE_DAY, ONE_WEEK, ONE_MONTH, THREE_MONTHS, "
-                       "SIX_MONTHS, ONE_YEAR, NO_EXPIRY nor an ISO-8601 "
-                       "duration such as P30D or PT12H",
-                       gms_tool_shown(a->val[GMS_OPT_DURATION]));
+        gms_tool_msgs_error(t, "--duration: '%s' is neither one of ONE_HOUR, "
+                            "ONE_DAY, ONE_WEEK, ONE_MONTH, THREE_MONTHS, "
+                            "SIX_MONTHS, ONE_YEAR, NO_EXPIRY nor an ISO-8601 "
+                            "duration such as P30D or PT12H",
+                            gms_tool_msgs_shown(a->val[GMS_OPT_DURATION]));
         return GMS_TOOL_USAGE;
     }
 
-    rc = gms_tool_salt(t, a, &salt, &salt_len);
+    rc = gms_tool_options_salt(t, a, &salt, &salt_len);
     if (rc != GMS_TOOL_OK) {
         return rc;
     }
@@ -457,7 +457,7 @@ gms_manage_create(gms_tool_t *t, const gms_graphql_conf_t *gms,
 
     if (actor != NULL && strcmp(actor, c->actor) != 0) {
         snprintf(why, sizeof(why), "GMS made the token for %s, not %s",
-                 gms_tool_shown(actor), c->actor);
+                 gms_tool_msgs_shown(actor), c->actor);
         gms_manage_undo(t, g, gms->url, gms_id, why);
         goto done;
     }
@@ -476,15 +476,15 @@ gms_manage_create(gms_tool_t *t, const gms_graphql_conf_t *gms,
     tok.actor = c->actor;
     tok.actor_len = strlen(c->actor);
     tok.expires_at = expires;
-    tok.created_at = gms_tool_now_ms();
+    tok.created_at = gms_tool_redis_now_ms();
     tok.type = c->type;
 
     /* the id published: an edge drops a miss it may have cached for it */
-    if (gms_tool_put_token(t, id, &tok, &put_rc) != 0
-        || gms_tool_publish(t, id, GMS_TOKEN_ID_LEN) != 0)
+    if (gms_tool_redis_put_token(t, id, &tok, &put_rc) != 0
+        || gms_tool_redis_publish(t, id, GMS_TOKEN_ID_LEN) != 0)
     {
-        if (gms_tool_conn_error(t->conn) == NULL) {
-            (void) gms_tool_uncache(t, id);
+        if (gms_tool_conn_peer_error(t->conn) == NULL) {
+            (void) gms_tool_redis_uncache(t, id);
         }
 
         gms_manage_undo(t, g, gms->url, gms_id,
@@ -547,7 +547,7 @@ gms_manage_create_ask(gms_tool_t *t, gms_graphql_t *g,
     vars = input ? json_pack("{s:o}", "input", input) : NULL;
 
     if (vars == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return NULL;
     }
 
@@ -569,12 +569,12 @@ gms_manage_create_ask(gms_tool_t *t, gms_graphql_t *g,
     if (c->duration_iso && strstr(message, "'durationIso'")) {
 
         if (c->duration == NULL) {
-            gms_tool_error(t, "--duration %s: this GMS takes no ISO-8601 "
-                           "duration (durationIso: DataHub after 1.7.0.1) "
-                           "and no AccessTokenDuration is that long; give "
-                           "ONE_HOUR, ONE_DAY, ONE_WEEK, ONE_MONTH, "
-                           "THREE_MONTHS, SIX_MONTHS or ONE_YEAR",
-                           c->duration_iso);
+            gms_tool_msgs_error(t, "--duration %s: this GMS takes no ISO-8601 "
+                                "duration (durationIso: DataHub after 1.7.0.1) "
+                                "and no AccessTokenDuration is that long; give "
+                                "ONE_HOUR, ONE_DAY, ONE_WEEK, ONE_MONTH, "
+                                "THREE_MONTHS, SIX_MONTHS or ONE_YEAR",
+                                c->duration_iso);
             json_decref(errors);
             return NULL;
         }
@@ -588,11 +588,11 @@ gms_manage_create_ask(gms_tool_t *t, gms_graphql_t *g,
     if (code == 400
         && (strstr(message, "uration") || strstr(message, "NO_EXPIRY")))
     {
-        gms_tool_error(t, "--duration %s: GMS does not allow it "
-                       "(ACCESS_TOKEN_ALLOWED_DURATIONS, "
-                       "ACCESS_TOKEN_ALLOW_NO_EXPIRY): %s",
-                       c->duration_iso ? c->duration_iso : c->duration,
-                       message);
+        gms_tool_msgs_error(t, "--duration %s: GMS does not allow it "
+                            "(ACCESS_TOKEN_ALLOWED_DURATIONS, "
+                            "ACCESS_TOKEN_ALLOW_NO_EXPIRY): %s",
+                            c->duration_iso ? c->duration_iso : c->duration,
+                            message);
         json_decref(errors);
         return NULL;
     }
@@ -610,30 +610,30 @@ gms_cmd_revoke_handler(gms_tool_t *t, gms_tool_args_t *a)
     int                 rc;
     gms_graphql_conf_t  gms;
 
-    if (gms_tool_check_id(t, a->argv[0]) != 0) {
+    if (gms_tool_input_check_id(t, a->argv[0]) != 0) {
         return GMS_TOOL_USAGE;
     }
 
     if (a->val[GMS_OPT_GMS_TOKEN_FILE] || a->val[GMS_OPT_GMS_CA_FILE]
         || a->val[GMS_OPT_GMS_TIMEOUT] || a->val[GMS_OPT_GMS])
     {
-        if (gms_tool_gms_options(t, a, &gms) != 0) {
+        if (gms_tool_options_gms(t, a, &gms) != 0) {
             return GMS_TOOL_USAGE;
         }
 
         return gms_manage_revoke(t, &gms, a->argv[0]);
     }
 
-    rc = gms_tool_connect(t);
+    rc = gms_tool_redis_connect(t);
     if (rc != GMS_TOOL_OK) {
         return rc;
     }
 
-    switch (gms_tool_uncache(t, a->argv[0])) {
+    switch (gms_tool_redis_uncache(t, a->argv[0])) {
     case 1:
         return GMS_TOOL_OK;
     case 0:
-        gms_tool_error(t, "token id %s is not cached", a->argv[0]);
+        gms_tool_msgs_error(t, "token id %s is not cached", a->argv[0]);
         return GMS_TOOL_NOT_FOUND;
     default:
         return GMS_TOOL_REDIS;
@@ -669,9 +669,9 @@ gms_manage_revoke(gms_tool_t *t, const gms_graphql_conf_t *gms,
         return rc;
     }
 
-    if (gms_tool_uncache(t, id) < 0) {
-        gms_tool_error(t, "GMS revoked token id %s, but the cache still "
-                       "has it: run 'gms-token revoke %s'", id, id);
+    if (gms_tool_redis_uncache(t, id) < 0) {
+        gms_tool_msgs_error(t, "GMS revoked token id %s, but the cache still "
+                            "has it: run 'gms-token revoke %s'", id, id);
         return GMS_TOOL_REDIS;
     }
 
@@ -687,7 +687,7 @@ gms_manage_revoke_at_gms(gms_tool_t *t, gms_graphql_t *g, const char *id)
 
     vars = json_pack("{s:s}", "tokenId", id);
     if (vars == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return GMS_TOOL_REDIS;
     }
 
@@ -700,8 +700,8 @@ gms_manage_revoke_at_gms(gms_tool_t *t, gms_graphql_t *g, const char *id)
     json_decref(data);
 
     if (!ok) {
-        gms_tool_error(t, "GMS did not revoke token id %s: "
-                       "revokeAccessToken is not true", id);
+        gms_tool_msgs_error(t, "GMS did not revoke token id %s: "
+                            "revokeAccessToken is not true", id);
         return GMS_TOOL_GMS;
     }
 
@@ -716,20 +716,20 @@ gms_manage_undo(gms_tool_t *t, gms_graphql_t *g, const char *gms_url,
     const char *id, const char *why)
 {
     if (id != NULL && gms_manage_revoke_at_gms(t, g, id) == GMS_TOOL_OK) {
-        gms_tool_error(t, "%s; the new token was revoked at GMS and is not "
-                       "printed", why);
+        gms_tool_msgs_error(t, "%s; the new token was revoked at GMS and is "
+                            "not printed", why);
         return;
     }
 
     if (id != NULL) {
-        gms_tool_error(t, "%s; the new token is not printed, and it could "
-                       "not be revoked: run 'gms-token revoke --gms %s %s'",
-                       why, gms_url, id);
+        gms_tool_msgs_error(t, "%s; the new token is not printed, and it "
+                            "could not be revoked: run 'gms-token revoke "
+                            "--gms %s %s'", why, gms_url, id);
         return;
     }
 
-    gms_tool_error(t, "%s; the new token is not printed: revoke it in "
-                   "DataHub (Settings, Access Tokens)", why);
+    gms_tool_msgs_error(t, "%s; the new token is not printed: revoke it in "
+                        "DataHub (Settings, Access Tokens)", why);
 }
 
 
@@ -760,14 +760,14 @@ gms_cmd_list_handler(gms_tool_t *t, gms_tool_args_t *a)
     long                page_size;
     gms_graphql_conf_t  gms;
 
-    if (gms_tool_gms_options(t, a, &gms) != 0
-        || gms_tool_page_size(t, a, &page_size) != 0)
+    if (gms_tool_options_gms(t, a, &gms) != 0
+        || gms_tool_options_page_size(t, a, &page_size) != 0)
     {
         return GMS_TOOL_USAGE;
     }
 
     if (a->val[GMS_OPT_ACTOR]
-        && gms_tool_check_actor(t, a->val[GMS_OPT_ACTOR]) != 0)
+        && gms_tool_input_check_actor(t, a->val[GMS_OPT_ACTOR]) != 0)
     {
         return GMS_TOOL_USAGE;
     }
@@ -806,7 +806,7 @@ gms_manage_list(gms_tool_t *t, const gms_graphql_conf_t *gms,
     all = json_array();
     if (all == NULL) {
         gms_graphql_close(g);
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return GMS_TOOL_REDIS;
     }
 
@@ -823,23 +823,23 @@ gms_manage_list(gms_tool_t *t, const gms_graphql_conf_t *gms,
     for (i = 0; i < n; i++) {
         v = json_object_get(json_array_get(all, i), "id");
 
-        key = gms_tool_key(t, GMS_KEY_TOKEN, json_string_value(v),
-                           GMS_TOKEN_ID_LEN, &key_len);
+        key = gms_tool_redis_key(t, GMS_KEY_TOKEN, json_string_value(v),
+                                 GMS_TOKEN_ID_LEN, &key_len);
         if (key == NULL) {
             json_decref(all);
             return GMS_TOOL_REDIS;
         }
 
-        gms_tool_append(t, "HMGET %b actor expiresAt", key, key_len);
+        gms_tool_conn_append(t, "HMGET %b actor expiresAt", key, key_len);
         free(key);
     }
 
-    now = gms_tool_now_ms();
+    now = gms_tool_redis_now_ms();
 
     for (i = 0; i < n; i++) {
-        (void) gms_tool_get_reply(t, &reply);
+        (void) gms_tool_conn_get_reply(t, &reply);
 
-        if (gms_tool_reply_error(t, reply, "HMGET") != 0) {
+        if (gms_tool_redis_reply_error(t, reply, "HMGET") != 0) {
             json_decref(all);
             return GMS_TOOL_REDIS;
         }
@@ -892,7 +892,7 @@ gms_manage_list_fetch(gms_tool_t *t, gms_graphql_t *g, const char *actor,
                        : NULL;
 
         if (vars == NULL) {
-            gms_tool_error(t, "out of memory");
+            gms_tool_msgs_error(t, "out of memory");
             return GMS_TOOL_REDIS;
         }
 
@@ -906,8 +906,8 @@ gms_manage_list_fetch(gms_tool_t *t, gms_graphql_t *g, const char *actor,
         total = json_object_get(list, "total");
 
         if (!json_is_array(tokens) || !json_is_integer(total)) {
-            gms_tool_error(t, "GMS's listAccessTokens at %lld has no "
-                           "tokens array or no total", (long long) start);
+            gms_tool_msgs_error(t, "GMS's listAccessTokens at %lld has no "
+                                "tokens array or no total", (long long) start);
             json_decref(list);
             return GMS_TOOL_GMS;
         }
@@ -953,8 +953,8 @@ gms_manage_list_token(gms_tool_t *t, json_t *v, size_t n)
     if (!json_is_string(id)
         || !gms_token_id_valid(json_string_value(id), json_string_length(id)))
     {
-        gms_tool_error(t, "GMS's token %zu has no id (base64 of 32 bytes)",
-                       n + 1);
+        gms_tool_msgs_error(t, "GMS's token %zu has no id (base64 of 32 bytes)",
+                            n + 1);
         return -1;
     }
 
@@ -962,15 +962,15 @@ gms_manage_list_token(gms_tool_t *t, json_t *v, size_t n)
         || !gms_token_actor_valid(json_string_value(actor),
                                   json_string_length(actor)))
     {
-        gms_tool_error(t, "GMS's token id %s has no actorUrn (a user URN)",
-                       json_string_value(id));
+        gms_tool_msgs_error(t, "GMS's token id %s has no actorUrn (a user URN)",
+                            json_string_value(id));
         return -1;
     }
 
     if (gms_manage_expires(json_object_get(v, "expiresAt"), &ms) != 0) {
-        gms_tool_error(t, "GMS's token id %s: expiresAt is neither "
-                       "milliseconds since the epoch nor null",
-                       json_string_value(id));
+        gms_tool_msgs_error(t, "GMS's token id %s: expiresAt is neither "
+                            "milliseconds since the epoch nor null",
+                            json_string_value(id));
         return -1;
     }
 
@@ -1064,22 +1064,22 @@ gms_cmd_check_salt_handler(gms_tool_t *t, gms_tool_args_t *a)
     const char         *token;
     gms_graphql_conf_t  gms;
 
-    if (gms_tool_gms_options(t, a, &gms) != 0) {
+    if (gms_tool_options_gms(t, a, &gms) != 0) {
         return GMS_TOOL_USAGE;
     }
 
     if (a->val[GMS_OPT_TOKEN_STDIN] == NULL) {
-        gms_tool_error(t, "--token-stdin is required: the token is read on "
-                       "stdin, never from the command line");
+        gms_tool_msgs_error(t, "--token-stdin is required: the token is read "
+                            "on stdin, never from the command line");
         return GMS_TOOL_USAGE;
     }
 
-    rc = gms_tool_salt(t, a, &salt, &salt_len);
+    rc = gms_tool_options_salt(t, a, &salt, &salt_len);
     if (rc != GMS_TOOL_OK) {
         return rc;
     }
 
-    rc = gms_tool_token_read(t, buf, sizeof(buf), &token, &token_len);
+    rc = gms_tool_input_token_read(t, buf, sizeof(buf), &token, &token_len);
 
     if (rc == GMS_TOOL_OK) {
         rc = gms_manage_check_salt(t, &gms, token, token_len, salt,
@@ -1114,7 +1114,7 @@ gms_manage_check_salt(gms_tool_t *t, const gms_graphql_conf_t *gms,
                  (const unsigned char *) salt, salt_len, id);
 
     if (id[0] == '\0') {
-        gms_tool_error(t, "cannot compute SHA-256");
+        gms_tool_msgs_error(t, "cannot compute SHA-256");
         return GMS_TOOL_REDIS;
     }
 
@@ -1126,7 +1126,7 @@ gms_manage_check_salt(gms_tool_t *t, const gms_graphql_conf_t *gms,
     vars = json_pack("{s:s%}", "token", token, token_len);
     if (vars == NULL) {
         gms_graphql_close(g);
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return GMS_TOOL_REDIS;
     }
 
@@ -1143,8 +1143,8 @@ gms_manage_check_salt(gms_tool_t *t, const gms_graphql_conf_t *gms,
     if (!json_is_string(v)
         || !gms_token_id_valid(json_string_value(v), json_string_length(v)))
     {
-        gms_tool_error(t, "GMS's answer has no metadata id (base64 of 32 "
-                       "bytes)");
+        gms_tool_msgs_error(t, "GMS's answer has no metadata id (base64 of 32 "
+                            "bytes)");
         json_decref(meta);
         return GMS_TOOL_GMS;
     }
@@ -1154,7 +1154,7 @@ gms_manage_check_salt(gms_tool_t *t, const gms_graphql_conf_t *gms,
 
     if (strcmp(id, gms_id) == 0) {
         printf("salt right: the token's id is %s, as GMS's (token of %s)\n",
-               id, actor ? gms_tool_shown(actor) : "an unnamed user");
+               id, actor ? gms_tool_msgs_shown(actor) : "an unnamed user");
         rc = GMS_TOOL_OK;
 
     } else {

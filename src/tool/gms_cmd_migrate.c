@@ -123,27 +123,27 @@ gms_cmd_migrate_handler(gms_tool_t *t, gms_tool_args_t *a)
 
     memset(&counts, 0, sizeof(gms_migrate_counts_t));
 
-    rc = gms_tool_connect(&from);
+    rc = gms_tool_redis_connect(&from);
     if (rc != GMS_TOOL_OK) {
         memcpy(t->error, from.error, sizeof(t->error));
         return rc;
     }
 
-    rc = gms_tool_connect(t);
+    rc = gms_tool_redis_connect(t);
     if (rc != GMS_TOOL_OK) {
-        gms_tool_close(&from);
+        gms_tool_conn_close(&from);
         return rc;
     }
 
-    if (gms_tool_scan_open(&from, &scan, "") != 0) {
-        gms_tool_close(&from);
+    if (gms_tool_redis_scan_open(&from, &scan, "") != 0) {
+        gms_tool_conn_close(&from);
         return GMS_TOOL_REDIS;
     }
 
     rc = GMS_TOOL_REDIS;
 
     do {
-        keys = gms_tool_scan_next(&from, &scan);
+        keys = gms_tool_redis_scan_next(&from, &scan);
         if (keys == NULL) {
             goto done;
         }
@@ -154,8 +154,8 @@ gms_cmd_migrate_handler(gms_tool_t *t, gms_tool_args_t *a)
 
     } while (!scan.done);
 
-    if (gms_tool_publish(t, GMS_INVALIDATE_ALL,
-                         sizeof(GMS_INVALIDATE_ALL) - 1)
+    if (gms_tool_redis_publish(t, GMS_INVALIDATE_ALL,
+                               sizeof(GMS_INVALIDATE_ALL) - 1)
         != 0)
     {
         goto done;
@@ -172,8 +172,8 @@ gms_cmd_migrate_handler(gms_tool_t *t, gms_tool_args_t *a)
 
 done:
 
-    gms_tool_scan_close(&scan);
-    gms_tool_close(&from);
+    gms_tool_redis_scan_close(&scan);
+    gms_tool_conn_close(&from);
 
     return rc;
 }
@@ -207,20 +207,20 @@ gms_migrate_source(gms_tool_t *t, gms_tool_args_t *a, gms_tool_t *from)
 
     if (from->sentinel) {
         if (a->val[GMS_OPT_FROM_REDIS]) {
-            gms_tool_error(t, "give --from-redis or --from-sentinel, not "
-                           "both");
+            gms_tool_msgs_error(t, "give --from-redis or --from-sentinel, not "
+                                "both");
             return GMS_TOOL_USAGE;
         }
 
         if (from->master == NULL || from->master[0] == '\0') {
-            gms_tool_error(t, "--from-sentinel needs --from-master NAME");
+            gms_tool_msgs_error(t, "--from-sentinel needs --from-master NAME");
             return GMS_TOOL_USAGE;
         }
 
         from->redis = from->sentinel;
 
     } else if (from->master) {
-        gms_tool_error(t, "--from-master goes with --from-sentinel");
+        gms_tool_msgs_error(t, "--from-master goes with --from-sentinel");
         return GMS_TOOL_USAGE;
     }
 
@@ -295,7 +295,7 @@ gms_migrate_batch(gms_tool_t *t, gms_tool_t *from, redisReply *keys,
     kinds = calloc(n + 1, sizeof(gms_migrate_kind_e));
 
     if (read == NULL || kinds == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         goto done;
     }
 
@@ -307,13 +307,13 @@ gms_migrate_batch(gms_tool_t *t, gms_tool_t *from, redisReply *keys,
             continue;
         }
 
-        gms_tool_append(from, "MULTI");
-        gms_tool_append(from, "TYPE %b", key->str, key->len);
-        gms_tool_append(from, "PTTL %b", key->str, key->len);
-        gms_tool_append(from, gms_migrate_types[kinds[i]][0] == 'h'
-                              ? "HGETALL %b" : "SMEMBERS %b",
-                        key->str, key->len);
-        gms_tool_append(from, "EXEC");
+        gms_tool_conn_append(from, "MULTI");
+        gms_tool_conn_append(from, "TYPE %b", key->str, key->len);
+        gms_tool_conn_append(from, "PTTL %b", key->str, key->len);
+        gms_tool_conn_append(from, gms_migrate_types[kinds[i]][0] == 'h'
+                                   ? "HGETALL %b" : "SMEMBERS %b",
+                             key->str, key->len);
+        gms_tool_conn_append(from, "EXEC");
     }
 
     for (i = 0; i < n; i++) {
@@ -321,7 +321,7 @@ gms_migrate_batch(gms_tool_t *t, gms_tool_t *from, redisReply *keys,
             continue;
         }
 
-        read[i] = gms_tool_exec_read(from, 3);
+        read[i] = gms_tool_redis_exec_read(from, 3);
 
         if (read[i] == NULL) {
             memcpy(t->error, from->error, sizeof(t->error));
@@ -352,11 +352,11 @@ gms_migrate_batch(gms_tool_t *t, gms_tool_t *from, redisReply *keys,
             || ttl->type != REDIS_REPLY_INTEGER
             || value->type != REDIS_REPLY_ARRAY)
         {
-            gms_tool_warn(t, "%s: a %s, not a %s: skipped",
-                          gms_tool_shown(key->str),
-                          type->type == REDIS_REPLY_STATUS
-                          ? type->str : "key that cannot be read",
-                          gms_migrate_types[kinds[i]]);
+            gms_tool_msgs_warn(t, "%s: a %s, not a %s: skipped",
+                               gms_tool_msgs_shown(key->str),
+                               type->type == REDIS_REPLY_STATUS
+                               ? type->str : "key that cannot be read",
+                               gms_migrate_types[kinds[i]]);
             counts->skipped++;
             kinds[i] = GMS_MIGRATE_OTHER;
             continue;
@@ -380,7 +380,8 @@ gms_migrate_batch(gms_tool_t *t, gms_tool_t *from, redisReply *keys,
         }
 
         /* DEL, HSET or SADD, PEXPIRE or not */
-        key = gms_tool_exec_read(t, read[i]->element[1]->integer > 0 ? 3 : 2);
+        key = gms_tool_redis_exec_read(t, read[i]->element[1]->integer > 0
+                                          ? 3 : 2);
         if (key == NULL) {
             goto done;
         }
@@ -418,8 +419,8 @@ gms_migrate_write(gms_tool_t *t, gms_tool_t *from, redisReply *key,
     size_t        i, n, len, *lens;
     const char  **argv;
 
-    name = gms_tool_key(t, "", key->str + from->prefix_len,
-                        key->len - from->prefix_len, &len);
+    name = gms_tool_redis_key(t, "", key->str + from->prefix_len,
+                              key->len - from->prefix_len, &len);
     if (name == NULL) {
         return -1;
     }
@@ -432,7 +433,7 @@ gms_migrate_write(gms_tool_t *t, gms_tool_t *from, redisReply *key,
         free(argv);
         free(lens);
         free(name);
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return -1;
     }
 
@@ -446,15 +447,15 @@ gms_migrate_write(gms_tool_t *t, gms_tool_t *from, redisReply *key,
         lens[i + 2] = value->element[i]->len;
     }
 
-    gms_tool_append(t, "MULTI");
-    gms_tool_append(t, "DEL %b", name, len);
-    gms_tool_append_argv(t, (int) n, argv, lens);
+    gms_tool_conn_append(t, "MULTI");
+    gms_tool_conn_append(t, "DEL %b", name, len);
+    gms_tool_conn_append_argv(t, (int) n, argv, lens);
 
     if (ttl->integer > 0) {
-        gms_tool_append(t, "PEXPIRE %b %lld", name, len, ttl->integer);
+        gms_tool_conn_append(t, "PEXPIRE %b %lld", name, len, ttl->integer);
     }
 
-    gms_tool_append(t, "EXEC");
+    gms_tool_conn_append(t, "EXEC");
 
     free(argv);
     free(lens);

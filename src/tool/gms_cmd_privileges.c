@@ -86,26 +86,27 @@ gms_privileges_edit(gms_tool_t *t, gms_tool_args_t *a, const char *verb)
     redisReply   *reply;
     const char  **argv;
 
-    if (gms_tool_check_actor(t, a->argv[0]) != 0) {
+    if (gms_tool_input_check_actor(t, a->argv[0]) != 0) {
         return GMS_TOOL_USAGE;
     }
 
     for (i = 1; i < a->argc; i++) {
         if (!gms_token_privilege_valid(a->argv[i], strlen(a->argv[i]))) {
-            gms_tool_error(t, "'%s' is not a privilege name: letters, "
-                           "digits, '_', '-', '.' and ':', 1 to %d of them",
-                           gms_tool_shown(a->argv[i]), GMS_PRIVILEGE_MAX);
+            gms_tool_msgs_error(t, "'%s' is not a privilege name: letters, "
+                                "digits, '_', '-', '.' and ':', 1 to %d of "
+                                "them", gms_tool_msgs_shown(a->argv[i]),
+                                GMS_PRIVILEGE_MAX);
             return GMS_TOOL_USAGE;
         }
     }
 
-    rc = gms_tool_connect(t);
+    rc = gms_tool_redis_connect(t);
     if (rc != GMS_TOOL_OK) {
         return rc;
     }
 
-    key = gms_tool_key(t, GMS_KEY_ACTOR, a->argv[0], strlen(a->argv[0]),
-                       &key_len);
+    key = gms_tool_redis_key(t, GMS_KEY_ACTOR, a->argv[0], strlen(a->argv[0]),
+                             &key_len);
 
     n = a->argc + 1;
     argv = malloc(n * sizeof(char *));
@@ -115,7 +116,7 @@ gms_privileges_edit(gms_tool_t *t, gms_tool_args_t *a, const char *verb)
         free(key);
         free(argv);
         free(lens);
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return GMS_TOOL_REDIS;
     }
 
@@ -133,9 +134,9 @@ gms_privileges_edit(gms_tool_t *t, gms_tool_args_t *a, const char *verb)
         rc = gms_privileges_grant_capped(t, a, n, argv, lens);
 
     } else {
-        reply = gms_tool_command_argv(t, n, argv, lens);
-        rc = gms_tool_reply_error(t, reply, verb) != 0 ? GMS_TOOL_REDIS
-                                                       : GMS_TOOL_OK;
+        reply = gms_tool_conn_command_argv(t, n, argv, lens);
+        rc = gms_tool_redis_reply_error(t, reply, verb) != 0 ? GMS_TOOL_REDIS
+                                                             : GMS_TOOL_OK;
         if (rc == GMS_TOOL_OK) {
             freeReplyObject(reply);
         }
@@ -149,7 +150,7 @@ gms_privileges_edit(gms_tool_t *t, gms_tool_args_t *a, const char *verb)
         return rc;
     }
 
-    if (gms_tool_publish(t, a->argv[0], strlen(a->argv[0])) != 0) {
+    if (gms_tool_redis_publish(t, a->argv[0], strlen(a->argv[0])) != 0) {
         return GMS_TOOL_REDIS;
     }
 
@@ -174,31 +175,31 @@ gms_privileges_grant_capped(gms_tool_t *t, gms_tool_args_t *a, int n,
     redisReply  *reply;
 
     for (try = 0; try < GMS_GRANT_TRIES; try++) {
-        gms_tool_append(t, "WATCH %b", argv[1], lens[1]);
-        gms_tool_append(t, "SCARD %b", argv[1], lens[1]);
+        gms_tool_conn_append(t, "WATCH %b", argv[1], lens[1]);
+        gms_tool_conn_append(t, "SCARD %b", argv[1], lens[1]);
 
         for (i = 2; i < n; i++) {
-            gms_tool_append(t, "SISMEMBER %b %b", argv[1], lens[1], argv[i],
-                            lens[i]);
+            gms_tool_conn_append(t, "SISMEMBER %b %b", argv[1], lens[1],
+                                 argv[i], lens[i]);
         }
 
         size = 0;
 
         for (i = 0; i < n; i++) {
-            (void) gms_tool_get_reply(t, &reply);
+            (void) gms_tool_conn_get_reply(t, &reply);
 
-            if (gms_tool_reply_error(t, reply, i == 0 ? "WATCH"
-                                               : i == 1 ? "SCARD"
-                                               : "SISMEMBER")
+            if (gms_tool_redis_reply_error(t, reply, i == 0 ? "WATCH"
+                                                     : i == 1 ? "SCARD"
+                                                     : "SISMEMBER")
                 != 0)
             {
                 return GMS_TOOL_REDIS;
             }
 
             if (i > 0 && reply->type != REDIS_REPLY_INTEGER) {
-                gms_tool_error(t, "redis %s: %s: unexpected reply type %d",
-                               t->redis, i == 1 ? "SCARD" : "SISMEMBER",
-                               reply->type);
+                gms_tool_msgs_error(t, "redis %s: %s: unexpected reply type %d",
+                                    t->redis, i == 1 ? "SCARD" : "SISMEMBER",
+                                    reply->type);
                 freeReplyObject(reply);
                 return GMS_TOOL_REDIS;
             }
@@ -221,35 +222,35 @@ gms_privileges_grant_capped(gms_tool_t *t, gms_tool_args_t *a, int n,
         }
 
         if (size > GMS_PRIVILEGES_MAX) {
-            reply = gms_tool_command(t, "UNWATCH");
+            reply = gms_tool_conn_command(t, "UNWATCH");
             if (reply != NULL) {
                 freeReplyObject(reply);
             }
 
-            gms_tool_error(t, "%s would have %lld privileges, more than the "
-                           "edge accepts (%d): nothing granted",
-                           gms_tool_shown(a->argv[0]), size,
-                           GMS_PRIVILEGES_MAX);
+            gms_tool_msgs_error(t, "%s would have %lld privileges, more than "
+                                "the edge accepts (%d): nothing granted",
+                                gms_tool_msgs_shown(a->argv[0]), size,
+                                GMS_PRIVILEGES_MAX);
             return GMS_TOOL_USAGE;
         }
 
-        gms_tool_append(t, "MULTI");
-        gms_tool_append_argv(t, n, argv, lens);
-        gms_tool_append(t, "EXEC");
+        gms_tool_conn_append(t, "MULTI");
+        gms_tool_conn_append_argv(t, n, argv, lens);
+        gms_tool_conn_append(t, "EXEC");
 
         for (i = 0; i < 2; i++) {
-            (void) gms_tool_get_reply(t, &reply);
+            (void) gms_tool_conn_get_reply(t, &reply);
 
-            if (gms_tool_reply_error(t, reply, "MULTI") != 0) {
+            if (gms_tool_redis_reply_error(t, reply, "MULTI") != 0) {
                 return GMS_TOOL_REDIS;
             }
 
             freeReplyObject(reply);
         }
 
-        (void) gms_tool_get_reply(t, &reply);
+        (void) gms_tool_conn_get_reply(t, &reply);
 
-        if (gms_tool_reply_error(t, reply, "EXEC") != 0) {
+        if (gms_tool_redis_reply_error(t, reply, "EXEC") != 0) {
             return GMS_TOOL_REDIS;
         }
 
@@ -262,11 +263,11 @@ gms_privileges_grant_capped(gms_tool_t *t, gms_tool_args_t *a, int n,
         if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 1
             || reply->element[0]->type == REDIS_REPLY_ERROR)
         {
-            gms_tool_error(t, "redis %s: SADD: %s", t->redis,
-                           reply->type == REDIS_REPLY_ARRAY
-                           && reply->elements == 1
-                           ? reply->element[0]->str
-                           : "the transaction was not run");
+            gms_tool_msgs_error(t, "redis %s: SADD: %s", t->redis,
+                                reply->type == REDIS_REPLY_ARRAY
+                                && reply->elements == 1
+                                ? reply->element[0]->str
+                                : "the transaction was not run");
             freeReplyObject(reply);
             return GMS_TOOL_REDIS;
         }
@@ -276,9 +277,9 @@ gms_privileges_grant_capped(gms_tool_t *t, gms_tool_args_t *a, int n,
         return GMS_TOOL_OK;
     }
 
-    gms_tool_error(t, "redis %s: the set of %s changed under every one of "
-                   "%d tries: nothing granted", t->redis,
-                   gms_tool_shown(a->argv[0]), GMS_GRANT_TRIES);
+    gms_tool_msgs_error(t, "redis %s: the set of %s changed under every one of "
+                        "%d tries: nothing granted", t->redis,
+                        gms_tool_msgs_shown(a->argv[0]), GMS_GRANT_TRIES);
 
     return GMS_TOOL_REDIS;
 }
@@ -292,31 +293,31 @@ gms_cmd_privileges_handler(gms_tool_t *t, gms_tool_args_t *a)
     size_t       i, key_len;
     redisReply  *reply;
 
-    if (gms_tool_check_actor(t, a->argv[0]) != 0) {
+    if (gms_tool_input_check_actor(t, a->argv[0]) != 0) {
         return GMS_TOOL_USAGE;
     }
 
-    rc = gms_tool_connect(t);
+    rc = gms_tool_redis_connect(t);
     if (rc != GMS_TOOL_OK) {
         return rc;
     }
 
-    key = gms_tool_key(t, GMS_KEY_ACTOR, a->argv[0], strlen(a->argv[0]),
-                       &key_len);
+    key = gms_tool_redis_key(t, GMS_KEY_ACTOR, a->argv[0], strlen(a->argv[0]),
+                             &key_len);
     if (key == NULL) {
         return GMS_TOOL_REDIS;
     }
 
-    reply = gms_tool_command(t, "SMEMBERS %b", key, key_len);
+    reply = gms_tool_conn_command(t, "SMEMBERS %b", key, key_len);
     free(key);
 
-    if (gms_tool_reply_error(t, reply, "SMEMBERS") != 0) {
+    if (gms_tool_redis_reply_error(t, reply, "SMEMBERS") != 0) {
         return GMS_TOOL_REDIS;
     }
 
     if (reply->type != REDIS_REPLY_ARRAY) {
-        gms_tool_error(t, "redis %s: SMEMBERS: unexpected reply type %d",
-                       t->redis, reply->type);
+        gms_tool_msgs_error(t, "redis %s: SMEMBERS: unexpected reply type %d",
+                            t->redis, reply->type);
         freeReplyObject(reply);
         return GMS_TOOL_REDIS;
     }
@@ -324,7 +325,7 @@ gms_cmd_privileges_handler(gms_tool_t *t, gms_tool_args_t *a)
     /* hiredis leaves element NULL for an empty array: no qsort of NULL */
     if (reply->elements > 1) {
         qsort(reply->element, reply->elements, sizeof(redisReply *),
-              gms_tool_reply_cmp);
+              gms_tool_redis_reply_cmp);
     }
 
     for (i = 0; i < reply->elements; i++) {

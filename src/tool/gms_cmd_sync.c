@@ -128,14 +128,14 @@ gms_cmd_sync_handler(gms_tool_t *t, gms_tool_args_t *a)
     conf.prune = a->val[GMS_OPT_PRUNE] != NULL;
 
     if (a->val[GMS_OPT_MAX_PRUNE] && !conf.prune) {
-        gms_tool_error(t, "--max-prune needs --prune");
+        gms_tool_msgs_error(t, "--max-prune needs --prune");
         return GMS_TOOL_USAGE;
     }
 
     /* from stdin, no bound unless asked: nothing can confirm a token gone */
     if ((a->val[GMS_OPT_GMS] || a->val[GMS_OPT_MAX_PRUNE])
-        && gms_tool_max_prune_option(t, a->val[GMS_OPT_MAX_PRUNE],
-                                     &conf.max_prune)
+        && gms_sync_tokens_max_prune_option(t, a->val[GMS_OPT_MAX_PRUNE],
+                                            &conf.max_prune)
            != 0)
     {
         return GMS_TOOL_USAGE;
@@ -146,12 +146,12 @@ gms_cmd_sync_handler(gms_tool_t *t, gms_tool_args_t *a)
             || a->val[GMS_OPT_GMS_TIMEOUT] || a->val[GMS_OPT_PAGE_SIZE]
             || a->val[GMS_OPT_PRIVILEGES] || a->val[GMS_OPT_INACTIVE])
         {
-            gms_tool_error(t, "the GMS options, --page-size, --privileges "
-                           "and --inactive need --gms");
+            gms_tool_msgs_error(t, "the GMS options, --page-size, --privileges "
+                                "and --inactive need --gms");
             return GMS_TOOL_USAGE;
         }
 
-        rc = gms_tool_sync_run(t, &conf, &counts, NULL);
+        rc = gms_sync_tokens_run(t, &conf, &counts, NULL);
 
         if (rc == GMS_TOOL_OK) {
             gms_cmd_sync_print(t, &counts);
@@ -160,9 +160,9 @@ gms_cmd_sync_handler(gms_tool_t *t, gms_tool_args_t *a)
         return rc;
     }
 
-    if (gms_tool_gms_options(t, a, &gms) != 0
-        || gms_tool_page_size(t, a, &conf.page_size) != 0
-        || gms_tool_inactive_option(t, a->val[GMS_OPT_INACTIVE], &refuse)
+    if (gms_tool_options_gms(t, a, &gms) != 0
+        || gms_tool_options_page_size(t, a, &conf.page_size) != 0
+        || gms_sync_users_inactive_option(t, a->val[GMS_OPT_INACTIVE], &refuse)
            != 0)
     {
         return GMS_TOOL_USAGE;
@@ -172,13 +172,13 @@ gms_cmd_sync_handler(gms_tool_t *t, gms_tool_args_t *a)
     mode = GMS_TOOL_PRIVILEGES_POLICIES;
 
     if (a->val[GMS_OPT_PRIVILEGES]
-        && gms_tool_privileges_option(t, a->val[GMS_OPT_PRIVILEGES], &mode)
+        && gms_tool_options_privileges(t, a->val[GMS_OPT_PRIVILEGES], &mode)
            != 0)
     {
         return GMS_TOOL_USAGE;
     }
 
-    rc = gms_tool_sync_run(t, &conf, &counts, &holders);
+    rc = gms_sync_tokens_run(t, &conf, &counts, &holders);
     if (rc != GMS_TOOL_OK) {
         return rc;
     }
@@ -189,28 +189,28 @@ gms_cmd_sync_handler(gms_tool_t *t, gms_tool_args_t *a)
     if (mode != GMS_TOOL_PRIVILEGES_OFF) {
         memset(&privileges, 0, sizeof(gms_tool_privileges_counts_t));
 
-        rc = gms_tool_privileges_mirror(t, &gms, mode, &holders, NULL, 0,
+        rc = gms_sync_privileges_mirror(t, &gms, mode, &holders, NULL, 0,
                                         &privileges);
         if (rc != GMS_TOOL_OK) {
             goto done;
         }
 
-        gms_tool_privileges_print(&privileges);
+        gms_sync_privileges_print(&privileges);
         fflush(stdout);
     }
 
     /* the holders' status, then their tokens out of the cache or back */
     memset(&users, 0, sizeof(gms_tool_users_counts_t));
 
-    rc = gms_tool_users_check(t, &gms, refuse, &holders, NULL, &users);
+    rc = gms_sync_users_check(t, &gms, refuse, &holders, NULL, &users);
 
     if (rc == GMS_TOOL_OK) {
-        gms_tool_users_print(&users);
+        gms_sync_users_print(&users);
     }
 
 done:
 
-    gms_tool_holders_free(&holders);
+    gms_sync_tokens_holders_free(&holders);
 
     return rc;
 }
@@ -224,10 +224,10 @@ done:
 static void
 gms_cmd_sync_print(gms_tool_t *t, const gms_tool_sync_counts_t *counts)
 {
-    gms_tool_sync_print(counts);
+    gms_sync_tokens_print(counts);
 
     if (counts->warning[0]) {
         fflush(stdout);
-        gms_tool_warn(t, "warning: %s", counts->warning);
+        gms_tool_msgs_warn(t, "warning: %s", counts->warning);
     }
 }

@@ -100,12 +100,12 @@ gms_cmd_id_handler(gms_tool_t *t, gms_tool_args_t *a)
     char    id[GMS_TOKEN_ID_LEN + 1], *salt;
     size_t  salt_len;
 
-    rc = gms_tool_salt(t, a, &salt, &salt_len);
+    rc = gms_tool_options_salt(t, a, &salt, &salt_len);
     if (rc != GMS_TOOL_OK) {
         return rc;
     }
 
-    rc = gms_tool_token_stdin(t, salt, salt_len, id);
+    rc = gms_tool_input_token_stdin(t, salt, salt_len, id);
 
     free(salt);
 
@@ -124,36 +124,37 @@ gms_cmd_put_handler(gms_tool_t *t, gms_tool_args_t *a)
     char               *salt, id[GMS_TOKEN_ID_LEN + 1];
     size_t              salt_len;
     int64_t             now, ms;
-    const char         *type;
+    const char         *type, *value;
     gms_tool_token_t    tok;
     gms_tool_put_rc_e   put_rc;
 
     if ((a->val[GMS_OPT_ID] == NULL) == (a->val[GMS_OPT_TOKEN_STDIN] == NULL))
     {
-        gms_tool_error(t, "give one of --id and --token-stdin; see "
-                       "'gms-token put --help'");
+        gms_tool_msgs_error(t, "give one of --id and --token-stdin; see "
+                            "'gms-token put --help'");
         return GMS_TOOL_USAGE;
     }
 
     if (a->val[GMS_OPT_ACTOR] == NULL) {
-        gms_tool_error(t, "--actor is required; see 'gms-token put --help'");
+        gms_tool_msgs_error(t, "--actor is required; see "
+                            "'gms-token put --help'");
         return GMS_TOOL_USAGE;
     }
 
     if (a->val[GMS_OPT_EXPIRES_AT] && a->val[GMS_OPT_EXPIRES_IN]) {
-        gms_tool_error(t, "give --expires-at or --expires-in, not both");
+        gms_tool_msgs_error(t, "give --expires-at or --expires-in, not both");
         return GMS_TOOL_USAGE;
     }
 
     if (a->val[GMS_OPT_ID] && (a->val[GMS_OPT_SALT]
                                || a->val[GMS_OPT_SALT_FILE]))
     {
-        gms_tool_error(t, "--salt and --salt-file go with --token-stdin, "
-                       "not with --id");
+        gms_tool_msgs_error(t, "--salt and --salt-file go with --token-stdin, "
+                            "not with --id");
         return GMS_TOOL_USAGE;
     }
 
-    if (gms_tool_check_actor(t, a->val[GMS_OPT_ACTOR]) != 0) {
+    if (gms_tool_input_check_actor(t, a->val[GMS_OPT_ACTOR]) != 0) {
         return GMS_TOOL_USAGE;
     }
 
@@ -167,39 +168,41 @@ gms_cmd_put_handler(gms_tool_t *t, gms_tool_args_t *a)
     if (type && strcmp(type, "PERSONAL") != 0 && strcmp(type, "SESSION") != 0
         && strcmp(type, "SERVICE_ACCOUNT") != 0)
     {
-        gms_tool_error(t, "--type: '%s' is neither PERSONAL nor SESSION nor "
-                       "SERVICE_ACCOUNT", gms_tool_shown(type));
+        gms_tool_msgs_error(t, "--type: '%s' is neither PERSONAL nor SESSION "
+                            "nor SERVICE_ACCOUNT", gms_tool_msgs_shown(type));
         return GMS_TOOL_USAGE;
     }
 
     tok.type = type;
-    now = gms_tool_now_ms();
+    now = gms_tool_redis_now_ms();
 
     /* for sync --prune's grace period: DataHub may not list it yet */
     tok.created_at = now;
 
-    if (a->val[GMS_OPT_EXPIRES_AT]) {
-        if (a->val[GMS_OPT_EXPIRES_AT][0] == '\0'
-            || gms_token_parse_ms(a->val[GMS_OPT_EXPIRES_AT],
-                                  strlen(a->val[GMS_OPT_EXPIRES_AT]), &ms)
-               != 0)
+    value = a->val[GMS_OPT_EXPIRES_AT];
+
+    if (value) {
+        if (value[0] == '\0'
+            || gms_token_parse_ms(value, strlen(value), &ms) != 0)
         {
-            gms_tool_error(t, "--expires-at: '%s' is not a number of "
-                           "milliseconds since the epoch",
-                           gms_tool_shown(a->val[GMS_OPT_EXPIRES_AT]));
+            gms_tool_msgs_error(t, "--expires-at: '%s' is not a number of "
+                                "milliseconds since the epoch",
+                                gms_tool_msgs_shown(value));
             return GMS_TOOL_USAGE;
         }
 
         tok.expires_at = ms;
     }
 
-    if (a->val[GMS_OPT_EXPIRES_IN]) {
-        if (gms_tool_parse_duration(a->val[GMS_OPT_EXPIRES_IN], &ms) != 0
+    value = a->val[GMS_OPT_EXPIRES_IN];
+
+    if (value) {
+        if (gms_tool_input_parse_duration(value, &ms) != 0
             || ms > INT64_MAX - now)
         {
-            gms_tool_error(t, "--expires-in: '%s' is not a duration such as "
-                           "30d, 12h, 90m, 3600s or 1d12h",
-                           gms_tool_shown(a->val[GMS_OPT_EXPIRES_IN]));
+            gms_tool_msgs_error(t, "--expires-in: '%s' is not a duration "
+                                "such as 30d, 12h, 90m, 3600s or 1d12h",
+                                gms_tool_msgs_shown(value));
             return GMS_TOOL_USAGE;
         }
 
@@ -207,26 +210,26 @@ gms_cmd_put_handler(gms_tool_t *t, gms_tool_args_t *a)
     }
 
     if (tok.expires_at != 0 && tok.expires_at <= now) {
-        gms_tool_error(t, "the expiry %lld is already past (now %lld): "
-                       "nothing to cache", (long long) tok.expires_at,
-                       (long long) now);
+        gms_tool_msgs_error(t, "the expiry %lld is already past (now %lld): "
+                            "nothing to cache", (long long) tok.expires_at,
+                            (long long) now);
         return GMS_TOOL_USAGE;
     }
 
     if (a->val[GMS_OPT_ID]) {
-        if (gms_tool_check_id(t, a->val[GMS_OPT_ID]) != 0) {
+        if (gms_tool_input_check_id(t, a->val[GMS_OPT_ID]) != 0) {
             return GMS_TOOL_USAGE;
         }
 
         memcpy(id, a->val[GMS_OPT_ID], GMS_TOKEN_ID_LEN + 1);
 
     } else {
-        rc = gms_tool_salt(t, a, &salt, &salt_len);
+        rc = gms_tool_options_salt(t, a, &salt, &salt_len);
         if (rc != GMS_TOOL_OK) {
             return rc;
         }
 
-        rc = gms_tool_token_stdin(t, salt, salt_len, id);
+        rc = gms_tool_input_token_stdin(t, salt, salt_len, id);
 
         free(salt);
 
@@ -235,19 +238,19 @@ gms_cmd_put_handler(gms_tool_t *t, gms_tool_args_t *a)
         }
     }
 
-    rc = gms_tool_connect(t);
+    rc = gms_tool_redis_connect(t);
     if (rc != GMS_TOOL_OK) {
         return rc;
     }
 
-    if (gms_tool_put_token(t, id, &tok, &put_rc) != 0) {
+    if (gms_tool_redis_put_token(t, id, &tok, &put_rc) != 0) {
         return GMS_TOOL_REDIS;
     }
 
     /* an edge may hold the id as unknown, or with its old user */
 
     if (put_rc != GMS_TOOL_UNCHANGED
-        && gms_tool_publish(t, id, GMS_TOKEN_ID_LEN) != 0)
+        && gms_tool_redis_publish(t, id, GMS_TOKEN_ID_LEN) != 0)
     {
         return GMS_TOOL_REDIS;
     }
@@ -269,18 +272,18 @@ gms_cmd_show_handler(gms_tool_t *t, gms_tool_args_t *a)
     gms_lookup_t      lk;
     gms_lookup_rc_e   lrc;
 
-    if (gms_tool_check_id(t, a->argv[0]) != 0) {
+    if (gms_tool_input_check_id(t, a->argv[0]) != 0) {
         return GMS_TOOL_USAGE;
     }
 
-    rc = gms_tool_connect(t);
+    rc = gms_tool_redis_connect(t);
     if (rc != GMS_TOOL_OK) {
         return rc;
     }
 
-    key = gms_tool_key(t, GMS_KEY_TOKEN, a->argv[0], GMS_TOKEN_ID_LEN,
-                       &key_len);
-    actor_key = gms_tool_key(t, GMS_KEY_ACTOR, "", 0, &actor_key_len);
+    key = gms_tool_redis_key(t, GMS_KEY_TOKEN, a->argv[0], GMS_TOKEN_ID_LEN,
+                             &key_len);
+    actor_key = gms_tool_redis_key(t, GMS_KEY_ACTOR, "", 0, &actor_key_len);
 
     if (key == NULL || actor_key == NULL) {
         free(key);
@@ -288,15 +291,15 @@ gms_cmd_show_handler(gms_tool_t *t, gms_tool_args_t *a)
     }
 
     /* the module's own lookup: what is shown is what the module sees */
-    reply = gms_tool_command(t, "EVAL %b 1 %b %b", gms_lookup_script,
-                             gms_lookup_script_len, key, key_len, actor_key,
-                             actor_key_len);
+    reply = gms_tool_conn_command(t, "EVAL %b 1 %b %b", gms_lookup_script,
+                                  gms_lookup_script_len, key, key_len,
+                                  actor_key, actor_key_len);
     free(key);
     free(actor_key);
 
     /* a cluster's redirection, said for what it is */
     if (reply == NULL || gms_tool_cluster_why(t, reply)) {
-        gms_tool_reply_error(t, reply, "lookup");
+        gms_tool_redis_reply_error(t, reply, "lookup");
         return GMS_TOOL_REDIS;
     }
 
@@ -304,13 +307,13 @@ gms_cmd_show_handler(gms_tool_t *t, gms_tool_args_t *a)
 
     if (lrc == GMS_LOOKUP_UNKNOWN) {
         freeReplyObject(reply);
-        gms_tool_error(t, "token id %s is not cached", a->argv[0]);
+        gms_tool_msgs_error(t, "token id %s is not cached", a->argv[0]);
         return GMS_TOOL_NOT_FOUND;
     }
 
     if (lrc == GMS_LOOKUP_BAD_REPLY) {
-        gms_tool_error(t, "redis %s: lookup of token id %s: %s", t->redis,
-                       a->argv[0], lk.error);
+        gms_tool_msgs_error(t, "redis %s: lookup of token id %s: %s", t->redis,
+                            a->argv[0], lk.error);
         freeReplyObject(reply);
         return GMS_TOOL_REDIS;
     }
@@ -330,8 +333,8 @@ gms_cmd_show_handler(gms_tool_t *t, gms_tool_args_t *a)
 
     v = json_stringn(lk.actor, lk.actor_len);
     if (v == NULL) {
-        gms_tool_error(t, "the cached actor of token id %s is not UTF-8",
-                       a->argv[0]);
+        gms_tool_msgs_error(t, "the cached actor of token id %s is not UTF-8",
+                            a->argv[0]);
         goto done;
     }
 
@@ -351,14 +354,14 @@ gms_cmd_show_handler(gms_tool_t *t, gms_tool_args_t *a)
 
         memcpy(sorted, lk.privileges, lk.nprivileges * sizeof(redisReply *));
         qsort(sorted, lk.nprivileges, sizeof(redisReply *),
-              gms_tool_reply_cmp);
+              gms_tool_redis_reply_cmp);
     }
 
     for (i = 0; i < lk.nprivileges; i++) {
         v = json_stringn(sorted[i]->str, sorted[i]->len);
         if (v == NULL) {
-            gms_tool_error(t, "a cached privilege of %.*s is not UTF-8",
-                           (int) lk.actor_len, lk.actor);
+            gms_tool_msgs_error(t, "a cached privilege of %.*s is not UTF-8",
+                                (int) lk.actor_len, lk.actor);
             goto done;
         }
 
@@ -383,7 +386,7 @@ gms_cmd_show_handler(gms_tool_t *t, gms_tool_args_t *a)
 
 failed:
 
-    gms_tool_error(t, "out of memory");
+    gms_tool_msgs_error(t, "out of memory");
 
 done:
 

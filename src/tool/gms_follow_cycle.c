@@ -31,7 +31,7 @@
 /* interval * 2^failures, up to GMS_FOLLOW_BACKOFF_MAX or the interval */
 
 int64_t
-gms_follow_backoff(int64_t interval, unsigned failures)
+gms_follow_cycle_backoff(int64_t interval, unsigned failures)
 {
     int64_t   ms, max;
     unsigned  i;
@@ -49,7 +49,7 @@ gms_follow_backoff(int64_t interval, unsigned failures)
 
 
 int64_t
-gms_follow_jitter(int64_t ms)
+gms_follow_cycle_jitter(int64_t ms)
 {
     long  r;
 
@@ -62,7 +62,7 @@ gms_follow_jitter(int64_t ms)
 /* GMS's messages are any text: one line in the log and the hash */
 
 void
-gms_follow_clean(char *s)
+gms_follow_cycle_clean(char *s)
 {
     for ( /* void */ ; *s; s++) {
         if ((unsigned char) *s < 0x20 || *s == 0x7f) {
@@ -73,7 +73,7 @@ gms_follow_clean(char *s)
 
 
 const char *
-gms_follow_time(char *buf, size_t size)
+gms_follow_cycle_time(char *buf, size_t size)
 {
     time_t     now;
     struct tm  tm;
@@ -91,7 +91,7 @@ gms_follow_time(char *buf, size_t size)
 
 
 int64_t
-gms_follow_monotonic(void)
+gms_follow_cycle_monotonic(void)
 {
     struct timespec  ts;
 
@@ -110,7 +110,7 @@ gms_follow_monotonic(void)
  */
 
 void
-gms_follow_health_failed(gms_tool_t *t, const char *prefix,
+gms_follow_cycle_health_failed(gms_tool_t *t, const char *prefix,
     unsigned failures)
 {
     char        *key, error[sizeof(t->error)];
@@ -120,25 +120,25 @@ gms_follow_health_failed(gms_tool_t *t, const char *prefix,
     /* the cycle's error is the one to log, not this one's */
     memcpy(error, t->error, sizeof(error));
 
-    if (t->conn == NULL && gms_tool_connect(t) != GMS_TOOL_OK) {
-        gms_tool_close(t);
+    if (t->conn == NULL && gms_tool_redis_connect(t) != GMS_TOOL_OK) {
+        gms_tool_conn_close(t);
         goto done;
     }
 
-    key = gms_tool_key(t, GMS_KEY_SYNC, "", 0, &key_len);
+    key = gms_tool_redis_key(t, GMS_KEY_SYNC, "", 0, &key_len);
     if (key == NULL) {
         goto done;
     }
 
     /* hiredis joins %s and the text beside it into one argument */
-    reply = gms_tool_command(t, "HSET %b %serror %s %serror_at %lld "
-                             "%sfailures %u", key, key_len, prefix, error,
-                             prefix, (long long) gms_tool_now_ms(), prefix,
-                             failures);
+    reply = gms_tool_conn_command(t, "HSET %b %serror %s %serror_at %lld "
+                                  "%sfailures %u", key, key_len, prefix, error,
+                                  prefix, (long long) gms_tool_redis_now_ms(),
+                                  prefix, failures);
     free(key);
 
-    if (gms_tool_reply_error(t, reply, "HSET") != 0) {
-        gms_tool_close(t);
+    if (gms_tool_redis_reply_error(t, reply, "HSET") != 0) {
+        gms_tool_conn_close(t);
         goto done;
     }
 
@@ -157,13 +157,13 @@ done:
  */
 
 void
-gms_follow_say_failed(const char *what, int rc, const char *error,
+gms_follow_cycle_say_failed(const char *what, int rc, const char *error,
     int64_t wait)
 {
     char  now[32];
 
     fprintf(stderr, "gms-token follow: %s %sfailed (%s): %s; next try in "
-            "%.1fs\n", gms_follow_time(now, sizeof(now)), what,
+            "%.1fs\n", gms_follow_cycle_time(now, sizeof(now)), what,
             rc == GMS_TOOL_REDIS ? "Redis"
             : rc == GMS_TOOL_GMS ? "GMS" : "bad input",
             error[0] ? error : "no message", (double) wait / 1000);
@@ -173,7 +173,7 @@ gms_follow_say_failed(const char *what, int rc, const char *error,
 /* a mutex, and a condition whose timed waits count on CLOCK_MONOTONIC */
 
 int
-gms_follow_lock_init(pthread_mutex_t *mutex, pthread_cond_t *cond)
+gms_follow_cycle_lock_init(pthread_mutex_t *mutex, pthread_cond_t *cond)
 {
     int                 rc;
     pthread_condattr_t  attr;
@@ -211,7 +211,8 @@ gms_follow_lock_init(pthread_mutex_t *mutex, pthread_cond_t *cond)
  */
 
 int
-gms_follow_thread(pthread_t *thread, void *(*run)(void *), void *arg)
+gms_follow_cycle_thread_create(pthread_t *thread, void *(*run)(void *),
+    void *arg)
 {
     int       rc;
     sigset_t  set, old;

@@ -116,7 +116,7 @@ gms_follow_lease_init(gms_follow_lease_t *l)
 
     if (RAND_bytes(nonce, sizeof(nonce)) != 1) {
         /* not a secret: it only has to differ from a previous run's */
-        r = random() ^ (long) gms_follow_monotonic();
+        r = random() ^ (long) gms_follow_cycle_monotonic();
         memcpy(nonce, &r, sizeof(nonce) < sizeof(r) ? sizeof(nonce)
                                                     : sizeof(r));
     }
@@ -126,7 +126,7 @@ gms_follow_lease_init(gms_follow_lease_t *l)
              (long) getpid(), nonce[0], nonce[1], nonce[2], nonce[3],
              nonce[4], nonce[5], nonce[6], nonce[7]);
 
-    gms_follow_clean(l->me);
+    gms_follow_cycle_clean(l->me);
     l->left = -1;
 }
 
@@ -143,7 +143,7 @@ gms_follow_lease_keep(gms_tool_t *t, gms_follow_lease_t *l, int64_t px,
     redisReply  *reply, *code, *value, *left;
 
     if (t->conn == NULL) {
-        rc = gms_tool_connect(t);
+        rc = gms_tool_redis_connect(t);
         if (rc != GMS_TOOL_OK) {
             return rc;
         }
@@ -155,14 +155,14 @@ gms_follow_lease_keep(gms_tool_t *t, gms_follow_lease_t *l, int64_t px,
         return GMS_TOOL_REDIS;
     }
 
-    reply = gms_tool_command(t, "EVAL %s 2 %b %b %s %lld %lld",
-                             gms_follow_lease_script, lease, lease_len,
-                             sync, sync_len, l->me, (long long) px,
-                             (long long) gms_tool_now_ms());
+    reply = gms_tool_conn_command(t, "EVAL %s 2 %b %b %s %lld %lld",
+                                  gms_follow_lease_script, lease, lease_len,
+                                  sync, sync_len, l->me, (long long) px,
+                                  (long long) gms_tool_redis_now_ms());
     free(lease);
     free(sync);
 
-    if (gms_tool_reply_error(t, reply, "the lease") != 0) {
+    if (gms_tool_redis_reply_error(t, reply, "the lease") != 0) {
         return GMS_TOOL_REDIS;
     }
 
@@ -175,8 +175,8 @@ gms_follow_lease_keep(gms_tool_t *t, gms_follow_lease_t *l, int64_t px,
                 || reply->element[1]->type != REDIS_REPLY_STRING
                 || reply->element[2]->type != REDIS_REPLY_INTEGER)))
     {
-        gms_tool_error(t, "redis %s: the lease: an unexpected reply",
-                       t->redis);
+        gms_tool_msgs_error(t, "redis %s: the lease: an unexpected reply",
+                            t->redis);
         freeReplyObject(reply);
         return GMS_TOOL_REDIS;
     }
@@ -210,7 +210,7 @@ gms_follow_lease_keep(gms_tool_t *t, gms_follow_lease_t *l, int64_t px,
 
         memcpy(l->holder, value->str, len);
         l->holder[len] = '\0';
-        gms_follow_clean(l->holder);
+        gms_follow_cycle_clean(l->holder);
 
         l->left = left->integer;
         l->held = 0;
@@ -246,7 +246,7 @@ gms_follow_lease_release(gms_tool_t *t, gms_follow_lease_t *l)
     l->held = 0;
 
     if (t->conn == NULL) {
-        rc = gms_tool_connect(t);
+        rc = gms_tool_redis_connect(t);
         if (rc != GMS_TOOL_OK) {
             return rc;
         }
@@ -258,13 +258,13 @@ gms_follow_lease_release(gms_tool_t *t, gms_follow_lease_t *l)
         return GMS_TOOL_REDIS;
     }
 
-    reply = gms_tool_command(t, "EVAL %s 2 %b %b %s",
-                             gms_follow_release_script, lease, lease_len,
-                             sync, sync_len, l->me);
+    reply = gms_tool_conn_command(t, "EVAL %s 2 %b %b %s",
+                                  gms_follow_release_script, lease, lease_len,
+                                  sync, sync_len, l->me);
     free(lease);
     free(sync);
 
-    if (gms_tool_reply_error(t, reply, "the lease") != 0) {
+    if (gms_tool_redis_reply_error(t, reply, "the lease") != 0) {
         return GMS_TOOL_REDIS;
     }
 
@@ -281,12 +281,12 @@ static int
 gms_follow_lease_keys(gms_tool_t *t, char **lease, size_t *lease_len,
     char **sync, size_t *sync_len)
 {
-    *lease = gms_tool_key(t, GMS_KEY_LEASE, "", 0, lease_len);
+    *lease = gms_tool_redis_key(t, GMS_KEY_LEASE, "", 0, lease_len);
     if (*lease == NULL) {
         return -1;
     }
 
-    *sync = gms_tool_key(t, GMS_KEY_SYNC, "", 0, sync_len);
+    *sync = gms_tool_redis_key(t, GMS_KEY_SYNC, "", 0, sync_len);
     if (*sync == NULL) {
         free(*lease);
         return -1;
@@ -303,7 +303,7 @@ gms_follow_lease_keys(gms_tool_t *t, char **lease, size_t *lease_len,
  */
 
 int
-gms_follow_keeper_start(gms_follow_keeper_t *k, const gms_tool_t *t,
+gms_follow_lease_start(gms_follow_keeper_t *k, const gms_tool_t *t,
     const gms_follow_lease_t *l, int64_t px, int64_t every,
     void (*lost)(void *data), void *data)
 {
@@ -324,15 +324,17 @@ gms_follow_keeper_start(gms_follow_keeper_t *k, const gms_tool_t *t,
     k->left = -1;
 
     /* the deadlines count on the monotonic clock */
-    rc = gms_follow_lock_init(&k->mutex, &k->cond);
+    rc = gms_follow_cycle_lock_init(&k->mutex, &k->cond);
     if (rc != 0) {
         return rc;
     }
 
-    rc = gms_follow_thread(&k->keeper, gms_follow_keeper_thread, k);
+    rc = gms_follow_cycle_thread_create(&k->keeper, gms_follow_keeper_thread,
+                                        k);
 
     if (rc == 0) {
-        rc = gms_follow_thread(&k->watch, gms_follow_keeper_watch, k);
+        rc = gms_follow_cycle_thread_create(&k->watch,
+                                            gms_follow_keeper_watch, k);
 
         if (rc != 0) {
             pthread_mutex_lock(&k->mutex);
@@ -359,7 +361,7 @@ gms_follow_keeper_start(gms_follow_keeper_t *k, const gms_tool_t *t,
  */
 
 void
-gms_follow_keeper_hold(gms_follow_keeper_t *k, int64_t sent)
+gms_follow_lease_hold(gms_follow_keeper_t *k, int64_t sent)
 {
     pthread_mutex_lock(&k->mutex);
 
@@ -380,7 +382,7 @@ gms_follow_keeper_hold(gms_follow_keeper_t *k, int64_t sent)
 /* whether the lease is this process's: read by the working threads */
 
 int
-gms_follow_keeper_held(gms_follow_keeper_t *k)
+gms_follow_lease_held(gms_follow_keeper_t *k)
 {
     return __atomic_load_n(&k->held, __ATOMIC_SEQ_CST);
 }
@@ -393,7 +395,7 @@ gms_follow_keeper_held(gms_follow_keeper_t *k)
  */
 
 void
-gms_follow_keeper_view(gms_follow_keeper_t *k, gms_follow_lease_t *l)
+gms_follow_lease_view(gms_follow_keeper_t *k, gms_follow_lease_t *l)
 {
     pthread_mutex_lock(&k->mutex);
 
@@ -412,7 +414,7 @@ gms_follow_keeper_view(gms_follow_keeper_t *k, gms_follow_lease_t *l)
  */
 
 int
-gms_follow_keeper_stop(gms_follow_keeper_t *k)
+gms_follow_lease_stop(gms_follow_keeper_t *k)
 {
     int  held;
 
@@ -462,7 +464,7 @@ gms_follow_keeper_thread(void *data)
             continue;
         }
 
-        sent = gms_follow_monotonic();
+        sent = gms_follow_cycle_monotonic();
 
         if (sent < k->next) {
             gms_follow_keeper_wait(k, k->next);
@@ -487,7 +489,7 @@ gms_follow_keeper_thread(void *data)
         rc = gms_follow_lease_keep(&k->tool, &l, k->px, &event);
 
         if (rc != GMS_TOOL_OK) {
-            gms_tool_close(&k->tool);
+            gms_tool_conn_close(&k->tool);
         }
 
         pthread_mutex_lock(&k->mutex);
@@ -499,7 +501,7 @@ gms_follow_keeper_thread(void *data)
 
     pthread_mutex_unlock(&k->mutex);
 
-    gms_tool_close(&k->tool);
+    gms_tool_conn_close(&k->tool);
 
     return NULL;
 }
@@ -517,9 +519,9 @@ gms_follow_keeper_renewed(gms_follow_keeper_t *k, const gms_follow_lease_t *l,
         /* for the watch's line, should it come to that */
         memcpy(k->error, k->tool.error, sizeof(k->error));
         k->error[sizeof(k->error) - 1] = '\0';
-        gms_follow_clean(k->error);
+        gms_follow_cycle_clean(k->error);
 
-        k->next = gms_follow_monotonic() + k->every / 4;
+        k->next = gms_follow_cycle_monotonic() + k->every / 4;
         return;
     }
 
@@ -530,7 +532,7 @@ gms_follow_keeper_renewed(gms_follow_keeper_t *k, const gms_follow_lease_t *l,
         k->left = l->left;
 
         fprintf(stderr, "gms-token follow: %s lease lost to %s; standing "
-                "by\n", gms_follow_time(now, sizeof(now)), k->holder);
+                "by\n", gms_follow_cycle_time(now, sizeof(now)), k->holder);
 
         gms_follow_keeper_drop(k);
         return;
@@ -538,7 +540,7 @@ gms_follow_keeper_renewed(gms_follow_keeper_t *k, const gms_follow_lease_t *l,
     case GMS_FOLLOW_LEASE_RETAKEN:
         fprintf(stderr, "gms-token follow: %s lease taken again: it had "
                 "expired (not renewed within %lldms, or Redis lost it)\n",
-                gms_follow_time(now, sizeof(now)), (long long) k->px);
+                gms_follow_cycle_time(now, sizeof(now)), (long long) k->px);
         break;
 
     default:
@@ -575,7 +577,7 @@ gms_follow_keeper_watch(void *data)
         }
 
         until = k->renewed + k->px - GMS_FOLLOW_KEEPER_SAFETY;
-        at = gms_follow_monotonic();
+        at = gms_follow_cycle_monotonic();
 
         if (at < until) {
             gms_follow_keeper_wait(k, until);
@@ -587,7 +589,7 @@ gms_follow_keeper_watch(void *data)
 
         fprintf(stderr, "gms-token follow: %s lease given up: not renewed "
                 "for %lldms (%s); standing by\n",
-                gms_follow_time(now, sizeof(now)),
+                gms_follow_cycle_time(now, sizeof(now)),
                 (long long) (at - k->renewed),
                 k->error[0] ? k->error : "Redis did not answer");
 

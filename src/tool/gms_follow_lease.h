@@ -85,13 +85,13 @@ int gms_follow_lease_keep(gms_tool_t *t, gms_follow_lease_t *l, int64_t px,
     gms_follow_lease_e *event);
 int gms_follow_lease_release(gms_tool_t *t, gms_follow_lease_t *l);
 
-int gms_follow_keeper_start(gms_follow_keeper_t *k, const gms_tool_t *t,
+int gms_follow_lease_start(gms_follow_keeper_t *k, const gms_tool_t *t,
     const gms_follow_lease_t *l, int64_t px, int64_t every,
     void (*lost)(void *data), void *data);
-void gms_follow_keeper_hold(gms_follow_keeper_t *k, int64_t sent);
-int gms_follow_keeper_held(gms_follow_keeper_t *k);
-void gms_follow_keeper_view(gms_follow_keeper_t *k, gms_follow_lease_t *l);
-int gms_follow_keeper_stop(gms_follow_keeper_t *k);
+void gms_follow_lease_hold(gms_follow_keeper_t *k, int64_t sent);
+int gms_follow_lease_held(gms_follow_keeper_t *k);
+void gms_follow_lease_view(gms_follow_keeper_t *k, gms_follow_lease_t *l);
+int gms_follow_lease_stop(gms_follow_keeper_t *k);
 
 
 #endif /* _GMS_FOLLOW_LEASE_H_INCLUDED_ */

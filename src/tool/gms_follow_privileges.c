@@ -8,7 +8,7 @@
  * from the end of the last, give or take a tenth; backing off after
  * failures as the token cycle does), from the latest token holders the
  * token cycle handed over; the thread waits for the first.  The mirror
- * comes first, then the users' status (gms_tool_users_check), read even
+ * comes first, then the users' status (gms_sync_users_check), read even
  * when the mirror failed: a suspended user's tokens go without waiting
  * for the policies to be readable again.  The thread works only while
  * this process holds the lease: losing it, or a signal, abandons a GMS
@@ -116,12 +116,13 @@ gms_follow_privileges_start(gms_follow_privileges_t *p, const gms_tool_t *t,
     p->interval_ms = interval_ms;
 
     /* the waits count on the monotonic clock, as the token cycle's */
-    rc = gms_follow_lock_init(&p->mutex, &p->cond);
+    rc = gms_follow_cycle_lock_init(&p->mutex, &p->cond);
     if (rc != 0) {
         return rc;
     }
 
-    rc = gms_follow_thread(&p->thread, gms_follow_privileges_thread, p);
+    rc = gms_follow_cycle_thread_create(&p->thread,
+                                        gms_follow_privileges_thread, p);
 
     if (rc != 0) {
         pthread_cond_destroy(&p->cond);
@@ -144,7 +145,7 @@ gms_follow_privileges_hand(gms_follow_privileges_t *p,
 {
     pthread_mutex_lock(&p->mutex);
 
-    gms_tool_holders_free(&p->latest);
+    gms_sync_tokens_holders_free(&p->latest);
     p->latest = *holders;
     p->fresh = 1;
     memset(holders, 0, sizeof(gms_tool_holders_t));
@@ -174,7 +175,7 @@ gms_follow_privileges_lease(gms_follow_privileges_t *p, int held)
 
         if (!held) {
             gms_follow_privileges_abandon(p, 1);
-            gms_tool_holders_free(&p->latest);
+            gms_sync_tokens_holders_free(&p->latest);
             p->fresh = 0;
             p->kick = 0;
             p->whole = 0;
@@ -204,9 +205,9 @@ gms_follow_privileges_stop(gms_follow_privileges_t *p)
 
     gms_follow_privileges_forget(p);
     free(p->added);
-    gms_tool_holders_free(&p->latest);
-    gms_tool_holders_free(&p->holders);
-    gms_tool_privileges_memo_free(p->memo);
+    gms_sync_tokens_holders_free(&p->latest);
+    gms_sync_tokens_holders_free(&p->holders);
+    gms_sync_privileges_memo_free(p->memo);
     pthread_cond_destroy(&p->cond);
     pthread_mutex_destroy(&p->mutex);
 }
@@ -318,7 +319,8 @@ gms_follow_privileges_cadence(gms_follow_privileges_t *p,
         p->interval_ms = interval_ms;
 
         if (p->failures == 0 && p->due) {
-            due = gms_follow_monotonic() + gms_follow_jitter(interval_ms);
+            due = gms_follow_cycle_monotonic()
+                  + gms_follow_cycle_jitter(interval_ms);
 
             if (p->due > due) {
                 p->due = due;
@@ -355,7 +357,7 @@ gms_follow_privileges_thread(void *data)
         gms_follow_privileges_run(p, what);
     }
 
-    gms_tool_close(&p->tool);
+    gms_tool_conn_close(&p->tool);
 
     return NULL;
 }
@@ -387,19 +389,19 @@ gms_follow_privileges_run(gms_follow_privileges_t *p, unsigned what)
     t->error[0] = '\0';
     error[0] = '\0';
 
-    start = gms_follow_monotonic();
+    start = gms_follow_cycle_monotonic();
     rc = GMS_TOOL_OK;
 
     if (what & GMS_FOLLOW_KICK_MIRROR) {
         reuse = !(what & (GMS_FOLLOW_KICK_USERS | GMS_FOLLOW_KICK_MEMBERS));
 
-        rc = gms_tool_privileges_mirror(t, &p->gms, p->mode, &p->holders,
+        rc = gms_sync_privileges_mirror(t, &p->gms, p->mode, &p->holders,
                                         &p->memo, reuse, &counts);
 
         memcpy(error, t->error, sizeof(error));
 
         if (rc == GMS_TOOL_REDIS) {
-            gms_tool_close(t);
+            gms_tool_conn_close(t);
         }
     }
 
@@ -433,7 +435,7 @@ gms_follow_privileges_run(gms_follow_privileges_t *p, unsigned what)
                               interval);
     }
 
-    took = gms_follow_monotonic() - start;
+    took = gms_follow_cycle_monotonic() - start;
 
     abandoned = __atomic_load_n(&p->abandon, __ATOMIC_RELAXED);
 
@@ -447,17 +449,17 @@ gms_follow_privileges_run(gms_follow_privileges_t *p, unsigned what)
 
     if (rc != GMS_TOOL_OK) {
         if (rc == GMS_TOOL_REDIS) {
-            gms_tool_close(t);
+            gms_tool_conn_close(t);
         }
 
-        gms_follow_clean(t->error);
-        gms_follow_health_failed(t, "privileges_", failures);
+        gms_follow_cycle_clean(t->error);
+        gms_follow_cycle_health_failed(t, "privileges_", failures);
 
-        gms_follow_say_failed("privileges ", rc, t->error, wait);
+        gms_follow_cycle_say_failed("privileges ", rc, t->error, wait);
         return;
     }
 
-    gms_follow_time(now, sizeof(now));
+    gms_follow_cycle_time(now, sizeof(now));
 
     what &= GMS_FOLLOW_KICK_MIRROR | GMS_FOLLOW_KICK_USERS;
 
@@ -503,7 +505,7 @@ gms_follow_privileges_users(gms_follow_privileges_t *p,
     pthread_mutex_unlock(&p->mutex);
 
     if (j == NULL) {
-        return gms_tool_users_check(&p->tool, &p->gms, p->refuse,
+        return gms_sync_users_check(&p->tool, &p->gms, p->refuse,
                                     &p->holders, NULL, users);
     }
 
@@ -515,7 +517,7 @@ gms_follow_privileges_users(gms_follow_privileges_t *p,
     skip.between = gms_follow_privileges_between;
     skip.data = &since;
 
-    rc = gms_tool_users_check(&p->tool, &p->gms, p->refuse, &p->holders,
+    rc = gms_sync_users_check(&p->tool, &p->gms, p->refuse, &p->holders,
                               &skip, users);
 
     gms_follow_journal_end(j, GMS_FOLLOW_JOURNAL_PRIVILEGES);
@@ -606,16 +608,16 @@ gms_follow_privileges_next(gms_follow_privileges_t *p, unsigned *what)
         }
 
         if (!p->held && p->have) {
-            gms_tool_holders_free(&p->holders);
+            gms_sync_tokens_holders_free(&p->holders);
             p->have = 0;
 
             /* nobody here read the stream meanwhile: members read anew */
-            gms_tool_privileges_memo_free(p->memo);
+            gms_sync_privileges_memo_free(p->memo);
             p->memo = NULL;
         }
 
         if (p->held && p->fresh) {
-            gms_tool_holders_free(&p->holders);
+            gms_sync_tokens_holders_free(&p->holders);
             p->holders = p->latest;
             memset(&p->latest, 0, sizeof(gms_tool_holders_t));
             p->fresh = 0;
@@ -630,7 +632,7 @@ gms_follow_privileges_next(gms_follow_privileges_t *p, unsigned *what)
 
         gms_follow_privileges_merge(p);
 
-        now = gms_follow_monotonic();
+        now = gms_follow_cycle_monotonic();
 
         if (now >= p->due || (p->whole && p->failures == 0)) {
             *what = GMS_FOLLOW_KICK_MIRROR | GMS_FOLLOW_KICK_USERS;
@@ -817,11 +819,11 @@ gms_follow_privileges_done(gms_follow_privileges_t *p, unsigned what,
 
     pthread_mutex_lock(&p->mutex);
 
-    now = gms_follow_monotonic();
+    now = gms_follow_cycle_monotonic();
 
     if (ok) {
         p->failures = 0;
-        wait = gms_follow_jitter(p->interval_ms);
+        wait = gms_follow_cycle_jitter(p->interval_ms);
 
         if ((what & GMS_FOLLOW_KICK_USERS) && (what & GMS_FOLLOW_KICK_MIRROR))
         {
@@ -838,8 +840,8 @@ gms_follow_privileges_done(gms_follow_privileges_t *p, unsigned what,
 
     } else {
         p->failures++;
-        wait = gms_follow_jitter(gms_follow_backoff(p->interval_ms,
-                                                    p->failures));
+        wait = gms_follow_cycle_jitter(gms_follow_cycle_backoff(p->interval_ms,
+                                                                p->failures));
         p->due = now + wait;
     }
 
@@ -869,36 +871,37 @@ gms_follow_privileges_health_ok(gms_follow_privileges_t *p,
     t = &p->tool;
 
     if (t->conn == NULL) {
-        rc = gms_tool_connect(t);
+        rc = gms_tool_redis_connect(t);
         if (rc != GMS_TOOL_OK) {
             return rc;
         }
     }
 
-    key = gms_tool_key(t, GMS_KEY_SYNC, "", 0, &key_len);
+    key = gms_tool_redis_key(t, GMS_KEY_SYNC, "", 0, &key_len);
     if (key == NULL) {
         return GMS_TOOL_REDIS;
     }
 
     /* hiredis's format knows no %zu */
     if (counts != NULL) {
-        reply = gms_tool_command(t, "HSET %b privileges_at %lld users %llu "
-                                 "privileges_error %s privileges_failures 0 "
-                                 "privileges_interval %lld", key, key_len,
-                                 (long long) gms_tool_now_ms(),
-                                 (unsigned long long) counts->users, "",
-                                 (long long) interval_ms);
+        reply = gms_tool_conn_command(t, "HSET %b privileges_at %lld "
+                                      "users %llu privileges_error %s "
+                                      "privileges_failures 0 "
+                                      "privileges_interval %lld", key, key_len,
+                                      (long long) gms_tool_redis_now_ms(),
+                                      (unsigned long long) counts->users, "",
+                                      (long long) interval_ms);
 
     } else {
-        reply = gms_tool_command(t, "HSET %b privileges_error %s "
-                                 "privileges_failures 0 "
-                                 "privileges_interval %lld", key, key_len,
-                                 "", (long long) interval_ms);
+        reply = gms_tool_conn_command(t, "HSET %b privileges_error %s "
+                                      "privileges_failures 0 "
+                                      "privileges_interval %lld", key, key_len,
+                                      "", (long long) interval_ms);
     }
 
     free(key);
 
-    if (gms_tool_reply_error(t, reply, "HSET") != 0) {
+    if (gms_tool_redis_reply_error(t, reply, "HSET") != 0) {
         return GMS_TOOL_REDIS;
     }
 

@@ -116,15 +116,15 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
     gms_follow_t            f;
 
     if (gms_follow_signals() != 0) {
-        gms_tool_error(t, "cannot set the signal handlers: %s",
-                       strerror(errno));
+        gms_tool_msgs_error(t, "cannot set the signal handlers: %s",
+                            strerror(errno));
         return GMS_TOOL_USAGE;
     }
 
     /* a log line is seen when it is written, through a pipe as well */
     setvbuf(stdout, NULL, _IOLBF, 0);
 
-    srandom((unsigned) getpid() ^ (unsigned) gms_tool_now_ms());
+    srandom((unsigned) getpid() ^ (unsigned) gms_tool_redis_now_ms());
 
     memset(&f, 0, sizeof(gms_follow_t));
     f.tool = t;
@@ -152,12 +152,12 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
      * keeps in statics (hiredis's reply functions), before the other
      * threads connect.
      */
-    rc = gms_tool_connect(t);
+    rc = gms_tool_redis_connect(t);
 
     if (rc == GMS_TOOL_USAGE) {
         memcpy(error, t->error, sizeof(error));
         t->quiet = 0;
-        gms_tool_error(t, "%s", error);
+        gms_tool_msgs_error(t, "%s", error);
         return GMS_TOOL_USAGE;
     }
 
@@ -168,7 +168,7 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
     rc = gms_follow_start(&f);
     if (rc != GMS_TOOL_OK) {
         t->quiet = 0;
-        gms_tool_error(t, "%s", f.tool->error);
+        gms_tool_msgs_error(t, "%s", f.tool->error);
         return rc;
     }
 
@@ -194,7 +194,7 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
                 break;
             }
 
-            working = gms_follow_keeper_held(&f.keeper);
+            working = gms_follow_lease_held(&f.keeper);
 
             if (working && !f.working) {
                 /* the lease taken: the first cycle as soon as it may */
@@ -220,7 +220,7 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
         }
 
         if (rc != GMS_TOOL_OK && working
-            && !gms_follow_keeper_held(&f.keeper))
+            && !gms_follow_lease_held(&f.keeper))
         {
             /* abandoned for the lease, lost as the keeper's line said */
             rc = GMS_TOOL_OK;
@@ -231,16 +231,16 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
 
         } else if (rc == GMS_TOOL_OK) {
             failures = 0;
-            wait = gms_follow_keeper_held(&f.keeper)
-                   ? gms_follow_jitter(conf->interval_ms)
+            wait = gms_follow_lease_held(&f.keeper)
+                   ? gms_follow_cycle_jitter(conf->interval_ms)
                    : gms_follow_standby_wait(&f);
 
             f.failed = 0;
             f.after = wait;
-            f.after_stream = gms_follow_jitter(conf->full_interval_ms
-                                               ? conf->full_interval_ms
-                                               : conf->interval_ms);
-            f.last = gms_follow_monotonic();
+            f.after_stream = gms_follow_cycle_jitter(conf->full_interval_ms
+                                                     ? conf->full_interval_ms
+                                                     : conf->interval_ms);
+            f.last = gms_follow_cycle_monotonic();
 
         } else {
             failures++;
@@ -249,22 +249,22 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
                 gms_follow_drop(t);
             }
 
-            gms_follow_clean(t->error);
+            gms_follow_cycle_clean(t->error);
 
             /* a standby writes nothing but its tries for the lease */
-            if (gms_follow_keeper_held(&f.keeper)) {
-                gms_follow_health_failed(t, "", failures);
+            if (gms_follow_lease_held(&f.keeper)) {
+                gms_follow_cycle_health_failed(t, "", failures);
             }
 
-            wait = gms_follow_jitter(gms_follow_backoff(conf->interval_ms,
-                                                        failures));
+            wait = gms_follow_cycle_backoff(conf->interval_ms, failures);
+            wait = gms_follow_cycle_jitter(wait);
 
             f.failed = 1;
             f.after = wait;
             f.after_stream = wait;
-            f.last = gms_follow_monotonic();
+            f.last = gms_follow_cycle_monotonic();
 
-            gms_follow_say_failed("", rc, t->error, wait);
+            gms_follow_cycle_say_failed("", rc, t->error, wait);
         }
 
         gms_follow_wait(&f, wait);
@@ -273,7 +273,7 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
     gms_follow_stop(&f);
 
     printf("gms-token follow: %s stopped by %s\n",
-           gms_follow_time(now, sizeof(now)),
+           gms_follow_cycle_time(now, sizeof(now)),
            gms_follow_signal == SIGINT ? "SIGINT"
            : gms_follow_signal == SIGQUIT ? "SIGQUIT" : "SIGTERM");
 
@@ -301,7 +301,7 @@ gms_follow_start(gms_follow_t *f)
     gms_follow_lease_init(&f->lease);
 
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        gms_tool_error(f->tool, "cannot initialise libcurl");
+        gms_tool_msgs_error(f->tool, "cannot initialise libcurl");
         return GMS_TOOL_GMS;
     }
 
@@ -314,12 +314,12 @@ gms_follow_start(gms_follow_t *f)
         || fcntl(f->wake[0], F_SETFD, FD_CLOEXEC) != 0
         || fcntl(f->wake[1], F_SETFD, FD_CLOEXEC) != 0)
     {
-        gms_tool_error(f->tool, "cannot make a pipe: %s", strerror(errno));
+        gms_tool_msgs_error(f->tool, "cannot make a pipe: %s", strerror(errno));
         return GMS_TOOL_USAGE;
     }
 
     if (gms_follow_journal_init(&f->journal) != 0) {
-        gms_tool_error(f->tool, "out of memory");
+        gms_tool_msgs_error(f->tool, "out of memory");
         return GMS_TOOL_USAGE;
     }
 
@@ -327,8 +327,8 @@ gms_follow_start(gms_follow_t *f)
                                      f->conf->privileges, f->conf->refuse,
                                      f->conf->privileges_interval_ms);
     if (rc != 0) {
-        gms_tool_error(f->tool, "cannot start the privileges thread: %s",
-                       strerror(rc));
+        gms_tool_msgs_error(f->tool, "cannot start the privileges thread: %s",
+                            strerror(rc));
         return GMS_TOOL_USAGE;
     }
 
@@ -355,17 +355,17 @@ gms_follow_start(gms_follow_t *f)
             gms_follow_privileges_stop(&f->privileges);
             f->mirror = 0;
 
-            gms_tool_error(f->tool, "cannot start the stream thread: %s",
-                           strerror(rc));
+            gms_tool_msgs_error(f->tool, "cannot start the stream thread: %s",
+                                strerror(rc));
             return GMS_TOOL_USAGE;
         }
 
         f->streaming = 1;
     }
 
-    rc = gms_follow_keeper_start(&f->keeper, f->tool, &f->lease, f->px,
-                                 f->conf->interval_ms / 2, gms_follow_lost,
-                                 f);
+    rc = gms_follow_lease_start(&f->keeper, f->tool, &f->lease, f->px,
+                                f->conf->interval_ms / 2, gms_follow_lost,
+                                f);
     if (rc != 0) {
         if (f->streaming) {
             gms_follow_stream_stop(&f->stream);
@@ -375,8 +375,8 @@ gms_follow_start(gms_follow_t *f)
         gms_follow_privileges_stop(&f->privileges);
         f->mirror = 0;
 
-        gms_tool_error(f->tool, "cannot start the lease keeper: %s",
-                       strerror(rc));
+        gms_tool_msgs_error(f->tool, "cannot start the lease keeper: %s",
+                            strerror(rc));
         return GMS_TOOL_USAGE;
     }
 
@@ -400,7 +400,7 @@ gms_follow_stop(gms_follow_t *f)
     char  now[32];
 
     if (f->keeping) {
-        if (gms_follow_keeper_stop(&f->keeper)) {
+        if (gms_follow_lease_stop(&f->keeper)) {
             f->lease.held = 1;
         }
 
@@ -421,7 +421,7 @@ gms_follow_stop(gms_follow_t *f)
         && gms_follow_lease_release(f->tool, &f->lease) == GMS_TOOL_OK)
     {
         printf("gms-token follow: %s lease released: %s\n",
-               gms_follow_time(now, sizeof(now)), f->lease.me);
+               gms_follow_cycle_time(now, sizeof(now)), f->lease.me);
     }
 
     gms_sync_spans_free(&f->spans);
@@ -448,17 +448,17 @@ gms_follow_lease(gms_follow_t *f)
     int64_t             sent;
     gms_follow_lease_e  event;
 
-    if (gms_follow_keeper_held(&f->keeper)) {
+    if (gms_follow_lease_held(&f->keeper)) {
         return GMS_TOOL_OK;
     }
 
     if (f->lease.held) {
         /* lost or given up, as the keeper's line said: what it learnt */
-        gms_follow_keeper_view(&f->keeper, &f->lease);
+        gms_follow_lease_view(&f->keeper, &f->lease);
     }
 
     /* PX runs from when Redis got the try: from this, at the latest */
-    sent = gms_follow_monotonic();
+    sent = gms_follow_cycle_monotonic();
 
     rc = gms_follow_lease_keep(f->tool, &f->lease, f->px, &event);
     if (rc != GMS_TOOL_OK) {
@@ -469,7 +469,7 @@ gms_follow_lease(gms_follow_t *f)
 
     case GMS_FOLLOW_LEASE_TAKEN:
         printf("gms-token follow: %s lease taken: %s works\n",
-               gms_follow_time(now, sizeof(now)), f->lease.me);
+               gms_follow_cycle_time(now, sizeof(now)), f->lease.me);
 
         /* before the keeper, which alone may tell them the lease lost */
         gms_follow_privileges_lease(&f->privileges, 1);
@@ -478,12 +478,12 @@ gms_follow_lease(gms_follow_t *f)
             gms_follow_stream_lease(&f->stream, 1);
         }
 
-        gms_follow_keeper_hold(&f->keeper, sent);
+        gms_follow_lease_hold(&f->keeper, sent);
         break;
 
     case GMS_FOLLOW_LEASE_STANDBY:
         printf("gms-token follow: %s lease held by %s; standing by\n",
-               gms_follow_time(now, sizeof(now)), f->lease.holder);
+               gms_follow_cycle_time(now, sizeof(now)), f->lease.holder);
         break;
 
     default:
@@ -563,12 +563,12 @@ gms_follow_due(gms_follow_t *f, int64_t *wait)
             return 1;
         }
 
-        f->last = gms_follow_monotonic();
+        f->last = gms_follow_cycle_monotonic();
         f->failed = 0;
-        f->after = gms_follow_jitter(f->conf->interval_ms);
-        f->after_stream = gms_follow_jitter(f->conf->full_interval_ms
-                                            ? f->conf->full_interval_ms
-                                            : f->conf->interval_ms);
+        f->after = gms_follow_cycle_jitter(f->conf->interval_ms);
+        f->after_stream = gms_follow_cycle_jitter(f->conf->full_interval_ms
+                                                  ? f->conf->full_interval_ms
+                                                  : f->conf->interval_ms);
     }
 
     if (f->failed) {
@@ -583,7 +583,7 @@ gms_follow_due(gms_follow_t *f, int64_t *wait)
                                                    : f->after;
     }
 
-    left = f->last + after - gms_follow_monotonic();
+    left = f->last + after - gms_follow_cycle_monotonic();
 
     if (left <= 0) {
         return 1;
@@ -606,8 +606,8 @@ gms_follow_resumed(gms_follow_t *f)
 {
     gms_tool_holders_t  holders;
 
-    if (gms_tool_holders_cached(f->tool, &holders) != 0) {
-        gms_tool_close(f->tool);
+    if (gms_sync_tokens_holders_cached(f->tool, &holders) != 0) {
+        gms_tool_conn_close(f->tool);
         return GMS_TOOL_REDIS;
     }
 
@@ -635,7 +635,7 @@ gms_follow_tokens(gms_follow_t *f)
     memset(&counts, 0, sizeof(gms_tool_sync_counts_t));
     memset(&holders, 0, sizeof(gms_tool_holders_t));
 
-    start = gms_follow_monotonic();
+    start = gms_follow_cycle_monotonic();
 
     whole = f->reconcile
             || (f->streaming && gms_follow_stream_state(&f->stream)
@@ -657,7 +657,7 @@ gms_follow_tokens(gms_follow_t *f)
     f->listing = gms_follow_journal_begin(&f->journal,
                                           GMS_FOLLOW_JOURNAL_TOKENS);
 
-    rc = gms_tool_sync_run(t, &f->sync, &counts, &holders);
+    rc = gms_sync_tokens_run(t, &f->sync, &counts, &holders);
 
     gms_follow_journal_end(&f->journal, GMS_FOLLOW_JOURNAL_TOKENS);
 
@@ -665,8 +665,8 @@ gms_follow_tokens(gms_follow_t *f)
         && __atomic_load_n(&gms_follow_abandon, __ATOMIC_SEQ_CST))
     {
         /* the lease lost, or a signal, after the listing: no more writes */
-        gms_tool_holders_free(&holders);
-        gms_tool_error(t, "stopped");
+        gms_sync_tokens_holders_free(&holders);
+        gms_tool_msgs_error(t, "stopped");
         rc = GMS_TOOL_GMS;
     }
 
@@ -687,7 +687,7 @@ gms_follow_tokens(gms_follow_t *f)
         rc = gms_follow_health_ok(f, &counts);
     }
 
-    took = gms_follow_monotonic() - start;
+    took = gms_follow_cycle_monotonic() - start;
 
     if (rc != GMS_TOOL_OK) {
         return rc;
@@ -715,15 +715,15 @@ gms_follow_tokens(gms_follow_t *f)
 
     printf("gms-token follow: %s ok tokens=%zu added=%zu updated=%zu "
            "unchanged=%zu expired=%zu pruned=%zu kept=%zu%s in %lldms\n",
-           gms_follow_time(now, sizeof(now)), counts.tokens, counts.added,
+           gms_follow_cycle_time(now, sizeof(now)), counts.tokens, counts.added,
            counts.updated, counts.unchanged, counts.expired, counts.pruned,
            counts.kept, extra, (long long) took);
 
     /* a listing lacking most of the cache, tokens held back */
     if (counts.warning[0]) {
-        gms_follow_clean(counts.warning);
+        gms_follow_cycle_clean(counts.warning);
         fprintf(stderr, "gms-token follow: %s warning: %s\n",
-                gms_follow_time(now, sizeof(now)), counts.warning);
+                gms_follow_cycle_time(now, sizeof(now)), counts.warning);
     }
 
     return GMS_TOOL_OK;
@@ -749,19 +749,19 @@ gms_follow_owed(gms_follow_t *f, long long *owed)
     t = f->tool;
     *owed = 0;
 
-    if (t->conn == NULL && gms_tool_connect(t) != GMS_TOOL_OK) {
+    if (t->conn == NULL && gms_tool_redis_connect(t) != GMS_TOOL_OK) {
         return -1;
     }
 
-    key = gms_tool_key(t, GMS_KEY_SYNC, "", 0, &key_len);
+    key = gms_tool_redis_key(t, GMS_KEY_SYNC, "", 0, &key_len);
     if (key == NULL) {
         return -1;
     }
 
-    reply = gms_tool_command(t, "HGET %b stream_reconcile", key, key_len);
+    reply = gms_tool_conn_command(t, "HGET %b stream_reconcile", key, key_len);
     free(key);
 
-    if (gms_tool_reply_error(t, reply, "HGET") != 0) {
+    if (gms_tool_redis_reply_error(t, reply, "HGET") != 0) {
         return -1;
     }
 
@@ -793,16 +793,16 @@ gms_follow_owed_paid(gms_follow_t *f, long long owed)
 
     t = f->tool;
 
-    key = gms_tool_key(t, GMS_KEY_SYNC, "", 0, &key_len);
+    key = gms_tool_redis_key(t, GMS_KEY_SYNC, "", 0, &key_len);
     if (key == NULL) {
         return -1;
     }
 
-    reply = gms_tool_command(t, "HINCRBY %b stream_reconcile %lld", key,
-                             key_len, -owed);
+    reply = gms_tool_conn_command(t, "HINCRBY %b stream_reconcile %lld", key,
+                                  key_len, -owed);
     free(key);
 
-    if (gms_tool_reply_error(t, reply, "HINCRBY") != 0) {
+    if (gms_tool_redis_reply_error(t, reply, "HINCRBY") != 0) {
         return -1;
     }
 
@@ -823,7 +823,7 @@ gms_follow_standby_wait(gms_follow_t *f)
 {
     int64_t  wait;
 
-    wait = gms_follow_jitter(f->conf->interval_ms);
+    wait = gms_follow_cycle_jitter(f->conf->interval_ms);
 
     if (f->lease.left >= 0 && f->lease.left + GMS_FOLLOW_LEASE_AFTER < wait)
     {
@@ -896,21 +896,21 @@ gms_follow_health_ok(gms_follow_t *f, const gms_tool_sync_counts_t *sync)
 
     t = f->tool;
 
-    key = gms_tool_key(t, GMS_KEY_SYNC, "", 0, &key_len);
+    key = gms_tool_redis_key(t, GMS_KEY_SYNC, "", 0, &key_len);
     if (key == NULL) {
         return GMS_TOOL_REDIS;
     }
 
     /* hiredis's format knows no %zu */
-    reply = gms_tool_command(t, "HSET %b at %lld tokens %llu error %s "
-                             "failures 0 interval %lld changes %s", key,
-                             key_len, (long long) gms_tool_now_ms(),
-                             (unsigned long long) sync->tokens, "",
-                             (long long) f->conf->interval_ms,
-                             gms_follow_changes(f));
+    reply = gms_tool_conn_command(t, "HSET %b at %lld tokens %llu error %s "
+                                  "failures 0 interval %lld changes %s", key,
+                                  key_len, (long long) gms_tool_redis_now_ms(),
+                                  (unsigned long long) sync->tokens, "",
+                                  (long long) f->conf->interval_ms,
+                                  gms_follow_changes(f));
     free(key);
 
-    if (gms_tool_reply_error(t, reply, "HSET") != 0) {
+    if (gms_tool_redis_reply_error(t, reply, "HSET") != 0) {
         return GMS_TOOL_REDIS;
     }
 
@@ -921,7 +921,7 @@ gms_follow_health_ok(gms_follow_t *f, const gms_tool_sync_counts_t *sync)
 
 
 /*
- * gms_tool_sync_run's hook: 1 for a token the stream deleted (or wrote)
+ * gms_sync_tokens_run's hook: 1 for a token the stream deleted (or wrote)
  * since this cycle's listing began, which the listing must not write
  * back
  */
@@ -936,7 +936,7 @@ gms_follow_revoked(void *data, const char *id)
 }
 
 
-/* gms_tool_sync_run's other hook: its writes and the stream's, in turn */
+/* gms_sync_tokens_run's other hook: its writes and the stream's, in turn */
 
 static void
 gms_follow_writing(void *data, int begin)
@@ -997,12 +997,12 @@ gms_follow_wait(gms_follow_t *f, int64_t ms)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGQUIT);
 
-    end = gms_follow_monotonic() + ms;
+    end = gms_follow_cycle_monotonic() + ms;
 
     pthread_sigmask(SIG_BLOCK, &set, &old);
 
     while (!gms_follow_signal) {
-        left = end - gms_follow_monotonic();
+        left = end - gms_follow_cycle_monotonic();
 
         if (left <= 0) {
             break;
@@ -1037,5 +1037,5 @@ gms_follow_wait(gms_follow_t *f, int64_t ms)
 static void
 gms_follow_drop(gms_tool_t *t)
 {
-    gms_tool_close(t);
+    gms_tool_conn_close(t);
 }

@@ -153,12 +153,13 @@ gms_follow_stream_start(gms_follow_stream_t *s, const gms_tool_t *t,
     s->limit = GMS_STREAM_LIMIT;
     s->state = GMS_FOLLOW_STREAM_DOWN;
 
-    rc = gms_follow_lock_init(&s->mutex, &s->cond);
+    rc = gms_follow_cycle_lock_init(&s->mutex, &s->cond);
     if (rc != 0) {
         return rc;
     }
 
-    rc = gms_follow_thread(&s->thread, gms_follow_stream_thread, s);
+    rc = gms_follow_cycle_thread_create(&s->thread, gms_follow_stream_thread,
+                                        s);
 
     if (rc != 0) {
         pthread_cond_destroy(&s->cond);
@@ -313,21 +314,21 @@ gms_follow_stream_thread(void *data)
             if (!s->said_down) {
                 fprintf(stderr, "gms-token follow: %s changes: polling "
                         "every %llds: %s\n",
-                        gms_follow_time(now, sizeof(now)),
+                        gms_follow_cycle_time(now, sizeof(now)),
                         (long long) (s->conf.interval_ms / 1000), why);
                 s->said_down = 1;
             }
 
             gms_follow_stream_down(s);
 
-            at = gms_follow_monotonic()
-                 + gms_follow_jitter(s->conf.full_interval_ms);
+            at = gms_follow_cycle_monotonic()
+                 + gms_follow_cycle_jitter(s->conf.full_interval_ms);
             continue;
         }
 
         if (src == GMS_STREAM_ABSENT) {
             /* --changes stream: the Events API is required */
-            gms_tool_error(t, "%s: %s", gms_graphql_get_url(s->g), why);
+            gms_tool_msgs_error(t, "%s: %s", gms_graphql_get_url(s->g), why);
             rc = GMS_TOOL_GMS;
         }
 
@@ -338,26 +339,26 @@ gms_follow_stream_thread(void *data)
         s->g = NULL;
 
         if (rc == GMS_TOOL_REDIS) {
-            gms_tool_close(t);
+            gms_tool_conn_close(t);
         }
 
         s->failures++;
         gms_follow_stream_down(s);
 
-        wait = gms_follow_jitter(gms_follow_backoff(s->conf.interval_ms,
-                                                    s->failures));
-        at = gms_follow_monotonic() + wait;
+        wait = gms_follow_cycle_backoff(s->conf.interval_ms, s->failures);
+        wait = gms_follow_cycle_jitter(wait);
+        at = gms_follow_cycle_monotonic() + wait;
 
-        gms_follow_clean(t->error);
+        gms_follow_cycle_clean(t->error);
 
-        gms_follow_say_failed("stream ", rc, t->error, wait);
+        gms_follow_cycle_say_failed("stream ", rc, t->error, wait);
     }
 
     gms_graphql_close(s->g);
     s->g = NULL;
     free(s->offset);
     s->offset = NULL;
-    gms_tool_close(t);
+    gms_tool_conn_close(t);
 
     return NULL;
 }
@@ -392,7 +393,7 @@ gms_follow_stream_next(gms_follow_stream_t *s, int64_t at, int *taken)
             break;
         }
 
-        if (s->held && (at == 0 || gms_follow_monotonic() >= at)) {
+        if (s->held && (at == 0 || gms_follow_cycle_monotonic() >= at)) {
             *taken = 0;
             gms_follow_stream_abandon(s, 0);
             rc = 0;
@@ -437,17 +438,18 @@ gms_follow_stream_offset_read(gms_follow_stream_t *s)
         return -1;
     }
 
-    reply = gms_tool_command(t, "HMGET %b " GMS_STREAM_OFFSET " "
-                             GMS_STREAM_RECONCILE, key, key_len);
+    reply = gms_tool_conn_command(t, "HMGET %b " GMS_STREAM_OFFSET " "
+                                  GMS_STREAM_RECONCILE, key, key_len);
     free(key);
 
-    if (gms_tool_reply_error(t, reply, "HMGET") != 0) {
+    if (gms_tool_redis_reply_error(t, reply, "HMGET") != 0) {
         return -1;
     }
 
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
         freeReplyObject(reply);
-        gms_tool_error(t, "redis %s: HMGET: not an array of two", t->redis);
+        gms_tool_msgs_error(t, "redis %s: HMGET: not an array of two",
+                            t->redis);
         return -1;
     }
 
@@ -458,7 +460,7 @@ gms_follow_stream_offset_read(gms_follow_stream_t *s)
 
         if (s->offset == NULL) {
             freeReplyObject(reply);
-            gms_tool_error(t, "out of memory");
+            gms_tool_msgs_error(t, "out of memory");
             return -1;
         }
     }
@@ -497,11 +499,11 @@ gms_follow_stream_owe(gms_follow_stream_t *s)
         return -1;
     }
 
-    reply = gms_tool_command(t, "HINCRBY %b " GMS_STREAM_RECONCILE " 1",
-                             key, key_len);
+    reply = gms_tool_conn_command(t, "HINCRBY %b " GMS_STREAM_RECONCILE " 1",
+                                  key, key_len);
     free(key);
 
-    if (gms_tool_reply_error(t, reply, "HINCRBY") != 0) {
+    if (gms_tool_redis_reply_error(t, reply, "HINCRBY") != 0) {
         return -1;
     }
 
@@ -520,11 +522,11 @@ gms_follow_stream_sync_key(gms_follow_stream_t *s, size_t *len)
 
     t = &s->tool;
 
-    if (t->conn == NULL && gms_tool_connect(t) != GMS_TOOL_OK) {
+    if (t->conn == NULL && gms_tool_redis_connect(t) != GMS_TOOL_OK) {
         return NULL;
     }
 
-    return gms_tool_key(t, GMS_KEY_SYNC, "", 0, len);
+    return gms_tool_redis_key(t, GMS_KEY_SYNC, "", 0, len);
 }
 
 
@@ -563,7 +565,7 @@ gms_follow_stream_poll(gms_follow_stream_t *s, int *rc, const char **why)
     if (s->offset) {
         escaped = curl_easy_escape(NULL, s->offset, 0);
         if (escaped == NULL) {
-            gms_tool_error(t, "out of memory");
+            gms_tool_msgs_error(t, "out of memory");
             return GMS_STREAM_FAILED;
         }
     }
@@ -573,7 +575,7 @@ gms_follow_stream_poll(gms_follow_stream_t *s, int *rc, const char **why)
     path = malloc(len);
     if (path == NULL) {
         curl_free(escaped);
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return GMS_STREAM_FAILED;
     }
 
@@ -624,14 +626,15 @@ gms_follow_stream_poll(gms_follow_stream_t *s, int *rc, const char **why)
             return GMS_STREAM_AGAIN;
         }
 
-        gms_tool_error(t, "%s: HTTP %ld%s%s", gms_graphql_get_url(s->g),
-                       status, message ? ": " : "", message ? message : "");
+        gms_tool_msgs_error(t, "%s: HTTP %ld%s%s", gms_graphql_get_url(s->g),
+                            status, message ? ": " : "",
+                            message ? message : "");
         json_decref(doc);
         return GMS_STREAM_FAILED;
     }
 
     if (gms_events_parse(body, len, &ev, why_gap, sizeof(why_gap)) != 0) {
-        gms_follow_clean(why_gap);
+        gms_follow_cycle_clean(why_gap);
         return gms_follow_stream_unusable(s, why_gap, rc);
     }
 
@@ -662,7 +665,7 @@ gms_follow_stream_poll(gms_follow_stream_t *s, int *rc, const char **why)
     gms_events_free(&ev);
 
     if (s->offset == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return GMS_STREAM_FAILED;
     }
 
@@ -686,9 +689,9 @@ gms_follow_stream_poll(gms_follow_stream_t *s, int *rc, const char **why)
     /* asked before the main thread hears that the stream runs */
 
     if (check == GMS_EVENTS_OFFSET_GAP) {
-        gms_follow_clean(why_gap);
+        gms_follow_cycle_clean(why_gap);
         fprintf(stderr, "gms-token follow: %s stream gap: %s; one whole "
-                "listing\n", gms_follow_time(now, sizeof(now)),
+                "listing\n", gms_follow_cycle_time(now, sizeof(now)),
                 why_gap[0] ? why_gap : "events skipped");
     }
 
@@ -703,9 +706,10 @@ gms_follow_stream_poll(gms_follow_stream_t *s, int *rc, const char **why)
         printf("gms-token follow: %s stream ok events=%zu revoked=%zu "
                "tokens=%zu users=%zu privileges=%zu ignored=%zu "
                "rejected=%zu lag=%lldms\n",
-               gms_follow_time(now, sizeof(now)), c.events, c.revoked,
+               gms_follow_cycle_time(now, sizeof(now)), c.events, c.revoked,
                c.tokens, c.users, c.privileges, c.ignored, c.rejected,
-               c.newest ? (long long) (gms_tool_now_ms() - c.newest) : 0LL);
+               c.newest ? (long long) (gms_tool_redis_now_ms() - c.newest)
+                        : 0LL);
     }
 
     return GMS_STREAM_OK;
@@ -731,7 +735,8 @@ gms_follow_stream_unusable(gms_follow_stream_t *s, const char *what,
 
     if (s->offset == NULL) {
         /* from the end already: GMS itself is at fault, back off */
-        gms_tool_error(&s->tool, "%s: %s", gms_graphql_get_url(s->g), what);
+        gms_tool_msgs_error(&s->tool, "%s: %s", gms_graphql_get_url(s->g),
+                            what);
         *rc = GMS_TOOL_GMS;
         s->limit = GMS_STREAM_LIMIT;
         return GMS_STREAM_FAILED;
@@ -752,7 +757,7 @@ gms_follow_stream_from_end(gms_follow_stream_t *s, const char *why)
     char  now[32];
 
     fprintf(stderr, "gms-token follow: %s stream gap: %s; one whole "
-            "listing\n", gms_follow_time(now, sizeof(now)), why);
+            "listing\n", gms_follow_cycle_time(now, sizeof(now)), why);
 
     free(s->offset);
     s->offset = NULL;
@@ -788,20 +793,20 @@ gms_follow_stream_apply(gms_follow_stream_t *s, const gms_events_t *ev,
         return 0;
     }
 
-    if (t->conn == NULL && gms_tool_connect(t) != GMS_TOOL_OK) {
+    if (t->conn == NULL && gms_tool_redis_connect(t) != GMS_TOOL_OK) {
         return -1;
     }
 
     urns = calloc(ev->nevents, sizeof(char *));
     if (urns == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return -1;
     }
 
     n = 0;
     rc = 0;
     members = 0;
-    now = gms_tool_now_ms();
+    now = gms_tool_redis_now_ms();
 
     for (i = 0; i < ev->nevents && rc == 0; i++) {
         e = &ev->events[i];
@@ -817,7 +822,7 @@ gms_follow_stream_apply(gms_follow_stream_t *s, const gms_events_t *ev,
             gms_follow_journal_mark(s->conf.journal,
                                     GMS_FOLLOW_JOURNAL_TOKEN, e->id,
                                     GMS_TOKEN_ID_LEN);
-            rc = gms_tool_uncache(t, e->id) < 0 ? -1 : 0;
+            rc = gms_tool_redis_uncache(t, e->id) < 0 ? -1 : 0;
             c->revoked++;
             break;
 
@@ -855,7 +860,7 @@ gms_follow_stream_apply(gms_follow_stream_t *s, const gms_events_t *ev,
         memset(&users, 0, sizeof(gms_tool_users_counts_t));
 
         /* a user GMS could not answer for is left as it was */
-        if (gms_tool_users_recheck(t, &s->gms, s->conf.refuse, urns, n,
+        if (gms_sync_users_recheck(t, &s->gms, s->conf.refuse, urns, n,
                                    &users)
             == GMS_TOOL_REDIS)
         {
@@ -877,7 +882,7 @@ gms_follow_stream_apply(gms_follow_stream_t *s, const gms_events_t *ev,
 
 /*
  * A token made (DataHubAccessTokenInfo): written as sync writes a listed
- * one (gms_tool_put_token; a createdAt still to come taken as now),
+ * one (gms_tool_redis_put_token; a createdAt still to come taken as now),
  * published when it changed; expired, or its user refused with
  * --inactive refuse: deleted instead.  Its holder is the privileges
  * thread's from now on.
@@ -897,7 +902,7 @@ gms_follow_stream_put(gms_follow_stream_t *s, const gms_event_t *e,
     urn_len = e->urn_len;
 
     if (e->expires_at != 0 && e->expires_at <= now) {
-        return gms_tool_uncache(t, e->id) < 0 ? -1 : 0;
+        return gms_tool_redis_uncache(t, e->id) < 0 ? -1 : 0;
     }
 
     if (s->conf.refuse == GMS_TOOL_INACTIVE_REFUSE) {
@@ -908,7 +913,7 @@ gms_follow_stream_put(gms_follow_stream_t *s, const gms_event_t *e,
         }
 
         if (inactive) {
-            return gms_tool_uncache(t, e->id) < 0 ? -1 : 0;
+            return gms_tool_redis_uncache(t, e->id) < 0 ? -1 : 0;
         }
     }
 
@@ -918,12 +923,12 @@ gms_follow_stream_put(gms_follow_stream_t *s, const gms_event_t *e,
     tok.expires_at = e->expires_at;
     tok.created_at = e->created_at > now ? now : e->created_at;
 
-    if (gms_tool_put_token(t, e->id, &tok, &put) != 0) {
+    if (gms_tool_redis_put_token(t, e->id, &tok, &put) != 0) {
         return -1;
     }
 
     if (put != GMS_TOOL_UNCHANGED
-        && gms_tool_publish(t, e->id, GMS_TOKEN_ID_LEN) != 0)
+        && gms_tool_redis_publish(t, e->id, GMS_TOKEN_ID_LEN) != 0)
     {
         return -1;
     }
@@ -948,15 +953,15 @@ gms_follow_stream_inactive(gms_follow_stream_t *s, const char *urn,
 
     t = &s->tool;
 
-    key = gms_tool_key(t, GMS_KEY_INACTIVE, "", 0, &key_len);
+    key = gms_tool_redis_key(t, GMS_KEY_INACTIVE, "", 0, &key_len);
     if (key == NULL) {
         return -1;
     }
 
-    reply = gms_tool_command(t, "SISMEMBER %b %b", key, key_len, urn, len);
+    reply = gms_tool_conn_command(t, "SISMEMBER %b %b", key, key_len, urn, len);
     free(key);
 
-    if (gms_tool_reply_error(t, reply, "SISMEMBER") != 0) {
+    if (gms_tool_redis_reply_error(t, reply, "SISMEMBER") != 0) {
         return -1;
     }
 
@@ -989,7 +994,7 @@ gms_follow_stream_health(gms_follow_stream_t *s, const gms_stream_counts_t *c)
         return -1;
     }
 
-    now = gms_tool_now_ms();
+    now = gms_tool_redis_now_ms();
     lag = c->newest && now > c->newest ? now - c->newest : 0;
 
     /*
@@ -998,17 +1003,17 @@ gms_follow_stream_health(gms_follow_stream_t *s, const gms_stream_counts_t *c)
      * while the token cycle runs every --full-interval only.  hiredis's
      * format knows no %zu.
      */
-    reply = gms_tool_command(t, "HSET %b changes stream "
-                             GMS_STREAM_OFFSET " %s stream_at %lld "
-                             "stream_lag_ms %lld stream_events %llu "
-                             "stream_rejected %llu at %lld", key, key_len,
-                             s->offset, (long long) now, (long long) lag,
-                             (unsigned long long) s->events,
-                             (unsigned long long) s->rejected,
-                             (long long) now);
+    reply = gms_tool_conn_command(t, "HSET %b changes stream "
+                                  GMS_STREAM_OFFSET " %s stream_at %lld "
+                                  "stream_lag_ms %lld stream_events %llu "
+                                  "stream_rejected %llu at %lld", key, key_len,
+                                  s->offset, (long long) now, (long long) lag,
+                                  (unsigned long long) s->events,
+                                  (unsigned long long) s->rejected,
+                                  (long long) now);
     free(key);
 
-    if (gms_tool_reply_error(t, reply, "HSET") != 0) {
+    if (gms_tool_redis_reply_error(t, reply, "HSET") != 0) {
         return -1;
     }
 
@@ -1050,7 +1055,7 @@ gms_follow_stream_running(gms_follow_stream_t *s, int resumed)
     s->said_down = 0;
 
     printf("gms-token follow: %s changes: stream (%s)\n",
-           gms_follow_time(now, sizeof(now)),
+           gms_follow_cycle_time(now, sizeof(now)),
            resumed ? "resumed at the kept offset" : "from the end");
 
     gms_follow_privileges_cadence(s->conf.privileges,
@@ -1096,11 +1101,11 @@ gms_follow_stream_down(gms_follow_stream_t *s)
         return;
     }
 
-    reply = gms_tool_command(t, "HSET %b changes poll", key, key_len);
+    reply = gms_tool_conn_command(t, "HSET %b changes poll", key, key_len);
     free(key);
 
-    if (gms_tool_reply_error(t, reply, "HSET") != 0) {
-        gms_tool_close(t);
+    if (gms_tool_redis_reply_error(t, reply, "HSET") != 0) {
+        gms_tool_conn_close(t);
         return;
     }
 

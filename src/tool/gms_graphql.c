@@ -91,19 +91,19 @@ gms_graphql_open(gms_tool_t *t, const gms_graphql_conf_t *c)
     if (strncmp(c->url, "http://", 7) != 0
         && strncmp(c->url, "https://", 8) != 0)
     {
-        gms_tool_error(t, "--gms: '%s' is not an http:// or https:// URL",
-                       c->url);
+        gms_tool_msgs_error(t, "--gms: '%s' is not an http:// or https:// URL",
+                            c->url);
         return NULL;
     }
 
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        gms_tool_error(t, "cannot initialise libcurl");
+        gms_tool_msgs_error(t, "cannot initialise libcurl");
         return NULL;
     }
 
     g = calloc(1, sizeof(gms_graphql_t));
     if (g == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return NULL;
     }
 
@@ -120,7 +120,7 @@ gms_graphql_open(gms_tool_t *t, const gms_graphql_conf_t *c)
     g->x.curl = curl_easy_init();
 
     if (g->endpoint == NULL || g->x.curl == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         gms_graphql_close(g);
         return NULL;
     }
@@ -133,8 +133,8 @@ gms_graphql_open(gms_tool_t *t, const gms_graphql_conf_t *c)
     g->headers = curl_slist_append(g->headers, "Accept: application/json");
 
     if (c->token_file) {
-        token = gms_tool_read_file(t, "--gms-token-file", c->token_file,
-                                   &token_len);
+        token = gms_tool_input_read_file(t, "--gms-token-file", c->token_file,
+                                         &token_len);
         if (token == NULL) {
             gms_graphql_close(g);
             return NULL;
@@ -151,10 +151,10 @@ gms_graphql_open(gms_tool_t *t, const gms_graphql_conf_t *c)
         }
 
         if (token_len == 0 || len != token_len) {
-            gms_tool_error(t, "--gms-token-file: %s: %s", c->token_file,
-                           token_len ? "the token holds a space or a "
-                                       "control character"
-                                     : "empty");
+            gms_tool_msgs_error(t, "--gms-token-file: %s: %s", c->token_file,
+                                token_len ? "the token holds a space or a "
+                                            "control character"
+                                          : "empty");
             OPENSSL_cleanse(token, token_len);
             free(token);
             gms_graphql_close(g);
@@ -175,7 +175,7 @@ gms_graphql_open(gms_tool_t *t, const gms_graphql_conf_t *c)
         free(token);
 
         if (auth == NULL) {
-            gms_tool_error(t, "out of memory");
+            gms_tool_msgs_error(t, "out of memory");
             gms_graphql_close(g);
             return NULL;
         }
@@ -213,7 +213,7 @@ gms_graphql_open(gms_tool_t *t, const gms_graphql_conf_t *c)
                 || curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L)
                    != CURLE_OK)))
     {
-        gms_tool_error(t, "cannot set up libcurl");
+        gms_tool_msgs_error(t, "cannot set up libcurl");
         gms_graphql_close(g);
         return NULL;
     }
@@ -292,7 +292,7 @@ gms_graphql_query(gms_graphql_t *g, const char *query, json_t *variables,
         || curl_easy_setopt(g->x.curl, CURLOPT_POSTFIELDS, body) != CURLE_OK)
     {
         free(body);
-        gms_tool_error(g->tool, "cannot set up libcurl");
+        gms_tool_msgs_error(g->tool, "cannot set up libcurl");
         return NULL;
     }
 
@@ -304,7 +304,7 @@ gms_graphql_query(gms_graphql_t *g, const char *query, json_t *variables,
                             error, sizeof(error));
 
     if (data == NULL && error[0]) {
-        gms_tool_error(g->tool, "%s", error);
+        gms_tool_msgs_error(g->tool, "%s", error);
     }
 
     return data;
@@ -342,7 +342,7 @@ gms_graphql_many(gms_graphql_t *g, gms_graphql_ask_t *asks, size_t n,
     mc = CURLM_OK;
 
     if (n && gms_graphql_slots(g, parallel) != 0) {
-        gms_tool_error(g->tool, "out of memory");
+        gms_tool_msgs_error(g->tool, "out of memory");
         goto failed;
     }
 
@@ -410,13 +410,13 @@ gms_graphql_many(gms_graphql_t *g, gms_graphql_ask_t *asks, size_t n,
     }
 
     if (mc != CURLM_OK) {
-        gms_tool_error(g->tool, "%s: %s", g->endpoint,
-                       curl_multi_strerror(mc));
+        gms_tool_msgs_error(g->tool, "%s: %s", g->endpoint,
+                            curl_multi_strerror(mc));
         goto failed;
     }
 
     if (gms_graphql_stopped(g)) {
-        gms_tool_error(g->tool, "%s: stopped", g->endpoint);
+        gms_tool_msgs_error(g->tool, "%s: stopped", g->endpoint);
         goto failed;
     }
 
@@ -467,7 +467,7 @@ gms_graphql_get(gms_graphql_t *g, const char *path, long *status,
 
     url = malloc(g->base_len + path_len + 1);
     if (url == NULL) {
-        gms_tool_error(g->tool, "out of memory");
+        gms_tool_msgs_error(g->tool, "out of memory");
         return GMS_GRAPHQL_FAILED;
     }
 
@@ -484,7 +484,7 @@ gms_graphql_get(gms_graphql_t *g, const char *path, long *status,
     if (curl_easy_setopt(g->x.curl, CURLOPT_URL, url) != CURLE_OK
         || curl_easy_setopt(g->x.curl, CURLOPT_HTTPGET, 1L) != CURLE_OK)
     {
-        gms_tool_error(g->tool, "cannot set up libcurl");
+        gms_tool_msgs_error(g->tool, "cannot set up libcurl");
         return GMS_GRAPHQL_FAILED;
     }
 
@@ -494,13 +494,13 @@ gms_graphql_get(gms_graphql_t *g, const char *path, long *status,
     url[g->base_len + strcspn(path, "?")] = '\0';
 
     if (rc != CURLE_OK) {
-        gms_tool_error(g->tool, "%s: %s", url,
-                       gms_graphql_failed(&g->x, rc));
+        gms_tool_msgs_error(g->tool, "%s: %s", url,
+                            gms_graphql_failed(&g->x, rc));
         return g->x.too_big ? GMS_GRAPHQL_TOO_BIG : GMS_GRAPHQL_FAILED;
     }
 
     if (gms_graphql_write((char *) "", 1, 1, &g->x) != 1) {
-        gms_tool_error(g->tool, "%s: out of memory", url);
+        gms_tool_msgs_error(g->tool, "%s: out of memory", url);
         return GMS_GRAPHQL_FAILED;
     }
 
@@ -572,7 +572,7 @@ gms_graphql_report(gms_graphql_t *g, json_t *errors)
     char  error[GMS_GRAPHQL_ERROR_LEN];
 
     gms_graphql_graphql_error(g, errors, error, sizeof(error));
-    gms_tool_error(g->tool, "%s", error);
+    gms_tool_msgs_error(g->tool, "%s", error);
 }
 
 
@@ -622,7 +622,7 @@ gms_graphql_body(gms_graphql_t *g, const char *query, json_t *variables)
     json_decref(req);
 
     if (body == NULL) {
-        gms_tool_error(g->tool, "out of memory");
+        gms_tool_msgs_error(g->tool, "out of memory");
     }
 
     return body;
@@ -711,7 +711,7 @@ gms_graphql_data(gms_graphql_t *g, gms_graphql_xfer_t *x, CURLcode rc,
 }
 
 
-/* an ask's error, cut as gms_tool_error cuts t->error */
+/* an ask's error, cut as gms_tool_msgs_error cuts t->error */
 
 static void
 gms_graphql_error(char *error, size_t size, const char *fmt, ...)
@@ -833,14 +833,14 @@ gms_graphql_start(gms_graphql_t *g, gms_graphql_xfer_t *x,
     free(body);
 
     if (rc != CURLE_OK) {
-        gms_tool_error(g->tool, "cannot set up libcurl");
+        gms_tool_msgs_error(g->tool, "cannot set up libcurl");
         return -1;
     }
 
     mc = curl_multi_add_handle(g->multi, x->curl);
     if (mc != CURLM_OK) {
-        gms_tool_error(g->tool, "%s: %s", g->endpoint,
-                       curl_multi_strerror(mc));
+        gms_tool_msgs_error(g->tool, "%s: %s", g->endpoint,
+                            curl_multi_strerror(mc));
         return -1;
     }
 

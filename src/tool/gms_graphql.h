@@ -24,7 +24,7 @@ typedef struct gms_graphql_s  gms_graphql_t;
 #define GMS_GRAPHQL_FAILED     (-1)
 #define GMS_GRAPHQL_TOO_BIG    (-2)
 
-/* an error's text, as gms_tool_error keeps it (gms_tool_t's error) */
+/* an error's text, as gms_tool_msgs_error keeps it (gms_tool_t's error) */
 #define GMS_GRAPHQL_ERROR_LEN  256
 
 

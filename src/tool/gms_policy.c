@@ -102,7 +102,7 @@ gms_policy_parse(json_t *policies, gms_policies_t *out, char *error)
 
 
 void
-gms_policies_free(gms_policies_t *p)
+gms_policy_list_free(gms_policies_t *p)
 {
     size_t  i;
 

@@ -56,7 +56,7 @@ typedef struct {
 
 
 int gms_policy_parse(json_t *policies, gms_policies_t *out, char *error);
-void gms_policies_free(gms_policies_t *p);
+void gms_policy_list_free(gms_policies_t *p);
 
 int gms_policy_grant(const gms_policies_t *p, const gms_policy_actor_t *a,
     const char ***privileges, size_t *n);

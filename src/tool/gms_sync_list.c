@@ -156,7 +156,7 @@ gms_sync_list_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
         filters = gms_sync_list_between(span.lo, span.hi);
 
         if (filters == NULL) {
-            gms_tool_error(t, "out of memory");
+            gms_tool_msgs_error(t, "out of memory");
             rc = GMS_TOOL_GMS;
             break;
         }
@@ -179,10 +179,10 @@ gms_sync_list_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
         idle = seen.n > before ? 0 : idle + 1;
 
         if (idle > GMS_SYNC_IDLE) {
-            gms_tool_error(t, "%s: %u spans of createdAt in a row list "
-                           "nothing new (GMS, or a proxy in front of it, "
-                           "ignores the filter): the listing is refused",
-                           gms->url, idle);
+            gms_tool_msgs_error(t, "%s: %u spans of createdAt in a row list "
+                                "nothing new (GMS, or a proxy in front of it, "
+                                "ignores the filter): the listing is refused",
+                                gms->url, idle);
             rc = GMS_TOOL_GMS;
             break;
         }
@@ -192,10 +192,10 @@ gms_sync_list_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
         }
 
         if (span.lo == span.hi || nspans + 2 > GMS_SYNC_SPANS) {
-            gms_tool_error(t, "%s: more than %d tokens were created at "
-                           "%lld ms: they cannot be listed page by page "
-                           "(the search index's max_result_window)",
-                           gms->url, GMS_SYNC_WINDOW, (long long) span.lo);
+            gms_tool_msgs_error(t, "%s: more than %d tokens were created at "
+                                "%lld ms: they cannot be listed page by page "
+                                "(the search index's max_result_window)",
+                                gms->url, GMS_SYNC_WINDOW, (long long) span.lo);
             rc = GMS_TOOL_GMS;
             break;
         }
@@ -237,7 +237,7 @@ gms_sync_list_range(gms_tool_t *t, gms_graphql_t *g,
 
     filters = gms_sync_list_between(lo, hi);
     if (filters == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return GMS_TOOL_GMS;
     }
 
@@ -286,7 +286,7 @@ gms_sync_list_actors(gms_tool_t *t, gms_graphql_t *g,
                      : NULL;
 
     if (filters == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return GMS_TOOL_GMS;
     }
 
@@ -296,9 +296,9 @@ gms_sync_list_actors(gms_tool_t *t, gms_graphql_t *g,
                             &over);
 
     if (rc == GMS_TOOL_OK && over) {
-        gms_tool_error(t, "%s: the tokens of %zu users number more than "
-                       "a search may page through (%d)", gms->url, n,
-                       GMS_SYNC_WINDOW);
+        gms_tool_msgs_error(t, "%s: the tokens of %zu users number more than "
+                            "a search may page through (%d)", gms->url, n,
+                            GMS_SYNC_WINDOW);
         rc = GMS_TOOL_GMS;
     }
 
@@ -403,11 +403,11 @@ gms_sync_list_pages(gms_tool_t *t, gms_graphql_t *g,
         }
 
         if (fresh == 0 && (filters == NULL || nth > 1)) {
-            gms_tool_error(t, "%s: page %u (start %lld) lists only tokens "
-                           "of the pages before (GMS, or a proxy in front "
-                           "of it, ignores start; or tokens come faster "
-                           "than the pages): the listing is refused",
-                           gms->url, *page, (long long) start);
+            gms_tool_msgs_error(t, "%s: page %u (start %lld) lists only tokens "
+                                "of the pages before (GMS, or a proxy in front "
+                                "of it, ignores start; or tokens come faster "
+                                "than the pages): the listing is refused",
+                                gms->url, *page, (long long) start);
             return GMS_TOOL_GMS;
         }
 
@@ -434,10 +434,10 @@ gms_sync_list_pages(gms_tool_t *t, gms_graphql_t *g,
         }
 
         if (nth >= pages) {
-            gms_tool_error(t, "%s: page %u and the listing goes on, past "
-                           "the %lld pages its first total (%lld tokens) "
-                           "allows: the listing is refused", gms->url, *page,
-                           (long long) pages, (long long) total);
+            gms_tool_msgs_error(t, "%s: page %u and the listing goes on, past "
+                                "the %lld pages its first total (%lld tokens) "
+                                "allows: the listing is refused", gms->url,
+                                *page, (long long) pages, (long long) total);
             return GMS_TOOL_GMS;
         }
     }
@@ -496,7 +496,7 @@ gms_sync_seen_add(gms_tool_t *t, gms_sync_seen_t *seen, gms_sync_list_t *in,
         if (2 * (seen->n + 1) > seen->size
             && gms_sync_seen_grow(seen, in) != 0)
         {
-            gms_tool_error(t, "out of memory");
+            gms_tool_msgs_error(t, "out of memory");
             return -1;
         }
 
@@ -592,7 +592,7 @@ gms_sync_list_read_all(gms_tool_t *t, size_t *len)
 
     buf = malloc(size);
     if (buf == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return NULL;
     }
 
@@ -603,7 +603,7 @@ gms_sync_list_read_all(gms_tool_t *t, size_t *len)
 
             if (p == NULL) {
                 free(buf);
-                gms_tool_error(t, "out of memory");
+                gms_tool_msgs_error(t, "out of memory");
                 return NULL;
             }
 
@@ -619,7 +619,7 @@ gms_sync_list_read_all(gms_tool_t *t, size_t *len)
     }
 
     if (ferror(stdin)) {
-        gms_tool_error(t, "stdin: cannot read: %s", strerror(errno));
+        gms_tool_msgs_error(t, "stdin: cannot read: %s", strerror(errno));
         free(buf);
         return NULL;
     }
@@ -667,9 +667,10 @@ gms_sync_list_parse(gms_tool_t *t, const char *buf, size_t len,
                          &err);
 
         if (doc == NULL) {
-            gms_tool_error(t, "%s%u: malformed JSON: %s", in->where,
-                           gms_sync_list_error_line(buf, len, off, line, &err),
-                           err.text);
+            gms_tool_msgs_error(t, "%s%u: malformed JSON: %s", in->where,
+                                gms_sync_list_error_line(buf, len, off, line,
+                                                         &err),
+                                err.text);
             return GMS_TOOL_USAGE;
         }
 
@@ -704,24 +705,26 @@ gms_sync_list_page(gms_tool_t *t, json_t *doc, unsigned line,
         message = json_object_get(json_array_get(errors, 0), "message");
         shown = gms_sync_list_shown(message);
 
-        gms_tool_error(t, "%s%u: the page carries GraphQL errors%s%s",
-                       in->where, line, shown ? ": " : "", shown ? shown : "");
+        gms_tool_msgs_error(t, "%s%u: the page carries GraphQL errors%s%s",
+                            in->where, line, shown ? ": " : "",
+                            shown ? shown : "");
         return GMS_TOOL_USAGE;
     }
 
     list = json_object_get(json_object_get(doc, "data"), "listAccessTokens");
 
     if (!json_is_object(list)) {
-        gms_tool_error(t, "%s%u: not a listAccessTokens page: no "
-                       "data.listAccessTokens object", in->where, line);
+        gms_tool_msgs_error(t, "%s%u: not a listAccessTokens page: no "
+                            "data.listAccessTokens object", in->where, line);
         return GMS_TOOL_USAGE;
     }
 
     tokens = json_object_get(list, "tokens");
 
     if (!json_is_array(tokens)) {
-        gms_tool_error(t, "%s%u: data.listAccessTokens.tokens is %s",
-                       in->where, line, tokens ? "not an array" : "missing");
+        gms_tool_msgs_error(t, "%s%u: data.listAccessTokens.tokens is %s",
+                            in->where, line,
+                            tokens ? "not an array" : "missing");
         return GMS_TOOL_USAGE;
     }
 
@@ -729,8 +732,8 @@ gms_sync_list_page(gms_tool_t *t, json_t *doc, unsigned line,
 
     if (total) {
         if (!json_is_integer(total) || json_integer_value(total) < 0) {
-            gms_tool_error(t, "%s%u: data.listAccessTokens.total is not "
-                           "a count", in->where, line);
+            gms_tool_msgs_error(t, "%s%u: data.listAccessTokens.total is not "
+                                "a count", in->where, line);
             return GMS_TOOL_USAGE;
         }
 
@@ -765,33 +768,35 @@ gms_sync_list_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
     gms_sync_token_t  *tok, *p;
 
     if (!json_is_object(v)) {
-        gms_tool_error(t, "%s%u: tokens[%zu] is not an object", in->where, line,
-                       index);
+        gms_tool_msgs_error(t, "%s%u: tokens[%zu] is not an object",
+                            in->where, line, index);
         return GMS_TOOL_USAGE;
     }
 
     id = json_object_get(v, "id");
 
     if (!json_is_string(id)) {
-        gms_tool_error(t, "%s%u: tokens[%zu]: id is %s", in->where, line, index,
-                       id ? "not a string" : "missing");
+        gms_tool_msgs_error(t, "%s%u: tokens[%zu]: id is %s", in->where, line,
+                            index, id ? "not a string" : "missing");
         return GMS_TOOL_USAGE;
     }
 
     if (!gms_token_id_valid(json_string_value(id), json_string_length(id))) {
         shown = gms_sync_list_shown(id);
 
-        gms_tool_error(t, "%s%u: tokens[%zu]: id %s%s%sis not base64 "
-                       "of 32 bytes", in->where, line, index, shown ? "'" : "",
-                       shown ? shown : "", shown ? "' " : "");
+        gms_tool_msgs_error(t, "%s%u: tokens[%zu]: id %s%s%sis not base64 "
+                            "of 32 bytes", in->where, line, index,
+                            shown ? "'" : "", shown ? shown : "",
+                            shown ? "' " : "");
         return GMS_TOOL_USAGE;
     }
 
     actor = json_object_get(v, "actorUrn");
 
     if (!json_is_string(actor)) {
-        gms_tool_error(t, "%s%u: tokens[%zu]: actorUrn is %s", in->where, line,
-                       index, actor ? "not a string" : "missing");
+        gms_tool_msgs_error(t, "%s%u: tokens[%zu]: actorUrn is %s",
+                            in->where, line, index,
+                            actor ? "not a string" : "missing");
         return GMS_TOOL_USAGE;
     }
 
@@ -800,10 +805,10 @@ gms_sync_list_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
     {
         shown = gms_sync_list_shown(actor);
 
-        gms_tool_error(t, "%s%u: tokens[%zu]: actorUrn %s%s%sis not a "
-                       "user URN (urn:li:..., no control characters)",
-                       in->where, line, index, shown ? "'" : "",
-                       shown ? shown : "", shown ? "' " : "");
+        gms_tool_msgs_error(t, "%s%u: tokens[%zu]: actorUrn %s%s%sis not a "
+                            "user URN (urn:li:..., no control characters)",
+                            in->where, line, index, shown ? "'" : "",
+                            shown ? shown : "", shown ? "' " : "");
         return GMS_TOOL_USAGE;
     }
 
@@ -813,9 +818,9 @@ gms_sync_list_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
 
     if (created != NULL && !json_is_null(created)) {
         if (!json_is_integer(created) || json_integer_value(created) < 0) {
-            gms_tool_error(t, "%s%u: tokens[%zu]: createdAt is neither "
-                           "milliseconds since the epoch nor null",
-                           in->where, line, index);
+            gms_tool_msgs_error(t, "%s%u: tokens[%zu]: createdAt is neither "
+                                "milliseconds since the epoch nor null",
+                                in->where, line, index);
             return GMS_TOOL_USAGE;
         }
 
@@ -825,9 +830,9 @@ gms_sync_list_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
     expires = json_object_get(v, "expiresAt");
 
     if (expires == NULL) {
-        gms_tool_error(t, "%s%u: tokens[%zu]: expiresAt is missing "
-                       "(null for a token that never expires)", in->where,
-                       line, index);
+        gms_tool_msgs_error(t, "%s%u: tokens[%zu]: expiresAt is missing "
+                            "(null for a token that never expires)", in->where,
+                            line, index);
         return GMS_TOOL_USAGE;
     }
 
@@ -838,9 +843,9 @@ gms_sync_list_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
         ms = json_integer_value(expires);
 
     } else {
-        gms_tool_error(t, "%s%u: tokens[%zu]: expiresAt is neither "
-                       "milliseconds since the epoch nor null", in->where,
-                       line, index);
+        gms_tool_msgs_error(t, "%s%u: tokens[%zu]: expiresAt is neither "
+                            "milliseconds since the epoch nor null", in->where,
+                            line, index);
         return GMS_TOOL_USAGE;
     }
 
@@ -849,7 +854,7 @@ gms_sync_list_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
         p = realloc(in->tokens, in->nalloc * sizeof(gms_sync_token_t));
 
         if (p == NULL) {
-            gms_tool_error(t, "out of memory");
+            gms_tool_msgs_error(t, "out of memory");
             return GMS_TOOL_REDIS;
         }
 
@@ -862,7 +867,7 @@ gms_sync_list_token(gms_tool_t *t, json_t *v, unsigned line, size_t index,
     tok->actor = malloc(tok->actor_len + 1);
 
     if (tok->actor == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return GMS_TOOL_REDIS;
     }
 
@@ -918,10 +923,10 @@ gms_sync_list_unique(gms_tool_t *t, gms_sync_list_t *in)
             || memcmp(a->actor, b->actor, a->actor_len) != 0
             || a->expires_at != b->expires_at)
         {
-            gms_tool_error(t, "%s%u: tokens[%zu]: id %s is also in %s%u "
-                           "(tokens[%zu]) with another actorUrn or "
-                           "expiresAt", in->where, b->line, b->index, b->id,
-                           in->where, a->line, a->index);
+            gms_tool_msgs_error(t, "%s%u: tokens[%zu]: id %s is also in %s%u "
+                                "(tokens[%zu]) with another actorUrn or "
+                                "expiresAt", in->where, b->line, b->index,
+                                b->id, in->where, a->line, a->index);
 
             /* [n, i) were moved down or freed: keep gms_sync_free exact */
             for ( /* void */ ; i < in->ntokens; i++) {

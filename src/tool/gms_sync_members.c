@@ -169,7 +169,7 @@ static void gms_members_list_free(gms_members_list_t *l, int owned);
  */
 
 int
-gms_members_read(gms_tool_t *t, gms_graphql_t *g, const char *url,
+gms_sync_members_read(gms_tool_t *t, gms_graphql_t *g, const char *url,
     const gms_policies_t *policies, char *const *users, size_t n,
     gms_members_t **out)
 {
@@ -181,7 +181,7 @@ gms_members_read(gms_tool_t *t, gms_graphql_t *g, const char *url,
 
     m = calloc(1, sizeof(gms_members_t));
     if (m == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return GMS_TOOL_REDIS;
     }
 
@@ -202,8 +202,8 @@ gms_members_read(gms_tool_t *t, gms_graphql_t *g, const char *url,
     if (m->groups == NULL || m->roles == NULL
         || gms_members_named(m, policies, &all_groups) != 0)
     {
-        gms_tool_error(t, "out of memory");
-        gms_members_free(m);
+        gms_tool_msgs_error(t, "out of memory");
+        gms_sync_members_free(m);
         return GMS_TOOL_REDIS;
     }
 
@@ -239,10 +239,10 @@ gms_members_read(gms_tool_t *t, gms_graphql_t *g, const char *url,
 
     if (rc != GMS_TOOL_OK) {
         if (rc == GMS_TOOL_REDIS) {
-            gms_tool_error(t, "out of memory");
+            gms_tool_msgs_error(t, "out of memory");
         }
 
-        gms_members_free(m);
+        gms_sync_members_free(m);
         return rc;
     }
 
@@ -266,7 +266,7 @@ gms_members_read(gms_tool_t *t, gms_graphql_t *g, const char *url,
  */
 
 int
-gms_members_covers(const gms_members_t *m, const gms_policies_t *p,
+gms_sync_members_covers(const gms_members_t *m, const gms_policies_t *p,
     char *const *users, size_t n)
 {
     size_t               i, j;
@@ -317,7 +317,8 @@ gms_members_covers(const gms_members_t *m, const gms_policies_t *p,
 /* the user's groups and roles, as gms_policy_grant() takes them */
 
 void
-gms_members_actor(const gms_members_t *m, size_t user, gms_policy_actor_t *a)
+gms_sync_members_actor(const gms_members_t *m, size_t user,
+    gms_policy_actor_t *a)
 {
     a->urn = m->users[user];
     a->groups = NULL;
@@ -337,7 +338,7 @@ gms_members_actor(const gms_members_t *m, size_t user, gms_policy_actor_t *a)
 
 
 void
-gms_members_free(gms_members_t *m)
+gms_sync_members_free(gms_members_t *m)
 {
     size_t                 i;
     gms_members_entity_t  *e;
@@ -635,9 +636,9 @@ gms_members_page(gms_members_t *m, json_t *data, size_t k)
     v = json_object_get(data, alias);
 
     if (v == NULL || !(json_is_object(v) || json_is_null(v))) {
-        gms_tool_error(m->tool, "%s: %s %s: data.%s is %s", m->url, field,
-                       gms_tool_shown(e->urn), alias,
-                       v ? "not an object" : "missing");
+        gms_tool_msgs_error(m->tool, "%s: %s %s: data.%s is %s", m->url, field,
+                            gms_tool_msgs_shown(e->urn), alias,
+                            v ? "not an object" : "missing");
         return GMS_TOOL_GMS;
     }
 
@@ -652,8 +653,9 @@ gms_members_page(gms_members_t *m, json_t *data, size_t k)
     list = json_object_get(result, "relationships");
 
     if (!json_is_object(result) || !json_is_array(list)) {
-        gms_tool_error(m->tool, "%s: %s %s: no relationships.relationships "
-                       "array", m->url, field, gms_tool_shown(e->urn));
+        gms_tool_msgs_error(m->tool, "%s: %s %s: no "
+                            "relationships.relationships array", m->url,
+                            field, gms_tool_msgs_shown(e->urn));
         return GMS_TOOL_GMS;
     }
 
@@ -663,10 +665,11 @@ gms_members_page(gms_members_t *m, json_t *data, size_t k)
     n = json_array_size(list);
 
     if (n == 0 && total > (json_int_t) start) {
-        gms_tool_error(m->tool, "%s: %s %s: no relationships at %zu of a "
-                       "total of %lld: the list is incomplete, privileges "
-                       "left as they are", m->url, field,
-                       gms_tool_shown(e->urn), start, (long long) total);
+        gms_tool_msgs_error(m->tool, "%s: %s %s: no relationships at %zu of a "
+                            "total of %lld: the list is incomplete, privileges "
+                            "left as they are", m->url, field,
+                            gms_tool_msgs_shown(e->urn), start,
+                            (long long) total);
         return GMS_TOOL_GMS;
     }
 
@@ -687,10 +690,11 @@ gms_members_page(gms_members_t *m, json_t *data, size_t k)
             sprintf(first, "%s %s", json_string_value(type), urn);
 
             if (start > 0 && e->first && strcmp(first, e->first) == 0) {
-                gms_tool_error(m->tool, "%s: %s %s: the page at %zu starts "
-                               "as the first did (does GMS ignore start?): "
-                               "privileges left as they are", m->url, field,
-                               gms_tool_shown(e->urn), start);
+                gms_tool_msgs_error(m->tool, "%s: %s %s: the page at %zu "
+                                    "starts as the first did (does GMS ignore "
+                                    "start?): privileges left as they are",
+                                    m->url, field, gms_tool_msgs_shown(e->urn),
+                                    start);
                 free(first);
                 return GMS_TOOL_GMS;
             }
@@ -750,8 +754,9 @@ gms_members_one(gms_members_t *m, size_t idx, json_t *rel, size_t at)
     field = gms_members_field(e->kind);
 
     if (!json_is_string(json_object_get(rel, "type"))) {
-        gms_tool_error(m->tool, "%s: %s %s: relationships[%zu]: type is not "
-                       "a string", m->url, field, gms_tool_shown(e->urn), at);
+        gms_tool_msgs_error(m->tool, "%s: %s %s: relationships[%zu]: type is "
+                            "not a string", m->url, field,
+                            gms_tool_msgs_shown(e->urn), at);
         return GMS_TOOL_GMS;
     }
 
@@ -767,9 +772,9 @@ gms_members_one(gms_members_t *m, size_t idx, json_t *rel, size_t at)
     if (!json_is_string(v)
         || !gms_token_actor_valid(json_string_value(v), json_string_length(v)))
     {
-        gms_tool_error(m->tool, "%s: %s %s: relationships[%zu]: entity.urn "
-                       "is not a URN", m->url, field, gms_tool_shown(e->urn),
-                       at);
+        gms_tool_msgs_error(m->tool, "%s: %s %s: relationships[%zu]: "
+                            "entity.urn is not a URN", m->url, field,
+                            gms_tool_msgs_shown(e->urn), at);
         return GMS_TOOL_GMS;
     }
 

@@ -31,14 +31,14 @@
 typedef struct gms_members_s  gms_members_t;
 
 
-int gms_members_read(gms_tool_t *t, gms_graphql_t *g, const char *url,
+int gms_sync_members_read(gms_tool_t *t, gms_graphql_t *g, const char *url,
     const gms_policies_t *policies, char *const *users, size_t n,
     gms_members_t **out);
-int gms_members_covers(const gms_members_t *m, const gms_policies_t *p,
+int gms_sync_members_covers(const gms_members_t *m, const gms_policies_t *p,
     char *const *users, size_t n);
-void gms_members_actor(const gms_members_t *m, size_t user,
+void gms_sync_members_actor(const gms_members_t *m, size_t user,
     gms_policy_actor_t *a);
-void gms_members_free(gms_members_t *m);
+void gms_sync_members_free(gms_members_t *m);
 
 
 #endif /* _GMS_SYNC_MEMBERS_H_INCLUDED_ */

@@ -126,7 +126,7 @@ static void gms_priv_free(gms_priv_ctx_t *c);
 
 
 int
-gms_tool_privileges_mirror(gms_tool_t *t, const gms_graphql_conf_t *gms,
+gms_sync_privileges_mirror(gms_tool_t *t, const gms_graphql_conf_t *gms,
     gms_tool_privileges_e mode, const gms_tool_holders_t *holders,
     gms_tool_privileges_memo_t **memo, int reuse,
     gms_tool_privileges_counts_t *counts)
@@ -167,7 +167,7 @@ gms_tool_privileges_mirror(gms_tool_t *t, const gms_graphql_conf_t *gms,
     if (c.urns.n) {
         c.users = calloc(c.urns.n, sizeof(gms_priv_user_t));
         if (c.users == NULL) {
-            gms_tool_error(t, "out of memory");
+            gms_tool_msgs_error(t, "out of memory");
             rc = GMS_TOOL_REDIS;
             goto done;
         }
@@ -191,7 +191,7 @@ gms_tool_privileges_mirror(gms_tool_t *t, const gms_graphql_conf_t *gms,
     c.g = NULL;
 
     if (t->conn == NULL) {
-        rc = gms_tool_connect(t);
+        rc = gms_tool_redis_connect(t);
         if (rc != GMS_TOOL_OK) {
             goto done;
         }
@@ -220,7 +220,7 @@ done:
 
 
 void
-gms_tool_privileges_print(const gms_tool_privileges_counts_t *counts)
+gms_sync_privileges_print(const gms_tool_privileges_counts_t *counts)
 {
     printf("users=%zu changed=%zu removed=%zu skipped=%zu\n", counts->users,
            counts->changed, counts->removed, counts->skipped);
@@ -239,10 +239,11 @@ gms_priv_token_holders(gms_priv_ctx_t *c, const gms_tool_holders_t *holders)
     size_t  i;
 
     if ((int64_t) holders->listed < holders->total) {
-        gms_tool_error(c->tool, "%s: listAccessTokens lists %zu tokens of a "
-                       "total of %lld: the list is incomplete, privileges "
-                       "left as they are", c->url, holders->listed,
-                       (long long) holders->total);
+        gms_tool_msgs_error(c->tool, "%s: listAccessTokens lists %zu tokens of "
+                            "a total of %lld: the list is incomplete, "
+                            "privileges left as they are", c->url,
+                            holders->listed,
+                            (long long) holders->total);
         return GMS_TOOL_GMS;
     }
 
@@ -250,7 +251,7 @@ gms_priv_token_holders(gms_priv_ctx_t *c, const gms_tool_holders_t *holders)
         if (gms_priv_add(&c->urns, holders->urns[i], strlen(holders->urns[i]))
             != 0)
         {
-            gms_tool_error(c->tool, "out of memory");
+            gms_tool_msgs_error(c->tool, "out of memory");
             return GMS_TOOL_REDIS;
         }
     }
@@ -295,8 +296,8 @@ gms_priv_list_policies(gms_priv_ctx_t *c)
         before = c->policies.n;
 
         if (gms_policy_parse(policies, &c->policies, error) != 0) {
-            gms_tool_error(c->tool, "%s: listPolicies at %zu: %s", c->url,
-                           listed, error);
+            gms_tool_msgs_error(c->tool, "%s: listPolicies at %zu: %s", c->url,
+                                listed, error);
             json_decref(page);
             return GMS_TOOL_GMS;
         }
@@ -323,10 +324,10 @@ gms_priv_list_policies(gms_priv_ctx_t *c)
         }
 
         if (c->policies.n == before) {
-            gms_tool_error(c->tool, "%s: listPolicies lists %zu policies "
-                           "of a total of %lld: the list is incomplete, "
-                           "privileges left as they are", c->url, listed,
-                           (long long) total);
+            gms_tool_msgs_error(c->tool, "%s: listPolicies lists %zu policies "
+                                "of a total of %lld: the list is incomplete, "
+                                "privileges left as they are", c->url, listed,
+                                (long long) total);
             return GMS_TOOL_GMS;
         }
     }
@@ -344,16 +345,16 @@ gms_priv_page_total(gms_priv_ctx_t *c, json_t *page, const char *what,
     *list = json_object_get(page, items);
 
     if (!json_is_array(*list)) {
-        gms_tool_error(c->tool, "%s: data.%s.%s is %s", c->url, what, items,
-                       *list ? "not an array" : "missing");
+        gms_tool_msgs_error(c->tool, "%s: data.%s.%s is %s", c->url, what,
+                            items, *list ? "not an array" : "missing");
         return -1;
     }
 
     v = json_object_get(page, "total");
 
     if (!json_is_integer(v) || json_integer_value(v) < 0) {
-        gms_tool_error(c->tool, "%s: data.%s.total is not a count", c->url,
-                       what);
+        gms_tool_msgs_error(c->tool, "%s: data.%s.total is not a count", c->url,
+                            what);
         return -1;
     }
 
@@ -378,16 +379,16 @@ gms_priv_from_policies(gms_priv_ctx_t *c)
     gms_policy_actor_t   a;
 
     if (c->memo != NULL && c->memo->members != NULL
-        && gms_members_covers(c->memo->members, &c->policies, c->urns.s,
-                              c->urns.n))
+        && gms_sync_members_covers(c->memo->members, &c->policies, c->urns.s,
+                                   c->urns.n))
     {
         m = c->memo->members;
 
     } else {
         c->memo = NULL;
 
-        rc = gms_members_read(c->tool, c->g, c->url, &c->policies,
-                              c->urns.s, c->urns.n, &c->members);
+        rc = gms_sync_members_read(c->tool, c->g, c->url, &c->policies,
+                                   c->urns.s, c->urns.n, &c->members);
         if (rc != GMS_TOOL_OK) {
             return rc;
         }
@@ -396,7 +397,7 @@ gms_priv_from_policies(gms_priv_ctx_t *c)
     }
 
     for (i = 0; i < c->urns.n; i++) {
-        gms_members_actor(m, i, &a);
+        gms_sync_members_actor(m, i, &a);
 
         if (gms_policy_grant(&c->policies, &a, &granted, &n) != 0) {
             rc = GMS_TOOL_REDIS;
@@ -421,7 +422,7 @@ gms_priv_from_policies(gms_priv_ctx_t *c)
     }
 
     if (rc != GMS_TOOL_OK) {
-        gms_tool_error(c->tool, "out of memory");
+        gms_tool_msgs_error(c->tool, "out of memory");
     }
 
     return rc;
@@ -460,7 +461,7 @@ gms_priv_from_graphql(gms_priv_ctx_t *c)
 
         if (vars == NULL) {
             free(query);
-            gms_tool_error(c->tool, "out of memory");
+            gms_tool_msgs_error(c->tool, "out of memory");
             return GMS_TOOL_REDIS;
         }
 
@@ -543,10 +544,11 @@ gms_priv_granted(gms_priv_ctx_t *c, gms_priv_user_t *u, json_t *granted)
     list = json_object_get(granted, "privileges");
 
     if (!json_is_array(list)) {
-        gms_tool_error(c->tool, "%s: getGrantedPrivileges of %s: %s", c->url,
-                       gms_tool_shown(u->urn),
-                       json_is_object(granted) ? "privileges is not an array"
-                                               : "no Privileges object");
+        gms_tool_msgs_error(c->tool, "%s: getGrantedPrivileges of %s: %s",
+                            c->url, gms_tool_msgs_shown(u->urn),
+                            json_is_object(granted)
+                            ? "privileges is not an array"
+                            : "no Privileges object");
         return GMS_TOOL_GMS;
     }
 
@@ -557,9 +559,9 @@ gms_priv_granted(gms_priv_ctx_t *c, gms_priv_user_t *u, json_t *granted)
             || !gms_token_privilege_valid(json_string_value(v),
                                           json_string_length(v)))
         {
-            gms_tool_error(c->tool, "%s: getGrantedPrivileges of %s: "
-                           "privileges[%zu] is not a privilege name", c->url,
-                           gms_tool_shown(u->urn), i);
+            gms_tool_msgs_error(c->tool, "%s: getGrantedPrivileges of %s: "
+                                "privileges[%zu] is not a privilege name",
+                                c->url, gms_tool_msgs_shown(u->urn), i);
             return GMS_TOOL_GMS;
         }
 
@@ -567,7 +569,7 @@ gms_priv_granted(gms_priv_ctx_t *c, gms_priv_user_t *u, json_t *granted)
                          json_string_length(v))
             != 0)
         {
-            gms_tool_error(c->tool, "out of memory");
+            gms_tool_msgs_error(c->tool, "out of memory");
             return GMS_TOOL_REDIS;
         }
     }
@@ -593,22 +595,22 @@ gms_priv_write(gms_priv_ctx_t *c, gms_tool_privileges_counts_t *counts)
     t = c->tool;
 
     for (i = 0; i < c->urns.n; i++) {
-        key = gms_tool_key(t, GMS_KEY_ACTOR, c->users[i].urn,
-                           strlen(c->users[i].urn), &key_len);
+        key = gms_tool_redis_key(t, GMS_KEY_ACTOR, c->users[i].urn,
+                                 strlen(c->users[i].urn), &key_len);
         if (key == NULL) {
             return -1;
         }
 
-        gms_tool_append(t, "SMEMBERS %b", key, key_len);
+        gms_tool_conn_append(t, "SMEMBERS %b", key, key_len);
         free(key);
     }
 
     /* every reply is read before anything is written */
 
     for (i = 0; i < c->urns.n; i++) {
-        (void) gms_tool_get_reply(t, &reply);
+        (void) gms_tool_conn_get_reply(t, &reply);
 
-        if (gms_tool_reply_error(t, reply, "SMEMBERS") != 0) {
+        if (gms_tool_redis_reply_error(t, reply, "SMEMBERS") != 0) {
             return -1;
         }
 
@@ -616,8 +618,8 @@ gms_priv_write(gms_priv_ctx_t *c, gms_tool_privileges_counts_t *counts)
         freeReplyObject(reply);
 
         if (same < 0) {
-            gms_tool_error(t, "redis %s: SMEMBERS: unexpected reply",
-                           t->redis);
+            gms_tool_msgs_error(t, "redis %s: SMEMBERS: unexpected reply",
+                                t->redis);
             return -1;
         }
 
@@ -634,10 +636,10 @@ gms_priv_write(gms_priv_ctx_t *c, gms_tool_privileges_counts_t *counts)
         u = &c->users[i];
 
         if (u->privileges.n > GMS_PRIVILEGES_MAX) {
-            gms_tool_warn(t, "%s: %s has %zu privileges, more than the edge "
-                          "accepts (%d): the set left as it was", c->url,
-                          gms_tool_shown(u->urn), u->privileges.n,
-                          GMS_PRIVILEGES_MAX);
+            gms_tool_msgs_warn(t, "%s: %s has %zu privileges, more than the "
+                               "edge accepts (%d): the set left as it was",
+                               c->url, gms_tool_msgs_shown(u->urn),
+                               u->privileges.n, GMS_PRIVILEGES_MAX);
             u->changed = 0;
             counts->skipped++;
         }
@@ -651,7 +653,7 @@ gms_priv_write(gms_priv_ctx_t *c, gms_tool_privileges_counts_t *counts)
         }
 
         if (gms_priv_replace(t, u) != 0
-            || gms_tool_publish(t, u->urn, strlen(u->urn)) != 0)
+            || gms_tool_redis_publish(t, u->urn, strlen(u->urn)) != 0)
         {
             return -1;
         }
@@ -674,7 +676,8 @@ gms_priv_replace(gms_tool_t *t, gms_priv_user_t *u)
     redisReply   *reply;
     const char  **argv;
 
-    key = gms_tool_key(t, GMS_KEY_ACTOR, u->urn, strlen(u->urn), &key_len);
+    key = gms_tool_redis_key(t, GMS_KEY_ACTOR, u->urn, strlen(u->urn),
+                             &key_len);
     if (key == NULL) {
         return -1;
     }
@@ -687,7 +690,7 @@ gms_priv_replace(gms_tool_t *t, gms_priv_user_t *u)
         free(key);
         free(argv);
         free(lens);
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return -1;
     }
 
@@ -701,14 +704,14 @@ gms_priv_replace(gms_tool_t *t, gms_priv_user_t *u)
         lens[i + 2] = strlen(u->privileges.s[i]);
     }
 
-    gms_tool_append(t, "MULTI");
-    gms_tool_append(t, "DEL %b", key, key_len);
+    gms_tool_conn_append(t, "MULTI");
+    gms_tool_conn_append(t, "DEL %b", key, key_len);
 
     if (u->privileges.n) {
-        gms_tool_append_argv(t, (int) n, argv, lens);
+        gms_tool_conn_append_argv(t, (int) n, argv, lens);
     }
 
-    gms_tool_append(t, "EXEC");
+    gms_tool_conn_append(t, "EXEC");
 
     free(key);
     free(argv);
@@ -718,17 +721,17 @@ gms_priv_replace(gms_tool_t *t, gms_priv_user_t *u)
     n = u->privileges.n ? 4 : 3;
 
     for (i = 0; i < n; i++) {
-        if (gms_tool_get_reply(t, &reply) != 0) {
-            return gms_tool_reply_error(t, NULL, "EXEC");
+        if (gms_tool_conn_get_reply(t, &reply) != 0) {
+            return gms_tool_redis_reply_error(t, NULL, "EXEC");
         }
 
         if (rc == 0 && (reply->type == REDIS_REPLY_ERROR
                         || (i == n - 1 && reply->type != REDIS_REPLY_ARRAY)))
         {
-            gms_tool_error(t, "redis %s: %s: %s", t->redis,
-                           i == n - 1 ? "EXEC" : "MULTI",
-                           reply->type == REDIS_REPLY_ERROR
-                           ? reply->str : "the transaction was not run");
+            gms_tool_msgs_error(t, "redis %s: %s: %s", t->redis,
+                                i == n - 1 ? "EXEC" : "MULTI",
+                                reply->type == REDIS_REPLY_ERROR
+                                ? reply->str : "the transaction was not run");
             rc = -1;
         }
 
@@ -799,14 +802,14 @@ gms_priv_remove(gms_priv_ctx_t *c, gms_tool_privileges_counts_t *counts)
 
     memset(&gone, 0, sizeof(gms_priv_list_t));
 
-    if (gms_tool_scan_open(t, &scan, GMS_KEY_ACTOR) != 0) {
+    if (gms_tool_redis_scan_open(t, &scan, GMS_KEY_ACTOR) != 0) {
         return -1;
     }
 
     rc = -1;
 
     do {
-        keys = gms_tool_scan_next(t, &scan);
+        keys = gms_tool_redis_scan_next(t, &scan);
         if (keys == NULL) {
             goto done;
         }
@@ -843,22 +846,22 @@ gms_priv_remove(gms_priv_ctx_t *c, gms_tool_privileges_counts_t *counts)
         urn = gone.s[i];
         len = strlen(urn);
 
-        p = gms_tool_key(t, GMS_KEY_ACTOR, urn, len, &base);
+        p = gms_tool_redis_key(t, GMS_KEY_ACTOR, urn, len, &base);
         if (p == NULL) {
             goto done;
         }
 
-        del = gms_tool_command(t, "DEL %b", p, base);
+        del = gms_tool_conn_command(t, "DEL %b", p, base);
         free(p);
 
-        if (gms_tool_reply_error(t, del, "DEL") != 0) {
+        if (gms_tool_redis_reply_error(t, del, "DEL") != 0) {
             goto done;
         }
 
         if (del->type == REDIS_REPLY_INTEGER && del->integer > 0) {
             counts->removed++;
 
-            if (gms_tool_publish(t, urn, len) != 0) {
+            if (gms_tool_redis_publish(t, urn, len) != 0) {
                 freeReplyObject(del);
                 goto done;
             }
@@ -871,7 +874,7 @@ gms_priv_remove(gms_priv_ctx_t *c, gms_tool_privileges_counts_t *counts)
 
 done:
 
-    gms_tool_scan_close(&scan);
+    gms_tool_redis_scan_close(&scan);
     gms_priv_list_free(&gone);
 
     return rc;
@@ -958,7 +961,7 @@ gms_priv_memo_keep(gms_priv_ctx_t *c, gms_tool_privileges_memo_t **memo)
     if (c->members == NULL) {
         if (c->memo == NULL) {
             /* graphql, or no one to mirror: nothing known to keep */
-            gms_tool_privileges_memo_free(*memo);
+            gms_sync_privileges_memo_free(*memo);
             *memo = NULL;
         }
 
@@ -967,7 +970,7 @@ gms_priv_memo_keep(gms_priv_ctx_t *c, gms_tool_privileges_memo_t **memo)
 
     keep = calloc(1, sizeof(gms_tool_privileges_memo_t));
     if (keep == NULL) {
-        gms_tool_error(c->tool, "out of memory");
+        gms_tool_msgs_error(c->tool, "out of memory");
         return GMS_TOOL_REDIS;
     }
 
@@ -976,7 +979,7 @@ gms_priv_memo_keep(gms_priv_ctx_t *c, gms_tool_privileges_memo_t **memo)
     memset(&c->urns, 0, sizeof(gms_priv_list_t));
     c->members = NULL;
 
-    gms_tool_privileges_memo_free(*memo);
+    gms_sync_privileges_memo_free(*memo);
     *memo = keep;
 
     return GMS_TOOL_OK;
@@ -984,13 +987,13 @@ gms_priv_memo_keep(gms_priv_ctx_t *c, gms_tool_privileges_memo_t **memo)
 
 
 void
-gms_tool_privileges_memo_free(gms_tool_privileges_memo_t *memo)
+gms_sync_privileges_memo_free(gms_tool_privileges_memo_t *memo)
 {
     if (memo == NULL) {
         return;
     }
 
-    gms_members_free(memo->members);
+    gms_sync_members_free(memo->members);
     gms_priv_list_free(&memo->urns);
     free(memo);
 }
@@ -1002,7 +1005,7 @@ gms_priv_free(gms_priv_ctx_t *c)
     size_t  i;
 
     gms_graphql_close(c->g);
-    gms_members_free(c->members);
+    gms_sync_members_free(c->members);
 
     for (i = 0; i < c->nusers; i++) {
         gms_priv_list_free(&c->users[i].privileges);
@@ -1010,5 +1013,5 @@ gms_priv_free(gms_priv_ctx_t *c)
 
     free(c->users);
     gms_priv_list_free(&c->urns);
-    gms_policies_free(&c->policies);
+    gms_policy_list_free(&c->policies);
 }

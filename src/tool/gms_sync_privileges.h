@@ -38,7 +38,7 @@ typedef struct {
 
 /*
  * Who was in the groups and roles at a mirror, kept by follow for the
- * next one (gms_tool_privileges_mirror's memo)
+ * next one (gms_sync_privileges_mirror's memo)
  */
 typedef struct gms_tool_privileges_memo_s  gms_tool_privileges_memo_t;
 
@@ -47,16 +47,16 @@ typedef struct gms_tool_privileges_memo_s  gms_tool_privileges_memo_t;
  * memo NULL: as sync mirrors, everything read.  Otherwise *memo is the
  * last mirror's (or NULL), and a mirror that succeeds leaves its own
  * there; with reuse, the members *memo read are used again if they
- * answer for the policies and users of this mirror (gms_members_covers):
+ * answer for the policies and users of this mirror (gms_sync_members_covers):
  * only the policies are read, and no set of a user no longer known is
  * looked for (the users are the same).
  */
-int gms_tool_privileges_mirror(gms_tool_t *t, const gms_graphql_conf_t *gms,
+int gms_sync_privileges_mirror(gms_tool_t *t, const gms_graphql_conf_t *gms,
     gms_tool_privileges_e mode, const gms_tool_holders_t *holders,
     gms_tool_privileges_memo_t **memo, int reuse,
     gms_tool_privileges_counts_t *counts);
-void gms_tool_privileges_memo_free(gms_tool_privileges_memo_t *memo);
-void gms_tool_privileges_print(const gms_tool_privileges_counts_t *counts);
+void gms_sync_privileges_memo_free(gms_tool_privileges_memo_t *memo);
+void gms_sync_privileges_print(const gms_tool_privileges_counts_t *counts);
 
 
 #endif /* _GMS_SYNC_PRIVILEGES_H_INCLUDED_ */

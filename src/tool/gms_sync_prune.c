@@ -80,7 +80,7 @@ gms_sync_prune_gone(gms_tool_t *t, gms_sync_input_t *in,
 
     in->missing = calloc(spans->gone, sizeof(gms_sync_missing_t));
     if (in->missing == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return -1;
     }
 
@@ -89,8 +89,8 @@ gms_sync_prune_gone(gms_tool_t *t, gms_sync_input_t *in,
     for (i = 0; i < spans->gone; i++) {
         m = &in->missing[i];
 
-        m->key = gms_tool_key(t, GMS_KEY_TOKEN, gone[i], GMS_TOKEN_ID_LEN,
-                              &m->len);
+        m->key = gms_tool_redis_key(t, GMS_KEY_TOKEN, gone[i], GMS_TOKEN_ID_LEN,
+                                    &m->len);
         if (m->key == NULL) {
             return -1;
         }
@@ -128,14 +128,14 @@ gms_sync_prune_missing(gms_tool_t *t, gms_sync_input_t *in,
 
     base = t->prefix_len + sizeof(GMS_KEY_TOKEN) - 1;
 
-    if (gms_tool_scan_open(t, &scan, GMS_KEY_TOKEN) != 0) {
+    if (gms_tool_redis_scan_open(t, &scan, GMS_KEY_TOKEN) != 0) {
         return -1;
     }
 
     rc = -1;
 
     do {
-        keys = gms_tool_scan_next(t, &scan);
+        keys = gms_tool_redis_scan_next(t, &scan);
         if (keys == NULL) {
             goto done;
         }
@@ -159,7 +159,7 @@ gms_sync_prune_missing(gms_tool_t *t, gms_sync_input_t *in,
                 m = realloc(in->missing, n * sizeof(gms_sync_missing_t));
 
                 if (m == NULL) {
-                    gms_tool_error(t, "out of memory");
+                    gms_tool_msgs_error(t, "out of memory");
                     goto done;
                 }
 
@@ -171,7 +171,7 @@ gms_sync_prune_missing(gms_tool_t *t, gms_sync_input_t *in,
 
             m->key = malloc(key->len);
             if (m->key == NULL) {
-                gms_tool_error(t, "out of memory");
+                gms_tool_msgs_error(t, "out of memory");
                 goto done;
             }
 
@@ -219,7 +219,7 @@ gms_sync_prune_missing(gms_tool_t *t, gms_sync_input_t *in,
 
 done:
 
-    gms_tool_scan_close(&scan);
+    gms_tool_redis_scan_close(&scan);
 
     return rc;
 }
@@ -317,7 +317,7 @@ gms_sync_confirm_batch(gms_tool_t *t, gms_graphql_t *g, gms_sync_input_t *in,
     if (query == NULL || vars == NULL) {
         free(query);
         json_decref(vars);
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return -1;
     }
 
@@ -333,7 +333,7 @@ gms_sync_confirm_batch(gms_tool_t *t, gms_graphql_t *g, gms_sync_input_t *in,
         {
             free(query);
             json_decref(vars);
-            gms_tool_error(t, "out of memory");
+            gms_tool_msgs_error(t, "out of memory");
             return -1;
         }
     }
@@ -353,8 +353,8 @@ gms_sync_confirm_batch(gms_tool_t *t, gms_graphql_t *g, gms_sync_input_t *in,
 
         if (!json_is_boolean(v)) {
             /* Boolean, nullable: null is GMS's failure for that one */
-            gms_tool_error(t, "GMS's answer has no true or false for %s",
-                           name);
+            gms_tool_msgs_error(t, "GMS's answer has no true or false for %s",
+                                name);
             rc = -1;
             continue;
         }
@@ -439,7 +439,7 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
     gms_sync_missing_t  *m;
 
     base = t->prefix_len + sizeof(GMS_KEY_TOKEN) - 1;
-    grace = gms_tool_now_ms() - GMS_SYNC_PRUNE_GRACE;
+    grace = gms_tool_redis_now_ms() - GMS_SYNC_PRUNE_GRACE;
 
     counts->kept += in->nexists;
 
@@ -459,10 +459,10 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
 
             cutoff = m->state == GMS_SYNC_GONE ? GMS_SYNC_TIME_MAX : grace;
 
-            gms_tool_append(t, "EVAL %s 1 %b %lld %b %b",
-                            gms_sync_delete_script, m->key, m->len,
-                            (long long) cutoff, in->channel,
-                            in->channel_len, id, id_len);
+            gms_tool_conn_append(t, "EVAL %s 1 %b %lld %b %b",
+                                 gms_sync_delete_script, m->key, m->len,
+                                 (long long) cutoff, in->channel,
+                                 in->channel_len, id, id_len);
         }
 
         deleted = 0;
@@ -478,9 +478,9 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
                 continue;
             }
 
-            (void) gms_tool_get_reply(t, &del);
+            (void) gms_tool_conn_get_reply(t, &del);
 
-            if (gms_tool_reply_error(t, del, "EVAL") != 0) {
+            if (gms_tool_redis_reply_error(t, del, "EVAL") != 0) {
                 return -1;
             }
 
@@ -536,7 +536,7 @@ gms_sync_prune_pending(gms_tool_t *t, gms_sync_input_t *in,
 
     next->pending = malloc(n * sizeof(*next->pending));
     if (next->pending == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return -1;
     }
 
@@ -564,7 +564,7 @@ gms_sync_prune_republish(gms_tool_t *t, gms_sync_input_t *in, size_t from,
     redisReply          *reply;
     gms_sync_missing_t  *m;
 
-    if (gms_tool_wait(t) == 0) {
+    if (gms_tool_redis_wait(t) == 0) {
         return 0;
     }
 
@@ -575,16 +575,17 @@ gms_sync_prune_republish(gms_tool_t *t, gms_sync_input_t *in, size_t from,
         m = &in->missing[i];
 
         if (m->deleted && m->state != GMS_SYNC_NOT_A_TOKEN) {
-            gms_tool_append(t, "PUBLISH %b %b", in->channel, in->channel_len,
-                            m->key + base, m->len - base);
+            gms_tool_conn_append(t, "PUBLISH %b %b", in->channel,
+                                 in->channel_len, m->key + base,
+                                 m->len - base);
             n++;
         }
     }
 
     for (i = 0; i < n; i++) {
-        (void) gms_tool_get_reply(t, &reply);
+        (void) gms_tool_conn_get_reply(t, &reply);
 
-        if (gms_tool_reply_error(t, reply, "PUBLISH") != 0) {
+        if (gms_tool_redis_reply_error(t, reply, "PUBLISH") != 0) {
             return -1;
         }
 

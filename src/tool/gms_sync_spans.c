@@ -89,20 +89,20 @@ gms_sync_spans_due(gms_tool_t *t, gms_sync_spans_t *s)
         return 1;
     }
 
-    if (t->conn == NULL && gms_tool_connect(t) != GMS_TOOL_OK) {
+    if (t->conn == NULL && gms_tool_redis_connect(t) != GMS_TOOL_OK) {
         return -1;
     }
 
-    key = gms_tool_key(t, GMS_KEY_SYNC, "", 0, &key_len);
+    key = gms_tool_redis_key(t, GMS_KEY_SYNC, "", 0, &key_len);
     if (key == NULL) {
         return -1;
     }
 
-    reply = gms_tool_command(t, "HGET %b " GMS_SYNC_SPANS_EPOCH, key,
-                             key_len);
+    reply = gms_tool_conn_command(t, "HGET %b " GMS_SYNC_SPANS_EPOCH, key,
+                                  key_len);
     free(key);
 
-    if (gms_tool_reply_error(t, reply, "HGET") != 0) {
+    if (gms_tool_redis_reply_error(t, reply, "HGET") != 0) {
         return -1;
     }
 
@@ -140,7 +140,7 @@ gms_sync_spans_fetch(gms_tool_t *t, const gms_graphql_conf_t *gms,
 
     changed = calloc(s->nspans, 1);
     if (changed == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return GMS_TOOL_REDIS;
     }
 
@@ -223,7 +223,7 @@ gms_sync_spans_count(gms_tool_t *t, gms_graphql_t *g, gms_sync_spans_t *s,
     if (query == NULL || vars == NULL) {
         free(query);
         json_decref(vars);
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return -1;
     }
 
@@ -246,7 +246,7 @@ gms_sync_spans_count(gms_tool_t *t, gms_graphql_t *g, gms_sync_spans_t *s,
         if (input == NULL || json_object_set_new(vars, name, input) != 0) {
             free(query);
             json_decref(vars);
-            gms_tool_error(t, "out of memory");
+            gms_tool_msgs_error(t, "out of memory");
             return -1;
         }
     }
@@ -267,10 +267,10 @@ gms_sync_spans_count(gms_tool_t *t, gms_graphql_t *g, gms_sync_spans_t *s,
         total = json_object_get(json_object_get(data, name), "total");
 
         if (!json_is_integer(total) || json_integer_value(total) < 0) {
-            gms_tool_error(t, "GMS's answer has no total for %s (the "
-                           "tokens created from %lld to %lld ms)", name,
-                           (long long) s->lo[k],
-                           (long long) gms_sync_spans_hi(s, k));
+            gms_tool_msgs_error(t, "GMS's answer has no total for %s (the "
+                                "tokens created from %lld to %lld ms)", name,
+                                (long long) s->lo[k],
+                                (long long) gms_sync_spans_hi(s, k));
             rc = -1;
             break;
         }
@@ -306,7 +306,7 @@ gms_sync_spans_known(gms_tool_t *t, gms_sync_spans_t *s,
     if (n > in->nalloc) {
         tok = realloc(in->tokens, n * sizeof(gms_sync_token_t));
         if (tok == NULL) {
-            gms_tool_error(t, "out of memory");
+            gms_tool_msgs_error(t, "out of memory");
             return GMS_TOOL_REDIS;
         }
 
@@ -334,7 +334,7 @@ gms_sync_spans_known(gms_tool_t *t, gms_sync_spans_t *s,
             if (ids == NULL) {
                 ids = malloc((s->ntokens - i + s->npending) * sizeof(*ids));
                 if (ids == NULL) {
-                    gms_tool_error(t, "out of memory");
+                    gms_tool_msgs_error(t, "out of memory");
                     goto failed;
                 }
             }
@@ -348,7 +348,7 @@ gms_sync_spans_known(gms_tool_t *t, gms_sync_spans_t *s,
 
         tok->actor = malloc(known->actor_len + 1);
         if (tok->actor == NULL) {
-            gms_tool_error(t, "out of memory");
+            gms_tool_msgs_error(t, "out of memory");
             goto failed;
         }
 
@@ -375,7 +375,7 @@ gms_sync_spans_known(gms_tool_t *t, gms_sync_spans_t *s,
         if (ids == NULL) {
             ids = malloc((s->npending - i) * sizeof(*ids));
             if (ids == NULL) {
-                gms_tool_error(t, "out of memory");
+                gms_tool_msgs_error(t, "out of memory");
                 goto failed;
             }
         }
@@ -502,7 +502,7 @@ gms_sync_spans_make(gms_tool_t *t, const gms_sync_list_t *in, long span_size,
 
 nomem:
 
-    gms_tool_error(t, "out of memory");
+    gms_tool_msgs_error(t, "out of memory");
     gms_sync_spans_free(next);
 
     return -1;
@@ -522,18 +522,18 @@ gms_sync_spans_mark(gms_tool_t *t, gms_sync_spans_t *next)
     redisReply  *reply;
 
     snprintf(next->epoch, sizeof(next->epoch), "%lx-%lld",
-             (unsigned long) random(), (long long) gms_tool_now_ms());
+             (unsigned long) random(), (long long) gms_tool_redis_now_ms());
 
-    key = gms_tool_key(t, GMS_KEY_SYNC, "", 0, &key_len);
+    key = gms_tool_redis_key(t, GMS_KEY_SYNC, "", 0, &key_len);
     if (key == NULL) {
         return -1;
     }
 
-    reply = gms_tool_command(t, "HSET %b " GMS_SYNC_SPANS_EPOCH " %s", key,
-                             key_len, next->epoch);
+    reply = gms_tool_conn_command(t, "HSET %b " GMS_SYNC_SPANS_EPOCH " %s", key,
+                                  key_len, next->epoch);
     free(key);
 
-    if (gms_tool_reply_error(t, reply, "HSET") != 0) {
+    if (gms_tool_redis_reply_error(t, reply, "HSET") != 0) {
         return -1;
     }
 

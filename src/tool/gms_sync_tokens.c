@@ -79,7 +79,7 @@ static void gms_sync_free(gms_sync_input_t *in);
 
 
 int
-gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
+gms_sync_tokens_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
     gms_tool_sync_counts_t *counts, gms_tool_holders_t *holders)
 {
     int                        rc, whole, writing;
@@ -133,7 +133,7 @@ gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
     }
 
     if (t->conn == NULL) {
-        rc = gms_tool_connect(t);
+        rc = gms_tool_redis_connect(t);
         if (rc != GMS_TOOL_OK) {
             goto done;
         }
@@ -141,8 +141,8 @@ gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
 
     rc = GMS_TOOL_REDIS;
 
-    in.channel = gms_tool_key(t, GMS_KEY_INVALIDATE, "", 0,
-                              &in.channel_len);
+    in.channel = gms_tool_redis_key(t, GMS_KEY_INVALIDATE, "", 0,
+                                    &in.channel_len);
     if (in.channel == NULL) {
         goto done;
     }
@@ -234,7 +234,7 @@ gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
 
     if (conf->health && gms_sync_health(t, counts) != 0) {
         if (holders) {
-            gms_tool_holders_free(holders);
+            gms_sync_tokens_holders_free(holders);
         }
 
         goto done;
@@ -243,7 +243,7 @@ gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
     if (conf->spans) {
         if (whole && gms_sync_spans_mark(t, &next) != 0) {
             if (holders) {
-                gms_tool_holders_free(holders);
+                gms_sync_tokens_holders_free(holders);
             }
 
             goto done;
@@ -276,7 +276,7 @@ done:
  */
 
 int
-gms_tool_sync_write(gms_tool_t *t, gms_sync_list_t *list,
+gms_sync_tokens_write(gms_tool_t *t, gms_sync_list_t *list,
     gms_tool_sync_counts_t *counts)
 {
     int               rc;
@@ -285,7 +285,7 @@ gms_tool_sync_write(gms_tool_t *t, gms_sync_list_t *list,
     memset(&in, 0, sizeof(gms_sync_input_t));
 
     if (t->conn == NULL) {
-        rc = gms_tool_connect(t);
+        rc = gms_tool_redis_connect(t);
         if (rc != GMS_TOOL_OK) {
             return rc;
         }
@@ -294,8 +294,8 @@ gms_tool_sync_write(gms_tool_t *t, gms_sync_list_t *list,
     in.list = *list;
     rc = GMS_TOOL_REDIS;
 
-    in.channel = gms_tool_key(t, GMS_KEY_INVALIDATE, "", 0,
-                              &in.channel_len);
+    in.channel = gms_tool_redis_key(t, GMS_KEY_INVALIDATE, "", 0,
+                                    &in.channel_len);
 
     if (in.channel != NULL
         && gms_sync_inactive_read(t, &in) == 0
@@ -331,7 +331,7 @@ gms_sync_whole(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
     }
 
     if (in->list.pages == 0) {
-        gms_tool_error(t, "stdin: no listAccessTokens page");
+        gms_tool_msgs_error(t, "stdin: no listAccessTokens page");
         return GMS_TOOL_USAGE;
     }
 
@@ -350,10 +350,10 @@ gms_sync_whole(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
     if (conf->prune && gms == NULL
         && in->list.total > (int64_t) in->list.ntokens)
     {
-        gms_tool_error(t, "stdin: %zu tokens, but listAccessTokens has a "
-                       "total of %lld: the list is incomplete, refusing "
-                       "to --prune", in->list.ntokens,
-                       (long long) in->list.total);
+        gms_tool_msgs_error(t, "stdin: %zu tokens, but listAccessTokens has a "
+                            "total of %lld: the list is incomplete, refusing "
+                            "to --prune", in->list.ntokens,
+                            (long long) in->list.total);
         return GMS_TOOL_USAGE;
     }
 
@@ -398,7 +398,7 @@ gms_sync_revoked(const gms_tool_sync_conf_t *conf, gms_sync_list_t *list,
  */
 
 int
-gms_tool_max_prune_option(gms_tool_t *t, const char *value,
+gms_sync_tokens_max_prune_option(gms_tool_t *t, const char *value,
     gms_tool_max_prune_t *max)
 {
     char                *end;
@@ -416,9 +416,9 @@ gms_tool_max_prune_option(gms_tool_t *t, const char *value,
         || (*end != '\0' && strcmp(end, "%") != 0)
         || (*end == '%' && n > 100) || n > 1000000000)
     {
-        gms_tool_error(t, "--max-prune: '%s' is neither a count of tokens "
-                       "nor a percentage from 0%% to 100%%",
-                       gms_tool_shown(s));
+        gms_tool_msgs_error(t, "--max-prune: '%s' is neither a count of tokens "
+                            "nor a percentage from 0%% to 100%%",
+                            gms_tool_msgs_shown(s));
         return -1;
     }
 
@@ -437,7 +437,7 @@ gms_tool_max_prune_option(gms_tool_t *t, const char *value,
 
 
 void
-gms_tool_sync_print(const gms_tool_sync_counts_t *counts)
+gms_sync_tokens_print(const gms_tool_sync_counts_t *counts)
 {
     printf("tokens=%zu added=%zu updated=%zu unchanged=%zu expired=%zu "
            "pruned=%zu kept=%zu", counts->tokens, counts->added,
@@ -458,7 +458,7 @@ gms_tool_sync_print(const gms_tool_sync_counts_t *counts)
 
 
 void
-gms_tool_holders_free(gms_tool_holders_t *holders)
+gms_sync_tokens_holders_free(gms_tool_holders_t *holders)
 {
     size_t  i;
 
@@ -481,7 +481,7 @@ gms_tool_holders_free(gms_tool_holders_t *holders)
  */
 
 int
-gms_tool_holders_cached(gms_tool_t *t, gms_tool_holders_t *holders)
+gms_sync_tokens_holders_cached(gms_tool_t *t, gms_tool_holders_t *holders)
 {
     int               rc;
     char            **urns, **ids;
@@ -491,13 +491,13 @@ gms_tool_holders_cached(gms_tool_t *t, gms_tool_holders_t *holders)
 
     memset(holders, 0, sizeof(gms_tool_holders_t));
 
-    if (t->conn == NULL && gms_tool_connect(t) != GMS_TOOL_OK) {
+    if (t->conn == NULL && gms_tool_redis_connect(t) != GMS_TOOL_OK) {
         return -1;
     }
 
     base = t->prefix_len + sizeof(GMS_KEY_TOKEN) - 1;
 
-    if (gms_tool_scan_open(t, &scan, GMS_KEY_TOKEN) != 0) {
+    if (gms_tool_redis_scan_open(t, &scan, GMS_KEY_TOKEN) != 0) {
         return -1;
     }
 
@@ -505,7 +505,7 @@ gms_tool_holders_cached(gms_tool_t *t, gms_tool_holders_t *holders)
     nalloc = 0;
 
     do {
-        keys = gms_tool_scan_next(t, &scan);
+        keys = gms_tool_redis_scan_next(t, &scan);
         if (keys == NULL) {
             goto done;
         }
@@ -518,7 +518,7 @@ gms_tool_holders_cached(gms_tool_t *t, gms_tool_holders_t *holders)
             if (key->type == REDIS_REPLY_STRING && key->len > base
                 && gms_token_id_valid(key->str + base, key->len - base))
             {
-                gms_tool_append(t, "HGET %b actor", key->str, key->len);
+                gms_tool_conn_append(t, "HGET %b actor", key->str, key->len);
                 n++;
             }
         }
@@ -537,7 +537,7 @@ gms_tool_holders_cached(gms_tool_t *t, gms_tool_holders_t *holders)
             }
 
             if (urns == NULL || ids == NULL) {
-                gms_tool_error(t, "out of memory");
+                gms_tool_msgs_error(t, "out of memory");
                 goto done;
             }
         }
@@ -553,9 +553,9 @@ gms_tool_holders_cached(gms_tool_t *t, gms_tool_holders_t *holders)
 
             n--;
 
-            (void) gms_tool_get_reply(t, &actor);
+            (void) gms_tool_conn_get_reply(t, &actor);
 
-            if (gms_tool_reply_error(t, actor, "HGET") != 0) {
+            if (gms_tool_redis_reply_error(t, actor, "HGET") != 0) {
                 goto done;
             }
 
@@ -577,7 +577,7 @@ gms_tool_holders_cached(gms_tool_t *t, gms_tool_holders_t *holders)
             {
                 free(holders->urns[holders->n]);
                 free(holders->ids[holders->n]);
-                gms_tool_error(t, "out of memory");
+                gms_tool_msgs_error(t, "out of memory");
                 goto done;
             }
 
@@ -593,10 +593,10 @@ gms_tool_holders_cached(gms_tool_t *t, gms_tool_holders_t *holders)
 
 done:
 
-    gms_tool_scan_close(&scan);
+    gms_tool_redis_scan_close(&scan);
 
     if (rc != 0) {
-        gms_tool_holders_free(holders);
+        gms_sync_tokens_holders_free(holders);
     }
 
     return rc;
@@ -622,29 +622,29 @@ gms_sync_inactive_read(gms_tool_t *t, gms_sync_input_t *in)
         return 0;
     }
 
-    key = gms_tool_key(t, GMS_KEY_INACTIVE, "", 0, &key_len);
+    key = gms_tool_redis_key(t, GMS_KEY_INACTIVE, "", 0, &key_len);
     if (key == NULL) {
         return -1;
     }
 
-    reply = gms_tool_command(t, "SMEMBERS %b", key, key_len);
+    reply = gms_tool_conn_command(t, "SMEMBERS %b", key, key_len);
     free(key);
 
-    if (gms_tool_reply_error(t, reply, "SMEMBERS") != 0) {
+    if (gms_tool_redis_reply_error(t, reply, "SMEMBERS") != 0) {
         return -1;
     }
 
     if (reply->type != REDIS_REPLY_ARRAY) {
-        gms_tool_error(t, "redis %s: SMEMBERS %sinactive: not an array",
-                       t->redis, t->prefix);
+        gms_tool_msgs_error(t, "redis %s: SMEMBERS %sinactive: not an array",
+                            t->redis, t->prefix);
         freeReplyObject(reply);
         return -1;
     }
 
     for (i = 0; i < reply->elements; i++) {
         if (reply->element[i]->type != REDIS_REPLY_STRING) {
-            gms_tool_error(t, "redis %s: SMEMBERS %sinactive: a member "
-                           "that is not a string", t->redis, t->prefix);
+            gms_tool_msgs_error(t, "redis %s: SMEMBERS %sinactive: a member "
+                                "that is not a string", t->redis, t->prefix);
             freeReplyObject(reply);
             return -1;
         }
@@ -652,7 +652,7 @@ gms_sync_inactive_read(gms_tool_t *t, gms_sync_input_t *in)
 
     if (reply->elements > 1) {
         qsort(reply->element, reply->elements, sizeof(redisReply *),
-              gms_tool_reply_cmp);
+              gms_tool_redis_reply_cmp);
     }
 
     in->inactive = reply;
@@ -676,7 +676,7 @@ gms_sync_inactive_has(gms_sync_input_t *in, const char *actor, size_t len)
     k = &key;
 
     return bsearch(&k, in->inactive->element, in->inactive->elements,
-                   sizeof(redisReply *), gms_tool_reply_cmp)
+                   sizeof(redisReply *), gms_tool_redis_reply_cmp)
            != NULL;
 }
 
@@ -693,7 +693,7 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
     gms_sync_token_t   *s;
     gms_tool_put_rc_e   rc;
 
-    now = gms_tool_now_ms();
+    now = gms_tool_redis_now_ms();
 
     for (i = 0; i < in->list.ntokens; i = end) {
         end = i + GMS_SYNC_BATCH < in->list.ntokens ? i + GMS_SYNC_BATCH
@@ -716,23 +716,23 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
                 s->action = GMS_SYNC_PUT;
                 gms_sync_as_put(s, now, &tok);
 
-                if (gms_tool_put_append(t, s->id, &tok) != 0) {
+                if (gms_tool_redis_put_append(t, s->id, &tok) != 0) {
                     return -1;
                 }
 
                 continue;
             }
 
-            key = gms_tool_key(t, GMS_KEY_TOKEN, s->id, GMS_TOKEN_ID_LEN,
-                               &key_len);
+            key = gms_tool_redis_key(t, GMS_KEY_TOKEN, s->id, GMS_TOKEN_ID_LEN,
+                                     &key_len);
             if (key == NULL) {
                 return -1;
             }
 
-            gms_tool_append(t, "EVAL %s 1 %b %s %b %s",
-                            gms_sync_delete_script, key, key_len,
-                            GMS_SYNC_FOREVER, in->channel, in->channel_len,
-                            s->id);
+            gms_tool_conn_append(t, "EVAL %s 1 %b %s %b %s",
+                                 gms_sync_delete_script, key, key_len,
+                                 GMS_SYNC_FOREVER, in->channel, in->channel_len,
+                                 s->id);
             free(key);
         }
 
@@ -746,9 +746,9 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
             }
 
             if (s->action != GMS_SYNC_PUT) {
-                (void) gms_tool_get_reply(t, &reply);
+                (void) gms_tool_conn_get_reply(t, &reply);
 
-                if (gms_tool_reply_error(t, reply, "EVAL") != 0) {
+                if (gms_tool_redis_reply_error(t, reply, "EVAL") != 0) {
                     return -1;
                 }
 
@@ -768,7 +768,7 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
 
             gms_sync_as_put(s, now, &tok);
 
-            if (gms_tool_put_read(t, &tok, &rc) != 0) {
+            if (gms_tool_redis_put_read(t, &tok, &rc) != 0) {
                 return -1;
             }
 
@@ -817,7 +817,7 @@ gms_sync_as_put(const gms_sync_token_t *s, int64_t now, gms_tool_token_t *tok)
  * writes, not with them: only their replies tell what changed.  With
  * replicas, after they acknowledged the writes (WAIT), and then the
  * deleted ones again (their script published them at once, before the
- * replicas had the deletion: see gms_tool_wait).
+ * replicas had the deletion: see gms_tool_redis_wait).
  */
 
 static int
@@ -834,23 +834,23 @@ gms_sync_publish(gms_tool_t *t, gms_sync_input_t *in, size_t from,
         }
     }
 
-    replicas = i < to ? gms_tool_wait(t) : 0;
+    replicas = i < to ? gms_tool_redis_wait(t) : 0;
     n = 0;
 
     for (i = from; i < to; i++) {
         if (in->list.tokens[i].changed
             || (replicas && in->list.tokens[i].deleted))
         {
-            gms_tool_append(t, "PUBLISH %b %s", in->channel,
-                            in->channel_len, in->list.tokens[i].id);
+            gms_tool_conn_append(t, "PUBLISH %b %s", in->channel,
+                                 in->channel_len, in->list.tokens[i].id);
             n++;
         }
     }
 
     for (i = 0; i < n; i++) {
-        (void) gms_tool_get_reply(t, &reply);
+        (void) gms_tool_conn_get_reply(t, &reply);
 
-        if (gms_tool_reply_error(t, reply, "PUBLISH") != 0) {
+        if (gms_tool_redis_reply_error(t, reply, "PUBLISH") != 0) {
             return -1;
         }
 
@@ -917,23 +917,24 @@ gms_sync_health(gms_tool_t *t, gms_tool_sync_counts_t *counts)
     size_t       key_len;
     redisReply  *reply;
 
-    key = gms_tool_key(t, GMS_KEY_SYNC, "", 0, &key_len);
+    key = gms_tool_redis_key(t, GMS_KEY_SYNC, "", 0, &key_len);
     if (key == NULL) {
         return -1;
     }
 
     if (counts->warning[0]) {
-        reply = gms_tool_command(t, "HSET %b warning %s warning_at %lld",
-                                 key, key_len, counts->warning,
-                                 (long long) gms_tool_now_ms());
+        reply = gms_tool_conn_command(t, "HSET %b warning %s warning_at %lld",
+                                      key, key_len, counts->warning,
+                                      (long long) gms_tool_redis_now_ms());
 
     } else {
-        reply = gms_tool_command(t, "HSET %b warning %s", key, key_len, "");
+        reply = gms_tool_conn_command(t, "HSET %b warning %s", key, key_len,
+                                      "");
     }
 
     free(key);
 
-    if (gms_tool_reply_error(t, reply, "HSET") != 0) {
+    if (gms_tool_redis_reply_error(t, reply, "HSET") != 0) {
         return -1;
     }
 
@@ -970,7 +971,7 @@ gms_sync_holders(gms_tool_t *t, gms_sync_input_t *in,
     holders->ids = calloc(n, sizeof(char *));
 
     if (holders->urns == NULL || holders->ids == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         free(holders->urns);
         free(holders->ids);
         memset(holders, 0, sizeof(gms_tool_holders_t));
@@ -981,9 +982,9 @@ gms_sync_holders(gms_tool_t *t, gms_sync_input_t *in,
         holders->ids[i] = strdup(in->list.tokens[i].id);
 
         if (holders->ids[i] == NULL) {
-            gms_tool_error(t, "out of memory");
+            gms_tool_msgs_error(t, "out of memory");
             holders->n = i;
-            gms_tool_holders_free(holders);
+            gms_sync_tokens_holders_free(holders);
             return -1;
         }
 
@@ -994,7 +995,7 @@ gms_sync_holders(gms_tool_t *t, gms_sync_input_t *in,
     holders->n = in->list.ntokens;
 
     if (in->nexists && gms_sync_holders_kept(t, in, holders) != 0) {
-        gms_tool_holders_free(holders);
+        gms_sync_tokens_holders_free(holders);
         return -1;
     }
 
@@ -1024,7 +1025,7 @@ gms_sync_holders_kept(gms_tool_t *t, gms_sync_input_t *in,
             m = &in->missing[j];
 
             if (m->state == GMS_SYNC_EXISTS) {
-                gms_tool_append(t, "HGET %b actor", m->key, m->len);
+                gms_tool_conn_append(t, "HGET %b actor", m->key, m->len);
                 n++;
             }
         }
@@ -1038,9 +1039,9 @@ gms_sync_holders_kept(gms_tool_t *t, gms_sync_input_t *in,
 
             n--;
 
-            (void) gms_tool_get_reply(t, &actor);
+            (void) gms_tool_conn_get_reply(t, &actor);
 
-            if (gms_tool_reply_error(t, actor, "HGET") != 0) {
+            if (gms_tool_redis_reply_error(t, actor, "HGET") != 0) {
                 return -1;
             }
 
@@ -1058,7 +1059,7 @@ gms_sync_holders_kept(gms_tool_t *t, gms_sync_input_t *in,
             if (urn == NULL || id == NULL) {
                 free(urn);
                 free(id);
-                gms_tool_error(t, "out of memory");
+                gms_tool_msgs_error(t, "out of memory");
                 return -1;
             }
 

@@ -96,15 +96,15 @@ typedef struct {
 } gms_tool_holders_t;
 
 
-int gms_tool_sync_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
+int gms_sync_tokens_run(gms_tool_t *t, const gms_tool_sync_conf_t *conf,
     gms_tool_sync_counts_t *counts, gms_tool_holders_t *holders);
-int gms_tool_sync_write(gms_tool_t *t, gms_sync_list_t *list,
+int gms_sync_tokens_write(gms_tool_t *t, gms_sync_list_t *list,
     gms_tool_sync_counts_t *counts);
-int gms_tool_max_prune_option(gms_tool_t *t, const char *value,
+int gms_sync_tokens_max_prune_option(gms_tool_t *t, const char *value,
     gms_tool_max_prune_t *max);
-void gms_tool_sync_print(const gms_tool_sync_counts_t *counts);
-int gms_tool_holders_cached(gms_tool_t *t, gms_tool_holders_t *holders);
-void gms_tool_holders_free(gms_tool_holders_t *holders);
+void gms_sync_tokens_print(const gms_tool_sync_counts_t *counts);
+int gms_sync_tokens_holders_cached(gms_tool_t *t, gms_tool_holders_t *holders);
+void gms_sync_tokens_holders_free(gms_tool_holders_t *holders);
 
 
 #endif /* _GMS_SYNC_TOKENS_H_INCLUDED_ */

@@ -31,7 +31,7 @@
  * and its tokens, listed from GMS by actorUrn, are written back at once
  * (gms_users_restore: follow's token cycle by spans writes again only the
  * spans it lists).  (Follow, on DataHub's change stream, reads a user
- * again as soon as its status changes, gms_tool_users_recheck, the same
+ * again as soon as its status changes, gms_sync_users_recheck, the same
  * way; its whole check leaves a user the stream read again meanwhile as
  * the stream left it.)
  * A user GMS fails on is left as it was, either way: an error neither
@@ -118,7 +118,7 @@ static void gms_users_free(gms_users_t *u);
 /* --inactive refuse|keep|mark, for sync and follow; NULL: refuse */
 
 int
-gms_tool_inactive_option(gms_tool_t *t, const char *value, int *refuse)
+gms_sync_users_inactive_option(gms_tool_t *t, const char *value, int *refuse)
 {
     t->inactive_mark = 0;
 
@@ -133,8 +133,8 @@ gms_tool_inactive_option(gms_tool_t *t, const char *value, int *refuse)
         t->inactive_mark = 1;
 
     } else {
-        gms_tool_error(t, "--inactive: '%s' is not refuse, keep or mark",
-                       gms_tool_shown(value));
+        gms_tool_msgs_error(t, "--inactive: '%s' is not refuse, keep or mark",
+                            gms_tool_msgs_shown(value));
         return -1;
     }
 
@@ -143,7 +143,7 @@ gms_tool_inactive_option(gms_tool_t *t, const char *value, int *refuse)
 
 
 int
-gms_tool_users_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
+gms_sync_users_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
     int refuse, const gms_tool_holders_t *holders,
     const gms_tool_users_skip_t *skip, gms_tool_users_counts_t *counts)
 {
@@ -163,15 +163,15 @@ gms_tool_users_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
 
     rc = GMS_TOOL_REDIS;
 
-    u.members = gms_tool_command(t, "SMEMBERS %b", u.set, u.set_len);
+    u.members = gms_tool_conn_command(t, "SMEMBERS %b", u.set, u.set_len);
 
-    if (gms_tool_reply_error(t, u.members, "SMEMBERS") != 0) {
+    if (gms_tool_redis_reply_error(t, u.members, "SMEMBERS") != 0) {
         u.members = NULL;
         goto done;
     }
 
     if (u.members->type != REDIS_REPLY_ARRAY) {
-        gms_tool_error(t, "redis %s: SMEMBERS: not an array", t->redis);
+        gms_tool_msgs_error(t, "redis %s: SMEMBERS: not an array", t->redis);
         goto done;
     }
 
@@ -240,7 +240,7 @@ done:
 
 /*
  * The users this check found active again, their tokens written back at
- * once (gms_tool_users_recheck lists them from GMS by actorUrn): the
+ * once (gms_sync_users_recheck lists them from GMS by actorUrn): the
  * token cycle, by spans of createdAt, writes again only the tokens of
  * the spans it lists again, so those of the others would wait for the
  * next whole listing (--full-interval, 10 minutes by default).  Only with
@@ -340,7 +340,7 @@ gms_users_reread(gms_tool_t *t, const gms_graphql_conf_t *gms, int refuse,
         if (urns == NULL) {
             urns = malloc(u->n * sizeof(char *));
             if (urns == NULL) {
-                gms_tool_error(t, "out of memory");
+                gms_tool_msgs_error(t, "out of memory");
                 return GMS_TOOL_REDIS;
             }
         }
@@ -353,7 +353,7 @@ gms_users_reread(gms_tool_t *t, const gms_graphql_conf_t *gms, int refuse,
         return GMS_TOOL_OK;
     }
 
-    rc = gms_tool_users_recheck(t, gms, refuse, urns, n, again);
+    rc = gms_sync_users_recheck(t, gms, refuse, urns, n, again);
 
     free(urns);
 
@@ -363,7 +363,7 @@ gms_users_reread(gms_tool_t *t, const gms_graphql_conf_t *gms, int refuse,
 
 /*
  * The users named (follow: the change stream said their status changed)
- * read again and applied as gms_tool_users_check applies them, the others
+ * read again and applied as gms_sync_users_check applies them, the others
  * left as they are.  Their tokens are listed from GMS (by actorUrn)
  * before anything is written: an inactive user's are dropped by id, and
  * those of a user active again, out of the set, written back at once, as
@@ -372,7 +372,7 @@ gms_users_reread(gms_tool_t *t, const gms_graphql_conf_t *gms, int refuse,
  */
 
 int
-gms_tool_users_recheck(gms_tool_t *t, const gms_graphql_conf_t *gms,
+gms_sync_users_recheck(gms_tool_t *t, const gms_graphql_conf_t *gms,
     int refuse, char *const *urns, size_t n, gms_tool_users_counts_t *counts)
 {
     int                     rc, tokens;
@@ -438,7 +438,7 @@ gms_tool_users_recheck(gms_tool_t *t, const gms_graphql_conf_t *gms,
 
         memset(&written, 0, sizeof(gms_tool_sync_counts_t));
 
-        rc = gms_tool_sync_write(t, &list, &written);
+        rc = gms_sync_tokens_write(t, &list, &written);
         if (rc != GMS_TOOL_OK) {
             goto done;
         }
@@ -459,7 +459,7 @@ done:
 
 
 void
-gms_tool_users_print(const gms_tool_users_counts_t *counts)
+gms_sync_users_print(const gms_tool_users_counts_t *counts)
 {
     printf("checked=%zu inactive=%zu newly=%zu reactivated=%zu dropped=%zu "
            "unknown=%zu\n", counts->checked, counts->inactive, counts->newly,
@@ -475,16 +475,16 @@ gms_users_open(gms_tool_t *t, gms_users_t *u)
     int  rc;
 
     if (t->conn == NULL) {
-        rc = gms_tool_connect(t);
+        rc = gms_tool_redis_connect(t);
         if (rc != GMS_TOOL_OK) {
             return rc;
         }
     }
 
-    u->set = gms_tool_key(t, GMS_KEY_INACTIVE, "", 0, &u->set_len);
-    u->channel = gms_tool_key(t, GMS_KEY_INVALIDATE, "", 0,
-                              &u->channel_len);
-    u->deleted = gms_tool_key(t, GMS_KEY_DELETED, "", 0, &u->deleted_len);
+    u->set = gms_tool_redis_key(t, GMS_KEY_INACTIVE, "", 0, &u->set_len);
+    u->channel = gms_tool_redis_key(t, GMS_KEY_INVALIDATE, "", 0,
+                                    &u->channel_len);
+    u->deleted = gms_tool_redis_key(t, GMS_KEY_DELETED, "", 0, &u->deleted_len);
 
     if (u->set == NULL || u->channel == NULL || u->deleted == NULL) {
         return GMS_TOOL_REDIS;
@@ -527,10 +527,10 @@ gms_users_count(gms_tool_t *t, gms_users_t *u,
     }
 
     if (unknown && u->first) {
-        gms_tool_warn(t, "%zu of %zu users left as they were, active or "
-                      "inactive: GMS failed on them (the first, %.*s: %s)",
-                      counts->unknown, counts->checked, (int) u->first->len,
-                      u->first->urn, u->error);
+        gms_tool_msgs_warn(t, "%zu of %zu users left as they were, active or "
+                           "inactive: GMS failed on them (the first, %.*s: %s)",
+                           counts->unknown, counts->checked,
+                           (int) u->first->len, u->first->urn, u->error);
     }
 }
 
@@ -559,7 +559,7 @@ gms_users_collect(gms_tool_t *t, gms_users_t *u,
                       * sizeof(gms_users_user_t));
 
     if (u->tokens == NULL || u->users == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return -1;
     }
 
@@ -676,7 +676,7 @@ gms_users_named(gms_tool_t *t, gms_users_t *u, char *const *urns, size_t n)
 
     u->users = malloc((n ? n : 1) * sizeof(gms_users_user_t));
     if (u->users == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return -1;
     }
 
@@ -705,14 +705,14 @@ gms_users_named(gms_tool_t *t, gms_users_t *u, char *const *urns, size_t n)
     for (i = 0; i < u->n; i = k) {
         for (k = i; k < u->n && k - i < GMS_USERS_PIPELINE; k++) {
             user = &u->users[k];
-            gms_tool_append(t, "SISMEMBER %b %b", u->set, u->set_len,
-                            user->urn, user->len);
+            gms_tool_conn_append(t, "SISMEMBER %b %b", u->set, u->set_len,
+                                 user->urn, user->len);
         }
 
         for (k = i; k < u->n && k - i < GMS_USERS_PIPELINE; k++) {
-            (void) gms_tool_get_reply(t, &reply);
+            (void) gms_tool_conn_get_reply(t, &reply);
 
-            if (gms_tool_reply_error(t, reply, "SISMEMBER") != 0) {
+            if (gms_tool_redis_reply_error(t, reply, "SISMEMBER") != 0) {
                 return -1;
             }
 
@@ -771,7 +771,7 @@ gms_users_tokens(gms_tool_t *t, gms_graphql_t *g,
     u->tokens = malloc((list->ntokens ? list->ntokens : 1)
                        * sizeof(gms_users_token_t));
     if (u->tokens == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return GMS_TOOL_REDIS;
     }
 

@@ -39,7 +39,7 @@ typedef struct {
  * the users a check leaves as they are: the stream read them since; and
  * between, when not NULL, called between waves of GMS requests, with no
  * GMS request in flight and no Redis reply pending, t->quiet as the
- * caller of gms_tool_users_check had it
+ * caller of gms_sync_users_check had it
  */
 typedef struct {
     int                  (*touched)(void *data, const char *urn,
@@ -54,22 +54,23 @@ typedef struct {
 #define GMS_TOOL_INACTIVE_REFUSE  1    /* deleted, in the set */
 #define GMS_TOOL_INACTIVE_MARK    2    /* cached, in the set: the edge */
 
-int gms_tool_inactive_option(gms_tool_t *t, const char *value, int *refuse);
-int gms_tool_users_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
+int gms_sync_users_inactive_option(gms_tool_t *t, const char *value,
+    int *refuse);
+int gms_sync_users_check(gms_tool_t *t, const gms_graphql_conf_t *gms,
     int refuse, const gms_tool_holders_t *holders,
     const gms_tool_users_skip_t *skip, gms_tool_users_counts_t *counts);
 
 /*
  * the users named, read again from GMS now and applied as
- * gms_tool_users_check applies them (the inactive set, their tokens
+ * gms_sync_users_check applies them (the inactive set, their tokens
  * dropped and published, or, active again, out of the set and their
  * tokens written back at once: listAccessTokens filtered on actorUrn
  * EQUAL the user, written as sync writes them)
  */
-int gms_tool_users_recheck(gms_tool_t *t, const gms_graphql_conf_t *gms,
+int gms_sync_users_recheck(gms_tool_t *t, const gms_graphql_conf_t *gms,
     int refuse, char *const *urns, size_t n,
     gms_tool_users_counts_t *counts);
-void gms_tool_users_print(const gms_tool_users_counts_t *counts);
+void gms_sync_users_print(const gms_tool_users_counts_t *counts);
 
 
 #endif /* _GMS_SYNC_USERS_H_INCLUDED_ */

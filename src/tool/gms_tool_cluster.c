@@ -58,7 +58,7 @@ gms_tool_cluster_connect(gms_tool_t *t, const char *password,
 
     list = strdup(t->cluster);
     if (list == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return GMS_TOOL_REDIS;
     }
 
@@ -72,11 +72,12 @@ gms_tool_cluster_connect(gms_tool_t *t, const char *password,
             *next++ = '\0';
         }
 
-        rc = gms_tool_open(t, "--redis-cluster", seed, t->user, password,
-                           password_len, &c, reason, sizeof(reason));
+        rc = gms_tool_conn_peer_open(t, "--redis-cluster", seed, t->user,
+                                     password, password_len, &c, reason,
+                                     sizeof(reason));
 
         if (rc == GMS_TOOL_USAGE) {
-            gms_tool_error(t, "%s", reason);
+            gms_tool_msgs_error(t, "%s", reason);
             goto done;
         }
 
@@ -88,7 +89,7 @@ gms_tool_cluster_connect(gms_tool_t *t, const char *password,
         rc = gms_cluster_ask(t, seed, c, slot, err, sizeof(err));
 
         if (rc != GMS_TOOL_OK) {
-            gms_tool_conn_close(c);
+            gms_tool_conn_peer_close(c);
             continue;
         }
 
@@ -99,14 +100,14 @@ gms_tool_cluster_connect(gms_tool_t *t, const char *password,
             goto done;
         }
 
-        gms_tool_conn_close(c);
+        gms_tool_conn_peer_close(c);
 
-        rc = gms_tool_open(t, "--redis-cluster", t->master_addr, t->user,
-                           password, password_len, &t->conn, reason,
-                           sizeof(reason));
+        rc = gms_tool_conn_peer_open(t, "--redis-cluster", t->master_addr,
+                                     t->user, password, password_len, &t->conn,
+                                     reason, sizeof(reason));
 
         if (rc == GMS_TOOL_USAGE) {
-            gms_tool_error(t, "%s", reason);
+            gms_tool_msgs_error(t, "%s", reason);
             goto done;
         }
 
@@ -119,9 +120,9 @@ gms_tool_cluster_connect(gms_tool_t *t, const char *password,
                  t->master_addr, reason);
     }
 
-    gms_tool_error(t, "redis cluster %s: no node led to the master of slot "
-                   "%u, the prefix's hash tag's (the last: %s)", t->cluster,
-                   slot, err);
+    gms_tool_msgs_error(t, "redis cluster %s: no node led to the master of "
+                        "slot %u, the prefix's hash tag's (the last: %s)",
+                        t->cluster, slot, err);
 
 done:
 
@@ -140,14 +141,14 @@ gms_cluster_ask(gms_tool_t *t, const char *seed, gms_tool_conn_t *c,
     int          rc;
     redisReply  *reply;
 
-    reply = gms_tool_conn_command(c, "CLUSTER SHARDS");
+    reply = gms_tool_conn_peer_command(c, "CLUSTER SHARDS");
 
     if (reply && reply->type == REDIS_REPLY_ERROR
         && strstr(reply->str, "nknown subcommand"))
     {
         /* Redis 6 and earlier */
         freeReplyObject(reply);
-        reply = gms_tool_conn_command(c, "CLUSTER SLOTS");
+        reply = gms_tool_conn_peer_command(c, "CLUSTER SLOTS");
 
         if (reply && reply->type == REDIS_REPLY_ARRAY) {
             rc = gms_cluster_map(t, seed, reply, slot, 1, err, size);
@@ -158,7 +159,7 @@ gms_cluster_ask(gms_tool_t *t, const char *seed, gms_tool_conn_t *c,
 
     if (reply == NULL || reply->type != REDIS_REPLY_ARRAY) {
         snprintf(err, size, "%s: CLUSTER SHARDS: %s", seed,
-                 reply == NULL ? gms_tool_conn_error(c)
+                 reply == NULL ? gms_tool_conn_peer_error(c)
                  : reply->type == REDIS_REPLY_ERROR ? reply->str
                  : "unexpected reply");
 
@@ -266,12 +267,12 @@ gms_tool_cluster_redirect(gms_tool_t *t, redisReply *reply, const char *cmd,
         return reply;
     }
 
-    if (gms_tool_password(t, &password, &password_len) != GMS_TOOL_OK) {
+    if (gms_tool_conn_password(t, &password, &password_len) != GMS_TOOL_OK) {
         return reply;
     }
 
-    rc = gms_tool_open(t, "--redis-cluster", addr, t->user, password,
-                       password_len, &c, reason, sizeof(reason));
+    rc = gms_tool_conn_peer_open(t, "--redis-cluster", addr, t->user, password,
+                                 password_len, &c, reason, sizeof(reason));
 
     if (password) {
         OPENSSL_cleanse(password, password_len);
@@ -279,19 +280,19 @@ gms_tool_cluster_redirect(gms_tool_t *t, redisReply *reply, const char *cmd,
     }
 
     if (rc != GMS_TOOL_OK) {
-        gms_tool_error(t, "redis %s: %s, and %s: %s", t->redis, reply->str,
-                       addr, reason);
+        gms_tool_msgs_error(t, "redis %s: %s, and %s: %s", t->redis, reply->str,
+                            addr, reason);
         return reply;
     }
 
     if (ask) {
-        gms_tool_conn_append(c, "ASKING");
+        gms_tool_conn_peer_append(c, "ASKING");
     }
 
-    gms_tool_conn_append_raw(c, cmd, len);
+    gms_tool_conn_peer_append_raw(c, cmd, len);
 
     if (ask) {
-        (void) gms_tool_conn_get_reply(c, &asking);
+        (void) gms_tool_conn_peer_get_reply(c, &asking);
 
         if (asking) {
             freeReplyObject(asking);
@@ -299,20 +300,20 @@ gms_tool_cluster_redirect(gms_tool_t *t, redisReply *reply, const char *cmd,
     }
 
     freeReplyObject(reply);
-    (void) gms_tool_conn_get_reply(c, &reply);
+    (void) gms_tool_conn_peer_get_reply(c, &reply);
 
     if (ask) {
         if (reply == NULL) {
-            gms_tool_error(t, "redis %s (ASK): %s", addr,
-                           gms_tool_conn_error(c));
+            gms_tool_msgs_error(t, "redis %s (ASK): %s", addr,
+                                gms_tool_conn_peer_error(c));
         }
 
-        gms_tool_conn_close(c);
+        gms_tool_conn_peer_close(c);
         return reply;
     }
 
     /* MOVED: the node named is the slot's master from now on */
-    gms_tool_close(t);
+    gms_tool_conn_close(t);
     t->conn = c;
     t->replicas_at = 0;
     snprintf(t->master_addr, sizeof(t->master_addr), "%s", addr);

@@ -71,6 +71,8 @@ struct gms_tool_conn_s {
 };
 
 
+static int gms_conn_connect(gms_tool_t *t, const char *option,
+    const char *addr, gms_tool_conn_t **conn, char *err, size_t size);
 static int gms_conn_parse(const char *option, const char *addr, char *host,
     size_t size, char port[8], int *unix_socket, char *err, size_t err_size);
 static int gms_conn_tcp(gms_tool_conn_t *c, const char *host,
@@ -112,7 +114,7 @@ static void                     *(*gms_conn_default_array)(
  */
 
 int
-gms_tool_password(gms_tool_t *t, char **password, size_t *len)
+gms_tool_conn_password(gms_tool_t *t, char **password, size_t *len)
 {
     const char  *env;
 
@@ -120,8 +122,8 @@ gms_tool_password(gms_tool_t *t, char **password, size_t *len)
     *len = 0;
 
     if (t->password_file) {
-        *password = gms_tool_read_file(t, "--password-file", t->password_file,
-                                       len);
+        *password = gms_tool_input_read_file(t, "--password-file",
+                                             t->password_file, len);
         return *password ? GMS_TOOL_OK : GMS_TOOL_USAGE;
     }
 
@@ -133,7 +135,7 @@ gms_tool_password(gms_tool_t *t, char **password, size_t *len)
 
     *password = strdup(env);
     if (*password == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return GMS_TOOL_REDIS;
     }
 
@@ -146,13 +148,13 @@ gms_tool_password(gms_tool_t *t, char **password, size_t *len)
 /*
  * A connection to a Redis or a Sentinel, authenticated when a password is
  * given (as user when one is given: --user, never for a Sentinel); the
- * reason of a failure in err, as gms_tool_conn_open's.
+ * reason of a failure in err, as gms_conn_connect's.
  */
 
 int
-gms_tool_open(gms_tool_t *t, const char *option, const char *addr,
-    const char *user, const char *password, size_t password_len,
-    gms_tool_conn_t **conn, char *err, size_t size)
+gms_tool_conn_peer_open(gms_tool_t *t, const char *option,
+    const char *addr, const char *user, const char *password,
+    size_t password_len, gms_tool_conn_t **conn, char *err, size_t size)
 {
     int               rc;
     char              reason[200];
@@ -160,7 +162,7 @@ gms_tool_open(gms_tool_t *t, const char *option, const char *addr,
     redisReply       *reply;
     gms_tool_conn_t  *c;
 
-    rc = gms_tool_conn_open(t, option, addr, conn, reason, sizeof(reason));
+    rc = gms_conn_connect(t, option, addr, conn, reason, sizeof(reason));
 
     if (rc != GMS_TOOL_OK) {
         if (rc == GMS_TOOL_REDIS) {
@@ -180,22 +182,23 @@ gms_tool_open(gms_tool_t *t, const char *option, const char *addr,
     c = *conn;
 
     if (user) {
-        reply = gms_tool_conn_command(c, "AUTH %s %b", user, password,
-                                      password_len);
+        reply = gms_tool_conn_peer_command(c, "AUTH %s %b", user, password,
+                                           password_len);
 
     } else {
-        reply = gms_tool_conn_command(c, "AUTH %b", password, password_len);
+        reply = gms_tool_conn_peer_command(c, "AUTH %b", password,
+                                           password_len);
     }
 
     if (reply == NULL || reply->type == REDIS_REPLY_ERROR) {
-        why = reply ? reply->str : gms_tool_conn_error(c);
+        why = reply ? reply->str : gms_tool_conn_peer_error(c);
         snprintf(err, size, "AUTH: %s", why ? why : "no reply");
 
         if (reply) {
             freeReplyObject(reply);
         }
 
-        gms_tool_conn_close(c);
+        gms_tool_conn_peer_close(c);
         *conn = NULL;
 
         return GMS_TOOL_REDIS;
@@ -213,8 +216,8 @@ gms_tool_open(gms_tool_t *t, const char *option, const char *addr,
  * when it cannot connect; the reason in err either way.
  */
 
-int
-gms_tool_conn_open(gms_tool_t *t, const char *option, const char *addr,
+static int
+gms_conn_connect(gms_tool_t *t, const char *option, const char *addr,
     gms_tool_conn_t **conn, char *err, size_t size)
 {
     int               rc, unix_socket;
@@ -234,7 +237,7 @@ gms_tool_conn_open(gms_tool_t *t, const char *option, const char *addr,
 
     if (unix_socket && t->tls) {
         snprintf(err, size, "--tls: '%s' is a unix socket, Redis serves TLS "
-                 "on TCP only", gms_tool_shown(addr));
+                 "on TCP only", gms_tool_msgs_shown(addr));
         return GMS_TOOL_USAGE;
     }
 
@@ -270,7 +273,7 @@ gms_tool_conn_open(gms_tool_t *t, const char *option, const char *addr,
     if (t->tls) {
         rc = gms_conn_tls_context(c, t, err, size);
         if (rc != GMS_TOOL_OK) {
-            gms_tool_conn_close(c);
+            gms_tool_conn_peer_close(c);
             return rc;
         }
     }
@@ -286,7 +289,7 @@ gms_tool_conn_open(gms_tool_t *t, const char *option, const char *addr,
 
     if (rc != 0) {
         snprintf(err, size, "%s", c->error);
-        gms_tool_conn_close(c);
+        gms_tool_conn_peer_close(c);
         return GMS_TOOL_REDIS;
     }
 
@@ -312,7 +315,7 @@ gms_conn_parse(const char *option, const char *addr, char *host, size_t size,
             || strlen(addr + 5) >= size)
         {
             snprintf(err, err_size, "%s: '%s': the path is too long",
-                     option, gms_tool_shown(addr));
+                     option, gms_tool_msgs_shown(addr));
             return -1;
         }
 
@@ -326,7 +329,7 @@ gms_conn_parse(const char *option, const char *addr, char *host, size_t size,
 
     if (colon == NULL || colon == addr) {
         snprintf(err, err_size, "%s: '%s' is neither host:port, [ipv6]:port "
-                 "nor unix:/path", option, gms_tool_shown(addr));
+                 "nor unix:/path", option, gms_tool_msgs_shown(addr));
         return -1;
     }
 
@@ -337,7 +340,7 @@ gms_conn_parse(const char *option, const char *addr, char *host, size_t size,
         || colon[1] == '-' || n < 1 || n > 65535)
     {
         snprintf(err, err_size, "%s: bad port in '%s'", option,
-                 gms_tool_shown(addr));
+                 gms_tool_msgs_shown(addr));
         return -1;
     }
 
@@ -348,7 +351,7 @@ gms_conn_parse(const char *option, const char *addr, char *host, size_t size,
     if (addr[0] == '[') {
         if (len < 3 || colon[-1] != ']') {
             snprintf(err, err_size, "%s: '%s': an IPv6 address is written "
-                     "[ADDRESS]:PORT", option, gms_tool_shown(addr));
+                     "[ADDRESS]:PORT", option, gms_tool_msgs_shown(addr));
             return -1;
         }
 
@@ -357,13 +360,13 @@ gms_conn_parse(const char *option, const char *addr, char *host, size_t size,
 
     } else if (memchr(addr, ':', len)) {
         snprintf(err, err_size, "%s: '%s': an IPv6 address is written "
-                 "[ADDRESS]:PORT", option, gms_tool_shown(addr));
+                 "[ADDRESS]:PORT", option, gms_tool_msgs_shown(addr));
         return -1;
     }
 
     if (len >= size) {
         snprintf(err, err_size, "%s: '%s': the host is too long",
-                 option, gms_tool_shown(addr));
+                 option, gms_tool_msgs_shown(addr));
         return -1;
     }
 
@@ -521,7 +524,8 @@ gms_conn_tls_context(gms_tool_conn_t *c, gms_tool_t *t, char *err,
             != 1)
         {
             snprintf(err, size, "--tls-ca-file: cannot load %s: %s",
-                     gms_tool_shown(t->tls_ca_file), gms_conn_ssl_reason());
+                     gms_tool_msgs_shown(t->tls_ca_file),
+                     gms_conn_ssl_reason());
             return GMS_TOOL_USAGE;
         }
 
@@ -538,7 +542,7 @@ gms_conn_tls_context(gms_tool_conn_t *c, gms_tool_t *t, char *err,
 
     if (SSL_CTX_use_certificate_chain_file(c->ssl_ctx, t->tls_cert) != 1) {
         snprintf(err, size, "--tls-cert: cannot load %s: %s",
-                 gms_tool_shown(t->tls_cert), gms_conn_ssl_reason());
+                 gms_tool_msgs_shown(t->tls_cert), gms_conn_ssl_reason());
         return GMS_TOOL_USAGE;
     }
 
@@ -548,13 +552,14 @@ gms_conn_tls_context(gms_tool_conn_t *c, gms_tool_t *t, char *err,
         && ERR_GET_REASON(ERR_peek_last_error()) != X509_R_KEY_VALUES_MISMATCH)
     {
         snprintf(err, size, "--tls-key: cannot load %s: %s",
-                 gms_tool_shown(t->tls_key), gms_conn_ssl_reason());
+                 gms_tool_msgs_shown(t->tls_key), gms_conn_ssl_reason());
         return GMS_TOOL_USAGE;
     }
 
     if (SSL_CTX_check_private_key(c->ssl_ctx) != 1) {
         snprintf(err, size, "--tls-key: %s is not the key of --tls-cert %s",
-                 gms_tool_shown(t->tls_key), gms_tool_shown(t->tls_cert));
+                 gms_tool_msgs_shown(t->tls_key),
+                 gms_tool_msgs_shown(t->tls_cert));
         ERR_clear_error();
         return GMS_TOOL_USAGE;
     }
@@ -753,18 +758,18 @@ gms_conn_wait(gms_tool_conn_t *c, int ssl_rc, short events, int64_t deadline)
 
 
 void
-gms_tool_conn_append(gms_tool_conn_t *c, const char *fmt, ...)
+gms_tool_conn_peer_append(gms_tool_conn_t *c, const char *fmt, ...)
 {
     va_list  args;
 
     va_start(args, fmt);
-    gms_tool_conn_vappend(c, fmt, args);
+    gms_tool_conn_peer_vappend(c, fmt, args);
     va_end(args);
 }
 
 
 void
-gms_tool_conn_vappend(gms_tool_conn_t *c, const char *fmt, va_list args)
+gms_tool_conn_peer_vappend(gms_tool_conn_t *c, const char *fmt, va_list args)
 {
     int    len;
     char  *cmd;
@@ -788,7 +793,7 @@ gms_tool_conn_vappend(gms_tool_conn_t *c, const char *fmt, va_list args)
 
 
 void
-gms_tool_conn_append_argv(gms_tool_conn_t *c, int argc, const char **argv,
+gms_tool_conn_peer_append_argv(gms_tool_conn_t *c, int argc, const char **argv,
     const size_t *lens)
 {
     int    len;
@@ -814,7 +819,7 @@ gms_tool_conn_append_argv(gms_tool_conn_t *c, int argc, const char **argv,
 /* a command already in Redis's protocol */
 
 void
-gms_tool_conn_append_raw(gms_tool_conn_t *c, const char *cmd, size_t len)
+gms_tool_conn_peer_append_raw(gms_tool_conn_t *c, const char *cmd, size_t len)
 {
     if (!c->failed) {
         (void) gms_conn_buffer(c, cmd, (int) len);
@@ -855,11 +860,11 @@ gms_conn_buffer(gms_tool_conn_t *c, const char *cmd, int len)
 /*
  * The next reply: one already read, else the commands appended are
  * written and replies read until one is complete.  0, or -1 with *reply
- * NULL and the reason in gms_tool_conn_error().
+ * NULL and the reason in gms_tool_conn_peer_error().
  */
 
 int
-gms_tool_conn_get_reply(gms_tool_conn_t *c, redisReply **reply)
+gms_tool_conn_peer_get_reply(gms_tool_conn_t *c, redisReply **reply)
 {
     char     buf[16384];
     void    *r;
@@ -920,16 +925,16 @@ protocol:
 
 
 redisReply *
-gms_tool_conn_command(gms_tool_conn_t *c, const char *fmt, ...)
+gms_tool_conn_peer_command(gms_tool_conn_t *c, const char *fmt, ...)
 {
     va_list      args;
     redisReply  *reply;
 
     va_start(args, fmt);
-    gms_tool_conn_vappend(c, fmt, args);
+    gms_tool_conn_peer_vappend(c, fmt, args);
     va_end(args);
 
-    (void) gms_tool_conn_get_reply(c, &reply);
+    (void) gms_tool_conn_peer_get_reply(c, &reply);
 
     return reply;
 }
@@ -1065,7 +1070,7 @@ gms_conn_recv(gms_tool_conn_t *c, char *buf, size_t size)
 /* NULL: the connection works */
 
 const char *
-gms_tool_conn_error(gms_tool_conn_t *c)
+gms_tool_conn_peer_error(gms_tool_conn_t *c)
 {
     if (c == NULL) {
         return "not connected";
@@ -1076,7 +1081,7 @@ gms_tool_conn_error(gms_tool_conn_t *c)
 
 
 void
-gms_tool_conn_close(gms_tool_conn_t *c)
+gms_tool_conn_peer_close(gms_tool_conn_t *c)
 {
     if (c == NULL) {
         return;
@@ -1161,7 +1166,7 @@ gms_conn_now(void)
 /* the same, on the tool's connection to Redis, t->conn */
 
 redisReply *
-gms_tool_command(gms_tool_t *t, const char *fmt, ...)
+gms_tool_conn_command(gms_tool_t *t, const char *fmt, ...)
 {
     int          len;
     char        *cmd;
@@ -1191,7 +1196,7 @@ gms_tool_command(gms_tool_t *t, const char *fmt, ...)
 
 
 redisReply *
-gms_tool_command_argv(gms_tool_t *t, int argc, const char **argv,
+gms_tool_conn_command_argv(gms_tool_t *t, int argc, const char **argv,
     const size_t *lens)
 {
     int          len;
@@ -1229,7 +1234,7 @@ gms_conn_run(gms_tool_t *t, const char *cmd, int len)
     }
 
     (void) gms_conn_buffer(t->conn, cmd, len);
-    (void) gms_tool_conn_get_reply(t->conn, &reply);
+    (void) gms_tool_conn_peer_get_reply(t->conn, &reply);
 
     if (t->redirect && reply && reply->type == REDIS_REPLY_ERROR) {
         reply = t->redirect(t, reply, cmd, len);
@@ -1240,7 +1245,7 @@ gms_conn_run(gms_tool_t *t, const char *cmd, int len)
 
 
 void
-gms_tool_append(gms_tool_t *t, const char *fmt, ...)
+gms_tool_conn_append(gms_tool_t *t, const char *fmt, ...)
 {
     va_list  args;
 
@@ -1249,36 +1254,36 @@ gms_tool_append(gms_tool_t *t, const char *fmt, ...)
     }
 
     va_start(args, fmt);
-    gms_tool_conn_vappend(t->conn, fmt, args);
+    gms_tool_conn_peer_vappend(t->conn, fmt, args);
     va_end(args);
 }
 
 
 void
-gms_tool_append_argv(gms_tool_t *t, int argc, const char **argv,
+gms_tool_conn_append_argv(gms_tool_t *t, int argc, const char **argv,
     const size_t *lens)
 {
     if (t->conn) {
-        gms_tool_conn_append_argv(t->conn, argc, argv, lens);
+        gms_tool_conn_peer_append_argv(t->conn, argc, argv, lens);
     }
 }
 
 
 int
-gms_tool_get_reply(gms_tool_t *t, redisReply **reply)
+gms_tool_conn_get_reply(gms_tool_t *t, redisReply **reply)
 {
     if (t->conn == NULL) {
         *reply = NULL;
         return -1;
     }
 
-    return gms_tool_conn_get_reply(t->conn, reply);
+    return gms_tool_conn_peer_get_reply(t->conn, reply);
 }
 
 
 void
-gms_tool_close(gms_tool_t *t)
+gms_tool_conn_close(gms_tool_t *t)
 {
-    gms_tool_conn_close(t->conn);
+    gms_tool_conn_peer_close(t->conn);
     t->conn = NULL;
 }

@@ -28,7 +28,7 @@ static int gms_tool_parse_count(const char **s, int64_t *count);
 /* a secret from a file, as gms_secret_line() reads it (the module too) */
 
 char *
-gms_tool_read_file(gms_tool_t *t, const char *option, const char *path,
+gms_tool_input_read_file(gms_tool_t *t, const char *option, const char *path,
     size_t *len)
 {
     FILE    *f;
@@ -37,23 +37,23 @@ gms_tool_read_file(gms_tool_t *t, const char *option, const char *path,
 
     f = fopen(path, "rb");
     if (f == NULL) {
-        gms_tool_error(t, "%s: cannot open %s: %s", option,
-                       gms_tool_shown(path), strerror(errno));
+        gms_tool_msgs_error(t, "%s: cannot open %s: %s", option,
+                            gms_tool_msgs_shown(path), strerror(errno));
         return NULL;
     }
 
     buf = malloc(GMS_TOOL_FILE_MAX + 1);
     if (buf == NULL) {
         fclose(f);
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return NULL;
     }
 
     n = fread(buf, 1, GMS_TOOL_FILE_MAX + 1, f);
 
     if (ferror(f) || n > GMS_TOOL_FILE_MAX) {
-        gms_tool_error(t, "%s: %s: %s", option, gms_tool_shown(path),
-                       ferror(f) ? strerror(errno) : "larger than 64k");
+        gms_tool_msgs_error(t, "%s: %s: %s", option, gms_tool_msgs_shown(path),
+                            ferror(f) ? strerror(errno) : "larger than 64k");
         fclose(f);
         OPENSSL_cleanse(buf, GMS_TOOL_FILE_MAX + 1);
         free(buf);
@@ -63,9 +63,9 @@ gms_tool_read_file(gms_tool_t *t, const char *option, const char *path,
     fclose(f);
 
     if (gms_secret_line(buf, n, len) != 0) {
-        gms_tool_error(t, "%s: %s holds more than one line: a secret file "
-                       "is the secret, with at most one line ending",
-                       option, gms_tool_shown(path));
+        gms_tool_msgs_error(t, "%s: %s holds more than one line: a secret file "
+                            "is the secret, with at most one line ending",
+                            option, gms_tool_msgs_shown(path));
         OPENSSL_cleanse(buf, GMS_TOOL_FILE_MAX + 1);
         free(buf);
         return NULL;
@@ -83,7 +83,7 @@ gms_tool_read_file(gms_tool_t *t, const char *option, const char *path,
  */
 
 int
-gms_tool_token_stdin(gms_tool_t *t, const char *salt, size_t salt_len,
+gms_tool_input_token_stdin(gms_tool_t *t, const char *salt, size_t salt_len,
     char id[GMS_TOKEN_ID_LEN + 1])
 {
     int          rc;
@@ -91,14 +91,14 @@ gms_tool_token_stdin(gms_tool_t *t, const char *salt, size_t salt_len,
     size_t       token_len;
     const char  *token;
 
-    rc = gms_tool_token_read(t, buf, sizeof(buf), &token, &token_len);
+    rc = gms_tool_input_token_read(t, buf, sizeof(buf), &token, &token_len);
 
     if (rc == GMS_TOOL_OK) {
         gms_token_id((const unsigned char *) token, token_len,
                      (const unsigned char *) salt, salt_len, id);
 
         if (id[0] == '\0') {
-            gms_tool_error(t, "cannot compute SHA-256");
+            gms_tool_msgs_error(t, "cannot compute SHA-256");
             rc = GMS_TOOL_REDIS;
         }
     }
@@ -115,7 +115,7 @@ gms_tool_token_stdin(gms_tool_t *t, const char *salt, size_t salt_len,
  */
 
 int
-gms_tool_token_read(gms_tool_t *t, char *buf, size_t size,
+gms_tool_input_token_read(gms_tool_t *t, char *buf, size_t size,
     const char **token, size_t *token_len)
 {
     size_t                n, len;
@@ -129,13 +129,13 @@ gms_tool_token_read(gms_tool_t *t, char *buf, size_t size,
     }
 
     if (ferror(stdin)) {
-        gms_tool_error(t, "stdin: cannot read: %s", strerror(errno));
+        gms_tool_msgs_error(t, "stdin: cannot read: %s", strerror(errno));
         return GMS_TOOL_USAGE;
     }
 
     if (len == size) {
-        gms_tool_error(t, "stdin:1: the token is longer than %d bytes",
-                       GMS_TOKEN_MAX_LEN);
+        gms_tool_msgs_error(t, "stdin:1: the token is longer than %d bytes",
+                            GMS_TOKEN_MAX_LEN);
         return GMS_TOOL_USAGE;
     }
 
@@ -148,22 +148,22 @@ gms_tool_token_read(gms_tool_t *t, char *buf, size_t size,
     }
 
     if (len == sizeof("Bearer ") - 1) {
-        gms_tool_error(t, "stdin: no token");
+        gms_tool_msgs_error(t, "stdin: no token");
         return GMS_TOOL_USAGE;
     }
 
     if (len - (sizeof("Bearer ") - 1) > GMS_TOKEN_MAX_LEN) {
-        gms_tool_error(t, "stdin:1: the token is longer than %d bytes",
-                       GMS_TOKEN_MAX_LEN);
+        gms_tool_msgs_error(t, "stdin:1: the token is longer than %d bytes",
+                            GMS_TOKEN_MAX_LEN);
         return GMS_TOOL_USAGE;
     }
 
     if (gms_token_bearer_parse((unsigned char *) buf, len, &p, token_len)
         != 0)
     {
-        gms_tool_error(t, "stdin:1: not a token: one line of letters, digits, "
-                       "'-', '.', '_', '~', '+', '/' and trailing '=', "
-                       "at most %d", GMS_TOKEN_MAX_LEN);
+        gms_tool_msgs_error(t, "stdin:1: not a token: one line of letters, "
+                            "digits, '-', '.', '_', '~', '+', '/' and "
+                            "trailing '=', at most %d", GMS_TOKEN_MAX_LEN);
         return GMS_TOOL_USAGE;
     }
 
@@ -174,28 +174,29 @@ gms_tool_token_read(gms_tool_t *t, char *buf, size_t size,
 
 
 int
-gms_tool_check_id(gms_tool_t *t, const char *id)
+gms_tool_input_check_id(gms_tool_t *t, const char *id)
 {
     if (gms_token_id_valid(id, strlen(id))) {
         return 0;
     }
 
-    gms_tool_error(t, "'%s' is not a token id: standard base64 of 32 bytes, "
-                   "44 characters ending in '='", gms_tool_shown(id));
+    gms_tool_msgs_error(t, "'%s' is not a token id: standard base64 of 32 "
+                        "bytes, 44 characters ending in '='",
+                        gms_tool_msgs_shown(id));
 
     return -1;
 }
 
 
 int
-gms_tool_check_actor(gms_tool_t *t, const char *urn)
+gms_tool_input_check_actor(gms_tool_t *t, const char *urn)
 {
     if (gms_token_actor_valid(urn, strlen(urn))) {
         return 0;
     }
 
-    gms_tool_error(t, "'%s' is not a user URN: urn:li:..., UTF-8, without "
-                   "control characters", gms_tool_shown(urn));
+    gms_tool_msgs_error(t, "'%s' is not a user URN: urn:li:..., UTF-8, without "
+                        "control characters", gms_tool_msgs_shown(urn));
 
     return -1;
 }
@@ -236,7 +237,7 @@ gms_tool_parse_count(const char **s, int64_t *count)
 /* 30d, 12h, 90m, 3600s, and sums of them: 1d12h */
 
 int
-gms_tool_parse_duration(const char *s, int64_t *ms)
+gms_tool_input_parse_duration(const char *s, int64_t *ms)
 {
     int64_t  n, unit, total;
 
@@ -291,7 +292,7 @@ gms_tool_parse_duration(const char *s, int64_t *ms)
  */
 
 int
-gms_tool_parse_iso_duration(const char *s, int64_t *ms)
+gms_tool_input_parse_iso_duration(const char *s, int64_t *ms)
 {
     int          time, any;
     int64_t      n, unit, total;

@@ -134,7 +134,7 @@ gms_tool_main(int argc, char **argv, char **args)
             return GMS_TOOL_OK;
         }
 
-        gms_tool_error(&t, "no command; see 'gms-token --help'");
+        gms_tool_msgs_error(&t, "no command; see 'gms-token --help'");
         return GMS_TOOL_USAGE;
     }
 
@@ -147,8 +147,8 @@ gms_tool_main(int argc, char **argv, char **args)
     cmd = gms_tool_commands[i];
 
     if (cmd == NULL) {
-        gms_tool_error(&t, "unknown command '%s'; see 'gms-token --help'",
-                       gms_tool_shown(args[0]));
+        gms_tool_msgs_error(&t, "unknown command '%s'; see 'gms-token --help'",
+                            gms_tool_msgs_shown(args[0]));
         return GMS_TOOL_USAGE;
     }
 
@@ -161,9 +161,9 @@ gms_tool_main(int argc, char **argv, char **args)
 
     for (c = 0; c < GMS_OPT_N; c++) {
         if (a.val[c] && !(cmd->options & GMS_OPT(c))) {
-            gms_tool_error(&t, "--%s is not an option of %s; see "
-                           "'gms-token %s --help'",
-                           gms_tool_option_name(c), cmd->name, cmd->name);
+            gms_tool_msgs_error(&t, "--%s is not an option of %s; see "
+                                "'gms-token %s --help'",
+                                gms_tool_options_name(c), cmd->name, cmd->name);
             return GMS_TOOL_USAGE;
         }
     }
@@ -174,22 +174,22 @@ gms_tool_main(int argc, char **argv, char **args)
     if (a.argc < cmd->min_args
         || (cmd->max_args >= 0 && a.argc > cmd->max_args))
     {
-        gms_tool_error(&t, "%s arguments; see 'gms-token %s --help'",
-                       a.argc < cmd->min_args ? "missing" : "too many",
-                       cmd->name);
+        gms_tool_msgs_error(&t, "%s arguments; see 'gms-token %s --help'",
+                            a.argc < cmd->min_args ? "missing" : "too many",
+                            cmd->name);
         return GMS_TOOL_USAGE;
     }
 
-    if (gms_tool_conn_options(&t, &a) != 0) {
+    if (gms_tool_options_conn(&t, &a) != 0) {
         return GMS_TOOL_USAGE;
     }
 
     rc = cmd->handler(&t, &a);
 
-    gms_tool_close(&t);
+    gms_tool_conn_close(&t);
 
     if (rc == GMS_TOOL_OK && (fflush(stdout) != 0 || ferror(stdout))) {
-        gms_tool_error(&t, "cannot write to stdout: %s", strerror(errno));
+        gms_tool_msgs_error(&t, "cannot write to stdout: %s", strerror(errno));
         return GMS_TOOL_REDIS;
     }
 

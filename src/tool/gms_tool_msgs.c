@@ -17,7 +17,7 @@ static void gms_tool_vline(gms_tool_t *t, const char *fmt, va_list args);
 
 
 void
-gms_tool_error(gms_tool_t *t, const char *fmt, ...)
+gms_tool_msgs_error(gms_tool_t *t, const char *fmt, ...)
 {
     va_list  args;
 
@@ -38,7 +38,7 @@ gms_tool_error(gms_tool_t *t, const char *fmt, ...)
 /* a line on stderr, even while errors are kept quiet (follow's cycles) */
 
 void
-gms_tool_warn(gms_tool_t *t, const char *fmt, ...)
+gms_tool_msgs_warn(gms_tool_t *t, const char *fmt, ...)
 {
     va_list  args;
 
@@ -72,7 +72,7 @@ gms_tool_vline(gms_tool_t *t, const char *fmt, va_list args)
 /* a value from the command line, fit for a one-line message */
 
 const char *
-gms_tool_shown(const char *s)
+gms_tool_msgs_shown(const char *s)
 {
     char                *p, *buf;
     size_t               i;

@@ -107,14 +107,15 @@ gms_tool_options_parse(gms_tool_t *t, int argc, char **argv,
         }
 
         if (c == ':') {
-            gms_tool_error(t, "option '%s' needs a value",
-                           gms_tool_shown(argv[optind - 1]));
+            gms_tool_msgs_error(t, "option '%s' needs a value",
+                                gms_tool_msgs_shown(argv[optind - 1]));
             return -1;
         }
 
         if (c < 256 || c >= 256 + GMS_OPT_N) {
-            gms_tool_error(t, "unknown option '%s'; see 'gms-token --help'",
-                           gms_tool_shown(argv[optind - 1]));
+            gms_tool_msgs_error(t, "unknown option '%s'; see "
+                                "'gms-token --help'",
+                                gms_tool_msgs_shown(argv[optind - 1]));
             return -1;
         }
 
@@ -130,7 +131,7 @@ gms_tool_options_parse(gms_tool_t *t, int argc, char **argv,
 
 
 const char *
-gms_tool_option_name(gms_tool_opt_e opt)
+gms_tool_options_name(gms_tool_opt_e opt)
 {
     return gms_tool_long_options[opt].name;
 }
@@ -142,7 +143,7 @@ gms_tool_option_name(gms_tool_opt_e opt)
  */
 
 int
-gms_tool_conn_options(gms_tool_t *t, gms_tool_args_t *a)
+gms_tool_options_conn(gms_tool_t *t, gms_tool_args_t *a)
 {
     int          i;
     char        *end;
@@ -162,8 +163,8 @@ gms_tool_conn_options(gms_tool_t *t, gms_tool_args_t *a)
         if (errno || *end != '\0' || end == a->val[GMS_OPT_DB]
             || a->val[GMS_OPT_DB][0] == '-' || t->db > 1000000)
         {
-            gms_tool_error(t, "--db: '%s' is not a database number",
-                           gms_tool_shown(a->val[GMS_OPT_DB]));
+            gms_tool_msgs_error(t, "--db: '%s' is not a database number",
+                                gms_tool_msgs_shown(a->val[GMS_OPT_DB]));
             return -1;
         }
     }
@@ -177,26 +178,26 @@ gms_tool_conn_options(gms_tool_t *t, gms_tool_args_t *a)
     /* a file given without --tls would leave the connection in clear */
     for (i = 0; !t->tls && i < (int) (sizeof(tls_opts) / sizeof(int)); i++) {
         if (a->val[tls_opts[i]]) {
-            gms_tool_error(t, "--%s goes with --tls",
-                           gms_tool_long_options[tls_opts[i]].name);
+            gms_tool_msgs_error(t, "--%s goes with --tls",
+                                gms_tool_long_options[tls_opts[i]].name);
             return -1;
         }
     }
 
     if ((t->tls_cert == NULL) != (t->tls_key == NULL)) {
-        gms_tool_error(t, "give --tls-cert and --tls-key together");
+        gms_tool_msgs_error(t, "give --tls-cert and --tls-key together");
         return -1;
     }
 
     if (t->tls_name && t->tls_name[0] == '\0') {
-        gms_tool_error(t, "--tls-name: the name cannot be empty");
+        gms_tool_msgs_error(t, "--tls-name: the name cannot be empty");
         return -1;
     }
 
     t->user = a->val[GMS_OPT_USER];
 
     if (t->user && t->user[0] == '\0') {
-        gms_tool_error(t, "--user: the name cannot be empty");
+        gms_tool_msgs_error(t, "--user: the name cannot be empty");
         return -1;
     }
 
@@ -216,8 +217,9 @@ gms_tool_conn_options(gms_tool_t *t, gms_tool_args_t *a)
 
     if (t->sentinel == NULL) {
         if (t->master || t->sentinel_password_file) {
-            gms_tool_error(t, "--%s goes with --sentinel",
-                           t->master ? "master" : "sentinel-password-file");
+            gms_tool_msgs_error(t, "--%s goes with --sentinel",
+                                t->master ? "master"
+                                          : "sentinel-password-file");
             return -1;
         }
 
@@ -225,18 +227,18 @@ gms_tool_conn_options(gms_tool_t *t, gms_tool_args_t *a)
     }
 
     if (a->val[GMS_OPT_REDIS]) {
-        gms_tool_error(t, "give --redis or --sentinel, not both");
+        gms_tool_msgs_error(t, "give --redis or --sentinel, not both");
         return -1;
     }
 
     if (t->sentinel[0] == '\0') {
-        gms_tool_error(t, "--sentinel: no address");
+        gms_tool_msgs_error(t, "--sentinel: no address");
         return -1;
     }
 
     if (t->master == NULL || t->master[0] == '\0') {
-        gms_tool_error(t, "--sentinel needs --master NAME, the master's name "
-                       "at the Sentinels");
+        gms_tool_msgs_error(t, "--sentinel needs --master NAME, the master's "
+                            "name at the Sentinels");
         return -1;
     }
 
@@ -260,19 +262,19 @@ gms_tool_cluster_options(gms_tool_t *t, gms_tool_args_t *a)
     const unsigned char  *tag;
 
     if (a->val[GMS_OPT_REDIS] || a->val[GMS_OPT_SENTINEL]) {
-        gms_tool_error(t, "give one of --redis, --sentinel and "
-                       "--redis-cluster");
+        gms_tool_msgs_error(t, "give one of --redis, --sentinel and "
+                            "--redis-cluster");
         return -1;
     }
 
     if (t->cluster[0] == '\0') {
-        gms_tool_error(t, "--redis-cluster: no address");
+        gms_tool_msgs_error(t, "--redis-cluster: no address");
         return -1;
     }
 
     if (t->db) {
-        gms_tool_error(t, "--db goes with --redis or --sentinel: a Redis "
-                       "Cluster has database 0 only");
+        gms_tool_msgs_error(t, "--db goes with --redis or --sentinel: a Redis "
+                            "Cluster has database 0 only");
         return -1;
     }
 
@@ -283,10 +285,10 @@ gms_tool_cluster_options(gms_tool_t *t, gms_tool_args_t *a)
     } else if (!gms_slot_tag((const unsigned char *) t->prefix, t->prefix_len,
                              &tag, &len))
     {
-        gms_tool_error(t, "--prefix: '%s' has no hash tag: with "
-                       "--redis-cluster every key must lie in one slot, "
-                       "so the prefix needs one, as {gms}: (a non-empty "
-                       "{...})", gms_tool_shown(t->prefix));
+        gms_tool_msgs_error(t, "--prefix: '%s' has no hash tag: with "
+                            "--redis-cluster every key must lie in one slot, "
+                            "so the prefix needs one, as {gms}: (a non-empty "
+                            "{...})", gms_tool_msgs_shown(t->prefix));
         return -1;
     }
 
@@ -319,13 +321,13 @@ gms_tool_wait_option(gms_tool_t *t, const char *value)
     {
         /* as given */
 
-    } else if (gms_tool_parse_duration(value, &ms) != 0) {
+    } else if (gms_tool_input_parse_duration(value, &ms) != 0) {
         ms = -1;
     }
 
     if (ms < 0 || ms > 60000) {
-        gms_tool_error(t, "--wait-timeout: '%s' is not a time from 0 to 60s "
-                       "(as 500ms, 2s)", gms_tool_shown(value));
+        gms_tool_msgs_error(t, "--wait-timeout: '%s' is not a time from 0 to "
+                            "60s (as 500ms, 2s)", gms_tool_msgs_shown(value));
         return -1;
     }
 
@@ -338,10 +340,11 @@ gms_tool_wait_option(gms_tool_t *t, const char *value)
 /* --gms URL and the options that go with it; a usage error is reported */
 
 int
-gms_tool_gms_options(gms_tool_t *t, gms_tool_args_t *a,
+gms_tool_options_gms(gms_tool_t *t, gms_tool_args_t *a,
     gms_graphql_conf_t *gms)
 {
-    int64_t  ms;
+    int64_t      ms;
+    const char  *value;
 
     memset(gms, 0, sizeof(gms_graphql_conf_t));
     gms->url = a->val[GMS_OPT_GMS];
@@ -350,7 +353,7 @@ gms_tool_gms_options(gms_tool_t *t, gms_tool_args_t *a,
     gms->timeout_ms = 30000;
 
     if (gms->url == NULL) {
-        gms_tool_error(t, "--gms URL is required");
+        gms_tool_msgs_error(t, "--gms URL is required");
         return -1;
     }
 
@@ -358,18 +361,20 @@ gms_tool_gms_options(gms_tool_t *t, gms_tool_args_t *a,
     if (strncmp(gms->url, "http://", 7) != 0
         && strncmp(gms->url, "https://", 8) != 0)
     {
-        gms_tool_error(t, "--gms: '%s' is not an http:// or https:// URL",
-                       gms_tool_shown(gms->url));
+        gms_tool_msgs_error(t, "--gms: '%s' is not an http:// or https:// URL",
+                            gms_tool_msgs_shown(gms->url));
         return -1;
     }
 
-    if (a->val[GMS_OPT_GMS_TIMEOUT]) {
-        if (gms_tool_parse_duration(a->val[GMS_OPT_GMS_TIMEOUT], &ms) != 0
+    value = a->val[GMS_OPT_GMS_TIMEOUT];
+
+    if (value) {
+        if (gms_tool_input_parse_duration(value, &ms) != 0
             || ms <= 0 || ms > 3600000)
         {
-            gms_tool_error(t, "--gms-timeout: '%s' is not a time from 1s "
-                           "to 1h (as 30s, 2m)",
-                           gms_tool_shown(a->val[GMS_OPT_GMS_TIMEOUT]));
+            gms_tool_msgs_error(t, "--gms-timeout: '%s' is not a time from 1s "
+                                "to 1h (as 30s, 2m)",
+                                gms_tool_msgs_shown(value));
             return -1;
         }
 
@@ -387,22 +392,23 @@ gms_tool_gms_options(gms_tool_t *t, gms_tool_args_t *a,
  */
 
 int
-gms_tool_salt(gms_tool_t *t, gms_tool_args_t *a, char **salt, size_t *len)
+gms_tool_options_salt(gms_tool_t *t, gms_tool_args_t *a, char **salt,
+    size_t *len)
 {
     if (a->val[GMS_OPT_SALT] && a->val[GMS_OPT_SALT_FILE]) {
-        gms_tool_error(t, "give --salt or --salt-file, not both");
+        gms_tool_msgs_error(t, "give --salt or --salt-file, not both");
         return GMS_TOOL_USAGE;
     }
 
     if (a->val[GMS_OPT_SALT_FILE]) {
-        *salt = gms_tool_read_file(t, "--salt-file", a->val[GMS_OPT_SALT_FILE],
-                                   len);
+        *salt = gms_tool_input_read_file(t, "--salt-file",
+                                         a->val[GMS_OPT_SALT_FILE], len);
         return *salt ? GMS_TOOL_OK : GMS_TOOL_USAGE;
     }
 
     *salt = strdup(a->val[GMS_OPT_SALT] ? a->val[GMS_OPT_SALT] : "");
     if (*salt == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return GMS_TOOL_REDIS;
     }
 
@@ -413,7 +419,7 @@ gms_tool_salt(gms_tool_t *t, gms_tool_args_t *a, char **salt, size_t *len)
 
 
 int
-gms_tool_page_size(gms_tool_t *t, gms_tool_args_t *a, long *page_size)
+gms_tool_options_page_size(gms_tool_t *t, gms_tool_args_t *a, long *page_size)
 {
     char  *end;
 
@@ -429,8 +435,9 @@ gms_tool_page_size(gms_tool_t *t, gms_tool_args_t *a, long *page_size)
     if (errno || *end != '\0' || end == a->val[GMS_OPT_PAGE_SIZE]
         || *page_size < 1 || *page_size > 10000)
     {
-        gms_tool_error(t, "--page-size: '%s' is not a count from 1 to 10000",
-                       gms_tool_shown(a->val[GMS_OPT_PAGE_SIZE]));
+        gms_tool_msgs_error(t, "--page-size: '%s' is not a count from 1 to "
+                            "10000",
+                            gms_tool_msgs_shown(a->val[GMS_OPT_PAGE_SIZE]));
         return -1;
     }
 
@@ -441,7 +448,7 @@ gms_tool_page_size(gms_tool_t *t, gms_tool_args_t *a, long *page_size)
 /* --privileges policies|graphql|off */
 
 int
-gms_tool_privileges_option(gms_tool_t *t, const char *value,
+gms_tool_options_privileges(gms_tool_t *t, const char *value,
     gms_tool_privileges_e *mode)
 {
     if (strcmp(value, "policies") == 0) {
@@ -454,8 +461,8 @@ gms_tool_privileges_option(gms_tool_t *t, const char *value,
         *mode = GMS_TOOL_PRIVILEGES_OFF;
 
     } else {
-        gms_tool_error(t, "--privileges: '%s' is none of policies, graphql "
-                       "and off", gms_tool_shown(value));
+        gms_tool_msgs_error(t, "--privileges: '%s' is none of policies, "
+                            "graphql and off", gms_tool_msgs_shown(value));
         return -1;
     }
 

@@ -164,14 +164,15 @@ typedef struct {
 
 int gms_tool_options_parse(gms_tool_t *t, int argc, char **argv,
     gms_tool_args_t *a, char **args);
-const char *gms_tool_option_name(gms_tool_opt_e opt);
-int gms_tool_conn_options(gms_tool_t *t, gms_tool_args_t *a);
-int gms_tool_gms_options(gms_tool_t *t, gms_tool_args_t *a,
+const char *gms_tool_options_name(gms_tool_opt_e opt);
+int gms_tool_options_conn(gms_tool_t *t, gms_tool_args_t *a);
+int gms_tool_options_gms(gms_tool_t *t, gms_tool_args_t *a,
     gms_graphql_conf_t *gms);
-int gms_tool_salt(gms_tool_t *t, gms_tool_args_t *a, char **salt,
+int gms_tool_options_salt(gms_tool_t *t, gms_tool_args_t *a, char **salt,
     size_t *len);
-int gms_tool_page_size(gms_tool_t *t, gms_tool_args_t *a, long *page_size);
-int gms_tool_privileges_option(gms_tool_t *t, const char *value,
+int gms_tool_options_page_size(gms_tool_t *t, gms_tool_args_t *a,
+    long *page_size);
+int gms_tool_options_privileges(gms_tool_t *t, const char *value,
     gms_tool_privileges_e *mode);
 
 

@@ -32,14 +32,14 @@
  */
 
 int
-gms_tool_connect(gms_tool_t *t)
+gms_tool_redis_connect(gms_tool_t *t)
 {
     int          rc;
     char        *password, err[256];
     size_t       password_len;
     redisReply  *reply;
 
-    rc = gms_tool_password(t, &password, &password_len);
+    rc = gms_tool_conn_password(t, &password, &password_len);
     if (rc != GMS_TOOL_OK) {
         return rc;
     }
@@ -51,14 +51,14 @@ gms_tool_connect(gms_tool_t *t)
         rc = gms_tool_sentinel_connect(t, password, password_len);
 
     } else {
-        rc = gms_tool_open(t, "--redis", t->redis, t->user, password,
-                           password_len, &t->conn, err, sizeof(err));
+        rc = gms_tool_conn_peer_open(t, "--redis", t->redis, t->user, password,
+                                     password_len, &t->conn, err, sizeof(err));
 
         if (rc == GMS_TOOL_USAGE) {
-            gms_tool_error(t, "%s", err);
+            gms_tool_msgs_error(t, "%s", err);
 
         } else if (rc != GMS_TOOL_OK) {
-            gms_tool_error(t, "redis %s: %s", t->redis, err);
+            gms_tool_msgs_error(t, "redis %s: %s", t->redis, err);
         }
     }
 
@@ -75,9 +75,9 @@ gms_tool_connect(gms_tool_t *t)
     t->replicas_at = 0;
 
     if (t->db) {
-        reply = gms_tool_command(t, "SELECT %ld", t->db);
+        reply = gms_tool_conn_command(t, "SELECT %ld", t->db);
 
-        if (gms_tool_reply_error(t, reply, "SELECT") != 0) {
+        if (gms_tool_redis_reply_error(t, reply, "SELECT") != 0) {
             return GMS_TOOL_REDIS;
         }
 
@@ -91,8 +91,8 @@ gms_tool_connect(gms_tool_t *t)
 /* <prefix><kind><name>, with its length: names and prefix are any bytes */
 
 char *
-gms_tool_key(gms_tool_t *t, const char *kind, const char *name, size_t len,
-    size_t *key_len)
+gms_tool_redis_key(gms_tool_t *t, const char *kind, const char *name,
+    size_t len, size_t *key_len)
 {
     char    *key;
     size_t   kind_len;
@@ -102,7 +102,7 @@ gms_tool_key(gms_tool_t *t, const char *kind, const char *name, size_t len,
 
     key = malloc(*key_len + 1);
     if (key == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return NULL;
     }
 
@@ -116,7 +116,7 @@ gms_tool_key(gms_tool_t *t, const char *kind, const char *name, size_t len,
 
 
 int64_t
-gms_tool_now_ms(void)
+gms_tool_redis_now_ms(void)
 {
     struct timespec  ts;
 
@@ -131,23 +131,23 @@ gms_tool_now_ms(void)
  * hash replaced whole, so that a re-put leaves no stale field, and the
  * key's expiry set to the token's.  put, create and sync all write a
  * token so: put and create here, sync in pipelined batches of the two
- * halves, gms_tool_put_append and gms_tool_put_read.  -1: reported.
+ * halves, gms_tool_redis_put_append and gms_tool_redis_put_read.  -1: reported.
  */
 
 int
-gms_tool_put_token(gms_tool_t *t, const char *id, const gms_tool_token_t *tok,
-    gms_tool_put_rc_e *rc)
+gms_tool_redis_put_token(gms_tool_t *t, const char *id,
+    const gms_tool_token_t *tok, gms_tool_put_rc_e *rc)
 {
-    if (gms_tool_put_append(t, id, tok) != 0) {
+    if (gms_tool_redis_put_append(t, id, tok) != 0) {
         return -1;
     }
 
-    return gms_tool_put_read(t, tok, rc);
+    return gms_tool_redis_put_read(t, tok, rc);
 }
 
 
 int
-gms_tool_put_append(gms_tool_t *t, const char *id,
+gms_tool_redis_put_append(gms_tool_t *t, const char *id,
     const gms_tool_token_t *tok)
 {
     int          n;
@@ -155,16 +155,16 @@ gms_tool_put_append(gms_tool_t *t, const char *id,
     size_t       key_len, lens[10];
     const char  *argv[10];
 
-    key = gms_tool_key(t, GMS_KEY_TOKEN, id, GMS_TOKEN_ID_LEN, &key_len);
+    key = gms_tool_redis_key(t, GMS_KEY_TOKEN, id, GMS_TOKEN_ID_LEN, &key_len);
     if (key == NULL) {
         return -1;
     }
 
     snprintf(ms, sizeof(ms), "%lld", (long long) tok->expires_at);
 
-    gms_tool_append(t, "MULTI");
-    gms_tool_append(t, "HMGET %b actor expiresAt type", key, key_len);
-    gms_tool_append(t, "DEL %b", key, key_len);
+    gms_tool_conn_append(t, "MULTI");
+    gms_tool_conn_append(t, "HMGET %b actor expiresAt type", key, key_len);
+    gms_tool_conn_append(t, "DEL %b", key, key_len);
 
     n = 0;
     argv[n] = "HSET";
@@ -199,13 +199,13 @@ gms_tool_put_append(gms_tool_t *t, const char *id,
         lens[n++] = strlen(created);
     }
 
-    gms_tool_append_argv(t, n, argv, lens);
+    gms_tool_conn_append_argv(t, n, argv, lens);
 
     if (tok->expires_at) {
-        gms_tool_append(t, "PEXPIREAT %b %s", key, key_len, ms);
+        gms_tool_conn_append(t, "PEXPIREAT %b %s", key, key_len, ms);
     }
 
-    gms_tool_append(t, "EXEC");
+    gms_tool_conn_append(t, "EXEC");
 
     free(key);
 
@@ -226,7 +226,7 @@ gms_tool_field_is(redisReply *field, const char *value, size_t len)
 
 
 int
-gms_tool_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
+gms_tool_redis_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
     gms_tool_put_rc_e *rc)
 {
     char         ms[24];
@@ -235,7 +235,7 @@ gms_tool_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
 
     queued = tok->expires_at ? 4 : 3;
 
-    reply = gms_tool_exec_read(t, queued);
+    reply = gms_tool_redis_exec_read(t, queued);
     if (reply == NULL) {
         return -1;
     }
@@ -243,8 +243,8 @@ gms_tool_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
     /* an error in HMGET (a key of another type) is repaired by the DEL */
     for (i = 1; i < queued; i++) {
         if (reply->element[i]->type == REDIS_REPLY_ERROR) {
-            gms_tool_error(t, "redis %s: %s", t->redis,
-                           reply->element[i]->str);
+            gms_tool_msgs_error(t, "redis %s: %s", t->redis,
+                                reply->element[i]->str);
             freeReplyObject(reply);
             return -1;
         }
@@ -281,31 +281,31 @@ gms_tool_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
  */
 
 redisReply *
-gms_tool_exec_read(gms_tool_t *t, size_t queued)
+gms_tool_redis_exec_read(gms_tool_t *t, size_t queued)
 {
     size_t       i;
     redisReply  *reply;
 
     /* MULTI's +OK and a +QUEUED for each command */
     for (i = 0; i < 1 + queued; i++) {
-        (void) gms_tool_get_reply(t, &reply);
+        (void) gms_tool_conn_get_reply(t, &reply);
 
-        if (gms_tool_reply_error(t, reply, "MULTI") != 0) {
+        if (gms_tool_redis_reply_error(t, reply, "MULTI") != 0) {
             return NULL;
         }
 
         freeReplyObject(reply);
     }
 
-    (void) gms_tool_get_reply(t, &reply);
+    (void) gms_tool_conn_get_reply(t, &reply);
 
-    if (gms_tool_reply_error(t, reply, "EXEC") != 0) {
+    if (gms_tool_redis_reply_error(t, reply, "EXEC") != 0) {
         return NULL;
     }
 
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements != queued) {
-        gms_tool_error(t, "redis %s: EXEC: the transaction was not run",
-                       t->redis);
+        gms_tool_msgs_error(t, "redis %s: EXEC: the transaction was not run",
+                            t->redis);
         freeReplyObject(reply);
         return NULL;
     }
@@ -320,14 +320,14 @@ gms_tool_exec_read(gms_tool_t *t, size_t queued)
  */
 
 int
-gms_tool_reply_error(gms_tool_t *t, redisReply *reply, const char *what)
+gms_tool_redis_reply_error(gms_tool_t *t, redisReply *reply, const char *what)
 {
     const char  *why;
 
     if (reply == NULL) {
-        gms_tool_error(t, "redis %s: %s: %s", t->redis, what,
-                       gms_tool_conn_error(t->conn)
-                       ? gms_tool_conn_error(t->conn) : "no reply");
+        gms_tool_msgs_error(t, "redis %s: %s: %s", t->redis, what,
+                            gms_tool_conn_peer_error(t->conn)
+                            ? gms_tool_conn_peer_error(t->conn) : "no reply");
         return -1;
     }
 
@@ -335,12 +335,12 @@ gms_tool_reply_error(gms_tool_t *t, redisReply *reply, const char *what)
         why = gms_tool_cluster_why(t, reply);
 
         if (why) {
-            gms_tool_error(t, "redis %s: %s: %s (%s)", t->redis, what,
-                           reply->str, why);
+            gms_tool_msgs_error(t, "redis %s: %s: %s (%s)", t->redis, what,
+                                reply->str, why);
 
         } else {
-            gms_tool_error(t, "redis %s: %s: %s", t->redis, what,
-                           reply->str);
+            gms_tool_msgs_error(t, "redis %s: %s: %s", t->redis, what,
+                                reply->str);
         }
 
         freeReplyObject(reply);
@@ -354,7 +354,7 @@ gms_tool_reply_error(gms_tool_t *t, redisReply *reply, const char *what)
 /* for qsort: replies (strings) in the order of their bytes */
 
 int
-gms_tool_reply_cmp(const void *one, const void *two)
+gms_tool_redis_reply_cmp(const void *one, const void *two)
 {
     int                r;
     size_t             len;
@@ -388,7 +388,7 @@ gms_tool_reply_cmp(const void *one, const void *two)
  */
 
 int
-gms_tool_wait(gms_tool_t *t)
+gms_tool_redis_wait(gms_tool_t *t)
 {
     int                   n;
     int64_t               now;
@@ -414,7 +414,7 @@ gms_tool_wait(gms_tool_t *t)
     }
 
     /* ROLE, as gms_topology.c reads it: a master's names its replicas */
-    reply = gms_tool_command(t, "ROLE");
+    reply = gms_tool_conn_command(t, "ROLE");
 
     if (reply == NULL) {
         return 0;
@@ -425,9 +425,9 @@ gms_tool_wait(gms_tool_t *t)
     {
         if (reply->type == REDIS_REPLY_ERROR && !t->role_warned) {
             t->role_warned = 1;
-            gms_tool_warn(t, "redis %s: ROLE: %s: invalidations are "
-                          "published without waiting for the replicas",
-                          t->redis, reply->str);
+            gms_tool_msgs_warn(t, "redis %s: ROLE: %s: invalidations are "
+                               "published without waiting for the replicas",
+                               t->redis, reply->str);
         }
 
         freeReplyObject(reply);
@@ -446,21 +446,22 @@ wait:
         return 0;
     }
 
-    reply = gms_tool_command(t, "WAIT %d %ld", n, t->wait_ms);
+    reply = gms_tool_conn_command(t, "WAIT %d %ld", n, t->wait_ms);
 
     if (reply == NULL || reply->type != REDIS_REPLY_INTEGER) {
-        gms_tool_warn(t, "redis %s: WAIT: %s; publishing anyway", t->redis,
-                      reply == NULL ? gms_tool_conn_error(t->conn)
-                      : reply->type == REDIS_REPLY_ERROR ? reply->str
-                      : "unexpected reply");
+        gms_tool_msgs_warn(t, "redis %s: WAIT: %s; publishing anyway", t->redis,
+                           reply == NULL ? gms_tool_conn_peer_error(t->conn)
+                           : reply->type == REDIS_REPLY_ERROR ? reply->str
+                           : "unexpected reply");
 
     } else if (reply->integer < n) {
-        gms_tool_warn(t, "redis %s: WAIT: %lld of %d replicas acknowledged "
-                      "the change within %ld ms; publishing anyway (an edge "
-                      "reading a lagging replica may cache the old entry), "
-                      "and not waiting for the next %d s", t->redis,
-                      reply->integer, n, t->wait_ms,
-                      GMS_TOOL_WAIT_PAUSE / 1000);
+        gms_tool_msgs_warn(t, "redis %s: WAIT: %lld of %d replicas "
+                           "acknowledged the change within %ld ms; publishing "
+                           "anyway (an edge reading a lagging replica may "
+                           "cache the old entry), and not waiting for the "
+                           "next %d s", t->redis,
+                           reply->integer, n, t->wait_ms,
+                           GMS_TOOL_WAIT_PAUSE / 1000);
         t->wait_skip_until = now + GMS_TOOL_WAIT_PAUSE;
     }
 
@@ -480,24 +481,24 @@ wait:
  */
 
 int
-gms_tool_publish(gms_tool_t *t, const char *what, size_t len)
+gms_tool_redis_publish(gms_tool_t *t, const char *what, size_t len)
 {
     char        *channel;
     size_t       channel_len;
     redisReply  *reply;
 
-    channel = gms_tool_key(t, GMS_KEY_INVALIDATE, "", 0, &channel_len);
+    channel = gms_tool_redis_key(t, GMS_KEY_INVALIDATE, "", 0, &channel_len);
     if (channel == NULL) {
         return -1;
     }
 
-    (void) gms_tool_wait(t);
+    (void) gms_tool_redis_wait(t);
 
-    reply = gms_tool_command(t, "PUBLISH %b %b", channel, channel_len,
-                             what, len);
+    reply = gms_tool_conn_command(t, "PUBLISH %b %b", channel, channel_len,
+                                  what, len);
     free(channel);
 
-    if (gms_tool_reply_error(t, reply, "PUBLISH") != 0) {
+    if (gms_tool_redis_reply_error(t, reply, "PUBLISH") != 0) {
         return -1;
     }
 
@@ -514,22 +515,22 @@ gms_tool_publish(gms_tool_t *t, const char *what, size_t len)
  */
 
 int
-gms_tool_uncache(gms_tool_t *t, const char *id)
+gms_tool_redis_uncache(gms_tool_t *t, const char *id)
 {
     int          deleted;
     char        *key;
     size_t       key_len;
     redisReply  *reply;
 
-    key = gms_tool_key(t, GMS_KEY_TOKEN, id, GMS_TOKEN_ID_LEN, &key_len);
+    key = gms_tool_redis_key(t, GMS_KEY_TOKEN, id, GMS_TOKEN_ID_LEN, &key_len);
     if (key == NULL) {
         return -1;
     }
 
-    reply = gms_tool_command(t, "DEL %b", key, key_len);
+    reply = gms_tool_conn_command(t, "DEL %b", key, key_len);
     free(key);
 
-    if (gms_tool_reply_error(t, reply, "DEL") != 0) {
+    if (gms_tool_redis_reply_error(t, reply, "DEL") != 0) {
         return -1;
     }
 
@@ -537,7 +538,7 @@ gms_tool_uncache(gms_tool_t *t, const char *id)
 
     freeReplyObject(reply);
 
-    if (gms_tool_publish(t, id, GMS_TOKEN_ID_LEN) != 0) {
+    if (gms_tool_redis_publish(t, id, GMS_TOKEN_ID_LEN) != 0) {
         return -1;
     }
 
@@ -548,7 +549,7 @@ gms_tool_uncache(gms_tool_t *t, const char *id)
 /* the prefix is any bytes: its glob characters must match themselves */
 
 int
-gms_tool_scan_open(gms_tool_t *t, gms_tool_scan_t *s, const char *kind)
+gms_tool_redis_scan_open(gms_tool_t *t, gms_tool_scan_t *s, const char *kind)
 {
     char    *p;
     size_t   i, kind_len;
@@ -559,7 +560,7 @@ gms_tool_scan_open(gms_tool_t *t, gms_tool_scan_t *s, const char *kind)
 
     s->pattern = malloc(2 * t->prefix_len + kind_len + 2);
     if (s->pattern == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return -1;
     }
 
@@ -589,7 +590,7 @@ gms_tool_scan_open(gms_tool_t *t, gms_tool_scan_t *s, const char *kind)
  */
 
 redisReply *
-gms_tool_scan_next(gms_tool_t *t, gms_tool_scan_t *s)
+gms_tool_redis_scan_next(gms_tool_t *t, gms_tool_scan_t *s)
 {
     redisReply  *reply;
 
@@ -598,10 +599,10 @@ gms_tool_scan_next(gms_tool_t *t, gms_tool_scan_t *s)
         s->reply = NULL;
     }
 
-    reply = gms_tool_command(t, "SCAN %s MATCH %b COUNT 1000", s->cursor,
-                             s->pattern, s->len);
+    reply = gms_tool_conn_command(t, "SCAN %s MATCH %b COUNT 1000", s->cursor,
+                                  s->pattern, s->len);
 
-    if (gms_tool_reply_error(t, reply, "SCAN") != 0) {
+    if (gms_tool_redis_reply_error(t, reply, "SCAN") != 0) {
         return NULL;
     }
 
@@ -610,7 +611,7 @@ gms_tool_scan_next(gms_tool_t *t, gms_tool_scan_t *s)
         || reply->element[0]->len >= sizeof(s->cursor)
         || reply->element[1]->type != REDIS_REPLY_ARRAY)
     {
-        gms_tool_error(t, "redis %s: SCAN: unexpected reply", t->redis);
+        gms_tool_msgs_error(t, "redis %s: SCAN: unexpected reply", t->redis);
         freeReplyObject(reply);
         return NULL;
     }
@@ -624,7 +625,7 @@ gms_tool_scan_next(gms_tool_t *t, gms_tool_scan_t *s)
 
 
 void
-gms_tool_scan_close(gms_tool_scan_t *s)
+gms_tool_redis_scan_close(gms_tool_scan_t *s)
 {
     if (s->reply) {
         freeReplyObject(s->reply);

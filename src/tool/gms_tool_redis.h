@@ -52,29 +52,31 @@ typedef struct {
 #define GMS_TOOL_ROLE_AGE      1000
 
 
-int gms_tool_connect(gms_tool_t *t);
+int gms_tool_redis_connect(gms_tool_t *t);
 
-char *gms_tool_key(gms_tool_t *t, const char *kind, const char *name,
+char *gms_tool_redis_key(gms_tool_t *t, const char *kind, const char *name,
     size_t len, size_t *key_len);
-int64_t gms_tool_now_ms(void);
+int64_t gms_tool_redis_now_ms(void);
 
-int gms_tool_put_token(gms_tool_t *t, const char *id,
+int gms_tool_redis_put_token(gms_tool_t *t, const char *id,
     const gms_tool_token_t *tok, gms_tool_put_rc_e *rc);
-int gms_tool_put_append(gms_tool_t *t, const char *id,
+int gms_tool_redis_put_append(gms_tool_t *t, const char *id,
     const gms_tool_token_t *tok);
-int gms_tool_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
+int gms_tool_redis_put_read(gms_tool_t *t, const gms_tool_token_t *tok,
     gms_tool_put_rc_e *rc);
-redisReply *gms_tool_exec_read(gms_tool_t *t, size_t queued);
-int gms_tool_reply_error(gms_tool_t *t, redisReply *reply, const char *what);
-int gms_tool_reply_cmp(const void *one, const void *two);
+redisReply *gms_tool_redis_exec_read(gms_tool_t *t, size_t queued);
+int gms_tool_redis_reply_error(gms_tool_t *t, redisReply *reply,
+    const char *what);
+int gms_tool_redis_reply_cmp(const void *one, const void *two);
 
-int gms_tool_wait(gms_tool_t *t);
-int gms_tool_publish(gms_tool_t *t, const char *what, size_t len);
-int gms_tool_uncache(gms_tool_t *t, const char *id);
+int gms_tool_redis_wait(gms_tool_t *t);
+int gms_tool_redis_publish(gms_tool_t *t, const char *what, size_t len);
+int gms_tool_redis_uncache(gms_tool_t *t, const char *id);
 
-int gms_tool_scan_open(gms_tool_t *t, gms_tool_scan_t *s, const char *kind);
-redisReply *gms_tool_scan_next(gms_tool_t *t, gms_tool_scan_t *s);
-void gms_tool_scan_close(gms_tool_scan_t *s);
+int gms_tool_redis_scan_open(gms_tool_t *t, gms_tool_scan_t *s,
+    const char *kind);
+redisReply *gms_tool_redis_scan_next(gms_tool_t *t, gms_tool_scan_t *s);
+void gms_tool_redis_scan_close(gms_tool_scan_t *s);
 
 
 #endif /* _GMS_TOOL_REDIS_H_INCLUDED_ */

@@ -48,8 +48,8 @@ gms_tool_sentinel_connect(gms_tool_t *t, const char *password,
     spass_len = 0;
 
     if (t->sentinel_password_file) {
-        spass = gms_tool_read_file(t, "--sentinel-password-file",
-                                   t->sentinel_password_file, &spass_len);
+        spass = gms_tool_input_read_file(t, "--sentinel-password-file",
+                                         t->sentinel_password_file, &spass_len);
         if (spass == NULL) {
             return GMS_TOOL_USAGE;
         }
@@ -57,7 +57,7 @@ gms_tool_sentinel_connect(gms_tool_t *t, const char *password,
 
     list = strdup(t->sentinel);
     if (list == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         rc = GMS_TOOL_REDIS;
         goto done;
     }
@@ -75,7 +75,7 @@ gms_tool_sentinel_connect(gms_tool_t *t, const char *password,
         rc = gms_sentinel_ask(t, addr, spass, spass_len, err, sizeof(err));
 
         if (rc == GMS_TOOL_USAGE) {
-            gms_tool_error(t, "%s", err);
+            gms_tool_msgs_error(t, "%s", err);
             goto done;
         }
 
@@ -83,11 +83,12 @@ gms_tool_sentinel_connect(gms_tool_t *t, const char *password,
             continue;
         }
 
-        rc = gms_tool_open(t, "--sentinel", t->master_addr, t->user, password,
-                           password_len, &c, reason, sizeof(reason));
+        rc = gms_tool_conn_peer_open(t, "--sentinel", t->master_addr, t->user,
+                                     password, password_len, &c, reason,
+                                     sizeof(reason));
 
         if (rc == GMS_TOOL_USAGE) {
-            gms_tool_error(t, "%s", reason);
+            gms_tool_msgs_error(t, "%s", reason);
             goto done;
         }
 
@@ -98,12 +99,12 @@ gms_tool_sentinel_connect(gms_tool_t *t, const char *password,
         }
 
         /* ROLE, as gms_topology.c reads it */
-        reply = gms_tool_conn_command(c, "ROLE");
+        reply = gms_tool_conn_peer_command(c, "ROLE");
 
         said.role = 0;
 
         if (reply == NULL) {
-            role = gms_tool_conn_error(c);
+            role = gms_tool_conn_peer_error(c);
 
         } else if (gms_topology_role(reply, &said, &why) == GMS_TOPOLOGY_OK) {
             role = said.name;
@@ -128,12 +129,12 @@ gms_tool_sentinel_connect(gms_tool_t *t, const char *password,
             freeReplyObject(reply);
         }
 
-        gms_tool_conn_close(c);
+        gms_tool_conn_peer_close(c);
         rc = GMS_TOOL_REDIS;
     }
 
-    gms_tool_error(t, "redis sentinel %s: no sentinel named a master for %s "
-                   "(the last: %s)", t->sentinel, t->master, err);
+    gms_tool_msgs_error(t, "redis sentinel %s: no sentinel named a master for "
+                        "%s (the last: %s)", t->sentinel, t->master, err);
 
 done:
 
@@ -159,8 +160,8 @@ gms_sentinel_ask(gms_tool_t *t, const char *sentinel, const char *password,
     redisReply       *reply, *ip, *port;
     gms_tool_conn_t  *c;
 
-    rc = gms_tool_open(t, "--sentinel", sentinel, NULL, password,
-                       password_len, &c, reason, sizeof(reason));
+    rc = gms_tool_conn_peer_open(t, "--sentinel", sentinel, NULL, password,
+                                 password_len, &c, reason, sizeof(reason));
 
     if (rc == GMS_TOOL_USAGE) {
         snprintf(err, size, "%s", reason);
@@ -172,12 +173,12 @@ gms_sentinel_ask(gms_tool_t *t, const char *sentinel, const char *password,
         return rc;
     }
 
-    reply = gms_tool_conn_command(c, "SENTINEL get-master-addr-by-name %s",
-                                  t->master);
+    reply = gms_tool_conn_peer_command(c, "SENTINEL get-master-addr-by-name %s",
+                                       t->master);
 
     if (reply == NULL || reply->type != REDIS_REPLY_ARRAY) {
         gms_sentinel_why(err, size, "%s: %s", sentinel,
-                         reply == NULL ? gms_tool_conn_error(c)
+                         reply == NULL ? gms_tool_conn_peer_error(c)
                          : reply->type == REDIS_REPLY_NIL
                          ? "no master of that name"
                          : reply->type == REDIS_REPLY_ERROR ? reply->str
@@ -210,7 +211,7 @@ done:
         freeReplyObject(reply);
     }
 
-    gms_tool_conn_close(c);
+    gms_tool_conn_peer_close(c);
 
     return rc;
 }

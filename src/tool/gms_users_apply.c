@@ -56,13 +56,13 @@ gms_users_apply(gms_tool_t *t, gms_users_t *u,
             user = &u->users[j];
 
             if (user->state == GMS_USERS_INACTIVE && !user->was) {
-                gms_tool_append(t, "SADD %b %b", u->set, u->set_len,
-                                user->urn, user->len);
+                gms_tool_conn_append(t, "SADD %b %b", u->set, u->set_len,
+                                     user->urn, user->len);
                 n++;
 
             } else if (user->state == GMS_USERS_ACTIVE && user->was) {
-                gms_tool_append(t, "SREM %b %b", u->set, u->set_len,
-                                user->urn, user->len);
+                gms_tool_conn_append(t, "SREM %b %b", u->set, u->set_len,
+                                     user->urn, user->len);
                 n++;
             }
         }
@@ -76,9 +76,10 @@ gms_users_apply(gms_tool_t *t, gms_users_t *u,
                 continue;
             }
 
-            (void) gms_tool_get_reply(t, &reply);
+            (void) gms_tool_conn_get_reply(t, &reply);
 
-            if (gms_tool_reply_error(t, reply, user->was ? "SREM" : "SADD")
+            if (gms_tool_redis_reply_error(t, reply,
+                                           user->was ? "SREM" : "SADD")
                 != 0)
             {
                 return -1;
@@ -131,10 +132,10 @@ gms_users_deleted(gms_tool_t *t, gms_users_t *u)
             if (user->state == GMS_USERS_INACTIVE
                 || (user->state == GMS_USERS_ACTIVE && user->was))
             {
-                gms_tool_append(t, user->deleted ? "SADD %b %b"
-                                                 : "SREM %b %b",
-                                u->deleted, u->deleted_len,
-                                user->urn, user->len);
+                gms_tool_conn_append(t, user->deleted ? "SADD %b %b"
+                                                      : "SREM %b %b",
+                                     u->deleted, u->deleted_len,
+                                     user->urn, user->len);
                 n++;
             }
         }
@@ -148,10 +149,10 @@ gms_users_deleted(gms_tool_t *t, gms_users_t *u)
                 continue;
             }
 
-            (void) gms_tool_get_reply(t, &reply);
+            (void) gms_tool_conn_get_reply(t, &reply);
 
-            if (gms_tool_reply_error(t, reply,
-                                     user->deleted ? "SADD" : "SREM")
+            if (gms_tool_redis_reply_error(t, reply,
+                                           user->deleted ? "SADD" : "SREM")
                 != 0)
             {
                 return -1;
@@ -187,7 +188,7 @@ gms_users_publish(gms_tool_t *t, gms_users_t *u)
     }
 
     if (i < u->n) {
-        (void) gms_tool_wait(t);
+        (void) gms_tool_redis_wait(t);
     }
 
     for (i = 0; i < u->n; i = k) {
@@ -197,16 +198,16 @@ gms_users_publish(gms_tool_t *t, gms_users_t *u)
             user = &u->users[k];
 
             if (user->changed) {
-                gms_tool_append(t, "PUBLISH %b %b", u->channel,
-                                u->channel_len, user->urn, user->len);
+                gms_tool_conn_append(t, "PUBLISH %b %b", u->channel,
+                                     u->channel_len, user->urn, user->len);
                 n++;
             }
         }
 
         while (n--) {
-            (void) gms_tool_get_reply(t, &reply);
+            (void) gms_tool_conn_get_reply(t, &reply);
 
-            if (gms_tool_reply_error(t, reply, "PUBLISH") != 0) {
+            if (gms_tool_redis_reply_error(t, reply, "PUBLISH") != 0) {
                 return -1;
             }
 
@@ -236,7 +237,7 @@ gms_users_drop(gms_tool_t *t, gms_users_t *u,
 
     batch = malloc(GMS_USERS_PIPELINE * sizeof(size_t));
     if (batch == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return -1;
     }
 
@@ -259,13 +260,14 @@ gms_users_drop(gms_tool_t *t, gms_users_t *u,
                 continue;
             }
 
-            key = gms_tool_key(t, GMS_KEY_TOKEN, id, strlen(id), &key_len);
+            key = gms_tool_redis_key(t, GMS_KEY_TOKEN, id, strlen(id),
+                                     &key_len);
             if (key == NULL) {
                 goto failed;
             }
 
-            gms_tool_append(t, "EVAL %s 1 %b %b %s", gms_users_drop_script,
-                            key, key_len, u->channel, u->channel_len, id);
+            gms_tool_conn_append(t, "EVAL %s 1 %b %b %s", gms_users_drop_script,
+                                 key, key_len, u->channel, u->channel_len, id);
             free(key);
 
             batch[n++] = k;
@@ -304,9 +306,9 @@ gms_users_dropped(gms_tool_t *t, gms_users_t *u, const size_t *batch,
     redisReply  *reply;
 
     for (i = 0; i < n; i++) {
-        (void) gms_tool_get_reply(t, &reply);
+        (void) gms_tool_conn_get_reply(t, &reply);
 
-        if (gms_tool_reply_error(t, reply, "EVAL") != 0) {
+        if (gms_tool_redis_reply_error(t, reply, "EVAL") != 0) {
             return -1;
         }
 
@@ -340,23 +342,23 @@ gms_users_republish(gms_tool_t *t, gms_users_t *u)
         /* void */
     }
 
-    if (k == u->ntokens || gms_tool_wait(t) == 0) {
+    if (k == u->ntokens || gms_tool_redis_wait(t) == 0) {
         return 0;
     }
 
     while (k < u->ntokens) {
         for (n = 0; k < u->ntokens && n < GMS_USERS_PIPELINE; k++) {
             if (u->tokens[k].dropped) {
-                gms_tool_append(t, "PUBLISH %b %s", u->channel,
-                                u->channel_len, u->tokens[k].id);
+                gms_tool_conn_append(t, "PUBLISH %b %s", u->channel,
+                                     u->channel_len, u->tokens[k].id);
                 n++;
             }
         }
 
         for (i = 0; i < n; i++) {
-            (void) gms_tool_get_reply(t, &reply);
+            (void) gms_tool_conn_get_reply(t, &reply);
 
-            if (gms_tool_reply_error(t, reply, "PUBLISH") != 0) {
+            if (gms_tool_redis_reply_error(t, reply, "PUBLISH") != 0) {
                 return -1;
             }
 
@@ -379,10 +381,10 @@ gms_users_apply_release(gms_tool_t *t, gms_users_t *u)
         return 0;
     }
 
-    reply = gms_tool_command(t, "DEL %b %b", u->set, u->set_len,
-                             u->deleted, u->deleted_len);
+    reply = gms_tool_conn_command(t, "DEL %b %b", u->set, u->set_len,
+                                  u->deleted, u->deleted_len);
 
-    if (gms_tool_reply_error(t, reply, "DEL") != 0) {
+    if (gms_tool_redis_reply_error(t, reply, "DEL") != 0) {
         return -1;
     }
 

@@ -101,7 +101,7 @@ gms_users_ask_all(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u,
 
     ask = malloc((u->n ? u->n : 1) * sizeof(size_t));
     if (ask == NULL) {
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return GMS_TOOL_REDIS;
     }
 
@@ -133,7 +133,7 @@ gms_users_ask_all(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u,
 
     if (rc != GMS_TOOL_OK) {
         snprintf(error, sizeof(error), "%s", t->error);
-        gms_tool_error(t, "%s", error);
+        gms_tool_msgs_error(t, "%s", error);
     }
 
     free(ask);
@@ -186,7 +186,7 @@ gms_users_wave(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u,
             gms_users_answer(u, ask + i, batch, q[k].data);
 
         } else {
-            gms_tool_error(t, "%s", q[k].error);
+            gms_tool_msgs_error(t, "%s", q[k].error);
             rc = gms_users_split(t, g, u, ask + i, batch);
         }
 
@@ -196,8 +196,8 @@ gms_users_wave(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u,
          * users' doing, and no use asking about the others
          */
         if (rc == GMS_TOOL_OK && batch > 1 && u->failed - failed == batch) {
-            gms_tool_error(t, "GMS failed on each of the %zu users of a "
-                           "request: %s", batch, u->error);
+            gms_tool_msgs_error(t, "GMS failed on each of the %zu users of a "
+                                "request: %s", batch, u->error);
             rc = GMS_TOOL_GMS;
         }
 
@@ -232,14 +232,15 @@ gms_users_ask_oauth(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u)
         vars = json_pack("{s:o}", "scrollId",
                          scroll ? json_string(scroll) : json_null());
         if (vars == NULL) {
-            gms_tool_error(t, "out of memory");
+            gms_tool_msgs_error(t, "out of memory");
             goto done;
         }
 
         page = gms_graphql_query(g, GMS_USERS_OAUTH_QUERY, vars,
                                  "scrollAcrossEntities");
         if (page == NULL) {
-            gms_tool_error(t, "listing DataHub's OAuth users: %s", t->error);
+            gms_tool_msgs_error(t, "listing DataHub's OAuth users: %s",
+                                t->error);
             goto done;
         }
 
@@ -253,7 +254,7 @@ gms_users_ask_oauth(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u)
             || (n && next && (scroll = strdup(next)) == NULL))
         {
             json_decref(page);
-            gms_tool_error(t, "out of memory");
+            gms_tool_msgs_error(t, "out of memory");
             goto done;
         }
 
@@ -265,8 +266,8 @@ gms_users_ask_oauth(gms_tool_t *t, gms_graphql_t *g, gms_users_t *u)
     }
 
     if (pages == GMS_USERS_OAUTH_PAGES) {
-        gms_tool_error(t, "listing DataHub's OAuth users: GMS's scroll "
-                       "did not end in %d pages", GMS_USERS_OAUTH_PAGES);
+        gms_tool_msgs_error(t, "listing DataHub's OAuth users: GMS's scroll "
+                            "did not end in %d pages", GMS_USERS_OAUTH_PAGES);
         goto done;
     }
 
@@ -444,7 +445,7 @@ gms_users_request(gms_tool_t *t, gms_users_t *u, const size_t *ask,
     if (query == NULL || vars == NULL) {
         free(query);
         json_decref(vars);
-        gms_tool_error(t, "out of memory");
+        gms_tool_msgs_error(t, "out of memory");
         return -1;
     }
 
@@ -465,7 +466,7 @@ gms_users_request(gms_tool_t *t, gms_users_t *u, const size_t *ask,
         {
             free(query);
             json_decref(vars);
-            gms_tool_error(t, "out of memory");
+            gms_tool_msgs_error(t, "out of memory");
             return -1;
         }
     }

@@ -100,7 +100,7 @@ test_actors(void)
              "]", &p, error) == 0, "allUsers: parsed %s", error);
     is_str(granted(&p, ALICE, NULL, 0, NULL, 0), "VIEW_ANALYTICS",
            "allUsers: any user");
-    gms_policies_free(&p);
+    gms_policy_list_free(&p);
 
     ok(parse("[" POLICY("PLATFORM", "ACTIVE",
                         "[\"MANAGE_POLICIES\",\"MANAGE_USERS_AND_GROUPS\"]",
@@ -113,7 +113,7 @@ test_actors(void)
            "users: bob not named");
     is_str(granted(&p, "urn:li:corpuser:alice2", NULL, 0, NULL, 0), "",
            "users: a URN is matched whole");
-    gms_policies_free(&p);
+    gms_policy_list_free(&p);
 
     ok(parse("[" POLICY("PLATFORM", "ACTIVE", "[\"VIEW_ANALYTICS\"]",
                         ACTORS("[]", "[]", "[]", "false", "true"))
@@ -122,7 +122,7 @@ test_actors(void)
            "allGroups: a user in a group");
     is_str(granted(&p, ALICE, NULL, 0, NULL, 0), "",
            "allGroups: a user in no group (PolicyEngine.isGroupMatch)");
-    gms_policies_free(&p);
+    gms_policy_list_free(&p);
 
     ok(parse("[" POLICY("PLATFORM", "ACTIVE", "[\"MANAGE_INGESTION\"]",
                         ACTORS("null", "[\"urn:li:corpGroup:eng\"]", "null",
@@ -131,7 +131,7 @@ test_actors(void)
     is_str(granted(&p, ALICE, eng, 1, NULL, 0), "MANAGE_INGESTION",
            "groups: a member");
     is_str(granted(&p, ALICE, ops, 1, NULL, 0), "", "groups: another group");
-    gms_policies_free(&p);
+    gms_policy_list_free(&p);
 
     ok(parse("[" POLICY("PLATFORM", "ACTIVE", "[\"MANAGE_SECRETS\"]",
                         ACTORS("null", "null", "[\"urn:li:dataHubRole:Admin\"]",
@@ -142,7 +142,7 @@ test_actors(void)
     is_str(granted(&p, ALICE, NULL, 0, reader, 1), "", "roles: another role");
     is_str(granted(&p, ALICE, admin, 1, NULL, 0), "",
            "roles: a group named like the role is not the role");
-    gms_policies_free(&p);
+    gms_policy_list_free(&p);
 }
 
 
@@ -166,14 +166,14 @@ test_ignored(void)
     is_str(granted(&p, ALICE, NULL, 0, NULL, 0), "VIEW_ANALYTICS",
            "inactive and METADATA policies grant nothing, resourceOwners "
            "nothing on the platform; DRAFT is not INACTIVE");
-    gms_policies_free(&p);
+    gms_policy_list_free(&p);
 
     /* an ignored policy is not read further: its odd fields do no harm */
     ok(parse("[{\"type\":\"METADATA\",\"state\":\"ACTIVE\","
              "\"privileges\":[\"bad name\"],\"actors\":null}]", &p, error)
        == 0 && p.n == 1 && !p.policies[0].applies,
        "a METADATA policy is not checked beyond type and state");
-    gms_policies_free(&p);
+    gms_policy_list_free(&p);
 }
 
 
@@ -203,7 +203,7 @@ test_union(void)
            "VIEW_ANALYTICS", "union: sorted, each once");
     ok(gms_policy_needs_groups(&p) && gms_policy_needs_roles(&p),
        "groups and roles are needed");
-    gms_policies_free(&p);
+    gms_policy_list_free(&p);
 
     ok(parse("[" POLICY("PLATFORM", "ACTIVE", "[]",
                         ACTORS("null", "null", "null", "true", "false")) ","
@@ -215,7 +215,7 @@ test_union(void)
     is_str(granted(&p, ALICE, NULL, 0, NULL, 0), "", "no privileges: none");
     ok(!gms_policy_needs_groups(&p) && !gms_policy_needs_roles(&p),
        "groups and roles of METADATA policies are not needed");
-    gms_policies_free(&p);
+    gms_policy_list_free(&p);
 }
 
 
@@ -262,7 +262,7 @@ test_bad(void)
         ok(parse(cases[i].json, &p, error) == -1 && p.n == 0,
            "bad input %zu refused, nothing kept", i);
         is_str(error, cases[i].error, "bad input %zu: the message", i);
-        gms_policies_free(&p);
+        gms_policy_list_free(&p);
     }
 }
 
