@@ -42,6 +42,8 @@ static ngx_http_gms_es_ctx_t *ngx_http_gms_es_task_of(ngx_http_request_t *r);
 static ngx_int_t ngx_http_gms_es_task_allowed(ngx_http_request_t *r,
     ngx_http_gms_ctx_t *ctx);
 static ngx_http_gms_es_ctx_t *ngx_http_gms_es_task_ctx(ngx_http_request_t *r);
+static void ngx_http_gms_es_task_count(ngx_http_request_t *r,
+    ngx_uint_t outcome);
 static ngx_int_t ngx_http_gms_es_task_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
 static ngx_int_t ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
@@ -237,6 +239,31 @@ ngx_http_gms_es_task_ctx(ngx_http_request_t *r)
     ngx_http_set_ctx(r, es, ngx_http_gms_es_task_module);
 
     return es;
+}
+
+
+/*
+ * An answer the edge made, by outcome: counted, and noted in the task
+ * status of the request it answers ($gms_decision: ngx_http_gms_variables.c)
+ */
+
+static void
+ngx_http_gms_es_task_count(ngx_http_request_t *r, ngx_uint_t outcome)
+{
+    ngx_http_gms_es_ctx_t  *es;
+
+    ngx_http_gms_count(es_tasks[outcome]);
+
+    es = ngx_http_get_module_ctx(r->main, ngx_http_gms_es_task_module);
+
+    if (es == NULL) {
+        es = ngx_http_gms_es_task_ctx(r->main);
+        if (es == NULL) {
+            return;
+        }
+    }
+
+    es->outcome = outcome + 1;
 }
 
 
@@ -651,7 +678,7 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
                             "status request for %s:%L", es->status,
                             es->task.node, (int64_t) es->task.number);
 
-        ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_CLUSTER_ERROR]);
+        ngx_http_gms_es_task_count(r, NGX_HTTP_GMS_ES_CLUSTER_ERROR);
 
         if (es->openapi) {
             ngx_http_finalize_request(r,
@@ -692,15 +719,15 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
     }
 
     if (es->openapi) {
-        ngx_http_gms_count(es_tasks[value ? NGX_HTTP_GMS_ES_STATUS
-                                          : NGX_HTTP_GMS_ES_ERROR]);
+        ngx_http_gms_es_task_count(r, value ? NGX_HTTP_GMS_ES_STATUS
+                                            : NGX_HTTP_GMS_ES_ERROR);
         ngx_http_finalize_request(r,
             ngx_http_gms_es_openapi_answer(r, es, value, 0));
         return;
     }
 
     if (value != NULL) {
-        ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_STATUS]);
+        ngx_http_gms_es_task_count(r, NGX_HTTP_GMS_ES_STATUS);
         ngx_http_finalize_request(r,
             (value == scratch)
             ? ngx_http_gms_response_json_copy(r, NGX_HTTP_OK, value)
@@ -710,7 +737,7 @@ ngx_http_gms_es_task_respond(ngx_http_request_t *r)
 
     /* the metadata service's answer when it gets no task status */
 
-    ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_ERROR]);
+    ngx_http_gms_es_task_count(r, NGX_HTTP_GMS_ES_ERROR);
 
     value = gms_es_task_error_value(&es->task);
     body = (value != NULL) ? gms_restli_value_body(value) : NULL;
@@ -736,7 +763,7 @@ static ngx_int_t
 ngx_http_gms_es_task_refuse_len(ngx_http_request_t *r, ngx_uint_t status,
     const char *message, size_t len)
 {
-    ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_REFUSED]);
+    ngx_http_gms_es_task_count(r, NGX_HTTP_GMS_ES_REFUSED);
 
     return ngx_http_gms_es_task_error(r, status, message, len);
 }
@@ -881,7 +908,7 @@ ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
             == GMS_RELEASE_INACTIVE_ACTOR)
         {
             ngx_http_gms_auth_forbid(ctx);
-            ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_REFUSED]);
+            ngx_http_gms_es_task_count(r, NGX_HTTP_GMS_ES_REFUSED);
 
             status = NGX_HTTP_FORBIDDEN;
             body = strdup(GMS_ES_OPENAPI_INACTIVE);
@@ -899,7 +926,7 @@ ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
             }
 
             ngx_http_gms_auth_forbid(ctx);
-            ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_REFUSED]);
+            ngx_http_gms_es_task_count(r, NGX_HTTP_GMS_ES_REFUSED);
 
             /* 403 in every release; gms_token_forbidden_status, if set */
             status = glcf->forbidden_conf ? glcf->forbidden_conf
@@ -918,7 +945,7 @@ ngx_http_gms_es_openapi_precontent(ngx_http_request_t *r,
     }
 
     if (rc < 0) {
-        ngx_http_gms_count(es_tasks[NGX_HTTP_GMS_ES_REFUSED]);
+        ngx_http_gms_es_task_count(r, NGX_HTTP_GMS_ES_REFUSED);
         status = NGX_HTTP_BAD_REQUEST;
         body = gms_es_openapi_bad_task(task, len);
         goto answered;

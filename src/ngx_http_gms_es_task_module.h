@@ -37,6 +37,8 @@ typedef struct {
     ngx_uint_t                 status;
     ngx_str_t                  answer;
     off_t                      received;
+    ngx_uint_t                 outcome;        /* 1 + NGX_HTTP_GMS_ES_*, once
+                                                  the edge answered */
     unsigned                   done:1;
     unsigned                   too_big:1;
     unsigned                   unreachable:1;

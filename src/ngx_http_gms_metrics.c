@@ -55,7 +55,8 @@ static ngx_uint_t  ngx_http_gms_latency_bounds[NGX_HTTP_GMS_LATENCY_BUCKETS] = {
     1000000
 };
 
-static const char * const  ngx_http_gms_result_names[NGX_HTTP_GMS_NRESULTS] = {
+/* the results' and getEsTaskStatus outcomes' names: $gms_token_result's too */
+const char * const  ngx_http_gms_metrics_results[NGX_HTTP_GMS_NRESULTS] = {
     "off", "ok", "missing", "malformed", "unknown", "expired", "invalid",
     "forbidden", "error", "passed", "guest"
 };
@@ -92,8 +93,8 @@ static const char * const
     "moved", "ask"
 };
 
-static const char * const
-    ngx_http_gms_es_task_names[NGX_HTTP_GMS_ES_NOUTCOMES] =
+const char * const
+    ngx_http_gms_metrics_es_outcomes[NGX_HTTP_GMS_ES_NOUTCOMES] =
 {
     "status", "error", "refused", "cluster_error"
 };
@@ -125,7 +126,7 @@ static const ngx_http_gms_metric_t  ngx_http_gms_metric_table[] = {
     { "gms_token_requests_total", "counter",
       "Requests checked for a token, by result.",
       ngx_http_gms_metric_counters(requests, 1, NGX_HTTP_GMS_NRESULTS - 1,
-                                   "result", ngx_http_gms_result_names) },
+                                   "result", ngx_http_gms_metrics_results) },
 
     { "gms_token_passed_answers_total", "counter",
       "GMS's answers to requests passed with a signed token unknown to "
@@ -226,7 +227,8 @@ static const ngx_http_gms_metric_t  ngx_http_gms_metric_table[] = {
     { "gms_es_task_requests_total", "counter",
       "getEsTaskStatus requests answered, by outcome.",
       ngx_http_gms_metric_counters(es_tasks, 0, NGX_HTTP_GMS_ES_NOUTCOMES,
-                                   "outcome", ngx_http_gms_es_task_names) },
+                                   "outcome",
+                                   ngx_http_gms_metrics_es_outcomes) },
 
     { "gms_token_invalidations_total", "counter",
       "Invalidation messages received (each worker receives each "

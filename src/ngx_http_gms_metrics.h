@@ -143,4 +143,10 @@ char *ngx_http_gms_metrics_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
 
+extern const char * const
+    ngx_http_gms_metrics_results[NGX_HTTP_GMS_NRESULTS];
+extern const char * const
+    ngx_http_gms_metrics_es_outcomes[NGX_HTTP_GMS_ES_NOUTCOMES];
+
+
 #endif /* _NGX_HTTP_GMS_METRICS_H_INCLUDED_ */

@@ -18,6 +18,7 @@
 
 
 #include "ngx_http_gms_module.h"
+#include "ngx_http_gms_variables.h"
 #include "ngx_http_gms_log.h"
 #include "ngx_http_gms_source.h"
 #include "ngx_http_gms_credentials.h"
@@ -44,17 +45,8 @@
     ((gmcf)->checks || (gmcf)->es_task || (gmcf)->metrics)
 
 
-static ngx_int_t ngx_http_gms_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data);
-static ngx_int_t ngx_http_gms_result_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data);
-static ngx_int_t ngx_http_gms_type_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data);
-static ngx_int_t ngx_http_gms_version_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data);
 static char *ngx_http_gms_forbidden_status(ngx_conf_t *cf, void *post,
     void *data);
-static ngx_int_t ngx_http_gms_add_variables(ngx_conf_t *cf);
 static void *ngx_http_gms_create_main_conf(ngx_conf_t *cf);
 static char *ngx_http_gms_init_main_conf(ngx_conf_t *cf, void *conf);
 static void *ngx_http_gms_create_loc_conf(ngx_conf_t *cf);
@@ -295,7 +287,7 @@ static ngx_command_t  ngx_http_gms_commands[] = {
 
 
 static ngx_http_module_t  ngx_http_gms_module_ctx = {
-    ngx_http_gms_add_variables,            /* preconfiguration */
+    ngx_http_gms_variables_add,            /* preconfiguration */
     ngx_http_gms_init,                     /* postconfiguration */
 
     ngx_http_gms_create_main_conf,         /* create main configuration */
@@ -325,173 +317,6 @@ ngx_module_t  ngx_http_gms_module = {
 };
 
 
-static ngx_http_variable_t  ngx_http_gms_vars[] = {
-
-    { ngx_string("gms_token_actor"), NULL, ngx_http_gms_variable,
-      offsetof(ngx_http_gms_ctx_t, actor), NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("gms_token_privileges"), NULL, ngx_http_gms_variable,
-      offsetof(ngx_http_gms_ctx_t, privileges), NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("gms_token_id"), NULL, ngx_http_gms_variable,
-      0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("gms_token_result"), NULL, ngx_http_gms_result_variable,
-      0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("gms_token_type"), NULL, ngx_http_gms_type_variable,
-      0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("gms_module_version"), NULL, ngx_http_gms_version_variable,
-      0, 0, 0 },
-
-      ngx_http_null_variable
-};
-
-
-static ngx_str_t  ngx_http_gms_results[] = {
-    ngx_string("off"),
-    ngx_string("ok"),
-    ngx_string("missing"),
-    ngx_string("malformed"),
-    ngx_string("unknown"),
-    ngx_string("expired"),
-    ngx_string("invalid"),
-    ngx_string("forbidden"),
-    ngx_string("error"),
-    ngx_string("passed"),
-    ngx_string("guest")
-};
-
-
-static ngx_int_t
-ngx_http_gms_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
-    uintptr_t data)
-{
-    ngx_str_t           *s, id;
-    ngx_http_gms_ctx_t  *ctx;
-
-    ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
-
-    /* the search cluster is not told who asks for a task's status */
-
-    if (ctx == NULL || r == ctx->subrequest) {
-        v->not_found = 1;
-        return NGX_OK;
-    }
-
-    if (data == 0) {
-        /* the id is known, and safe to log, for refused tokens too */
-        s = &id;
-        id.data = ctx->id;
-        id.len = ngx_strlen(ctx->id);
-
-    } else if (ctx->result == NGX_HTTP_GMS_OK) {
-        s = (ngx_str_t *) ((char *) ctx + data);
-
-    } else {
-        v->not_found = 1;
-        return NGX_OK;
-    }
-
-    v->valid = 1;
-    v->no_cacheable = 1;
-    v->not_found = 0;
-
-    v->data = s->data;
-    v->len = s->len;
-
-    return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_http_gms_result_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data)
-{
-    ngx_str_t                *s;
-    ngx_http_gms_ctx_t       *ctx;
-    ngx_http_gms_loc_conf_t  *glcf;
-
-    static ngx_str_t  preflight = ngx_string("preflight");
-
-    ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
-    glcf = ngx_http_get_module_loc_conf(r->main, ngx_http_gms_module);
-
-    if (ctx) {
-        s = &ngx_http_gms_results[ctx->result];
-
-    } else if (glcf->enable && glcf->preflight
-               && ngx_http_gms_source_is_preflight(r->main))
-    {
-        /* let through unchecked: the check makes no context for it */
-        s = &preflight;
-
-    } else {
-        s = &ngx_http_gms_results[NGX_HTTP_GMS_OFF];
-    }
-
-    v->valid = 1;
-    v->no_cacheable = 1;
-    v->not_found = 0;
-    v->data = s->data;
-    v->len = s->len;
-
-    return NGX_OK;
-}
-
-
-/*
- * PERSONAL, SESSION, SERVICE_ACCOUNT, SYSTEM: for an accepted credential;
- * GUEST: for none, where gms_token_guest lets it through
- */
-
-static ngx_int_t
-ngx_http_gms_type_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data)
-{
-    const char          *name;
-    ngx_http_gms_ctx_t  *ctx;
-
-    ctx = ngx_http_get_module_ctx(r->main, ngx_http_gms_module);
-
-    if (ctx == NULL || r == ctx->subrequest
-        || (ctx->result != NGX_HTTP_GMS_OK
-            && ctx->result != NGX_HTTP_GMS_GUEST)
-        || ctx->type == GMS_TOKEN_NONE)
-    {
-        v->not_found = 1;
-        return NGX_OK;
-    }
-
-    name = gms_token_type_names[ctx->type];
-
-    v->valid = 1;
-    v->no_cacheable = 1;
-    v->not_found = 0;
-    v->data = (u_char *) name;
-    v->len = ngx_strlen(name);
-
-    return NGX_OK;
-}
-
-
-/* the build serving: NGX_HTTP_GMS_VERSION is config's (debian/changelog) */
-
-static ngx_int_t
-ngx_http_gms_version_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data)
-{
-    v->valid = 1;
-    v->no_cacheable = 0;
-    v->not_found = 0;
-    v->data = (u_char *) NGX_HTTP_GMS_VERSION;
-    v->len = sizeof(NGX_HTTP_GMS_VERSION) - 1;
-
-    return NGX_OK;
-}
-
-
 static char *
 ngx_http_gms_forbidden_status(ngx_conf_t *cf, void *post, void *data)
 {
@@ -505,25 +330,6 @@ ngx_http_gms_forbidden_status(ngx_conf_t *cf, void *post, void *data)
     }
 
     return NGX_CONF_OK;
-}
-
-
-static ngx_int_t
-ngx_http_gms_add_variables(ngx_conf_t *cf)
-{
-    ngx_http_variable_t  *var, *v;
-
-    for (v = ngx_http_gms_vars; v->name.len; v++) {
-        var = ngx_http_add_variable(cf, &v->name, v->flags);
-        if (var == NULL) {
-            return NGX_ERROR;
-        }
-
-        var->get_handler = v->get_handler;
-        var->data = v->data;
-    }
-
-    return NGX_OK;
 }
 
 

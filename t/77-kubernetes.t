@@ -418,6 +418,9 @@ SKIP: {
     GmsTest::write_file("$dir/hosts", "127.0.0.1 localhost\n");
     my $port = GmsTest::free_port();
 
+    # make test-asan's (read before the environment is replaced)
+    my @wrapper = split ' ', ($ENV{GMS_NGINX_WRAPPER} // '');
+
     local %ENV = (PATH => dirname(GmsTest::nginx_bin()) . ':/usr/bin:/bin',
                   %$env, LISTEN_PORT => $port,
                   GMS_EDGE_CONF_DIR => "$dir/conf",
@@ -439,7 +442,6 @@ SKIP: {
     my $conf = GmsTest::slurp("$dir/run/nginx.conf");
     $conf =~ s/^(\s*server )[^\s:;]+(:\d+;)/${1}127.0.0.1$2/mg;
     GmsTest::write_file("$dir/run/nginx.conf", $conf);
-    my @wrapper = split ' ', ($ENV{GMS_NGINX_WRAPPER} // '');
     ($rc, $text) = out([@wrapper, GmsTest::nginx_bin(), '-t',
                         '-p', "$dir/run/",
                         '-c', "$dir/run/nginx.conf", '-e', "$dir/error.log"]);
