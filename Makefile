@@ -343,13 +343,22 @@ nginxorg-test: docker-deps
 #
 #   make bench       wrk against nine front ends (A..I) (bench/run.pl); not part of
 #                    make test.  BENCH_ROUNDS, BENCH_DURATION, ...: see there
+#   make bench-check the instructions per request of fronts A C D E F G
+#                    against their budgets (about a minute); .ci/run runs it
 
-.PHONY: bench
+.PHONY: bench bench-check
 
 bench:
-	@sh tools/install-deps.sh wrk valgrind
+	@sh tools/install-deps.sh wrk valgrind gnuplot-nox
 	@$(MAKE) --no-print-directory module
 	NGINX_BIN=$(NGINX_BIN) perl bench/run.pl $(MODULE)
+
+# the instruction budgets alone (fronts A C D E F G, no wrk rounds): run
+# by .ci/run; exits 1 when a front costs more than its budget
+bench-check:
+	@sh tools/install-deps.sh wrk valgrind gnuplot-nox
+	@$(MAKE) --no-print-directory module
+	BENCH_CHECK=1 NGINX_BIN=$(NGINX_BIN) perl bench/run.pl $(MODULE)
 
 # --- end of bench -----------------------------------------------------------
 

@@ -67,6 +67,8 @@
 use strict;
 use warnings;
 
+use File::Temp ();
+use FindBin;
 use Digest::SHA qw(sha256);
 use List::Util qw(max);
 use MIME::Base64 qw(encode_base64);
@@ -152,6 +154,7 @@ print "\n";
 print_table(@rows) if @rows;
 print "\n";
 print_change_table(@change_rows) if @change_rows;
+print "\nwrote bench/results/follow.svg\n" if follow_chart(@change_rows);
 exit($failed ? 1 : 0);
 
 
@@ -629,6 +632,52 @@ sub print_change_table {
             $r->{idle} ? sprintf('%.0f', $r->{idle}{requests}) : '-'),
             " |\n";
     }
+}
+
+# bench/results/follow.svg: how long a revoked token still passes, by size
+# and mode (median and max of "revoked old token" at every edge), with
+# gnuplot; bench/README.md shows it
+sub follow_chart {
+    my (@rows) = @_;
+    my $results = "$FindBin::Bin/results";
+
+    system('command -v gnuplot >/dev/null 2>&1') == 0 or return 0;
+    @rows = grep { $_->{changes} && @{ $_->{changes}{revoked_old} // [] } }
+            @rows or return 0;
+
+    my %modes = map { $_->{mode} => 1 } @rows;
+    my $dir = File::Temp::tempdir(CLEANUP => 1);
+    my @plots;
+    for my $mode (sort keys %modes) {
+        open my $dat, '>', "$dir/$mode.dat" or return 0;
+        for my $r (grep { $_->{mode} eq $mode } @rows) {
+            my $v = $r->{changes}{revoked_old};
+            printf $dat "%d %.3f %.3f\n", $r->{size}[0], median(@$v),
+                        max(@$v);
+        }
+        close $dat;
+        push @plots, "'$dir/$mode.dat' using 1:2 with linespoints pt 7 "
+                     . "title '--changes $mode: median'",
+                     "'$dir/$mode.dat' using 1:3 with linespoints dt 2 "
+                     . "title '--changes $mode: max'";
+    }
+
+    open my $gp, '>', "$dir/chart.gp" or return 0;
+    print $gp "set terminal svg size 900,480 noenhanced font 'sans,12'\n"
+        . "set output '$results/follow.svg'\n"
+        . "set title 'make bench-follow: a revoked token refused at every "
+        . "edge ($EDGES edges), follow @ARGS'\n"
+        . "set logscale x\n"
+        . "set xlabel 'tokens in DataHub'\n"
+        . "set ylabel 'seconds from the revocation to the 401'\n"
+        . "set yrange [0:*]\n"
+        . "set grid\n"
+        . "set key top left\n"
+        . 'plot ' . join(", \\\n     ", @plots) . "\n";
+    close $gp;
+
+    return system("gnuplot '$dir/chart.gp' >/dev/null 2>&1") == 0
+        && -s "$results/follow.svg";
 }
 
 sub print_table {

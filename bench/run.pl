@@ -52,7 +52,8 @@
 #
 # Prints a table (medians over rounds; each ratio is the median of the
 # per-round ratios to A in the same round, E's to F) and the targets, and
-# writes bench/results/latest.json (and latest.png if gnuplot is there).
+# writes bench/results/latest.json and, with gnuplot, fronts.svg (the
+# picture bench/README.md shows: commit it with the table).
 # Exits 1 when a front answered errors, not when a target is missed.
 #
 # Environment: BENCH_ROUNDS (5), BENCH_DURATION (seconds per run, 4),
@@ -166,7 +167,11 @@ my %INSTANCE = (
     'nocache-cluster' => [0, 0, 'tokens.txt', 0, 1],
 );
 
-my @FRONTS = split ' ', uc($ENV{BENCH_FRONTS} // 'A B C D E F G H I J');
+# make bench-check: the instruction budgets only, no wrk rounds
+my $check = $ENV{BENCH_CHECK} // 0;
+
+my @FRONTS = split ' ', uc($ENV{BENCH_FRONTS}
+                           // ($check ? 'A C D E F G' : 'A B C D E F G H I J'));
 !@FRONTS || grep { !$FRONT{$_} } @FRONTS
     and die "bench: BENCH_FRONTS takes letters among A B C D E F G H I J\n";
 
@@ -399,6 +404,8 @@ for my $instance (@INSTANCES) {
 }
 
 preflight();
+
+budgets() if $check;
 
 # how busy the machine is before we load it: other jobs make numbers lie
 my $idle0 = machine_ticks();
@@ -658,7 +665,7 @@ print $fh $json->encode(rounded($out));
 close $fh;
 
 print "\nwrote $results/latest.json";
-print ", latest.png" if chart();
+print ", fronts.svg" if chart();
 print "\n";
 
 exit($errors ? 1 : 0);
@@ -704,6 +711,57 @@ sub instance_conf {
                AUTH => $port{auth}, SEARCH => $port{search}, %$ports);
 
     return "$dir/front-$name.conf";
+}
+
+# make bench-check: each front's instructions per request, and the budgets
+# they must keep (the figures make bench reached, with a little room):
+# instruction counts do not move with the machine's load, so the check is
+# stable where CPU time would not be.  Exits 1 when one is exceeded.
+sub budgets {
+    my %n;
+
+    print "make bench-check: instructions per request (cachegrind, "
+        . "$INSTRUCTION_COUNTS[0] and $INSTRUCTION_COUNTS[1] requests):";
+    for my $f (@FRONTS) {
+        print " $f";
+        # the lower of two counts: what varies between runs (a read that
+        # takes two events, a timer) only ever adds instructions
+        my ($one, $two) = map { instructions($f)->{per_request} } 1 .. 2;
+        $n{$f} = int(($one < $two ? $one : $two) + 0.5);
+    }
+    print "\n\n";
+
+    printf "  %s  %-50s %8d\n", $_, $FRONT{$_}[0], $n{$_} for @FRONTS;
+    print "\n";
+
+    my $over = 0;
+    for my $b (['the cached token over the plain proxy (C - A)',
+                'C', 'A', '-', 2500],
+               # nginx itself parses a signed token's 246 more header bytes
+               # (bench/README.md): 3,476 to 3,895 measured
+               ['the signed token over the cached one (G - C)',
+                'G', 'C', '-', 4000],
+               ['a Redis lookup to the plain proxy (D / A)',
+                'D', 'A', '/', 1.35],
+               # 1.56 to 1.60 over runs of one tree (F's count moves by
+               # 2%): a budget of exactly 1.6 would fail on that alone
+               ['getEsTaskStatus to its plain proxying (E / F)',
+                'E', 'F', '/', 1.62])
+    {
+        my ($what, $x, $y, $op, $budget) = @$b;
+        next unless $n{$x} && $n{$y};
+        my $v = $op eq '-' ? $n{$x} - $n{$y} : $n{$x} / $n{$y};
+        my $ok = $v <= $budget;
+        $over++ unless $ok;
+        printf "  %-48s %8s  budget %6s  headroom %6s  %s\n", $what,
+               $op eq '-' ? $v : sprintf('%.3f', $v), $budget,
+               $op eq '-' ? $budget - $v : sprintf('%.3f', $budget - $v),
+               $ok ? 'ok' : 'OVER BUDGET';
+    }
+
+    print $over ? "\nmake bench-check: $over budget(s) exceeded\n"
+                : "\nmake bench-check: every budget kept\n";
+    exit($over ? 1 : 0);
 }
 
 # Instructions per request of front $f (bench/Instructions.pm): its
@@ -1136,37 +1194,41 @@ sub machine_ticks {
 
 sub clk_tck { POSIX::sysconf(POSIX::_SC_CLK_TCK()) || 100 }
 
+# bench/results/fronts.svg: each front's cost per request, instructions
+# (cachegrind) and the worker's CPU microseconds, with req/s; committed
+# beside bench/README.md, which shows it
 sub chart {
     which('gnuplot') or return 0;
 
     open my $dat, '>', "$dir/chart.dat" or return 0;
-    printf $dat "%s %.0f %.3f\n", $_, $sum{$_}{rps}, $sum{$_}{p99_ms} for @FRONTS;
+    printf $dat "%s %.0f %.2f %.0f\n", $_, $sum{$_}{instructions} // 0,
+                $sum{$_}{cpu_us} // 0, $sum{$_}{rps} // 0 for @FRONTS;
     close $dat;
 
     open my $gp, '>', "$dir/chart.gp" or return 0;
     print $gp <<GP;
-set terminal pngcairo size 900,480 noenhanced
-set output '$results/latest.png'
-set title 'make bench: req/s and p99 per front ($cores cores, $cfg{connections} connections)'
+set terminal svg size 900,480 noenhanced font 'sans,12'
+set output '$results/fronts.svg'
+set title 'make bench: the cost of a request, front by front ($cores cores, nginx $nginx_version)'
 set style data histograms
+set style histogram clustered gap 1
 set style fill solid 0.8 border -1
-set boxwidth 0.8
-set ylabel 'requests/s'
-set y2label 'p99 latency (ms)'
+set boxwidth 0.9
+set ylabel 'user-space instructions per request (cachegrind)'
+set y2label 'worker CPU microseconds per request'
 set yrange [0:*]
 set y2range [0:*]
 set ytics nomirror
 set y2tics
 set grid ytics
-set key top right
-set xrange [-0.6:@{[ @FRONTS - 0.4 ]}]
-plot '$dir/chart.dat' using 2:xtic(1) title 'req/s' axes x1y1, \\
-     '' using 3 title 'p99 ms' axes x1y2
+set key top left
+plot '$dir/chart.dat' using 2:xtic(1) title 'instructions / request' axes x1y1, \\
+     '' using 0:3 with linespoints pt 7 title 'CPU us / request' axes x1y2
 GP
     close $gp;
 
     return system("gnuplot '$dir/chart.gp' >/dev/null 2>&1") == 0
-        && -s "$results/latest.png";
+        && -s "$results/fronts.svg";
 }
 
 # numbers for people: 0.1 req/s, 0.1 us, 4 decimals below 100
