@@ -32,6 +32,7 @@ gms_tool_progress_open(gms_tool_t *t, gms_tool_progress_t *p)
 {
     memset(p, 0, sizeof(gms_tool_progress_t));
     p->command = t->command;
+    p->start = gms_tool_progress_now();
 
     t->progress = isatty(STDERR_FILENO) ? p : NULL;
 }
@@ -39,7 +40,7 @@ gms_tool_progress_open(gms_tool_t *t, gms_tool_progress_t *p)
 
 /*
  * n of total done ("tokens listed 3000/10000"; total 0: not known), and
- * the rate since the step began.  A new step is shown at once; the same
+ * the rate since the step began (the first step: since the open).  A new step is shown at once; the same
  * step again only GMS_TOOL_PROGRESS_MS after its last line.
  */
 
@@ -58,8 +59,12 @@ gms_tool_progress_show(gms_tool_progress_t *p, const char *what, size_t n,
     now = gms_tool_progress_now();
 
     if (p->what == NULL || strcmp(what, p->what) != 0) {
+        /* the first step counts from the start, the next from its own */
+        if (p->what != NULL) {
+            p->start = now;
+        }
+
         p->what = what;
-        p->start = now;
 
     } else if (p->shown && now - p->shown < GMS_TOOL_PROGRESS_MS) {
         return;
