@@ -3,6 +3,10 @@
 # and only those that are missing.  Run as root on Debian 12 bookworm,
 # 13 trixie or testing (the names are the same on each).
 #
+# prometheus: for its promtool (t/80-follow-metrics.t checks the
+# follower's metrics file with `promtool check metrics`); Debian ships no
+# package of promtool alone.
+#
 # kustomize (t/77-kubernetes.t builds deploy/kubernetes/ with it) is
 # Debian's since trixie.  Where the release has none (bookworm), trixie's
 # .deb is fetched from Debian's archive with apt itself, in a scratch
@@ -13,7 +17,7 @@ set -eu
 
 packages="nginx nginx-dev redis-server redis-sentinel libhiredis-dev libjansson-dev \
 libssl-dev libcurl4-openssl-dev gcc make perl openssl curl gettext-base valgrind \
-strace ca-certificates yamllint kustomize"
+strace ca-certificates yamllint kustomize prometheus"
 
 [ "$#" -gt 0 ] && packages="$packages $*"
 
