@@ -5,8 +5,9 @@
 # (node_exporter's textfile collector's convention; docs/gms-token.md).
 # Two followers against one Redis and the stand-in GMS with its Events
 # API (every cycle a second apart, --full-interval included, so that the
-# token cycle runs beside the stream): the file of each passes `promtool check metrics` (Debian's
-# prometheus package: this test fails, never skips, without it), and its
+# token cycle runs beside the stream): the file of each passes `promtool
+# check metrics` (Debian's prometheus package: this test fails, never
+# skips, without it), and its
 # values move as the follower works: the holder's token cycle counted,
 # the tokens it mirrored equal to those the stand-in lists, its lease 1,
 # GMS's requests timed by API, the stream running and its events counted
@@ -108,8 +109,9 @@ ok(GmsTest::in_path('promtool'),
 my $res = run_tool(undef, 'follow', gms_args($gms->url, $token_file), @at,
                    '--metrics-file', "$dir/none/follow.prom");
 is($res->{rc}, 2, 'an unwritable --metrics-file is a usage error');
-like($res->{err}, qr{^gms-token: follow: --metrics-file: cannot write \Q$dir\E/none/follow\.prom: No such file or directory$}m,
-     'the error names the file and why');
+like($res->{err}, qr{^gms-token:[ ]follow:[ ]--metrics-file:[ ]cannot[ ]write[ ]
+                     \Q$dir\E/none/follow\.prom:[ ]No[ ]such[ ]file[ ]or[ ]
+                     directory$}mx, 'the error names the file and why');
 is($res->{out}, '', 'nothing done: no lease taken');
 
 # --- the holder -----------------------------------------------------------

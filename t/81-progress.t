@@ -4,10 +4,11 @@
 # write one line on stderr, rewritten with a carriage return, while they
 # count (tokens listed and written, keys copied: the count, the total when
 # known, the rate), and wipe it before anything else is written, but only
-# when stderr is a terminal (a few times a second at most).  Under a pseudo-terminal (util-linux's
-# `script`, bsdutils, always installed: stdout and stderr both on it) the
-# lines are there with their counts, and the progress is wiped before
-# the counts' line; with stderr a file, nothing is written there at all.
+# when stderr is a terminal (a few times a second at most).  Under a
+# pseudo-terminal (util-linux's `script`, bsdutils, always installed:
+# stdout and stderr both on it) the lines are there with their counts,
+# and the progress is wiped before the counts' line; with stderr a file,
+# nothing is written there at all.
 # follow shows its first listing's progress, not the next cycles'.
 
 use strict;
@@ -55,7 +56,8 @@ sub on_terminal {
 # the progress lines of $command in what a terminal got: each rewrite
 sub progress {
     my ($raw, $command) = @_;
-    return $raw =~ /\r(gms-token: $command: [a-z ]+ \d+(?:\/\d+)?(?:, \d+\/s)?) *(?=\r)/g;
+    return $raw =~ m{\r(gms-token:\ $command:\ [a-z ]+\ \d+(?:/\d+)?
+                       (?:,\ \d+/s)?)\ *(?=\r)}gx;
 }
 
 # --- sync --gms -------------------------------------------------------------

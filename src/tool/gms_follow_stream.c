@@ -200,6 +200,11 @@ gms_follow_stream_lease(gms_follow_stream_t *s, int held)
     }
 
     pthread_mutex_unlock(&s->mutex);
+
+    if (!held) {
+        /* no longer followed here: the next holder's file says it runs */
+        gms_follow_metrics_stream(0, 0, 0, 0);
+    }
 }
 
 

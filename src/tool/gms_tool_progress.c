@@ -40,8 +40,9 @@ gms_tool_progress_open(gms_tool_t *t, gms_tool_progress_t *p)
 
 /*
  * n of total done ("tokens listed 3000/10000"; total 0: not known), and
- * the rate since the step began (the first step: since the open).  A new step is shown at once; the same
- * step again only GMS_TOOL_PROGRESS_MS after its last line.
+ * the rate since the step began (the first step: since the open).  A
+ * new step is shown at once; the same step again only
+ * GMS_TOOL_PROGRESS_MS after its last line.
  */
 
 void
