@@ -3,8 +3,10 @@
 # and only those that are missing.  Run as root on Debian 12 bookworm,
 # 13 trixie or testing (the names are the same on each).
 #
-# promtool (Debian's prometheus package) checks the shipped alerts, the
-# dashboard and live metrics (t/82-alerts.t).
+# prometheus: for its promtool (Debian ships no package of promtool
+# alone), which checks the shipped alerts, the dashboard and the edge's
+# live metrics (t/82-alerts.t) and the follower's metrics file
+# (t/80-follow-metrics.t).
 #
 # kustomize (t/77-kubernetes.t builds deploy/kubernetes/ with it) is
 # Debian's since trixie.  Where the release has none (bookworm), trixie's

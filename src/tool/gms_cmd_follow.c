@@ -64,14 +64,16 @@ const gms_tool_command_t  gms_cmd_follow = {
     | GMS_OPT(GMS_OPT_PRIVILEGES_INTERVAL) | GMS_OPT(GMS_OPT_PAGE_SIZE)
     | GMS_OPT(GMS_OPT_FULL_INTERVAL)
     | GMS_OPT(GMS_OPT_PRIVILEGES) | GMS_OPT(GMS_OPT_MAX_PRUNE)
-    | GMS_OPT(GMS_OPT_INACTIVE) | GMS_OPT(GMS_OPT_CHANGES), 0, 0,
+    | GMS_OPT(GMS_OPT_INACTIVE) | GMS_OPT(GMS_OPT_CHANGES)
+    | GMS_OPT(GMS_OPT_METRICS_FILE), 0, 0,
     "Usage: gms-token follow --gms URL [--interval TIME] [--page-size N]\n"
     "                        [--full-interval TIME]\n"
     "                        [--changes auto|stream|poll]\n"
     "                        [--max-prune N|P%]\n"
     "                        [--privileges policies|graphql|off]\n"
     "                        [--inactive refuse|keep|mark]\n"
-    "                        [--privileges-interval TIME] [GMS options]\n"
+    "                        [--privileges-interval TIME]\n"
+    "                        [--metrics-file PATH] [GMS options]\n"
     "                        [connection options]\n"
     "\n"
     "Runs until SIGTERM, SIGINT or SIGQUIT, then exits 0.  Every interval:\n"
@@ -151,6 +153,12 @@ const gms_tool_command_t  gms_cmd_follow = {
     "                      tried again every --full-interval), so that any\n"
     "                      DataHub works; stream: the stream required;\n"
     "                      poll: every --interval only\n"
+    "  --metrics-file PATH the follower's metrics, in Prometheus's text\n"
+    "                      format, rewritten whole (a temporary file in\n"
+    "                      the same directory, renamed) at each cycle:\n"
+    "                      node_exporter's textfile collector reads it\n"
+    "                      (a name ending in .prom); gms_follow_* as\n"
+    "                      docs/gms-token.md lists them\n"
     GMS_TOOL_GMS_USAGE
     GMS_TOOL_CONN_USAGE
 };
@@ -218,6 +226,7 @@ gms_cmd_follow_handler(gms_tool_t *t, gms_tool_args_t *a)
         return GMS_TOOL_USAGE;
     }
 
+    conf.metrics_file = a->val[GMS_OPT_METRICS_FILE];
     conf.privileges = GMS_TOOL_PRIVILEGES_POLICIES;
 
     if (a->val[GMS_OPT_PRIVILEGES]

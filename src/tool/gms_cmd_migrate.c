@@ -27,6 +27,7 @@
 #include "gms_tool_conn.h"
 #include "gms_tool_redis.h"
 #include "gms_tool_msgs.h"
+#include "gms_tool_progress.h"
 
 
 typedef enum {
@@ -110,9 +111,10 @@ static int
 gms_cmd_migrate_handler(gms_tool_t *t, gms_tool_args_t *a)
 {
     int                   rc;
-    size_t                i;
+    size_t                i, n;
     redisReply           *keys;
     gms_tool_t            from;
+    gms_tool_progress_t   progress;
     gms_tool_scan_t       scan;
     gms_migrate_counts_t  counts;
 
@@ -142,6 +144,8 @@ gms_cmd_migrate_handler(gms_tool_t *t, gms_tool_args_t *a)
 
     rc = GMS_TOOL_REDIS;
 
+    gms_tool_progress_open(t, &progress);
+
     do {
         keys = gms_tool_redis_scan_next(&from, &scan);
         if (keys == NULL) {
@@ -152,7 +156,15 @@ gms_cmd_migrate_handler(gms_tool_t *t, gms_tool_args_t *a)
             goto done;
         }
 
+        for (i = 0, n = 0; i < GMS_MIGRATE_KINDS; i++) {
+            n += counts.copied[i];
+        }
+
+        gms_tool_progress_show(t->progress, "keys copied", n, 0);
+
     } while (!scan.done);
+
+    gms_tool_progress_close(t);
 
     if (gms_tool_redis_publish(t, GMS_INVALIDATE_ALL,
                                sizeof(GMS_INVALIDATE_ALL) - 1)
@@ -172,6 +184,7 @@ gms_cmd_migrate_handler(gms_tool_t *t, gms_tool_args_t *a)
 
 done:
 
+    gms_tool_progress_close(t);
     gms_tool_redis_scan_close(&scan);
     gms_tool_conn_close(&from);
 

@@ -14,6 +14,7 @@
 #include "gms_sync_tokens.h"
 #include "gms_sync_privileges.h"
 #include "gms_sync_users.h"
+#include "gms_tool_progress.h"
 
 
 static int gms_cmd_sync_handler(gms_tool_t *t, gms_tool_args_t *a);
@@ -116,6 +117,7 @@ gms_cmd_sync_handler(gms_tool_t *t, gms_tool_args_t *a)
     int                           rc, refuse;
     gms_graphql_conf_t            gms;
     gms_tool_holders_t            holders;
+    gms_tool_progress_t           progress;
     gms_tool_sync_conf_t          conf;
     gms_tool_sync_counts_t        counts;
     gms_tool_privileges_e         mode;
@@ -151,7 +153,9 @@ gms_cmd_sync_handler(gms_tool_t *t, gms_tool_args_t *a)
             return GMS_TOOL_USAGE;
         }
 
+        gms_tool_progress_open(t, &progress);
         rc = gms_sync_tokens_run(t, &conf, &counts, NULL);
+        gms_tool_progress_close(t);
 
         if (rc == GMS_TOOL_OK) {
             gms_cmd_sync_print(t, &counts);
@@ -178,7 +182,10 @@ gms_cmd_sync_handler(gms_tool_t *t, gms_tool_args_t *a)
         return GMS_TOOL_USAGE;
     }
 
+    gms_tool_progress_open(t, &progress);
     rc = gms_sync_tokens_run(t, &conf, &counts, &holders);
+    gms_tool_progress_close(t);
+
     if (rc != GMS_TOOL_OK) {
         return rc;
     }

@@ -48,6 +48,7 @@
 #include "gms_contract.h"
 #include "gms_follow_privileges.h"
 #include "gms_follow_cycle.h"
+#include "gms_follow_metrics.h"
 #include "gms_tool_conn.h"
 #include "gms_tool_redis.h"
 #include "gms_sync_users.h"
@@ -68,6 +69,9 @@ typedef struct {
 static void *gms_follow_privileges_thread(void *data);
 static void gms_follow_privileges_run(gms_follow_privileges_t *p,
     unsigned what);
+static void gms_follow_privileges_metrics(unsigned what, int mrc, int urc,
+    int hrc, const gms_tool_privileges_counts_t *counts,
+    const gms_tool_users_counts_t *users);
 static int gms_follow_privileges_users(gms_follow_privileges_t *p,
     gms_tool_users_counts_t *users);
 static int gms_follow_privileges_touched(void *data, const char *urn,
@@ -374,7 +378,7 @@ gms_follow_privileges_thread(void *data)
 static void
 gms_follow_privileges_run(gms_follow_privileges_t *p, unsigned what)
 {
-    int                           rc, urc, abandoned, reuse;
+    int                           rc, mrc, urc, hrc, abandoned, reuse;
     char                          now[32], error[sizeof(p->tool.error)];
     int64_t                       start, took, wait, interval;
     unsigned                      failures;
@@ -391,6 +395,8 @@ gms_follow_privileges_run(gms_follow_privileges_t *p, unsigned what)
 
     start = gms_follow_cycle_monotonic();
     rc = GMS_TOOL_OK;
+    urc = GMS_TOOL_OK;
+    hrc = GMS_TOOL_OK;
 
     if (what & GMS_FOLLOW_KICK_MIRROR) {
         reuse = !(what & (GMS_FOLLOW_KICK_USERS | GMS_FOLLOW_KICK_MEMBERS));
@@ -404,6 +410,8 @@ gms_follow_privileges_run(gms_follow_privileges_t *p, unsigned what)
             gms_tool_conn_close(t);
         }
     }
+
+    mrc = rc;
 
     if ((what & GMS_FOLLOW_KICK_USERS)
         && !__atomic_load_n(&p->abandon, __ATOMIC_RELAXED))
@@ -429,10 +437,11 @@ gms_follow_privileges_run(gms_follow_privileges_t *p, unsigned what)
     pthread_mutex_unlock(&p->mutex);
 
     if (rc == GMS_TOOL_OK) {
-        rc = gms_follow_privileges_health_ok(p,
+        hrc = gms_follow_privileges_health_ok(p,
                               (what & GMS_FOLLOW_KICK_MIRROR) ? &counts
                                                               : NULL,
                               interval);
+        rc = hrc;
     }
 
     took = gms_follow_cycle_monotonic() - start;
@@ -446,6 +455,8 @@ gms_follow_privileges_run(gms_follow_privileges_t *p, unsigned what)
 
     wait = gms_follow_privileges_done(p, what, rc == GMS_TOOL_OK, start,
                                       &failures);
+
+    gms_follow_privileges_metrics(what, mrc, urc, hrc, &counts, &users);
 
     if (rc != GMS_TOOL_OK) {
         if (rc == GMS_TOOL_REDIS) {
@@ -485,6 +496,44 @@ gms_follow_privileges_run(gms_follow_privileges_t *p, unsigned what)
                users.checked, users.inactive, users.newly,
                users.reactivated, users.dropped, users.unknown,
                (long long) took);
+    }
+}
+
+
+/*
+ * Each part of a run counted with its own outcome; the health fields'
+ * write failing fails both.  Published, as their lines count it: a
+ * mirror's users changed and removed, a check's users newly inactive
+ * and reactivated.
+ */
+
+static void
+gms_follow_privileges_metrics(unsigned what, int mrc, int urc, int hrc,
+    const gms_tool_privileges_counts_t *counts,
+    const gms_tool_users_counts_t *users)
+{
+    int  ok;
+
+    if (what & GMS_FOLLOW_KICK_MIRROR) {
+        ok = mrc == GMS_TOOL_OK && hrc == GMS_TOOL_OK;
+
+        if (ok) {
+            gms_follow_metrics_users(counts->users,
+                                     counts->changed + counts->removed);
+        }
+
+        gms_follow_metrics_cycle(GMS_FOLLOW_METRICS_PRIVILEGES, ok);
+    }
+
+    if (what & GMS_FOLLOW_KICK_USERS) {
+        ok = urc == GMS_TOOL_OK && hrc == GMS_TOOL_OK;
+
+        if (ok) {
+            gms_follow_metrics_inactive(users->inactive,
+                                        users->newly + users->reactivated);
+        }
+
+        gms_follow_metrics_cycle(GMS_FOLLOW_METRICS_USERS, ok);
     }
 }
 

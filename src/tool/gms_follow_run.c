@@ -31,6 +31,8 @@
 #include "gms_follow_lease.h"
 #include "gms_follow_privileges.h"
 #include "gms_follow_stream.h"
+#include "gms_follow_metrics.h"
+#include "gms_tool_progress.h"
 
 
 /*
@@ -63,6 +65,8 @@ typedef struct {
     int                        working;    /* the lease held at the last
                                               cycle */
     int                        failed;     /* the last token cycle */
+    int                        listed;     /* a token cycle succeeded:
+                                              no more progress shown */
     int64_t                    last;       /* the last token cycle's end
                                               (monotonic), 0: none since
                                               the lease was taken */
@@ -142,6 +146,18 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
     f.wake[0] = -1;
     f.wake[1] = -1;
 
+    /* before the threads, which copy f.gms */
+    if (conf->metrics_file) {
+        if (gms_follow_metrics_open(conf->metrics_file, error, sizeof(error))
+            != 0)
+        {
+            gms_tool_msgs_error(t, "%s", error);
+            return GMS_TOOL_USAGE;
+        }
+
+        f.gms.observe = gms_follow_metrics_request;
+    }
+
     /* a cycle's errors go into its one line, not on lines of their own */
     t->quiet = 1;
     failures = 0;
@@ -158,6 +174,7 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
         memcpy(error, t->error, sizeof(error));
         t->quiet = 0;
         gms_tool_msgs_error(t, "%s", error);
+        gms_follow_metrics_close();
         return GMS_TOOL_USAGE;
     }
 
@@ -169,6 +186,7 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
     if (rc != GMS_TOOL_OK) {
         t->quiet = 0;
         gms_tool_msgs_error(t, "%s", f.tool->error);
+        gms_follow_metrics_close();
         return rc;
     }
 
@@ -264,13 +282,24 @@ gms_follow_run(gms_tool_t *t, const gms_follow_conf_t *conf)
             f.after_stream = wait;
             f.last = gms_follow_cycle_monotonic();
 
+            if (cycle) {
+                gms_follow_metrics_cycle(GMS_FOLLOW_METRICS_TOKENS, 0);
+            }
+
             gms_follow_cycle_say_failed("", rc, t->error, wait);
         }
+
+        /* a standby's state too, at each of its tries */
+        gms_follow_metrics_lease(gms_follow_lease_held(&f.keeper));
 
         gms_follow_wait(&f, wait);
     }
 
     gms_follow_stop(&f);
+
+    /* what a scrape of the file finds once this process is gone */
+    gms_follow_metrics_lease(0);
+    gms_follow_metrics_close();
 
     printf("gms-token follow: %s stopped by %s\n",
            gms_follow_cycle_time(now, sizeof(now)),
@@ -508,6 +537,8 @@ gms_follow_lost(void *data)
 
     __atomic_store_n(&gms_follow_abandon, 1, __ATOMIC_SEQ_CST);
 
+    gms_follow_metrics_lease(0);
+
     gms_follow_privileges_lease(&f->privileges, 0);
 
     if (f->streaming) {
@@ -628,6 +659,7 @@ gms_follow_tokens(gms_follow_t *f)
     int64_t                 start, took;
     gms_tool_t             *t;
     gms_tool_holders_t      holders;
+    gms_tool_progress_t     progress;
     gms_tool_sync_counts_t  counts;
 
     t = f->tool;
@@ -657,7 +689,14 @@ gms_follow_tokens(gms_follow_t *f)
     f->listing = gms_follow_journal_begin(&f->journal,
                                           GMS_FOLLOW_JOURNAL_TOKENS);
 
+    /* until one succeeds, the listing's progress on a terminal */
+    if (!f->listed) {
+        gms_tool_progress_open(t, &progress);
+    }
+
     rc = gms_sync_tokens_run(t, &f->sync, &counts, &holders);
+
+    gms_tool_progress_close(t);
 
     gms_follow_journal_end(&f->journal, GMS_FOLLOW_JOURNAL_TOKENS);
 
@@ -718,6 +757,13 @@ gms_follow_tokens(gms_follow_t *f)
            gms_follow_cycle_time(now, sizeof(now)), counts.tokens, counts.added,
            counts.updated, counts.unchanged, counts.expired, counts.pruned,
            counts.kept, extra, (long long) took);
+
+    f->listed = 1;
+
+    /* as the docs count what is published: the tokens written, pruned */
+    gms_follow_metrics_tokens(counts.tokens, counts.pruned,
+                              counts.added + counts.updated + counts.pruned);
+    gms_follow_metrics_cycle(GMS_FOLLOW_METRICS_TOKENS, 1);
 
     /* a listing lacking most of the cache, tokens held back */
     if (counts.warning[0]) {

@@ -28,6 +28,7 @@ typedef struct {
     int64_t                    privileges_interval_ms;
     int64_t                    full_interval_ms;   /* 0: always whole */
     gms_follow_changes_e       changes;
+    const char                *metrics_file;   /* NULL: none written */
 } gms_follow_conf_t;
 
 

@@ -47,6 +47,7 @@
 #include "gms_token.h"
 #include "gms_follow_stream.h"
 #include "gms_follow_cycle.h"
+#include "gms_follow_metrics.h"
 #include "gms_tool_conn.h"
 #include "gms_tool_msgs.h"
 #include "gms_tool_redis.h"
@@ -199,6 +200,11 @@ gms_follow_stream_lease(gms_follow_stream_t *s, int held)
     }
 
     pthread_mutex_unlock(&s->mutex);
+
+    if (!held) {
+        /* no longer followed here: the next holder's file says it runs */
+        gms_follow_metrics_stream(0, 0, 0, 0);
+    }
 }
 
 
@@ -301,6 +307,7 @@ gms_follow_stream_thread(void *data)
         }
 
         if (src == GMS_STREAM_OK || src == GMS_STREAM_AGAIN) {
+            gms_follow_metrics_cycle(GMS_FOLLOW_METRICS_STREAM, 1);
             s->failures = 0;
             at = 0;
             continue;
@@ -344,6 +351,7 @@ gms_follow_stream_thread(void *data)
 
         s->failures++;
         gms_follow_stream_down(s);
+        gms_follow_metrics_cycle(GMS_FOLLOW_METRICS_STREAM, 0);
 
         wait = gms_follow_cycle_backoff(s->conf.interval_ms, s->failures);
         wait = gms_follow_cycle_jitter(wait);
@@ -701,6 +709,12 @@ gms_follow_stream_poll(gms_follow_stream_t *s, int *rc, const char **why)
     }
 
     gms_follow_stream_running(s, resumed);
+
+    /* published, as the line counts it: the tokens revoked and made */
+    gms_follow_metrics_stream(1, c.events,
+                              c.newest ? gms_tool_redis_now_ms() - c.newest
+                                       : 0,
+                              c.revoked + c.tokens);
 
     if (c.events) {
         printf("gms-token follow: %s stream ok events=%zu revoked=%zu "
@@ -1083,6 +1097,8 @@ gms_follow_stream_down(gms_follow_stream_t *s)
     }
 
     pthread_mutex_unlock(&s->mutex);
+
+    gms_follow_metrics_stream(0, 0, 0, 0);
 
     if (was == GMS_FOLLOW_STREAM_DOWN) {
         return;

@@ -57,6 +57,8 @@ struct gms_graphql_s {
     int                    keep_errors;    /* GraphQL's errors returned */
     json_t                *errors;         /* ... here, not printed */
     volatile sig_atomic_t *stop;
+    void                 (*observe)(const char *api, double seconds,
+                                    int failed);
 };
 
 
@@ -74,6 +76,8 @@ static int gms_graphql_slots(gms_graphql_t *g, size_t n);
 static int gms_graphql_start(gms_graphql_t *g, gms_graphql_xfer_t *x,
     gms_graphql_ask_t *ask);
 static int gms_graphql_stopped(gms_graphql_t *g);
+static void gms_graphql_observe(gms_graphql_t *g, CURL *curl, CURLcode rc,
+    const char *api);
 static size_t gms_graphql_write(char *data, size_t size, size_t n,
     void *userdata);
 static int gms_graphql_progress(void *userdata, curl_off_t dltotal,
@@ -109,6 +113,7 @@ gms_graphql_open(gms_tool_t *t, const gms_graphql_conf_t *c)
 
     g->tool = t;
     g->stop = c->stop;
+    g->observe = c->observe;
 
     len = strlen(c->url);
 
@@ -299,6 +304,8 @@ gms_graphql_query(gms_graphql_t *g, const char *query, json_t *variables,
     rc = curl_easy_perform(g->x.curl);
     free(body);
 
+    gms_graphql_observe(g, g->x.curl, rc, "graphql");
+
     data = gms_graphql_data(g, &g->x, rc, field,
                             g->keep_errors ? &g->errors : NULL,
                             error, sizeof(error));
@@ -391,6 +398,8 @@ gms_graphql_many(gms_graphql_t *g, gms_graphql_ask_t *asks, size_t n,
 
             x = g->slots[k];
             curl_multi_remove_handle(g->multi, curl);
+
+            gms_graphql_observe(g, curl, rc, "graphql");
 
             x->ask->data = gms_graphql_data(g, x, rc, x->ask->field, NULL,
                                             x->ask->error,
@@ -489,6 +498,8 @@ gms_graphql_get(gms_graphql_t *g, const char *path, long *status,
     }
 
     rc = curl_easy_perform(g->x.curl);
+
+    gms_graphql_observe(g, g->x.curl, rc, "openapi");
 
     /* the path only: the query may hold an offset, of no use in a line */
     url[g->base_len + strcspn(path, "?")] = '\0';
@@ -855,6 +866,33 @@ gms_graphql_stopped(gms_graphql_t *g)
 {
     /* set by a signal handler or, in follow, by the other thread */
     return g->stop != NULL && __atomic_load_n(g->stop, __ATOMIC_RELAXED);
+}
+
+
+/*
+ * A transfer's time, for the caller's metrics (follow's): failed, when it
+ * got no answer or one from 400 up; one abandoned (the stop flag) is no
+ * request of GMS's to time
+ */
+
+static void
+gms_graphql_observe(gms_graphql_t *g, CURL *curl, CURLcode rc,
+    const char *api)
+{
+    long        status;
+    curl_off_t  us;
+
+    if (g->observe == NULL || rc == CURLE_ABORTED_BY_CALLBACK) {
+        return;
+    }
+
+    us = 0;
+    status = 0;
+
+    curl_easy_getinfo(curl, CURLINFO_TOTAL_TIME_T, &us);
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+
+    g->observe(api, (double) us / 1e6, rc != CURLE_OK || status >= 400);
 }
 
 

@@ -35,6 +35,10 @@ typedef struct gms_graphql_conf_s {
     const char            *ca_file;
     long                   timeout_ms;
     volatile sig_atomic_t *stop;           /* set: abandon the request */
+
+    /* each transfer's end ("graphql" or "openapi"); NULL: none timed */
+    void                 (*observe)(const char *api, double seconds,
+                                    int failed);
 } gms_graphql_conf_t;
 
 

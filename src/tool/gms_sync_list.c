@@ -21,6 +21,7 @@
 #include "gms_token.h"
 #include "gms_sync_list.h"
 #include "gms_tool_msgs.h"
+#include "gms_tool_progress.h"
 
 
 /* DataHub's ListAccessTokensResolver (auth.graphql) */
@@ -425,6 +426,9 @@ gms_sync_list_pages(gms_tool_t *t, gms_graphql_t *g,
         }
 
         start += in->ntokens - before;
+
+        gms_tool_progress_show(t->progress, "tokens listed", seen->n,
+                               in->total > 0 ? (size_t) in->total : 0);
 
         /* the whole listing: the largest total any page gave */
         if (filters == NULL ? (int64_t) seen->n >= in->total

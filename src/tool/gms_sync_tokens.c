@@ -39,6 +39,7 @@
 #include "gms_tool_msgs.h"
 #include "gms_tool_conn.h"
 #include "gms_tool_redis.h"
+#include "gms_tool_progress.h"
 
 
 /* a listing lacking this many cached tokens, and most, is a warning */
@@ -789,6 +790,9 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
         if (gms_sync_publish(t, in, i, end) != 0) {
             return -1;
         }
+
+        gms_tool_progress_show(t->progress, "tokens written", end,
+                               in->list.ntokens);
     }
 
     return 0;

@@ -25,6 +25,9 @@
 /* a connection to Redis or a Sentinel: gms_tool_conn.c */
 typedef struct gms_tool_conn_s  gms_tool_conn_t;
 
+/* the progress shown on a terminal: gms_tool_progress.c */
+typedef struct gms_tool_progress_s  gms_tool_progress_t;
+
 
 typedef struct gms_tool_s  gms_tool_t;
 
@@ -67,6 +70,7 @@ struct gms_tool_s {
                                                   this one's */
 
     int                    quiet;          /* errors kept, not printed */
+    gms_tool_progress_t   *progress;       /* NULL: none shown */
     unsigned               inactive_mark:1;    /* --inactive mark */
     char                   error[256];     /* the last error message */
 };

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gms_tool_msgs.h"
+#include "gms_tool_progress.h"
 
 
 static void gms_tool_vline(gms_tool_t *t, const char *fmt, va_list args);
@@ -55,6 +56,9 @@ gms_tool_vline(gms_tool_t *t, const char *fmt, va_list args)
 {
     /* follow's two threads: one line is never split by the other's */
     flockfile(stderr);
+
+    /* the progress line wiped first: this one starts a line of its own */
+    gms_tool_progress_clear(t->progress);
 
     fputs("gms-token: ", stderr);
 

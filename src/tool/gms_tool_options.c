@@ -53,6 +53,7 @@ static const struct option  gms_tool_long_options[] = {
     { "max-prune",     required_argument, NULL, 256 + GMS_OPT_MAX_PRUNE },
     { "inactive",      required_argument, NULL, 256 + GMS_OPT_INACTIVE },
     { "changes",       required_argument, NULL, 256 + GMS_OPT_CHANGES },
+    { "metrics-file",  required_argument, NULL, 256 + GMS_OPT_METRICS_FILE },
     { "name",          required_argument, NULL, 256 + GMS_OPT_NAME },
     { "duration",      required_argument, NULL, 256 + GMS_OPT_DURATION },
     { "description",   required_argument, NULL, 256 + GMS_OPT_DESCRIPTION },
