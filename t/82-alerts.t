@@ -161,8 +161,12 @@ is($metrics->{status}, 200, '/metrics answered');
 is($rc, 0, 'promtool check metrics: nothing to fix') or diag($out);
 is($out, '', 'promtool check metrics: no lint') or diag($out);
 
-# every metric the alerts and the dashboard name, exported
+# every metric the alerts and the dashboard name, exported by the edge or
+# written by gms-token follow --metrics-file (src/tool/gms_follow_metrics.c)
 my %exported = map { $_ => 1 } $metrics->{body} =~ /^# TYPE (\S+)/mg;
+$exported{$_} = 1
+    for GmsTest::slurp("$top/src/tool/gms_follow_metrics.c")
+        =~ /"(gms_follow_[a-z_]+?)(?:_bucket|_sum|_count)?[{" ]/g;
 my %named;
 for my $q (@exprs, map { $_->{expr} } @alerts) {
     for my $m ($q =~ /\b(gms_[a-z_]+)/g) {
@@ -174,5 +178,7 @@ $named{$_} = 1 for $dash->{templating}{list}[1]{definition}
                    =~ /\b(gms_[a-z_]+)/g;
 is_deeply([grep { !$exported{$_} } sort keys %named], [],
           'every metric the alerts and the dashboard name is exported');
+ok((grep { /^gms_follow_/ } keys %named) >= 5,
+   'the follower\'s metrics among them');
 
 done_testing();
