@@ -266,4 +266,51 @@ SKIP: {
     $c->stop;
 }
 
+# gms-token follow: each connection it opens reads --password-file; a
+# provider that drops its connection after a rotation (the old password
+# gone at once) is followed by a connection with the new one
+
+SKIP: {
+    require GmsTest::GraphQL;
+    require GmsTest::Tool;
+    skip 'gms-token not built', 4 unless -x GmsTest::Tool::bin();
+    delete $ENV{GMS_REDIS_PASSWORD};
+
+    my $r = GmsTest::Redis->start(password => 'admin-pw');
+    edge_user([$r], 'tool', 'tpw-0');
+    my $file = "$dir/tool-password";
+    write_atomically($file, "tpw-0\n");
+
+    my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJyb3RhdGUifQ.'
+                 . 'c2VjcmV0LWdtcy1yb3RhdGUtc2lnbmF0dXJlLTc4';
+    my $gms = GmsTest::GraphQL->start(token => $SECRET);
+    my $token_file = GmsTest::Tool::gms_account($SECRET, $dir);
+    my $cached = sub {
+        $r->cmd(EXISTS => GmsTest::Tool::key_of($_[0]));
+    };
+
+    $gms->tokens([ GmsTest::Tool::listed('before') ]);
+    my $f = GmsTest::Tool::start_follow(
+        GmsTest::Tool::gms_args($gms->url, $token_file),
+        '--interval', '1s', '--privileges', 'off',
+        '--redis', $r->address, '--user', 'tool', '--password-file', $file);
+
+    ok(GmsTest::wait_until(sub { $cached->('before') }, 15),
+       'follow: a token cached, as the ACL user, password from the file');
+
+    $r->cmd(ACL => 'SETUSER', 'tool', '>tpw-1', '<tpw-0');
+    write_atomically($file, "tpw-1\n");
+    $r->cmd(CLIENT => 'KILL', 'USER', 'tool');
+    $gms->tokens([ map { GmsTest::Tool::listed($_) } 'before', 'after' ]);
+
+    ok(GmsTest::wait_until(sub { $cached->('after') }, 20),
+       'follow: after the rotation and a dropped connection, the next '
+       . 'token cached: the new password read from the file');
+    ok(!GmsTest::process_gone($f->{pid}, 1), 'follow still running');
+    my $out = GmsTest::slurp($f->{out}) . GmsTest::slurp($f->{err});
+    unlike($out, qr/tpw-\d/, 'follow: no password in its output');
+    GmsTest::Tool::stop_follow($f, 'TERM');
+    $r->stop;
+}
+
 done_testing();
