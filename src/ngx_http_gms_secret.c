@@ -17,7 +17,7 @@
 
 
 static void ngx_http_gms_secret_error(ngx_conf_t *cf, ngx_err_t err,
-    u_char *path, const char *fmt, ...);
+    const char *fmt, ...);
 
 
 /*
@@ -83,27 +83,28 @@ ngx_http_gms_secret_read(ngx_conf_t *cf, u_char *path, u_char *buf,
     fd = ngx_open_file(path, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
 
     if (fd == NGX_INVALID_FILE) {
-        ngx_http_gms_secret_error(cf, ngx_errno, path,
-                                  ngx_open_file_n " failed");
+        ngx_http_gms_secret_error(cf, ngx_errno,
+                                  ngx_open_file_n " \"%s\" failed", path);
         return NGX_ERROR;
     }
 
     n = -1;
 
     if (ngx_fd_info(fd, &fi) == NGX_FILE_ERROR) {
-        ngx_http_gms_secret_error(cf, ngx_errno, path,
-                                  ngx_fd_info_n " failed");
+        ngx_http_gms_secret_error(cf, ngx_errno,
+                                  ngx_fd_info_n " \"%s\" failed", path);
 
     } else if (!ngx_is_file(&fi) || ngx_file_size(&fi) > (off_t) max + 2) {
-        ngx_http_gms_secret_error(cf, 0, path,
-                                  "is not a file of at most %uz bytes", max);
+        ngx_http_gms_secret_error(cf, 0,
+                                  "\"%s\" is not a file of at most %uz bytes",
+                                  path, max);
 
     } else {
         n = ngx_read_fd(fd, buf, max + 3);
 
         if (n == -1) {
-            ngx_http_gms_secret_error(cf, ngx_errno, path,
-                                      ngx_read_fd_n " failed");
+            ngx_http_gms_secret_error(cf, ngx_errno,
+                                      ngx_read_fd_n " \"%s\" failed", path);
         }
     }
 
@@ -118,17 +119,17 @@ ngx_http_gms_secret_read(ngx_conf_t *cf, u_char *path, u_char *buf,
 
     if (gms_secret_line((char *) buf, n, len) != 0) {
         ngx_explicit_memzero(buf, max + 3);
-        ngx_http_gms_secret_error(cf, 0, path,
-                                  "holds more than one line: a secret file "
-                                  "is the secret, with at most one line "
-                                  "ending");
+        ngx_http_gms_secret_error(cf, 0,
+                                  "\"%s\" holds more than one line: a secret "
+                                  "file is the secret, with at most one line "
+                                  "ending", path);
         return NGX_ERROR;
     }
 
     if (*len > max) {
         ngx_explicit_memzero(buf, max + 3);
-        ngx_http_gms_secret_error(cf, 0, path, "is longer than %uz bytes",
-                                  max);
+        ngx_http_gms_secret_error(cf, 0, "\"%s\" is longer than %uz bytes",
+                                  path, max);
         return NGX_ERROR;
     }
 
@@ -136,17 +137,17 @@ ngx_http_gms_secret_read(ngx_conf_t *cf, u_char *path, u_char *buf,
 }
 
 
+/* at configuration an emergency, in a worker an error: the same words */
+
 static void
-ngx_http_gms_secret_error(ngx_conf_t *cf, ngx_err_t err, u_char *path,
-    const char *fmt, ...)
+ngx_http_gms_secret_error(ngx_conf_t *cf, ngx_err_t err, const char *fmt,
+    ...)
 {
     u_char   *p, text[NGX_MAX_CONF_ERRSTR];
     va_list   args;
 
-    p = ngx_snprintf(text, sizeof(text), "\"%s\" ", path);
-
     va_start(args, fmt);
-    p = ngx_vslprintf(p, text + sizeof(text), fmt, args);
+    p = ngx_vslprintf(text, text + sizeof(text), fmt, args);
     va_end(args);
 
     if (cf) {

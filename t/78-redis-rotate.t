@@ -104,7 +104,7 @@ sub metric {
 sub edge {
     my ($redis_conf, %opt) = @_;
     my $n = GmsTest::Nginx->new(log_level => $opt{log_level} // 'info',
-                                workers => 2);
+                                workers => $opt{workers} // 2);
     GmsTest::write_file($n->dir . '/ok', "ok\n");
     $n->start(<<"CONF");
     $redis_conf
@@ -210,6 +210,33 @@ sub under_rotation {
          qr/AUTH refused \(WRONGPASS[^)]*\); "\Q$file\E" read again, AUTH/,
          'the retry logged, without the password');
     unlike($n->error_log, qr/at-once-\d/, 'no password in the log, at debug');
+
+    $n->stop;
+
+    # a file that breaks the rule (caught mid-write: two lines; emptied):
+    # logged, the password read before stays (one worker: it has read the
+    # file as it is now)
+
+    $n = edge('gms_token_redis ' . $r->address . " user=edge "
+              . "password_file=$file;", log_level => 'debug', workers => 1);
+    ok(GmsTest::wait_until(sub { status($n) == 200 }, 10),
+       'one worker: the token answered');
+
+    for my $bad ([ "at-once-$k\nat-once-", 'holds more than one line' ],
+                 [ '', 'holds no password' ])
+    {
+        write_atomically($file, $bad->[0]);
+        sleep 1.1;
+        $r->cmd(CLIENT => 'KILL', 'USER', 'edge');
+        sleep 0.1;
+        my @st = map { status($n) } 1 .. 3;
+        is_deeply([ grep { $_ != 200 } @st ], [],
+                  "a password file that $bad->[1]: the one before serves")
+            or diag "@st\n" . $n->error_log;
+        like($n->error_log, qr/"\Q$file\E" \Q$bad->[1]\E.*read before stays/,
+             "... and the worker says why");
+    }
+    unlike($n->error_log, qr/at-once-\d/, 'still no password in the log');
     $n->stop;
     $r->stop;
 }
