@@ -583,7 +583,10 @@ ngx_http_gms_rconn_setup_first(ngx_http_gms_rconn_t *rc, int argc,
         goto failed;
     }
 
-    /* nothing sent before it is left unanswered but a gate's own command */
+    /*
+     * on a new connection, or from the gate's own handler: whatever was
+     * sent is answered, so the next reply is this command's
+     */
 
     ngx_queue_remove(&rcmd->queue);
     ngx_queue_insert_head(&rc->pending, &rcmd->queue);
