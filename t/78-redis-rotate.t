@@ -7,8 +7,9 @@
 # kubelet swaps a Secret) after adding it to the user, and removes the
 # one before it a second later (the overlap).  With max_age=2s every
 # connection is made anew every two seconds or so, each with the file as
-# it is then.  Under wrk's load for 30 s: no answer but 200 for a valid
-# token, the recycling in the log and the metrics.  The same through
+# it is then.  Under wrk's load for 30 s, gms-token follow beside it as
+# the same user: no answer but 200 for a valid token, the recycling in
+# the log and the metrics, every follow cycle ok.  The same through
 # Sentinel (both passwords rotating) and a cluster, for 10 s each.  Then
 # a rotation that removes the old password at once: the next
 # connection's AUTH is refused, the file read again, AUTH sent again:
@@ -27,6 +28,8 @@ use GmsTest::Sentinel;
 use GmsTest::Cluster;
 use GmsTest::HTTP;
 use Time::HiRes qw(sleep time);
+use GmsTest::GraphQL;
+use GmsTest::Tool ();
 
 GmsTest::need_redis();
 GmsTest::skip_all('wrk is not installed') unless GmsTest::in_path('wrk');
@@ -34,6 +37,9 @@ GmsTest::skip_all('wrk is not installed') unless GmsTest::in_path('wrk');
 my $TOKEN = 'rotating-credentials-token';
 my $ID = GmsTest::sha256_b64($TOKEN);
 my $dir = GmsTest::scratch_dir();
+my $GMS_SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJyb3RhdGUifQ.'
+                 . 'c2VjcmV0LWdtcy1yb3RhdGUtc2lnbmF0dXJlLTc4';
+delete $ENV{GMS_REDIS_PASSWORD};
 
 sub write_atomically {
     my ($path, $text) = @_;
@@ -170,8 +176,34 @@ sub under_rotation {
 
     my $n = edge('gms_token_redis ' . $r->address . " user=edge "
                  . "password_file=$file max_age=2s;");
+
+    # gms-token follow beside the edge, as the same user, from the same
+    # file, DataHub listing the token
+    my ($f, $gms);
+    if (-x GmsTest::Tool::bin()) {
+        $gms = GmsTest::GraphQL->start(token => $GMS_SECRET);
+        $gms->tokens([ GmsTest::Tool::listed($TOKEN) ]);
+        $f = GmsTest::Tool::start_follow(
+            GmsTest::Tool::gms_args($gms->url,
+                GmsTest::Tool::gms_account($GMS_SECRET, $dir)),
+            '--interval', '1s', '--privileges', 'off',
+            '--redis', $r->address, '--user', 'edge',
+            '--password-file', $file);
+        GmsTest::wait_until(sub { GmsTest::Tool::ok_lines($f) }, 15);
+    }
+    my $cycles = $f ? GmsTest::Tool::ok_lines($f) : 0;
+
     under_rotation('standalone', $n, 30, servers => [$r], user => 'edge',
                    prefix => 'pw-', file => $file, overlap => 1);
+
+    SKIP: {
+        skip 'gms-token not built', 2 unless $f;
+        cmp_ok(scalar GmsTest::Tool::ok_lines($f), '>=', $cycles + 10,
+               'follow ran its cycles through the rotation');
+        is_deeply([ grep { /failed/ } GmsTest::Tool::out_lines($f) ], [],
+                  '... none failed');
+        GmsTest::Tool::stop_follow($f, 'TERM');
+    }
 
     # the AUTH-retry path: the old password removed as the file changes
 
@@ -300,20 +332,15 @@ SKIP: {
 # gone at once) is followed by a connection with the new one
 
 SKIP: {
-    require GmsTest::GraphQL;
-    require GmsTest::Tool;
     skip 'gms-token not built', 4 unless -x GmsTest::Tool::bin();
-    delete $ENV{GMS_REDIS_PASSWORD};
 
     my $r = GmsTest::Redis->start(password => 'admin-pw');
     edge_user([$r], 'tool', 'tpw-0');
     my $file = "$dir/tool-password";
     write_atomically($file, "tpw-0\n");
 
-    my $SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJyb3RhdGUifQ.'
-                 . 'c2VjcmV0LWdtcy1yb3RhdGUtc2lnbmF0dXJlLTc4';
-    my $gms = GmsTest::GraphQL->start(token => $SECRET);
-    my $token_file = GmsTest::Tool::gms_account($SECRET, $dir);
+    my $gms = GmsTest::GraphQL->start(token => $GMS_SECRET);
+    my $token_file = GmsTest::Tool::gms_account($GMS_SECRET, $dir);
     my $cached = sub {
         $r->cmd(EXISTS => GmsTest::Tool::key_of($_[0]));
     };
