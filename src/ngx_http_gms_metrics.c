@@ -202,6 +202,19 @@ static const ngx_http_gms_metric_t  ngx_http_gms_metric_table[] = {
       "malformed or over the caps.",
       ngx_http_gms_metric_counter(protocol_errors) },
 
+    { "gms_redis_connections_recycled_total", "counter",
+      "Redis and Sentinel connections closed at max_age, to be made anew.",
+      ngx_http_gms_metric_counter(recycled) },
+
+    { "gms_redis_auth_retries_total", "counter",
+      "AUTH refused and sent again with the password file read anew.",
+      ngx_http_gms_metric_counter(auth_retries) },
+
+    { "gms_redis_password_file_reads_total", "counter",
+      "Password files (password_file=, sentinel_password_file=) read "
+      "again by a worker and found changed.",
+      ngx_http_gms_metric_counter(password_reads) },
+
     { "gms_redis_node_up", "gauge",
       "Each worker's Redis connections by role, where they go (the last "
       "node connected to) and whether they are up.",

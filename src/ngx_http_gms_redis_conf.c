@@ -21,9 +21,6 @@
 #include <openssl/sha.h>
 
 
-/* the longest password read from a file */
-#define NGX_HTTP_GMS_PASSWORD_MAX  1023
-
 /* the directives, as a parameter's mask names them */
 #define NGX_HTTP_GMS_REDIS_ONE       0x01  /* gms_token_redis */
 #define NGX_HTTP_GMS_REDIS_SENTINEL  0x02  /* gms_token_redis_sentinel */
@@ -69,6 +66,9 @@ static char *ngx_http_gms_redis_db(ngx_conf_t *cf,
     ngx_http_gms_redis_conf_t *rcf, ngx_str_t *value,
     ngx_http_gms_redis_param_t *param, ngx_uint_t directive);
 static char *ngx_http_gms_redis_replica(ngx_conf_t *cf,
+    ngx_http_gms_redis_conf_t *rcf, ngx_str_t *value,
+    ngx_http_gms_redis_param_t *param, ngx_uint_t directive);
+static char *ngx_http_gms_redis_max_age(ngx_conf_t *cf,
     ngx_http_gms_redis_conf_t *rcf, ngx_str_t *value,
     ngx_http_gms_redis_param_t *param, ngx_uint_t directive);
 static ngx_int_t ngx_http_gms_redis_addr(ngx_conf_t *cf, ngx_str_t *text,
@@ -124,6 +124,9 @@ static ngx_http_gms_redis_param_t  ngx_http_gms_redis_params[] = {
       NGX_HTTP_GMS_REDIS_SENTINEL|NGX_HTTP_GMS_REDIS_CLUSTER,
       ngx_http_gms_redis_replica, 0, 0 },
 
+    { ngx_string("max_age="), NGX_HTTP_GMS_REDIS_ANY,
+      ngx_http_gms_redis_max_age, 0, 0 },
+
     { ngx_null_string, 0, NULL, 0, 0 }
 };
 
@@ -145,7 +148,7 @@ static char  *ngx_http_gms_redis_conflict[] = {
  * module's, as proxy_* directives set the upstream conf in proxy's.
  *
  * gms_token_redis ADDRESS [tls] [password=STRING | password_file=PATH]
- *     [user=NAME] [db=N];
+ *     [user=NAME] [db=N] [max_age=TIME];
  */
 
 char *
@@ -160,7 +163,7 @@ ngx_http_gms_redis_conf_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
  * gms_token_redis_sentinel ADDRESS ... master=NAME [password=STRING |
  *     password_file=PATH] [sentinel_password=STRING |
  *     sentinel_password_file=PATH] [user=NAME] [db=N] [tls]
- *     [replica=prefer|off];
+ *     [replica=prefer|off] [max_age=TIME];
  */
 
 char *
@@ -174,7 +177,7 @@ ngx_http_gms_redis_conf_sentinel(ngx_conf_t *cf, ngx_command_t *cmd,
 
 /*
  * gms_token_redis_cluster ADDRESS ... [tls] [password=STRING |
- *     password_file=PATH] [user=NAME] [replica=prefer|off];
+ *     password_file=PATH] [user=NAME] [replica=prefer|off] [max_age=TIME];
  */
 
 char *
@@ -366,9 +369,11 @@ ngx_http_gms_redis_str(ngx_conf_t *cf, ngx_http_gms_redis_conf_t *rcf,
 
 /*
  * password_file=PATH, sentinel_password_file=PATH: the password from a
- * file (ngx_http_gms_secret.c's rule), read at configuration (a reload
- * reads it again), never in a log; the inline form given before it is
- * refused
+ * file (ngx_http_gms_secret.c's rule), read at configuration (nginx -t
+ * refuses a file that breaks the rule), kept as a full path for the
+ * workers, which read it again when it changes
+ * (ngx_http_gms_redis_secret.c); never in a log; the inline form given
+ * before it is refused
  */
 
 static char *
@@ -376,10 +381,12 @@ ngx_http_gms_redis_secret_file(ngx_conf_t *cf, ngx_http_gms_redis_conf_t *rcf,
     ngx_str_t *value, ngx_http_gms_redis_param_t *param,
     ngx_uint_t directive)
 {
-    ngx_str_t   name, *field;
+    ngx_str_t   name, *field, *file;
     ngx_uint_t  n;
 
     field = (ngx_str_t *) ((u_char *) rcf + param->offset);
+    file = (field == &rcf->password) ? &rcf->password_file
+                                     : &rcf->sentinel_password_file;
 
     /* "password" of "password_file=" */
     n = param->name.len - sizeof("_file=") + 1;
@@ -398,6 +405,13 @@ ngx_http_gms_redis_secret_file(ngx_conf_t *cf, ngx_http_gms_redis_conf_t *rcf,
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid \"%V\"", value);
         return NGX_CONF_ERROR;
     }
+
+    /* NUL-terminated: the parameter ends its argument */
+    if (ngx_conf_full_name(cf->cycle, &name, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    *file = name;
 
     if (ngx_http_gms_secret_file(cf, &name, NGX_HTTP_GMS_PASSWORD_MAX, field)
         != NGX_CONF_OK)
@@ -459,6 +473,37 @@ ngx_http_gms_redis_replica(ngx_conf_t *cf, ngx_http_gms_redis_conf_t *rcf,
     }
 
     return "";
+}
+
+
+/*
+ * max_age=TIME: a connection older than that is made anew (one that a
+ * provider drops at an age, as ElastiCache does at 12 hours)
+ */
+
+static char *
+ngx_http_gms_redis_max_age(ngx_conf_t *cf, ngx_http_gms_redis_conf_t *rcf,
+    ngx_str_t *value, ngx_http_gms_redis_param_t *param,
+    ngx_uint_t directive)
+{
+    ngx_str_t   s;
+    ngx_msec_t  ms;
+
+    s.data = value->data + param->name.len;
+    s.len = value->len - param->name.len;
+
+    ms = ngx_parse_time(&s, 0);
+
+    if (ms == (ngx_msec_t) NGX_ERROR || ms < 1000) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid \"%V\": a time of a second or more, "
+                           "such as \"11h\"", value);
+        return NGX_CONF_ERROR;
+    }
+
+    rcf->max_age = ms;
+
+    return NGX_CONF_OK;
 }
 
 
@@ -586,6 +631,9 @@ ngx_http_gms_redis_conf_create(ngx_http_gms_redis_conf_t *rcf)
      *     rcf->cluster = NULL;
      *     rcf->user = { 0, NULL };
      *     rcf->password = { 0, NULL };
+     *     rcf->password_file = { 0, NULL };
+     *     rcf->sentinel_password_file = { 0, NULL };
+     *     rcf->max_age = 0;
      *     rcf->db = 0;
      *     rcf->tls = 0;
      *     rcf->ssl_* = { 0, NULL };

@@ -17,6 +17,10 @@
 #include <ngx_http.h>
 
 
+/* the longest password read from a file */
+#define NGX_HTTP_GMS_PASSWORD_MAX  1023
+
+
 /* host:port, [ipv6]:port or unix:/path, as gms_token_redis* take it */
 typedef struct {
     ngx_str_t                  name;           /* as configured */
@@ -29,8 +33,10 @@ typedef struct {
 
 typedef struct {
     ngx_http_gms_redis_addr_t  server;         /* gms_token_redis */
-    ngx_str_t                  password;
+    ngx_str_t                  password;       /* as first read */
+    ngx_str_t                  password_file;  /* full path, or empty */
     ngx_str_t                  user;           /* AUTH user password */
+    ngx_msec_t                 max_age;        /* max_age=; 0: off */
     ngx_int_t                  db;
     ngx_str_t                  db_text;        /* for SELECT */
 
@@ -38,6 +44,7 @@ typedef struct {
     ngx_array_t               *sentinels;      /* of addresses */
     ngx_str_t                  master_name;
     ngx_str_t                  sentinel_password;
+    ngx_str_t                  sentinel_password_file;
     ngx_flag_t                 replica;        /* replica=prefer */
 
     /* gms_token_redis_cluster: the seed nodes */

@@ -18,6 +18,16 @@
  * CLOSED: they wait in the output buffer and go in order.  Every close
  * answers each pending command with an error and starts a short, growing,
  * jittered backoff in which connecting again is refused.
+ *
+ * A setup command may be a gate (the AUTH of a password read from a
+ * file): what follows it waits in the buffer until it is answered, so
+ * that its handler can put a second AUTH first, with the file read again,
+ * before anything else has been refused with -NOAUTH.  With max_age= a
+ * READY connection older than that (less up to a tenth, so that a
+ * worker's connections, and the workers', do not go together) is closed
+ * once nothing is pending on it, without the backoff: the owner connects
+ * again as after any close, and what it sends meanwhile waits for the
+ * new connection's setup, never for a failure.
  */
 
 
@@ -46,6 +56,7 @@ typedef struct {
     ngx_http_gms_rconn_reply_pt    handler;
     void                          *data;
     ngx_uint_t                     setup;          /* 1: a setup command */
+    ngx_uint_t                     gate;           /* 1: the rest waits */
 } ngx_http_gms_rcmd_t;
 
 
@@ -65,6 +76,13 @@ static ngx_int_t ngx_http_gms_rconn_format(ngx_http_gms_rconn_t *rc,
 static ngx_int_t ngx_http_gms_rconn_queue(ngx_http_gms_rconn_t *rc,
     u_char *cmd, size_t len, ngx_http_gms_rconn_reply_pt handler,
     void *data, ngx_uint_t setup);
+static ngx_int_t ngx_http_gms_rconn_room(ngx_http_gms_rconn_t *rc,
+    size_t len);
+static ngx_http_gms_rcmd_t *ngx_http_gms_rconn_rcmd(ngx_http_gms_rconn_t *rc,
+    ngx_http_gms_rconn_reply_pt handler, void *data, ngx_uint_t setup);
+static void ngx_http_gms_rconn_sent(ngx_http_gms_rconn_t *rc, size_t n);
+static void ngx_http_gms_rconn_aged(ngx_event_t *ev);
+static void ngx_http_gms_rconn_recycle(ngx_http_gms_rconn_t *rc);
 static void ngx_http_gms_rconn_flush(ngx_http_gms_rconn_t *rc);
 static void ngx_http_gms_rconn_read_handler(ngx_event_t *ev);
 static void ngx_http_gms_rconn_write_handler(ngx_event_t *ev);
@@ -99,6 +117,11 @@ ngx_http_gms_rconn_init(ngx_http_gms_rconn_t *rc,
     rc->ping.data = rc;
     rc->ping.log = ngx_cycle->log;
     rc->ping.cancelable = 1;
+
+    rc->age.handler = ngx_http_gms_rconn_aged;
+    rc->age.data = rc;
+    rc->age.log = ngx_cycle->log;
+    rc->age.cancelable = 1;
 
     ngx_str_set(&rc->peer, "(none)");
 }
@@ -175,6 +198,9 @@ ngx_http_gms_rconn_connect(ngx_http_gms_rconn_t *rc)
 
     rc->setup = 0;
     rc->subscribed = 0;
+    rc->gated = 0;
+    rc->auth_retried = 0;
+    rc->aged = 0;
 
     ngx_add_timer(&rc->timer, rc->gmcf->redis.timeout);
 
@@ -398,8 +424,17 @@ ngx_http_gms_rconn_established(ngx_http_gms_rconn_t *rc)
 static void
 ngx_http_gms_rconn_up(ngx_http_gms_rconn_t *rc)
 {
+    ngx_msec_t  max_age;
+
     rc->state = NGX_HTTP_GMS_RCONN_READY;
     rc->backoff = 0;
+
+    max_age = rc->gmcf->redis.max_age;
+
+    if (max_age) {
+        max_age -= (ngx_msec_t) ngx_random() % (max_age / 10 + 1);
+        ngx_add_timer(&rc->age, max_age);
+    }
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
                    "gms: redis %s connection to %V ready", rc->what,
@@ -514,6 +549,80 @@ ngx_http_gms_rconn_setup(ngx_http_gms_rconn_t *rc, int argc,
 }
 
 
+/*
+ * A setup command that goes before everything unsent, and holds it back
+ * until answered: AUTH, first on a new connection, or again from its
+ * handler.  The formatted command, which holds a password, is wiped.
+ */
+
+ngx_int_t
+ngx_http_gms_rconn_setup_first(ngx_http_gms_rconn_t *rc, int argc,
+    const char **argv, const size_t *lens,
+    ngx_http_gms_rconn_reply_pt handler)
+{
+    int                   len;
+    char                 *cmd;
+    size_t                unsent;
+    ngx_http_gms_rcmd_t  *rcmd;
+
+    if (rc->state == NGX_HTTP_GMS_RCONN_CLOSED) {
+        return NGX_ERROR;
+    }
+
+    len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+    if (len < 0) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_gms_rconn_room(rc, len) != NGX_OK) {
+        goto failed;
+    }
+
+    rcmd = ngx_http_gms_rconn_rcmd(rc, handler, NULL, 1);
+    if (rcmd == NULL) {
+        goto failed;
+    }
+
+    /*
+     * on a new connection, or from the gate's own handler: whatever was
+     * sent is answered, so the next reply is this command's
+     */
+
+    ngx_queue_remove(&rcmd->queue);
+    ngx_queue_insert_head(&rc->pending, &rcmd->queue);
+    rcmd->gate = 1;
+
+    unsent = rc->out_len - rc->out_pos;
+
+    ngx_memmove(rc->out + rc->out_pos + len, rc->out + rc->out_pos, unsent);
+    ngx_memcpy(rc->out + rc->out_pos, cmd, len);
+    rc->out_len += len;
+
+    rc->gate = rc->out_pos + len;
+    rc->gated = 1;
+    rc->setup++;
+
+    ngx_explicit_memzero(cmd, len);
+    free(cmd);
+
+    if ((rc->state == NGX_HTTP_GMS_RCONN_SETUP
+         || rc->state == NGX_HTTP_GMS_RCONN_READY)
+        && !rc->connection->write->posted)
+    {
+        ngx_post_event(rc->connection->write, &ngx_posted_events);
+    }
+
+    return NGX_OK;
+
+failed:
+
+    ngx_explicit_memzero(cmd, len);
+    free(cmd);
+
+    return NGX_ERROR;
+}
+
+
 static ngx_int_t
 ngx_http_gms_rconn_format(ngx_http_gms_rconn_t *rc, int argc,
     const char **argv, const size_t *lens,
@@ -541,66 +650,17 @@ static ngx_int_t
 ngx_http_gms_rconn_queue(ngx_http_gms_rconn_t *rc, u_char *cmd, size_t len,
     ngx_http_gms_rconn_reply_pt handler, void *data, ngx_uint_t setup)
 {
-    u_char               *out;
-    size_t                size;
-    ngx_queue_t          *q;
-    ngx_http_gms_rcmd_t  *rcmd;
-
     if (rc->state == NGX_HTTP_GMS_RCONN_CLOSED) {
         return NGX_ERROR;
     }
 
-    if (rc->out_len + len > rc->out_size) {
-
-        if (rc->out_pos) {
-            ngx_memmove(rc->out, rc->out + rc->out_pos,
-                        rc->out_len - rc->out_pos);
-            rc->out_len -= rc->out_pos;
-            rc->out_pos = 0;
-        }
-
-        if (rc->out_len + len > rc->out_size) {
-            size = ngx_max(rc->out_size * 2, rc->out_len + len);
-            size = ngx_max(size, 4096);
-
-            if (size > NGX_HTTP_GMS_OUT_MAX) {
-                ngx_http_gms_rconn_close(rc, NGX_LOG_ERR,
-                                         "too many commands waiting");
-                return NGX_ERROR;
-            }
-
-            out = ngx_alloc(size, ngx_cycle->log);
-            if (out == NULL) {
-                return NGX_ERROR;
-            }
-
-            if (rc->out) {
-                ngx_memcpy(out, rc->out, rc->out_len);
-                ngx_free(rc->out);
-            }
-
-            rc->out = out;
-            rc->out_size = size;
-        }
+    if (ngx_http_gms_rconn_room(rc, len) != NGX_OK) {
+        return NGX_ERROR;
     }
 
-    if (!ngx_queue_empty(&rc->free)) {
-        q = ngx_queue_head(&rc->free);
-        ngx_queue_remove(q);
-        rcmd = ngx_queue_data(q, ngx_http_gms_rcmd_t, queue);
-
-    } else {
-        rcmd = ngx_alloc(sizeof(ngx_http_gms_rcmd_t), ngx_cycle->log);
-        if (rcmd == NULL) {
-            return NGX_ERROR;
-        }
+    if (ngx_http_gms_rconn_rcmd(rc, handler, data, setup) == NULL) {
+        return NGX_ERROR;
     }
-
-    rcmd->handler = handler;
-    rcmd->data = data;
-    rcmd->setup = setup;
-
-    ngx_queue_insert_tail(&rc->pending, &rcmd->queue);
 
     ngx_memcpy(rc->out + rc->out_len, cmd, len);
     rc->out_len += len;
@@ -622,25 +682,122 @@ ngx_http_gms_rconn_queue(ngx_http_gms_rconn_t *rc, u_char *cmd, size_t len,
 }
 
 
+/* room for len more bytes in the output buffer */
+
+static ngx_int_t
+ngx_http_gms_rconn_room(ngx_http_gms_rconn_t *rc, size_t len)
+{
+    u_char  *out;
+    size_t   size;
+
+    if (rc->out_len + len <= rc->out_size) {
+        return NGX_OK;
+    }
+
+    if (rc->out_pos) {
+        ngx_memmove(rc->out, rc->out + rc->out_pos,
+                    rc->out_len - rc->out_pos);
+        rc->out_len -= rc->out_pos;
+        ngx_http_gms_rconn_sent(rc, rc->out_pos);
+    }
+
+    if (rc->out_len + len <= rc->out_size) {
+        return NGX_OK;
+    }
+
+    size = ngx_max(rc->out_size * 2, rc->out_len + len);
+    size = ngx_max(size, 4096);
+
+    if (size > NGX_HTTP_GMS_OUT_MAX) {
+        ngx_http_gms_rconn_close(rc, NGX_LOG_ERR,
+                                 "too many commands waiting");
+        return NGX_ERROR;
+    }
+
+    out = ngx_alloc(size, ngx_cycle->log);
+    if (out == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (rc->out) {
+        ngx_memcpy(out, rc->out, rc->out_len);
+        ngx_free(rc->out);
+    }
+
+    rc->out = out;
+    rc->out_size = size;
+
+    return NGX_OK;
+}
+
+
+/* the first n bytes of the buffer are gone: the gate moves with the rest */
+
+static void
+ngx_http_gms_rconn_sent(ngx_http_gms_rconn_t *rc, size_t n)
+{
+    rc->out_pos -= n;
+
+    if (rc->gated) {
+        rc->gate -= n;
+    }
+}
+
+
+/* a pending command, at the tail of the queue */
+
+static ngx_http_gms_rcmd_t *
+ngx_http_gms_rconn_rcmd(ngx_http_gms_rconn_t *rc,
+    ngx_http_gms_rconn_reply_pt handler, void *data, ngx_uint_t setup)
+{
+    ngx_queue_t          *q;
+    ngx_http_gms_rcmd_t  *rcmd;
+
+    if (!ngx_queue_empty(&rc->free)) {
+        q = ngx_queue_head(&rc->free);
+        ngx_queue_remove(q);
+        rcmd = ngx_queue_data(q, ngx_http_gms_rcmd_t, queue);
+
+    } else {
+        rcmd = ngx_alloc(sizeof(ngx_http_gms_rcmd_t), ngx_cycle->log);
+        if (rcmd == NULL) {
+            return NULL;
+        }
+    }
+
+    rcmd->handler = handler;
+    rcmd->data = data;
+    rcmd->setup = setup;
+    rcmd->gate = 0;
+
+    ngx_queue_insert_tail(&rc->pending, &rcmd->queue);
+
+    return rcmd;
+}
+
+
 static void
 ngx_http_gms_rconn_flush(ngx_http_gms_rconn_t *rc)
 {
+    size_t             end;
     ssize_t            n;
     ngx_connection_t  *c;
 
     c = rc->connection;
 
-    while (rc->out_pos < rc->out_len) {
+    /* a gate's command answered, what waits behind it goes */
+    end = rc->gated ? rc->gate : rc->out_len;
+
+    while (rc->out_pos < end) {
 
         /* tried whether ready or not: NGX_AGAIN says to wait */
 
 #if (NGX_SSL)
         n = c->ssl ? ngx_http_gms_redis_tls_send(c, rc->out + rc->out_pos,
-                                                 rc->out_len - rc->out_pos)
-                   : c->send(c, rc->out + rc->out_pos,
-                             rc->out_len - rc->out_pos);
+                                                 end - rc->out_pos)
+                   : c->send(c, rc->out + rc->out_pos, end - rc->out_pos);
 #else
-        n = c->send(c, rc->out + rc->out_pos, rc->out_len - rc->out_pos);
+        n = c->send(c, rc->out + rc->out_pos, end - rc->out_pos);
 #endif
 
         if (n == NGX_AGAIN) {
@@ -656,8 +813,8 @@ ngx_http_gms_rconn_flush(ngx_http_gms_rconn_t *rc)
     }
 
     if (rc->out_pos == rc->out_len) {
-        rc->out_pos = 0;
         rc->out_len = 0;
+        ngx_http_gms_rconn_sent(rc, rc->out_pos);
     }
 
     if (ngx_handle_write_event(c->write, 0) != NGX_OK) {
@@ -793,7 +950,7 @@ static ngx_int_t
 ngx_http_gms_rconn_dispatch(ngx_http_gms_rconn_t *rc)
 {
     void                         *reply, *data;
-    ngx_uint_t                    generation, setup;
+    ngx_uint_t                    generation, setup, gate;
     ngx_queue_t                  *q;
     ngx_http_gms_rcmd_t          *rcmd;
     ngx_http_gms_rconn_reply_pt   handler;
@@ -835,14 +992,24 @@ ngx_http_gms_rconn_dispatch(ngx_http_gms_rconn_t *rc)
             handler = rcmd->handler;
             data = rcmd->data;
             setup = rcmd->setup;
+            gate = rcmd->gate;
 
             ngx_queue_insert_head(&rc->free, q);
+
+            if (gate) {
+                /* the handler may put another gate first */
+                rc->gated = 0;
+            }
 
             handler(rc, data, reply, NULL);
             ngx_http_gms_redis_reply_done(rc);
 
             if (rc->generation != generation) {
                 return NGX_ERROR;
+            }
+
+            if (gate && !rc->connection->write->posted) {
+                ngx_post_event(rc->connection->write, &ngx_posted_events);
             }
 
             if (setup && --rc->setup == 0
@@ -853,6 +1020,11 @@ ngx_http_gms_rconn_dispatch(ngx_http_gms_rconn_t *rc)
         }
 
         if (rc->generation != generation) {
+            return NGX_ERROR;
+        }
+
+        if (rc->aged && ngx_queue_empty(&rc->pending)) {
+            ngx_http_gms_rconn_recycle(rc);
             return NGX_ERROR;
         }
     }
@@ -931,9 +1103,15 @@ ngx_http_gms_rconn_close(ngx_http_gms_rconn_t *rc, ngx_uint_t level,
     rc->setup = 0;
     rc->subscribed = 0;
     rc->ping_pending = 0;
+    rc->gated = 0;
+    rc->aged = 0;
 
     if (rc->ping.timer_set) {
         ngx_del_timer(&rc->ping);
+    }
+
+    if (rc->age.timer_set) {
+        ngx_del_timer(&rc->age);
     }
 
     if (rc->resolving) {
@@ -974,7 +1152,14 @@ ngx_http_gms_rconn_close(ngx_http_gms_rconn_t *rc, ngx_uint_t level,
     rc->out_pos = 0;
     rc->out_len = 0;
 
-    ngx_http_gms_rconn_failed(rc);
+    if (rc->recycling) {
+        /* no failure: the owner may connect again at once */
+        rc->recycling = 0;
+        rc->backoff = 0;
+
+    } else {
+        ngx_http_gms_rconn_failed(rc);
+    }
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
                    "gms: redis %s connection to %V closed, backoff %M ms",
@@ -1039,6 +1224,38 @@ ngx_http_gms_rconn_says(redisReply *r, const char *s)
 
     return (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
            && r->len == len && ngx_strncmp(r->str, s, len) == 0;
+}
+
+
+/*
+ * max_age reached: the connection goes once nothing is pending on it, at
+ * once if it is idle, else after the reply that leaves it so.
+ */
+
+static void
+ngx_http_gms_rconn_aged(ngx_event_t *ev)
+{
+    ngx_http_gms_rconn_t *rc = ev->data;
+
+    rc->aged = 1;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: redis %s connection to %V: max_age reached",
+                   rc->what, &rc->peer);
+
+    if (ngx_queue_empty(&rc->pending)) {
+        ngx_http_gms_rconn_recycle(rc);
+    }
+}
+
+
+static void
+ngx_http_gms_rconn_recycle(ngx_http_gms_rconn_t *rc)
+{
+    ngx_http_gms_count(recycled);
+
+    rc->recycling = 1;
+    ngx_http_gms_rconn_close(rc, NGX_LOG_INFO, "recycled at max_age");
 }
 
 

@@ -83,6 +83,7 @@ struct ngx_http_gms_rconn_s {
     ngx_queue_t                    pending;        /* sent, unanswered */
     ngx_queue_t                    free;
     ngx_uint_t                     setup;          /* setup replies due */
+    size_t                         gate;           /* in out, while gated */
 
     ngx_event_t                    timer;          /* until READY */
     ngx_msec_t                     backoff;
@@ -94,6 +95,9 @@ struct ngx_http_gms_rconn_s {
     /* the idle check, from ngx_http_gms_rconn_watch() to the close */
     ngx_event_t                    ping;
     ngx_msec_t                     heard;          /* set by the owner */
+
+    /* max_age: from READY, recycled once it has nothing pending */
+    ngx_event_t                    age;
 
     /* replies with nothing pending: a subscription's messages, or else */
     ngx_http_gms_rconn_reply_pt    push;
@@ -107,6 +111,10 @@ struct ngx_http_gms_rconn_s {
     unsigned                       tls:1;
     unsigned                       keepalive:1;    /* SO_KEEPALIVE */
     unsigned                       was_ready:1;    /* until closed */
+    unsigned                       gated:1;        /* out held at gate */
+    unsigned                       auth_retried:1; /* since the connect */
+    unsigned                       aged:1;         /* past max_age */
+    unsigned                       recycling:1;    /* a close, no failure */
 };
 
 
@@ -120,6 +128,9 @@ ngx_int_t ngx_http_gms_rconn_argv(ngx_http_gms_rconn_t *rc, int argc,
     const char **argv, const size_t *lens,
     ngx_http_gms_rconn_reply_pt handler, void *data);
 ngx_int_t ngx_http_gms_rconn_setup(ngx_http_gms_rconn_t *rc, int argc,
+    const char **argv, const size_t *lens,
+    ngx_http_gms_rconn_reply_pt handler);
+ngx_int_t ngx_http_gms_rconn_setup_first(ngx_http_gms_rconn_t *rc, int argc,
     const char **argv, const size_t *lens,
     ngx_http_gms_rconn_reply_pt handler);
 void ngx_http_gms_rconn_close(ngx_http_gms_rconn_t *rc, ngx_uint_t level,

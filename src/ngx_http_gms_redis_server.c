@@ -9,6 +9,7 @@
 
 
 #include "ngx_http_gms_redis_server.h"
+#include "ngx_http_gms_redis_secret.h"
 #include "ngx_http_gms_metrics.h"
 
 #include "gms_lookup.h"
@@ -16,6 +17,8 @@
 
 
 static void ngx_http_gms_redis_server_ok(ngx_http_gms_rconn_t *rc,
+    void *data, redisReply *reply, const char *error);
+static void ngx_http_gms_redis_server_auth(ngx_http_gms_rconn_t *rc,
     void *data, redisReply *reply, const char *error);
 static void ngx_http_gms_redis_server_loaded(ngx_http_gms_rconn_t *rc,
     void *data, redisReply *reply, const char *error);
@@ -44,7 +47,6 @@ ngx_int_t
 ngx_http_gms_redis_server_connect(ngx_http_gms_rconn_t *rc,
     ngx_http_gms_rconn_reply_pt role)
 {
-    int                        n;
     size_t                     lens[3];
     ngx_int_t                  rv;
     const char                *argv[3];
@@ -72,28 +74,13 @@ ngx_http_gms_redis_server_connect(ngx_http_gms_rconn_t *rc,
         return rv;
     }
 
-    if (gmcf->redis.password.len) {
-        argv[0] = "AUTH";
-        lens[0] = 4;
-        argv[1] = (const char *) gmcf->redis.user.data;
-        lens[1] = gmcf->redis.user.len;
-        argv[2] = (const char *) gmcf->redis.password.data;
-        lens[2] = gmcf->redis.password.len;
+    /* the password as it is now: a file's is read again as it changes */
 
-        /* AUTH password, or with user=, AUTH user password (ACLs) */
-        n = gmcf->redis.user.len ? 3 : 2;
-
-        if (gmcf->redis.user.len == 0) {
-            argv[1] = argv[2];
-            lens[1] = lens[2];
-        }
-
-        if (ngx_http_gms_rconn_setup(rc, n, argv, lens,
-                                     ngx_http_gms_redis_server_ok)
-            != NGX_OK)
-        {
-            goto failed;
-        }
+    if (ngx_http_gms_redis_secret_auth(rc, NGX_HTTP_GMS_SECRET_SERVER, 0,
+                                       ngx_http_gms_redis_server_auth)
+        == NGX_ERROR)
+    {
+        goto failed;
     }
 
     if (gmcf->redis.db) {
@@ -177,6 +164,28 @@ ngx_http_gms_redis_server_lookups(ngx_http_gms_rconn_t *rc,
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * AUTH's answer: refused, and the password from a file, AUTH goes again
+ * with the file read anew before the connection counts as failed (the
+ * provider may have rotated it since the file was last read)
+ */
+
+static void
+ngx_http_gms_redis_server_auth(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error)
+{
+    if (reply != NULL && !ngx_http_gms_rconn_says(reply, "OK")
+        && ngx_http_gms_redis_secret_refused(rc, NGX_HTTP_GMS_SECRET_SERVER,
+                                             reply,
+                                             ngx_http_gms_redis_server_auth))
+    {
+        return;
+    }
+
+    ngx_http_gms_redis_server_ok(rc, data, reply, error);
 }
 
 

@@ -1,6 +1,7 @@
 
 /*
- * Secret files read at configuration; ngx_http_gms_secret.c.
+ * Secret files read at configuration, and a password file read again in
+ * a worker; ngx_http_gms_secret.c.
  */
 
 
@@ -13,6 +14,8 @@
 
 char *ngx_http_gms_secret_file(ngx_conf_t *cf, ngx_str_t *name, size_t max,
     ngx_str_t *out);
+ngx_int_t ngx_http_gms_secret_read(ngx_conf_t *cf, u_char *path, u_char *buf,
+    size_t max, size_t *len);
 
 
 #endif /* _NGX_HTTP_GMS_SECRET_H_INCLUDED_ */

@@ -35,6 +35,7 @@
 
 #include "ngx_http_gms_sentinel.h"
 #include "ngx_http_gms_redis_conn.h"
+#include "ngx_http_gms_redis_secret.h"
 #include "ngx_http_gms_metrics.h"
 
 
@@ -223,18 +224,13 @@ ngx_http_gms_sentinel_connect(ngx_event_t *ev)
         return;
     }
 
-    if (gmcf->redis.sentinel_password.len) {
-        argv[0] = "AUTH";
-        lens[0] = 4;
-        argv[1] = (const char *) gmcf->redis.sentinel_password.data;
-        lens[1] = gmcf->redis.sentinel_password.len;
+    /* sentinel_password_file=: read again as it changes */
 
-        if (ngx_http_gms_rconn_setup(rc, 2, argv, lens,
-                                     ngx_http_gms_sentinel_ok)
-            != NGX_OK)
-        {
-            goto failed;
-        }
+    if (ngx_http_gms_redis_secret_auth(rc, NGX_HTTP_GMS_SECRET_SENTINEL, 0,
+                                       ngx_http_gms_sentinel_ok)
+        == NGX_ERROR)
+    {
+        goto failed;
     }
 
     /*
@@ -295,6 +291,14 @@ ngx_http_gms_sentinel_ok(ngx_http_gms_rconn_t *rc, void *data,
     redisReply *reply, const char *error)
 {
     if (reply == NULL || ngx_http_gms_rconn_says(reply, "OK")) {
+        return;
+    }
+
+    /* once, with the file read again: the password may have rotated */
+
+    if (ngx_http_gms_redis_secret_refused(rc, NGX_HTTP_GMS_SECRET_SENTINEL,
+                                          reply, ngx_http_gms_sentinel_ok))
+    {
         return;
     }
 
