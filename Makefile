@@ -48,8 +48,9 @@ TESTS            ?= t/
 # a core; more raise the load under the files that time a failover.
 # Those (Sentinel's failover, the discovery and replica timers, and t/78's
 # rotation under wrk, which would squeeze them) run one after another
-# from the start, beside the rest: at most one of them at a time.  GmsTest::Prove is prove, but for --rules (par= patterns grouped,
-# so that the chain starts first).  Ports are locked across files
+# from the start, beside the rest: at most one of them at a time.
+# GmsTest::Prove is prove, but for --rules (par= patterns grouped, so
+# that the chain starts first).  Ports are locked across files
 # (GmsTest::free_port).  PROVE_JOBS=1: one file at a time, as before.
 PROVE_JOBS       ?= 4
 PROVE_SERIAL     := t/{25,26,62,63,64,78}-*.t
