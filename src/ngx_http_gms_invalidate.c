@@ -34,6 +34,7 @@
 #include "ngx_http_gms_redis.h"
 #include "ngx_http_gms_redis_server.h"
 #include "ngx_http_gms_redis_conn.h"
+#include "ngx_http_gms_redis_idle.h"
 #include "ngx_http_gms_redis_reply.h"
 #include "ngx_http_gms_cache.h"
 #include "ngx_http_gms_metrics.h"
@@ -363,7 +364,7 @@ ngx_http_gms_invalidate_message(ngx_http_gms_rconn_t *rc, void *data,
         return;
     }
 
-    if (ngx_http_gms_rconn_heard(rc, reply)) {
+    if (ngx_http_gms_redis_idle_heard(rc, reply)) {
         return;
     }
 
@@ -388,7 +389,7 @@ ngx_http_gms_invalidate_message(ngx_http_gms_rconn_t *rc, void *data,
         }
 
         /* a silent peer would leave revocations unheard for hours */
-        ngx_http_gms_rconn_watch(rc);
+        ngx_http_gms_redis_idle_watch(rc);
 
         /* whatever was published while nobody listened is lost */
 

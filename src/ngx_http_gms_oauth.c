@@ -109,7 +109,7 @@ ngx_http_gms_oauth_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     if (gmcf->credentials.oauth == NULL) {
         gmcf->credentials.oauth = ngx_array_create(cf->pool, 2,
-                                                   sizeof(ngx_http_gms_oauth_t));
+                                          sizeof(ngx_http_gms_oauth_t));
         if (gmcf->credentials.oauth == NULL) {
             return NGX_CONF_ERROR;
         }

@@ -38,6 +38,7 @@
 #include "ngx_http_gms_redis_server.h"
 #include "ngx_http_gms_cluster.h"
 #include "ngx_http_gms_redis_conn.h"
+#include "ngx_http_gms_redis_idle.h"
 #include "ngx_http_gms_metrics.h"
 
 #include "gms_lookup.h"
@@ -595,7 +596,7 @@ ngx_http_gms_redis_up(ngx_http_gms_rconn_t *rc)
      * instead), a new one after 10 s of its own quiet
      */
     rc->heard = ngx_current_msec;
-    ngx_http_gms_rconn_watch(rc);
+    ngx_http_gms_redis_idle_watch(rc);
 }
 
 

@@ -92,7 +92,7 @@ struct ngx_http_gms_rconn_s {
 
     ngx_http_gms_rconn_state_e     state;
 
-    /* the idle check, from ngx_http_gms_rconn_watch() to the close */
+    /* the idle check (ngx_http_gms_redis_idle.c), to the close */
     ngx_event_t                    ping;
     ngx_msec_t                     heard;          /* set by the owner */
 
@@ -138,9 +138,6 @@ void ngx_http_gms_rconn_close(ngx_http_gms_rconn_t *rc, ngx_uint_t level,
 void ngx_http_gms_rconn_failed(ngx_http_gms_rconn_t *rc);
 ngx_int_t ngx_http_gms_rconn_in_backoff(ngx_http_gms_rconn_t *rc);
 ngx_uint_t ngx_http_gms_rconn_says(redisReply *r, const char *s);
-void ngx_http_gms_rconn_watch(ngx_http_gms_rconn_t *rc);
-ngx_uint_t ngx_http_gms_rconn_heard(ngx_http_gms_rconn_t *rc,
-    redisReply *reply);
 void ngx_http_gms_rconn_protocol_error(ngx_http_gms_rconn_t *rc,
     const char *what);
 void ngx_http_gms_rconn_set_peer(ngx_http_gms_rconn_t *rc,

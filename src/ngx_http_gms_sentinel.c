@@ -35,6 +35,7 @@
 
 #include "ngx_http_gms_sentinel.h"
 #include "ngx_http_gms_redis_conn.h"
+#include "ngx_http_gms_redis_idle.h"
 #include "ngx_http_gms_redis_secret.h"
 #include "ngx_http_gms_metrics.h"
 
@@ -530,7 +531,7 @@ ngx_http_gms_sentinel_message(ngx_http_gms_rconn_t *rc, void *data,
         return;
     }
 
-    if (ngx_http_gms_rconn_heard(rc, reply)) {
+    if (ngx_http_gms_redis_idle_heard(rc, reply)) {
         return;
     }
 
@@ -545,7 +546,7 @@ ngx_http_gms_sentinel_message(ngx_http_gms_rconn_t *rc, void *data,
     }
 
     if (ngx_http_gms_rconn_says(reply->element[0], "subscribe")) {
-        ngx_http_gms_rconn_watch(rc);
+        ngx_http_gms_redis_idle_watch(rc);
 
         return;
     }
