@@ -100,6 +100,9 @@ typedef struct {
     ngx_atomic_t               tls_failures;
     ngx_atomic_t               failovers;
     ngx_atomic_t               protocol_errors;
+    ngx_atomic_t               script_refusals;    /* switches to plain */
+    ngx_atomic_t               scriptless;         /* workers without */
+    ngx_atomic_t               scriptless_lookups;
     ngx_atomic_t               latency[NGX_HTTP_GMS_LATENCY_BUCKETS + 1];
     ngx_atomic_t               latency_sum_us;
     ngx_atomic_t               es_tasks[NGX_HTTP_GMS_ES_NOUTCOMES];

@@ -296,28 +296,41 @@ gms_lookup_user_parse(const redisReply *reply, gms_lookup_t *lookup)
 
 /*
  * The server runs no script for this client: an ACL that denies
- * @scripting (-NOPERM), EVALSHA or SCRIPT renamed away (-ERR unknown
- * command), or Valkey 9.1 without its Lua module (src/eval.c: "Could not
- * find scripting engine"; EVALSHA then says -NOSCRIPT, which the caller
- * judges: only after the script itself was refused is it final).
+ * @scripting (-NOPERM ... to run the 'evalsha' command; not a key's
+ * -NOPERM, which plain commands would meet too), EVALSHA or SCRIPT renamed
+ * away (-ERR unknown command), or Valkey 9.1 without its Lua module
+ * (src/eval.c: "Could not find scripting engine"; EVALSHA then says
+ * -NOSCRIPT, which the caller judges: only after the script itself was
+ * refused is it final).
  */
 
 int
 gms_lookup_scripts_refused(const char *error, size_t len)
 {
-    size_t  i;
+    size_t  i, n;
 
     static const char  *refusals[] = {
-        "NOPERM",
         "ERR unknown command",
         "ERR Could not find scripting engine",
         NULL
     };
 
+    if (len >= 6 && memcmp(error, "NOPERM", 6) == 0) {
+        n = sizeof("command") - 1;
+
+        for (i = 6; i + n <= len; i++) {
+            if (memcmp(error + i, "command", n) == 0) {
+                return 1;
+            }
+        }
+
+        return 0;
+    }
+
     for (i = 0; refusals[i]; i++) {
-        if (len >= strlen(refusals[i])
-            && memcmp(error, refusals[i], strlen(refusals[i])) == 0)
-        {
+        n = strlen(refusals[i]);
+
+        if (len >= n && memcmp(error, refusals[i], n) == 0) {
             return 1;
         }
     }

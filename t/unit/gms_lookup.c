@@ -347,7 +347,9 @@ test_plain(void)
                                      "'lua'", 41)
        && !gms_lookup_scripts_refused("NOSCRIPT No matching script", 27)
        && !gms_lookup_scripts_refused("LOADING Redis is loading", 24)
-       && !gms_lookup_scripts_refused("NOPERM", 5),
+       && !gms_lookup_scripts_refused("NOPERM", 5)
+       && !gms_lookup_scripts_refused("NOPERM No permissions to access a "
+                                      "key", 36),
        "plain: the refusals of scripts told from other errors");
 }
 
