@@ -65,7 +65,6 @@ struct gms_tool_s {
     unsigned               role_warned:1;  /* ROLE refused: said once */
     unsigned               scripts_known:1;    /* on this connection */
     unsigned               noscript:1;     /* it refuses scripts */
-    unsigned               noscript_warned:1;
     unsigned               password_env_off:1; /* GMS_REDIS_PASSWORD not
                                                   this one's */
 

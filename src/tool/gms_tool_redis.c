@@ -322,7 +322,9 @@ gms_tool_redis_exec_read(gms_tool_t *t, size_t queued)
  * 1: the reply (freed) says the server runs no script for this client (an
  * ACL without @scripting, EVAL renamed away, no Lua engine:
  * gms_lookup_scripts_refused()); the connection's writes go without
- * scripts from now on, said once.  0: any other reply, left as it is.
+ * scripts from now on, silently: the writes keep the scripts' guarantees
+ * and the edges say it (docs/redis-contract.md).  0: any other reply, left
+ * as it is.
  */
 
 int
@@ -332,14 +334,6 @@ gms_tool_redis_refused(gms_tool_t *t, redisReply *reply)
         || !gms_lookup_scripts_refused(reply->str, reply->len))
     {
         return 0;
-    }
-
-    if (!t->noscript_warned) {
-        gms_tool_msgs_warn(t, "redis %s refuses scripts (%.*s): writes go "
-                           "without them (WATCH, MULTI/EXEC)", t->redis,
-                           (int) (reply->len < 200 ? reply->len : 200),
-                           reply->str);
-        t->noscript_warned = 1;
     }
 
     t->scripts_known = 1;
@@ -490,9 +484,9 @@ gms_tool_redis_delete(gms_tool_t *t, const char *key, size_t key_len,
 
 
 /*
- * MULTI's +OK, the queued commands' +QUEUED and EXEC's reply, after a
- * WATCH: 0, *reply the commands' replies; 1: a watched key changed, nothing
- * was run (EXEC's nil); -1: failed, said.
+ * EXEC sent after a WATCH, MULTI and queued commands, and the replies
+ * read: 0, *reply the commands' replies; 1: a watched key changed,
+ * nothing was run (EXEC's nil); -1: failed, said.
  */
 
 int
@@ -500,6 +494,8 @@ gms_tool_redis_watch_exec(gms_tool_t *t, size_t queued, redisReply **reply)
 {
     size_t       i;
     redisReply  *r;
+
+    gms_tool_conn_append(t, "EXEC");
 
     for (i = 0; i < 1 + queued; i++) {
         (void) gms_tool_conn_get_reply(t, &r);
