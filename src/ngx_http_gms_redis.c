@@ -898,6 +898,7 @@ ngx_http_gms_redis_send_user(ngx_http_gms_redis_lookup_t *lk, u_char *actor,
 
     static u_char  multi[] = "*1\r\n$5\r\nMULTI\r\n";
     static u_char  exec[] = "*1\r\n$4\r\nEXEC\r\n";
+    static u_char  asking[] = "*1\r\n$6\r\nASKING\r\n";
 
     rd = &ngx_http_gms_redis;
     gmcf = rd->gmcf;
@@ -905,6 +906,18 @@ ngx_http_gms_redis_send_user(ngx_http_gms_redis_lookup_t *lk, u_char *actor,
 
     lk->user = 1;
     lk->queued_len = 0;
+
+    /*
+     * on the node an -ASK named, ASKING again: it held for the HMGET
+     * alone; in a MULTI it holds for the queued commands and EXEC
+     */
+    if (rc->node == NGX_HTTP_GMS_NODE_ASK
+        && ngx_http_gms_rconn_send(rc, asking, sizeof(asking) - 1,
+                                   ngx_http_gms_redis_queued, lk)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
 
     if (ngx_http_gms_rconn_send(rc, multi, sizeof(multi) - 1,
                                 ngx_http_gms_redis_queued, lk)
