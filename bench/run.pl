@@ -295,8 +295,9 @@ wait_port($port{redis_tls}, 'redis-server (TLS)', "$dir/redis.log") if $tls;
 # front K: the same server, read by a user denied @scripting, so the
 # module's lookups are made of plain commands (HMGET, then MULTI/EXEC)
 if (grep { $INSTANCE{$_}[5] } @INSTANCES) {
-    my $out = `$redis_cli -p $port{redis} ACL SETUSER noscript on \
-               '>bench-noscript' '~*' '&*' '+\@all' '-\@scripting' 2>&1`;
+    my $acl = q{ACL SETUSER noscript on '>bench-noscript' '~*' '&*' }
+              . q{'+@all' '-@scripting'};
+    my $out = `$redis_cli -p $port{redis} $acl 2>&1`;
     $out =~ /^OK/ or die "bench: ACL SETUSER noscript: $out";
     open my $fh, '>', "$dir/noscript.password"
         or die "bench: $dir/noscript.password: $!\n";
