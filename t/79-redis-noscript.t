@@ -171,6 +171,44 @@ like(join("\n", @$seen), qr/^alice-token \/priv\/ok 200 /m,
 }
 
 
+# --- Valkey 9.1 without its Lua engine ----------------------------------------
+#
+# Valkey 9.1 moved Lua into a module (valkey-io/valkey#2858): without it,
+# SCRIPT LOAD answers -ERR Could not find scripting engine 'lua' and
+# EVALSHA -NOSCRIPT (src/eval.c).  Run where the server has that module
+# loaded (make test-matrix MATRIX=forky-valkey): it is unloaded here.
+
+SKIP: {
+    local $ENV{GMS_TEST_NOSCRIPT};
+
+    my $r = GmsTest::Redis->start;
+    my $modules = $r->cmd(MODULE => 'LIST');
+    my ($lua) = grep { defined }
+                map { my %m = @$_; $m{name} && $m{name} =~ /lua/i
+                                   ? $m{name} : undef }
+                grep { ref eq 'ARRAY' } ref $modules eq 'ARRAY' ? @$modules : ();
+
+    skip 'no Lua engine module loaded in this server (Valkey 9.1 has one)', 3
+        unless defined $lua;
+
+    my $unloaded = $r->cmd(MODULE => 'UNLOAD', $lua);
+    skip "the Lua engine module would not unload: $unloaded", 3
+        unless !ref $unloaded && $unloaded eq 'OK';
+
+    fill($r);
+    my $n = GmsTest::Edge->topology(redis => $r, server => $SERVER);
+
+    is_deeply(answers($n), $seen,
+              'no Lua engine: every answer as with the script');
+
+    $n->stop;
+    ok(grep({ /refuses scripts \("ERR Could not find scripting engine/ }
+            split /\n/, $n->error_log),
+       'the switch logged with the reason');
+    is_deeply([$n->bad_log_lines], [], 'no alerts or crashes');
+}
+
+
 # --- the suite's lookup and follower tests, every Redis refusing scripts -----
 #
 # Chosen for what they check of the lookup (entries, headers, users'
