@@ -466,6 +466,7 @@ gms_cmd_show_plain(gms_tool_t *t, const char *key, size_t key_len,
         gms_tool_conn_append(t, "SISMEMBER %b %b", deleted, deleted_len,
                              lk->actor, lk->actor_len);
         gms_tool_conn_append(t, "SMEMBERS %b", members, members_len);
+        gms_tool_conn_append(t, "EXEC");
 
         *user = gms_tool_redis_exec_read(t, 3);
     }
