@@ -210,6 +210,13 @@ test_user_reply(void)
 
 /* the lookup without scripts: HMGET's reply, then EXEC's */
 
+static int
+refused(const char *error)
+{
+    return gms_lookup_scripts_refused(error, strlen(error));
+}
+
+
 static redisReply *
 reply_of(const char *resp)
 {
@@ -339,17 +346,17 @@ test_plain(void)
        "plain: EXEC's error");
     freeReplyObject(u);
 
-    ok(gms_lookup_scripts_refused("NOPERM User gms has no permissions to "
-                                  "run the 'evalsha' command", 60)
-       && gms_lookup_scripts_refused("ERR unknown command 'EVALSHA', with "
-                                     "args beginning with: ", 56)
-       && gms_lookup_scripts_refused("ERR Could not find scripting engine "
-                                     "'lua'", 41)
-       && !gms_lookup_scripts_refused("NOSCRIPT No matching script", 27)
-       && !gms_lookup_scripts_refused("LOADING Redis is loading", 24)
-       && !gms_lookup_scripts_refused("NOPERM", 5)
-       && !gms_lookup_scripts_refused("NOPERM No permissions to access a "
-                                      "key", 36),
+    ok(refused("NOPERM User gms has no permissions to run the 'evalsha' "
+               "command")
+       && refused("NOPERM this user has no permissions to run the 'eval' "
+                  "command or its subcommand")
+       && refused("ERR unknown command 'EVALSHA', with args beginning "
+                  "with: ")
+       && refused("ERR Could not find scripting engine 'lua'")
+       && !refused("NOSCRIPT No matching script")
+       && !refused("LOADING Redis is loading")
+       && !refused("NOPERM")
+       && !refused("NOPERM No permissions to access a key"),
        "plain: the refusals of scripts told from other errors");
 }
 
