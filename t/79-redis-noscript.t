@@ -197,10 +197,11 @@ SKIP: {
 
     my $r = GmsTest::Redis->start;
     my $modules = $r->cmd(MODULE => 'LIST');
+    my @modules = ref $modules eq 'ARRAY' ? @$modules : ();
     my ($lua) = grep { defined }
                 map { my %m = @$_; $m{name} && $m{name} =~ /lua/i
                                    ? $m{name} : undef }
-                grep { ref eq 'ARRAY' } ref $modules eq 'ARRAY' ? @$modules : ();
+                grep { ref eq 'ARRAY' } @modules;
 
     skip 'no Lua engine module loaded in this server (Valkey 9.1 has one)', 3
         unless defined $lua;
