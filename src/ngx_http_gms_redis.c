@@ -809,6 +809,10 @@ ngx_http_gms_redis_send(ngx_http_gms_redis_lookup_t *lk)
                                                 lk->actor.len);
         }
 
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "gms: redis lookup of \"%*s\" without scripts: HMGET",
+                       (size_t) GMS_TOKEN_ID_LEN, lk->id);
+
         ngx_memcpy(rd->hmget + rd->hmget_id, lk->id, GMS_TOKEN_ID_LEN);
 
         return ngx_http_gms_rconn_send(lk->rc, rd->hmget, rd->hmget_len,
@@ -906,6 +910,11 @@ ngx_http_gms_redis_send_user(ngx_http_gms_redis_lookup_t *lk, u_char *actor,
 
     lk->user = 1;
     lk->queued_len = 0;
+
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: redis lookup of \"%*s\" without scripts: the "
+                   "user \"%*s\" in MULTI/EXEC",
+                   (size_t) GMS_TOKEN_ID_LEN, lk->id, len, actor);
 
     /*
      * on the node an -ASK named, ASKING again: it held for the HMGET
