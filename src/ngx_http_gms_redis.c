@@ -318,7 +318,8 @@ ngx_http_gms_redis_plain_init(ngx_http_gms_redis_t *rd,
 /*
  * A lookup connection's server runs the script (refusal NULL: SCRIPT LOAD
  * loaded it) or refuses scripts: the worker's lookups follow, and say so
- * once each time they change.
+ * once each time they change.  The master's connections decide (and a
+ * cluster's -ASK node's), not a replica's.
  */
 
 static void
@@ -327,6 +328,11 @@ ngx_http_gms_redis_scripts(ngx_http_gms_rconn_t *rc, redisReply *refusal)
     ngx_http_gms_redis_t  *rd;
 
     rd = &ngx_http_gms_redis;
+
+    if (rc->target == NGX_HTTP_GMS_TARGET_REPLICA) {
+        /* the replica's (a Redis 6 one, say): the master's decide */
+        return;
+    }
 
     if (refusal == NULL) {
         if (rd->noscript) {
@@ -1001,6 +1007,7 @@ ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
 {
     ngx_http_gms_redis_lookup_t *lk = data;
 
+    ngx_uint_t             noscript;
     redisReply             queued;
     ngx_http_gms_redis_t  *rd;
 
@@ -1032,10 +1039,17 @@ ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
     }
 
     if (reply != NULL && reply->type == REDIS_REPLY_ERROR && !lk->plain) {
+        noscript = (ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0);
 
-        if (gms_lookup_scripts_refused(reply->str, reply->len)
-            || (ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0
-                && (lk->evaluated || rd->noscript)))
+        /*
+         * a replica's refusal is the replica's (a Redis 6 one knows no
+         * EVALSHA_RO: ngx_http_gms_replica.c): the master decides
+         */
+
+        if ((rc->target != NGX_HTTP_GMS_TARGET_REPLICA
+             && (gms_lookup_scripts_refused(reply->str, reply->len)
+                 || (noscript && lk->evaluated)))
+            || (noscript && rd->noscript))
         {
             /* no script runs here: the same lookup, without */
             ngx_http_gms_redis_scripts(rc, reply);
@@ -1045,9 +1059,7 @@ ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
                 return;
             }
 
-        } else if (!lk->evaluated
-                   && ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0)
-        {
+        } else if (!lk->evaluated && noscript) {
             /* the script cache was flushed: send the script itself, once */
             lk->evaluated = 1;
 
