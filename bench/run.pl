@@ -153,11 +153,13 @@ my %FRONT = (
     H => ['module, signed, no cache (HMAC+Redis)', 'signed-nocache', 'C', $PATH, 'tokens.lua', 'A'],
     I => ['module, no cache, TLS to Redis',        'nocache-tls', 'C', $PATH, 'tokens.lua', 'A'],
     J => ['module, no cache, Redis Cluster',       'nocache-cluster', 'C', $PATH, 'tokens.lua', 'A'],
+    K => ['module, no cache, Redis without scripts', 'nocache-noscript', 'C', $PATH, 'tokens.lua', 'A'],
 );
 
 # the measured nginx instances, one per value of the http-level directives:
 # instance => [gms_token_cache, gms_token_signing_key_file, tokens.lua's
-#              file, gms_token_redis ... tls, gms_token_redis_cluster]
+#              file, gms_token_redis ... tls, gms_token_redis_cluster,
+#              user= an ACL user denied @scripting]
 my %INSTANCE = (
     cache            => [1, 0, 'tokens.txt', 0],
     nocache          => [0, 0, 'tokens.txt', 0],
@@ -165,20 +167,22 @@ my %INSTANCE = (
     'signed-nocache' => [0, 1, 'signed-tokens.txt', 0],
     'nocache-tls'    => [0, 0, 'tokens.txt', 1],
     'nocache-cluster' => [0, 0, 'tokens.txt', 0, 1],
+    'nocache-noscript' => [0, 0, 'tokens.txt', 0, 0, 1],
 );
 
 # make bench-check: the instruction budgets only, no wrk rounds
 my $check = $ENV{BENCH_CHECK} // 0;
 
 my @FRONTS = split ' ', uc($ENV{BENCH_FRONTS}
-                           // ($check ? 'A C D E F G' : 'A B C D E F G H I J'));
+                           // ($check ? 'A C D E F G'
+                                      : 'A B C D E F G H I J K'));
 !@FRONTS || grep { !$FRONT{$_} } @FRONTS
-    and die "bench: BENCH_FRONTS takes letters among A B C D E F G H I J\n";
+    and die "bench: BENCH_FRONTS takes letters among A B C D E F G H I J K\n";
 
 # the instances the chosen fronts need, and whether Redis needs its TLS port
 my @INSTANCES = grep { my $i = $_; grep { $FRONT{$_}[1] eq $i } @FRONTS }
                 qw(cache nocache signed signed-nocache nocache-tls
-                   nocache-cluster);
+                   nocache-cluster nocache-noscript);
 my $tls = grep { $INSTANCE{$_}[3] } @INSTANCES;
 my $cluster = grep { $INSTANCE{$_}[4] } @INSTANCES;
 
@@ -293,6 +297,19 @@ my $redis_pid = spawn('redis', 'TERM', pinned($rig_cpus, $redis_server,
               '--tls-auth-clients', 'no') : ()));
 wait_port($port{redis}, 'redis-server', "$dir/redis.log");
 wait_port($port{redis_tls}, 'redis-server (TLS)', "$dir/redis.log") if $tls;
+
+# front K: the same server, read by a user denied @scripting, so the
+# module's lookups are made of plain commands (HMGET, then MULTI/EXEC)
+if (grep { $INSTANCE{$_}[5] } @INSTANCES) {
+    my $acl = q{ACL SETUSER noscript on '>bench-noscript' '~*' '&*' }
+              . q{'+@all' '-@scripting'};
+    my $out = `$redis_cli -p $port{redis} $acl 2>&1`;
+    $out =~ /^OK/ or die "bench: ACL SETUSER noscript: $out";
+    open my $fh, '>', "$dir/noscript.password"
+        or die "bench: $dir/noscript.password: $!\n";
+    print $fh "bench-noscript\n";
+    close $fh;
+}
 
 # front J: three more redis-servers, the masters of a cluster (no replicas:
 # the lookup's cost, not the failover's, is measured)
@@ -491,7 +508,7 @@ for my $f (@FRONTS) {
         rounds      => $r,
     );
 
-    if ($f =~ /^[CDGHIJ]$/) {
+    if ($f =~ /^[CDGHIJK]$/) {
         $s{lookups_per_request} =
             median(grep { defined } map { $_->{lookups_per_request} } @$r);
     }
@@ -688,6 +705,8 @@ sub instance_conf {
     # managed Redis is reached by its name
     my $redis = $with_tls ? "gms_token_redis 127.0.0.1:$port{redis_tls} tls"
                           : "gms_token_redis 127.0.0.1:$port{redis}";
+    $redis .= " user=noscript password_file=$dir/noscript.password"
+        if $INSTANCE{$instance}[5];
     my $prefix = 'gms:';
 
     if ($INSTANCE{$instance}[4]) {
@@ -943,14 +962,14 @@ sub preflight {
                                      [$auth], $body);
 
         my $ok = $status == 200;
-        $ok &&= $answer =~ /"standIn":"GMS"/ if $f =~ /^[ABCDGHIJ]$/;
+        $ok &&= $answer =~ /"standIn":"GMS"/ if $f =~ /^[ABCDGHIJK]$/;
         $ok &&= $answer eq $fixture if $f eq 'F';
         $ok &&= $answer =~ /^\{"value":"\{\\"completed\\":false,\\"taskId\\":\\"\Q$TASK\E\\"/
             if $f eq 'E';
 
         $ok or die "bench: front $f answered $status:\n$answer\n";
 
-        if ($f =~ /^[CDGHIJ]$/) {
+        if ($f =~ /^[CDGHIJK]$/) {
             my ($s) = http($port, 'GET', $path, []);
             $s == 401 or die "bench: front $f answered $s without a token\n";
         }

@@ -64,6 +64,20 @@ LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
             }
         }
 
+        /* without scripts: HMGET's reply, EXEC's */
+        if (gms_lookup_token_parse(reply, &lk) == GMS_LOOKUP_FOUND
+            && (lk.actor_len == 0 || lk.expires_at < 0))
+        {
+            abort();
+        }
+
+        if (gms_lookup_user_parse(reply, &lk) == GMS_LOOKUP_FOUND
+            && (lk.nprivileges > GMS_PRIVILEGES_MAX
+                || lk.inactive > GMS_LOOKUP_DELETED))
+        {
+            abort();
+        }
+
         freeReplyObject(reply);
     }
 

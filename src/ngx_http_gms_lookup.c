@@ -71,12 +71,12 @@ static ngx_http_gms_flight_t *ngx_http_gms_flight(
     ngx_uint_t *joined);
 static void ngx_http_gms_flight_free(ngx_http_gms_flight_t *flight);
 static ngx_int_t ngx_http_gms_flight_leave(ngx_http_gms_ctx_t *ctx);
-static void ngx_http_gms_lookup_done(void *data, redisReply *reply,
-    const char *error);
+static void ngx_http_gms_lookup_done(void *data, gms_lookup_rc_e rv,
+    gms_lookup_t *lk, const char *error);
 static ngx_uint_t ngx_http_gms_outage_log(ngx_uint_t *suppressed);
 static void ngx_http_gms_log_bad_entry(u_char *id, const char *error);
 static ngx_int_t ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight,
-    redisReply *reply, ngx_http_gms_cache_entry_t *entry);
+    gms_lookup_rc_e rv, gms_lookup_t *lk, ngx_http_gms_cache_entry_t *entry);
 static void ngx_http_gms_lookup_unknown(ngx_http_gms_flight_t *flight,
     ngx_http_gms_cache_entry_t *entry);
 static u_char *ngx_http_gms_join(redisReply **privileges, size_t n);
@@ -326,7 +326,8 @@ ngx_http_gms_flight_leave(ngx_http_gms_ctx_t *ctx)
  */
 
 static void
-ngx_http_gms_lookup_done(void *data, redisReply *reply, const char *error)
+ngx_http_gms_lookup_done(void *data, gms_lookup_rc_e rv, gms_lookup_t *lk,
+    const char *error)
 {
     ngx_http_gms_flight_t *flight = data;
 
@@ -357,7 +358,7 @@ ngx_http_gms_lookup_done(void *data, redisReply *reply, const char *error)
     } else {
         ngx_http_gms_metrics_latency(ngx_http_gms_usec() - flight->sent_usec);
         kind = NGX_HTTP_GMS_ERR_REPLY;
-        rc = ngx_http_gms_lookup_entry(flight, reply, &entry);
+        rc = ngx_http_gms_lookup_entry(flight, rv, lk, &entry);
     }
 
     while (!ngx_queue_empty(&flight->waiters)) {
@@ -458,50 +459,49 @@ ngx_http_gms_log_bad_entry(u_char *id, const char *error)
 
 
 /*
- * The reply as a cache entry, cached; the strings live until the return.
+ * The answer as a cache entry, cached; the strings live until the return.
  * A signed token's entry must name the token's own user: one that does
  * not is refused (401) and not cached, since the cache is wrong.
  */
 
 static ngx_int_t
-ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight, redisReply *reply,
-    ngx_http_gms_cache_entry_t *entry)
+ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight, gms_lookup_rc_e rv,
+    gms_lookup_t *lk, ngx_http_gms_cache_entry_t *entry)
 {
-    u_char        *p;
-    int64_t        expires_at;
-    gms_lookup_t   lk;
-    u_char         error[GMS_ACTOR_MAX * 2 + 128];
+    u_char   *p;
+    int64_t   expires_at;
+    u_char    error[GMS_ACTOR_MAX * 2 + 128];
 
     ngx_memzero(entry, sizeof(ngx_http_gms_cache_entry_t));
 
     if (flight->members) {
 
-        if (gms_lookup_members_parse(reply, &lk) != GMS_LOOKUP_FOUND) {
-            ngx_http_gms_log_bad_entry(flight->id, lk.error);
+        if (rv != GMS_LOOKUP_FOUND) {
+            ngx_http_gms_log_bad_entry(flight->id, lk->error);
             return NGX_ERROR;
         }
 
-        lk.actor = (const char *) flight->actor;
-        lk.actor_len = flight->actor_len;
+        lk->actor = (const char *) flight->actor;
+        lk->actor_len = flight->actor_len;
 
     } else {
 
-        switch (gms_lookup_reply_parse(reply, &lk)) {
+        switch (rv) {
 
         case GMS_LOOKUP_UNKNOWN:
             ngx_http_gms_lookup_unknown(flight, entry);
             return NGX_OK;
 
         case GMS_LOOKUP_BAD_REPLY:
-            ngx_http_gms_log_bad_entry(flight->id, lk.error);
+            ngx_http_gms_log_bad_entry(flight->id, lk->error);
             return NGX_ERROR;
 
         default: /* GMS_LOOKUP_FOUND */
             break;
         }
 
-        if (lk.expires_at != 0
-            && lk.expires_at <= ngx_http_gms_cache_now_ms())
+        if (lk->expires_at != 0
+            && lk->expires_at <= ngx_http_gms_cache_now_ms())
         {
             entry->result = NGX_HTTP_GMS_EXPIRED;
             ngx_http_gms_cache_put(flight->gmcf->cache, flight->id, entry, 0,
@@ -510,14 +510,14 @@ ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight, redisReply *reply,
         }
 
         if (flight->actor_len
-            && (lk.actor_len != flight->actor_len
-                || ngx_memcmp(lk.actor, flight->actor, lk.actor_len) != 0))
+            && (lk->actor_len != flight->actor_len
+                || ngx_memcmp(lk->actor, flight->actor, lk->actor_len) != 0))
         {
             p = ngx_snprintf(error, sizeof(error) - 1,
                              "the entry's actor \"%*s\" does not match the "
                              "signed token's \"%*s\": refused; the entry is "
                              "wrong, fix what fills Redis",
-                             lk.actor_len, lk.actor,
+                             lk->actor_len, lk->actor,
                              flight->actor_len, flight->actor);
             *p = '\0';
 
@@ -528,15 +528,15 @@ ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight, redisReply *reply,
         }
     }
 
-    p = ngx_http_gms_join(lk.privileges, lk.nprivileges);
+    p = ngx_http_gms_join(lk->privileges, lk->nprivileges);
     if (p == NULL) {
         return NGX_ERROR;
     }
 
     entry->result = NGX_HTTP_GMS_OK;
-    entry->inactive = lk.inactive;
-    entry->actor.data = (u_char *) lk.actor;
-    entry->actor.len = lk.actor_len;
+    entry->inactive = lk->inactive;
+    entry->actor.data = (u_char *) lk->actor;
+    entry->actor.len = lk->actor_len;
     entry->privileges.data = ngx_http_gms_flights.scratch;
     entry->privileges.len = p - ngx_http_gms_flights.scratch;
 
@@ -544,7 +544,7 @@ ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight, redisReply *reply,
         entry->type = flight->type;
 
     } else {
-        entry->type = gms_token_type_parse(lk.type, lk.type_len);
+        entry->type = gms_token_type_parse(lk->type, lk->type_len);
 
         if (entry->type == GMS_TOKEN_SYSTEM) {
             entry->type = GMS_TOKEN_NONE;
@@ -553,7 +553,7 @@ ngx_http_gms_lookup_entry(ngx_http_gms_flight_t *flight, redisReply *reply,
 
     /* an entry never outlives its token: expiresAt in Redis, or exp */
 
-    expires_at = lk.expires_at;
+    expires_at = lk->expires_at;
 
     if (flight->expires_at
         && (expires_at == 0 || flight->expires_at < expires_at))

@@ -215,6 +215,22 @@ static const ngx_http_gms_metric_t  ngx_http_gms_metric_table[] = {
       "again by a worker and found changed.",
       ngx_http_gms_metric_counter(password_reads) },
 
+    { "gms_redis_script_refusals_total", "counter",
+      "Times a worker found that Redis refuses scripts (an ACL without "
+      "@scripting, EVALSHA renamed, no Lua engine) and made its lookups "
+      "of plain commands.",
+      ngx_http_gms_metric_counter(script_refusals) },
+
+    { "gms_redis_scriptless_workers", "gauge",
+      "Workers whose lookups are made of plain commands, Redis refusing "
+      "scripts.",
+      ngx_http_gms_metric_counter(scriptless) },
+
+    { "gms_redis_scriptless_lookups_total", "counter",
+      "Lookups answered by plain commands (HMGET, then MULTI/EXEC) "
+      "instead of the script.",
+      ngx_http_gms_metric_counter(scriptless_lookups) },
+
     { "gms_redis_node_up", "gauge",
       "Each worker's Redis connections by role, where they go (the last "
       "node connected to) and whether they are up.",

@@ -103,6 +103,9 @@ typedef struct {
     ngx_atomic_t               recycled;           /* at max_age */
     ngx_atomic_t               auth_retries;       /* AUTH sent again */
     ngx_atomic_t               password_reads;     /* a changed file read */
+    ngx_atomic_t               script_refusals;    /* switches to plain */
+    ngx_atomic_t               scriptless;         /* workers without */
+    ngx_atomic_t               scriptless_lookups;
     ngx_atomic_t               latency[NGX_HTTP_GMS_LATENCY_BUCKETS + 1];
     ngx_atomic_t               latency_sum_us;
     ngx_atomic_t               es_tasks[NGX_HTTP_GMS_ES_NOUTCOMES];

@@ -27,6 +27,14 @@
  * node named; when -MOVED names a new master, the lookups pipelined
  * behind it on the old connection follow it there.
  *
+ * A server that refuses scripts (an ACL without @scripting, EVALSHA
+ * renamed away, Valkey without its Lua module) is asked with plain
+ * commands instead, in two round trips: HMGET of the token's hash, then
+ * the user's status and privileges in one MULTI/EXEC, read at one
+ * instant as the script reads them.  The worker switches when SCRIPT LOAD
+ * or a lookup's script is refused, and back when a new connection's
+ * SCRIPT LOAD succeeds (the server changed: an ACL granted, a failover).
+ *
  * The connections' setup is ngx_http_gms_redis_server.c's; the
  * invalidation subscription and the sync-age poll, which connect the same
  * way, are in ngx_http_gms_invalidate.c.
@@ -44,6 +52,10 @@
 #include "gms_lookup.h"
 
 
+/* a queued command's error kept for EXEC's -EXECABORT: enough to redirect */
+#define NGX_HTTP_GMS_REDIS_QUEUED_ERROR  128
+
+
 struct ngx_http_gms_redis_lookup_s {
     ngx_queue_t                    queue;          /* free list, or held */
     ngx_http_gms_redis_lookup_pt   handler;
@@ -54,6 +66,17 @@ struct ngx_http_gms_redis_lookup_s {
     unsigned                       evaluated:1;    /* sent with EVAL */
     unsigned                       master:1;       /* not from a replica */
     unsigned                       redirected:1;   /* MOVED, ASK: once */
+    unsigned                       plain:1;        /* without scripts */
+    unsigned                       user:1;         /* MULTI...EXEC sent */
+
+    /* without scripts: the token's fields, read before the user's */
+    int64_t                        expires_at;
+    size_t                         token_actor_len;
+    size_t                         type_len;
+    size_t                         queued_len;
+    u_char                         token_actor[GMS_ACTOR_MAX];
+    u_char                         type[GMS_LOOKUP_TYPE_MAX];
+    u_char                         queued[NGX_HTTP_GMS_REDIS_QUEUED_ERROR];
 };
 
 
@@ -80,6 +103,12 @@ typedef struct {
     u_char                    *evalsha_ro;     /* the same, for replicas */
     size_t                     evalsha_ro_len;
     size_t                     evalsha_ro_id;
+    u_char                    *hmget;          /* without scripts */
+    size_t                     hmget_len;
+    size_t                     hmget_id;
+    ngx_str_t                  inactive;       /* <prefix>inactive */
+    ngx_str_t                  deleted;        /* <prefix>deleted */
+    unsigned                   noscript:1;     /* the server refuses them */
     unsigned                   moving:1;       /* following a failover */
     unsigned                   exiting:1;
 } ngx_http_gms_redis_t;
@@ -87,14 +116,26 @@ typedef struct {
 
 static ngx_int_t ngx_http_gms_redis_format(u_char **cmd, size_t *len,
     size_t *id_offset, const char *name, ngx_http_gms_main_conf_t *gmcf);
+static ngx_int_t ngx_http_gms_redis_plain_init(ngx_http_gms_redis_t *rd,
+    ngx_http_gms_main_conf_t *gmcf);
+static void ngx_http_gms_redis_scripts(ngx_http_gms_rconn_t *rc,
+    redisReply *refusal);
 static ngx_int_t ngx_http_gms_redis_connect(ngx_http_gms_rconn_t *rc);
 static void ngx_http_gms_redis_up(ngx_http_gms_rconn_t *rc);
 static void ngx_http_gms_redis_closed(ngx_http_gms_rconn_t *rc);
 static ngx_int_t ngx_http_gms_redis_start(ngx_http_gms_redis_lookup_t *lk);
 static void ngx_http_gms_redis_release(ngx_event_t *ev);
 static ngx_int_t ngx_http_gms_redis_send(ngx_http_gms_redis_lookup_t *lk);
+static ngx_int_t ngx_http_gms_redis_send_user(
+    ngx_http_gms_redis_lookup_t *lk, u_char *actor, size_t len);
+static void ngx_http_gms_redis_queued(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error);
 static void ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
     redisReply *reply, const char *error);
+static ngx_int_t ngx_http_gms_redis_token(ngx_http_gms_redis_lookup_t *lk,
+    redisReply *reply);
+static void ngx_http_gms_redis_answer(ngx_http_gms_rconn_t *rc,
+    ngx_http_gms_redis_lookup_t *lk, redisReply *reply, const char *error);
 static ngx_int_t ngx_http_gms_redis_cluster(ngx_http_gms_rconn_t *rc,
     ngx_http_gms_redis_lookup_t *lk, redisReply *reply, const char **error);
 static ngx_int_t ngx_http_gms_redis_resend(ngx_http_gms_redis_lookup_t *lk);
@@ -147,7 +188,8 @@ ngx_http_gms_redis_init_process(ngx_cycle_t *cycle,
         != NGX_OK
         || ngx_http_gms_redis_format(&rd->evalsha_ro, &rd->evalsha_ro_len,
                                      &rd->evalsha_ro_id, "EVALSHA_RO", gmcf)
-           != NGX_OK)
+           != NGX_OK
+        || ngx_http_gms_redis_plain_init(rd, gmcf) != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -163,7 +205,7 @@ ngx_http_gms_redis_init_process(ngx_cycle_t *cycle,
 
     rc->addr = dc->addr;
 
-    ngx_http_gms_redis_server_init(dc);
+    ngx_http_gms_redis_server_init(dc, ngx_http_gms_redis_scripts);
     ngx_http_gms_replica_init(cycle, dc, rc);
 
     if (rc->addr == NULL) {
@@ -218,6 +260,110 @@ ngx_http_gms_redis_format(u_char **cmd, size_t *len, size_t *id_offset,
 }
 
 
+/*
+ * Without scripts: HMGET <prefix>token:<id> actor expiresAt type, made
+ * once as the EVALSHA is; the keys of the user's status.
+ */
+
+static ngx_int_t
+ngx_http_gms_redis_plain_init(ngx_http_gms_redis_t *rd,
+    ngx_http_gms_main_conf_t *gmcf)
+{
+    u_char  *p;
+    size_t   key_len, size;
+
+    key_len = gmcf->redis.token_prefix.len + GMS_TOKEN_ID_LEN;
+
+    size = sizeof("*5\r\n$5\r\nHMGET\r\n$\r\n\r\n$5\r\nactor\r\n"
+                  "$9\r\nexpiresAt\r\n$4\r\ntype\r\n") - 1
+           + NGX_SIZE_T_LEN + key_len;
+
+    rd->hmget = ngx_alloc(size, ngx_cycle->log);
+    rd->inactive.data = ngx_alloc(gmcf->redis.prefix.len
+                                  + sizeof(GMS_KEY_INACTIVE) - 1,
+                                  ngx_cycle->log);
+    rd->deleted.data = ngx_alloc(gmcf->redis.prefix.len
+                                 + sizeof(GMS_KEY_DELETED) - 1,
+                                 ngx_cycle->log);
+
+    if (rd->hmget == NULL || rd->inactive.data == NULL
+        || rd->deleted.data == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    p = ngx_sprintf(rd->hmget, "*5\r\n$5\r\nHMGET\r\n$%uz\r\n%V", key_len,
+                    &gmcf->redis.token_prefix);
+
+    rd->hmget_id = p - rd->hmget;
+    p += GMS_TOKEN_ID_LEN;
+
+    p = ngx_cpymem(p, "\r\n$5\r\nactor\r\n$9\r\nexpiresAt\r\n"
+                   "$4\r\ntype\r\n",
+                   sizeof("\r\n$5\r\nactor\r\n$9\r\nexpiresAt\r\n"
+                          "$4\r\ntype\r\n") - 1);
+
+    rd->hmget_len = p - rd->hmget;
+
+    rd->inactive.len = ngx_sprintf(rd->inactive.data, "%V%s",
+                                   &gmcf->redis.prefix, GMS_KEY_INACTIVE)
+                       - rd->inactive.data;
+    rd->deleted.len = ngx_sprintf(rd->deleted.data, "%V%s",
+                                  &gmcf->redis.prefix, GMS_KEY_DELETED)
+                      - rd->deleted.data;
+
+    return NGX_OK;
+}
+
+
+/*
+ * A lookup connection's server runs the script (refusal NULL: SCRIPT LOAD
+ * loaded it) or refuses scripts: the worker's lookups follow, and say so
+ * once each time they change.  The master's connections decide (and a
+ * cluster's -ASK node's), not a replica's.
+ */
+
+static void
+ngx_http_gms_redis_scripts(ngx_http_gms_rconn_t *rc, redisReply *refusal)
+{
+    ngx_http_gms_redis_t  *rd;
+
+    rd = &ngx_http_gms_redis;
+
+    if (rc->target == NGX_HTTP_GMS_TARGET_REPLICA) {
+        /* the replica's (a Redis 6 one, say): the master's decide */
+        return;
+    }
+
+    if (refusal == NULL) {
+        if (rd->noscript) {
+            rd->noscript = 0;
+            ngx_http_gms_count_down(scriptless);
+
+            ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                          "gms: redis at %V runs the lookup script again: "
+                          "lookups use it", &rc->peer);
+        }
+
+        return;
+    }
+
+    if (rd->noscript) {
+        return;
+    }
+
+    rd->noscript = 1;
+    ngx_http_gms_count(scriptless);
+    ngx_http_gms_count(script_refusals);
+
+    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                  "gms: redis at %V refuses scripts (\"%*s\"): lookups go "
+                  "without them, in two round trips (HMGET, then MULTI/EXEC)",
+                  &rc->peer, (size_t) ngx_min(refusal->len, 256),
+                  refusal->str);
+}
+
+
 ngx_int_t
 ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
     ngx_str_t *actor, ngx_uint_t master, ngx_http_gms_redis_lookup_pt handler,
@@ -253,6 +399,8 @@ ngx_http_gms_redis_lookup(ngx_http_gms_main_conf_t *gmcf, u_char *id,
     lk->evaluated = 0;
     lk->master = master ? 1 : 0;
     lk->redirected = 0;
+    lk->plain = 0;
+    lk->user = 0;
     ngx_memcpy(lk->id, id, GMS_TOKEN_ID_LEN);
 
     if (actor) {
@@ -366,6 +514,10 @@ ngx_http_gms_redis_exit_process(ngx_cycle_t *cycle)
         return;
     }
 
+    if (rd->noscript) {
+        ngx_http_gms_count_down(scriptless);
+    }
+
     if (rd->release.posted) {
         ngx_delete_posted_event(&rd->release);
     }
@@ -464,7 +616,7 @@ ngx_http_gms_redis_follow(void)
 
         ngx_queue_insert_head(&rd->free, &lk->queue);
 
-        handler(r, NULL, "the slot's master moved");
+        handler(r, GMS_LOOKUP_BAD_REPLY, NULL, "the slot's master moved");
     }
 }
 
@@ -550,7 +702,7 @@ ngx_http_gms_redis_release(ngx_event_t *ev)
 
         ngx_queue_insert_head(&rd->free, &lk->queue);
 
-        handler(data, NULL, error);
+        handler(data, GMS_LOOKUP_BAD_REPLY, NULL, error);
     }
 }
 
@@ -632,7 +784,8 @@ ngx_http_gms_redis_closed(ngx_http_gms_rconn_t *rc)
  * The lookup script: a token's (the command made once per worker, its id
  * copied in), or a user's, for a session or external OAuth token:
  * EVALSHA <sha> 1 <prefix>actor:<urn> <prefix>actor: <urn>.  After a
- * -NOSCRIPT (lk->evaluated), EVAL with the script itself.
+ * -NOSCRIPT (lk->evaluated), EVAL with the script itself.  Without
+ * scripts, the token's HMGET; a user's lookup is the second round alone.
  */
 
 static ngx_int_t
@@ -647,6 +800,31 @@ ngx_http_gms_redis_send(ngx_http_gms_redis_lookup_t *lk)
     rd = &ngx_http_gms_redis;
     gmcf = rd->gmcf;
     replica = (lk->rc->target == NGX_HTTP_GMS_TARGET_REPLICA);
+
+    lk->user = 0;
+    lk->queued_len = 0;
+
+    if (rd->noscript || lk->plain) {
+        lk->plain = 1;
+
+        if (lk->actor.data) {
+            if (lk->actor.len > GMS_ACTOR_MAX) {
+                return NGX_ERROR;
+            }
+
+            return ngx_http_gms_redis_send_user(lk, lk->actor.data,
+                                                lk->actor.len);
+        }
+
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "gms: redis lookup of \"%*s\" without scripts: HMGET",
+                       (size_t) GMS_TOKEN_ID_LEN, lk->id);
+
+        ngx_memcpy(rd->hmget + rd->hmget_id, lk->id, GMS_TOKEN_ID_LEN);
+
+        return ngx_http_gms_rconn_send(lk->rc, rd->hmget, rd->hmget_len,
+                                       ngx_http_gms_redis_reply, lk);
+    }
 
     if (lk->actor.data == NULL && !lk->evaluated) {
         /* the usual case: the command made once, with this id in place */
@@ -711,16 +889,141 @@ ngx_http_gms_redis_send(ngx_http_gms_redis_lookup_t *lk)
 }
 
 
+/*
+ * The user's part without scripts, read at one instant as the script
+ * reads it: MULTI, SISMEMBER <prefix>inactive <urn>, SISMEMBER
+ * <prefix>deleted <urn>, SMEMBERS <prefix>actor:<urn>, EXEC (the keys
+ * share the prefix's hash tag: one slot).  EXEC's reply is the lookup's.
+ */
+
+static ngx_int_t
+ngx_http_gms_redis_send_user(ngx_http_gms_redis_lookup_t *lk, u_char *actor,
+    size_t len)
+{
+    size_t                     lens[3];
+    ngx_uint_t                 i;
+    const char                *argv[3];
+    ngx_http_gms_rconn_t      *rc;
+    ngx_http_gms_redis_t      *rd;
+    ngx_http_gms_main_conf_t  *gmcf;
+
+    static u_char  multi[] = "*1\r\n$5\r\nMULTI\r\n";
+    static u_char  exec[] = "*1\r\n$4\r\nEXEC\r\n";
+    static u_char  asking[] = "*1\r\n$6\r\nASKING\r\n";
+
+    rd = &ngx_http_gms_redis;
+    gmcf = rd->gmcf;
+    rc = lk->rc;
+
+    lk->user = 1;
+    lk->queued_len = 0;
+
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "gms: redis lookup of \"%*s\" without scripts: the "
+                   "user \"%*s\" in MULTI/EXEC",
+                   (size_t) GMS_TOKEN_ID_LEN, lk->id, len, actor);
+
+    /*
+     * on the node an -ASK named, ASKING again: it held for the HMGET
+     * alone; in a MULTI it holds for the queued commands and EXEC
+     */
+    if (rc->node == NGX_HTTP_GMS_NODE_ASK
+        && ngx_http_gms_rconn_send(rc, asking, sizeof(asking) - 1,
+                                   ngx_http_gms_redis_queued, lk)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_gms_rconn_send(rc, multi, sizeof(multi) - 1,
+                                ngx_http_gms_redis_queued, lk)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    argv[0] = "SISMEMBER";
+    lens[0] = sizeof("SISMEMBER") - 1;
+    argv[2] = (const char *) actor;
+    lens[2] = len;
+
+    for (i = 0; i < 2; i++) {
+        argv[1] = (const char *) (i ? rd->deleted.data : rd->inactive.data);
+        lens[1] = i ? rd->deleted.len : rd->inactive.len;
+
+        if (ngx_http_gms_rconn_argv(rc, 3, argv, lens,
+                                    ngx_http_gms_redis_queued, lk)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    ngx_memcpy(rd->members_key + gmcf->redis.actor_prefix.len, actor, len);
+
+    argv[0] = "SMEMBERS";
+    lens[0] = sizeof("SMEMBERS") - 1;
+    argv[1] = (const char *) rd->members_key;
+    lens[1] = gmcf->redis.actor_prefix.len + len;
+
+    if (ngx_http_gms_rconn_argv(rc, 2, argv, lens,
+                                ngx_http_gms_redis_queued, lk)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_gms_rconn_send(rc, exec, sizeof(exec) - 1,
+                                   ngx_http_gms_redis_reply, lk);
+}
+
+
+/*
+ * MULTI's +OK and the commands' +QUEUED; the first error is kept, since
+ * EXEC then says only -EXECABORT (a cluster's -MOVED, an ACL's -NOPERM,
+ * -LOADING are the lookup's answer).  Without a reply, EXEC's handler
+ * hears why.
+ */
+
+static void
+ngx_http_gms_redis_queued(ngx_http_gms_rconn_t *rc, void *data,
+    redisReply *reply, const char *error)
+{
+    ngx_http_gms_redis_lookup_t *lk = data;
+
+    if (reply == NULL || reply->type != REDIS_REPLY_ERROR
+        || lk->queued_len)
+    {
+        return;
+    }
+
+    lk->queued_len = ngx_min(reply->len, NGX_HTTP_GMS_REDIS_QUEUED_ERROR);
+    ngx_memcpy(lk->queued, reply->str, lk->queued_len);
+}
+
+
 static void
 ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
     redisReply *reply, const char *error)
 {
     ngx_http_gms_redis_lookup_t *lk = data;
 
-    void                          *r;
-    ngx_http_gms_redis_lookup_pt   handler;
+    ngx_uint_t             noscript;
+    redisReply             queued;
+    ngx_http_gms_redis_t  *rd;
 
-    if (ngx_http_gms_redis.gmcf->redis.cluster) {
+    rd = &ngx_http_gms_redis;
+
+    if (reply != NULL && lk->queued_len) {
+        /* the command EXEC aborted for, as if it had been answered alone */
+        ngx_memzero(&queued, sizeof(redisReply));
+        queued.type = REDIS_REPLY_ERROR;
+        queued.str = (char *) lk->queued;
+        queued.len = lk->queued_len;
+        reply = &queued;
+    }
+
+    if (rd->gmcf->redis.cluster) {
         switch (ngx_http_gms_redis_cluster(rc, lk, reply, &error)) {
 
         case NGX_DONE:
@@ -736,14 +1039,34 @@ ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
         }
     }
 
-    if (reply != NULL && reply->type == REDIS_REPLY_ERROR
-        && !lk->evaluated && ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0)
-    {
-        /* the script cache was flushed: send the script itself, once */
-        lk->evaluated = 1;
+    if (reply != NULL && reply->type == REDIS_REPLY_ERROR && !lk->plain) {
+        noscript = (ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0);
 
-        if (ngx_http_gms_redis_send(lk) == NGX_OK) {
-            return;
+        /*
+         * a replica's refusal is the replica's (a Redis 6 one knows no
+         * EVALSHA_RO: ngx_http_gms_replica.c): the master decides
+         */
+
+        if ((rc->target != NGX_HTTP_GMS_TARGET_REPLICA
+             && (gms_lookup_scripts_refused(reply->str, reply->len)
+                 || (noscript && lk->evaluated)))
+            || (noscript && rd->noscript))
+        {
+            /* no script runs here: the same lookup, without */
+            ngx_http_gms_redis_scripts(rc, reply);
+            lk->plain = 1;
+
+            if (ngx_http_gms_redis_send(lk) == NGX_OK) {
+                return;
+            }
+
+        } else if (!lk->evaluated && noscript) {
+            /* the script cache was flushed: send the script itself, once */
+            lk->evaluated = 1;
+
+            if (ngx_http_gms_redis_send(lk) == NGX_OK) {
+                return;
+            }
         }
     }
 
@@ -751,7 +1074,9 @@ ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
         && (reply == NULL || reply->type == REDIS_REPLY_ERROR))
     {
         ngx_http_gms_replica_error(rc, reply,
-                                   lk->evaluated ? "EVAL_RO" : "EVALSHA_RO");
+                                   lk->plain ? (lk->user ? "EXEC" : "HMGET")
+                                   : lk->evaluated ? "EVAL_RO"
+                                                   : "EVALSHA_RO");
 
         if (ngx_http_gms_redis_resend(lk) == NGX_OK) {
             return;
@@ -761,22 +1086,124 @@ ngx_http_gms_redis_reply(ngx_http_gms_rconn_t *rc, void *data,
         error = "neither the replica nor the master can serve the lookup";
     }
 
+    if (reply != NULL && lk->plain && !lk->user
+        && reply->type != REDIS_REPLY_ERROR)
+    {
+        switch (ngx_http_gms_redis_token(lk, reply)) {
+
+        case NGX_OK:
+            /* the token is there: its user's part */
+            return;
+
+        case NGX_ERROR:
+            reply = NULL;
+            error = "the lookup's second round could not be sent";
+            break;
+
+        default: /* NGX_DECLINED: unknown or bad, answered as it is */
+            break;
+        }
+    }
+
 answer:
+
+    ngx_http_gms_redis_answer(rc, lk, reply, error);
+}
+
+
+/*
+ * HMGET's reply: the token's fields kept for the answer and its user's
+ * part sent (NGX_OK); NGX_DECLINED: the reply is the answer (no token, or
+ * a bad one); NGX_ERROR: the second round could not be sent.
+ */
+
+static ngx_int_t
+ngx_http_gms_redis_token(ngx_http_gms_redis_lookup_t *lk, redisReply *reply)
+{
+    gms_lookup_t  gl;
+
+    if (gms_lookup_token_parse(reply, &gl) != GMS_LOOKUP_FOUND) {
+        return NGX_DECLINED;
+    }
+
+    /* the parser capped the actor; a type cut short is still no type */
+
+    lk->expires_at = gl.expires_at;
+    lk->token_actor_len = gl.actor_len;
+    ngx_memcpy(lk->token_actor, gl.actor, gl.actor_len);
+    lk->type_len = ngx_min(gl.type_len, GMS_LOOKUP_TYPE_MAX);
+    ngx_memcpy(lk->type, gl.type, lk->type_len);
+
+    if (ngx_http_gms_redis_send_user(lk, lk->token_actor,
+                                     lk->token_actor_len)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The lookup answered: its reply parsed, the script's or the plain
+ * commands', into one gms_lookup_t, and the handler called; the lookup is
+ * free again once it returns (the token's fields are the lookup's).
+ */
+
+static void
+ngx_http_gms_redis_answer(ngx_http_gms_rconn_t *rc,
+    ngx_http_gms_redis_lookup_t *lk, redisReply *reply, const char *error)
+{
+    void                          *r;
+    gms_lookup_t                   gl;
+    gms_lookup_rc_e                rv;
+    ngx_http_gms_redis_lookup_pt   handler;
 
     handler = lk->handler;
     r = lk->data;
+    rv = GMS_LOOKUP_BAD_REPLY;
 
-    ngx_queue_insert_head(&ngx_http_gms_redis.free, &lk->queue);
+    ngx_memzero(&gl, sizeof(gms_lookup_t));
 
     if (reply != NULL
         && ngx_http_gms_redis_server_unavailable(rc, reply) != NGX_OK)
     {
         /* the connection is closed, and will be answered below */
-        handler(r, NULL, "redis cannot serve the lookup now");
-        return;
+        reply = NULL;
+        error = "redis cannot serve the lookup now";
     }
 
-    handler(r, reply, error);
+    if (reply != NULL) {
+        error = NULL;
+
+        if (!lk->plain) {
+            rv = lk->actor.data ? gms_lookup_members_parse(reply, &gl)
+                                : gms_lookup_reply_parse(reply, &gl);
+
+        } else if (!lk->user) {
+            rv = gms_lookup_token_parse(reply, &gl);
+
+        } else {
+            if (lk->actor.data == NULL) {
+                gl.actor = (const char *) lk->token_actor;
+                gl.actor_len = lk->token_actor_len;
+                gl.type = (const char *) lk->type;
+                gl.type_len = lk->type_len;
+                gl.expires_at = lk->expires_at;
+            }
+
+            rv = gms_lookup_user_parse(reply, &gl);
+        }
+
+        if (lk->plain) {
+            ngx_http_gms_count(scriptless_lookups);
+        }
+    }
+
+    handler(r, rv, &gl, error);
+
+    ngx_queue_insert_head(&ngx_http_gms_redis.free, &lk->queue);
 }
 
 

@@ -19,17 +19,22 @@
 
 #include <hiredis/hiredis.h>
 
+#include "gms_lookup.h"
+
 
 typedef struct ngx_http_gms_redis_lookup_s  ngx_http_gms_redis_lookup_t;
 
 
 /*
  * Called exactly once per lookup, never from inside the call that made
- * it: with the reply (freed on return) or with NULL and the reason; never
- * for a lookup ngx_http_gms_redis_cancel() took back.
+ * it: with the answer parsed (GMS_LOOKUP_BAD_REPLY: lookup->error says
+ * why; its strings live until the return), or with error, why Redis could
+ * not answer; never for a lookup ngx_http_gms_redis_cancel() took back.
+ * The answer is the same whether the script or, where the server refuses
+ * scripts, plain commands read it.
  */
 typedef void (*ngx_http_gms_redis_lookup_pt)(void *data,
-    redisReply *reply, const char *error);
+    gms_lookup_rc_e rc, gms_lookup_t *lookup, const char *error);
 
 
 /*

@@ -27,11 +27,16 @@ static void ngx_http_gms_redis_server_loaded(ngx_http_gms_rconn_t *rc,
 /* the worker's discovery: asked again when a server cannot serve */
 static ngx_http_gms_discovery_t  *ngx_http_gms_redis_server_dc;
 
+/* the lookups' owner, told whether the server runs scripts */
+static ngx_http_gms_redis_server_scripts_pt  ngx_http_gms_redis_server_scripts;
+
 
 void
-ngx_http_gms_redis_server_init(ngx_http_gms_discovery_t *dc)
+ngx_http_gms_redis_server_init(ngx_http_gms_discovery_t *dc,
+    ngx_http_gms_redis_server_scripts_pt scripts)
 {
     ngx_http_gms_redis_server_dc = dc;
+    ngx_http_gms_redis_server_scripts = scripts;
 }
 
 
@@ -225,6 +230,15 @@ ngx_http_gms_redis_server_loaded(ngx_http_gms_rconn_t *rc, void *data,
     if (reply->type == REDIS_REPLY_STRING && reply->len == 40
         && ngx_strncmp(reply->str, rc->gmcf->redis.script_sha, 40) == 0)
     {
+        ngx_http_gms_redis_server_scripts(rc, NULL);
+        return;
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR
+        && gms_lookup_scripts_refused(reply->str, reply->len))
+    {
+        /* no script here: the connection serves lookups without */
+        ngx_http_gms_redis_server_scripts(rc, reply);
         return;
     }
 

@@ -17,8 +17,20 @@
 #include <hiredis/hiredis.h>
 
 
-/* the discovery asked again when a server cannot serve */
-void ngx_http_gms_redis_server_init(ngx_http_gms_discovery_t *dc);
+/*
+ * Told, for each lookup connection, whether its server runs the lookup
+ * script: refusal NULL, SCRIPT LOAD loaded it; else the error that says
+ * it runs none for this client (gms_lookup_scripts_refused()).
+ */
+typedef void (*ngx_http_gms_redis_server_scripts_pt)(
+    ngx_http_gms_rconn_t *rc, redisReply *refusal);
+
+/*
+ * the discovery asked again when a server cannot serve; scripts told
+ * what SCRIPT LOAD found
+ */
+void ngx_http_gms_redis_server_init(ngx_http_gms_discovery_t *dc,
+    ngx_http_gms_redis_server_scripts_pt scripts);
 
 /*
  * The setup, with ROLE answered to role where the server's role is to be
@@ -28,7 +40,7 @@ void ngx_http_gms_redis_server_init(ngx_http_gms_discovery_t *dc);
 ngx_int_t ngx_http_gms_redis_server_connect(ngx_http_gms_rconn_t *rc,
     ngx_http_gms_rconn_reply_pt role);
 
-/* the same, and the lookup script loaded */
+/* the same, and the lookup script loaded (or found refused) */
 ngx_int_t ngx_http_gms_redis_server_lookups(ngx_http_gms_rconn_t *rc,
     ngx_http_gms_rconn_reply_pt role);
 

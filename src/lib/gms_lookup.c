@@ -1,8 +1,10 @@
 
 /*
  * The Redis lookup of a token: the script the module and gms-token run,
- * and the parsers of its reply and of a user's privilege set.  The only
- * nginx-free file that speaks hiredis.
+ * and the parsers of its reply and of a user's privilege set; the parsers
+ * of the same lookup made of plain commands, where the server refuses
+ * scripts.  With gms_topology.c, the only nginx-free files that speak
+ * hiredis.
  */
 
 
@@ -45,6 +47,9 @@ const char  gms_lookup_script[] =
 const size_t  gms_lookup_script_len = sizeof(gms_lookup_script) - 1;
 
 
+static gms_lookup_rc_e gms_lookup_token(const redisReply *actor,
+    const redisReply *expires_at, const redisReply *type,
+    gms_lookup_t *lookup);
 static int gms_inactive_check(const redisReply *e, gms_lookup_t *lookup);
 static int gms_privileges_check(const redisReply *e, gms_lookup_t *lookup);
 
@@ -99,19 +104,85 @@ gms_lookup_reply_parse(const redisReply *reply, gms_lookup_t *lookup)
         return GMS_LOOKUP_BAD_REPLY;
     }
 
-    if (reply->element[0]->len == 0) {
+    lookup->privileges = e->element;
+    lookup->nprivileges = e->elements;
+
+    return gms_lookup_token(reply->element[0], reply->element[1],
+                            reply->element[2], lookup);
+}
+
+
+/*
+ * HMGET's reply, [actor, expiresAt, type], each nil where the hash lacks
+ * it: the script's "t[2] or ''".  No actor: unknown, as the script's nil.
+ */
+
+gms_lookup_rc_e
+gms_lookup_token_parse(const redisReply *reply, gms_lookup_t *lookup)
+{
+    size_t      i;
+    redisReply  none;
+
+    memset(lookup, 0, sizeof(gms_lookup_t));
+
+    if (reply == NULL) {
+        lookup->error = "no reply";
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        lookup->error = reply->str;
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) {
+        lookup->error = "unexpected reply shape";
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    for (i = 0; i < 3; i++) {
+        if (reply->element[i]->type != REDIS_REPLY_STRING
+            && reply->element[i]->type != REDIS_REPLY_NIL)
+        {
+            lookup->error = "unexpected reply element type";
+            return GMS_LOOKUP_BAD_REPLY;
+        }
+    }
+
+    if (reply->element[0]->type == REDIS_REPLY_NIL) {
         return GMS_LOOKUP_UNKNOWN;
     }
 
-    if (!gms_token_actor_valid(reply->element[0]->str,
-                               reply->element[0]->len))
-    {
+    memset(&none, 0, sizeof(redisReply));
+    none.type = REDIS_REPLY_STRING;
+    none.str = (char *) "";
+
+    return gms_lookup_token(reply->element[0],
+                            reply->element[1]->type == REDIS_REPLY_NIL
+                            ? &none : reply->element[1],
+                            reply->element[2]->type == REDIS_REPLY_NIL
+                            ? &none : reply->element[2],
+                            lookup);
+}
+
+
+/* a token's fields, strings; the pointers are into the replies */
+
+static gms_lookup_rc_e
+gms_lookup_token(const redisReply *actor, const redisReply *expires_at,
+    const redisReply *type, gms_lookup_t *lookup)
+{
+    if (actor->len == 0) {
+        return GMS_LOOKUP_UNKNOWN;
+    }
+
+    if (!gms_token_actor_valid(actor->str, actor->len)) {
         lookup->error = "invalid actor: not a urn:li: URN of valid UTF-8 "
                         "without control bytes, at most 512 bytes";
         return GMS_LOOKUP_BAD_REPLY;
     }
 
-    if (gms_token_parse_ms(reply->element[1]->str, reply->element[1]->len,
+    if (gms_token_parse_ms(expires_at->str, expires_at->len,
                            &lookup->expires_at)
         != 0)
     {
@@ -119,12 +190,10 @@ gms_lookup_reply_parse(const redisReply *reply, gms_lookup_t *lookup)
         return GMS_LOOKUP_BAD_REPLY;
     }
 
-    lookup->actor = reply->element[0]->str;
-    lookup->actor_len = reply->element[0]->len;
-    lookup->type = reply->element[2]->str;
-    lookup->type_len = reply->element[2]->len;
-    lookup->privileges = e->element;
-    lookup->nprivileges = e->elements;
+    lookup->actor = actor->str;
+    lookup->actor_len = actor->len;
+    lookup->type = type->str;
+    lookup->type_len = type->len;
 
     return GMS_LOOKUP_FOUND;
 }
@@ -165,6 +234,108 @@ gms_lookup_members_parse(const redisReply *reply, gms_lookup_t *lookup)
     lookup->nprivileges = reply->element[0]->elements;
 
     return GMS_LOOKUP_FOUND;
+}
+
+
+/*
+ * EXEC's reply, [in <prefix>inactive, in <prefix>deleted, [privilege,
+ * ...]]: the user's part of the lookup, the token's fields left as they
+ * are.  The status as the script counts it: deleted only if inactive.
+ */
+
+gms_lookup_rc_e
+gms_lookup_user_parse(const redisReply *reply, gms_lookup_t *lookup)
+{
+    int          i;
+    redisReply  *e;
+
+    lookup->privileges = NULL;
+    lookup->nprivileges = 0;
+    lookup->inactive = GMS_LOOKUP_ACTIVE;
+
+    if (reply == NULL) {
+        lookup->error = "no reply";
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        lookup->error = reply->str;
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) {
+        lookup->error = "unexpected reply shape";
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    for (i = 0; i < 2; i++) {
+        e = reply->element[i];
+
+        if (e->type != REDIS_REPLY_INTEGER || e->integer < 0
+            || e->integer > 1)
+        {
+            lookup->error = "SISMEMBER answered neither 0 nor 1";
+            return GMS_LOOKUP_BAD_REPLY;
+        }
+    }
+
+    if (gms_privileges_check(reply->element[2], lookup) != 0) {
+        return GMS_LOOKUP_BAD_REPLY;
+    }
+
+    if (reply->element[0]->integer) {
+        lookup->inactive = GMS_LOOKUP_INACTIVE + reply->element[1]->integer;
+    }
+
+    lookup->privileges = reply->element[2]->element;
+    lookup->nprivileges = reply->element[2]->elements;
+
+    return GMS_LOOKUP_FOUND;
+}
+
+
+/*
+ * The server runs no script for this client: an ACL that denies
+ * @scripting (-NOPERM ... to run the 'evalsha' command; not a key's
+ * -NOPERM, which plain commands would meet too), EVALSHA or SCRIPT renamed
+ * away (-ERR unknown command), or Valkey 9.1 without its Lua module
+ * (src/eval.c: "Could not find scripting engine"; EVALSHA then says
+ * -NOSCRIPT, which the caller judges: only after the script itself was
+ * refused is it final).
+ */
+
+int
+gms_lookup_scripts_refused(const char *error, size_t len)
+{
+    size_t  i, n;
+
+    static const char  *refusals[] = {
+        "ERR unknown command",
+        "ERR Could not find scripting engine",
+        NULL
+    };
+
+    if (len >= 6 && memcmp(error, "NOPERM", 6) == 0) {
+        n = sizeof("command") - 1;
+
+        for (i = 6; i + n <= len; i++) {
+            if (memcmp(error + i, "command", n) == 0) {
+                return 1;
+            }
+        }
+
+        return 0;
+    }
+
+    for (i = 0; refusals[i]; i++) {
+        n = strlen(refusals[i]);
+
+        if (len >= n && memcmp(error, refusals[i], n) == 0) {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 

@@ -1,7 +1,8 @@
 
 /*
  * A token's Redis lookup: the script, and its reply parsed (hiredis's
- * replies, whoever read them: the module's reader or gms-token's).
+ * replies, whoever read them: the module's reader or gms-token's); the
+ * same lookup made of plain commands, for a server that refuses scripts.
  */
 
 
@@ -43,10 +44,33 @@ typedef struct {
 } gms_lookup_t;
 
 
+/*
+ * Longer than any token type's name: a type copied into this many bytes,
+ * cut, is still no token type.
+ */
+#define GMS_LOOKUP_TYPE_MAX  32
+
+
 gms_lookup_rc_e gms_lookup_reply_parse(const redisReply *reply,
     gms_lookup_t *lookup);
 gms_lookup_rc_e gms_lookup_members_parse(const redisReply *reply,
     gms_lookup_t *lookup);
+
+/*
+ * Without scripts: HMGET <prefix>token:<id> actor expiresAt type, then
+ * MULTI, SISMEMBER <prefix>inactive <actor>, SISMEMBER <prefix>deleted
+ * <actor>, SMEMBERS <prefix>actor:<actor>, EXEC.  The first sets the
+ * token's fields (GMS_LOOKUP_FOUND: the user's to be read), the second
+ * (EXEC's reply) the user's, leaving the token's: the same gms_lookup_t
+ * as the script's reply gives.
+ */
+gms_lookup_rc_e gms_lookup_token_parse(const redisReply *reply,
+    gms_lookup_t *lookup);
+gms_lookup_rc_e gms_lookup_user_parse(const redisReply *reply,
+    gms_lookup_t *lookup);
+
+/* an error reply that says the server runs no script for this client */
+int gms_lookup_scripts_refused(const char *error, size_t len);
 
 extern const char    gms_lookup_script[];
 extern const size_t  gms_lookup_script_len;

@@ -28,6 +28,9 @@
 static int gms_cmd_id_handler(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_cmd_put_handler(gms_tool_t *t, gms_tool_args_t *a);
 static int gms_cmd_show_handler(gms_tool_t *t, gms_tool_args_t *a);
+static int gms_cmd_show_plain(gms_tool_t *t, const char *key, size_t key_len,
+    redisReply **token, redisReply **user, gms_lookup_t *lk,
+    gms_lookup_rc_e *lrc);
 
 
 const gms_tool_command_t  gms_cmd_id = {
@@ -268,7 +271,7 @@ gms_cmd_show_handler(gms_tool_t *t, gms_tool_args_t *a)
     char             *key, *actor_key, *out;
     size_t            i, key_len, actor_key_len;
     json_t           *doc, *privileges, *v;
-    redisReply       *reply, **sorted;
+    redisReply       *reply, *user, **sorted;
     gms_lookup_t      lk;
     gms_lookup_rc_e   lrc;
 
@@ -294,16 +297,29 @@ gms_cmd_show_handler(gms_tool_t *t, gms_tool_args_t *a)
     reply = gms_tool_conn_command(t, "EVAL %b 1 %b %b", gms_lookup_script,
                                   gms_lookup_script_len, key, key_len,
                                   actor_key, actor_key_len);
-    free(key);
+    user = NULL;
     free(actor_key);
 
-    /* a cluster's redirection, said for what it is */
-    if (reply == NULL || gms_tool_cluster_why(t, reply)) {
-        gms_tool_redis_reply_error(t, reply, "lookup");
-        return GMS_TOOL_REDIS;
-    }
+    if (gms_tool_redis_refused(t, reply)) {
+        /* as the module asks a server that refuses scripts */
+        rc = gms_cmd_show_plain(t, key, key_len, &reply, &user, &lk, &lrc);
+        free(key);
 
-    lrc = gms_lookup_reply_parse(reply, &lk);
+        if (rc != 0) {
+            return GMS_TOOL_REDIS;
+        }
+
+    } else {
+        free(key);
+
+        /* a cluster's redirection, said for what it is */
+        if (reply == NULL || gms_tool_cluster_why(t, reply)) {
+            gms_tool_redis_reply_error(t, reply, "lookup");
+            return GMS_TOOL_REDIS;
+        }
+
+        lrc = gms_lookup_reply_parse(reply, &lk);
+    }
 
     if (lrc == GMS_LOOKUP_UNKNOWN) {
         freeReplyObject(reply);
@@ -315,6 +331,11 @@ gms_cmd_show_handler(gms_tool_t *t, gms_tool_args_t *a)
         gms_tool_msgs_error(t, "redis %s: lookup of token id %s: %s", t->redis,
                             a->argv[0], lk.error);
         freeReplyObject(reply);
+
+        if (user) {
+            freeReplyObject(user);
+        }
+
         return GMS_TOOL_REDIS;
     }
 
@@ -396,5 +417,71 @@ done:
     json_decref(doc);
     freeReplyObject(reply);
 
+    if (user) {
+        freeReplyObject(user);
+    }
+
     return rc;
+}
+
+
+/*
+ * The module's lookup without scripts (src/ngx_http_gms_redis.c): HMGET
+ * of the token, then the user's status and privileges in one MULTI/EXEC;
+ * -1: failed, said.  *token and *user (NULL if not asked) hold what *lk
+ * points into.
+ */
+
+static int
+gms_cmd_show_plain(gms_tool_t *t, const char *key, size_t key_len,
+    redisReply **token, redisReply **user, gms_lookup_t *lk,
+    gms_lookup_rc_e *lrc)
+{
+    char    *inactive, *deleted, *members;
+    size_t   inactive_len, deleted_len, members_len;
+
+    *token = gms_tool_conn_command(t, "HMGET %b actor expiresAt type", key,
+                                   key_len);
+
+    if (*token == NULL || gms_tool_cluster_why(t, *token)) {
+        gms_tool_redis_reply_error(t, *token, "lookup");
+        return -1;
+    }
+
+    *lrc = gms_lookup_token_parse(*token, lk);
+
+    if (*lrc != GMS_LOOKUP_FOUND) {
+        return 0;
+    }
+
+    inactive = gms_tool_redis_key(t, GMS_KEY_INACTIVE, "", 0, &inactive_len);
+    deleted = gms_tool_redis_key(t, GMS_KEY_DELETED, "", 0, &deleted_len);
+    members = gms_tool_redis_key(t, GMS_KEY_ACTOR, lk->actor, lk->actor_len,
+                                 &members_len);
+
+    if (inactive && deleted && members) {
+        gms_tool_conn_append(t, "MULTI");
+        gms_tool_conn_append(t, "SISMEMBER %b %b", inactive, inactive_len,
+                             lk->actor, lk->actor_len);
+        gms_tool_conn_append(t, "SISMEMBER %b %b", deleted, deleted_len,
+                             lk->actor, lk->actor_len);
+        gms_tool_conn_append(t, "SMEMBERS %b", members, members_len);
+        gms_tool_conn_append(t, "EXEC");
+
+        *user = gms_tool_redis_exec_read(t, 3);
+    }
+
+    free(inactive);
+    free(deleted);
+    free(members);
+
+    if (*user == NULL) {
+        freeReplyObject(*token);
+        *token = NULL;
+        return -1;
+    }
+
+    *lrc = gms_lookup_user_parse(*user, lk);
+
+    return 0;
 }

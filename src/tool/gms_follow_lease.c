@@ -84,6 +84,15 @@ static const char  gms_follow_release_script[] =
 
 static int gms_follow_lease_keys(gms_tool_t *t, char **lease,
     size_t *lease_len, char **sync, size_t *sync_len);
+static int gms_follow_lease_watch(gms_tool_t *t, gms_follow_lease_t *l,
+    int64_t px, const char *lease, size_t lease_len, const char *sync,
+    size_t sync_len, long long *code, char *found, size_t size,
+    long long *left);
+static int gms_follow_release_watch(gms_tool_t *t, gms_follow_lease_t *l,
+    const char *lease, size_t lease_len, const char *sync, size_t sync_len,
+    long long *released);
+static int gms_follow_lease_read(gms_tool_t *t, redisReply **reply);
+static int gms_follow_lease_unwatch(gms_tool_t *t);
 static void *gms_follow_keeper_thread(void *data);
 static void gms_follow_keeper_renewed(gms_follow_keeper_t *k,
     const gms_follow_lease_t *l, int rc, gms_follow_lease_e event,
@@ -138,9 +147,10 @@ gms_follow_lease_keep(gms_tool_t *t, gms_follow_lease_t *l, int64_t px,
     gms_follow_lease_e *event)
 {
     int          rc;
-    char        *lease, *sync;
+    char        *lease, *sync, found[GMS_FOLLOW_LEASE_MAX];
     size_t       lease_len, sync_len, len;
-    redisReply  *reply, *code, *value, *left;
+    long long    c, left;
+    redisReply  *reply, *code, *value;
 
     if (t->conn == NULL) {
         rc = gms_tool_redis_connect(t);
@@ -155,52 +165,87 @@ gms_follow_lease_keep(gms_tool_t *t, gms_follow_lease_t *l, int64_t px,
         return GMS_TOOL_REDIS;
     }
 
-    reply = gms_tool_conn_command(t, "EVAL %s 2 %b %b %s %lld %lld",
-                                  gms_follow_lease_script, lease, lease_len,
-                                  sync, sync_len, l->me, (long long) px,
-                                  (long long) gms_tool_redis_now_ms());
-    free(lease);
-    free(sync);
+    reply = NULL;
 
-    if (gms_tool_redis_reply_error(t, reply, "the lease") != 0) {
-        return GMS_TOOL_REDIS;
+    if (!t->noscript) {
+        reply = gms_tool_conn_command(t, "EVAL %s 2 %b %b %s %lld %lld",
+                                      gms_follow_lease_script, lease,
+                                      lease_len, sync, sync_len, l->me,
+                                      (long long) px,
+                                      (long long) gms_tool_redis_now_ms());
+
+        if (gms_tool_redis_refused(t, reply)) {
+            reply = NULL;
+        }
     }
 
-    code = reply->type == REDIS_REPLY_ARRAY && reply->elements > 0
-           ? reply->element[0] : NULL;
+    if (t->noscript) {
+        /* the script's compare and set, with WATCH */
+        rc = gms_follow_lease_watch(t, l, px, lease, lease_len, sync,
+                                    sync_len, &c, found, sizeof(found),
+                                    &left);
+        free(lease);
+        free(sync);
 
-    if (code == NULL || code->type != REDIS_REPLY_INTEGER
-        || (code->integer == 0
-            && (reply->elements != 3
-                || reply->element[1]->type != REDIS_REPLY_STRING
-                || reply->element[2]->type != REDIS_REPLY_INTEGER)))
-    {
-        gms_tool_msgs_error(t, "redis %s: the lease: an unexpected reply",
-                            t->redis);
+        if (rc != 0) {
+            return GMS_TOOL_REDIS;
+        }
+
+        len = strlen(found);
+
+    } else {
+        free(lease);
+        free(sync);
+
+        if (gms_tool_redis_reply_error(t, reply, "the lease") != 0) {
+            return GMS_TOOL_REDIS;
+        }
+
+        code = reply->type == REDIS_REPLY_ARRAY && reply->elements > 0
+               ? reply->element[0] : NULL;
+
+        if (code == NULL || code->type != REDIS_REPLY_INTEGER
+            || (code->integer == 0
+                && (reply->elements != 3
+                    || reply->element[1]->type != REDIS_REPLY_STRING
+                    || reply->element[2]->type != REDIS_REPLY_INTEGER)))
+        {
+            gms_tool_msgs_error(t, "redis %s: the lease: an unexpected "
+                                "reply", t->redis);
+            freeReplyObject(reply);
+            return GMS_TOOL_REDIS;
+        }
+
+        c = code->integer;
+        value = c == 0 ? reply->element[1] : NULL;
+        left = c == 0 ? reply->element[2]->integer : -1;
+        len = 0;
+
+        if (value) {
+            len = value->len < sizeof(found) - 1 ? value->len
+                                                 : sizeof(found) - 1;
+            memcpy(found, value->str, len);
+        }
+
         freeReplyObject(reply);
-        return GMS_TOOL_REDIS;
     }
 
-    if (code->integer == 1) {
+    found[len] = '\0';
+
+    if (c == 1) {
         *event = l->held ? GMS_FOLLOW_LEASE_KEPT : GMS_FOLLOW_LEASE_TAKEN;
         l->held = 1;
 
-    } else if (code->integer == 2) {
+    } else if (c == 2) {
         *event = l->held ? GMS_FOLLOW_LEASE_RETAKEN : GMS_FOLLOW_LEASE_TAKEN;
         l->held = 1;
 
     } else {
-        value = reply->element[1];
-        left = reply->element[2];
-
-        len = value->len < sizeof(l->holder) - 1 ? value->len
-                                                 : sizeof(l->holder) - 1;
-
         if (l->held) {
             *event = GMS_FOLLOW_LEASE_LOST;
 
         } else if (!l->seen || strlen(l->holder) != len
-                   || memcmp(l->holder, value->str, len) != 0)
+                   || memcmp(l->holder, found, len) != 0)
         {
             *event = GMS_FOLLOW_LEASE_STANDBY;
 
@@ -208,11 +253,10 @@ gms_follow_lease_keep(gms_tool_t *t, gms_follow_lease_t *l, int64_t px,
             *event = GMS_FOLLOW_LEASE_WAITING;
         }
 
-        memcpy(l->holder, value->str, len);
-        l->holder[len] = '\0';
+        memcpy(l->holder, found, len + 1);
         gms_follow_cycle_clean(l->holder);
 
-        l->left = left->integer;
+        l->left = left;
         l->held = 0;
         l->seen = 1;
     }
@@ -222,8 +266,6 @@ gms_follow_lease_keep(gms_tool_t *t, gms_follow_lease_t *l, int64_t px,
         l->seen = 0;
         l->left = -1;
     }
-
-    freeReplyObject(reply);
 
     return GMS_TOOL_OK;
 }
@@ -237,6 +279,7 @@ gms_follow_lease_release(gms_tool_t *t, gms_follow_lease_t *l)
     int          rc;
     char        *lease, *sync;
     size_t       lease_len, sync_len;
+    long long    released;
     redisReply  *reply;
 
     if (!l->held) {
@@ -258,9 +301,31 @@ gms_follow_lease_release(gms_tool_t *t, gms_follow_lease_t *l)
         return GMS_TOOL_REDIS;
     }
 
-    reply = gms_tool_conn_command(t, "EVAL %s 2 %b %b %s",
-                                  gms_follow_release_script, lease, lease_len,
-                                  sync, sync_len, l->me);
+    reply = NULL;
+
+    if (!t->noscript) {
+        reply = gms_tool_conn_command(t, "EVAL %s 2 %b %b %s",
+                                      gms_follow_release_script, lease,
+                                      lease_len, sync, sync_len, l->me);
+
+        if (gms_tool_redis_refused(t, reply)) {
+            reply = NULL;
+        }
+    }
+
+    if (t->noscript) {
+        rc = gms_follow_release_watch(t, l, lease, lease_len, sync, sync_len,
+                                      &released);
+        free(lease);
+        free(sync);
+
+        if (rc != 0) {
+            return GMS_TOOL_REDIS;
+        }
+
+        return released ? GMS_TOOL_OK : GMS_TOOL_NOT_FOUND;
+    }
+
     free(lease);
     free(sync);
 
@@ -274,6 +339,213 @@ gms_follow_lease_release(gms_tool_t *t, gms_follow_lease_t *l)
     freeReplyObject(reply);
 
     return rc;
+}
+
+
+/*
+ * Without scripts, gms_follow_lease_script's step: the lease read under
+ * WATCH, then renewed (PEXPIRE), or taken (SET PX and the holder's name
+ * in <prefix>sync) in a MULTI/EXEC that runs only if nobody wrote the
+ * lease in between; else read again.  *code as the script's, with the
+ * other's value in found and its PTTL in *left.
+ */
+
+static int
+gms_follow_lease_watch(gms_tool_t *t, gms_follow_lease_t *l, int64_t px,
+    const char *lease, size_t lease_len, const char *sync, size_t sync_len,
+    long long *code, char *found, size_t size, long long *left)
+{
+    int          i, mine;
+    size_t       len;
+    redisReply  *v, *ttl, *done;
+
+    for (i = 0; i < GMS_TOOL_WATCH_TRIES; i++) {
+        gms_tool_conn_append(t, "WATCH %b", lease, lease_len);
+        gms_tool_conn_append(t, "GET %b", lease, lease_len);
+        gms_tool_conn_append(t, "PTTL %b", lease, lease_len);
+
+        if (gms_follow_lease_read(t, &v) != 0) {
+            return -1;
+        }
+
+        freeReplyObject(v);
+
+        if (gms_follow_lease_read(t, &v) != 0) {
+            return -1;
+        }
+
+        if (gms_follow_lease_read(t, &ttl) != 0) {
+            freeReplyObject(v);
+            return -1;
+        }
+
+        mine = v->type == REDIS_REPLY_STRING && strlen(l->me) == v->len
+               && memcmp(l->me, v->str, v->len) == 0;
+
+        if (v->type == REDIS_REPLY_STRING && !mine) {
+            len = v->len < size - 1 ? v->len : size - 1;
+            memcpy(found, v->str, len);
+            found[len] = '\0';
+            *left = ttl->type == REDIS_REPLY_INTEGER ? ttl->integer : -1;
+            *code = 0;
+
+            freeReplyObject(v);
+            freeReplyObject(ttl);
+
+            return gms_follow_lease_unwatch(t);
+        }
+
+        freeReplyObject(v);
+        freeReplyObject(ttl);
+
+        gms_tool_conn_append(t, "MULTI");
+
+        if (mine) {
+            gms_tool_conn_append(t, "PEXPIRE %b %lld", lease, lease_len,
+                                 (long long) px);
+
+        } else {
+            gms_tool_conn_append(t, "SET %b %s PX %lld", lease, lease_len,
+                                 l->me, (long long) px);
+            gms_tool_conn_append(t, "HSET %b holder %s holder_since %lld",
+                                 sync, sync_len, l->me,
+                                 (long long) gms_tool_redis_now_ms());
+        }
+
+        switch (gms_tool_redis_watch_exec(t, mine ? 1 : 2, &done)) {
+
+        case 0:
+            freeReplyObject(done);
+            *code = mine ? 1 : 2;
+            found[0] = '\0';
+            *left = -1;
+            return 0;
+
+        case 1:
+            continue;
+
+        default:
+            return -1;
+        }
+    }
+
+    gms_tool_msgs_error(t, "redis %s: the lease changed under each of %d "
+                        "tries", t->redis, GMS_TOOL_WATCH_TRIES);
+
+    return -1;
+}
+
+
+/*
+ * Without scripts, gms_follow_release_script's step: the lease deleted
+ * (and the holder's name in <prefix>sync emptied) only if it is this
+ * follower's, under WATCH of both keys.
+ */
+
+static int
+gms_follow_release_watch(gms_tool_t *t, gms_follow_lease_t *l,
+    const char *lease, size_t lease_len, const char *sync, size_t sync_len,
+    long long *released)
+{
+    int          i, mine, named;
+    redisReply  *v, *holder, *done;
+
+    for (i = 0; i < GMS_TOOL_WATCH_TRIES; i++) {
+        gms_tool_conn_append(t, "WATCH %b %b", lease, lease_len, sync,
+                             sync_len);
+        gms_tool_conn_append(t, "GET %b", lease, lease_len);
+        gms_tool_conn_append(t, "HGET %b holder", sync, sync_len);
+
+        if (gms_follow_lease_read(t, &v) != 0) {
+            return -1;
+        }
+
+        freeReplyObject(v);
+
+        if (gms_follow_lease_read(t, &v) != 0) {
+            return -1;
+        }
+
+        if (gms_follow_lease_read(t, &holder) != 0) {
+            freeReplyObject(v);
+            return -1;
+        }
+
+        mine = v->type == REDIS_REPLY_STRING && strlen(l->me) == v->len
+               && memcmp(l->me, v->str, v->len) == 0;
+        named = holder->type == REDIS_REPLY_STRING
+                && strlen(l->me) == holder->len
+                && memcmp(l->me, holder->str, holder->len) == 0;
+
+        freeReplyObject(v);
+        freeReplyObject(holder);
+
+        if (!mine) {
+            *released = 0;
+
+            return gms_follow_lease_unwatch(t);
+        }
+
+        gms_tool_conn_append(t, "MULTI");
+        gms_tool_conn_append(t, "DEL %b", lease, lease_len);
+
+        if (named) {
+            gms_tool_conn_append(t, "HSET %b holder %s", sync, sync_len, "");
+        }
+
+        switch (gms_tool_redis_watch_exec(t, named ? 2 : 1, &done)) {
+
+        case 0:
+            freeReplyObject(done);
+            *released = 1;
+            return 0;
+
+        case 1:
+            continue;
+
+        default:
+            return -1;
+        }
+    }
+
+    gms_tool_msgs_error(t, "redis %s: the lease changed under each of %d "
+                        "tries", t->redis, GMS_TOOL_WATCH_TRIES);
+
+    return -1;
+}
+
+
+/* nothing to write: the keys no longer watched */
+
+static int
+gms_follow_lease_unwatch(gms_tool_t *t)
+{
+    redisReply  *reply;
+
+    reply = gms_tool_conn_command(t, "UNWATCH");
+
+    if (gms_tool_redis_reply_error(t, reply, "the lease") != 0) {
+        return -1;
+    }
+
+    freeReplyObject(reply);
+
+    return 0;
+}
+
+
+/* one pipelined reply of the lease's: -1, said, when it is an error */
+
+static int
+gms_follow_lease_read(gms_tool_t *t, redisReply **reply)
+{
+    (void) gms_tool_conn_get_reply(t, reply);
+
+    if (gms_tool_redis_reply_error(t, *reply, "the lease") != 0) {
+        return -1;
+    }
+
+    return 0;
 }
 
 

@@ -435,6 +435,7 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
     char                *id;
     size_t               i, j, end, base, id_len;
     int64_t              grace, cutoff, deleted;
+    long long            n;
     redisReply          *del;
     gms_sync_missing_t  *m;
 
@@ -442,6 +443,10 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
     grace = gms_tool_redis_now_ms() - GMS_SYNC_PRUNE_GRACE;
 
     counts->kept += in->nexists;
+
+    if (in->nmissing && gms_tool_redis_scripts(t) != 0) {
+        return -1;
+    }
 
     for (i = 0; i < in->nmissing; i = end) {
         end = i + GMS_SYNC_BATCH < in->nmissing ? i + GMS_SYNC_BATCH
@@ -458,6 +463,10 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
             id_len = m->state == GMS_SYNC_NOT_A_TOKEN ? 0 : m->len - base;
 
             cutoff = m->state == GMS_SYNC_GONE ? GMS_SYNC_TIME_MAX : grace;
+
+            if (t->noscript) {
+                continue;
+            }
 
             gms_tool_conn_append(t, "EVAL %s 1 %b %lld %b %b",
                                  gms_sync_delete_script, m->key, m->len,
@@ -478,26 +487,42 @@ gms_sync_prune(gms_tool_t *t, gms_sync_input_t *in,
                 continue;
             }
 
-            (void) gms_tool_conn_get_reply(t, &del);
+            if (t->noscript) {
+                /* the script's step, without it */
+                id_len = m->state == GMS_SYNC_NOT_A_TOKEN ? 0
+                                                          : m->len - base;
+                cutoff = m->state == GMS_SYNC_GONE ? GMS_SYNC_TIME_MAX
+                                                   : grace;
 
-            if (gms_tool_redis_reply_error(t, del, "EVAL") != 0) {
-                return -1;
-            }
-
-            if (del->type == REDIS_REPLY_INTEGER) {
-                if (del->integer < 0) {
-                    counts->kept++;
-                    m->kept = 1;
-
-                } else {
-                    counts->pruned += del->integer;
-                    deleted += del->integer;
+                if (gms_tool_redis_delete(t, m->key, m->len, cutoff,
+                                          in->channel, in->channel_len,
+                                          m->key + base, id_len, &n)
+                    != 0)
+                {
+                    return -1;
                 }
 
-                m->deleted = del->integer > 0;
+            } else {
+                (void) gms_tool_conn_get_reply(t, &del);
+
+                if (gms_tool_redis_reply_error(t, del, "EVAL") != 0) {
+                    return -1;
+                }
+
+                n = del->type == REDIS_REPLY_INTEGER ? del->integer : 0;
+                freeReplyObject(del);
             }
 
-            freeReplyObject(del);
+            if (n < 0) {
+                counts->kept++;
+                m->kept = 1;
+
+            } else {
+                counts->pruned += n;
+                deleted += n;
+            }
+
+            m->deleted = n > 0;
         }
 
         if (deleted && gms_sync_prune_republish(t, in, i, end) != 0) {

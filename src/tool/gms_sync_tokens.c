@@ -65,6 +65,8 @@ static int gms_sync_inactive_has(gms_sync_input_t *in, const char *actor,
     size_t len);
 static int gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
     gms_tool_sync_counts_t *counts);
+static int gms_sync_delete_plain(gms_tool_t *t, gms_sync_input_t *in,
+    size_t from, size_t to);
 static void gms_sync_as_put(const gms_sync_token_t *s, int64_t now,
     gms_tool_token_t *tok);
 static int gms_sync_publish(gms_tool_t *t, gms_sync_input_t *in,
@@ -696,6 +698,23 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
 
     now = gms_tool_redis_now_ms();
 
+    /* whether the deletions may be scripts, known before any is queued */
+
+    for (i = 0; i < in->list.ntokens; i++) {
+        s = &in->list.tokens[i];
+
+        if (!s->known
+            && ((s->expires_at != 0 && s->expires_at <= now)
+                || gms_sync_inactive_has(in, s->actor, s->actor_len)))
+        {
+            if (gms_tool_redis_scripts(t) != 0) {
+                return -1;
+            }
+
+            break;
+        }
+    }
+
     for (i = 0; i < in->list.ntokens; i = end) {
         end = i + GMS_SYNC_BATCH < in->list.ntokens ? i + GMS_SYNC_BATCH
                                                     : in->list.ntokens;
@@ -724,6 +743,11 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
                 continue;
             }
 
+            if (t->noscript) {
+                /* after the batch's replies: gms_sync_delete_plain() */
+                continue;
+            }
+
             key = gms_tool_redis_key(t, GMS_KEY_TOKEN, s->id, GMS_TOKEN_ID_LEN,
                                      &key_len);
             if (key == NULL) {
@@ -747,15 +771,17 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
             }
 
             if (s->action != GMS_SYNC_PUT) {
-                (void) gms_tool_conn_get_reply(t, &reply);
+                if (!t->noscript) {
+                    (void) gms_tool_conn_get_reply(t, &reply);
 
-                if (gms_tool_redis_reply_error(t, reply, "EVAL") != 0) {
-                    return -1;
+                    if (gms_tool_redis_reply_error(t, reply, "EVAL") != 0) {
+                        return -1;
+                    }
+
+                    s->deleted = reply->type == REDIS_REPLY_INTEGER
+                                 && reply->integer > 0;
+                    freeReplyObject(reply);
                 }
-
-                s->deleted = reply->type == REDIS_REPLY_INTEGER
-                             && reply->integer > 0;
-                freeReplyObject(reply);
 
                 if (s->action == GMS_SYNC_EXPIRED) {
                     counts->expired++;
@@ -787,12 +813,61 @@ gms_sync_write(gms_tool_t *t, gms_sync_input_t *in,
             }
         }
 
+        if (t->noscript && gms_sync_delete_plain(t, in, i, end) != 0) {
+            return -1;
+        }
+
         if (gms_sync_publish(t, in, i, end) != 0) {
             return -1;
         }
 
         gms_tool_progress_show(t->progress, "tokens written", end,
                                in->list.ntokens);
+    }
+
+    return 0;
+}
+
+
+/*
+ * Where the server refuses scripts: the batch's expired and inactive
+ * tokens deleted one by one, once the pipeline's replies are read, each
+ * with its id published in the same transaction.
+ */
+
+static int
+gms_sync_delete_plain(gms_tool_t *t, gms_sync_input_t *in, size_t from,
+    size_t to)
+{
+    int                rc;
+    char              *key;
+    size_t             j, key_len;
+    long long          n;
+    gms_sync_token_t  *s;
+
+    for (j = from; j < to; j++) {
+        s = &in->list.tokens[j];
+
+        if (s->known || s->action == GMS_SYNC_PUT) {
+            continue;
+        }
+
+        key = gms_tool_redis_key(t, GMS_KEY_TOKEN, s->id, GMS_TOKEN_ID_LEN,
+                                 &key_len);
+        if (key == NULL) {
+            return -1;
+        }
+
+        rc = gms_tool_redis_delete(t, key, key_len, GMS_SYNC_TIME_MAX,
+                                   in->channel, in->channel_len, s->id,
+                                   strlen(s->id), &n);
+        free(key);
+
+        if (rc != 0) {
+            return -1;
+        }
+
+        s->deleted = n > 0;
     }
 
     return 0;

@@ -66,6 +66,8 @@ struct gms_tool_s {
     int64_t                replicas_at;    /* monotonic ms, 0: not known */
     int                    replicas;       /* the master's, by ROLE */
     unsigned               role_warned:1;  /* ROLE refused: said once */
+    unsigned               scripts_known:1;    /* on this connection */
+    unsigned               noscript:1;     /* it refuses scripts */
     unsigned               password_env_off:1; /* GMS_REDIS_PASSWORD not
                                                   this one's */
 

@@ -3,7 +3,8 @@
  * gms-token's Redis room: connecting (AUTH and SELECT as the module
  * does; the socket and TLS are gms_tool_conn.c's), the key layout's
  * names, the transaction that writes a token, and the invalidation
- * message every edge listens for.
+ * message every edge listens for; where the server refuses scripts, the
+ * writes that compare before they write, with WATCH and MULTI/EXEC.
  */
 
 
@@ -16,6 +17,7 @@
 
 #include "gms_contract.h"
 #include "gms_token.h"
+#include "gms_lookup.h"
 #include "gms_topology.h"
 #include "gms_tool_redis.h"
 #include "gms_tool_conn.h"
@@ -71,8 +73,10 @@ gms_tool_redis_connect(gms_tool_t *t)
         return rc;
     }
 
-    /* another server, maybe: its replicas are counted afresh */
+    /* another server, maybe: its replicas are counted afresh, its scripts */
     t->replicas_at = 0;
+    t->scripts_known = 0;
+    t->noscript = 0;
 
     if (t->db) {
         reply = gms_tool_conn_command(t, "SELECT %ld", t->db);
@@ -311,6 +315,230 @@ gms_tool_redis_exec_read(gms_tool_t *t, size_t queued)
     }
 
     return reply;
+}
+
+
+/*
+ * 1: the reply (freed) says the server runs no script for this client (an
+ * ACL without @scripting, EVAL renamed away, no Lua engine:
+ * gms_lookup_scripts_refused()); the connection's writes go without
+ * scripts from now on, silently: the writes keep the scripts' guarantees
+ * and the edges say it (docs/redis-contract.md).  0: any other reply, left
+ * as it is.
+ */
+
+int
+gms_tool_redis_refused(gms_tool_t *t, redisReply *reply)
+{
+    if (reply == NULL || reply->type != REDIS_REPLY_ERROR
+        || !gms_lookup_scripts_refused(reply->str, reply->len))
+    {
+        return 0;
+    }
+
+    t->scripts_known = 1;
+    t->noscript = 1;
+
+    freeReplyObject(reply);
+
+    return 1;
+}
+
+
+/*
+ * Before a pipeline of scripts: whether this connection runs them, asked
+ * once (t->noscript then says).  -1: the connection failed.
+ */
+
+int
+gms_tool_redis_scripts(gms_tool_t *t)
+{
+    redisReply  *reply;
+
+    if (t->scripts_known) {
+        return 0;
+    }
+
+    reply = gms_tool_conn_command(t, "EVAL %s 0", "return 1");
+
+    if (gms_tool_redis_refused(t, reply)) {
+        return 0;
+    }
+
+    if (gms_tool_redis_reply_error(t, reply, "EVAL") != 0) {
+        return -1;
+    }
+
+    freeReplyObject(reply);
+    t->scripts_known = 1;
+
+    return 0;
+}
+
+
+/*
+ * Without scripts, gms_sync_delete_script's step: the token's key deleted
+ * unless created after cutoff (*n -1), and the id published in the same
+ * transaction, after the DEL, unless id_len is 0 (*n 1; 0: no such key).
+ * WATCH makes the read and the write one step: a key changed in between
+ * (written again by GMS's newer token, say) fails EXEC, and it is read
+ * again.  A key that is no hash has no createdAt, and goes.
+ */
+
+int
+gms_tool_redis_delete(gms_tool_t *t, const char *key, size_t key_len,
+    int64_t cutoff, const char *channel, size_t channel_len, const char *id,
+    size_t id_len, long long *n)
+{
+    int          i, exists;
+    char        *end;
+    long long    created;
+    redisReply  *reply;
+
+    for (i = 0; i < GMS_TOOL_WATCH_TRIES; i++) {
+        gms_tool_conn_append(t, "WATCH %b", key, key_len);
+        gms_tool_conn_append(t, "EXISTS %b", key, key_len);
+        gms_tool_conn_append(t, "HGET %b createdAt", key, key_len);
+
+        (void) gms_tool_conn_get_reply(t, &reply);
+
+        if (gms_tool_redis_reply_error(t, reply, "WATCH") != 0) {
+            return -1;
+        }
+
+        freeReplyObject(reply);
+
+        (void) gms_tool_conn_get_reply(t, &reply);
+
+        if (gms_tool_redis_reply_error(t, reply, "EXISTS") != 0) {
+            return -1;
+        }
+
+        exists = reply->type == REDIS_REPLY_INTEGER && reply->integer > 0;
+        freeReplyObject(reply);
+
+        /* -WRONGTYPE: no hash, no createdAt */
+        (void) gms_tool_conn_get_reply(t, &reply);
+
+        if (reply == NULL) {
+            gms_tool_redis_reply_error(t, reply, "HGET");
+            return -1;
+        }
+
+        created = -1;
+
+        if (reply->type == REDIS_REPLY_STRING && reply->len > 0) {
+            created = strtoll(reply->str, &end, 10);
+
+            if (*end != '\0') {
+                created = -1;
+            }
+        }
+
+        freeReplyObject(reply);
+
+        if (!exists || created > cutoff) {
+            reply = gms_tool_conn_command(t, "UNWATCH");
+
+            if (gms_tool_redis_reply_error(t, reply, "UNWATCH") != 0) {
+                return -1;
+            }
+
+            freeReplyObject(reply);
+
+            *n = exists ? -1 : 0;
+            return 0;
+        }
+
+        gms_tool_conn_append(t, "MULTI");
+        gms_tool_conn_append(t, "DEL %b", key, key_len);
+
+        if (id_len) {
+            gms_tool_conn_append(t, "PUBLISH %b %b", channel, channel_len,
+                                 id, id_len);
+        }
+
+        switch (gms_tool_redis_watch_exec(t, id_len ? 2 : 1, &reply)) {
+
+        case 0:
+            *n = reply->element[0]->type == REDIS_REPLY_INTEGER
+                 ? reply->element[0]->integer : 0;
+            freeReplyObject(reply);
+            return 0;
+
+        case 1:
+            /* the key changed since WATCH: read again */
+            continue;
+
+        default:
+            return -1;
+        }
+    }
+
+    gms_tool_msgs_error(t, "redis %s: a token's key changed under each of "
+                        "%d tries to delete it", t->redis,
+                        GMS_TOOL_WATCH_TRIES);
+
+    return -1;
+}
+
+
+/*
+ * EXEC sent after a WATCH, MULTI and queued commands, and the replies
+ * read: 0, *reply the commands' replies; 1: a watched key changed,
+ * nothing was run (EXEC's nil); -1: failed, said.
+ */
+
+int
+gms_tool_redis_watch_exec(gms_tool_t *t, size_t queued, redisReply **reply)
+{
+    size_t       i;
+    redisReply  *r;
+
+    gms_tool_conn_append(t, "EXEC");
+
+    for (i = 0; i < 1 + queued; i++) {
+        (void) gms_tool_conn_get_reply(t, &r);
+
+        if (gms_tool_redis_reply_error(t, r, "MULTI") != 0) {
+            /* EXEC's answer, -EXECABORT, read and dropped */
+            for (i++; i < 2 + queued; i++) {
+                (void) gms_tool_conn_get_reply(t, &r);
+
+                if (r == NULL) {
+                    break;
+                }
+
+                freeReplyObject(r);
+            }
+
+            return -1;
+        }
+
+        freeReplyObject(r);
+    }
+
+    (void) gms_tool_conn_get_reply(t, &r);
+
+    if (gms_tool_redis_reply_error(t, r, "EXEC") != 0) {
+        return -1;
+    }
+
+    if (r->type == REDIS_REPLY_NIL) {
+        freeReplyObject(r);
+        return 1;
+    }
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != queued) {
+        gms_tool_msgs_error(t, "redis %s: EXEC: the transaction was not run",
+                            t->redis);
+        freeReplyObject(r);
+        return -1;
+    }
+
+    *reply = r;
+
+    return 0;
 }
 
 

@@ -51,6 +51,12 @@ typedef struct {
 /* the master's replicas are counted again after this long */
 #define GMS_TOOL_ROLE_AGE      1000
 
+/*
+ * Without scripts, a write that compares first (WATCH, read, MULTI/EXEC)
+ * is tried this often while another client changes its keys meanwhile
+ */
+#define GMS_TOOL_WATCH_TRIES   16
+
 
 int gms_tool_redis_connect(gms_tool_t *t);
 
@@ -69,6 +75,13 @@ int gms_tool_redis_reply_error(gms_tool_t *t, redisReply *reply,
     const char *what);
 int gms_tool_redis_reply_cmp(const void *one, const void *two);
 
+int gms_tool_redis_refused(gms_tool_t *t, redisReply *reply);
+int gms_tool_redis_scripts(gms_tool_t *t);
+int gms_tool_redis_delete(gms_tool_t *t, const char *key, size_t key_len,
+    int64_t cutoff, const char *channel, size_t channel_len, const char *id,
+    size_t id_len, long long *n);
+int gms_tool_redis_watch_exec(gms_tool_t *t, size_t queued,
+    redisReply **reply);
 int gms_tool_redis_wait(gms_tool_t *t);
 int gms_tool_redis_publish(gms_tool_t *t, const char *what, size_t len);
 int gms_tool_redis_uncache(gms_tool_t *t, const char *id);

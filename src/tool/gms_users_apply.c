@@ -230,8 +230,10 @@ static int
 gms_users_drop(gms_tool_t *t, gms_users_t *u,
     gms_tool_users_counts_t *counts)
 {
+    int                 rc;
     char               *key;
     size_t              i, k, n, key_len, *batch;
+    long long           dropped;
     const char         *id;
     gms_users_user_t   *user;
 
@@ -264,6 +266,32 @@ gms_users_drop(gms_tool_t *t, gms_users_t *u,
                                      &key_len);
             if (key == NULL) {
                 goto failed;
+            }
+
+            /* asked before the first is queued: nothing is pending yet */
+            if (gms_tool_redis_scripts(t) != 0) {
+                free(key);
+                goto failed;
+            }
+
+            if (t->noscript) {
+                /* the script's step without it: DEL, then PUBLISH */
+                rc = gms_tool_redis_delete(t, key, key_len,
+                                           INT64_MAX, u->channel,
+                                           u->channel_len, id, strlen(id),
+                                           &dropped);
+                free(key);
+
+                if (rc != 0) {
+                    goto failed;
+                }
+
+                if (dropped > 0) {
+                    counts->dropped++;
+                    u->tokens[k].dropped = 1;
+                }
+
+                continue;
             }
 
             gms_tool_conn_append(t, "EVAL %s 1 %b %b %s", gms_users_drop_script,

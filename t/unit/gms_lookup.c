@@ -1,5 +1,8 @@
 
-/* Unit tests of src/lib/gms_lookup.c: the lookup script's replies parsed. */
+/*
+ * Unit tests of src/lib/gms_lookup.c: the lookup script's replies parsed,
+ * and those of the lookup made of plain commands.
+ */
 
 
 #include <stdlib.h>
@@ -205,11 +208,165 @@ test_user_reply(void)
 }
 
 
+/* the lookup without scripts: HMGET's reply, then EXEC's */
+
+static int
+refused(const char *error)
+{
+    return gms_lookup_scripts_refused(error, strlen(error));
+}
+
+
+static redisReply *
+reply_of(const char *resp)
+{
+    void         *r;
+    redisReader  *reader;
+
+    reader = redisReaderCreate();
+    redisReaderFeed(reader, resp, strlen(resp));
+
+    if (redisReaderGetReply(reader, &r) != REDIS_OK) {
+        r = NULL;
+    }
+
+    redisReaderFree(reader);
+
+    return r;
+}
+
+
+static void
+test_plain(void)
+{
+    redisReply    *t, *u;
+    gms_lookup_t   lk;
+
+    t = reply_of("*3\r\n$21\r\nurn:li:corpuser:alice\r\n"
+                 "$13\r\n1700000000000\r\n$8\r\nPERSONAL\r\n");
+    u = reply_of("*3\r\n:0\r\n:0\r\n*2\r\n$1\r\nA\r\n$2\r\nBB\r\n");
+
+    ok(gms_lookup_token_parse(t, &lk) == GMS_LOOKUP_FOUND
+       && gms_lookup_user_parse(u, &lk) == GMS_LOOKUP_FOUND
+       && lk.actor_len == 21
+       && memcmp(lk.actor, "urn:li:corpuser:alice", 21) == 0
+       && lk.expires_at == 1700000000000LL && lk.type_len == 8
+       && lk.nprivileges == 2 && strcmp(lk.privileges[1]->str, "BB") == 0
+       && lk.inactive == GMS_LOOKUP_ACTIVE,
+       "plain: the token's fields, then the user's, as the script's");
+    freeReplyObject(t);
+    freeReplyObject(u);
+
+    t = reply_of("*3\r\n$9\r\nurn:li:xy\r\n$-1\r\n$-1\r\n");
+    ok(gms_lookup_token_parse(t, &lk) == GMS_LOOKUP_FOUND
+       && lk.expires_at == 0 && lk.type_len == 0,
+       "plain: no expiresAt, no type: never, none (the script's '')");
+    freeReplyObject(t);
+
+    t = reply_of("*3\r\n$-1\r\n$-1\r\n$-1\r\n");
+    ok(gms_lookup_token_parse(t, &lk) == GMS_LOOKUP_UNKNOWN,
+       "plain: no hash (or no actor) is unknown");
+    freeReplyObject(t);
+
+    t = reply_of("*3\r\n$0\r\n\r\n$-1\r\n$-1\r\n");
+    ok(gms_lookup_token_parse(t, &lk) == GMS_LOOKUP_UNKNOWN,
+       "plain: an empty actor is unknown");
+    freeReplyObject(t);
+
+    t = reply_of("*3\r\n$9\r\nurn:li:xy\r\n$3\r\nabc\r\n$-1\r\n");
+    ok(gms_lookup_token_parse(t, &lk) == GMS_LOOKUP_BAD_REPLY,
+       "plain: a bad expiresAt");
+    freeReplyObject(t);
+
+    t = reply_of("*3\r\n$1\r\nu\r\n$-1\r\n$-1\r\n");
+    ok(gms_lookup_token_parse(t, &lk) == GMS_LOOKUP_BAD_REPLY,
+       "plain: an actor that is no urn:li: URN");
+    freeReplyObject(t);
+
+    t = reply_of("*2\r\n$9\r\nurn:li:xy\r\n$-1\r\n");
+    ok(gms_lookup_token_parse(t, &lk) == GMS_LOOKUP_BAD_REPLY,
+       "plain: HMGET's reply of two fields");
+    freeReplyObject(t);
+
+    t = reply_of("*3\r\n:1\r\n$-1\r\n$-1\r\n");
+    ok(gms_lookup_token_parse(t, &lk) == GMS_LOOKUP_BAD_REPLY,
+       "plain: an integer field");
+    freeReplyObject(t);
+
+    t = reply_of("-WRONGTYPE Operation against a key\r\n");
+    ok(gms_lookup_token_parse(t, &lk) == GMS_LOOKUP_BAD_REPLY
+       && strncmp(lk.error, "WRONGTYPE", 9) == 0,
+       "plain: an error reply to HMGET");
+    freeReplyObject(t);
+
+    ok(gms_lookup_token_parse(NULL, &lk) == GMS_LOOKUP_BAD_REPLY,
+       "plain: no HMGET reply");
+
+    u = reply_of("*3\r\n:1\r\n:0\r\n*0\r\n");
+    ok(gms_lookup_user_parse(u, &lk) == GMS_LOOKUP_FOUND
+       && lk.inactive == GMS_LOOKUP_INACTIVE && lk.nprivileges == 0,
+       "plain: in <prefix>inactive");
+    freeReplyObject(u);
+
+    u = reply_of("*3\r\n:1\r\n:1\r\n*0\r\n");
+    ok(gms_lookup_user_parse(u, &lk) == GMS_LOOKUP_FOUND
+       && lk.inactive == GMS_LOOKUP_DELETED,
+       "plain: in <prefix>deleted too: hard-deleted only");
+    freeReplyObject(u);
+
+    u = reply_of("*3\r\n:0\r\n:1\r\n*0\r\n");
+    ok(gms_lookup_user_parse(u, &lk) == GMS_LOOKUP_FOUND
+       && lk.inactive == GMS_LOOKUP_ACTIVE,
+       "plain: in <prefix>deleted alone counts as the script counts it");
+    freeReplyObject(u);
+
+    u = reply_of("*3\r\n:2\r\n:0\r\n*0\r\n");
+    ok(gms_lookup_user_parse(u, &lk) == GMS_LOOKUP_BAD_REPLY,
+       "plain: SISMEMBER's 2");
+    freeReplyObject(u);
+
+    u = reply_of("*3\r\n:0\r\n:0\r\n*1\r\n$3\r\nA,B\r\n");
+    ok(gms_lookup_user_parse(u, &lk) == GMS_LOOKUP_BAD_REPLY,
+       "plain: a privilege with a comma");
+    freeReplyObject(u);
+
+    u = reply_of("*2\r\n:0\r\n*0\r\n");
+    ok(gms_lookup_user_parse(u, &lk) == GMS_LOOKUP_BAD_REPLY,
+       "plain: EXEC's reply of two");
+    freeReplyObject(u);
+
+    u = reply_of("*-1\r\n");
+    ok(gms_lookup_user_parse(u, &lk) == GMS_LOOKUP_BAD_REPLY,
+       "plain: EXEC's nil");
+    freeReplyObject(u);
+
+    u = reply_of("-EXECABORT Transaction discarded\r\n");
+    ok(gms_lookup_user_parse(u, &lk) == GMS_LOOKUP_BAD_REPLY
+       && strncmp(lk.error, "EXECABORT", 9) == 0,
+       "plain: EXEC's error");
+    freeReplyObject(u);
+
+    ok(refused("NOPERM User gms has no permissions to run the 'evalsha' "
+               "command")
+       && refused("NOPERM this user has no permissions to run the 'eval' "
+                  "command or its subcommand")
+       && refused("ERR unknown command 'EVALSHA', with args beginning "
+                  "with: ")
+       && refused("ERR Could not find scripting engine 'lua'")
+       && !refused("NOSCRIPT No matching script")
+       && !refused("LOADING Redis is loading")
+       && !refused("NOPERM")
+       && !refused("NOPERM No permissions to access a key"),
+       "plain: the refusals of scripts told from other errors");
+}
+
+
 int
 main(void)
 {
     test_reply();
     test_user_reply();
+    test_plain();
 
     return done_testing();
 }

@@ -19,6 +19,12 @@ package GmsTest::Redis;
 # of its own; node_timeout in ms, 2000 by default; GmsTest::Cluster makes
 # the cluster of them).
 #
+# GMS_TEST_NOSCRIPT in the environment makes every server one that refuses
+# scripts to its clients, the edge and gms-token (and to cmd()): 'acl' (or
+# 1), the default user denied @scripting (ACL SETUSER default -@scripting);
+# 'renamed', EVAL, EVALSHA, their _RO forms and SCRIPT renamed away
+# (rename-command).  t/79-redis-noscript.t runs lookup and follow tests so.
+#
 # cmd() returns simple and bulk strings as scalars, integers as numbers, nil
 # as undef, arrays as arrayrefs (recursively) and error replies as
 # GmsTest::Redis::Error objects.
@@ -281,6 +287,11 @@ sub _launch {
     push @cmd, '--unixsocket', $self->unixsocket, '--unixsocketperm', 777
         if $opt{unixsocket};
 
+    my $noscript = $ENV{GMS_TEST_NOSCRIPT} // '';
+    push @cmd, map { ('--rename-command', $_, '') }
+                   qw(EVAL EVALSHA EVAL_RO EVALSHA_RO SCRIPT)
+        if $noscript eq 'renamed';
+
     if (my $c = $opt{tls}) {
         push @cmd, '--tls-port', $self->{tls_port},
                    '--tls-cert-file', $c->{server_cert},
@@ -323,6 +334,9 @@ sub _launch {
         return (eval { $self->cmd(INFO => 'replication') } // '')
                =~ /^master_link_status:up/m;
     }, 10) if $opt{replicaof};
+
+    $self->cmd(ACL => 'SETUSER', 'default', '-@scripting')
+        if $up && !$exited && ($noscript eq '1' || $noscript eq 'acl');
 
     return if $up && !$exited;
 
