@@ -765,7 +765,8 @@ ngx_http_gms_redis_closed(ngx_http_gms_rconn_t *rc)
         ngx_http_gms_count_down(connections);
     }
 
-    if (rd->exiting || rd->moving) {
+    if (rd->exiting || rd->moving || rc->recycling) {
+        /* recycled at max_age: the master is where it was */
         return;
     }
 

@@ -1145,7 +1145,6 @@ ngx_http_gms_rconn_close(ngx_http_gms_rconn_t *rc, ngx_uint_t level,
 
     if (rc->recycling) {
         /* no failure: the owner may connect again at once */
-        rc->recycling = 0;
         rc->backoff = 0;
 
     } else {
@@ -1180,9 +1179,13 @@ ngx_http_gms_rconn_close(ngx_http_gms_rconn_t *rc, ngx_uint_t level,
         handler(rc, data, NULL, reason);
     }
 
+    /* rc->recycling tells the owner the close was max_age's, no failure */
+
     if (rc->closed) {
         rc->closed(rc);
     }
+
+    rc->recycling = 0;
 }
 
 
