@@ -280,6 +280,8 @@ sub _launch {
                    '--appendfsync', 'always') : 'no',
                '--dir', $dir, '--logfile', "$dir/redis.log",
                '--enable-debug-command', 'local',
+               # t/79 unloads Valkey 9.1's Lua engine module
+               '--enable-module-command', 'local',
                # a replica gets its first sync at once, not after 5 s
                '--repl-diskless-sync-delay', 0);
     push @cmd, '--requirepass', $opt{password}, '--masterauth', $opt{password}
